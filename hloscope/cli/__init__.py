@@ -1,0 +1,68 @@
+"""The `hloscope` command line: a click group whose subcommands are imported only when used.
+
+Each subcommand lives in its own module `hloscope.cli.<name>` and exposes a click command called `command`.
+Lazy loading keeps `hloscope hlo ...` and `hloscope trace ...` free of torch and JAX start-up costs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from hloscope import __version__
+from hloscope.errors import HloscopeError
+
+# name -> (module, one-line help shown by `hloscope --help` without importing the module)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("hloscope.cli.run", "Time one mode's full training step and record everything in a run directory."),
+    "compare": ("hloscope.cli.compare", "Run every mode in its own subprocess and compare step times."),
+    "hlo": ("hloscope.cli.hlo", "Analyse XLA HLO text, dump directories and run directories."),
+    "trace": ("hloscope.cli.trace", "Analyse profiler traces (xplane.pb, Kineto JSON)."),
+    "diff": ("hloscope.cli.diff", "Compare two runs, dump directories or HLO modules side by side."),
+    "explain": ("hloscope.cli.explain", "Rank what explains the step-time gaps of a comparison."),
+    "tensorboard": ("hloscope.cli.tensorboard", "Open every mode's traces in TensorBoard's profile plugin."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[name][0])
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hloscope")
+def cli() -> None:
+    """Time a training step under PyTorch, torch.compile, PyTorch/XLA and JAX, and explain why the speeds differ."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and turn every HloscopeError into one line on stderr and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
+    except HloscopeError as error:
+        click.echo(f"hloscope: error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("hloscope: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        click.echo("hloscope: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,53 @@
+"""One error family for everything the user can get wrong; `hloscope.cli.main` turns it into one line on stderr."""
+
+from __future__ import annotations
+
+import os
+
+
+class HloscopeError(Exception):
+    """An error the user can act on. Never shown as a traceback."""
+
+    exit_code = 1
+
+
+class InputError(HloscopeError):
+    """A file hloscope was asked to read is missing, empty, truncated or not what it should be."""
+
+    exit_code = 2
+
+    def __init__(self, path: str | os.PathLike, message: str, line: int | None = None, col: int | None = None):
+        self.path = os.fspath(path)
+        self.message = message
+        self.line = line
+        self.col = col
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.col is not None:
+                where += f":{self.col}"
+        return f"{where}: {self.message}"
+
+
+class ParseError(InputError):
+    """Malformed text: always carries line and column (1-based)."""
+
+
+class MissingDependency(HloscopeError):
+    """A framework or tool that a command needs is not installed."""
+
+    exit_code = 3
+
+    def __init__(self, package: str, why: str = ""):
+        self.package = package
+        extra = f" ({why})" if why else ""
+        super().__init__(f"this needs the Python package '{package}', which is not installed{extra}: pip install {package}")
+
+
+class UsageError(HloscopeError):
+    """Options that contradict each other or name something that does not exist."""
+
+    exit_code = 2

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv with the pinned dependencies.
+# Idempotent: a second call only checks the pins and re-links the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.hloscope-requirements
+if ! cmp -s requirements.txt "$stamp" 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+  cp requirements.txt "$stamp"
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
