@@ -12,4 +12,4 @@ if ! cmp -s requirements.txt "$stamp" 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
   cp requirements.txt "$stamp"
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+.venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
