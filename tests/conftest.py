@@ -35,7 +35,8 @@ def cli_run():
 
     import click
 
-    @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.command(add_help_option=False,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     @click.pass_context
     def _entry(ctx):
         main(list(ctx.args))
