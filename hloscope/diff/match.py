@@ -1,0 +1,184 @@
+"""Structural matching of two instruction graphs whose names share nothing (the approach of XLA's hlo_diff).
+
+1. Exact: every node gets a fingerprint of its whole operand subgraph (opcode, layout-free shape, detail, body and
+   the operands' fingerprints, hashed bottom-up). Nodes whose fingerprint is unique on both sides are matched, and so,
+   pairwise, is everything below them (identical subgraphs).
+2. Greedy, from what is matched: top-down (the i-th operands of a matched pair match when opcode, shape and detail
+   agree) and bottom-up (unmatched users of a matched pair that use it at the same operand position and agree in
+   opcode, shape and detail), repeated until nothing changes. The graphs' roots are matched first when they agree.
+3. Leftover nodes with equal fingerprints are paired in definition order, then step 2 runs again.
+Whatever is left is reported as existing only on one side.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from hloscope.diff.graph import Graph, Node
+
+
+def fingerprints(graph: Graph) -> dict[str, int]:
+    """Bottom-up subgraph fingerprints, computed without recursion (train steps are deep)."""
+    result: dict[str, int] = {}
+    nodes = graph.nodes
+    for start in nodes:
+        if start in result:
+            continue
+        stack = [start]
+        while stack:
+            key = stack[-1]
+            if key in result:
+                stack.pop()
+                continue
+            pending = [op for op in nodes[key].operands if op in nodes and op not in result]
+            if pending:
+                stack.extend(pending)
+                continue
+            node = nodes[key]
+            result[key] = hash((node.opcode, node.shape, node.detail, node.body,
+                                tuple(result.get(op, 0) for op in node.operands)))
+            stack.pop()
+    return result
+
+
+def _compatible(x: Node, y: Node) -> bool:
+    return x.opcode == y.opcode and x.shape == y.shape and x.detail == y.detail
+
+
+@dataclass
+class Matching:
+    pairs: dict[str, str] = field(default_factory=dict)  # key in A -> key in B
+    how: dict[str, str] = field(default_factory=dict)  # key in A -> "exact" | "top_down" | "bottom_up" | "root"
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        result: dict[str, int] = defaultdict(int)
+        for stage in self.how.values():
+            result[stage] += 1
+        return dict(result)
+
+
+class _Matcher:
+    def __init__(self, a: Graph, b: Graph):
+        self.a, self.b = a, b
+        self.fa, self.fb = fingerprints(a), fingerprints(b)
+        self.users_a, self.users_b = a.users(), b.users()
+        self.result = Matching()
+        self.reverse: dict[str, str] = {}
+        self.queue: deque[tuple[str, str]] = deque()
+
+    def pair(self, ka: str, kb: str, how: str) -> bool:
+        if ka in self.result.pairs or kb in self.reverse:
+            return False
+        self.result.pairs[ka] = kb
+        self.result.how[ka] = how
+        self.reverse[kb] = ka
+        self.queue.append((ka, kb))
+        return True
+
+    def pair_subgraphs(self, ka: str, kb: str) -> None:
+        """Pair two nodes with equal fingerprints and, operand by operand, everything below them."""
+        stack = [(ka, kb)]
+        while stack:
+            x, y = stack.pop()
+            if not self.pair(x, y, "exact"):
+                continue
+            ops_a, ops_b = self.a.nodes[x].operands, self.b.nodes[y].operands
+            # Pushed in reverse so that operands pair in order (a shared operand pairs with the first copy).
+            stack.extend((p, q) for p, q in reversed(list(zip(ops_a, ops_b)))
+                         if p in self.a.nodes and q in self.b.nodes)
+
+    def exact(self, unique_only: bool) -> None:
+        groups_a: dict[int, list[str]] = defaultdict(list)
+        groups_b: dict[int, list[str]] = defaultdict(list)
+        for key, fp in self.fa.items():
+            if key not in self.result.pairs:
+                groups_a[fp].append(key)
+        for key, fp in self.fb.items():
+            if key not in self.reverse:
+                groups_b[fp].append(key)
+        # Largest subgraphs first: in definition order the last nodes are the users, so walk backwards.
+        for key in reversed(list(self.a.nodes)):
+            fp = self.fa[key]
+            if key in self.result.pairs or fp not in groups_b:
+                continue
+            side_a, side_b = groups_a[fp], groups_b[fp]
+            if unique_only and (len(side_a) != 1 or len(side_b) != 1):
+                continue
+            free_b = [k for k in side_b if k not in self.reverse]
+            free_a = [k for k in side_a if k not in self.result.pairs]
+            for x, y in zip(free_a, free_b):
+                self.pair_subgraphs(x, y)
+
+    def roots(self) -> None:
+        ra = [k for k in self.a.roots if k in self.a.nodes]
+        rb = [k for k in self.b.roots if k in self.b.nodes]
+        if len(ra) == len(rb):
+            for x, y in zip(ra, rb):
+                if self.a.nodes[x].opcode == self.b.nodes[y].opcode:
+                    self.pair(x, y, "root")
+
+    def propagate(self) -> None:
+        # Everything matched so far seeds the greedy walk.
+        self.queue.extend(self.result.pairs.items())
+        while self.queue:
+            ka, kb = self.queue.popleft()
+            na, nb = self.a.nodes[ka], self.b.nodes[kb]
+            # Top-down: operands at the same position.
+            if len(na.operands) == len(nb.operands):
+                for p, q in zip(na.operands, nb.operands):
+                    if p in self.a.nodes and q in self.b.nodes and _compatible(self.a.nodes[p], self.b.nodes[q]):
+                        self.pair(p, q, "top_down")
+            # Bottom-up: unmatched users using the pair at the same operand position.
+            free_b = [u for u in self.users_b.get(kb, []) if u not in self.reverse]
+            if not free_b:
+                continue
+            for ua in self.users_a.get(ka, []):
+                if ua in self.result.pairs:
+                    continue
+                user_a = self.a.nodes[ua]
+                positions = {i for i, op in enumerate(user_a.operands) if op == ka}
+                for ub in free_b:
+                    user_b = self.b.nodes[ub]
+                    if ub in self.reverse or not _compatible(user_a, user_b):
+                        continue
+                    if positions & {i for i, op in enumerate(user_b.operands) if op == kb}:
+                        self.pair(ua, ub, "bottom_up")
+                        break
+
+    def run(self) -> Matching:
+        self.exact(unique_only=True)
+        self.roots()
+        self.propagate()
+        self.exact(unique_only=False)
+        self.propagate()
+        self.result.only_in_a = [k for k in self.a.nodes if k not in self.result.pairs]
+        self.result.only_in_b = [k for k in self.b.nodes if k not in self.reverse]
+        return self.result
+
+
+def match_graphs(a: Graph, b: Graph) -> Matching:
+    """Match the instructions of `a` to those of `b`; see the module docstring for the stages."""
+    return _Matcher(a, b).run()
+
+
+NO_SOURCE = "(no source op)"
+
+
+def group_by_source(graph: Graph, keys: list[str], examples: int = 5) -> list[dict]:
+    """Unmatched instructions grouped by the framework op in their metadata, largest group first."""
+    groups: dict[str, dict] = {}
+    for key in keys:
+        node = graph.nodes[key]
+        source = node.op_name or NO_SOURCE
+        group = groups.setdefault(source, {"op_name": source, "count": 0, "opcodes": defaultdict(int), "examples": []})
+        group["count"] += 1
+        group["opcodes"][node.opcode] += 1
+        if len(group["examples"]) < examples:
+            group["examples"].append(node.name or key)
+    result = sorted(groups.values(), key=lambda g: (-g["count"], g["op_name"]))
+    for group in result:
+        group["opcodes"] = dict(sorted(group["opcodes"].items(), key=lambda kv: (-kv[1], kv[0])))
+    return result
