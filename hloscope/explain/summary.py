@@ -1,0 +1,55 @@
+"""What the explain rules know about one mode: a flat, optional-everywhere record built from a run directory.
+
+Every field may be missing (a mode without HLO dumps has no kernel count, a mode without a trace has no idle time);
+rules skip what they cannot support with numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class ModeSummary:
+    mode: str
+    status: str = "ok"
+    platform: str = ""  # "cpu" | "gpu" | "tpu" | "" (unknown)
+    # Timing, from run.json
+    step_time_s: float | None = None  # median of the timed steps
+    mean_s: float | None = None
+    step_times_s: list[float] = field(default_factory=list)
+    first_step_s: float | None = None
+    throughput_img_s: float | None = None
+    compiles_in_window: int | None = None
+    data: str | None = None  # "device" | "loader"
+    precision: str | None = None  # requested: fp32 | tf32 | bf16
+    matmul_precision: str | None = None  # what the framework reported in effect
+    peak_memory_bytes: float | None = None
+    # Compiled program, from the train step's HLO (per step: every module the step runs)
+    kernels: int | None = None
+    fusions: dict[str, int] = field(default_factory=dict)
+    custom_calls: dict[str, int] = field(default_factory=dict)
+    transposes: int | None = None
+    copies: int | None = None
+    dot_precision: dict[str, int] = field(default_factory=dict)  # precision name -> number of dots/convolutions
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    # Profile, per step, from the trace
+    trace_kernels: float | None = None  # kernel executions per step
+    device_busy_s: float | None = None
+    device_idle_s: float | None = None
+    host_dispatch_s: float | None = None
+    categories_s: dict[str, float] = field(default_factory=dict)  # category -> device seconds per step
+    layout_kernel_s: float | None = None  # seconds per step in transpose/copy kernels
+    timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
+    notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModeSummary":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "timeline" in known:
+            known["timeline"] = [tuple(item) for item in known["timeline"]]
+        return cls(**known)

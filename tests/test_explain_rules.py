@@ -1,0 +1,105 @@
+"""The explain rules on constructed comparisons where the right answer is known."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.explain.engine import explain, explain_pair
+from hloscope.explain.rules import LAUNCH_COST_S, precision_rank
+from hloscope.explain.summary import ModeSummary
+
+
+def _base(mode: str, **overrides) -> ModeSummary:
+    values = dict(mode=mode, platform="gpu", step_time_s=0.010, mean_s=0.010, step_times_s=[0.010] * 20,
+                  compiles_in_window=0, data="device", matmul_precision="default", kernels=400,
+                  fusions={"kLoop": 200, "kInput": 100}, custom_calls={"__cublas$lt$matmul": 100}, transposes=10,
+                  copies=5, dot_precision={"default": 100}, flops=1e12, bytes_accessed=5e9)
+    values.update(overrides)
+    return ModeSummary(**values)
+
+
+def _rules(contributors) -> list[str]:
+    return [c.rule for c in contributors]
+
+
+def test_twice_the_kernels_for_the_same_flops_ranks_kernel_launches_first():
+    fast = _base("jax")
+    slow = _base("torch_xla", step_time_s=0.014, kernels=800, fusions={"kLoop": 600, "kInput": 100})
+    contributors = explain_pair(slow, fast)
+    assert _rules(contributors)[0] == "kernel_launches"
+    top = contributors[0]
+    assert top.evidence["kernels"] == {"torch_xla": 800, "jax": 400}
+    assert top.seconds == pytest.approx(400 * LAUNCH_COST_S["gpu"])
+    assert top.evidence["by_kind_delta"] == {"fusion kLoop": 400}
+    assert "800 kernels per step against 400 (2.00x" in top.claim
+    assert "more_compute" not in _rules(contributors)  # same FLOPs: no compute claim
+
+
+def test_recompiles_in_the_window_are_found_and_sized_from_the_outlier_steps():
+    fast = _base("jax")
+    times = [0.010] * 18 + [0.510, 0.610]
+    slow = _base("pytorch+compile", step_time_s=0.010, mean_s=sum(times) / 20, step_times_s=times, compiles_in_window=2)
+    contributors = explain_pair(slow, fast)
+    assert _rules(contributors) == ["recompilation"]
+    assert contributors[0].seconds == pytest.approx((0.5 + 0.6) / 20)
+    assert contributors[0].evidence["outlier_steps"] == 2
+    assert "compiled 2 time(s) inside the timed window" in contributors[0].claim
+
+
+def test_fp32_against_tf32_precision_is_found_and_sized_by_matmul_time():
+    fast = _base("jax", matmul_precision="tf32", categories_s={"matmul": 0.004, "elementwise": 0.003},
+                 device_busy_s=0.007, device_idle_s=0.001)
+    slow = _base("pytorch", step_time_s=0.016, matmul_precision="highest",
+                 dot_precision={"highest": 100}, categories_s={"matmul": 0.010, "elementwise": 0.003},
+                 device_busy_s=0.013, device_idle_s=0.001)
+    contributors = explain_pair(slow, fast)
+    names = _rules(contributors)
+    assert names[0] in {"matmul_precision", "device_time"}
+    precision = next(c for c in contributors if c.rule == "matmul_precision")
+    assert precision.seconds == pytest.approx(0.006)
+    assert "100 of 100 dots/convolutions run at full fp32" in precision.claim
+    assert "highest vs tf32" in precision.claim
+    assert "kernel_launches" not in names and "host_bound" not in names
+
+
+def test_data_loader_against_device_data_blames_host_idle_and_the_input_pipeline():
+    fast = _base("jax", device_busy_s=0.008, device_idle_s=0.002)
+    slow = _base("pytorch", step_time_s=0.030, data="loader", device_busy_s=0.008, device_idle_s=0.022)
+    contributors = explain_pair(slow, fast)
+    assert _rules(contributors) == ["host_bound", "input_pipeline"]
+    assert contributors[0].seconds == pytest.approx(0.020)
+    assert "73% of its step" in contributors[0].claim
+    assert contributors[1].seconds is None
+
+
+def test_extra_transposes_from_layout_conventions():
+    fast = _base("jax", transposes=10, copies=5)
+    slow = _base("torch_xla", step_time_s=0.011, transposes=58, copies=5, kernels=448,
+                 fusions={"kLoop": 248, "kInput": 100})
+    names = _rules(explain_pair(slow, fast))
+    assert "layout_changes" in names and "kernel_launches" in names
+
+
+def test_same_programs_and_no_trace_give_no_contributors():
+    assert explain_pair(_base("a", step_time_s=0.011), _base("b")) == []
+
+
+def test_report_ranks_modes_against_the_fastest_and_keeps_failed_modes():
+    summaries = [_base("jax"), _base("torch_xla", step_time_s=0.020, kernels=900),
+                 ModeSummary(mode="pytorch", status="failed")]
+    report = explain(summaries)
+    assert report["fastest"] == "jax"
+    by_mode = {m["mode"]: m for m in report["modes"]}
+    assert by_mode["jax"]["contributors"] == [] and by_mode["jax"]["ratio"] == 1.0
+    assert by_mode["torch_xla"]["gap_s"] == pytest.approx(0.010)
+    assert by_mode["torch_xla"]["ratio"] == pytest.approx(2.0)
+    assert by_mode["torch_xla"]["contributors"][0]["rule"] == "kernel_launches"
+    assert by_mode["torch_xla"]["unexplained_s"] == pytest.approx(0.010 - 500 * LAUNCH_COST_S["gpu"])
+    assert by_mode["pytorch"]["status"] == "failed" and by_mode["pytorch"]["gap_s"] is None
+
+
+@pytest.mark.parametrize("name,rank", [("highest", 3), ("HIGHEST", 3), ("dot_f32_f32_f32", 3), ("fp32", 3),
+                                       ("high", 2), ("dot_bf16_bf16_f32_x3", 2), ("default", 1), ("tf32", 1),
+                                       ("dot_tf32_tf32_f32", 1), ("bf16", 1)])
+def test_precision_rank(name, rank):
+    assert precision_rank(name) == rank
