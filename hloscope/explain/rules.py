@@ -42,6 +42,13 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
 
 
+def _bytes(n: float) -> str:
+    for factor, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if n >= factor:
+            return f"{n / factor:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
 def _sum(values) -> float:
     return float(sum(values))
 
@@ -196,8 +203,8 @@ def memory_traffic(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
         return None
     extra = slow.bytes_accessed - fast.bytes_accessed
     bandwidth = BANDWIDTH_B_S.get(slow.platform, BANDWIDTH_B_S[""])
-    claim = (f"{slow.mode} accesses {slow.bytes_accessed / 1e6:.3g} MB per step against "
-             f"{fast.bytes_accessed / 1e6:.3g} MB ({slow.bytes_accessed / fast.bytes_accessed:.2f}x)")
+    claim = (f"{slow.mode} accesses {_bytes(slow.bytes_accessed)} per step against "
+             f"{_bytes(fast.bytes_accessed)} ({slow.bytes_accessed / fast.bytes_accessed:.2f}x)")
     return Contributor("memory_traffic", "More memory traffic", claim, extra / bandwidth, {
         "bytes_accessed": {slow.mode: slow.bytes_accessed, fast.mode: fast.bytes_accessed},
         "extra_bytes": extra, "assumed_bandwidth_B_s": bandwidth})

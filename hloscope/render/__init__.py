@@ -1,0 +1,1 @@
+"""Renderers: terminal (rich), Markdown and self-contained HTML with inline SVG plots. They only render."""

@@ -1,0 +1,68 @@
+"""The explain report as one self-contained HTML file with inline SVG plots."""
+
+from __future__ import annotations
+
+from html import escape
+
+from hloscope.render import fmt, svg
+from hloscope.render.explain_views import device_time_by_category, kernels_by_category, mode_rows
+from hloscope.render.html_page import evidence, page, table
+
+
+def render(report: dict) -> str:
+    meta = report.get("comparison") or {}
+    summaries = report.get("summaries", {})
+    fastest = report.get("fastest")
+    rows = mode_rows(report)
+    body = ["<h1>Why the modes differ</h1>"]
+    if meta.get("path"):
+        body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
+    if meta.get("config"):
+        body.append("<p>Configuration: " + escape(", ".join(f"{k}={v}" for k, v in meta["config"].items())) + "</p>")
+    body.append(f"<p>Fastest mode: <b>{escape(fastest)}</b></p>" if fastest else
+                "<p>No mode finished with a step time.</p>")
+
+    body.append("<h2>Step time</h2>")
+    body.append(table(["mode", "status", "step (median)", "vs fastest", "gap", "throughput img/s", "kernels/step",
+                       "device idle/step", "compiles in window"],
+                      [[r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
+                        fmt.count(r["throughput_img_s"]),
+                        fmt.count(r["kernels"] if r["kernels"] is not None else r["trace_kernels"]),
+                        fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"])] for r in rows]))
+    body.append(svg.bar_chart("Step time per mode (median)",
+                              [(r["mode"], r["step_time_s"] * 1e3) for r in rows if r["step_time_s"]], "ms"))
+
+    body.append("<h2>What explains each gap</h2>")
+    for entry in report.get("modes", []):
+        if not entry.get("gap_s") or entry["mode"] == fastest:
+            continue
+        body.append(f"<h3>{escape(entry['mode'])}: {fmt.ratio(entry['ratio'])} the step time of {escape(fastest)} "
+                    f"(+{fmt.ms(entry['gap_s'])} per step)</h3>")
+        if not entry["contributors"]:
+            body.append("<p>No rule found evidence for this gap in the data recorded.</p>")
+        items = []
+        for c in entry["contributors"]:
+            size = (f"~{fmt.ms(c['seconds'])} ({fmt.share(c['seconds'], entry['gap_s'])} of the gap)"
+                    if c["seconds"] is not None else "not sized")
+            items.append(f"<li><b>{escape(c['title'])}</b> <span class=\"est\">{escape(size)}</span>"
+                         f"<p class=\"claim\">{escape(c['claim'])}.</p>{evidence(c['evidence'])}</li>")
+        body.append("<ol>" + "".join(items) + "</ol>")
+        body.append(f"<p>Explained: {fmt.ms(entry['explained_s'])}; unexplained: {fmt.ms(entry['unexplained_s'])} "
+                    "(estimates can overlap).</p>")
+
+    kernel_rows = [(r["mode"], kernels_by_category(summaries.get(r["mode"], {}))) for r in rows]
+    time_rows = [(r["mode"], device_time_by_category(summaries.get(r["mode"], {}))) for r in rows]
+    timeline_rows = [(r["mode"], [tuple(t) for t in summaries.get(r["mode"], {}).get("timeline") or []]) for r in rows]
+    body.append("<h2>Kernels and device time</h2>")
+    plots = [svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels"),
+             svg.stacked_chart("Device time per step by category", time_rows, "ms"),
+             svg.timeline_strips("One step on the device, per mode", timeline_rows)]
+    body.extend(p for p in plots if p)
+    if not any(plots):
+        body.append("<p>No HLO dumps or traces were recorded for these modes.</p>")
+
+    notes = [(mode, note) for mode, s in summaries.items() for note in s.get("notes", [])]
+    if notes:
+        body.append("<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>" for m, n in notes)
+                    + "</ul>")
+    return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)

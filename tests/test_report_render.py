@@ -1,0 +1,92 @@
+"""The explain report renderers (terminal, Markdown, HTML) on a constructed comparison, and the HTML in a real browser."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hloscope.explain.engine import explain
+from hloscope.explain.summary import ModeSummary
+from hloscope.render import explain_html, explain_md, explain_term
+
+from conftest import ARTIFACTS
+
+
+def _report() -> dict:
+    fast = ModeSummary(mode="jax", platform="gpu", step_time_s=0.0102, step_times_s=[0.0102] * 10, kernels=1032,
+                       fusions={"kLoop": 399, "kInput": 354, "kCustom": 36}, custom_calls={"__cublas$lt$matmul": 243},
+                       transposes=12, copies=60, flops=2.1e12, bytes_accessed=4.0e10, compiles_in_window=0,
+                       device_busy_s=0.0095, device_idle_s=0.0007, categories_s={"matmul": 0.006, "elementwise": 0.0035},
+                       timeline=[(0.0, 0.006, "matmul"), (0.0062, 0.0033, "elementwise")])
+    slow = ModeSummary(mode="torch_xla", platform="gpu", step_time_s=0.0273, step_times_s=[0.0273] * 10, kernels=1577,
+                       fusions={"kLoop": 900, "kInput": 420, "kCustom": 14}, custom_calls={"__cublas$lt$matmul": 243},
+                       transposes=96, copies=60, flops=2.1e12, bytes_accessed=6.5e10, compiles_in_window=0,
+                       device_busy_s=0.0121, device_idle_s=0.0152, categories_s={"matmul": 0.0062, "elementwise": 0.0059},
+                       timeline=[(0.0, 0.0062, "matmul"), (0.0065, 0.0059, "elementwise")],
+                       notes=["no memory report beside the module"])
+    failed = ModeSummary(mode="pytorch", status="failed")
+    report = explain([fast, slow, failed])
+    report["comparison"] = {"path": "traces/compare-1", "config": {"model": "vit-base", "batch_size": 32}}
+    return report
+
+
+def _numbers_shown(text: str) -> None:
+    for figure in ("10.200 ms", "27.300 ms", "2.68x", "17.100 ms", "1,577", "1,032", "15.200 ms"):
+        assert figure in text, figure
+    assert "Device idle, waiting for the host" in text and "More kernel launches" in text
+    assert "1577 kernels per step against 1032" in text
+
+
+def test_markdown_report_shows_the_comparison_numbers():
+    text = explain_md.render(_report())
+    _numbers_shown(text)
+    assert "| pytorch | failed |" in text
+    assert text.index("Device idle") < text.index("More kernel launches")  # ranked by estimated seconds
+
+
+def test_terminal_report_shows_the_comparison_numbers():
+    buffer = io.StringIO()
+    explain_term.render(_report(), Console(file=buffer, width=250, color_system=None))
+    _numbers_shown(buffer.getvalue())
+
+
+def test_html_report_is_self_contained_with_plots():
+    html = explain_html.render(_report())
+    _numbers_shown(html.replace("&#x27;", "'"))
+    assert html.count("<svg") == 4  # step time, kernels by category, device time by category, timeline strips
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<script" not in html and "@import" not in html
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.browser
+def test_html_report_renders_in_headless_chromium(tmp_path: Path):
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
+    page = tmp_path / "explain.html"
+    page.write_text(explain_html.render(_report()), encoding="utf-8")
+    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    _numbers_shown(dom.stdout.replace("&#x27;", "'"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "explain_report.png"
+    shot.unlink(missing_ok=True)
+    run = subprocess.run([chromium, *flags, "--hide-scrollbars", "--window-size=1100,2200", f"--screenshot={shot}",
+                          page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a rendered page with plots, not a blank image
