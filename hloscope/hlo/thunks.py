@@ -1,0 +1,198 @@
+"""XLA's GPU thunk sequence: the ground-truth list of what a compiled GPU executable launches, in order.
+
+XLA writes `<module>.thunk_sequence.txt` next to the optimized GPU HLO when dumping (`--xla_dump_to`). One line per
+thunk, e.g. (spacing varies)::
+
+    002: kCustomKernel [source       | next=005 (3)] loop_pad_fusion grid: [800, 1, 1] threads: [128, 1, 1]  shared_memory: 0 bytes
+    047: kCublasLtMatmul [prev=046 (1)   | next=048 (1)    ] kCublasLtMatmul
+
+`kCustomKernel` is a kernel XLA generated (a fusion; the name is the kernel's, i.e. the HLO instruction name with `.`
+written as `_`, and identical fusions share one kernel name); library calls (`kCublasLtMatmul`, `kGemm`,
+`kConvolution`, ...) and copies (`kCopy`) carry no launch dimensions. Nested sequences (`kCommandBuffer`, `kWhile`)
+indent their children; those are kept with their depth.
+
+When XLA also wrote `<module>.thunk_metadata.txt` (a text proto with one `thunk_metadata { thunk_info {
+profile_annotation: "<hlo op>" thunk_id: N } thunk_kind: ... }` per thunk), `hlo_op` gives each thunk's HLO
+instruction, including the library calls.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hloscope.errors import InputError, ParseError
+
+# Thunks that launch a kernel XLA generated, library calls, and pure data movement. Anything else (control flow,
+# command buffers, collectives) is listed by kind only.
+KERNEL_KINDS = frozenset({"kCustomKernel", "kKernel"})
+LIBRARY_KINDS = frozenset({"kCublasLtMatmul", "kGemm", "kConvolution", "kCuDnn", "kFft", "kCholesky",
+                           "kTriangularSolve", "kNorm", "kCustomCall"})
+COPY_KINDS = frozenset({"kCopy", "kMemset32BitValue", "kMemzero", "kDeviceToDeviceCopy", "kHostToDeviceCopy",
+                        "kDeviceToHostCopy", "kDynamicMemcpy"})
+
+_LINE = re.compile(r"^(?P<indent>\s*)(?P<index>\d+):\s+(?P<kind>k\w+)\s*\[(?P<deps>[^\]]*)\]\s*(?P<rest>.*?)\s*$")
+_LAUNCH = re.compile(r"^(?P<name>\S+)\s+grid:\s*\[(?P<grid>[\d,\s]+)\]\s+threads:\s*\[(?P<block>[\d,\s]+)\]"
+                     r"\s+shared_memory:\s*(?P<shmem>\d+)\s*bytes$")
+_METADATA = re.compile(r'thunk_metadata\s*\{\s*thunk_info\s*\{(?P<info>[^}]*)\}\s*thunk_kind:\s*"(?P<kind>\w+)"\s*\}')
+_ANNOTATION = re.compile(r'profile_annotation:\s*"(?P<op>[^"]*)"')
+_THUNK_ID = re.compile(r"thunk_id:\s*(?P<id>\d+)")
+
+
+@dataclass(frozen=True)
+class Thunk:
+    index: int                      # the number XLA printed (1-based, in execution order)
+    kind: str                       # kCustomKernel, kCublasLtMatmul, kConvolution, kCopy, ...
+    name: str | None                # kernel name for launches; None for thunks without one
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    shared_memory_bytes: int | None = None
+    depth: int = 0                  # 0 at top level; >0 inside a command buffer / while body
+    hlo_op: str | None = None       # from thunk_metadata.txt when present
+    line: int = 0
+
+    @property
+    def category(self) -> str:
+        """'kernel' (XLA-generated), 'library' (cuBLAS/cuDNN/...), 'copy', or 'other'."""
+        if self.kind in KERNEL_KINDS:
+            return "kernel"
+        if self.kind in LIBRARY_KINDS:
+            return "library"
+        if self.kind in COPY_KINDS:
+            return "copy"
+        return "other"
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "kind": self.kind, "category": self.category, "name": self.name,
+                "hlo_op": self.hlo_op, "grid": list(self.grid) if self.grid else None,
+                "block": list(self.block) if self.block else None,
+                "threads_per_block": _product(self.block) if self.block else None,
+                "blocks": _product(self.grid) if self.grid else None,
+                "shared_memory_bytes": self.shared_memory_bytes, "depth": self.depth}
+
+
+@dataclass
+class ThunkSequence:
+    path: str
+    thunks: list[Thunk] = field(default_factory=list)
+
+    def counts_by_kind(self) -> dict[str, int]:
+        return dict(Counter(t.kind for t in self.thunks))
+
+    def counts_by_category(self) -> dict[str, int]:
+        counts = Counter(t.category for t in self.thunks)
+        return {c: counts.get(c, 0) for c in ("kernel", "library", "copy", "other")}
+
+    @property
+    def launches(self) -> list[Thunk]:
+        """Thunks that launch a generated kernel, with grid/block/shared memory: XLA's own launch list."""
+        return [t for t in self.thunks if t.kind in KERNEL_KINDS]
+
+    def summary(self) -> dict:
+        """Plain-data summary for JSON output: counts and the launch list."""
+        return {"file": self.path, "thunks": len(self.thunks), "by_kind": self.counts_by_kind(),
+                "by_category": self.counts_by_category(), "kernel_launches": len(self.launches),
+                "library_calls": self.counts_by_category()["library"], "copies": self.counts_by_category()["copy"],
+                "launch_list": [t.to_dict() for t in self.thunks]}
+
+
+def _product(dims: tuple[int, ...]) -> int:
+    out = 1
+    for d in dims:
+        out *= d
+    return out
+
+
+def _dims(text: str, path: str, line: int, col: int) -> tuple[int, int, int]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ParseError(path, f"expected three dimensions, got [{text}]", line, col)
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequence:
+    """Parse the text of a thunk_sequence.txt. Raises ParseError (with line:column) on a line that is not a thunk."""
+    seq = ThunkSequence(path=path)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        m = _LINE.match(raw)
+        if not m:
+            raise ParseError(path, f"not a thunk line: {raw.strip()[:80]!r}", lineno, len(raw) - len(raw.lstrip()) + 1)
+        kind, rest = m["kind"], m["rest"]
+        depth = len(m["indent"]) // 4
+        launch = _LAUNCH.match(rest)
+        if launch:
+            col = m.start("rest") + 1
+            seq.thunks.append(Thunk(
+                index=int(m["index"]), kind=kind, name=launch["name"],
+                grid=_dims(launch["grid"], path, lineno, col + launch.start("grid")),
+                block=_dims(launch["block"], path, lineno, col + launch.start("block")),
+                shared_memory_bytes=int(launch["shmem"]), depth=depth, line=lineno))
+        else:
+            if "grid:" in rest:
+                raise ParseError(path, f"malformed launch dimensions: {rest[:80]!r}", lineno, m.start("rest") + 1)
+            # Library calls and copies repeat their kind as the name; keep None for "no name".
+            name = rest if rest and rest != kind else None
+            seq.thunks.append(Thunk(index=int(m["index"]), kind=kind, name=name, depth=depth, line=lineno))
+    if not seq.thunks:
+        raise InputError(path, "no thunks found (empty or not a thunk_sequence.txt)")
+    return seq
+
+
+def parse_thunk_metadata_text(text: str) -> dict[int, tuple[str, str]]:
+    """thunk_metadata.txt -> {thunk_id: (thunk_kind, hlo_op)} for the thunks that have an id."""
+    out: dict[int, tuple[str, str]] = {}
+    for m in _METADATA.finditer(text):
+        tid, op = _THUNK_ID.search(m["info"]), _ANNOTATION.search(m["info"])
+        if tid and op:
+            out[int(tid["id"])] = (m["kind"], op["op"])
+    return out
+
+
+def metadata_path_for(thunk_sequence_path: str | os.PathLike) -> Path:
+    p = Path(thunk_sequence_path)
+    return p.with_name(p.name.replace("thunk_sequence.txt", "thunk_metadata.txt"))
+
+
+def parse_thunk_sequence(path: str | os.PathLike) -> ThunkSequence:
+    """Read `*.thunk_sequence.txt` (and its sibling thunk_metadata.txt, when XLA wrote one, for HLO op names)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(p, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(p, f"cannot read: {e}") from None
+    seq = parse_thunk_sequence_text(text, os.fspath(p))
+    meta_path = metadata_path_for(p)
+    if meta_path != p and meta_path.is_file():
+        meta = parse_thunk_metadata_text(meta_path.read_text(encoding="utf-8", errors="replace"))
+        seq.thunks = [_with_op(t, meta.get(t.index)) for t in seq.thunks]
+    return seq
+
+
+def _with_op(thunk: Thunk, meta: tuple[str, str] | None) -> Thunk:
+    if meta is None or meta[0] != thunk.kind:
+        return thunk
+    return Thunk(**{**thunk.__dict__, "hlo_op": meta[1]})
+
+
+_MODULE_STEM = re.compile(r"^(?P<stem>module_\d+\.[^/]+?)\.(?:sm_[\w.]+_gpu_after_optimizations|before_optimizations)"
+                          r"[\w.-]*\.txt$")
+
+
+def find_thunk_sequence(module_file: str | os.PathLike) -> Path | None:
+    """The thunk_sequence.txt XLA wrote beside a GPU HLO dump file, or None.
+
+    `module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt` -> `module_0001.jit_train_step.thunk_sequence.txt`.
+    """
+    p = Path(module_file)
+    m = _MODULE_STEM.match(p.name)
+    if not m:
+        return None
+    candidate = p.with_name(f"{m['stem']}.thunk_sequence.txt")
+    return candidate if candidate.is_file() else None
