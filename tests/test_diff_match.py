@@ -47,7 +47,7 @@ def test_renamed_graph_with_one_inserted_transpose_matches_everything_else():
     assert matching.only_in_b == ["zz_t"]
     groups = group_by_source(b, matching.only_in_b)
     assert groups == [{"op_name": "model/attention/query/transpose", "count": 1, "opcodes": {"transpose": 1},
-                       "examples": ["zz_t"]}]
+                       "sources": 1, "examples": ["zz_t"]}]
 
 
 def test_identical_graphs_match_exactly():
@@ -83,3 +83,13 @@ def test_deep_graph_does_not_recurse():
     a = _graph(chain, ["n19999"])
     b = _graph(chain, ["n19999"])
     assert len(match_graphs(a, b).pairs) == 20000
+
+
+def test_groups_fold_layer_indices_and_skip_bookkeeping():
+    g = _graph([("t0", "transpose", "f32[2]", [], "jit(f)/layer/0/attn/transpose"),
+                ("t1", "transpose", "f32[2]", [], "jit(f)/layer/11/attn/transpose"),
+                ("g", "get-tuple-element", "f32[2]", [], "jit(f)/layer/1/attn/transpose"),
+                ("c", "copy", "f32[2]", [])], [])
+    groups = group_by_source(g, ["t0", "t1", "g", "c"])
+    assert [(x["op_name"], x["count"], x["sources"]) for x in groups] == [
+        ("jit(f)/layer/*/attn/transpose", 2, 2), ("(no source op)", 1, 1)]

@@ -12,6 +12,7 @@ Whatever is left is reported as existing only on one side.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -165,20 +166,38 @@ def match_graphs(a: Graph, b: Graph) -> Matching:
 
 
 NO_SOURCE = "(no source op)"
+# Instructions that launch nothing and only re-label values: left out of the only-in-one-side report.
+BOOKKEEPING = frozenset({"get-tuple-element", "tuple", "bitcast", "parameter", "constant", "after-all"})
+_INDEX_COMPONENT = re.compile(r"(?<=/)\d+(?=/|$)")
 
 
-def group_by_source(graph: Graph, keys: list[str], examples: int = 5) -> list[dict]:
-    """Unmatched instructions grouped by the framework op in their metadata, largest group first."""
+def source_group(op_name: str) -> str:
+    """The source op with numeric path components (layer indices) replaced by '*': `.../layer/3/mlp` -> `.../layer/*/mlp`."""
+    return _INDEX_COMPONENT.sub("*", op_name) if op_name else NO_SOURCE
+
+
+def group_by_source(graph: Graph, keys: list[str], examples: int = 5,
+                    ignore: frozenset[str] = BOOKKEEPING) -> list[dict]:
+    """Unmatched instructions grouped by source op (layer indices folded together), largest group first.
+
+    Each group: op_name (the folded source op), count, opcodes {opcode: n}, sources (how many distinct op_names, e.g.
+    one per layer) and a few example instruction names.
+    """
     groups: dict[str, dict] = {}
     for key in keys:
         node = graph.nodes[key]
-        source = node.op_name or NO_SOURCE
-        group = groups.setdefault(source, {"op_name": source, "count": 0, "opcodes": defaultdict(int), "examples": []})
+        if node.opcode in ignore:
+            continue
+        group = groups.setdefault(source_group(node.op_name), {
+            "op_name": source_group(node.op_name), "count": 0, "opcodes": defaultdict(int), "sources": set(),
+            "examples": []})
         group["count"] += 1
         group["opcodes"][node.opcode] += 1
+        group["sources"].add(node.op_name)
         if len(group["examples"]) < examples:
             group["examples"].append(node.name or key)
     result = sorted(groups.values(), key=lambda g: (-g["count"], g["op_name"]))
     for group in result:
         group["opcodes"] = dict(sorted(group["opcodes"].items(), key=lambda kv: (-kv[1], kv[0])))
+        group["sources"] = len(group["sources"])
     return result

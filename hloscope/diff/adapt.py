@@ -1,0 +1,86 @@
+"""Build the matcher's graph from a parsed HLO module (hloscope.hlo.model).
+
+The graph holds the entry computation and the bodies of control flow it reaches (while, conditional, call), i.e. what
+runs as kernels. Computations that an instruction applies (fusion bodies, reducers, sort comparators) are folded into
+that instruction: their own fingerprint becomes its `body`, so two fusions match exactly only when their bodies do.
+"""
+
+from __future__ import annotations
+
+from hloscope.diff.graph import Graph, Node, strip_layout
+from hloscope.diff.match import fingerprints
+
+CONTROL_FLOW = {"while", "conditional", "call", "async-start"}
+
+
+def _detail(inst) -> str:
+    if inst.opcode == "fusion":
+        kind = inst.fusion_kind or ""
+        if kind == "kCustom":  # __triton_gemm, __cudnn$fusion, ...
+            backend = inst.backend_config.get("fusion_backend_config", {}).get("kind", "")
+            return f"{kind}:{backend}"
+        return kind
+    if inst.opcode == "custom-call":
+        return inst.custom_call_target or ""
+    attrs = inst.attrs
+    if inst.opcode == "compare":
+        return attrs.get("direction", "")
+    if inst.opcode == "get-tuple-element":
+        return attrs.get("index", "")
+    return ""
+
+
+class _Builder:
+    def __init__(self, module):
+        self.module = module
+        self.body_fps: dict[str, str] = {}
+
+    def body(self, inst) -> str:
+        names = inst.called_computation_names
+        if not names or inst.opcode in CONTROL_FLOW:
+            return ""
+        return ",".join(self.computation_fp(name) for name in names)
+
+    def computation_fp(self, name: str) -> str:
+        """Fingerprint of a called computation's root; its parameters are told apart by number."""
+        if name not in self.body_fps:
+            self.body_fps[name] = ""  # guards against malformed self-reference
+            comp = self.module.computations_by_name.get(name)
+            if comp is None:
+                return ""
+            graph = Graph()
+            for inst in comp.instructions:
+                detail = inst.operand_text.strip() if inst.opcode == "parameter" else _detail(inst)
+                graph.add(Node(key=inst.name, opcode=inst.opcode, shape=strip_layout(inst.shape_text),
+                               operands=tuple(inst.operand_names), detail=detail, body=self.body(inst)))
+            root = comp.root.name if comp.root is not None else (comp.instructions[-1].name if comp.instructions else "")
+            self.body_fps[name] = str(fingerprints(graph).get(root, 0))
+        return self.body_fps[name]
+
+    def graph(self) -> Graph:
+        graph = Graph()
+        entry = self.module.entry
+        if entry is None:
+            return graph
+        pending, seen = [entry], {entry.name}
+        while pending:
+            comp = pending.pop()
+            for inst in comp.instructions:
+                op_name = inst.metadata.get("op_name", "")
+                graph.add(Node(key=f"{comp.name}/{inst.name}", opcode=inst.opcode, shape=strip_layout(inst.shape_text),
+                               operands=tuple(f"{comp.name}/{o}" for o in inst.operand_names), op_name=op_name,
+                               detail=_detail(inst), body=self.body(inst), name=inst.name))
+                if inst.opcode in CONTROL_FLOW:
+                    for name in inst.called_computation_names:
+                        callee = self.module.computations_by_name.get(name)
+                        if callee is not None and name not in seen:
+                            seen.add(name)
+                            pending.append(callee)
+            if comp is entry and comp.root is not None:
+                graph.roots = [f"{comp.name}/{comp.root.name}"]
+        return graph
+
+
+def graph_from_module(module) -> Graph:
+    """The instructions that run (entry plus control-flow bodies), with fused and applied computations folded in."""
+    return _Builder(module).graph()
