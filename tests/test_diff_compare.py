@@ -1,0 +1,33 @@
+"""Deltas between two modules' statistics, runs and traces."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.diff.compare import compare_runs, compare_stats, compare_traces, delta
+
+
+def test_delta_of_numbers_and_nested_dicts():
+    assert delta(3, 5) == 2
+    assert delta(None, 4) == 4
+    assert delta("x", "y") is None
+    assert delta({"kLoop": 399, "kInput": 354, "kCustom": 36}, {"kLoop": 374, "kInput": 486, "kCustom": 24}) == {
+        "kInput": 132, "kLoop": -25, "kCustom": -12}
+    assert delta({"a": 1, "b": 2}, {"a": 1, "c": 1}) == {"b": -2, "c": 1}
+    assert delta({"memory": {"temp": 10, "total": 30}}, {"memory": {"temp": 15, "total": 30}}) == {"memory": {"temp": 5}}
+
+
+def test_compare_stats_leaves_identity_fields_and_booleans_alone():
+    a = {"name": "m", "platform": "gpu", "kernels": 10, "flops": 1.5e9, "scheduled": True}
+    b = {"name": "n", "platform": "gpu", "kernels": 12, "flops": 1.5e9, "scheduled": False}
+    assert compare_stats(a, b) == {"kernels": 2, "flops": 0.0}
+
+
+def test_compare_runs_and_traces():
+    runs = compare_runs({"mode": "jax", "status": "ok", "timing": {"median_s": 0.002}},
+                        {"mode": "torch_xla", "status": "ok", "timing": {"median_s": 0.012}})
+    assert runs["ratio"] == pytest.approx(6.0) and runs["delta"]["median_s"] == pytest.approx(0.010)
+    traces = compare_traces({"kernels": 10, "categories": {"matmul": 5.0}, "top": [{"name": "k1", "total_us": 4.0}]},
+                            {"kernels": 14, "categories": {"matmul": 9.0}, "top": [{"name": "k2", "total_us": 6.0}]})
+    assert traces["delta"] == {"kernels": 4, "categories": {"matmul": 4.0}}
+    assert [r["name"] for r in traces["kernels_changed_most"]] == ["k2", "k1"]
