@@ -1,0 +1,49 @@
+"""`hloscope trace ...`: analyse profiler traces (xplane.pb, Kineto JSON) from files, run directories and logdirs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from hloscope.errors import HloscopeError, InputError
+
+
+@click.group(name="trace")
+def command() -> None:
+    """Analyse profiler traces: xplane.pb (JAX, PyTorch/XLA, XProf) and Kineto / Chrome JSON (.json, .json.gz)."""
+
+
+@command.command(name="stats")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print {\"traces\": [...]} as JSON instead of tables.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="How many kernels to list.")
+def stats(path: str, as_json: bool, top: int) -> None:
+    """Steps, kernel counts, device time by category and top kernels of every trace at PATH
+    (a trace file, a run directory or a TensorBoard log directory)."""
+    from rich.console import Console
+
+    from hloscope.trace.load import load_traces
+    from hloscope.trace.report import render_stats
+    from hloscope.trace.stats import trace_stats
+
+    results: list[dict] = []
+    failures: list[HloscopeError] = []
+    console = Console()
+    for trace in load_traces(path):
+        try:
+            result = trace_stats(trace, top=top)
+        except InputError as error:  # one broken trace does not hide the others
+            failures.append(error)
+            continue
+        results.append(result)
+        if not as_json:
+            render_stats(console, result)
+    if as_json:
+        click.echo(json.dumps({"traces": results}, indent=1))
+    if failures:
+        for error in failures[:-1]:
+            click.echo(f"hloscope: error: {error}", err=True)
+        raise failures[-1]
+    sys.stdout.flush()

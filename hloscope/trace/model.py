@@ -1,0 +1,75 @@
+"""One event model for every profiler trace hloscope reads (xplane.pb, Kineto JSON, JAX's trace.json.gz).
+
+A reader turns a file into a stream of `Event`s; analyses are pure functions over such streams. Kineto traces can be
+gigabytes, so `Trace.events` is re-iterable (each iteration streams the file again) rather than a list held in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+# What an event is. Device execution kinds are the ones that occupy a GPU/TPU (or, on the CPU, XLA's CPU runtime).
+KERNEL = "kernel"  # a kernel / XLA op executing on the device
+MEMCPY = "memcpy"  # a device memory copy
+MEMSET = "memset"  # a device memory set
+RUNTIME = "runtime"  # host-side launch / runtime API call (cudaLaunchKernel, hipModuleLaunchKernel, ...)
+HOST_OP = "host_op"  # host work: framework ops, Python functions, XLA host runtime
+ANNOTATION = "annotation"  # markers and derived rows: user annotations, XLA module spans, name scopes
+STEP = "step"  # a training-step marker (ProfilerStep#N, StepTraceAnnotation, TF "Steps" row); `step` holds N
+DEVICE_EXEC_KINDS = frozenset({KERNEL, MEMCPY, MEMSET})
+
+# Categories of device time (see hloscope/trace/categories.py for the name rules).
+MATMUL = "matmul/conv"
+FUSION = "fusion/elementwise"
+REDUCTION = "reduction"
+MEMORY = "memcpy/memset"
+COLLECTIVE = "collective/communication"
+OTHER = "other"
+CATEGORIES = (MATMUL, FUSION, REDUCTION, MEMORY, COLLECTIVE, OTHER)
+
+
+@dataclass(slots=True)
+class Event:
+    """One complete (begin + duration) event of a trace. Times are microseconds on the trace's own clock."""
+
+    name: str
+    start_us: float
+    dur_us: float
+    kind: str
+    device: bool  # True: runs on a device (GPU stream, TPU core, XLA CPU runtime op); False: host thread
+    lane: str  # stream or thread, e.g. "stream 7", "Stream #2", "thread 1234", "XLA Ops"
+    process: str  # Kineto pid or xplane plane name, e.g. "/device:GPU:0"
+    category: str = OTHER  # meaningful for device execution events
+    step: int | None = None  # step number when the profiler recorded it on the event itself
+    hlo_op: str | None = None  # the HLO instruction an XLA event executes
+    hlo_module: str | None = None  # the HLO module (XLA program) it belongs to
+    correlation: int | None = None  # links a device event to its host launch
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+    @property
+    def is_device_exec(self) -> bool:
+        return self.device and self.kind in DEVICE_EXEC_KINDS
+
+
+class EventStream:
+    """A re-iterable view of a trace's events: each `iter()` reads them again from the source."""
+
+    def __init__(self, source: Callable[[], Iterator[Event]]):
+        self._source = source
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._source()
+
+
+@dataclass
+class Trace:
+    """One trace file: where it is, its format ("xplane", "kineto" or "chrome") and its events."""
+
+    file: str
+    format: str
+    events: Iterable[Event]
+    metadata: dict = field(default_factory=dict)

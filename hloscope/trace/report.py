@@ -1,0 +1,60 @@
+"""Rich terminal tables for `hloscope trace stats` (rendering only: it takes the dicts `trace_stats` returns)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+_NAME_WIDTH = 70
+
+
+def _short(name: str, width: int = _NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000.0:,.3f}"
+
+
+def render_stats(console: Console, stats: dict) -> None:
+    console.print(
+        f"[bold]{stats['file']}[/bold]  ({stats['format']}: {stats['events']:,} events, {stats['kernels']:,} kernels, "
+        f"{stats['steps']} steps, {stats['devices']} device(s))"
+    )
+    device_time = stats["device_time_us"]
+    console.print(
+        f"device time {_ms(device_time)} ms   host launch/runtime time {_ms(stats['host_runtime_us'])} ms"
+    )
+    if device_time:
+        categories = Table(title="Device time by category", title_justify="left")
+        categories.add_column("category")
+        categories.add_column("ms", justify="right")
+        categories.add_column("share", justify="right")
+        for name, total in sorted(stats["categories"].items(), key=lambda item: -item[1]):
+            if total:
+                categories.add_row(name, _ms(total), f"{total / device_time:.1%}")
+        console.print(categories)
+        top = Table(title=f"Top {len(stats['top'])} kernels / ops by total device time", title_justify="left")
+        top.add_column("name", overflow="fold")
+        top.add_column("count", justify="right")
+        top.add_column("total ms", justify="right")
+        top.add_column("share", justify="right")
+        for row in stats["top"]:
+            top.add_row(_short(row["name"]), f"{row['count']:,}", _ms(row["total_us"]), f"{row['share']:.1%}")
+        console.print(top)
+    if stats["per_step"]:
+        steps = Table(title="Steps", title_justify="left")
+        for column in ("step", "host ms", "kernels", "device busy ms", "device idle ms", "idle gaps", "launch ms"):
+            steps.add_column(column, justify="right")
+        for step in stats["per_step"]:
+            steps.add_row(
+                str(step["step"]),
+                _ms(step["host_duration_us"]),
+                f"{step['kernels']:,}",
+                _ms(step["device_busy_us"]),
+                _ms(step["device_idle_us"]),
+                f"{step['idle_gaps']:,}",
+                _ms(step["host_runtime_us"]),
+            )
+        console.print(steps)
+    console.print()

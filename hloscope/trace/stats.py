@@ -1,0 +1,152 @@
+"""`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
+
+Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, 24 bytes per
+device execution event and 16 bytes per host launch in flat arrays; events themselves are never held (docs/trace.md).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+from hloscope.trace.model import CATEGORIES, KERNEL, RUNTIME, STEP, Event, Trace
+from hloscope.trace.steps import StepLocator, busy_summary, step_windows
+
+TOP_N = 10
+_NO_CORRELATION = -1
+
+
+class _Accumulator:
+    def __init__(self) -> None:
+        self.events = 0
+        self.kernels = 0
+        self.device_time = 0.0
+        self.host_runtime = 0.0
+        self.categories = dict.fromkeys(CATEGORIES, 0.0)
+        self.by_name: dict[str, list] = {}  # name -> [count, total_us]
+        self.host_markers: list[tuple[int, float, float]] = []
+        self.device_markers: list[tuple[int, float, float]] = []
+        self.devices: set[str] = set()
+        # Device executions and host launches, flat, for the per-step analysis.
+        self.exec_start = array("d")
+        self.exec_end = array("d")
+        self.exec_corr = array("q")
+        self.exec_is_kernel = array("b")
+        self.launch_corr = array("q")
+        self.launch_start = array("d")
+        self.launch_dur = array("d")
+
+    def add(self, event: Event) -> None:
+        self.events += 1
+        if event.is_device_exec:
+            duration = event.dur_us
+            self.device_time += duration
+            self.categories[event.category] += duration
+            entry = self.by_name.get(event.name)
+            if entry is None:
+                self.by_name[event.name] = [1, duration]
+            else:
+                entry[0] += 1
+                entry[1] += duration
+            is_kernel = event.kind == KERNEL
+            if is_kernel:
+                self.kernels += 1
+            self.devices.add(event.process)
+            self.exec_start.append(event.start_us)
+            self.exec_end.append(event.start_us + duration)
+            self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
+            self.exec_is_kernel.append(is_kernel)
+        elif event.kind == RUNTIME:
+            self.host_runtime += event.dur_us
+            if event.correlation is not None:
+                self.launch_corr.append(event.correlation)
+                self.launch_start.append(event.start_us)
+                self.launch_dur.append(event.dur_us)
+        elif event.kind == STEP and event.step is not None:
+            marker = (event.step, event.start_us, event.start_us + event.dur_us)
+            (self.device_markers if event.device else self.host_markers).append(marker)
+
+
+def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
+    """The JSON summary of one trace (see docs/trace.md for every key)."""
+    acc = _Accumulator()
+    for event in trace.events:
+        acc.add(event)
+    return _result(trace, acc, top)
+
+
+def summarize_events(events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N) -> dict:
+    """`trace_stats` for any iterable of events (tests, filtered views)."""
+    return trace_stats(Trace(file=file, format=format, events=events), top)
+
+
+def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
+    device_time = acc.device_time
+    ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
+    per_step = _per_step(acc)
+    return {
+        "file": trace.file,
+        "format": trace.format,
+        "steps": len(per_step),
+        "events": acc.events,
+        "kernels": acc.kernels,
+        "device_time_us": round(device_time, 3),
+        "devices": len(acc.devices),
+        "host_runtime_us": round(acc.host_runtime, 3),
+        "categories": {name: round(total, 3) for name, total in acc.categories.items()},
+        "top": [
+            {
+                "name": name,
+                "count": count,
+                "total_us": round(total, 3),
+                "share": round(total / device_time, 4) if device_time else 0.0,
+            }
+            for name, (count, total) in ranked
+        ],
+        "per_step": per_step,
+    }
+
+
+def _per_step(acc: _Accumulator) -> list[dict]:
+    host_windows = step_windows(acc.host_markers)
+    windows = host_windows or step_windows(acc.device_markers)
+    if not windows:
+        return []
+    locator = StepLocator(windows)
+    # A device event is in the step its launch was in; without a launch record, in the step its start falls in.
+    launch_step: dict[int, int] = {}
+    launch_time = [0.0] * len(windows)
+    for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
+        index = locator.index_at(start)
+        if index is not None:
+            launch_step[correlation] = index
+            launch_time[index] += duration
+    intervals: list[list[tuple[float, float]]] = [[] for _ in windows]
+    kernels = [0] * len(windows)
+    use_launches = bool(host_windows) and bool(launch_step)
+    for start, end, correlation, is_kernel in zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel):
+        index = launch_step.get(correlation) if use_launches and correlation != _NO_CORRELATION else None
+        if index is None:
+            index = locator.index_at(start)
+        if index is None:
+            continue
+        intervals[index].append((start, end))
+        kernels[index] += is_kernel
+    out = []
+    for index, window in enumerate(windows):
+        busy = busy_summary(intervals[index])
+        out.append(
+            {
+                "step": window.number,
+                "start_us": round(window.start_us, 3),
+                "host_duration_us": round(window.end_us - window.start_us, 3),
+                "kernels": kernels[index],
+                "device_busy_us": round(busy.busy_us, 3),
+                "device_span_us": round(busy.span_us, 3),
+                "device_idle_us": round(busy.idle_us, 3),
+                "idle_gaps": busy.gaps,
+                "largest_gap_us": round(busy.largest_gap_us, 3),
+                "host_runtime_us": round(launch_time[index], 3),
+            }
+        )
+    return out

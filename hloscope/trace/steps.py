@@ -1,0 +1,76 @@
+"""Training steps in a trace: where they are, and how busy the device was in each.
+
+Steps come from the profilers' markers: PyTorch's `ProfilerStep#N`, `jax.profiler.StepTraceAnnotation` /
+torch_xla's `StepTrace` (`step_num`), TensorFlow's "Steps" row. A device event belongs to the step during which the
+host launched it (matched by correlation id, since the device runs behind the host); events without a launch record
+belong to the step whose marker spans their start.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class StepWindow:
+    number: int
+    start_us: float
+    end_us: float
+
+
+def step_windows(markers: list[tuple[int, float, float]]) -> list[StepWindow]:
+    """One window per step number (the earliest marker wins when a step is marked on several threads)."""
+    by_number: dict[int, tuple[float, float]] = {}
+    for number, start, end in markers:
+        if number not in by_number or start < by_number[number][0]:
+            by_number[number] = (start, end)
+    windows = [StepWindow(number, start, end) for number, (start, end) in by_number.items()]
+    return sorted(windows, key=lambda window: window.start_us)
+
+
+class StepLocator:
+    """Which step window contains a timestamp (None when between or outside steps)."""
+
+    def __init__(self, windows: list[StepWindow]):
+        self._windows = windows
+        self._starts = [window.start_us for window in windows]
+
+    def index_at(self, time_us: float) -> int | None:
+        index = bisect.bisect_right(self._starts, time_us) - 1
+        if index >= 0 and time_us <= self._windows[index].end_us:
+            return index
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class BusySummary:
+    busy_us: float  # union of the intervals
+    span_us: float  # first start to last end
+    idle_us: float  # span - busy
+    gaps: int  # idle gaps inside the span
+    largest_gap_us: float
+
+
+def busy_summary(intervals: list[tuple[float, float]]) -> BusySummary:
+    """Union of (start, end) intervals and the idle gaps between them (intervals may overlap: several streams)."""
+    if not intervals:
+        return BusySummary(0.0, 0.0, 0.0, 0, 0.0)
+    intervals.sort()
+    busy = 0.0
+    gaps = 0
+    largest_gap = 0.0
+    current_start, current_end = intervals[0]
+    first_start = current_start
+    for start, end in intervals[1:]:
+        if start > current_end:
+            busy += current_end - current_start
+            gap = start - current_end
+            gaps += 1
+            largest_gap = max(largest_gap, gap)
+            current_start, current_end = start, end
+        elif end > current_end:
+            current_end = end
+    busy += current_end - current_start
+    span = current_end - first_start
+    return BusySummary(busy, span, max(span - busy, 0.0), gaps, largest_gap)
