@@ -1,0 +1,183 @@
+"""Run one mode end to end and keep its run.json truthful whatever happens.
+
+The record is written when the run starts (status `running`), and again when it ends: `ok`, `failed` with the error,
+or `interrupted` (Ctrl-C) with every step measured so far. Writes are atomic (see rundir.write_json_atomic).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from hloscope.backends import MODE_MODULES
+from hloscope.backends.base import RunOptions, Session
+from hloscope.backends.timing import StepLog, run_loop, step_statistics
+from hloscope.environment import collect_environment
+from hloscope.errors import HloscopeError, MissingDependency
+from hloscope.rundir import SCHEMA_VERSION, write_run
+
+# Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>" makes that mode fail on purpose at the
+# start of its timed window, so tests can check that compare reports the failure and completes the other modes.
+# how: raise (Python exception), abort (SIGABRT, like a native crash), segv (SIGSEGV), kill (SIGKILL, like the
+# out-of-memory killer), interrupt (KeyboardInterrupt after two timed steps, like Ctrl-C).
+TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
+
+
+class ModeFailed(HloscopeError):
+    """The mode raised; its run.json says `failed` with the error."""
+
+    exit_code = 1
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def new_record(options: RunOptions, run_dir: Path) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_dir.name,
+        "mode": options.mode,
+        "status": "running",
+        "error": None,
+        "started_at": _now(),
+        "finished_at": None,
+        "config": options.to_json(),
+        "environment": collect_environment(),
+        "timing": {"step_times_s": []},
+        "memory": {},
+        "compiles": {},
+        "loss": {},
+        "graph": {},
+        "artifacts": [],
+        "warnings": [],
+    }
+
+
+def load_session(options: RunOptions, run_dir: Path) -> Session:
+    """Import the mode's module (which imports its framework) and build its Session."""
+    module = importlib.import_module(MODE_MODULES[options.mode])
+    return module.create_session(options, run_dir)
+
+
+def _crash_hook(mode: str) -> str | None:
+    spec = os.environ.get(TEST_CRASH_ENV, "")
+    target, _, how = spec.partition(":")
+    return how if target == mode and how else None
+
+
+def _trigger(how: str) -> None:
+    if how == "raise":
+        raise RuntimeError(f"{TEST_CRASH_ENV}: simulated failure")
+    sys.stderr.write(f"{TEST_CRASH_ENV}: simulating {how}\n")
+    sys.stderr.flush()
+    if how == "abort":
+        os.abort()
+    if how == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {key: after.get(key, 0) - before.get(key, 0) for key in after}
+
+
+def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
+    timing = record["timing"]
+    timing.update({"step_times_s": list(log.step_times_s), "warmup_times_s": list(log.warmup_times_s),
+                   "first_step_s": log.first_step_s})
+    timing.update(step_statistics(log.step_times_s, batch_size, log.window_s))
+    if log.window_s is None and log.step_times_s:  # interrupted inside the window: the steps that finished
+        timing["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
+    losses = [x for x in log.losses]
+    if losses:
+        first, last = losses[0], losses[-1]
+        record["loss"] = {"first": first, "last": last, "finite": all(math.isfinite(x) for x in losses),
+                          "falling": len(losses) > 1 and last < first}
+
+
+def execute(options: RunOptions, run_dir: Path,
+            on_step: Callable[[str, int], None] = lambda phase, index: None,
+            warn: Callable[[str], None] = lambda message: None) -> dict:
+    """Run `options.mode` into `run_dir` (which exists and is empty) and return the final record.
+
+    Raises MissingDependency (framework not installed), ModeFailed (the mode raised) or KeyboardInterrupt, always
+    after writing run.json.
+    """
+    record = new_record(options, run_dir)
+    write_run(run_dir, record)
+    log = StepLog()
+    session: Session | None = None
+    crash = _crash_hook(options.mode)
+
+    def finish(status: str, error: str | None = None) -> dict:
+        fill_timing(record, log, options.batch_size)
+        record.update(status=status, error=error, finished_at=_now())
+        write_run(run_dir, record)
+        return record
+
+    try:
+        started = time.perf_counter()
+        session = load_session(options, run_dir)
+        session.setup()
+        record["timing"]["setup_s"] = time.perf_counter() - started
+        counts: dict[str, dict[str, int]] = {}
+
+        def window_start() -> None:
+            counts["before"] = session.compile_counts()
+            if crash:
+                _trigger(crash) if crash != "interrupt" else None
+
+        def step_done(phase: str, index: int) -> None:
+            if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:
+                raise KeyboardInterrupt
+            on_step(phase, index)
+
+        run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
+                 on_window_start=window_start, on_step=step_done)
+        after = session.compile_counts()
+        in_window = _diff_counts(after, counts["before"])
+        record["compiles"] = {"before_window": counts["before"], "in_window": in_window, "total": after,
+                              "recompiled_in_window": any(v > 0 for v in in_window.values())}
+        if record["compiles"]["recompiled_in_window"]:
+            message = (f"{options.mode} compiled again inside the timed window ({in_window}): the step times include "
+                       "compilation; raise --warmup or look for changing shapes")
+            record["warnings"].append(message)
+            warn(message)
+        record["memory"] = session.memory()
+        fill_timing(record, log, options.batch_size)
+        if options.profile:
+            result = session.profile(options.profile_steps)
+            record["timing"]["profiled_step_times_s"] = result.step_times_s
+            record["artifacts"].extend(result.artifacts)
+        record["artifacts"][:0] = session.artifacts()
+        record["environment"].update(session.info())
+        record["graph"] = getattr(session, "graph", {})
+        return finish("ok")
+    except KeyboardInterrupt:
+        finish("interrupted", "interrupted by the user (Ctrl-C); the steps measured so far are kept")
+        raise
+    except MissingDependency as error:
+        finish("failed", str(error))
+        raise
+    except Exception as error:  # noqa: BLE001 - any framework error becomes a failed run, with the reason recorded
+        record["error_traceback"] = traceback.format_exc(limit=20)
+        sys.stderr.write(record["error_traceback"])
+        message = f"{type(error).__name__}: {error}".strip()
+        finish("failed", message)
+        raise ModeFailed(f"{options.mode} failed: {message.splitlines()[0] if message else type(error).__name__} "
+                         f"(run.json in {run_dir})") from None
+    finally:
+        if session is not None:
+            try:
+                session.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the run's own outcome
+                pass

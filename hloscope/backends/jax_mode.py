@@ -1,0 +1,150 @@
+"""`--mode jax`: the Flax ViT train step under `jax.jit`, timed until `jax.block_until_ready` returns.
+
+HLO dumps use per-compile XLA options (`jax.jit(..., compiler_options={"xla_dump_to": ...})`), so only the train step's
+compilation is dumped (not Flax's ~1,300 op-by-op initialisation modules) and nothing depends on when JAX initialised
+its backend. StableHLO comes from `jit(...).lower(...).as_text()`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from hloscope.backends import xla_dump
+from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
+from hloscope.errors import MissingDependency, UsageError
+
+try:
+    import jax
+except ImportError:
+    raise MissingDependency("jax") from None
+
+from hloscope.backends.data import POOL_SIZE, synthetic_pool, torch_loader
+from hloscope.backends.jax_workload import build_jax_workload, to_nhwc
+
+DUMP_DIR = ".xla_dump"  # inside the run directory while the run lasts; its kept files move to hlo/
+
+
+def create_session(options: RunOptions, run_dir: Path) -> "JaxSession":
+    return JaxSession(options, run_dir)
+
+
+def pick_device(choice: str):
+    """auto: JAX's default device (a GPU when jax[cuda] sees one); cpu/cuda: that platform or a clear error."""
+    if choice == "auto":
+        return jax.devices()[0]
+    platform = "gpu" if choice == "cuda" else choice
+    try:
+        return jax.devices(platform)[0]
+    except RuntimeError:
+        raise UsageError(f"--device {choice}: JAX sees no {choice} device (available: "
+                         f"{', '.join(sorted({d.platform for d in jax.devices()}))}); for CUDA install jax[cuda12]") from None
+
+
+class JaxSession(Session):
+    def setup(self) -> None:
+        options = self.options
+        self.device = pick_device(options.device)
+        jax.config.update("jax_default_device", self.device)
+        self.compiles = 0
+        jax.monitoring.register_event_duration_secs_listener(self._count_compile)
+        workload = build_jax_workload(options.preset, options.batch_size, options.precision, options.seed)
+        self.workload = workload
+        # Commit the state to the device like the batches: jit keys its cache on committedness, and the step's outputs
+        # are committed, so uncommitted inputs would make the second step compile again.
+        self.state = jax.device_put(workload.state, self.device)
+        compiler_options = {}
+        if options.dump_hlo:
+            self.dump_dir = self.run_dir / DUMP_DIR
+            compiler_options = {"xla_dump_to": str(self.dump_dir), "xla_dump_hlo_module_re": "jit_train_step",
+                                "xla_dump_hlo_as_text": True}
+        self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None)
+        if options.data == "device":
+            self.pool = [(jax.device_put(to_nhwc(images), self.device), jax.device_put(labels, self.device))
+                         for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)]
+        else:
+            n_batches = options.warmup + options.steps + options.profile_steps + 1
+            self.batches = iter(torch_loader(options.preset, options.batch_size, n_batches, options.seed))
+        self.graph = {"kind": "xla", "module": "jit_train_step"}
+
+    def _count_compile(self, event: str, duration: float, **kwargs: Any) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            self.compiles += 1
+
+    def _batch(self, index: int):
+        if self.options.data == "device":
+            return self.pool[index % POOL_SIZE]
+        images, labels = next(self.batches)
+        return (jax.device_put(to_nhwc(images.numpy()), self.device),
+                jax.device_put(labels.numpy().astype("int32"), self.device))
+
+    def step(self, index: int):
+        images, labels = self._batch(index)
+        self.state, loss = self.train_step(self.state, images, labels)
+        return self.state, loss
+
+    def wait(self, outputs) -> None:
+        jax.block_until_ready(outputs)
+
+    def loss_of(self, outputs) -> float:
+        return float(outputs[1])
+
+    def compile_counts(self) -> dict[str, int]:
+        return {"xla_compiles": self.compiles, "jit_cache_entries": self.train_step._cache_size()}
+
+    def memory(self) -> dict:
+        memory = host_memory()
+        stats = self.device.memory_stats()  # None on the CPU
+        if stats:
+            memory.update({"device_peak_bytes": stats.get("peak_bytes_in_use"),
+                           "device_bytes_limit": stats.get("bytes_limit"), "source": "jax Device.memory_stats()"})
+        else:
+            memory["source"] = "peak host RSS (the device reports no memory statistics)"
+        return memory
+
+    def profile(self, steps: int) -> ProfileResult:
+        """Trace `steps` more steps with JAX's profiler, each wrapped in a StepTraceAnnotation (step boundaries)."""
+        result = ProfileResult()
+        before = xla_dump.list_profile_files(self.run_dir)
+        with jax.profiler.trace(str(self.run_dir)):
+            for offset in range(steps):
+                index = self.options.warmup + self.options.steps + offset
+                with jax.profiler.StepTraceAnnotation("train_step", step_num=index):
+                    start = time.perf_counter()
+                    self.wait(self.step(index))
+                    result.step_times_s.append(time.perf_counter() - start)
+        result.artifacts = xla_dump.find_profile_files(self.run_dir, before)
+        return result
+
+    def artifacts(self) -> list[dict]:
+        if not self.options.dump_hlo:
+            return []
+        images, labels = self._pool_or_fresh_batch()
+        stablehlo = self.train_step.lower(self.state, images, labels).as_text()
+        hlo_dir = self.run_dir / "hlo"
+        hlo_dir.mkdir(exist_ok=True)
+        (hlo_dir / "jit_train_step.stablehlo.mlir").write_text(stablehlo, encoding="utf-8")
+        entries = [{"kind": "stablehlo", "path": "hlo/jit_train_step.stablehlo.mlir", "module": "jit_train_step",
+                    "stage": "stablehlo", "train_step": True, "format": "mlir"}]
+        entries += xla_dump.collect(self.dump_dir, self.run_dir, self.options.keep_all,
+                                    is_train_step=lambda entry: entry["module"] == "jit_train_step")
+        return entries
+
+    def _pool_or_fresh_batch(self):
+        if self.options.data == "device":
+            return self.pool[0]
+        return self.workload.batch
+
+    def info(self) -> dict:
+        return {"framework": "jax", "backend": jax.default_backend(), "device": str(self.device),
+                "device_kind": self.device.device_kind, "platform": self.device.platform,
+                "precision": {"requested": self.options.precision,
+                              "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+                              "compute_dtype": self.workload.dtype, "param_dtype": "float32"}}
+
+    def close(self) -> None:
+        try:
+            jax.monitoring.unregister_event_duration_listener(self._count_compile)
+        except (AttributeError, ValueError, AssertionError):
+            pass

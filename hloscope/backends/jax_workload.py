@@ -1,0 +1,99 @@
+"""The JAX training step, shared by `hloscope run --mode jax` and the GPU-target compiler.
+
+`jax.jit(w.train_step).lower(w.state, *w.batch)` is exactly the step that `run --mode jax` times: HuggingFace's
+FlaxViTForImageClassification (NHWC input), a Flax TrainState with optax SGD, softmax cross-entropy.
+Importing this module imports JAX, Flax, optax and transformers; callers import it only when they need JAX.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hloscope.errors import MissingDependency, UsageError
+from hloscope.models.presets import VitPreset, get_preset
+
+LEARNING_RATE = 0.01
+
+# --precision -> (jax_default_matmul_precision, compute dtype name). fp32 asks for true fp32 matmuls (XLA's GPU default
+# would use TF32); bf16 follows Flax's recommended way: bf16 compute dtype, fp32 parameters.
+PRECISIONS = {"fp32": ("highest", "float32"), "tf32": ("tensorfloat32", "float32"), "bf16": (None, "bfloat16")}
+
+
+def _imports():
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        raise MissingDependency("jax") from None
+    try:
+        import optax
+    except ImportError:
+        raise MissingDependency("optax") from None
+    try:
+        from flax.training.train_state import TrainState
+    except ImportError:
+        raise MissingDependency("flax") from None
+    try:
+        from transformers import FlaxViTForImageClassification, ViTConfig
+    except ImportError as error:
+        raise MissingDependency("transformers<5", f"FlaxViTForImageClassification: {error}") from None
+    return jax, jnp, optax, TrainState, FlaxViTForImageClassification, ViTConfig
+
+
+@dataclass
+class JaxWorkload:
+    train_step: Callable[..., Any]  # (state, images, labels) -> (state, loss); pure, not jitted
+    state: Any                      # flax TrainState
+    batch: tuple[Any, Any]          # (images NHWC, labels) on the default device
+    matmul_precision: str | None
+    dtype: str
+
+
+def apply_precision(precision: str) -> tuple[str | None, str]:
+    """Set JAX's process-wide matmul precision for --precision; returns (matmul precision, compute dtype)."""
+    import jax
+
+    if precision not in PRECISIONS:
+        raise UsageError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    matmul_precision, dtype = PRECISIONS[precision]
+    jax.config.update("jax_default_matmul_precision", matmul_precision)
+    return matmul_precision, dtype
+
+
+def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0) -> JaxWorkload:
+    """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time."""
+    jax, jnp, optax, TrainState, FlaxViT, ViTConfig = _imports()
+    import numpy as np
+
+    from hloscope.backends.data import synthetic_pool
+
+    if isinstance(preset, str):
+        preset = get_preset(preset)
+    matmul_precision, dtype = apply_precision(precision)
+    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
+    model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
+                    input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
+    # The Flax module itself takes NHWC; the HF wrapper's __call__ would transpose from NCHW first.
+    state = TrainState.create(apply_fn=model.module.apply, params=model.params, tx=optax.sgd(LEARNING_RATE))
+    # TrainState starts with step=0, a weakly typed Python int; after one step it is an int32 array, and jit would
+    # compile the step a second time. Start with the array so that the first compile is the only one.
+    state = state.replace(step=jnp.asarray(0, dtype=jnp.int32))
+
+    def train_step(state, images, labels):
+        def loss_fn(params):
+            # Dropout probabilities of these configs are 0, so the deterministic forward is the training one.
+            logits = state.apply_fn({"params": params}, images, deterministic=True).logits
+            return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads), loss
+
+    images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
+    batch = (jax.device_put(to_nhwc(images)), jax.device_put(labels))
+    return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype)
+
+
+def to_nhwc(images_nchw):
+    """Flax's ViT module takes NHWC; the shared synthetic data is NCHW (PyTorch's layout)."""
+    return images_nchw.transpose(0, 2, 3, 1)

@@ -1,0 +1,93 @@
+"""The timed loop shared by every mode, and the statistics over its step times.
+
+Frameworks that dispatch asynchronously (JAX, torch_xla, CUDA) return from the step call long before the device has
+finished. Each mode therefore supplies `wait(outputs)`, which blocks until the step's outputs exist on the device, and
+the timer stops the clock only after it returns. The step times recorded are wall times of step + wait.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class StepLog:
+    """What the loop measured so far. Lists are appended in place, so an interrupted run keeps every finished step."""
+
+    first_step_s: float | None = None
+    warmup_times_s: list[float] = field(default_factory=list)
+    step_times_s: list[float] = field(default_factory=list)
+    window_s: float | None = None
+    losses: list[float] = field(default_factory=list)  # (first step's loss, then every timed step's loss)
+
+
+def timed(step: Callable[[int], Any], wait: Callable[[Any], None], index: int) -> tuple[Any, float]:
+    """Run one step and wait for the device; return (outputs, seconds)."""
+    start = time.perf_counter()
+    outputs = step(index)
+    wait(outputs)
+    return outputs, time.perf_counter() - start
+
+
+def run_loop(step: Callable[[int], Any], wait: Callable[[Any], None], loss_of: Callable[[Any], float],
+             steps: int, warmup: int, log: StepLog,
+             on_window_start: Callable[[], None] = lambda: None,
+             on_step: Callable[[str, int], None] = lambda phase, index: None) -> None:
+    """First step (compile) + `warmup - 1` more untimed steps, then `steps` timed steps.
+
+    `warmup` counts the first step: `warmup=1` means only the compile step precedes the window. The loss is read
+    outside the timed region (reading it forces a device->host copy that the step itself does not do).
+    """
+    outputs, seconds = timed(step, wait, 0)
+    log.first_step_s = seconds
+    log.losses.append(loss_of(outputs))
+    on_step("warmup", 0)
+    for index in range(1, max(warmup, 1)):
+        _, seconds = timed(step, wait, index)
+        log.warmup_times_s.append(seconds)
+        on_step("warmup", index)
+    on_window_start()
+    first_timed = max(warmup, 1)
+    window_start = time.perf_counter()
+    for index in range(first_timed, first_timed + steps):
+        outputs, seconds = timed(step, wait, index)
+        log.step_times_s.append(seconds)
+        on_step("timed", index)
+    log.window_s = time.perf_counter() - window_start
+    if steps:
+        log.losses.append(loss_of(outputs))
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Linear-interpolated percentile (numpy's default method) of an already sorted list."""
+    position = (len(sorted_values) - 1) * fraction
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def step_statistics(step_times_s: list[float], batch_size: int, window_s: float | None = None) -> dict:
+    """Summary of the timed steps: median, mean, p10, p90, std (sample), throughput at the median."""
+    if not step_times_s:
+        return {"steps": 0}
+    ordered = sorted(step_times_s)
+    median = statistics.median(ordered)
+    stats = {
+        "steps": len(ordered),
+        "median_s": median,
+        "mean_s": statistics.fmean(ordered),
+        "p10_s": percentile(ordered, 0.10),
+        "p90_s": percentile(ordered, 0.90),
+        "std_s": statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        "min_s": ordered[0],
+        "max_s": ordered[-1],
+        "throughput_img_s": batch_size / median if median > 0 else None,
+    }
+    if window_s is not None:
+        stats["window_s"] = window_s
+        stats["window_mean_s"] = window_s / len(ordered)
+    return stats

@@ -1,0 +1,102 @@
+"""`hloscope run`: time one mode's training step and write a run directory."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hloscope.errors import UsageError
+
+FRAMEWORKS = ("pytorch", "torch_xla", "jax")
+
+
+def common_options(function):
+    """Options shared by `run` and `compare` (compare passes them on to every mode)."""
+    options = [
+        click.option("--model", default="vit-base", show_default=True,
+                     help="Model preset: vit-base (the benchmark's ViT-B/16), vit-small, vit-tiny (CPU tests)."),
+        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
+        click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True, help="Timed steps."),
+        click.option("--warmup", type=click.IntRange(min=1), default=10, show_default=True,
+                     help="Untimed steps before the timed window, counting the first (compiling) step."),
+        click.option("--precision", type=click.Choice(["fp32", "tf32", "bf16"]), default="fp32", show_default=True),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        click.option("--data", type=click.Choice(["device", "loader"]), default="device", show_default=True,
+                     help="device: a fixed pool of batches already on the device; loader: a torch DataLoader of random "
+                          "tensors every step (the input pipeline is part of the step)."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"),
+                     show_default=True, help="Output root; each run gets a new directory in it."),
+        click.option("--dump-hlo", is_flag=True, help="Keep the train step's HLO / StableHLO / inductor code in <run>/hlo/."),
+        click.option("--profile", is_flag=True, help="Profile a few steps after the timed window (xplane / Kineto)."),
+        click.option("--profile-steps", type=click.IntRange(min=1), default=3, show_default=True),
+        click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def build_options(mode: str, **values):
+    from hloscope.backends.base import RunOptions
+
+    return RunOptions(mode=mode, model=values["model"], batch_size=values["batch_size"], steps=values["steps"],
+                      warmup=values["warmup"], precision=values["precision"], device=values["device"],
+                      data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
+                      profile_steps=values["profile_steps"], keep_all=values["keep_all"])
+
+
+@click.command(name="run")
+@click.option("--mode", required=True, type=click.Choice(["pytorch", "torch_xla", "jax", "pytorch+compile",
+                                                          "torch_xla+compile"]),
+              help="Framework; add --compile-model for torch.compile (inductor for pytorch, openxla for torch_xla).")
+@click.option("--compile-model", is_flag=True, help="torch.compile the model (JAX is always jitted).")
+@common_options
+@click.option("--run-id", default=None, help="Name of the run directory under --out (default: <mode>-<UTC time>).")
+@click.option("--json", "as_json", is_flag=True, help="Print run.json to stdout instead of the summary table.")
+def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, **values) -> None:
+    """Time one mode's full training step and record everything in a run directory."""
+    from hloscope.backends import mode_name
+    from hloscope.models.presets import get_preset
+    from hloscope.rundir import MODE_DIRS, create_run_dir
+
+    if "+compile" in mode:
+        mode, compile_model = mode.split("+")[0], True
+    mode = mode_name(mode, compile_model)
+    get_preset(values["model"])  # unknown presets fail before a directory is made
+    options = build_options(mode, **values)
+    run_dir = create_run_dir(values["out"], run_id, prefix=MODE_DIRS[mode])
+    console = Console(stderr=True)
+    console.print(f"[bold]{mode}[/bold]: {options.model}, batch {options.batch_size}, {options.warmup} warm-up + "
+                  f"{options.steps} timed steps -> {run_dir}", highlight=False)
+    record = _execute(options, run_dir, console)
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    else:
+        from hloscope.run_tables import run_table
+
+        Console().print(run_table(record))
+        click.echo(f"run directory: {run_dir}")
+
+
+def _execute(options, run_dir: Path, console: Console) -> dict:
+    from hloscope.backends.driver import execute
+
+    total = max(options.warmup, 1) + options.steps
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True, disable=os.environ.get("HLOSCOPE_NO_PROGRESS") == "1")
+    with progress:
+        task = progress.add_task(f"{options.mode} setting up", total=total)
+
+        def on_step(phase: str, index: int) -> None:
+            progress.update(task, advance=1, description=f"{options.mode} {phase}")
+
+        return execute(options, run_dir, on_step=on_step,
+                       warn=lambda message: console.print(f"[yellow]warning:[/yellow] {message}", highlight=False))

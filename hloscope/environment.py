@@ -1,0 +1,51 @@
+"""Where a run happened: Python, packages, host, CPU. Framework-specific facts (device name, precision in effect) are
+added by the mode's Session.info(). Package versions come from installed metadata, so nothing here imports a framework."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from importlib import metadata
+
+from hloscope import __version__
+
+PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "optax", "transformers", "numpy", "tensorboard",
+            "tensorboard-plugin-profile", "xprof", "click", "rich")
+ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
+            "OMP_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+
+
+def package_versions(names=PACKAGES) -> dict[str, str | None]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def collect_environment() -> dict:
+    return {
+        "hloscope": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "packages": package_versions(),
+        "env": {name: os.environ[name] for name in ENV_VARS if name in os.environ},
+    }

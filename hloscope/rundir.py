@@ -1,0 +1,242 @@
+"""Run directories: the versioned on-disk format every hloscope analysis reads.
+
+A run directory holds `run.json` (one record, schema-versioned) plus the artifacts it lists (`hlo/`, `plugins/profile/`,
+`kineto/`). A comparison directory holds `comparison.json` and one run directory per mode. This module creates them
+safely (unique names, never overwriting, atomic writes) and reads them back with validation, so that a broken or
+foreign file is reported by name instead of failing later inside an analysis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import InputError, UsageError
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+COMPARISON_FILE = "comparison.json"
+
+# Mode name (what the user types) -> directory name inside a comparison (filesystem- and shell-friendly).
+MODE_DIRS: dict[str, str] = {
+    "pytorch": "pytorch",
+    "pytorch+compile": "pytorch_compile",
+    "torch_xla": "torch_xla",
+    "torch_xla+compile": "torch_xla_compile",
+    "jax": "jax",
+}
+STATUSES = ("running", "ok", "failed", "interrupted", "compiled")
+ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
+                  "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+_REQUIRED_RUN_KEYS = {"schema_version": int, "run_id": str, "mode": str, "status": str, "config": dict}
+
+
+# ---------------------------------------------------------------------------------------------------------- writing
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id is one path component of safe characters: it can never escape the output directory."""
+    if not _RUN_ID.match(run_id) or run_id in (".", "..") or ".." in run_id:
+        raise UsageError(f"invalid run id {run_id!r}: use letters, digits, '.', '_', '+', '-' (no path separators, no '..')")
+    return run_id
+
+
+def create_run_dir(out: str | os.PathLike, run_id: str | None = None, prefix: str = "run") -> Path:
+    """Create a new, empty directory under `out` and return it.
+
+    With `run_id`, that exact name is used and an existing directory is an error (nothing is overwritten). Without it,
+    the name is `<prefix>-<UTC timestamp>` and a `-2`, `-3`, ... suffix is added when another run took the name in the
+    same second; `os.mkdir` is atomic, so two processes can never end up sharing a directory.
+    """
+    out_path = Path(out)
+    out_path.mkdir(parents=True, exist_ok=True)
+    if run_id is not None:
+        check_run_id(run_id)
+        path = out_path / run_id
+        try:
+            path.mkdir()
+        except FileExistsError:
+            raise UsageError(f"{path} already exists; hloscope never overwrites a run (choose another --run-id)") from None
+        return path
+    stem = f"{check_run_id(prefix)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    for attempt in range(1, 10_000):
+        path = out_path / (stem if attempt == 1 else f"{stem}-{attempt}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"could not find a free run directory name under {out_path}")
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Write JSON so that readers see either the old file or the complete new one, never a torn write."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item"):  # numpy / framework scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def write_run(run_dir: str | os.PathLike, record: dict) -> Path:
+    path = Path(run_dir) / RUN_FILE
+    write_json_atomic(path, record)
+    return path
+
+
+def write_comparison(comparison_dir: str | os.PathLike, record: dict) -> Path:
+    path = Path(comparison_dir) / COMPARISON_FILE
+    write_json_atomic(path, record)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------- reading
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, f"no {what} here (is this a hloscope run directory?)") from None
+    except IsADirectoryError:
+        raise InputError(path, f"is a directory, expected the {what} file") from None
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror}") from None
+    if not raw.strip():
+        raise InputError(path, f"empty {what}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(path, f"not a {what}: binary data (byte {error.start} is not UTF-8)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(path, f"not valid JSON ({error.msg}); truncated or not a {what}?", error.lineno, error.colno) from None
+    if not isinstance(data, dict):
+        raise InputError(path, f"not a {what}: the top level is a JSON {type(data).__name__}, expected an object")
+    return data
+
+
+def _check_schema(path: Path, data: dict, what: str) -> None:
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InputError(path, f"not a {what}: missing integer 'schema_version'")
+    if version > SCHEMA_VERSION:
+        raise InputError(path, f"written by a newer hloscope ({what} schema version {version}; this hloscope reads up to "
+                               f"{SCHEMA_VERSION}): upgrade hloscope to read it")
+    if version < 1:
+        raise InputError(path, f"unknown {what} schema version {version}")
+
+
+def _run_json_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        return path / RUN_FILE
+    return path
+
+
+def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
+    """Read and validate a run directory (or its run.json). Returns the record with `_dir` set to the run directory.
+
+    Raises InputError naming the file for anything wrong: missing, empty, not JSON, newer schema, missing keys, and (with
+    `check_artifacts`) every artifact file the record lists but that is not on disk.
+    """
+    run_json = _run_json_path(path)
+    record = _read_json(run_json, "run.json")
+    _check_schema(run_json, record, "run.json")
+    for key, kind in _REQUIRED_RUN_KEYS.items():
+        if not isinstance(record.get(key), kind):
+            raise InputError(run_json, f"not a valid run.json: '{key}' is missing or not a {kind.__name__}")
+    if record["status"] not in STATUSES:
+        raise InputError(run_json, f"not a valid run.json: unknown status {record['status']!r}")
+    artifacts = record.setdefault("artifacts", [])
+    if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str) for a in artifacts):
+        raise InputError(run_json, "not a valid run.json: 'artifacts' must be a list of objects with a 'path'")
+    run_dir = run_json.parent
+    if check_artifacts:
+        for artifact in artifacts:
+            target = _inside(run_dir, artifact["path"], run_json)
+            if not target.exists():
+                raise InputError(target, f"listed in {run_json} as a {artifact.get('kind', 'file')} artifact but missing")
+    record["_dir"] = str(run_dir)
+    return record
+
+
+def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
+    """Resolve an artifact path, refusing one that points outside the run directory (a hand-edited or hostile record)."""
+    target = (run_dir / relative).resolve()
+    if not target.is_relative_to(run_dir.resolve()):
+        raise InputError(run_json, f"artifact path {relative!r} points outside the run directory")
+    return target
+
+
+def artifact_path(record: dict, artifact: dict) -> Path:
+    """Absolute path of one artifact of a record returned by load_run."""
+    return Path(record["_dir"]) / artifact["path"]
+
+
+def load_comparison(path: str | os.PathLike) -> dict:
+    """Read and validate comparison.json (path: the comparison directory or the file). Sets `_dir`."""
+    path = Path(path)
+    file = path / COMPARISON_FILE if path.is_dir() else path
+    record = _read_json(file, "comparison.json")
+    _check_schema(file, record, "comparison.json")
+    modes = record.get("modes")
+    if not isinstance(modes, list) or not all(isinstance(m, dict) and isinstance(m.get("dir"), str) for m in modes):
+        raise InputError(file, "not a valid comparison.json: 'modes' must be a list of objects with a 'dir'")
+    for entry in modes:
+        check_dir = entry["dir"]
+        if "/" in check_dir or "\\" in check_dir or check_dir in ("", ".", ".."):
+            raise InputError(file, f"mode directory {check_dir!r} is not a plain name")
+    record["_dir"] = str(file.parent)
+    return record
+
+
+def find_runs(path: str | os.PathLike) -> list[Path]:
+    """A run directory, a comparison directory or any folder holding runs -> the run directories in it, sorted.
+
+    A comparison lists its modes in its own order; modes whose run directory is missing are skipped (the comparison
+    records why they failed). Raises InputError when the path holds no run at all.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "no such file or directory")
+    if path.is_file():
+        if path.name == RUN_FILE:
+            return [path.parent]
+        if path.name == COMPARISON_FILE:
+            path = path.parent
+        else:
+            raise InputError(path, "expected a run directory, a comparison directory, run.json or comparison.json")
+    if (path / RUN_FILE).is_file():
+        return [path]
+    if (path / COMPARISON_FILE).is_file():
+        comparison = load_comparison(path)
+        return [path / m["dir"] for m in comparison["modes"] if (path / m["dir"] / RUN_FILE).is_file()]
+    runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}"))
+    runs += sorted(p.parent for p in path.glob(f"*/*/{RUN_FILE}") if p.parent.parent not in runs)
+    if not runs:
+        raise InputError(path, "no hloscope run here (no run.json or comparison.json in it or one level below)")
+    return runs
