@@ -1,0 +1,1 @@
+"""Profiler traces -> one event model -> analyses (steps, kernels, categories, HLO attribution)."""
