@@ -1,0 +1,114 @@
+"""`hloscope tensorboard`: every mode's traces in TensorBoard's profile plugin (XProf), runs named `<comparison>/<mode>`."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import tempfile
+import webbrowser
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from hloscope.errors import HloscopeError, InputError
+
+# How often new or rewritten runs under DIR are added to the running TensorBoard.
+SYNC_INTERVAL_S = 5.0
+
+
+@click.command(name="tensorboard")
+@click.argument("directory", required=False, default="traces", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port to listen on [default: a free one].")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback makes the traces visible to the network.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the profile page in a web browser.")
+def command(directory: Path, port: int | None, host: str, open_browser: bool) -> None:
+    """Open every profile under DIRECTORY (default: traces/) in TensorBoard's profile plugin.
+
+    Finds JAX and torch_xla xplane.pb sessions (plugins/profile/<session>/) and PyTorch Kineto traces
+    (kineto/*.pt.trace.json[.gz], converted to XSpace), and names each run `<comparison>/<mode>`.
+    Nothing under DIRECTORY is written: TensorBoard reads a generated logdir of links in a temporary directory.
+    Stop with Ctrl-C.
+    """
+    from hloscope.tensorboard.logdir import ViewLogdir
+    from hloscope.tensorboard.server import TensorBoardProcess, check_installed, free_port, is_loopback
+
+    version = check_installed()
+    if not is_loopback(host):
+        click.echo(f"hloscope: warning: binding to {host}: the traces become visible to everyone who can reach this "
+                   "machine on the network", err=True)
+    workspace = Path(tempfile.mkdtemp(prefix="hloscope-tensorboard-"))
+    server = None
+    try:
+        view = ViewLogdir(directory, workspace / "logdir")
+        view.root.mkdir()
+        sessions = view.sync()
+        _warn_problems(view.problems)
+        if not sessions:
+            raise InputError(directory, "no profile could be read (see the warnings above)")
+        server = TensorBoardProcess(view.root, host, port or free_port(host), workspace / "tensorboard.log")
+        with _sigterm_as_interrupt():
+            server.start()
+            server.wait_ready()
+            page = server.url + "#profile"
+            click.echo(f"TensorBoard {version} with the profile plugin: {page}")
+            _print_sessions(sessions, directory)
+            click.echo("Press Ctrl-C to stop.")
+            sys.stdout.flush()
+            if open_browser:
+                webbrowser.open(page)
+            _serve(server, view)
+    except KeyboardInterrupt:
+        click.echo("hloscope: stopping TensorBoard", err=True)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _serve(server, view) -> None:
+    """Keep the view in sync with DIRECTORY until TensorBoard exits (an error) or the user interrupts."""
+    known = set(view.problems)
+    while server.wait(SYNC_INTERVAL_S) is None:
+        try:
+            view.sync()
+        except InputError:  # DIRECTORY emptied or removed meanwhile: keep serving what is there
+            continue
+        _warn_problems({name: why for name, why in view.problems.items() if name not in known})
+        known = set(view.problems)
+    raise HloscopeError(f"TensorBoard exited with code {server.process.returncode}: {server.last_log_line()}")
+
+
+def _print_sessions(sessions, directory: Path) -> None:
+    table = Table(title="Runs", title_justify="left")
+    table.add_column("run")
+    table.add_column("format")
+    table.add_column(f"source (in {directory})")
+    for session in sessions:
+        fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
+        source = session.source.relative_to(directory) if session.source.is_relative_to(directory) else session.source
+        table.add_row(session.name, fmt, str(source))
+    Console(soft_wrap=True).print(table)
+
+
+def _warn_problems(problems: dict[str, str]) -> None:
+    for name, why in problems.items():
+        click.echo(f"hloscope: warning: run {name} left out: {why}", err=True)
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """`kill PID` stops us like Ctrl-C does, so the TensorBoard child is always terminated."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,76 @@
+"""Kineto trace file -> `<host>.xplane.pb` file, for TensorBoard's profile plugin."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import InputError
+from hloscope.tensorboard.kineto_xspace import Conversion, kineto_to_xspace
+
+KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+def is_kineto_file(path: Path) -> bool:
+    return path.name.endswith(KINETO_SUFFIXES)
+
+
+def host_name(path: Path) -> str:
+    """The profiled worker: torch's trace handler names files `<host>_<pid>.<time>.pt.trace.json[.gz]`."""
+    name = path.name
+    for suffix in (".gz", ".json", ".trace", ".pt"):
+        name = name.removesuffix(suffix)
+    worker = name.split(".", 1)[0] or "pytorch"
+    # The plugin reads the host back from `<host>.xplane.pb`; keep it to characters that are safe in a file name.
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", worker)
+
+
+def read_kineto(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The trace's top-level fields and its `traceEvents`. Raises InputError naming the file when it is not one.
+
+    Opened with the trace reader's `open_trace_bytes` (gzip told by its magic bytes) and parsed with ijson's C backend,
+    like `hloscope trace`. The events are kept whole (arguments included): the XSpace needs all of them at once.
+    """
+    import ijson
+
+    from hloscope.trace.kineto import open_trace_bytes
+
+    header: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    try:
+        with open_trace_bytes(path) as stream:
+            for key, value in _backend(ijson).kvitems(stream, "", use_float=True):
+                if key == "traceEvents" and isinstance(value, list):
+                    events = [event for event in value if isinstance(event, dict)]
+                else:
+                    header[key] = value
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except (OSError, EOFError, zlib.error) as error:
+        raise InputError(path, f"cannot read Kineto trace: truncated or corrupt ({error})") from None
+    except ijson.JSONError as error:
+        raise InputError(path, f"not a Kineto trace: invalid JSON ({str(error).splitlines()[0]})") from None
+    if "traceEvents" not in header and not events:
+        raise InputError(path, "not a Kineto trace: no 'traceEvents' list")
+    header.pop("traceEvents", None)
+    return header, events
+
+
+def _backend(ijson: Any) -> Any:
+    try:
+        return ijson.get_backend("yajl2_c")
+    except ImportError:  # no C extension on this platform: the pure-Python backend is slower but correct
+        return ijson
+
+
+def convert_kineto_file(source: Path, session_dir: Path) -> tuple[Path, Conversion]:
+    """Write `session_dir/<host>.xplane.pb` for one Kineto trace; returns its path and the conversion summary."""
+    trace, events = read_kineto(source)
+    host = host_name(source)
+    conversion = kineto_to_xspace(trace, events, host)
+    session_dir.mkdir(parents=True, exist_ok=True)
+    target = session_dir / f"{host}.xplane.pb"
+    target.write_bytes(conversion.xspace.SerializeToString())
+    return target, conversion

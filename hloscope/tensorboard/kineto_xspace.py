@@ -1,0 +1,236 @@
+"""PyTorch profiler (Kineto) Chrome-trace events -> an XSpace that TensorBoard's profile plugin (XProf) can show.
+
+Layout follows what XProf's own GPU profiles look like: one "/host:CPU" plane whose lines are the CPU threads, and one
+"/device:GPU:N" plane per GPU whose lines are CUDA streams ("Stream #7"), with GPU annotations on a line of their own
+per stream. Kineto arguments become event stats; the ones XProf understands get XProf's names (`correlation_id`,
+`kernel_details`). This module is pure: events in, protobuf message out (see `write_xspace` for the file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.tensorboard.xplane_proto import xspace_class
+
+HOST_PLANE = "/host:CPU"
+# Kineto categories recorded by the GPU (CUPTI/roctracer activities); everything else happened on a CPU thread.
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_sync", "mtia_ccp_events"})
+# Kineto argument -> XProf stat name, where XProf has a name of its own for the same fact.
+STAT_RENAMES = {"correlation": "correlation_id", "External id": "external_id"}
+
+
+@dataclass
+class Conversion:
+    """The XSpace plus what did not make it in, by Chrome-trace phase (`ph`), for the user and the tests."""
+
+    xspace: Any
+    events: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class _Line:
+    id: int
+    name: str
+    events: list = field(default_factory=list)  # (start_ns, duration_ps, name, args)
+
+
+class _Plane:
+    def __init__(self, proto: Any):
+        self.proto = proto
+        self.lines: dict[Any, _Line] = {}
+        self._event_ids: dict[str, int] = {}
+        self._stat_ids: dict[str, int] = {}
+
+    def line(self, key: Any, name: str) -> _Line:
+        if key not in self.lines:
+            self.lines[key] = _Line(id=len(self.lines) + 1, name=name)
+        return self.lines[key]
+
+    def event_metadata_id(self, name: str) -> int:
+        if name not in self._event_ids:
+            new_id = len(self._event_ids) + 1  # 0 means "no metadata" to XProf
+            self._event_ids[name] = new_id
+            entry = self.proto.event_metadata[new_id]
+            entry.id, entry.name = new_id, name
+        return self._event_ids[name]
+
+    def stat_metadata_id(self, name: str) -> int:
+        if name not in self._stat_ids:
+            new_id = len(self._stat_ids) + 1
+            self._stat_ids[name] = new_id
+            entry = self.proto.stat_metadata[new_id]
+            entry.id, entry.name = new_id, name
+        return self._stat_ids[name]
+
+    def set_stat(self, message: Any, name: str, value: Any) -> None:
+        stat = message.stats.add()
+        stat.metadata_id = self.stat_metadata_id(name)
+        if isinstance(value, bool):
+            stat.int64_value = int(value)
+        elif isinstance(value, int) and -(2**63) <= value < 2**63:
+            stat.int64_value = value
+        elif isinstance(value, float) and math.isfinite(value):
+            stat.double_value = value
+        elif isinstance(value, str):
+            stat.str_value = value
+        else:  # lists (shapes, grid sizes), dicts, huge ints: keep them readable
+            stat.str_value = json.dumps(value)
+
+    def finish(self) -> None:
+        """Write the collected lines into the protobuf: time-ordered events, offsets relative to the line start."""
+        for line in self.lines.values():
+            if not line.events:
+                continue
+            line.events.sort(key=lambda e: (e[0], -e[1]))
+            proto_line = self.proto.lines.add()
+            proto_line.id = proto_line.display_id = line.id
+            proto_line.name = line.name
+            start_ns = line.events[0][0]
+            proto_line.timestamp_ns = start_ns
+            end_ps = 0
+            for event_start_ns, duration_ps, name, args in line.events:
+                event = proto_line.events.add()
+                event.metadata_id = self.event_metadata_id(name)
+                event.offset_ps = (event_start_ns - start_ns) * 1000
+                event.duration_ps = duration_ps
+                end_ps = max(end_ps, event.offset_ps + duration_ps)
+                for key, value in args.items():
+                    self.set_stat(event, key, value)
+            proto_line.duration_ps = end_ps
+
+
+def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any]], host: str) -> Conversion:
+    """Convert Kineto events (the `traceEvents` items) into an XSpace.
+
+    `trace` holds the trace's top-level fields (`baseTimeNanoseconds`, `deviceProperties`); `host` becomes
+    the XSpace's host name.
+    """
+    xspace = xspace_class()()
+    xspace.hostnames.append(host)
+    result = Conversion(xspace=xspace)
+    base_ns = int(trace.get("baseTimeNanoseconds") or 0)
+    devices = {int(d.get("id", i)): d for i, d in enumerate(trace.get("deviceProperties") or [])}
+
+    host_plane = _Plane(xspace.planes.add())
+    host_plane.proto.id, host_plane.proto.name = 0, HOST_PLANE
+    gpu_planes: dict[int, _Plane] = {}
+    thread_names: dict[tuple[Any, Any], str] = {}
+    process_names: dict[Any, str] = {}
+
+    for event in events:
+        phase = event.get("ph")
+        if phase == "M":
+            _remember_name(event, thread_names, process_names)
+            continue
+        if phase not in ("X", "i", "I") or (phase in ("i", "I") and event.get("s") == "g"):
+            result.dropped[phase or "?"] += 1
+            continue
+        start_ns = base_ns + round(float(event.get("ts", 0)) * 1000)
+        duration_ps = max(0, round(float(event.get("dur", 0)) * 1_000_000))
+        args = _stats(event)
+        category = event.get("cat") or ""
+        pid, tid = event.get("pid"), event.get("tid")
+        if category in GPU_CATEGORIES:
+            device = _as_int(args.get("device", pid), default=0)
+            plane = gpu_planes.get(device)
+            if plane is None:
+                plane = gpu_planes[device] = _gpu_plane(xspace, device, devices.get(device))
+            stream = args.get("stream", tid)
+            annotation = category == "gpu_user_annotation"
+            line_name = f"Stream #{stream}" + (" annotations" if annotation else "")
+            line = plane.line((stream, annotation), line_name)
+        else:
+            line = host_plane.line((pid, tid), str(tid))
+        line.events.append((start_ns, duration_ps, str(event.get("name", "")), args))
+        result.events += 1
+
+    _name_host_lines(host_plane, thread_names, process_names)
+    host_plane.finish()
+    for plane in gpu_planes.values():
+        plane.finish()
+    return result
+
+
+def _remember_name(event: Mapping[str, Any], threads: dict, processes: dict) -> None:
+    name = (event.get("args") or {}).get("name")
+    if name is None:
+        return
+    if event.get("name") == "thread_name":
+        threads[(event.get("pid"), event.get("tid"))] = str(name)
+    elif event.get("name") == "process_name":
+        processes[event.get("pid")] = str(name)
+
+
+def _name_host_lines(plane: _Plane, threads: dict, processes: dict) -> None:
+    """Thread lines get Kineto's thread names; with several processes, the process goes in front."""
+    pids = {pid for pid, _ in plane.lines}
+    for (pid, tid), line in plane.lines.items():
+        name = threads.get((pid, tid), f"thread {tid}" if isinstance(tid, int) else str(tid))
+        if len(pids) > 1:
+            name = f"{processes.get(pid, pid)}/{name}"
+        line.name = name
+
+
+def _stats(event: Mapping[str, Any]) -> dict[str, Any]:
+    args = dict(event.get("args") or {})
+    stats = {STAT_RENAMES.get(key, key): value for key, value in args.items()}
+    if event.get("cat"):
+        stats["kineto_category"] = event["cat"]
+    if event.get("cat") == "kernel":
+        details = _kernel_details(args)
+        if details:
+            stats["kernel_details"] = details
+    name = str(event.get("name", ""))
+    if name.startswith("ProfilerStep#") and name[len("ProfilerStep#") :].isdigit():
+        stats["step_num"] = int(name[len("ProfilerStep#") :])
+    return stats
+
+
+def _kernel_details(args: Mapping[str, Any]) -> str:
+    """XProf's kernel launch summary (`regs:R grid:X,Y,Z block:X,Y,Z ...`) from Kineto's kernel arguments.
+
+    Kineto reports one `shared memory` figure (static plus dynamic), so it is given as static_shared with
+    dynamic_shared 0; XProf only adds them up.
+    """
+    parts = []
+    if "registers per thread" in args:
+        parts.append(f"regs:{_as_int(args['registers per thread'])}")
+    if "shared memory" in args:
+        parts.append(f"static_shared:{_as_int(args['shared memory'])} dynamic_shared:0")
+    for key in ("grid", "block"):
+        dims = args.get(key)
+        if isinstance(dims, list) and dims:
+            parts.append(f"{key}:" + ",".join(str(_as_int(d)) for d in dims))
+    if "est. achieved occupancy %" in args:
+        parts.append(f"occ_pct:{float(args['est. achieved occupancy %']):.1f}")
+    return " ".join(parts)
+
+
+def _gpu_plane(xspace: Any, device: int, properties: Mapping[str, Any] | None) -> _Plane:
+    plane = _Plane(xspace.planes.add())
+    plane.proto.id, plane.proto.name = device + 1, f"/device:GPU:{device}"
+    if properties:
+        # Plane stats under the names XProf's GPU profiles use (see a CUPTI xplane's /device:GPU:N plane).
+        for kineto_key, xprof_name in (
+            ("name", "device_name"),
+            ("computeMajor", "compute_cap_major"),
+            ("computeMinor", "compute_cap_minor"),
+            ("numSms", "core_count"),
+            ("totalGlobalMem", "memory_size"),
+        ):
+            if kineto_key in properties:
+                plane.set_stat(plane.proto, xprof_name, properties[kineto_key])
+    return plane
+
+
+def _as_int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

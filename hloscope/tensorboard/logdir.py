@@ -1,0 +1,141 @@
+"""Find every profile under a directory and lay them out as a TensorBoard logdir whose runs are named `<comparison>/<mode>`.
+
+The profile plugin names a run `<path of the directory holding plugins/>/<session directory>`, so a comparison's
+`<cmp>/jax/plugins/profile/2026_11_30_04_05_52/` would show as `<cmp>/jax/2026_11_30_04_05_52`. We build a separate
+"view" logdir instead: `<cmp>/plugins/profile/jax/` holds links to the original xplane.pb files (and the XSpace converted
+from a Kineto trace), so the run shows as `<cmp>/jax`. The user's directories are only read: the plugin's cache files
+and the converted traces go into the view.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from hloscope.errors import InputError
+from hloscope.tensorboard.convert import KINETO_SUFFIXES, convert_kineto_file, is_kineto_file
+
+XPLANE_SUFFIX = ".xplane.pb"
+# Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
+RECORD_FILES = ("run.json", "comparison.json")
+
+
+@dataclass(frozen=True)
+class Session:
+    """One profiling session of one run, as the profile plugin will list it."""
+
+    name: str  # the run name shown in TensorBoard, e.g. "vit-tiny-20261130/jax"
+    source: Path  # the session directory (xplane) or the Kineto file
+    format: str  # "xplane" or "kineto"
+    files: tuple[Path, ...]  # xplane.pb files of the session, or the one Kineto file
+
+    def signature(self) -> tuple:
+        """Changes when a file of the session is rewritten, so the view knows to rebuild it."""
+        return tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in self.files)
+
+
+def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]:
+    """Every xplane session (`plugins/profile/<session>/*.xplane.pb`) and Kineto trace under `directory`, named.
+
+    Hidden directories and `exclude` (a view logdir that may lie inside `directory`) are skipped.
+    Raises InputError when `directory` is missing or holds no profile at all.
+    """
+    if not directory.is_dir():
+        raise InputError(directory, "no such directory")
+    excluded = exclude.resolve() if exclude is not None else None
+    found: dict[Path, list[tuple[str, Path, str, tuple[Path, ...]]]] = {}  # run dir -> (label, source, format, files)
+    for current, subdirs, files in os.walk(directory):
+        here = Path(current)
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and (here / d).resolve() != excluded)
+        xplanes = tuple(sorted(here / f for f in files if f.endswith(XPLANE_SUFFIX)))
+        if xplanes and here.parent.name == "profile" and here.parent.parent.name == "plugins":
+            found.setdefault(here.parent.parent.parent, []).append((here.name, here, "xplane", xplanes))
+        for name in sorted(files):
+            path = here / name
+            if is_kineto_file(path):
+                run_dir = here.parent if here.name == "kineto" else here
+                found.setdefault(run_dir, []).append((_kineto_label(path), path, "kineto", (path,)))
+    if not found:
+        raise InputError(
+            directory,
+            "no profiles found (looked for plugins/profile/<session>/*.xplane.pb and *"
+            + " / *".join(KINETO_SUFFIXES)
+            + "; record some with `hloscope run --profile`)",
+        )
+    base = directory.parent if _is_record_dir(directory) or directory in found else directory
+    sessions = []
+    for run_dir, entries in sorted(found.items()):
+        run_name = _run_name(run_dir, base, directory)
+        for label, source, fmt, files in sorted(entries):
+            name = run_name if len(entries) == 1 else f"{run_name}/{label}"
+            sessions.append(Session(name=name, source=source, format=fmt, files=files))
+    return sessions
+
+
+def _is_record_dir(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in RECORD_FILES)
+
+
+def _run_name(run_dir: Path, base: Path, directory: Path) -> str:
+    relative = run_dir.resolve().relative_to(base.resolve()).as_posix()
+    return directory.resolve().name if relative == "." else relative
+
+
+def _kineto_label(path: Path) -> str:
+    """`host_123.1796011551657941891.pt.trace.json` -> `kineto-1796011551657941891` (the part after the host)."""
+    stem = path.name
+    for suffix in KINETO_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    _, _, rest = stem.partition(".")
+    return f"kineto-{rest or stem}"
+
+
+class ViewLogdir:
+    """A generated TensorBoard logdir that mirrors the sessions found under a directory, kept in sync by `sync()`."""
+
+    def __init__(self, source: Path, root: Path):
+        self.source = source
+        self.root = root
+        self.problems: dict[str, str] = {}  # session name -> why it is not in the view (an unreadable Kineto trace)
+        self._built: dict[str, tuple] = {}  # session name -> signature it was built from (or failed on)
+
+    def sync(self) -> list[Session]:
+        """Add or rebuild the sessions that are new or changed since the last call; returns those in the view.
+
+        A trace that cannot be converted is left out and recorded in `problems`; the others are still shown.
+        """
+        shown = []
+        for session in find_sessions(self.source, exclude=self.root):
+            signature = session.signature()
+            if self._built.get(session.name) != signature:
+                self._built[session.name] = signature
+                try:
+                    self._build(session)
+                    self.problems.pop(session.name, None)
+                except InputError as error:
+                    self.problems[session.name] = str(error)
+            if session.name not in self.problems:
+                shown.append(session)
+        return shown
+
+    def session_dir(self, name: str) -> Path:
+        """Where the plugin finds the session named `name`: `<tb run>/plugins/profile/<last component>`."""
+        tb_run, _, profile_run = name.rpartition("/")
+        return self.root / tb_run / "plugins" / "profile" / profile_run
+
+    def _build(self, session: Session) -> None:
+        target = self.session_dir(session.name)
+        if target.exists():  # ours: a session that changed since it was last built
+            shutil.rmtree(target)
+        try:
+            if session.format == "kineto":
+                convert_kineto_file(session.source, target)
+                return
+            target.mkdir(parents=True)
+            for xplane in session.files:
+                (target / xplane.name).symlink_to(xplane.resolve())
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)  # no half-built run: the plugin would list it without tools
+            raise
