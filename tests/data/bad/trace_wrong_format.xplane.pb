@@ -1,0 +1,1 @@
+{"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": 2}]}
