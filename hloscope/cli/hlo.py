@@ -1,0 +1,40 @@
+"""`hloscope hlo ...`: analyse XLA HLO text files, XLA dump directories and run directories."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.group("hlo")
+def command() -> None:
+    """Analyse XLA HLO text, dump directories and run directories."""
+
+
+@command.command("stats")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print {\"modules\": [...]} as JSON instead of tables.")
+@click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
+              help="Also run XLA's own cost analysis (needs jaxlib) and show it beside hloscope's.")
+@click.option("--top", default=10, show_default=True, help="Rows in the per-instruction and per-source tables.")
+def stats(path: str, as_json: bool, xla_cost: bool, top: int) -> None:
+    """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
+    from hloscope.hlo.load import load_modules
+    from hloscope.hlo.stats import module_stats, top_instructions
+
+    loaded = load_modules(path)
+    results = []
+    for item in loaded:
+        result = module_stats(item, top_sources=top)
+        if xla_cost:
+            from hloscope.hlo.xla import xla_cost_analysis
+
+            result["xla_cost"] = xla_cost_analysis(item)
+        results.append(result)
+    if as_json:
+        click.echo(json.dumps({"modules": results}, indent=1))
+        return
+    from hloscope.hlo.render import render_stats
+
+    render_stats(results, {id(r): top_instructions(item, top) for r, item in zip(results, loaded)})

@@ -1,0 +1,151 @@
+"""Small scanners for the parts of an HLO instruction line that are parsed on demand: operand lists, attribute lists,
+quoted strings and metadata. They raise ValueError; the model turns that into a ParseError with the line and column."""
+
+from __future__ import annotations
+
+import re
+
+_PARENS = re.compile(r"[()]")
+_INTERESTING = re.compile(r'["{}()\[\],]')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_KEY = re.compile(r"\s*,\s*([A-Za-z_][\w.\-]*)\s*=\s*")
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_NAME = re.compile(r"%?([A-Za-z_\-.$][\w.\-$]*)\Z")
+_METADATA_ITEM = re.compile(r'\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s"}]+)')
+_OPENERS = "{(["
+_CLOSERS = {"}": "{", ")": "(", "]": "["}
+
+
+def find_closing(text: str, pos: int) -> int:
+    """Index of the ')' that closes a '(' just before `pos`, or -1."""
+    end = text.find(")", pos)
+    if end < 0:
+        return -1
+    if "(" not in text[pos:end]:
+        return end
+    depth = 1
+    for match in _PARENS.finditer(text, pos):
+        depth += 1 if match.group() == "(" else -1
+        if depth == 0:
+            return match.start()
+    return -1
+
+
+def _split_top_level(segment: str) -> list[str]:
+    pieces, depth, last = [], 0, 0
+    for match in _INTERESTING.finditer(segment):
+        char = match.group()
+        if char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced '{char}'")
+        elif char == "," and depth == 0:
+            pieces.append(segment[last : match.start()])
+            last = match.end()
+        elif char == '"':
+            raise ValueError("unexpected '\"'")
+    if depth != 0:
+        raise ValueError("unbalanced brackets")
+    pieces.append(segment[last:])
+    return pieces
+
+
+def split_operands(segment: str) -> list[str]:
+    """Operand names of `a, b` (new format) or `f32[2]{0} %a, (f32[], s32[]) %b` (older format with shapes)."""
+    if "/*" in segment:
+        segment = _COMMENT.sub("", segment)
+    if not segment.strip():
+        return []
+    if "[" in segment or "(" in segment or "{" in segment:
+        pieces = _split_top_level(segment)
+    else:
+        pieces = segment.split(",")
+    names = []
+    for piece in pieces:
+        words = piece.split()
+        match = _NAME.match(words[-1]) if words else None
+        if match is None:
+            raise ValueError(f"expected an operand name, got '{piece.strip()}'")
+        names.append(match.group(1))
+    return names
+
+
+def _value_end(text: str, pos: int) -> int:
+    depth = 0
+    search = _INTERESTING.search
+    while True:
+        match = search(text, pos)
+        if match is None:
+            if depth:
+                raise ValueError("unclosed bracket at end of line")
+            return len(text)
+        char = match.group()
+        if char == '"':
+            string = _STRING.match(text, match.start())
+            if string is None:
+                raise ValueError("unterminated string")
+            pos = string.end()
+            continue
+        pos = match.end()
+        if char in _OPENERS:
+            depth += 1
+        elif char in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced '{char}'")
+        elif depth == 0:  # a top-level ','
+            return match.start()
+
+
+def split_attributes(text: str, start: int) -> dict[str, str]:
+    """`, key=value, key={...}, key="..."` from `start` to the end of `text` -> {key: raw value}."""
+    out: dict[str, str] = {}
+    end = len(text.rstrip())
+    pos = start
+    while pos < end:
+        match = _KEY.match(text, pos)
+        if match is None:
+            rest = text[pos:end].lstrip()
+            if rest.startswith("//"):  # a trailing comment
+                break
+            raise ValueError(f"expected ', name=value', got '{rest[:30]}'")
+        value_start = match.end()
+        value_end = _value_end(text, value_start)
+        out[match.group(1)] = text[value_start:value_end].strip()
+        pos = value_end
+    return out
+
+
+def unquote(value: str) -> str:
+    """The contents of a C-escaped "quoted" attribute value."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+    body = value[1:-1]
+    if "\\" not in body:
+        return body
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        return body
+
+
+def name_list(value: str) -> list[str]:
+    """`%a`, `a` or `{a, %b}` -> ['a', 'b']."""
+    value = value.strip()
+    if value.startswith("{") and value.endswith("}"):
+        value = value[1:-1]
+    return [v.strip().lstrip("%") for v in value.split(",") if v.strip()]
+
+
+def parse_metadata(value: str) -> dict[str, str]:
+    """`{op_name="a/b" source_file="x.py" source_line=8}` -> {'op_name': 'a/b', ...}."""
+    value = value.strip()
+    if not (value.startswith("{") and value.endswith("}")):
+        raise ValueError("expected '{...}'")
+    out = {}
+    for match in _METADATA_ITEM.finditer(value, 1, len(value) - 1):
+        raw = match.group(2)
+        out[match.group(1)] = unquote(raw) if raw.startswith('"') else raw
+    return out

@@ -1,0 +1,433 @@
+"""FLOPs, transcendentals and bytes accessed with the conventions of XLA's HloCostAnalysis
+(xla/service/hlo_cost_analysis.cc), as the CPU client configures it (pointer size 8: a tuple counts 8 bytes per
+element). Totals are over the entry computation, with fusions, calls, while loops (one iteration) and conditionals
+(the most expensive branch) costed through the computations they call, as XLA does. Custom calls are unknown to
+XLA (it reports -1); they count 0 here and are listed as `uncosted`."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from hloscope.errors import ParseError
+from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+from hloscope.hlo.shapes import Shape
+
+POINTER_SIZE = 8
+TRANSCENDENTAL = {
+    "acosh", "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine",
+    "exponential-minus-one", "log-plus-one", "atan2", "tan",
+}
+ELEMENTWISE = TRANSCENDENTAL | {
+    "abs", "add", "and", "ceil", "clamp", "compare", "complex", "convert", "count-leading-zeros", "divide", "floor",
+    "imag", "is-finite", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "real", "reduce-precision",
+    "remainder", "round-nearest-afz", "round-nearest-even", "select", "shift-left", "shift-right-arithmetic",
+    "shift-right-logical", "sign", "subtract", "xor", "atan2", "stochastic-convert", "bitcast-convert", "asin", "acos",
+    "asinh", "atanh", "sinh", "cosh", "mulhi",
+}
+ZERO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "add-dependency"}
+
+
+@dataclass
+class Cost:
+    flops: float = 0.0
+    transcendentals: float = 0.0
+    bytes_accessed: float = 0.0
+
+    def add(self, other: Cost, scale: float = 1.0, with_bytes: bool = True) -> None:
+        self.flops += other.flops * scale
+        self.transcendentals += other.transcendentals * scale
+        if with_bytes:
+            self.bytes_accessed += other.bytes_accessed * scale
+
+
+def shape_size(shape: Shape) -> int:
+    """XLA's ShapeUtil::ByteSizeOf(shape, pointer_size=8): a tuple is its index table."""
+    if shape.is_tuple:
+        return POINTER_SIZE * len(shape.tuple_shapes)
+    return shape.byte_size
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text or "")]
+
+
+def _window(text: str | None) -> list[dict]:
+    """`{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}` -> one dict per spatial dimension."""
+    if not text:
+        return []
+    fields = dict(re.findall(r"(\w+)=([\dx_\-]+)", text))
+    sizes = [int(s) for s in fields.get("size", "").split("x") if s]
+    n = len(sizes)
+
+    def per_dim(key, default):
+        value = fields.get(key)
+        return [int(v) for v in value.split("x")] if value else [default] * n
+
+    pads = [tuple(int(p) for p in d.split("_")) for d in fields["pad"].split("x")] if "pad" in fields else [(0, 0)] * n
+    strides, base, win = per_dim("stride", 1), per_dim("lhs_dilate", 1), per_dim("rhs_dilate", 1)
+    return [
+        {"size": sizes[i], "stride": strides[i], "pad_low": pads[i][0], "pad_high": pads[i][1],
+         "base_dilation": base[i], "window_dilation": win[i]}
+        for i in range(n)
+    ]
+
+
+def _conv_flops(instr: HloInstruction) -> float:
+    """HloCostAnalysis::GetConvolutionFlops: 2 x FMAs over the valid (non-padding) window positions."""
+    lhs, rhs = (o.shape for o in instr.operands[:2])
+    out = instr.shape if not instr.shape.is_tuple else instr.shape.tuple_shapes[0]
+    labels = instr.attrs.get("dim_labels", "")
+    match = re.fullmatch(r"(\w+)_(\w+)->(\w+)", labels)
+    if not match:
+        return 0.0
+    lhs_l, rhs_l, out_l = match.groups()
+    window = _window(instr.attrs.get("window"))
+    spatial = len(window)
+    input_feature = lhs.dims[lhs_l.index("f")]
+    output_feature = out.dims[out_l.index("f")]
+    batch = lhs.dims[lhs_l.index("b")]
+    counts = []
+    if spatial == 0:
+        counts = [1]
+    for d, w in enumerate(window):
+        k_lim = rhs.dims[rhs_l.index(str(d))]
+        o_lim = out.dims[out_l.index(str(d))]
+        i_lim = lhs.dims[lhs_l.index(str(d))]
+        if (i_lim == o_lim and k_lim == o_lim and i_lim == w["base_dilation"] and w["window_dilation"] == 1
+                and max(1, i_lim - 1) == w["stride"] and w["pad_low"] == 0 and w["pad_high"] == 0):
+            counts.append(i_lim)
+            continue
+        if (i_lim == 1 and k_lim == o_lim and w["window_dilation"] == 1 and w["base_dilation"] == 1 and w["stride"] == 1
+                and w["pad_high"] == o_lim - 1 and w["pad_low"] == o_lim - 1):
+            counts.append(o_lim)
+            continue
+        valid = 0
+        for k in range(k_lim):
+            if w["stride"] == 1 and w["base_dilation"] == 1:
+                base = w["pad_low"] - k * w["window_dilation"]
+                valid += max(min(i_lim + base, o_lim) - max(base, 0), 0)
+                continue
+            for o in range(o_lim):
+                undilated = o * w["stride"] - w["pad_low"] + k * w["window_dilation"]
+                index = undilated // w["base_dilation"] if w["base_dilation"] > 1 else undilated
+                if undilated != index * w["base_dilation"] or index < 0 or index >= i_lim:
+                    continue
+                valid += 1
+        counts.append(valid)
+    feature_groups = int(instr.attrs.get("feature_group_count", "1"))
+    batch_groups = int(instr.attrs.get("batch_group_count", "1"))
+    return 2.0 * (input_feature // feature_groups) * output_feature * (batch // batch_groups) * math.prod(counts)
+
+
+def _dot_flops(instr: HloInstruction) -> float:
+    lhs = instr.operands[0].shape
+    width = 1
+    for dim in _ints(instr.attrs.get("lhs_contracting_dims", "")):
+        width *= lhs.dims[dim]
+    return 2.0 * instr.shape.elements * width
+
+
+def _transpose_is_bitcast(instr: HloInstruction) -> bool:
+    out, operand = instr.shape, instr.operands[0].shape
+    if out.layout is None or operand.layout is None:
+        return False
+    perm = _ints(instr.attrs.get("dimensions", ""))
+    out_m2m = _ints(out.layout.split(":")[0])
+    in_m2m = _ints(operand.layout.split(":")[0])
+    return [perm[m] for m in out_m2m] == in_m2m if len(perm) == len(out_m2m) else False
+
+
+class CostAnalysis:
+    """Per-instruction costs of one module, memoised; `module_cost()` is XLA's total."""
+
+    def __init__(self, module: HloModule):
+        self.module = module
+        self.costs: dict[int, Cost] = {}
+        self.uncosted: list[str] = []
+        self._computation_costs: dict[str, Cost] = {}
+
+    def computation_cost(self, comp: HloComputation) -> Cost:
+        cached = self._computation_costs.get(comp.name)
+        if cached is None:
+            cached = Cost()
+            for instr in comp.instructions:
+                cached.add(self.instruction_cost(instr))
+            self._computation_costs[comp.name] = cached
+        return cached
+
+    def module_cost(self) -> Cost:
+        return self.computation_cost(self.module.entry)
+
+    def instruction_cost(self, instr: HloInstruction) -> Cost:
+        key = id(instr)
+        cost = self.costs.get(key)
+        if cost is None:
+            try:
+                cost = self._cost(instr)
+            except (IndexError, KeyError, ValueError, ZeroDivisionError, AttributeError, TypeError) as error:
+                if isinstance(error, ParseError):
+                    raise
+                raise ParseError(
+                    self.module.path, f"cannot cost '{instr.name}' ({instr.opcode}): {error!r}", instr.lineno, 1
+                ) from None
+            self.costs[key] = cost
+        return cost
+
+    def _default_bytes(self, instr: HloInstruction) -> float:
+        return shape_size(instr.shape) + sum(shape_size(o.shape) for o in instr.operands)
+
+    def _cost(self, instr: HloInstruction) -> Cost:
+        op = instr.opcode
+        if op in ZERO_BYTES:
+            return Cost()
+        if op == "custom-call":
+            self.uncosted.append(instr.name)
+            return Cost()
+        cost = Cost(bytes_accessed=self._default_bytes(instr))
+        if op in ELEMENTWISE:
+            count = instr.shape.elements
+            if op in TRANSCENDENTAL:
+                cost.transcendentals = count
+            else:
+                cost.flops = count
+        elif op == "dot" or op == "scaled-dot":
+            cost.flops = _dot_flops(instr)
+        elif op == "convolution":
+            cost.flops = _conv_flops(instr)
+        elif op == "tuple":
+            cost.bytes_accessed = shape_size(instr.shape)
+        elif op == "transpose":
+            if _transpose_is_bitcast(instr):
+                return Cost()
+        elif op == "slice":
+            cost.bytes_accessed = shape_size(instr.shape) * 2
+        elif op == "dynamic-slice":
+            cost.bytes_accessed = shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape)
+        elif op == "dynamic-update-slice":
+            operands = instr.operands
+            cost.bytes_accessed = shape_size(operands[1].shape) * 2 + shape_size(operands[2].shape)
+        elif op == "gather":
+            cost.bytes_accessed = shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape)
+        elif op == "scatter":
+            cost = self._scatter(instr)
+        elif op in ("reduce", "reduce-window", "map", "select-and-scatter"):
+            self._applied(instr, cost)
+        elif op == "sort":
+            elements = instr.operands[0].shape.elements
+            cost.flops = elements * math.ceil(math.log2(elements)) if elements > 1 else 0
+        elif op in ("all-reduce", "all-reduce-start"):
+            leaves = list(instr.shape.leaves())
+            cost.flops = sum(s.elements for s in leaves)
+            cost.bytes_accessed = sum(shape_size(s) for s in leaves) + sum(shape_size(o.shape) for o in instr.operands)
+        elif op in ("rng", "rng-bit-generator"):
+            cost.transcendentals = sum(s.elements for s in instr.shape.leaves())
+        elif op == "fusion":
+            return self._fusion(instr)
+        elif op in ("call", "async-start"):
+            return self._copy_of(self.computation_cost(instr.called_computations[0]))
+        elif op == "while":
+            total = Cost()
+            for comp in instr.called_computations:  # body and condition: one iteration
+                total.add(self.computation_cost(comp))
+            return total
+        elif op == "conditional":
+            branches = [self.computation_cost(c) for c in instr.called_computations]
+            return Cost(
+                max(b.flops for b in branches), max(b.transcendentals for b in branches), max(b.bytes_accessed for b in branches)
+            )
+        elif op == "triangular-solve":
+            a, b = (o.shape for o in instr.operands[:2])
+            cost.bytes_accessed = shape_size(instr.shape) + shape_size(a) / 2 + shape_size(b)
+            cost.flops = 2.0 * a.dims[-1] * b.elements
+        elif op == "cholesky":
+            a = instr.operands[0].shape
+            cost.bytes_accessed = shape_size(a)
+            cost.flops = float(a.dims[-1] * a.elements // 3)
+        return cost
+
+    @staticmethod
+    def _copy_of(cost: Cost) -> Cost:
+        return Cost(cost.flops, cost.transcendentals, cost.bytes_accessed)
+
+    def _applied(self, instr: HloInstruction, cost: Cost) -> None:
+        """reduce / reduce-window / map / select-and-scatter: the applied function's cost times its applications."""
+        op = instr.opcode
+        if op == "select-and-scatter":
+            select, scatter = (self.module.computations_by_name[n] for n in (instr.attrs["select"].lstrip("%"), instr.attrs["scatter"].lstrip("%")))
+            source = instr.operands[1].shape.elements
+            window = math.prod(w["size"] for w in _window(instr.attrs.get("window")))
+            cost.add(self.computation_cost(select), source * (window - 1), with_bytes=False)
+            cost.add(self.computation_cost(scatter), source, with_bytes=False)
+            return
+        function = self.computation_cost(instr.called_computations[0])
+        out = instr.shape if not instr.shape.is_tuple else instr.shape.tuple_shapes[0]
+        if op == "map":
+            count = instr.shape.elements
+        elif op == "reduce":
+            count = instr.operands[0].shape.elements - out.elements
+        else:
+            window = _window(instr.attrs.get("window"))
+            count = (math.prod(w["size"] for w in window) - 1) * out.elements
+            reduced = [w for w in window if w["size"] != 1]
+            padded = [w for w in window if w["pad_low"] or w["pad_high"]]
+            if len(reduced) == 1 and len(padded) == 1 and not instr.shape.is_tuple:
+                for d, w in enumerate(window):
+                    if (w["size"] != 1 and w["pad_low"] and w["pad_high"] and w["pad_low"] == w["pad_high"]
+                            and w["size"] == 2 * w["pad_low"] + 1):
+                        if w["pad_low"] == instr.shape.dims[d] - 1:
+                            span = instr.shape.dims[d]
+                            count = out.elements // span + (span - 1)
+                        break
+        cost.add(function, count, with_bytes=False)
+
+    def _scatter(self, instr: HloInstruction) -> Cost:
+        operands = instr.operands
+        n = (len(operands) - 1) // 2
+        updates = operands[n + 1 :]
+        update_size = sum(shape_size(u.shape) for u in updates)
+        cost = Cost(bytes_accessed=update_size * 3 + shape_size(operands[n].shape))
+        cost.add(self.computation_cost(instr.called_computations[0]), updates[0].shape.elements, with_bytes=False)
+        return cost
+
+    # -- fusions: XLA costs the fused computation's flops, and bytes at the fusion's boundary -------------------------
+    def _fusion(self, instr: HloInstruction) -> Cost:
+        body = instr.called_computations[0]
+        if instr.fusion_kind == "kCustom":
+            for inner in body.instructions:
+                if inner.opcode == "gather":
+                    return self._cost_in(inner, "gather")
+                if inner.opcode == "scatter":
+                    return self._scatter(inner)
+        inner = self.computation_cost(body)
+        cost = Cost(inner.flops, inner.transcendentals, 0.0)
+        cost.bytes_accessed += self._fusion_output_bytes(instr, body)
+        for inner_instr in body.instructions:  # large constants are read from memory
+            if inner_instr.opcode == "constant" and inner_instr.shape.elements > 1:
+                cost.bytes_accessed += shape_size(inner_instr.shape)
+        users = _users(body)
+        params = sorted((i for i in body.instructions if i.opcode == "parameter"), key=_parameter_number)
+        for param in params:
+            if param.shape.is_tuple:
+                cost.bytes_accessed += self._tuple_parameter_bytes(param, users)
+            else:
+                cost.bytes_accessed += self._parameter_read_bytes(param, users)
+        return cost
+
+    def _cost_in(self, inner: HloInstruction, op: str) -> Cost:
+        return Cost(bytes_accessed=shape_size(inner.shape) * 2 + shape_size(inner.operands[1].shape))
+
+    def _fusion_output_bytes(self, instr: HloInstruction, body: HloComputation) -> float:
+        root = body.root
+        shape = instr.shape
+        if not shape.is_tuple:
+            return self._output_leaf_bytes(shape, root)
+        total = 0.0
+        for index, sub in enumerate(shape.tuple_shapes):
+            element_root = root.operands[index] if root.opcode == "tuple" else root
+            total += self._subshape_bytes(sub, element_root)
+        return total
+
+    def _subshape_bytes(self, shape: Shape, root: HloInstruction) -> float:
+        if shape.is_tuple:  # nested tuples: XLA visits every array subshape
+            return sum(self._subshape_bytes(s, root) for s in shape.tuple_shapes)
+        return self._output_leaf_bytes(shape, root)
+
+    @staticmethod
+    def _output_leaf_bytes(shape: Shape, root: HloInstruction) -> float:
+        if root.opcode == "dynamic-update-slice":
+            return shape_size(root.operands[1].shape)
+        return shape_size(shape)
+
+    def _tuple_parameter_bytes(self, param: HloInstruction, users) -> float:
+        total = 0.0
+
+        def walk(node: HloInstruction, shape: Shape):
+            nonlocal total
+            if not shape.is_tuple:
+                total += self._parameter_read_bytes(node, users)
+                return
+            for index, sub in enumerate(shape.tuple_shapes):
+                child = node
+                for user in users.get(node.name, ()):
+                    if user.opcode == "get-tuple-element" and int(user.attrs.get("index", "-1")) == index:
+                        child = user
+                        break
+                walk(child, sub)
+
+        walk(param, param.shape)
+        return total
+
+    def _parameter_read_bytes(self, hlo: HloInstruction, users) -> float:
+        """HloCostAnalysis::FusionParameterReadBytes."""
+        size = 0.0
+        seen_trivial = False
+        own = shape_size(hlo.shape)
+        for user in users.get(hlo.name, ()):
+            op = user.opcode
+            if op == "fusion":
+                nested = user.called_computations[0]
+                nested_users = _users(nested)
+                nested_params = sorted((i for i in nested.instructions if i.opcode == "parameter"), key=_parameter_number)
+                root = nested.root
+                fusion_users = users.get(user.name, ())
+                for idx, operand_name in enumerate(user.operand_names):
+                    if operand_name != hlo.name:
+                        continue
+                    nested_seen = False
+                    param = nested_params[idx]
+                    simple = not root.operand_names or root.operands[0] is param
+                    for fusion_user in fusion_users:
+                        fop = fusion_user.opcode
+                        if simple and fop == "slice":
+                            size += shape_size(fusion_user.shape)
+                        elif simple and fop == "dynamic-slice":
+                            if fusion_user.operands[0] is user:
+                                size += shape_size(fusion_user.shape)
+                            elif not nested_seen:
+                                nested_seen = True
+                                size += shape_size(user.shape)
+                        elif simple and fop == "dynamic-update-slice":
+                            if fusion_user.operands[0] is not user and not nested_seen:
+                                nested_seen = True
+                                size += shape_size(user.shape)
+                        elif not nested_seen:
+                            nested_seen = True
+                            size += self._parameter_read_bytes(param, nested_users)
+            elif op == "slice":
+                size += shape_size(user.shape)
+            elif op == "dynamic-slice":
+                if user.operands[0] is hlo:
+                    size += shape_size(user.shape)
+                elif not seen_trivial:
+                    seen_trivial = True
+                    size += own
+            elif op == "dynamic-update-slice":
+                if user.operands[0] is not hlo and not seen_trivial:
+                    seen_trivial = True
+                    size += own
+            elif op in ("broadcast", "reshape"):
+                size += own
+            elif not seen_trivial:
+                seen_trivial = True
+                size += own
+        return size
+
+
+def _parameter_number(instr: HloInstruction) -> int:
+    return int(instr.operand_text.strip() or 0)
+
+
+def _users(comp: HloComputation) -> dict[str, list[HloInstruction]]:
+    """name -> users, each user listed once per distinct operand use (XLA's users() holds each user once)."""
+    users: dict[str, list[HloInstruction]] = {}
+    for instr in comp.instructions:
+        for name in dict.fromkeys(instr.operand_names):
+            users.setdefault(name, []).append(instr)
+    return users
+
+
+def module_cost(module: HloModule) -> tuple[Cost, CostAnalysis]:
+    analysis = CostAnalysis(module)
+    return analysis.module_cost(), analysis

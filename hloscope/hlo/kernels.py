@@ -1,0 +1,93 @@
+"""How many kernels (device launches) a module runs per execution, by platform. The rules are in docs/hlo.md.
+
+GPU (XLA's thunk sequence): every fusion in the executed computations is one generated kernel (`kCustomKernel`),
+except kCustom fusions that XLA hands to a library (`__cudnn$fusion`) or turns into a memcpy (`__dynamic_memcpy`);
+`__cublas$*` custom calls are cuBLAS calls, `__cudnn$*` cuDNN calls; other custom calls one kernel each (unless a
+known no-op); `copy`/`copy-start` are memcpys, reported apart; collectives are NCCL kernels. Parameters, constants,
+tuples, get-tuple-element, bitcasts and ordering-only instructions launch nothing; while/conditional/call run their
+bodies (counted once, statically).
+CPU, TPU and unknown platforms: every instruction of the executed computations that emits code is one kernel
+(each fusion is one function; unfused ops are loops or runtime calls), with the same exclusions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hloscope.hlo.model import HloInstruction, HloModule
+from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
+
+NO_CODE = {
+    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all", "add-dependency", "opt-barrier",
+    "domain", "while", "conditional", "call", "partition-id", "replica-id",
+    "async-done", "async-update", "all-reduce-done", "all-gather-done", "collective-permute-done", "copy-done",
+    "send-done", "recv-done",
+}
+# Custom calls that only carry information for the compiler and run nothing.
+NO_OP_TARGETS = {
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "ShardBarrierFrom", "ShardBarrierTo",
+    "LayoutConstraint", "AllocateBuffer", "annotate_device_placement", "MoveToHost", "MoveToDevice",
+    "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "X64Combine", "X64SplitLow", "X64SplitHigh",
+}
+
+
+def classify(instr: HloInstruction, platform: str) -> str | None:
+    """The kind of launch one top-level instruction is, or None when it launches nothing."""
+    op = instr.opcode
+    if op in NO_CODE:
+        return None
+    if op in ("copy", "copy-start"):
+        return "copy"
+    if op in COLLECTIVE_OPCODES:
+        return "collective"
+    if op == "fusion":
+        backend = fusion_backend_kind(instr) if instr.fusion_kind == "kCustom" else None
+        if backend == "__dynamic_memcpy":
+            return "copy"
+        if backend and backend.startswith("__cudnn"):
+            return "cudnn"
+        return "generated"
+    if op == "custom-call":
+        target = instr.custom_call_target or ""
+        if target in NO_OP_TARGETS:
+            return None
+        if target.startswith("__cublas"):
+            return "cublas"
+        if target.startswith("__cudnn"):
+            return "cudnn"
+        return "custom_call"
+    if op in ("dot", "convolution"):
+        return "library"  # a BLAS/oneDNN/Eigen call on CPU; on GPU only before optimizations (then rewritten)
+    return "generated" if platform == "gpu" else "other"
+
+
+def kernel_breakdown(module: HloModule, platform: str) -> dict[str, int]:
+    counts = Counter()
+    for comp in executed_computations(module):
+        for instr in comp.instructions:
+            kind = classify(instr, platform)
+            if kind is not None:
+                counts[kind] += 1
+    return dict(counts)
+
+
+def kernel_count(breakdown: dict[str, int]) -> int:
+    """Launches per execution, copies excluded (they are reported apart)."""
+    return sum(n for kind, n in breakdown.items() if kind != "copy")
+
+
+def kernel_list(module: HloModule, platform: str) -> list[dict]:
+    """Each launch in schedule order: name, kind, opcode, fusion kind or custom-call target."""
+    rows = []
+    for comp in executed_computations(module):
+        for instr in comp.instructions:
+            kind = classify(instr, platform)
+            if kind is not None:
+                rows.append({
+                    "name": instr.name,
+                    "kind": kind,
+                    "opcode": instr.opcode,
+                    "detail": instr.fusion_kind or instr.custom_call_target or "",
+                    "computation": comp.name,
+                })
+    return rows

@@ -1,0 +1,90 @@
+"""Memory: parameter and output bytes from the entry signature, and what XLA's buffer assignment and memory-usage
+report (files beside the module) say about allocations."""
+
+from __future__ import annotations
+
+import re
+
+from hloscope.errors import InputError
+from hloscope.hlo.model import HloModule
+
+_ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*)$")
+_TOTAL_USED = re.compile(r"^Total bytes used: (\d+)")
+_REPORT_TOTAL = re.compile(r"^Total bytes: (\d+)")
+
+
+def signature_bytes(module: HloModule) -> dict[str, int]:
+    entry = module.entry
+    params = [i for i in entry.instructions if i.opcode == "parameter"]
+    return {
+        "parameter_bytes": sum(p.shape.byte_size for p in params),
+        "parameters": len(params),
+        "output_bytes": entry.root.shape.byte_size,
+    }
+
+
+def _allocation_kind(tail: str) -> str:
+    if "thread-local" in tail:
+        return "thread_local"
+    if ", parameter " in tail:
+        return "parameter"
+    if "output shape" in tail:
+        return "output"
+    if "constant" in tail:
+        return "constant"
+    if "preallocated-temp" in tail:
+        return "temp"
+    return "temp"
+
+
+def parse_buffer_assignment(text: str, path: str = "<string>") -> dict:
+    """Totals of an XLA `*-buffer-assignment.txt`: all allocations by kind, and the five largest."""
+    if not text.lstrip().startswith("BufferAssignment:"):
+        raise InputError(path, "not an XLA buffer assignment (expected 'BufferAssignment:' on the first line)")
+    allocations = []
+    total_used = None
+    current = None
+    for line in text.splitlines():
+        match = _ALLOCATION.match(line)
+        if match:
+            tail = match.group(3)
+            shape = re.search(r"shape \|(.*?)\|", tail)
+            current = {"index": int(match.group(1)), "size": int(match.group(2)), "kind": _allocation_kind(tail),
+                       "shape": shape.group(1) if shape else None, "values": []}
+            allocations.append(current)
+            continue
+        if current is not None and line.startswith(" value: <"):
+            name = re.match(r" value: <\d+ (\S+)", line)
+            if name and len(current["values"]) < 3:
+                current["values"].append(name.group(1))
+            continue
+        total = _TOTAL_USED.match(line)
+        if total:
+            total_used = int(total.group(1))
+    by_kind: dict[str, int] = {}
+    for alloc in allocations:
+        by_kind[alloc["kind"]] = by_kind.get(alloc["kind"], 0) + alloc["size"]
+    counted = [a for a in allocations if a["kind"] != "thread_local"]
+    largest = sorted(counted, key=lambda a: -a["size"])[:5]
+    return {
+        "allocations": len(allocations),
+        "total_bytes": total_used if total_used is not None else sum(a["size"] for a in counted),
+        "temp_bytes": by_kind.get("temp", 0),
+        "bytes_by_kind": by_kind,
+        "largest": [{k: a[k] for k in ("index", "size", "kind", "shape", "values")} for a in largest],
+    }
+
+
+def parse_memory_report(text: str, path: str = "<string>") -> dict:
+    """`*-memory-usage-report.txt`: total bytes per memory space."""
+    spaces = {}
+    space = None
+    for line in text.splitlines():
+        if line.startswith("Memory Space:"):
+            space = line.split(":", 1)[1].strip()
+        total = _REPORT_TOTAL.match(line)
+        if total and space is not None:
+            spaces[space] = int(total.group(1))
+    if not spaces:
+        raise InputError(path, "not an XLA memory-usage report (no 'Memory Space:' / 'Total bytes:' lines)")
+    return {"total_bytes": sum(spaces.values()), "by_memory_space": spaces}

@@ -1,0 +1,237 @@
+"""The HLO data model: modules, computations and instructions as XLA prints them.
+
+Instructions keep the text of their line and parse operands and attributes only when asked (most analyses touch a
+few attributes of a few instructions), which is what makes the parser fast and small.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+
+from hloscope.errors import ParseError
+from hloscope.hlo import attrs as _attrs
+from hloscope.hlo.shapes import Shape, parse_shape
+
+# Attributes that name the computations an instruction calls.
+CALLED_COMPUTATION_ATTRS = (
+    "calls",
+    "to_apply",
+    "body",
+    "condition",
+    "true_computation",
+    "false_computation",
+    "select",
+    "scatter",
+    "branch_computations",
+    "called_computations",
+    "async_computation",
+)
+
+
+class HloInstruction:
+    """One line `[ROOT] name = shape opcode(operands), attr=value, ...`."""
+
+    __slots__ = ("name", "shape_text", "opcode", "is_root", "text", "pos", "lineno", "computation", "_end", "_ops", "_attrs")
+
+    def __init__(self, name, shape_text, opcode, is_root, text, pos, lineno, computation):
+        self.name = name
+        self.shape_text = shape_text
+        self.opcode = opcode
+        self.is_root = is_root
+        self.text = text  # the instruction's full text (one line, or several for multi-line constants)
+        self.pos = pos  # index in `text` just after `opcode(`
+        self.lineno = lineno
+        self.computation = computation
+        self._end = -1
+        self._ops = None
+        self._attrs = None
+
+    def __repr__(self) -> str:
+        return f"<HloInstruction {self.name} = {self.shape_text} {self.opcode}(...) line {self.lineno}>"
+
+    # -- lazy parsing ---------------------------------------------------------------------------------------------
+    def _error(self, message: str, index: int | None = None) -> ParseError:
+        col = (index if index is not None else self.pos) + 1
+        line = self.lineno
+        if index is not None and "\n" in self.text[:index]:  # multi-line constant: point into the right line
+            line += self.text.count("\n", 0, index)
+            col = index - self.text.rfind("\n", 0, index)
+        return ParseError(self.computation.module.path, message, line, col)
+
+    def _operand_end(self) -> int:
+        """Index of the ')' that closes the operand list."""
+        if self._end < 0:
+            end = _attrs.find_closing(self.text, self.pos)
+            if end < 0:
+                raise self._error(f"expected ')' closing the operands of '{self.name}'", len(self.text.rstrip()))
+            self._end = end
+        return self._end
+
+    @property
+    def operand_text(self) -> str:
+        return self.text[self.pos : self._operand_end()]
+
+    @property
+    def operand_names(self) -> list[str]:
+        """Operand instruction names, in order (constants and parameters have none)."""
+        if self._ops is None:
+            if self.opcode in ("constant", "parameter"):
+                self._ops = []
+            else:
+                try:
+                    self._ops = _attrs.split_operands(self.operand_text)
+                except ValueError as error:
+                    raise self._error(f"bad operand list of '{self.name}': {error}") from None
+                renames = self.computation.renames
+                if renames:
+                    self._ops = [renames.get(n, n) for n in self._ops]
+        return self._ops
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        """Attribute name -> raw value text (`kind` -> `kLoop`, `metadata` -> `{op_name="..." ...}`)."""
+        if self._attrs is None:
+            start = self._operand_end() + 1
+            try:
+                self._attrs = _attrs.split_attributes(self.text, start)
+            except ValueError as error:
+                raise self._error(f"bad attribute list of '{self.name}': {error}", start) from None
+        return self._attrs
+
+    def attr(self, key: str, default: str | None = None) -> str | None:
+        return self.attrs.get(key, default)
+
+    # -- derived values -------------------------------------------------------------------------------------------
+    @property
+    def shape(self) -> Shape:
+        try:
+            return parse_shape(self.shape_text)
+        except ValueError as error:
+            raise self._error(f"bad shape '{self.shape_text}' of '{self.name}': {error}", 0) from None
+
+    @property
+    def operands(self) -> list[HloInstruction]:
+        comp = self.computation
+        try:
+            return [comp.instruction(n) for n in self.operand_names]
+        except KeyError as error:
+            raise self._error(f"operand {error} of '{self.name}' is not defined in computation '{comp.name}'") from None
+
+    @property
+    def called_computation_names(self) -> list[str]:
+        names: list[str] = []
+        attrs = self.attrs
+        for key in CALLED_COMPUTATION_ATTRS:
+            value = attrs.get(key)
+            if value is not None:
+                names.extend(_attrs.name_list(value))
+        return names
+
+    @property
+    def called_computations(self) -> list[HloComputation]:
+        module = self.computation.module
+        out = []
+        for name in self.called_computation_names:
+            comp = module.computations_by_name.get(name)
+            if comp is None:
+                raise self._error(f"'{self.name}' calls computation '{name}', which is not defined in the module")
+            out.append(comp)
+        return out
+
+    @property
+    def fusion_kind(self) -> str | None:
+        return self.attrs.get("kind") if self.opcode == "fusion" else None
+
+    @property
+    def custom_call_target(self) -> str | None:
+        value = self.attrs.get("custom_call_target")
+        return _attrs.unquote(value) if value is not None else None
+
+    @property
+    def backend_config(self) -> dict:
+        """backend_config as JSON ({} when absent or not JSON)."""
+        value = self.attrs.get("backend_config")
+        if not value:
+            return {}
+        if value.startswith('"'):
+            value = _attrs.unquote(value)
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        value = self.attrs.get("metadata")
+        if not value:
+            return {}
+        try:
+            return _attrs.parse_metadata(value)
+        except ValueError as error:
+            raise self._error(f"bad metadata of '{self.name}': {error}") from None
+
+
+class HloComputation:
+    __slots__ = ("name", "is_entry", "instructions", "lineno", "module", "signature", "_by_name", "root", "renames")
+
+    def __init__(self, name: str, is_entry: bool, lineno: int, module: HloModule, signature: str = ""):
+        self.name = name
+        self.is_entry = is_entry
+        self.lineno = lineno
+        self.module = module
+        self.signature = signature
+        self.instructions: list[HloInstruction] = []
+        self._by_name: dict[str, HloInstruction] | None = None
+        self.root: HloInstruction | None = None
+        self.renames: dict[str, str] | None = None  # text name -> unique name, where XLA renames (see names.py)
+
+    def __repr__(self) -> str:
+        return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+    def instruction(self, name: str) -> HloInstruction:
+        if self._by_name is None:
+            self._by_name = {i.name: i for i in self.instructions}
+        return self._by_name[name]
+
+
+class HloModule:
+    def __init__(self, name: str, header: str, path: str, lineno: int):
+        self.name = name
+        self.header = header  # the full `HloModule name, attr=...` line
+        self.path = path
+        self.lineno = lineno
+        self.computations: list[HloComputation] = []
+        self.entry: HloComputation | None = None
+        # Stack-frame tables printed before the computations by newer XLA (FileNames, FunctionNames, ...).
+        self.stack_tables: dict[str, dict[int, str]] = {}
+
+    def __repr__(self) -> str:
+        return f"<HloModule {self.name}: {len(self.computations)} computations>"
+
+    @cached_property
+    def computations_by_name(self) -> dict[str, HloComputation]:
+        return {c.name: c for c in self.computations}
+
+    @cached_property
+    def attrs(self) -> dict[str, str]:
+        start = self.header.find(",")
+        if start < 0:
+            return {}
+        try:
+            return _attrs.split_attributes(self.header, start)
+        except ValueError as error:
+            raise ParseError(self.path, f"bad HloModule attributes: {error}", self.lineno, start + 1) from None
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.attrs.get("is_scheduled") == "true"
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations)
+
+    def all_instructions(self):
+        for comp in self.computations:
+            yield from comp.instructions

@@ -1,0 +1,58 @@
+"""XLA's NameUniquer, so that instruction names match what XLA's parser makes of text with repeated names.
+
+XLA keeps instruction names unique in a module: when hand-written text reuses a name in another computation, its
+parser renames the later one `name.1`, `name.2`, ... (a numeric suffix is split off and re-numbered).
+"""
+
+from __future__ import annotations
+
+
+class NameUniquer:
+    def __init__(self) -> None:
+        self._used: dict[str, set[int]] = {}
+        self._next: dict[str, int] = {}
+
+    def unique(self, name: str) -> str:
+        root, suffix, has_suffix = name, 0, False
+        dot = name.rfind(".")
+        if 0 < dot < len(name) - 1:
+            tail = name[dot + 1 :]
+            if tail.isdigit():
+                root, suffix, has_suffix = name[:dot], int(tail), True
+        used = self._used.setdefault(root, set())
+        if suffix in used:
+            next_id = self._next.get(root, 0)
+            while next_id in used:
+                next_id += 1
+            suffix = next_id
+            self._next[root] = next_id + 1
+        used.add(suffix)
+        if suffix == 0:
+            return f"{root}.0" if has_suffix else root
+        return f"{root}.{suffix}"
+
+
+def uniquify_instruction_names(module) -> None:
+    """Rename instructions whose name is already used in the module, as XLA's parser does (text order)."""
+    seen: set[str] = set()
+    duplicate = False
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.name in seen:
+                duplicate = True
+                break
+            seen.add(instr.name)
+        if duplicate:
+            break
+    if not duplicate:
+        return
+    uniquer = NameUniquer()
+    for comp in module.computations:
+        renames = {}
+        for instr in comp.instructions:
+            new = uniquer.unique(instr.name)
+            if new != instr.name:
+                renames[instr.name] = new
+                instr.name = new
+        if renames:
+            comp.renames = renames

@@ -1,0 +1,158 @@
+"""Counting analyses over a parsed module: opcodes, fusions by kind, custom calls, collectives, layout changes,
+and the precision of every dot and convolution. Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+
+# Instructions whose called computations run as code of their own (not inlined like fusion bodies).
+_CONTROL_FLOW = {"while", "conditional", "call", "async-start"}
+COLLECTIVE_OPCODES = {
+    "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter", "all-to-all",
+    "ragged-all-to-all", "collective-permute", "collective-permute-start", "collective-broadcast", "send", "recv",
+}
+
+
+def opcode_histogram(module: HloModule) -> dict[str, int]:
+    """Every instruction of every computation (fusion bodies included), as XLA's parser sees them."""
+    return dict(Counter(i.opcode for c in module.computations for i in c.instructions).most_common())
+
+
+def executed_computations(module: HloModule) -> list[HloComputation]:
+    """The entry computation and the computations it runs as code of their own: while bodies and conditions,
+    conditional branches, calls and async computations; not fusion bodies nor reduction functions (to_apply)."""
+    seen: dict[str, HloComputation] = {}
+    stack = [module.entry]
+    while stack:
+        comp = stack.pop()
+        if comp.name in seen:
+            continue
+        seen[comp.name] = comp
+        for instr in comp.instructions:
+            if instr.opcode in _CONTROL_FLOW or instr.opcode.endswith("-start") and "calls" in instr.attrs:
+                stack.extend(instr.called_computations)
+    return list(seen.values())
+
+
+def entry_opcode_histogram(module: HloModule) -> dict[str, int]:
+    """Opcodes of the entry computation and its non-fusion callees (what runs at the top level)."""
+    return dict(Counter(i.opcode for c in executed_computations(module) for i in c.instructions).most_common())
+
+
+def fusion_backend_kind(instr: HloInstruction) -> str | None:
+    """`fusion_backend_config.kind` of a kCustom fusion (`__triton_gemm`, `__cudnn$fusion`, ...)."""
+    raw = instr.attrs.get("backend_config")
+    if not raw or "fusion_backend_config" not in raw:
+        return None
+    config = instr.backend_config.get("fusion_backend_config")
+    if isinstance(config, dict) and isinstance(config.get("kind"), str):
+        return config["kind"]
+    match = re.search(r'kind\\?"?\s*:\s*\\?"([^"\\]+)', raw)  # hand-written tests use relaxed JSON
+    return match.group(1) if match else None
+
+
+def fusion_label(instr: HloInstruction) -> str:
+    kind = instr.fusion_kind or "kUnknown"
+    if kind == "kCustom":
+        backend = fusion_backend_kind(instr)
+        if backend:
+            return f"kCustom:{backend}"
+    return kind
+
+
+def fusion_kinds(module: HloModule) -> dict[str, int]:
+    """Fusion instructions by kind over the whole module; kCustom split by backend kind (`kCustom:__triton_gemm`)."""
+    return dict(Counter(fusion_label(i) for c in module.computations for i in c.instructions if i.opcode == "fusion").most_common())
+
+
+def custom_call_targets(module: HloModule) -> dict[str, int]:
+    return dict(
+        Counter(i.custom_call_target or "" for c in module.computations for i in c.instructions if i.opcode == "custom-call").most_common()
+    )
+
+
+def collectives(module: HloModule) -> dict:
+    """Collective instructions by opcode with the bytes they move (output shape bytes)."""
+    by_op: dict[str, dict] = {}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode in COLLECTIVE_OPCODES:
+                entry = by_op.setdefault(instr.opcode, {"count": 0, "bytes": 0})
+                entry["count"] += 1
+                entry["bytes"] += instr.shape.byte_size
+    return {
+        "count": sum(e["count"] for e in by_op.values()),
+        "bytes": sum(e["bytes"] for e in by_op.values()),
+        "by_opcode": by_op,
+    }
+
+
+def layout_changes(module: HloModule) -> dict:
+    """Transposes and copies: top level (their own kernels) and inside fusions."""
+    top = {c.name for c in executed_computations(module)}
+    out = {"transpose": {"top_level": 0, "in_fusions": 0, "bytes": 0}, "copy": {"top_level": 0, "in_fusions": 0, "bytes": 0}}
+    for comp in module.computations:
+        for instr in comp.instructions:
+            if instr.opcode in ("transpose", "copy", "copy-start"):
+                key = "copy" if instr.opcode != "transpose" else "transpose"
+                out[key]["top_level" if comp.name in top else "in_fusions"] += 1
+                out[key]["bytes"] += instr.shape.byte_size if instr.opcode != "copy-start" else 0
+    return out
+
+
+_PRECISION = re.compile(r"operand_precision=\{([^}]*)\}|precision_config=\{([^}]*)\}")
+
+
+def _precision_of(instr: HloInstruction) -> tuple[list[str], str | None]:
+    attrs = instr.attrs
+    for key in ("operand_precision", "precision_config"):
+        if key in attrs:
+            return [p.strip() for p in attrs[key].strip("{}").split(",") if p.strip()], attrs.get("algorithm")
+    config = instr.backend_config
+    for value in config.values():  # gemm_backend_config / cudnn_conv_backend_config of library calls
+        if isinstance(value, dict) and isinstance(value.get("precision_config"), dict):
+            precision = value["precision_config"]
+            algorithm = precision.get("algorithm")
+            return [str(p).lower() for p in precision.get("operand_precision", [])], algorithm
+    return ["default", "default"], attrs.get("algorithm")
+
+
+def matmul_precisions(module: HloModule) -> list[dict]:
+    """Every dot, convolution and matmul/convolution library call: operand and output types, precision, algorithm."""
+    rows = []
+    for comp in module.computations:
+        for instr in comp.instructions:
+            target = instr.custom_call_target if instr.opcode == "custom-call" else None
+            if instr.opcode not in ("dot", "convolution", "ragged-dot", "scaled-dot") and not (
+                target and ("$gemm" in target or "matmul" in target or "conv" in target)
+            ):
+                continue
+            precision, algorithm = _precision_of(instr)
+            operand_types = []
+            for operand in instr.operands[:2]:
+                leaves = list(operand.shape.leaves())
+                operand_types.append(leaves[0].element_type if leaves else None)
+            out_leaves = list(instr.shape.leaves())
+            rows.append({
+                "name": instr.name,
+                "computation": comp.name,
+                "opcode": instr.opcode if target is None else f"custom-call:{target}",
+                "operand_types": operand_types,
+                "output_type": out_leaves[0].element_type if out_leaves else None,
+                "operand_precision": precision,
+                "algorithm": algorithm,
+            })
+    return rows
+
+
+def precision_summary(rows: list[dict]) -> dict[str, int]:
+    """`bf16 x bf16 -> f32 [default]` -> count."""
+    counter = Counter()
+    for row in rows:
+        types = " x ".join(str(t) for t in row["operand_types"])
+        tag = row["algorithm"] or ",".join(sorted(set(row["operand_precision"]))) or "default"
+        counter[f"{types} -> {row['output_type']} [{tag}]"] += 1
+    return dict(counter.most_common())

@@ -1,0 +1,91 @@
+"""Rich tables for `hloscope hlo stats` (rendering only: the numbers come from stats.module_stats)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _si(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def _bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for factor, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {suffix}"
+    return f"{int(value)} B"
+
+
+def _counts(title: str, counts: dict, limit: int = 12) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("name")
+    table.add_column("count", justify="right")
+    for key, value in list(counts.items())[:limit]:
+        table.add_row(str(key) or "<none>", str(value))
+    if len(counts) > limit:
+        table.add_row(f"... {len(counts) - limit} more", "")
+    return table
+
+
+def render_stats(results: list[dict], tops: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    for result in results:
+        console.rule(f"[bold]{result['name']}[/bold]  {result['stage']}  {result['platform']}")
+        console.print(f"[dim]{result['file']}[/dim]")
+        summary = Table(show_header=False, show_edge=False)
+        summary.add_column("what")
+        summary.add_column("value", justify="right")
+        summary.add_column("what")
+        summary.add_column("value", justify="right")
+        xla = result.get("xla_cost") or {}
+        mem = result["memory"]
+        rows = [
+            ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
+            ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
+            ("FLOPs (hloscope)", _si(result["flops"]), "FLOPs (XLA)", _si(xla.get("flops"))),
+            ("bytes accessed (hloscope)", _bytes(result["bytes_accessed"]), "bytes accessed (XLA)", _bytes(xla.get("bytes_accessed"))),
+            ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
+        ]
+        if "buffer_assignment" in mem:
+            ba = mem["buffer_assignment"]
+            rows.append(("buffers total", _bytes(ba["total_bytes"]), "temp", _bytes(ba["temp_bytes"])))
+        if result["collectives"]["count"]:
+            rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
+        for row in rows:
+            summary.add_row(*row)
+        console.print(summary)
+        tables = [
+            _counts("kernels by kind", result["kernel_breakdown"]),
+            _counts("fusions by kind", result["fusions"]),
+            _counts("custom calls", result["custom_calls"]),
+            _counts("top-level opcodes", result["entry_opcodes"]),
+            _counts("dot/conv precision", result["precision"]),
+        ]
+        from rich.columns import Columns
+
+        console.print(Columns([t for t in tables if t.row_count], padding=(1, 4)))
+        top = tops.get(id(result)) or []
+        if top:
+            table = Table(title="most FLOPs", title_justify="left", show_edge=False)
+            for column in ("instruction", "opcode", "FLOPs", "bytes", "op_name"):
+                table.add_column(column, justify="right" if column in ("FLOPs", "bytes") else "left")
+            for row in top:
+                table.add_row(row["name"], row["opcode"], _si(row["flops"]), _bytes(row["bytes_accessed"]), row["op_name"][-60:])
+            console.print(table)
+        sources = result.get("kernels_by_source") or []
+        if sources:
+            table = Table(title="kernels by source (metadata op_name)", title_justify="left", show_edge=False)
+            table.add_column("source")
+            table.add_column("kernels", justify="right")
+            table.add_column("fusions", justify="right")
+            for row in sources:
+                table.add_row(row["source"], str(row["kernels"]), str(row["fusions"]))
+            console.print(table)

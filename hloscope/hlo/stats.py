@@ -1,0 +1,87 @@
+"""The per-module summary that `hloscope hlo stats --json` prints, built from the analyses."""
+
+from __future__ import annotations
+
+import os
+
+from hloscope.errors import InputError
+from hloscope.hlo import attribution, kernels, memory, ops
+from hloscope.hlo.cost import module_cost
+from hloscope.hlo.load import LoadedModule
+
+
+def _read_sibling(path: str | None, parse) -> dict | None:
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse(f.read(), path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(path, f"cannot read: {error}") from None
+
+
+def module_stats(loaded: LoadedModule, top_sources: int = 15) -> dict:
+    """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
+    fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those."""
+    module = loaded.module
+    platform = loaded.platform
+    breakdown = kernels.kernel_breakdown(module, platform)
+    cost, analysis = module_cost(module)
+    mem = memory.signature_bytes(module)
+    buffer_assignment = _read_sibling(loaded.buffer_assignment, memory.parse_buffer_assignment)
+    if buffer_assignment is not None:
+        mem["buffer_assignment"] = buffer_assignment
+    report = _read_sibling(loaded.memory_report, memory.parse_memory_report)
+    if report is not None:
+        mem["memory_report"] = report
+    precisions = ops.matmul_precisions(module)
+    return {
+        "name": module.name,
+        "file": loaded.file,
+        "stage": loaded.stage,
+        "platform": platform,
+        "computations": len(module.computations),
+        "instructions": module.instruction_count,
+        "opcodes": ops.opcode_histogram(module),
+        "fusions": ops.fusion_kinds(module),
+        "kernels": kernels.kernel_count(breakdown),
+        "custom_calls": ops.custom_call_targets(module),
+        "flops": cost.flops,
+        "bytes_accessed": cost.bytes_accessed,
+        "memory": mem,
+        "collectives": ops.collectives(module),
+        # more detail
+        "module_index": loaded.index,
+        "gpu_arch": loaded.gpu_arch,
+        "is_scheduled": module.is_scheduled,
+        "entry": module.entry.name,
+        "entry_opcodes": ops.entry_opcode_histogram(module),
+        "kernel_breakdown": breakdown,
+        "copies": breakdown.get("copy", 0),
+        "transcendentals": cost.transcendentals,
+        "uncosted_custom_calls": len(analysis.uncosted),
+        "layout_changes": ops.layout_changes(module),
+        "precision": ops.precision_summary(precisions),
+        "kernels_by_source": attribution.kernels_by_source(module, platform)[:top_sources],
+        "siblings": {
+            "buffer_assignment": loaded.buffer_assignment and os.path.basename(loaded.buffer_assignment),
+            "memory_report": loaded.memory_report and os.path.basename(loaded.memory_report),
+            "thunk_sequence": loaded.thunk_sequence and os.path.basename(loaded.thunk_sequence),
+        },
+    }
+
+
+def top_instructions(loaded: LoadedModule, n: int = 10) -> list[dict]:
+    """The entry-level instructions with the most FLOPs, with their bytes accessed."""
+    module = loaded.module
+    _, analysis = module_cost(module)
+    rows = []
+    for comp in ops.executed_computations(module):
+        for instr in comp.instructions:
+            cost = analysis.instruction_cost(instr)
+            if cost.flops or cost.bytes_accessed:
+                rows.append({"name": instr.name, "opcode": instr.opcode, "flops": cost.flops,
+                             "transcendentals": cost.transcendentals, "bytes_accessed": cost.bytes_accessed,
+                             "op_name": instr.metadata.get("op_name", "")})
+    rows.sort(key=lambda r: (-r["flops"], -r["bytes_accessed"]))
+    return rows[:n]
