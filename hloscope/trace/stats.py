@@ -1,6 +1,6 @@
 """`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
 
-Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, 24 bytes per
+Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, 33 bytes per
 device execution event and 16 bytes per host launch in flat arrays; events themselves are never held (docs/trace.md).
 """
 
@@ -32,6 +32,8 @@ class _Accumulator:
         self.exec_end = array("d")
         self.exec_corr = array("q")
         self.exec_is_kernel = array("b")
+        self.exec_anchor = array("d")  # start of the XLA program execution the event is part of (own start if none)
+        self._open_executions: dict[tuple[str, str], tuple[float, set[str]]] = {}
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
@@ -56,6 +58,7 @@ class _Accumulator:
             self.exec_end.append(event.start_us + duration)
             self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
             self.exec_is_kernel.append(is_kernel)
+            self.exec_anchor.append(self._execution_start(event))
         elif event.kind == RUNTIME:
             self.host_runtime += event.dur_us
             if event.correlation is not None:
@@ -65,6 +68,21 @@ class _Accumulator:
         elif event.kind == STEP and event.step is not None:
             marker = (event.step, event.start_us, event.start_us + event.dur_us)
             (self.device_markers if event.device else self.host_markers).append(marker)
+
+
+    def _execution_start(self, event: Event) -> float:
+        """Where the program execution holding this XLA op began: a new execution starts on a lane when an op of the
+        same module runs again (ops of one execution are distinct instructions, loops aside)."""
+        if event.hlo_module is None:
+            return event.start_us
+        key = (event.process + event.lane, event.hlo_module)
+        current = self._open_executions.get(key)
+        instruction = event.hlo_op or event.name
+        if current is None or instruction in current[1]:
+            current = (event.start_us, set())
+            self._open_executions[key] = current
+        current[1].add(instruction)
+        return current[0]
 
 
 def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
@@ -113,7 +131,8 @@ def _per_step(acc: _Accumulator) -> list[dict]:
     if not windows:
         return []
     locator = StepLocator(windows)
-    # A device event is in the step its launch was in; without a launch record, in the step its start falls in.
+    # A device event is in the step its launch was in; without a launch record, in the last step started before its
+    # program execution began.
     launch_step: dict[int, int] = {}
     launch_time = [0.0] * len(windows)
     for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
@@ -124,10 +143,11 @@ def _per_step(acc: _Accumulator) -> list[dict]:
     intervals: list[list[tuple[float, float]]] = [[] for _ in windows]
     kernels = [0] * len(windows)
     use_launches = bool(host_windows) and bool(launch_step)
-    for start, end, correlation, is_kernel in zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel):
+    executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor)
+    for start, end, correlation, is_kernel, anchor in executions:
         index = launch_step.get(correlation) if use_launches and correlation != _NO_CORRELATION else None
         if index is None:
-            index = locator.index_at(start)
+            index = locator.last_started(anchor)
         if index is None:
             continue
         intervals[index].append((start, end))

@@ -3,7 +3,8 @@
 Steps come from the profilers' markers: PyTorch's `ProfilerStep#N`, `jax.profiler.StepTraceAnnotation` /
 torch_xla's `StepTrace` (`step_num`), TensorFlow's "Steps" row. A device event belongs to the step during which the
 host launched it (matched by correlation id, since the device runs behind the host); events without a launch record
-belong to the step whose marker spans their start.
+(XLA's CPU runtime, TPU ops) belong to the last step that started before them: PyTorch/XLA and JAX dispatch
+asynchronously, so a step's program often runs after the step's marker has ended.
 """
 
 from __future__ import annotations
@@ -30,17 +31,23 @@ def step_windows(markers: list[tuple[int, float, float]]) -> list[StepWindow]:
 
 
 class StepLocator:
-    """Which step window contains a timestamp (None when between or outside steps)."""
+    """Which step a timestamp belongs to."""
 
     def __init__(self, windows: list[StepWindow]):
         self._windows = windows
         self._starts = [window.start_us for window in windows]
 
     def index_at(self, time_us: float) -> int | None:
+        """The step whose marker spans `time_us` (None when between or outside steps)."""
         index = bisect.bisect_right(self._starts, time_us) - 1
         if index >= 0 and time_us <= self._windows[index].end_us:
             return index
         return None
+
+    def last_started(self, time_us: float) -> int | None:
+        """The last step that started at or before `time_us` (None before the first step)."""
+        index = bisect.bisect_right(self._starts, time_us) - 1
+        return index if index >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)

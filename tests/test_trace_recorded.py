@@ -1,0 +1,133 @@
+"""Traces recorded here by JAX's and PyTorch/XLA's profilers on the CPU (each in a subprocess), read back.
+
+Checked against what the frameworks say: the step markers given to the profiler, and the instruction names of the
+compiled HLO module as XLA's own parser (jaxlib._hlo) reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from hloscope.trace.hlo_map import kernel_time_by_hlo_op
+from hloscope.trace.load import load_trace, load_traces
+from hloscope.trace.stats import trace_stats
+
+STEPS = 3
+
+JAX_SCRIPT = r"""
+import json, sys
+import jax, jax.numpy as jnp
+
+def step(w, x):
+    y = jnp.tanh(x @ w)
+    return w - 0.01 * (x.T @ y), jnp.sum(y * y)
+
+logdir, hlo_path = sys.argv[1], sys.argv[2]
+jitted = jax.jit(step)
+w, x = jnp.ones((64, 64)), jnp.ones((32, 64))
+open(hlo_path, "w").write(jitted.lower(w, x).compile().as_text())
+w, loss = jitted(w, x); loss.block_until_ready()
+with jax.profiler.trace(logdir):
+    for i in range(int(sys.argv[3])):
+        with jax.profiler.StepTraceAnnotation("train", step_num=i):
+            w, loss = jitted(w, x); loss.block_until_ready()
+"""
+
+TORCH_XLA_SCRIPT = r"""
+import sys
+import torch, torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.profiler as xp
+
+device = torch_xla.device()
+w = torch.ones(64, 64, device=device)
+x = torch.ones(32, 64, device=device)
+
+def step(w):
+    return w - 0.01 * (x.T @ torch.tanh(x @ w))
+
+w = step(w); torch_xla.sync(); xm.wait_device_ops()
+xp.start_trace(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    with xp.StepTrace("train_step", step_num=i):
+        w = step(w)
+xm.wait_device_ops()
+xp.stop_trace()
+"""
+
+
+def _run(script: str, *args: str) -> None:
+    env = dict(os.environ, PJRT_DEVICE="CPU", JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def jax_profile(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jax_profile")
+    _run(JAX_SCRIPT, str(root / "logdir"), str(root / "step.hlo.txt"), str(STEPS))
+    return root
+
+
+def _instruction_names(hlo_text: str) -> set[str]:
+    from jaxlib import _hlo
+
+    module = _hlo.hlo_module_from_text(hlo_text)
+    return {instruction.name for computation in module.computations() for instruction in computation.instructions()}
+
+
+@pytest.mark.slow
+def test_jax_cpu_xplane_steps_and_ops(jax_profile):
+    logdir = jax_profile / "logdir"
+    traces = load_traces(logdir)  # the TensorBoard log directory: plugins/profile/<run>/<host>.xplane.pb
+    assert [trace.format for trace in traces] == ["xplane"]  # the trace.json.gz beside it is not read twice
+    stats = trace_stats(traces[0])
+    assert stats["steps"] == STEPS
+    assert [step["step"] for step in stats["per_step"]] == list(range(STEPS))
+    entry = _instruction_names((jax_profile / "step.hlo.txt").read_text())
+    ops = [event for event in traces[0].events if event.is_device_exec]
+    # On the CPU the XLA runtime's op events are the device work: each is an instruction of the compiled module.
+    assert ops and {event.hlo_op for event in ops} <= entry
+    assert {event.hlo_module for event in ops} == {"jit_step"}
+    per_execution = len(ops) // STEPS
+    assert len(ops) == per_execution * STEPS
+    assert [step["kernels"] for step in stats["per_step"]] == [per_execution] * STEPS
+    assert stats["kernels"] == len(ops)
+    totals = kernel_time_by_hlo_op(traces[0], module="jit_step")
+    assert set(totals) == {event.hlo_op for event in ops}
+    assert sum(totals.values()) == pytest.approx(stats["device_time_us"])
+
+
+@pytest.mark.slow
+def test_jax_trace_json_beside_the_xplane_agrees(jax_profile):
+    (xplane_file,) = (jax_profile / "logdir").rglob("*.xplane.pb")
+    (json_file,) = (jax_profile / "logdir").rglob("*.trace.json.gz")
+    from_json = load_trace(json_file)
+    assert from_json.format == "chrome"
+    from_xplane = load_trace(xplane_file)
+    json_ops = Counter(event.hlo_op for event in from_json.events if event.is_device_exec)
+    xplane_ops = Counter(event.hlo_op for event in from_xplane.events if event.is_device_exec)
+    assert json_ops == xplane_ops
+    json_stats, xplane_stats = trace_stats(from_json), trace_stats(from_xplane)
+    assert json_stats["steps"] == xplane_stats["steps"] == STEPS
+    assert json_stats["device_time_us"] == pytest.approx(xplane_stats["device_time_us"], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_torch_xla_cpu_xplane(tmp_path):
+    _run(TORCH_XLA_SCRIPT, str(tmp_path / "logdir"), str(STEPS))
+    (trace,) = load_traces(tmp_path / "logdir")
+    stats = trace_stats(trace)
+    assert stats["steps"] == STEPS
+    ops = [event for event in trace.events if event.is_device_exec]
+    assert ops and all(event.hlo_module.startswith("SyncTensorsGraph") for event in ops)
+    # Every step ran the same graph: the same instructions, once each.
+    by_step = stats["per_step"]
+    assert by_step[1]["kernels"] == by_step[2]["kernels"] > 0
+    assert stats["kernels"] == len(ops)
+    assert stats["categories"]["matmul/conv"] > 0  # the two dots
