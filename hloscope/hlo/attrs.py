@@ -113,7 +113,10 @@ def split_attributes(text: str, start: int) -> dict[str, str]:
             raise ValueError(f"expected ', name=value', got '{rest[:30]}'")
         value_start = match.end()
         value_end = _value_end(text, value_start)
-        out[match.group(1)] = text[value_start:value_end].strip()
+        value = text[value_start:value_end].strip()
+        if not value:
+            raise ValueError(f"expected a value after '{match.group(1)}='")
+        out[match.group(1)] = value
         pos = value_end
     return out
 

@@ -99,6 +99,14 @@ class HloInstruction:
                 raise self._error(f"bad attribute list of '{self.name}': {error}", start) from None
         return self._attrs
 
+    def validate(self) -> None:
+        """Parse everything that is otherwise parsed on demand, so malformed text is reported now."""
+        self.shape
+        for operand in self.operands:
+            operand.shape
+        self.attrs
+        self.called_computations
+
     def attr(self, key: str, default: str | None = None) -> str | None:
         return self.attrs.get(key, default)
 
@@ -108,7 +116,7 @@ class HloInstruction:
         try:
             return parse_shape(self.shape_text)
         except ValueError as error:
-            raise self._error(f"bad shape '{self.shape_text}' of '{self.name}': {error}", 0) from None
+            raise self._error(f"bad shape '{self.shape_text}' of '{self.name}': {error}", max(self.text.find(self.shape_text), 0)) from None
 
     @property
     def operands(self) -> list[HloInstruction]:
@@ -231,6 +239,13 @@ class HloModule:
     @property
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
+
+    def validate(self) -> None:
+        """Parse every lazily parsed part of every instruction (raises ParseError on malformed text)."""
+        self.attrs
+        for comp in self.computations:
+            for instr in comp.instructions:
+                instr.validate()
 
     def all_instructions(self):
         for comp in self.computations:

@@ -36,12 +36,25 @@ _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def _is_open(text: str) -> bool:
-    """Does an instruction's text continue on the next line (unclosed brackets, or a trailing comma)?"""
+def _open_brackets(text: str) -> tuple[int, int]:
+    """(unclosed parentheses, unclosed braces and square brackets) of an instruction's text so far."""
     if '"' in text:
         text = _STRING.sub("", text)
-    depth = text.count("(") + text.count("{") + text.count("[") - text.count(")") - text.count("}") - text.count("]")
-    return depth > 0 or text.rstrip().endswith(",")
+    return text.count("(") - text.count(")"), text.count("{") + text.count("[") - text.count("}") - text.count("]")
+
+
+def _is_open(text: str) -> bool:
+    """Does an instruction's text continue on the next line (unclosed brackets, or a trailing comma)?"""
+    parens, braces = _open_brackets(text)
+    return parens > 0 or braces > 0 or text.rstrip().endswith(",")
+
+
+def _closes_computation(line: str, last) -> bool:
+    """A lone '}' closes the computation unless it closes a brace block the last instruction left open."""
+    if last is None:
+        return True
+    parens, braces = _open_brackets(last.text)
+    return not (braces > 0 and parens <= 0)
 
 
 def _column(line: str) -> int:
@@ -85,7 +98,7 @@ class _Parser:
                         self._set_root(comp, instr, lineno, line)
                     continue
                 stripped = line.strip()
-                if stripped == "}" and not (instructions and _is_open(instructions[-1].text)):
+                if stripped == "}" and _closes_computation(line, instructions[-1] if instructions else None):
                     self._close_computation(comp)
                     comp = self.comp = None
                 elif stripped and not stripped.startswith("//"):
@@ -134,6 +147,11 @@ class _Parser:
     def _close_computation(self, comp: HloComputation) -> None:
         if not comp.instructions:
             raise self.error(f"computation '{comp.name}' has no instructions", comp.lineno, 1)
+        last = comp.instructions[-1]
+        if _open_brackets(last.text)[0] > 0:
+            lines = last.text.rstrip("\n").split("\n")
+            raise self.error(f"expected ')' in '{last.name}' before the end of the computation",
+                             last.lineno + len(lines) - 1, len(lines[-1]) + 1)
         if comp.root is None:  # XLA takes the last instruction as the root
             comp.root = comp.instructions[-1]
 

@@ -24,6 +24,7 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15) -> dict:
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
     fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those."""
     module = loaded.module
+    module.validate()
     platform = loaded.platform
     breakdown = kernels.kernel_breakdown(module, platform)
     cost, analysis = module_cost(module)
