@@ -5,7 +5,7 @@ The rules look at kernel names as CUDA/ROCm libraries, PyTorch, Triton/Inductor 
      send/recv, psum
   2. memcpy/memset: memcpy, memset, XLA copy / copy-start / copy-done, dynamic memcpy
   3. matmul/conv: gemm, cublas, cutlass, xmma (sm80_xmma, sm90_xmma), cuDNN conv kernels (by "conv"), matmul, dot, conv,
-     triton gemm fusions, attention kernels (fmha, flash)
+     triton gemm fusions, Inductor templates (triton_tem, mm, bmm), attention kernels (fmha, flash)
   4. reduction: reduce, reduction, softmax, norm and bn_ kernels, Inductor triton_red / triton_per
   5. fusion/elementwise: fusion, elementwise, Inductor triton_poi, XLA loop/input fusions and wrapped elementwise ops
   6. other: everything else
@@ -31,7 +31,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         MATMUL,
         re.compile(
             r"gemm|gemv|cublas|cutlass|xmma|matmul|\bdot\b|dot[-_.]|^%?dot|conv(?!ert)|wgrad|dgrad|winograd"
-            r"|fmha|flash|attention|mma_|_mma|ampere_(s|h)|volta_(s|h)|turing_(s|h)|sm\d+_"
+            r"|fmha|flash|attention|mma_|_mma|triton_tem|bmm|addmm|_mm_|ampere_(s|h)|volta_(s|h)|turing_(s|h)|sm\d+_"
         ),
     ),
     (

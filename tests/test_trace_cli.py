@@ -1,0 +1,55 @@
+"""`hloscope trace stats`: the JSON schema, the inputs it accepts (file, run directory, logdir) and the tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from hloscope.trace.model import CATEGORIES
+
+KEYS = {"file", "format", "steps", "events", "kernels", "device_time_us", "categories", "top"}
+
+
+def test_json_schema_on_a_kineto_fixture(cli_run, fixtures_dir):
+    path = fixtures_dir / "hta" / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+    code, stdout, stderr = cli_run("trace", "stats", str(path), "--json")
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    assert list(document) == ["traces"]
+    (trace,) = document["traces"]
+    assert KEYS <= set(trace)
+    assert trace["file"] == str(path) and trace["format"] == "kineto"
+    assert trace["kernels"] == 79  # SOURCES.md: 1,408 events, 79 kernels
+    assert isinstance(trace["steps"], int) and isinstance(trace["events"], int)
+    assert set(trace["categories"]) == set(CATEGORIES)
+    assert all(set(row) == {"name", "count", "total_us", "share"} for row in trace["top"])
+    assert [row["total_us"] for row in trace["top"]] == sorted((row["total_us"] for row in trace["top"]), reverse=True)
+
+
+def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
+    """A run directory holds a PyTorch trace and a JAX-style TensorBoard logdir; both are found, nothing else."""
+    run = tmp_path / "run"
+    (run / "traces").mkdir(parents=True)
+    (run / "run.json").write_text('{"schema_version": 1}')
+    shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", run / "traces" / "host_1.pt.trace.json.gz")
+    profile = run / "plugins" / "profile" / "2026_01_01_00_00_00"
+    profile.mkdir(parents=True)
+    shutil.copy(
+        fixtures_dir / "tracelens" / "test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
+        profile / "host.xplane.pb",
+    )
+    code, stdout, stderr = cli_run("trace", "stats", str(run), "--json")
+    assert code == 0, stderr
+    traces = json.loads(stdout)["traces"]
+    assert [(t["format"], t["kernels"]) for t in traces] == [("xplane", 150), ("kineto", 1)]
+    code, stdout, _ = cli_run("trace", "stats", str(run / "plugins"), "--json")
+    assert [t["format"] for t in json.loads(stdout)["traces"]] == ["xplane"]
+
+
+def test_tables_by_default(cli_run, fixtures_dir):
+    path = fixtures_dir / "hta" / "trace_diff__control__control.json.gz"
+    code, stdout, stderr = cli_run("trace", "stats", str(path), "--top", "3")
+    assert code == 0, stderr
+    assert "Device time by category" in stdout and "collective/communication" in stdout
+    assert "Top 3 kernels" in stdout and "ncclKernel_SendRecv" in stdout
+    assert "Steps" in stdout and "1009" in stdout and "1,428" in stdout
