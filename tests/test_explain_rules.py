@@ -12,7 +12,7 @@ from hloscope.explain.summary import ModeSummary
 def _base(mode: str, **overrides) -> ModeSummary:
     values = dict(mode=mode, platform="gpu", step_time_s=0.010, mean_s=0.010, step_times_s=[0.010] * 20,
                   compiles_in_window=0, data="device", matmul_precision="default", kernels=400,
-                  fusions={"kLoop": 200, "kInput": 100}, custom_calls={"__cublas$lt$matmul": 100}, transposes=10,
+                  kernel_kinds={"fusion kLoop": 200, "fusion kInput": 100, "cublas": 100}, transposes=10,
                   copies=5, dot_precision={"default": 100}, flops=1e12, bytes_accessed=5e9)
     values.update(overrides)
     return ModeSummary(**values)
@@ -24,7 +24,8 @@ def _rules(contributors) -> list[str]:
 
 def test_twice_the_kernels_for_the_same_flops_ranks_kernel_launches_first():
     fast = _base("jax")
-    slow = _base("torch_xla", step_time_s=0.014, kernels=800, fusions={"kLoop": 600, "kInput": 100})
+    slow = _base("torch_xla", step_time_s=0.014, kernels=800,
+                 kernel_kinds={"fusion kLoop": 600, "fusion kInput": 100, "cublas": 100})
     contributors = explain_pair(slow, fast)
     assert _rules(contributors)[0] == "kernel_launches"
     top = contributors[0]
@@ -47,10 +48,10 @@ def test_recompiles_in_the_window_are_found_and_sized_from_the_outlier_steps():
 
 
 def test_fp32_against_tf32_precision_is_found_and_sized_by_matmul_time():
-    fast = _base("jax", matmul_precision="tf32", categories_s={"matmul": 0.004, "elementwise": 0.003},
+    fast = _base("jax", matmul_precision="tf32", categories_s={"matmul/conv": 0.004, "fusion/elementwise": 0.003},
                  device_busy_s=0.007, device_idle_s=0.001)
     slow = _base("pytorch", step_time_s=0.016, matmul_precision="highest",
-                 dot_precision={"highest": 100}, categories_s={"matmul": 0.010, "elementwise": 0.003},
+                 dot_precision={"highest": 100}, categories_s={"matmul/conv": 0.010, "fusion/elementwise": 0.003},
                  device_busy_s=0.013, device_idle_s=0.001)
     contributors = explain_pair(slow, fast)
     names = _rules(contributors)
@@ -75,7 +76,7 @@ def test_data_loader_against_device_data_blames_host_idle_and_the_input_pipeline
 def test_extra_transposes_from_layout_conventions():
     fast = _base("jax", transposes=10, copies=5)
     slow = _base("torch_xla", step_time_s=0.011, transposes=58, copies=5, kernels=448,
-                 fusions={"kLoop": 248, "kInput": 100})
+                 kernel_kinds={"fusion kLoop": 248, "fusion kInput": 100, "cublas": 100})
     names = _rules(explain_pair(slow, fast))
     assert "layout_changes" in names and "kernel_launches" in names
 
@@ -103,3 +104,21 @@ def test_report_ranks_modes_against_the_fastest_and_keeps_failed_modes():
                                        ("dot_tf32_tf32_f32", 1), ("bf16", 1)])
 def test_precision_rank(name, rank):
     assert precision_rank(name) == rank
+
+
+def test_no_estimate_exceeds_the_gap():
+    fast = _base("jax", device_busy_s=0.002, device_idle_s=0.0)
+    slow = _base("jax-bf16", step_time_s=0.011, device_busy_s=0.009, device_idle_s=0.0)
+    top = explain_pair(slow, fast)[0]
+    assert top.rule == "device_time"
+    assert top.seconds == pytest.approx(0.001) and top.evidence["estimate_before_cap_s"] == pytest.approx(0.007)
+
+
+def test_bf16_against_fp32_on_a_cpu_names_the_precision_setting():
+    fast = _base("jax fp32", platform="cpu", precision="fp32", compute_dtype="float32", converts=0)
+    slow = _base("jax bf16", platform="cpu", step_time_s=0.013, precision="bf16", compute_dtype="bfloat16", converts=423)
+    contributors = explain_pair(slow, fast)
+    assert _rules(contributors) == ["compute_dtype"]
+    claim = contributors[0].claim
+    assert "--precision bf16 against fp32" in claim and "423 convert instructions against 0" in claim
+    assert "emulated" in claim

@@ -20,15 +20,15 @@ from conftest import ARTIFACTS
 
 def _report() -> dict:
     fast = ModeSummary(mode="jax", platform="gpu", step_time_s=0.0102, step_times_s=[0.0102] * 10, kernels=1032,
-                       fusions={"kLoop": 399, "kInput": 354, "kCustom": 36}, custom_calls={"__cublas$lt$matmul": 243},
+                       kernel_kinds={"fusion kLoop": 399, "fusion kInput": 354, "fusion kCustom": 36, "cublas": 243},
                        transposes=12, copies=60, flops=2.1e12, bytes_accessed=4.0e10, compiles_in_window=0,
-                       device_busy_s=0.0095, device_idle_s=0.0007, categories_s={"matmul": 0.006, "elementwise": 0.0035},
-                       timeline=[(0.0, 0.006, "matmul"), (0.0062, 0.0033, "elementwise")])
+                       device_busy_s=0.0095, device_idle_s=0.0007, categories_s={"matmul/conv": 0.006, "fusion/elementwise": 0.0035},
+                       timeline=[(0.0, 0.006, "matmul/conv"), (0.0062, 0.0033, "fusion/elementwise")])
     slow = ModeSummary(mode="torch_xla", platform="gpu", step_time_s=0.0273, step_times_s=[0.0273] * 10, kernels=1577,
-                       fusions={"kLoop": 900, "kInput": 420, "kCustom": 14}, custom_calls={"__cublas$lt$matmul": 243},
+                       kernel_kinds={"fusion kLoop": 900, "fusion kInput": 420, "fusion kCustom": 14, "cublas": 243},
                        transposes=96, copies=60, flops=2.1e12, bytes_accessed=6.5e10, compiles_in_window=0,
-                       device_busy_s=0.0121, device_idle_s=0.0152, categories_s={"matmul": 0.0062, "elementwise": 0.0059},
-                       timeline=[(0.0, 0.0062, "matmul"), (0.0065, 0.0059, "elementwise")],
+                       device_busy_s=0.0121, device_idle_s=0.0152, categories_s={"matmul/conv": 0.0062, "fusion/elementwise": 0.0059},
+                       timeline=[(0.0, 0.0062, "matmul/conv"), (0.0065, 0.0059, "fusion/elementwise")],
                        notes=["no memory report beside the module"])
     failed = ModeSummary(mode="pytorch", status="failed")
     report = explain([fast, slow, failed])

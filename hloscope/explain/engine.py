@@ -15,7 +15,14 @@ def rank(contributors: list[Contributor]) -> list[Contributor]:
 
 
 def explain_pair(slow: ModeSummary, fast: ModeSummary, rules=RULES) -> list[Contributor]:
-    return rank([c for c in (rule(slow, fast) for rule in rules) if c is not None])
+    contributors = [c for c in (rule(slow, fast) for rule in rules) if c is not None]
+    gap = (slow.step_time_s or 0.0) - (fast.step_time_s or 0.0)
+    for c in contributors:
+        # Traces measure a few profiled steps, the gap is the timed steps' median: no single cause exceeds the gap.
+        if c.seconds is not None and gap > 0 and c.seconds > gap:
+            c.evidence["estimate_before_cap_s"] = c.seconds
+            c.seconds = gap
+    return rank(contributors)
 
 
 def explain(summaries: list[ModeSummary], rules=RULES) -> dict:

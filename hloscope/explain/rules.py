@@ -20,6 +20,8 @@ from hloscope.explain.summary import ModeSummary
 LAUNCH_COST_S = {"gpu": 5e-6, "tpu": 2e-6, "cpu": 1e-6, "": 2e-6}
 # Assumed memory bandwidth to size extra bytes accessed, when no trace measures it.
 BANDWIDTH_B_S = {"gpu": 2.0e12, "tpu": 1.2e12, "cpu": 2.0e10, "": 1.0e11}
+# The trace analysis' category of matmul and convolution kernels (hloscope.trace.model.MATMUL).
+MATMUL = "matmul/conv"
 # Relative differences below this are noise for counts and sizes.
 TOLERANCE = 0.05
 
@@ -83,15 +85,14 @@ def host_bound(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
         claim += f" ({share:.0%} of its step)"
     evidence = {"device_idle_s": {slow.mode: slow.device_idle_s, fast.mode: fast.device_idle_s},
                 "device_busy_s": {slow.mode: slow.device_busy_s, fast.mode: fast.device_busy_s}}
-    if slow.host_dispatch_s is not None:
+    if slow.host_dispatch_s:
         evidence["host_dispatch_s"] = {slow.mode: slow.host_dispatch_s, fast.mode: fast.host_dispatch_s}
         claim += f"; host dispatch takes {_ms(slow.host_dispatch_s)} per step"
     return Contributor("host_bound", "Device idle, waiting for the host", claim, delta, evidence)
 
 
 def _kind_deltas(slow: ModeSummary, fast: ModeSummary) -> dict[str, int]:
-    kinds = {**{f"fusion {k}": v for k, v in slow.fusions.items()}, **{f"custom-call {k}": v for k, v in slow.custom_calls.items()}}
-    base = {**{f"fusion {k}": v for k, v in fast.fusions.items()}, **{f"custom-call {k}": v for k, v in fast.custom_calls.items()}}
+    kinds, base = slow.kernel_kinds, fast.kernel_kinds
     deltas = {k: kinds.get(k, 0) - base.get(k, 0) for k in set(kinds) | set(base)}
     return dict(sorted(((k, d) for k, d in deltas.items() if d), key=lambda kv: (-kv[1], kv[0])))
 
@@ -163,7 +164,7 @@ def matmul_precision(slow: ModeSummary, fast: ModeSummary) -> Contributor | None
     if not (by_dots or by_setting):
         return None
     seconds = None
-    ms, mf = slow.categories_s.get("matmul"), fast.categories_s.get("matmul")
+    ms, mf = slow.categories_s.get(MATMUL), fast.categories_s.get(MATMUL)
     if ms is not None and mf is not None and ms > mf:
         seconds = ms - mf
     parts = []
@@ -181,11 +182,18 @@ def matmul_precision(slow: ModeSummary, fast: ModeSummary) -> Contributor | None
     })
 
 
+def _uncosted(slow: ModeSummary, fast: ModeSummary) -> str:
+    if not (slow.uncosted_custom_calls or fast.uncosted_custom_calls):
+        return ""
+    return (f" (not counting {slow.uncosted_custom_calls} and {fast.uncosted_custom_calls} library calls that XLA's "
+            "cost analysis cannot see into)")
+
+
 def more_compute(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     """The slow side's program does more arithmetic (recomputation, unfused duplicates, a different algorithm)."""
     if not _more(slow.flops, fast.flops):
         return None
-    ms, mf = slow.categories_s.get("matmul"), fast.categories_s.get("matmul")
+    ms, mf = slow.categories_s.get(MATMUL), fast.categories_s.get(MATMUL)
     if ms is not None and mf is not None:
         seconds, sized = max(0.0, ms - mf), "matmul time measured in the trace"
     elif fast.device_busy_s:
@@ -193,8 +201,10 @@ def more_compute(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     else:
         seconds, sized = None, "not sized"
     claim = f"{slow.mode} does {slow.flops:.3g} FLOPs per step against {fast.flops:.3g} ({slow.flops / fast.flops:.2f}x)"
+    claim += _uncosted(slow, fast)
     return Contributor("more_compute", "More arithmetic (FLOPs)", claim, seconds, {
-        "flops": {slow.mode: slow.flops, fast.mode: fast.flops}, "sized": sized})
+        "flops": {slow.mode: slow.flops, fast.mode: fast.flops}, "sized": sized,
+        "uncosted_custom_calls": {slow.mode: slow.uncosted_custom_calls, fast.mode: fast.uncosted_custom_calls}})
 
 
 def memory_traffic(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
@@ -204,10 +214,11 @@ def memory_traffic(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     extra = slow.bytes_accessed - fast.bytes_accessed
     bandwidth = BANDWIDTH_B_S.get(slow.platform, BANDWIDTH_B_S[""])
     claim = (f"{slow.mode} accesses {_bytes(slow.bytes_accessed)} per step against "
-             f"{_bytes(fast.bytes_accessed)} ({slow.bytes_accessed / fast.bytes_accessed:.2f}x)")
+             f"{_bytes(fast.bytes_accessed)} ({slow.bytes_accessed / fast.bytes_accessed:.2f}x)") + _uncosted(slow, fast)
     return Contributor("memory_traffic", "More memory traffic", claim, extra / bandwidth, {
         "bytes_accessed": {slow.mode: slow.bytes_accessed, fast.mode: fast.bytes_accessed},
-        "extra_bytes": extra, "assumed_bandwidth_B_s": bandwidth})
+        "extra_bytes": extra, "assumed_bandwidth_B_s": bandwidth,
+        "uncosted_custom_calls": {slow.mode: slow.uncosted_custom_calls, fast.mode: fast.uncosted_custom_calls}})
 
 
 def input_pipeline(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
@@ -234,7 +245,25 @@ def device_time(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
         "device_busy_s": {slow.mode: slow.device_busy_s, fast.mode: fast.device_busy_s}, "category_delta_s": grown})
 
 
+def compute_dtype(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
+    """The two modes were asked to compute in different number formats (--precision), which changes the programs:
+    conversions are added, and a format the hardware lacks (bf16 on most CPUs) is emulated."""
+    if not slow.precision or not fast.precision or slow.precision == fast.precision:
+        return None
+    claim = f"{slow.mode} ran with --precision {slow.precision} against {fast.precision} under {fast.mode}"
+    if slow.compute_dtype and fast.compute_dtype and slow.compute_dtype != fast.compute_dtype:
+        claim += f" (computing in {slow.compute_dtype} against {fast.compute_dtype})"
+    if slow.converts is not None and fast.converts is not None and slow.converts != fast.converts:
+        claim += f"; its program has {slow.converts} convert instructions against {fast.converts}"
+    if slow.platform == "cpu" and slow.precision == "bf16":
+        claim += "; on a CPU bf16 arithmetic is usually emulated and slower than fp32"
+    return Contributor("compute_dtype", "Different compute precision setting", claim, None, {
+        "precision": {slow.mode: slow.precision, fast.mode: fast.precision},
+        "compute_dtype": {slow.mode: slow.compute_dtype, fast.mode: fast.compute_dtype},
+        "converts": {slow.mode: slow.converts, fast.mode: fast.converts}})
+
+
 RULES: list[Callable[[ModeSummary, ModeSummary], Contributor | None]] = [
     recompilation, host_bound, kernel_launches, layout_changes, matmul_precision, more_compute, memory_traffic,
-    input_pipeline, device_time,
+    input_pipeline, compute_dtype, device_time,
 ]

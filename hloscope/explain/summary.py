@@ -23,14 +23,18 @@ class ModeSummary:
     compiles_in_window: int | None = None
     data: str | None = None  # "device" | "loader"
     precision: str | None = None  # requested: fp32 | tf32 | bf16
+    compute_dtype: str | None = None  # what the framework reported it computes in (float32, bfloat16, ...)
     matmul_precision: str | None = None  # what the framework reported in effect
     peak_memory_bytes: float | None = None
     # Compiled program, from the train step's HLO (per step: every module the step runs)
     kernels: int | None = None
     fusions: dict[str, int] = field(default_factory=dict)
+    kernel_kinds: dict[str, int] = field(default_factory=dict)  # "fusion kLoop", "cublas", "copy", ... -> kernels
+    uncosted_custom_calls: int = 0  # library calls (cuBLAS, cuDNN) that XLA's cost analysis leaves out of FLOPs
     custom_calls: dict[str, int] = field(default_factory=dict)
     transposes: int | None = None
     copies: int | None = None
+    converts: int | None = None
     dot_precision: dict[str, int] = field(default_factory=dict)  # precision name -> number of dots/convolutions
     flops: float | None = None
     bytes_accessed: float | None = None

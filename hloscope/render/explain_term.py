@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hloscope.render import fmt
@@ -24,17 +25,17 @@ def render(report: dict, console: Console) -> None:
     for entry in report.get("modes", []):
         if not entry.get("gap_s") or entry["mode"] == fastest:
             continue
-        console.print(f"\n[bold]{entry['mode']}[/bold]: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
+        console.print(f"\n[bold]{escape(entry['mode'])}[/bold]: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
                       f"(+{fmt.ms(entry['gap_s'])} per step)", highlight=False)
         if not entry["contributors"]:
             console.print("  no rule found evidence for this gap in the data recorded")
         for rank, c in enumerate(entry["contributors"], 1):
             size = (f"~{fmt.ms(c['seconds'])}, {fmt.share(c['seconds'], entry['gap_s'])} of the gap"
                     if c["seconds"] is not None else "not sized")
-            console.print(f"  {rank}. [bold]{c['title']}[/bold] ({size}): {c['claim']}.", highlight=False,
+            console.print(f"  {rank}. [bold]{escape(c['title'])}[/bold] ({size}): {escape(c['claim'])}.", highlight=False,
                           soft_wrap=False)
         console.print(f"  explained {fmt.ms(entry['explained_s'])}, unexplained {fmt.ms(entry['unexplained_s'])} "
                       "(estimates can overlap)", style="dim", highlight=False)
     for mode, summary in report.get("summaries", {}).items():
         for note in summary.get("notes", []):
-            console.print(f"note: {mode}: {note}", style="yellow", highlight=False)
+            console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 
 def kernels_by_category(summary: dict) -> dict[str, float]:
-    """Kernels per step split by fusion kind and custom-call target; the rest is 'other'."""
+    """Kernels per step by kind (fusion kinds, library calls, copies, ...); the rest is 'other'."""
     kernels = summary.get("kernels")
     if kernels is None:
         trace_kernels = summary.get("trace_kernels")
         return {"kernels (trace)": trace_kernels} if trace_kernels else {}
-    parts = {f"fusion {k}": float(v) for k, v in (summary.get("fusions") or {}).items()}
-    parts.update({f"custom-call {k}": float(v) for k, v in (summary.get("custom_calls") or {}).items()})
+    parts = {k: float(v) for k, v in (summary.get("kernel_kinds") or {}).items()}
     rest = kernels - sum(parts.values())
     if rest > 0:
-        parts["other"] = float(rest)
+        parts["other"] = parts.get("other", 0.0) + rest
     return parts
 
 

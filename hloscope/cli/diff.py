@@ -1,0 +1,54 @@
+"""`hloscope diff A B`: two runs, dump directories or HLO files side by side, with a structural matching."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hloscope.render.output import choose_format, emit
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Render Markdown or self-contained HTML.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to this new file instead of stdout.")
+@click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
+@click.option("--module", help="Compare the module whose name contains this (default: the largest).")
+@click.option("--stage", type=click.Choice(["before", "after"]),
+              help="Compare modules before or after optimizations (default: after when present).")
+def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | None, force: bool,
+            module: str | None, stage: str | None) -> None:
+    """Compare A and B (run directories, XLA dump directories or HLO text files)."""
+    from hloscope.diff.adapt import graph_from_module
+    from hloscope.diff.compare import diff_report
+    from hloscope.diff.inputs import load_side
+    from hloscope.diff.match import match_graphs
+
+    form = choose_format(as_json, fmt, output)
+    if output is not None and output.exists() and not force:  # fail before the work, not after
+        emit("", output, force)
+    side_a, side_b = load_side(a, module, stage), load_side(b, module, stage)
+    graph_a, graph_b = graph_from_module(side_a.loaded.module), graph_from_module(side_b.loaded.module)
+    report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
+                         side_a.run, side_b.run, side_a.trace, side_b.trace)
+    report["notes"] = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
+    if form == "json":
+        emit(json.dumps(report, indent=2, default=str) + "\n", output, force)
+    elif form == "md":
+        from hloscope.render import diff_md
+
+        emit(diff_md.render(report), output, force)
+    elif form == "html":
+        from hloscope.render import diff_html
+
+        emit(diff_html.render(report), output, force)
+    else:
+        from rich.console import Console
+
+        from hloscope.render import diff_term
+
+        diff_term.render(report, Console())

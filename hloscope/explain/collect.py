@@ -1,0 +1,164 @@
+"""Read what the explain rules need about each mode from its run directory: run.json, the train step's HLO statistics
+and the trace statistics. Anything unreadable becomes a note on the mode, never a failure of the whole report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+
+from hloscope.errors import HloscopeError
+from hloscope.explain.summary import ModeSummary
+
+# Device events longer than this many per step are not drawn one by one in the timeline strip.
+TIMELINE_LIMIT = 4000
+
+
+def _platform(environment: dict) -> str:
+    text = str(environment.get("platform") or environment.get("backend") or environment.get("device") or "").lower()
+    if "cuda" in text or "gpu" in text or "rocm" in text:
+        return "gpu"
+    if "tpu" in text:
+        return "tpu"
+    return "cpu" if "cpu" in text else ""
+
+
+def _precision_setting(environment: dict, name: str) -> str | None:
+    """The first setting under environment.precision whose key contains `name` (frameworks name them differently)."""
+    precision = environment.get("precision")
+    if isinstance(precision, dict):
+        for key, value in precision.items():
+            if name in key and isinstance(value, str) and value:
+                return value
+    return None
+
+
+def from_run_record(run: dict) -> ModeSummary:
+    timing, config = run.get("timing") or {}, run.get("config") or {}
+    environment, compiles = run.get("environment") or {}, run.get("compiles") or {}
+    in_window = compiles.get("in_window")
+    return ModeSummary(
+        mode=run.get("mode", "?"), status=run.get("status", "?"), platform=_platform(environment),
+        step_time_s=timing.get("median_s"), mean_s=timing.get("mean_s"), step_times_s=list(timing.get("step_times_s") or []),
+        first_step_s=timing.get("first_step_s"), throughput_img_s=timing.get("throughput_img_s"),
+        compiles_in_window=sum(v for v in in_window.values() if isinstance(v, int)) if isinstance(in_window, dict) else None,
+        data=config.get("data"), precision=config.get("precision"),
+        matmul_precision=_precision_setting(environment, "matmul_precision"),
+        compute_dtype=_precision_setting(environment, "compute_dtype"),
+    )
+
+
+def _add(total: dict, part: dict) -> None:
+    for key, value in (part or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+
+
+def kernel_kinds(stats: dict) -> dict[str, int]:
+    """Kernels by kind: generated kernels split by fusion kind, then library calls, copies and the rest."""
+    kinds = {f"fusion {k}": v for k, v in (stats.get("fusions") or {}).items()}
+    for kind, n in (stats.get("kernel_breakdown") or {}).items():
+        if kind != "generated" or not kinds:
+            kinds[kind] = kinds.get(kind, 0) + n
+    return kinds
+
+
+def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
+    """Sum the statistics of the modules one step runs (torch_xla may run several graphs per step)."""
+    if not stats:
+        return
+    opcodes: dict = {}
+    for s in stats:
+        _add(summary.fusions, s.get("fusions"))
+        _add(summary.custom_calls, s.get("custom_calls"))
+        _add(opcodes, s.get("opcodes"))
+        precision = s.get("dot_precision") or s.get("precision") or {}
+        if isinstance(precision, dict):
+            _add(summary.dot_precision, precision)
+        _add(summary.kernel_kinds, kernel_kinds(s))
+        summary.uncosted_custom_calls += s.get("uncosted_custom_calls") or 0
+    summary.kernels = sum(s.get("kernels") or 0 for s in stats)
+    summary.transposes, summary.copies = opcodes.get("transpose", 0), opcodes.get("copy", 0)
+    summary.converts = opcodes.get("convert", 0)
+    flops = [s.get("flops") for s in stats]
+    summary.flops = sum(flops) if all(isinstance(f, (int, float)) for f in flops) else None
+    accessed = [s.get("bytes_accessed") for s in stats]
+    summary.bytes_accessed = sum(accessed) if all(isinstance(b, (int, float)) for b in accessed) else None
+    if not summary.platform:
+        summary.platform = {"gpu": "gpu", "tpu": "tpu", "cpu": "cpu"}.get(stats[0].get("platform"), "")
+
+
+def _idle_us(step: dict) -> float:
+    window = step.get("host_duration_us")
+    if window:
+        return max(0.0, window - step.get("device_busy_us", 0.0))
+    return step.get("device_idle_us", 0.0)
+
+
+def add_trace(summary: ModeSummary, stats: dict) -> None:
+    steps = [s for s in stats.get("per_step") or [] if s.get("kernels") or s.get("device_busy_us")]
+    if steps:
+        summary.trace_kernels = mean(s.get("kernels", 0) for s in steps)
+        summary.device_busy_s = mean(s.get("device_busy_us", 0.0) for s in steps) / 1e6
+        # Idle over the whole step (its window minus busy time), not only between the step's first and last kernel:
+        # the time before the first kernel is exactly the device waiting for the host.
+        summary.device_idle_s = mean(_idle_us(s) for s in steps) / 1e6
+        summary.host_dispatch_s = mean(s.get("host_runtime_us", 0.0) for s in steps) / 1e6
+        summary.categories_s = {k: v / len(steps) / 1e6 for k, v in (stats.get("categories") or {}).items() if v}
+    elif stats.get("kernels"):
+        summary.notes.append("the trace has no step markers: per-step device time is unknown")
+
+
+def step_timeline(events, window: dict) -> tuple[list[tuple[float, float, str]], float]:
+    """Device executions inside one step window (relative seconds) and time spent in transpose/copy kernels there."""
+    start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
+    spans, layout_us = [], 0.0
+    for event in events:
+        if not event.is_device_exec or event.start_us < start or event.start_us >= end:
+            continue
+        if "transpose" in event.name or "copy" in event.name:
+            layout_us += event.dur_us
+        if len(spans) < TIMELINE_LIMIT:
+            spans.append(((event.start_us - start) / 1e6, event.dur_us / 1e6, event.category))
+    return spans, layout_us / 1e6
+
+
+def summarize_run(run_dir: str | Path) -> ModeSummary:
+    """Everything known about one mode's run directory (I/O happens here, not in the rules)."""
+    from hloscope.rundir import load_run
+
+    run_dir = Path(run_dir)
+    summary = from_run_record(load_run(run_dir))
+    kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
+    if "hlo" in kinds:
+        try:
+            from hloscope.hlo.load import load_modules
+            from hloscope.hlo.stats import module_stats
+
+            loaded = load_modules(run_dir)
+            after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
+            add_hlo(summary, [module_stats(m) for m in after])
+        except HloscopeError as error:
+            summary.notes.append(f"HLO not read: {error}")
+    else:
+        summary.notes.append("no HLO dump in this run (run with --dump-hlo)")
+    if "trace" in kinds:
+        try:
+            from hloscope.trace.load import load_traces
+            from hloscope.trace.stats import trace_stats
+
+            for trace in load_traces(run_dir):
+                stats = trace_stats(trace)
+                if not stats.get("per_step") and not stats.get("kernels"):
+                    continue
+                add_trace(summary, stats)
+                windows = stats.get("per_step") or []
+                if windows:
+                    middle = windows[len(windows) // 2]
+                    summary.timeline, layout_s = step_timeline(trace.events, middle)
+                    summary.layout_kernel_s = layout_s
+                break
+        except HloscopeError as error:
+            summary.notes.append(f"trace not read: {error}")
+    else:
+        summary.notes.append("no profiler trace in this run (run with --profile)")
+    return summary
