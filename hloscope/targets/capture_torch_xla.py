@@ -1,0 +1,106 @@
+"""Capture the HLO graph PyTorch/XLA builds for its ViT train step, on the CPU, to compile it for a GPU elsewhere.
+
+PyTorch/XLA 2.9 has no CUDA backend, but the graph it hands XLA does not depend on the device: it is what
+`torch_xla.sync()` compiles (`SyncTensorsGraph.N`). We run a few real steps on the CPU with `--xla_dump_to` and keep
+the `before_optimizations.txt` of the graph the steady state reuses: the one compiled during the last step that compiled
+anything, provided the following steps compiled nothing (step 1 creates no optimizer state for plain SGD, so on vit-tiny
+step 1's graph is already the steady one).
+
+Run as `python -m hloscope.targets.capture_torch_xla --model M --batch-size B --precision P --seed S --out DIR`
+(a subprocess: XLA_FLAGS must be set before torch_xla starts its runtime). Writes DIR/train_step.hlo.txt and
+DIR/capture.json; exits 1 with the reason in capture.json when there is no steady graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+STEPS = 4  # enough to see the compiled graph reused twice
+
+
+def _dumped_graphs(dump_dir: Path) -> set[str]:
+    return {p.name for p in dump_dir.glob("module_*.SyncTensorsGraph.*.before_optimizations.txt")} \
+        if dump_dir.is_dir() else set()
+
+
+def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir: Path) -> dict:
+    dump_dir = out_dir / "cpu_dump"
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               f" --xla_dump_to={dump_dir} --xla_dump_hlo_module_re=SyncTensorsGraph"
+                               " --xla_dump_hlo_as_text").strip()
+    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    import torch
+    import torch_xla
+    from transformers import ViTConfig, ViTForImageClassification
+
+    from hloscope.backends.data import synthetic_pool
+    from hloscope.backends.jax_workload import LEARNING_RATE
+    from hloscope.models.presets import get_preset
+
+    preset = get_preset(model_name)
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}[precision]
+    import torch_xla.backends
+
+    # fp32 asks for true fp32 matmuls ("highest"), as the JAX mode does; tf32 lets XLA's GPU compiler use TF32
+    # ("default" precision, as JAX's "tensorfloat32").
+    torch_xla.backends.set_mat_mul_precision({"fp32": "highest", "tf32": "default", "bf16": "default"}[precision])
+    torch.manual_seed(seed)
+    device = torch_xla.device()
+    model = ViTForImageClassification(ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager"))
+    model = model.to(device=device, dtype=dtype)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
+    images = torch.from_numpy(images).to(device=device, dtype=dtype)
+    labels = torch.from_numpy(labels).long().to(device)
+    torch_xla.sync()
+
+    seen = _dumped_graphs(dump_dir)
+    new_per_step: list[list[str]] = []
+    losses = []
+    for _ in range(STEPS):
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(pixel_values=images).logits
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+        loss.backward()
+        optimizer.step()
+        torch_xla.sync()
+        losses.append(float(loss.item()))
+        now = _dumped_graphs(dump_dir)
+        new_per_step.append(sorted(now - seen))
+        seen = now
+    info = {"framework": "torch_xla", "format": "hlo", "steps": STEPS, "losses": losses,
+            "graphs_compiled_per_step": new_per_step, "torch": torch.__version__, "torch_xla": torch_xla.__version__}
+    compiling = [i for i, new in enumerate(new_per_step) if new]
+    if not compiling or compiling[-1] >= STEPS - 1 or len(new_per_step[compiling[-1]]) != 1:
+        info["error"] = ("no steady train-step graph: torch_xla compiled a new graph in the last step or several "
+                         f"graphs in one step ({new_per_step})")
+        return info
+    graph_file = dump_dir / new_per_step[compiling[-1]][0]
+    shutil.copyfile(graph_file, out_dir / "train_step.hlo.txt")
+    info["module"] = graph_file.name.split(".", 1)[1].rsplit(".before_optimizations.txt", 1)[0]
+    info["source_file"] = graph_file.name
+    shutil.rmtree(dump_dir, ignore_errors=True)
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    info = capture(args.model, args.batch_size, args.precision, args.seed, args.out)
+    (args.out / "capture.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return 1 if "error" in info else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

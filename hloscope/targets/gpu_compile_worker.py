@@ -1,0 +1,137 @@
+"""Compile one XLA module for a GPU that is not there (XLA's deviceless compile), in the environment with jax's CUDA plugin.
+
+Run as a script, not imported by hloscope: `python gpu_compile_worker.py REQUEST.json`. It needs only jax, jaxlib and
+jax-cuda12-plugin/-pjrt (plus nvidia-cuda-nvcc-cu12 for ptxas), so it also runs in the small `.venv-cuda` that
+`scripts/setup-cuda-target.sh` makes. The request says:
+
+    {"module": path, "format": "mlir" | "hlo", "target_config": path of a GpuTargetConfigProto text file,
+     "dump_dir": path, "gemm": "auto" | "triton" | "cublas", "result": path of the JSON result to write}
+
+The module is StableHLO (what `jax.jit(...).lower(...)` gives) or HLO text (what torch_xla gives its compiler; XLA's own
+parser reads it and jaxlib converts it to StableHLO). It is compiled by the jax client of a compile-only CUDA topology
+made from the target file, the same path `jax.jit(...).lower(<ShapeDtypeStructs on that topology>).compile()` takes.
+With "gemm": "auto", a failure of XLA's default (Triton) GEMM path is retried with `xla_gpu_enable_triton_gemm=false`
+(cuBLAS GEMMs); every attempt is recorded. XLA writes the optimized GPU HLO, buffer assignment, memory-usage report and
+thunk_sequence.txt under dump_dir/<attempt>.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+# The CUDA plugin must not try to open a GPU (there is none; cuInit fails and the plugin never registers); the
+# compile-only topology below does not need one.
+os.environ["JAX_PLATFORMS"] = "cpu"
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _stablehlo_text(module_path: str, fmt: str) -> str | bytes:
+    with open(module_path, encoding="utf-8") as f:
+        text = f.read()
+    if fmt == "mlir":
+        return text
+    from jax._src.lib import _jax
+    from jaxlib import _hlo
+
+    module = _hlo.hlo_module_from_text(text)
+    return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+def _memory(executable) -> dict:
+    stats = executable.get_compiled_memory_stats()
+    names = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
+             "generated_code_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+             "host_alias_size_in_bytes", "host_temp_size_in_bytes")
+    return {name: int(getattr(stats, name)) for name in names if hasattr(stats, name)}
+
+
+def compile_module(request: dict) -> dict:
+    import jax
+    from jax._src import compiler
+    from jax._src.interpreters import mlir
+    from jax._src.lib import xla_client as xc
+    from jax._src.lib.mlir import ir
+    from jax.experimental import topologies
+
+    with open(request["target_config"], encoding="utf-8") as f:
+        spec_text = f.read()
+    result: dict = {"ok": False, "versions": _versions(), "attempts": []}
+    try:
+        topology = topologies.get_topology_desc(platform="cuda", target_config=spec_text, topology="1x1x1")
+    except Exception as error:  # noqa: BLE001 - reported to the parent as data
+        result["error"] = f"cannot make a CUDA topology from {request['target_config']}: {error}"
+        result["stage"] = "topology"
+        return result
+    device = topology.devices[0]
+    result["device_kind"] = device.device_kind
+    client = device.client
+    try:
+        module_text = _stablehlo_text(request["module"], request["format"])
+    except Exception as error:  # noqa: BLE001
+        result["error"] = f"cannot read {request['module']} as {request['format']}: {error}"
+        result["stage"] = "parse"
+        return result
+
+    gemm = request.get("gemm", "auto")
+    plan = {"auto": ["triton", "cublas"], "triton": ["triton"], "cublas": ["cublas"]}[gemm]
+    for backend in plan:
+        dump_dir = os.path.join(request["dump_dir"], backend)
+        overrides = {"xla_dump_to": dump_dir, "xla_dump_hlo_as_text": True}
+        if backend == "cublas":
+            overrides["xla_gpu_enable_triton_gemm"] = False
+        attempt = {"gemm": backend, "dump_dir": dump_dir, "ok": False}
+        result["attempts"].append(attempt)
+        start = time.perf_counter()
+        try:
+            with mlir.make_ir_context():
+                module = ir.Module.parse(module_text)
+                options = compiler.get_compile_options(num_replicas=1, num_partitions=1,
+                                                       env_options_overrides=overrides)
+                executable = client.compile(module, xc.DeviceList(tuple(topology.devices)), options)
+        except Exception as error:  # noqa: BLE001
+            attempt["seconds"] = round(time.perf_counter() - start, 3)
+            attempt["error"] = f"{type(error).__name__}: {error}"
+            continue
+        attempt["seconds"] = round(time.perf_counter() - start, 3)
+        attempt["ok"] = True
+        result.update(ok=True, gemm_backend=backend, dump_dir=dump_dir, memory=_memory(executable),
+                      module_name=executable.hlo_modules()[0].name, compile_seconds=attempt["seconds"])
+        break
+    if not result["ok"]:
+        result["stage"] = "compile"
+        result["error"] = result["attempts"][-1].get("error", "compile failed")
+    return result
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1], encoding="utf-8") as f:
+        request = json.load(f)
+    try:
+        result = compile_module(request)
+    except ImportError as error:
+        result = {"ok": False, "stage": "import", "error": f"jax with its CUDA plugin is not importable here: {error}"}
+    except Exception as error:  # noqa: BLE001 - the parent turns this into one line; keep the detail in the file
+        result = {"ok": False, "stage": "internal", "error": f"{type(error).__name__}: {error}",
+                  "traceback": traceback.format_exc()}
+    with open(request["result"], "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

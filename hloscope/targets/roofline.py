@@ -1,0 +1,195 @@
+"""Roofline LOWER BOUND for a GPU module's kernels: the least time each launch could take on the target GPU.
+
+For every launch in the entry schedule (generated kernels, cuBLAS/cuDNN calls, copies; the same rules as the kernel
+count, `hloscope.hlo.kernels.classify`):
+
+    lower bound = max(FLOPs / peak FLOP/s, bytes accessed / memory bandwidth)
+
+FLOPs and bytes follow XLA's HloCostAnalysis conventions (`hloscope.hlo.cost`); cuBLAS GEMMs and cuDNN convolutions,
+which XLA's cost analysis leaves uncosted, are costed from their dimensions here. The peak is the fastest unit that
+can run the work, from the target file: tensor cores (`matrix_unit_description`) for dots and convolutions of that
+dtype (f32 dots asking for `highest` precision use the CUDA cores' f32 rate: cuBLAS and Triton then compute in true
+f32), CUDA cores (`scalar_unit_description`, or `fpus_per_core` for f32) for everything else. Where the file gives no
+rate for a launch's dtype and unit, that launch gets the memory bound alone (still a lower bound).
+
+This is a bound, not a prediction: real kernels add launch overhead, latency, imperfect overlap, cache effects and
+the un-autotuned algorithms of a deviceless compile, and transcendental functions count no FLOPs here. The step bound
+is given two ways: `serial_s` sums the per-launch bounds (XLA runs a module's thunks one after another on one stream
+unless told otherwise) and `aggregate_s` = max(total FLOPs / best peak, total bytes / bandwidth), which holds even if
+launches overlapped (total bytes over the bandwidth, or the busiest unit's FLOPs over its peak).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from hloscope.errors import InputError
+from hloscope.targets.spec import GpuTarget, target_from_text
+
+_MATRIX_OPS = ("dot", "convolution", "scaled-dot")
+
+
+def _first_leaf(shape):
+    return shape.tuple_shapes[0] if shape.is_tuple else shape
+
+
+def _gemm_flops(instr) -> float:
+    """A cuBLAS custom call: 2 x output elements x contracted size (from gemm_backend_config)."""
+    config = json.loads(instr.attrs.get("backend_config", "{}") or "{}")
+    dims = config.get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+    lhs = instr.operands[0].shape
+    width = math.prod(lhs.dims[int(d)] for d in dims.get("lhs_contracting_dimensions", []))
+    return 2.0 * _first_leaf(instr.shape).elements * width
+
+
+def _precision_of_custom_call(instr) -> list[str]:
+    config = json.loads(instr.attrs.get("backend_config", "{}") or "{}")
+    for key in ("gemm_backend_config", "cudnn_conv_backend_config"):
+        precision = config.get(key, {}).get("precision_config", {}).get("operand_precision")
+        if precision:
+            return [p.lower() for p in precision]
+    return []
+
+
+def _matrix_instr(instr):
+    """The dot/convolution a launch runs (itself, or inside its fused computation), or None."""
+    if instr.opcode in _MATRIX_OPS:
+        return instr
+    if instr.opcode == "fusion":
+        for comp in instr.called_computations:
+            for inner in comp.instructions:
+                found = _matrix_instr(inner)
+                if found is not None:
+                    return found
+    return None
+
+
+def _peak(gpu: GpuTarget, instr, kind: str) -> tuple[float | None, str]:
+    """The fastest FLOP/s rate the target states for this launch, and which unit it is."""
+    if kind == "copy":
+        return None, "none"
+    is_library_matrix = kind in ("cublas", "cudnn")
+    matrix = None if is_library_matrix else _matrix_instr(instr)
+    if is_library_matrix or matrix is not None:
+        source = instr if is_library_matrix else matrix
+        dtype = source.operands[0].shape.element_type
+        precision = (_precision_of_custom_call(source) if is_library_matrix
+                     else re.findall(r"[a-z]+", source.attrs.get("operand_precision", "")))
+        if dtype == "f32" and precision and all(p == "highest" for p in precision):
+            return gpu.vector_flops_s.get("f32"), "cuda_cores_f32"
+        rate = gpu.matrix_flops_s.get(dtype)
+        return rate, (f"tensor_cores_{dtype}" if rate else "none")
+    dtype = _first_leaf(instr.shape).element_type
+    rate = gpu.vector_flops_s.get(dtype)
+    return rate, (f"cuda_cores_{dtype}" if rate else "none")
+
+
+def _launch_cost(analysis, instr, kind: str) -> tuple[float, float]:
+    """(FLOPs, bytes accessed) of one launch."""
+    from hloscope.hlo.cost import _conv_flops, shape_size
+
+    if kind == "cublas":
+        flops = _gemm_flops(instr)
+    elif kind == "cudnn" and instr.opcode == "custom-call" and "window" in instr.attrs:
+        flops = _conv_flops(instr)
+    else:
+        flops = analysis.instruction_cost(instr).flops
+    if instr.opcode == "custom-call":  # library calls: operands plus the result (not the scratch buffer)
+        data = sum(shape_size(o.shape) for o in instr.operands) + shape_size(_first_leaf(instr.shape))
+    else:
+        data = analysis.instruction_cost(instr).bytes_accessed
+    return flops, data
+
+
+def roofline(module, gpu: GpuTarget) -> dict:
+    """Per-launch and per-step roofline lower bounds of one optimized GPU module (pure: no I/O)."""
+    from hloscope.hlo.cost import CostAnalysis
+    from hloscope.hlo.kernels import classify
+    from hloscope.hlo.ops import executed_computations
+
+    if not gpu.memory_bandwidth_bytes_s:
+        return {"unavailable": f"the target file {gpu.path} gives no memory_bandwidth"}
+    analysis = CostAnalysis(module)
+    bandwidth = float(gpu.memory_bandwidth_bytes_s)
+    launches = []
+    for comp in executed_computations(module):
+        for instr in comp.instructions:
+            kind = classify(instr, "gpu")
+            if kind is None:
+                continue
+            flops, data = _launch_cost(analysis, instr, kind)
+            peak, unit = _peak(gpu, instr, kind)
+            memory_s = data / bandwidth
+            compute_s = flops / peak if peak and flops else (0.0 if flops == 0 else None)
+            bound_s = max(memory_s, compute_s or 0.0)
+            launches.append({"name": instr.name, "kind": kind, "flops": flops, "bytes": data,
+                             "intensity_flops_per_byte": flops / data if data else None, "unit": unit,
+                             "peak_flops_s": peak, "memory_s": memory_s, "compute_s": compute_s,
+                             "lower_bound_s": bound_s,
+                             "limited_by": "compute" if compute_s and compute_s > memory_s else "memory"})
+    total_flops = sum(k["flops"] for k in launches)
+    total_bytes = sum(k["bytes"] for k in launches)
+    # Overlapping launches still share each unit: the busiest unit bounds the step from below.
+    unit_s: dict[str, float] = {}
+    for k in launches:
+        if k["compute_s"]:
+            unit_s[k["unit"]] = unit_s.get(k["unit"], 0.0) + k["compute_s"]
+    step = {
+        "label": "roofline lower bound (not a prediction)",
+        "target": gpu.name, "device": gpu.device, "memory_bandwidth_bytes_s": bandwidth,
+        "launches": len(launches), "flops": total_flops, "bytes": total_bytes,
+        "serial_s": sum(k["lower_bound_s"] for k in launches),
+        "aggregate_s": max(total_bytes / bandwidth, max(unit_s.values(), default=0.0)),
+        "compute_s_by_unit": unit_s,
+        "memory_bound_launches": sum(1 for k in launches if k["limited_by"] == "memory"),
+        "compute_bound_launches": sum(1 for k in launches if k["limited_by"] == "compute"),
+        "launches_without_compute_peak": sum(1 for k in launches if k["compute_s"] is None),
+        "by_kind_s": _sum_by(launches, "kind"),
+        "uncosted": [k["name"] for k in launches if k["kind"] == "custom_call"],
+    }
+    return {"step": step, "launches": launches}
+
+
+def _sum_by(rows: list[dict], key: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for row in rows:
+        out[row[key]] = out.get(row[key], 0.0) + row["lower_bound_s"]
+    return out
+
+
+_STEM = re.compile(r"^(?P<stem>module_\d+\.[^/]+?)\.sm_[\w.]+_gpu_after_optimizations\.txt$")
+
+
+def find_target_config(module_file: str | os.PathLike) -> Path | None:
+    """The `gpu_target_config.pbtxt` XLA dumps beside a GPU module it compiled (deviceless or not)."""
+    p = Path(module_file)
+    m = _STEM.match(p.name)
+    if not m:
+        return None
+    candidate = p.with_name(f"{m['stem']}.gpu_target_config.pbtxt")
+    return candidate if candidate.is_file() else None
+
+
+def roofline_for_module_file(path: str | os.PathLike, gpu: GpuTarget | None = None) -> dict:
+    """Roofline of the (single) module in an optimized GPU HLO file, for `gpu` or the target config XLA dumped beside
+    it. Returns {"unavailable": reason} when no target is known or it lacks the numbers."""
+    from hloscope.hlo.parser import parse_hlo_file
+
+    if gpu is None:
+        config = find_target_config(path)
+        if config is None:
+            return {"unavailable": "no GPU target given and no gpu_target_config.pbtxt beside the module"}
+        try:
+            gpu = target_from_text(config.read_text(encoding="utf-8"), config.name, str(config))
+        except InputError as error:
+            return {"unavailable": str(error)}
+    if not gpu.has_roofline:
+        return {"unavailable": f"the target file {gpu.path} lacks memory bandwidth or compute rates"}
+    modules = parse_hlo_file(path)
+    if len(modules) != 1:
+        return {"unavailable": f"{path} holds {len(modules)} modules, expected one"}
+    return roofline(modules[0], gpu)
