@@ -80,8 +80,8 @@ def comparison_table(comparison: dict) -> Table:
         ratio = f"{median / fastest:.2f}x" if ok and median and fastest else "-"
         throughput = entry.get("throughput_img_s")
         status = entry.get("status", "?")
-        if entry.get("error"):
-            status += f": {entry['error'].splitlines()[0][:80]}"
+        if entry.get("error") and not ok:  # the short reason; compare prints the full error below the table
+            status += f" ({entry['error'].split(';')[0].splitlines()[0][:40]})"
         style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(entry.get("status"), "")
         table.add_row(entry["mode"], ms(median) if ok else "-", ratio,
                       f"{throughput:,.0f} img/s" if ok and throughput else "-", sec(entry.get("first_step_s")),

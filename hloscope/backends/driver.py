@@ -23,8 +23,8 @@ from hloscope.environment import collect_environment
 from hloscope.errors import HloscopeError, MissingDependency
 from hloscope.rundir import SCHEMA_VERSION, write_run
 
-# Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>" makes that mode fail on purpose at the
-# start of its timed window, so tests can check that compare reports the failure and completes the other modes.
+# Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
+# purpose right after its setup, so tests can check that compare reports the failure and completes the other modes.
 # how: raise (Python exception), abort (SIGABRT, like a native crash), segv (SIGSEGV), kill (SIGKILL, like the
 # out-of-memory killer), interrupt (KeyboardInterrupt after two timed steps, like Ctrl-C).
 TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
@@ -68,9 +68,11 @@ def load_session(options: RunOptions, run_dir: Path) -> Session:
 
 
 def _crash_hook(mode: str) -> str | None:
-    spec = os.environ.get(TEST_CRASH_ENV, "")
-    target, _, how = spec.partition(":")
-    return how if target == mode and how else None
+    for spec in os.environ.get(TEST_CRASH_ENV, "").split(","):
+        target, _, how = spec.strip().partition(":")
+        if target == mode and how:
+            return how
+    return None
 
 
 def _trigger(how: str) -> None:
@@ -129,12 +131,12 @@ def execute(options: RunOptions, run_dir: Path,
         session = load_session(options, run_dir)
         session.setup()
         record["timing"]["setup_s"] = time.perf_counter() - started
+        if crash and crash != "interrupt":
+            _trigger(crash)
         counts: dict[str, dict[str, int]] = {}
 
         def window_start() -> None:
             counts["before"] = session.compile_counts()
-            if crash:
-                _trigger(crash) if crash != "interrupt" else None
 
         def step_done(phase: str, index: int) -> None:
             if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:

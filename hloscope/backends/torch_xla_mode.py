@@ -1,0 +1,233 @@
+"""`--mode torch_xla` (lazy tensors, one graph per step) and `torch_xla+compile` (torch.compile with openxla).
+
+A step is timed until `torch_xla.sync()` has cut and dispatched the step's graph and `xm.wait_device_ops()` has waited
+for the device to finish it. torch_xla reads XLA_FLAGS and PJRT_DEVICE when its runtime starts, so both are set before
+torch_xla is imported (this module imports it only in `setup`).
+
+Which dumped graph is the train step: every module XLA compiles is kept and tagged with the step it was compiled in.
+In lazy mode the graph hash of each warm-up step's pending graph is taken before its sync; the modules compiled at the
+first step whose hash equals the last warm-up step's hash are the ones the timed window executes. With openxla, dynamo
+compiles the forward and backward graphs inside the step call, so every module compiled during the steps is marked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from importlib import metadata
+from pathlib import Path
+
+from hloscope.backends import xla_dump
+from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
+from hloscope.backends.torch_common import LEARNING_RATE, build_model, check_precision, device_pool, import_torch, loss_of
+from hloscope.errors import MissingDependency, UsageError
+
+torch = import_torch()
+
+DUMP_DIR = ".xla_dump"
+PRECISIONS = {"fp32": "highest", "tf32": "high", "bf16": "default"}  # torch_xla.backends.set_mat_mul_precision
+
+
+def create_session(options: RunOptions, run_dir: Path) -> "TorchXlaSession":
+    return TorchXlaSession(options, run_dir)
+
+
+def torch_xla_version() -> str:
+    try:
+        return metadata.version("torch_xla")
+    except metadata.PackageNotFoundError:
+        raise MissingDependency("torch_xla") from None
+
+
+def check_cuda_support(version: str) -> None:
+    """torch_xla removed its CUDA plugin in 2.9 (deprecated in 2.8): say so instead of failing deep inside PJRT."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    if (major, minor) >= (2, 9):
+        raise UsageError(f"--device cuda --mode torch_xla: torch_xla {version} has no CUDA support (removed in 2.9); "
+                         "on a GPU install torch_xla<=2.8 with its CUDA plugin (torch_xla[cuda]) and the matching torch, "
+                         "or use --mode pytorch / jax")
+
+
+def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
+    """Set PJRT_DEVICE and XLA_FLAGS before torch_xla starts its runtime; returns the PJRT device type."""
+    version = torch_xla_version()
+    if options.device == "cuda":
+        check_cuda_support(version)
+        os.environ["PJRT_DEVICE"] = "CUDA"
+    elif options.device == "cpu":
+        os.environ["PJRT_DEVICE"] = "CPU"
+    elif not os.environ.get("PJRT_DEVICE"):
+        # auto: torch_xla would warn and pick the CPU; say it ourselves (TPU hosts set PJRT_DEVICE=TPU).
+        os.environ["PJRT_DEVICE"] = "CPU"
+    if dump_dir is not None:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_dump_to={dump_dir} --xla_dump_hlo_as_text").strip()
+    return os.environ["PJRT_DEVICE"]
+
+
+class TorchXlaSession(Session):
+    def setup(self) -> None:
+        options = self.options
+        check_precision(options.precision)
+        self.dump_dir = self.run_dir / DUMP_DIR if options.dump_hlo else None
+        self.pjrt_device = configure_runtime(options, self.dump_dir)
+        try:
+            import torch_xla
+            import torch_xla.backends
+            import torch_xla.core.xla_model as xm
+            import torch_xla.debug.metrics as metrics
+        except ImportError as error:
+            raise MissingDependency("torch_xla", str(error)) from None
+        self.torch_xla, self.xm, self.metrics = torch_xla, xm, metrics
+        if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[options.precision]:
+            torch_xla.backends.set_mat_mul_precision(PRECISIONS[options.precision])
+        self.device = torch_xla.device()
+        self.module_phase: dict[str, str] = {}  # dump module name -> phase it was compiled in ("setup", "step 3", ...)
+        self.step_hashes: dict[int, str] = {}
+        model = build_model(options.preset, options.seed).to(self.device)
+        model.train()
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+        if options.compile_model:
+            model = torch.compile(model, backend="openxla")
+        self.model = model
+        if options.data == "device":
+            self.pool = device_pool(options.preset, options.batch_size, options.seed, self.device)
+        else:
+            from hloscope.backends.data import torch_loader
+
+            n_batches = options.warmup + options.steps + options.profile_steps + 2
+            self.batches = iter(torch_loader(options.preset, options.batch_size, n_batches, options.seed))
+        torch_xla.sync()
+        xm.wait_device_ops()
+        self._note_new_modules("setup")
+        self.graph = {"kind": "xla", "module": "SyncTensorsGraph" if not options.compile_model else "dynamo/openxla"}
+        self.current_index = -1
+
+    # -- the step ----------------------------------------------------------------------------------------------------
+    def _batch(self, index: int):
+        if self.options.data == "device":
+            return self.pool[index % len(self.pool)]
+        images, labels = next(self.batches)
+        return images.to(self.device), labels.to(self.device)
+
+    def _autocast(self):
+        if self.options.precision != "bf16":
+            return contextlib.nullcontext()
+        return torch.autocast("xla", dtype=torch.bfloat16)
+
+    def step(self, index: int):
+        self.current_index = index
+        images, labels = self._batch(index)
+        self.optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            loss = self.model(pixel_values=images, labels=labels).loss
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def wait(self, outputs) -> None:
+        in_warmup = self.current_index < self.options.warmup
+        if in_warmup and not self.options.compile_model:
+            tensors = [outputs] + [p for p in self.model.parameters()]
+            self.step_hashes[self.current_index] = self.torch_xla._XLAC._get_graph_hash(tensors).hex()
+        self.torch_xla.sync()
+        self.xm.wait_device_ops()
+        if in_warmup:
+            self._note_new_modules(f"step {self.current_index}")
+
+    def loss_of(self, outputs) -> float:
+        return loss_of(outputs)
+
+    # -- what it compiled ---------------------------------------------------------------------------------------------
+    def _note_new_modules(self, phase: str) -> None:
+        if self.dump_dir is None or not self.dump_dir.is_dir():
+            return
+        for name in os.listdir(self.dump_dir):
+            entry = xla_dump.classify(name)
+            if entry and entry["kind"] == "hlo":
+                self.module_phase.setdefault(entry["module"], phase)
+
+    def compile_counts(self) -> dict[str, int]:
+        counts = {"xla_compiles": self.metrics.metric_data("CompileTime")[0] if self.metrics.metric_data("CompileTime")
+                  else 0,
+                  "uncached_compiles": self.metrics.counter_value("UncachedCompile") or 0}
+        if self.options.compile_model:
+            from torch._dynamo.utils import counters
+
+            counts["dynamo_unique_graphs"] = counters["stats"]["unique_graphs"]
+            counts["dynamo_recompiles"] = sum(counters["recompiles"].values())
+        return counts
+
+    def _train_step_phases(self) -> set[str]:
+        if self.options.compile_model:
+            return {phase for phase in self.module_phase.values() if phase.startswith("step")} | {"window"}
+        last = max(self.step_hashes, default=None)
+        if last is None:
+            return {"window"}
+        first_same = min(i for i, h in self.step_hashes.items() if h == self.step_hashes[last])
+        return {f"step {first_same}", "window"}
+
+    def artifacts(self) -> list[dict]:
+        if self.dump_dir is None:
+            return []
+        self._note_new_modules("window")  # anything compiled since the warm-up ran inside the timed window
+        phases = self._train_step_phases()
+        return xla_dump.collect(self.dump_dir, self.run_dir, self.options.keep_all,
+                                is_train_step=lambda entry: self.module_phase.get(entry["module"]) in phases,
+                                extra=lambda entry: {"phase": self.module_phase.get(entry["module"], "after window")})
+
+    # -- memory, profile, info ----------------------------------------------------------------------------------------
+    def memory(self) -> dict:
+        memory = host_memory()
+        try:
+            info = self.xm.get_memory_info(self.device)
+        except RuntimeError:  # the CPU client implements no allocator statistics
+            info = None
+        if info and info.get("peak_bytes_used") is not None:
+            memory.update({"device_peak_bytes": info["peak_bytes_used"], "device_bytes_limit": info.get("bytes_limit"),
+                           "source": "xm.get_memory_info()"})
+        else:
+            memory["source"] = "peak host RSS (the device reports no memory statistics)"
+        return memory
+
+    def profile(self, steps: int) -> ProfileResult:
+        """XLA profiler (xplane.pb under <run>/plugins/profile/<timestamp>/), each step inside xp.StepTrace."""
+        import torch_xla.debug.profiler as xp
+
+        result = ProfileResult()
+        before = xla_dump.list_profile_files(self.run_dir)
+        if not getattr(TorchXlaSession, "_profiler_server", None):
+            TorchXlaSession._profiler_server = xp.start_server(_free_port())
+        first = self.options.warmup + self.options.steps
+        xp.start_trace(str(self.run_dir))
+        try:
+            for offset in range(steps):
+                start = time.perf_counter()
+                with xp.StepTrace("train_step", step_num=first + offset):  # syncs the step's graph on exit
+                    self.current_index = first + offset
+                    outputs = self.step(first + offset)
+                self.xm.wait_device_ops()
+                result.step_times_s.append(time.perf_counter() - start)
+            del outputs
+        finally:
+            xp.stop_trace()
+        result.artifacts = xla_dump.find_profile_files(self.run_dir, before)
+        return result
+
+    def info(self) -> dict:
+        import torch_xla.runtime as xr
+
+        return {"framework": "torch_xla", "device": str(self.device), "pjrt_device": self.pjrt_device,
+                "device_type": xr.device_type(), "torch_xla": torch_xla_version(),
+                "precision": {"requested": self.options.precision,
+                              "mat_mul_precision": self.torch_xla.backends.get_mat_mul_precision(),
+                              "autocast": "bfloat16" if self.options.precision == "bf16" else None}}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

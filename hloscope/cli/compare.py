@@ -1,0 +1,85 @@
+"""`hloscope compare`: every mode in its own fresh subprocess, one comparison directory, one table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.util import find_spec
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hloscope.cli.run import build_options, common_options
+
+
+def available_modes() -> tuple[list[str], list[str]]:
+    """(modes whose packages are installed, modes that are not) - checked without importing any framework."""
+    from hloscope.backends import ALL_MODES, MODE_PACKAGES
+
+    available, missing = [], []
+    for mode in ALL_MODES:
+        (available if all(find_spec(p) is not None for p in MODE_PACKAGES[mode]) else missing).append(mode)
+    return available, missing
+
+
+@click.command(name="compare")
+@click.option("--modes", default=None,
+              help="Comma-separated modes: pytorch,pytorch+compile,torch_xla,torch_xla+compile,jax "
+                   "(default: every mode whose framework is installed).")
+@common_options
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
+              help="Give up on a mode after this many seconds (it is reported as failed).")
+@click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
+def command(modes: str | None, timeout_s: float | None, as_json: bool, **values) -> None:
+    """Run every mode in its own subprocess and compare step times."""
+    from hloscope.backends import parse_modes
+    from hloscope.compare_runner import run_comparison
+    from hloscope.models.presets import get_preset
+    from hloscope.rundir import create_run_dir
+    from hloscope.run_tables import comparison_table
+
+    get_preset(values["model"])
+    console = Console(stderr=True)
+    if modes is None:
+        selected, missing = available_modes()
+        for mode in missing:
+            console.print(f"[yellow]skipping {mode}[/yellow]: its framework is not installed", highlight=False)
+    else:
+        selected = parse_modes(modes)
+    if not selected:
+        raise click.UsageError("no mode to run: install torch, torch_xla or jax (with flax, optax, transformers)")
+    options_for = lambda mode: build_options(mode, **values)  # noqa: E731
+    config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
+    config["modes"] = selected
+    comparison_dir = create_run_dir(values["out"], None, prefix="compare")
+    console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False)
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console)
+    with progress:
+        task = progress.add_task("starting", total=len(selected))
+
+        def started(mode: str) -> None:
+            progress.update(task, description=f"running [bold]{mode}[/bold]")
+
+        def done(entry: dict) -> None:
+            colour = "green" if entry["status"] == "ok" else "red"
+            median = f" {entry['median_s'] * 1e3:.2f} ms/step" if entry.get("median_s") else ""
+            progress.console.print(f"  {entry['mode']}: [{colour}]{entry['status']}[/{colour}]{median}", highlight=False)
+            progress.advance(task)
+
+        comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
+                                    on_mode_done=done, timeout_s=timeout_s)
+    if as_json:
+        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
+    else:
+        Console().print(comparison_table(comparison))
+        for entry in comparison["modes"]:
+            if entry["status"] != "ok" and entry.get("stderr_tail"):
+                console.print(f"[red]{entry['mode']} {entry['status']}[/red]; last lines of its stderr "
+                              f"({entry.get('stderr_log')}):", highlight=False)
+                console.print(entry["stderr_tail"], markup=False, highlight=False)
+        click.echo(f"comparison directory: {comparison_dir}")
+    if not any(entry["status"] == "ok" for entry in comparison["modes"]):
+        sys.exit(1)

@@ -1,0 +1,192 @@
+"""Run several modes, each in its own fresh Python process, and gather them into one comparison directory.
+
+A fresh process per mode keeps frameworks from sharing XLA flags, threads or memory, and means that a crash, a
+segfault, the out-of-memory killer or a missing package in one mode never loses the others' results: the parent
+reads each child's run.json, and when the child died before finishing it, writes the failure (signal, exit code and
+the tail of the child's stderr) into that mode's run.json itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from hloscope.backends.base import RunOptions
+from hloscope.errors import InputError
+from hloscope.rundir import MODE_DIRS, RUN_FILE, SCHEMA_VERSION, load_run, write_comparison, write_run
+
+STDERR_TAIL_LINES = 15
+
+
+@dataclass
+class ModeOutcome:
+    mode: str
+    returncode: int | None
+    wall_s: float
+    stderr_log: Path
+
+
+def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
+    """`python -m hloscope run ...` for one mode, writing its run directory inside the comparison directory."""
+    framework, _, compiled = options.mode.partition("+")
+    command = [sys.executable, "-m", "hloscope", "run", "--mode", framework, "--model", options.model,
+               "--batch-size", str(options.batch_size), "--steps", str(options.steps), "--warmup", str(options.warmup),
+               "--precision", options.precision, "--device", options.device, "--data", options.data,
+               "--seed", str(options.seed), "--out", str(comparison_dir), "--run-id", MODE_DIRS[options.mode],
+               "--profile-steps", str(options.profile_steps), "--json"]
+    command += ["--compile-model"] if compiled else []
+    command += ["--dump-hlo"] if options.dump_hlo else []
+    command += ["--profile"] if options.profile else []
+    command += ["--keep-all"] if options.keep_all else []
+    return command
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "did not finish"
+    if returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        hint = " (killed: out of memory?)" if -returncode == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exited with code {returncode}"
+
+
+def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None = None) -> ModeOutcome:
+    """Run one mode to completion in a child process. A Ctrl-C reaches the child too (same process group): the child
+    records `interrupted`, we wait for it, then re-raise."""
+    logs = comparison_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    stderr_log = logs / f"{MODE_DIRS[options.mode]}.stderr.log"
+    env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    with open(stderr_log, "wb") as err:
+        child = subprocess.Popen(run_command(options, comparison_dir), stdout=subprocess.DEVNULL, stderr=err, env=env)
+        try:
+            returncode = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            returncode = None
+        except KeyboardInterrupt:
+            try:
+                child.wait(timeout=30)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                child.kill()
+                child.wait()
+            raise
+    return ModeOutcome(options.mode, returncode, time.perf_counter() - start, stderr_log)
+
+
+def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome | None, status: str = "failed",
+               reason: str | None = None) -> dict:
+    """The mode's final run record. A child that died before writing its final run.json gets one written for it."""
+    run_dir = comparison_dir / MODE_DIRS[options.mode]
+    record = None
+    if (run_dir / RUN_FILE).is_file():
+        try:
+            record = load_run(run_dir, check_artifacts=False)
+        except InputError:
+            record = None
+    if record is not None and record["status"] != "running":
+        if record["status"] == "failed" and outcome is not None:
+            record["stderr_tail"] = stderr_tail(outcome.stderr_log)
+        return record
+    if reason is None and outcome is not None:
+        reason = describe_exit(outcome.returncode) if outcome.returncode is not None else "timed out"
+    run_dir.mkdir(exist_ok=True)
+    record = record or {"schema_version": SCHEMA_VERSION, "run_id": run_dir.name, "mode": options.mode,
+                        "config": options.to_json(), "timing": {"step_times_s": []}, "artifacts": []}
+    record.pop("_dir", None)
+    record.update(status=status, error=reason)
+    if outcome is not None:
+        record["stderr_tail"] = stderr_tail(outcome.stderr_log)
+        if record["stderr_tail"] and status == "failed":
+            record["error"] = f"{reason}; stderr ends with: {record['stderr_tail'].splitlines()[-1]}"
+    write_run(run_dir, record)
+    record["_dir"] = str(run_dir)
+    return record
+
+
+def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
+    timing, memory = record.get("timing", {}), record.get("memory", {})
+    peak = memory.get("device_peak_bytes")
+    entry = {
+        "mode": record["mode"], "dir": Path(record["_dir"]).name, "status": record["status"], "error": record.get("error"),
+        "median_s": timing.get("median_s"), "mean_s": timing.get("mean_s"), "p10_s": timing.get("p10_s"),
+        "p90_s": timing.get("p90_s"), "std_s": timing.get("std_s"), "window_mean_s": timing.get("window_mean_s"),
+        "steps": len(timing.get("step_times_s", [])), "first_step_s": timing.get("first_step_s"),
+        "throughput_img_s": timing.get("throughput_img_s"),
+        "peak_memory_bytes": peak if peak is not None else memory.get("peak_host_rss_bytes"),
+        "peak_memory_source": "device" if peak is not None else ("host_rss" if memory else None),
+        "recompiled_in_window": record.get("compiles", {}).get("recompiled_in_window"),
+        "loss_first": record.get("loss", {}).get("first"), "loss_last": record.get("loss", {}).get("last"),
+    }
+    if outcome is not None:
+        entry.update(returncode=outcome.returncode, wall_s=outcome.wall_s,
+                     stderr_log=str(outcome.stderr_log.relative_to(outcome.stderr_log.parent.parent)))
+    if record.get("stderr_tail") and record["status"] != "ok":
+        entry["stderr_tail"] = record["stderr_tail"]
+    return entry
+
+
+def add_ratios(entries: list[dict]) -> None:
+    medians = [e["median_s"] for e in entries if e["status"] == "ok" and e.get("median_s")]
+    fastest = min(medians) if medians else None
+    for entry in entries:
+        ok = entry["status"] == "ok" and entry.get("median_s") and fastest
+        entry["ratio_to_fastest"] = entry["median_s"] / fastest if ok else None
+
+
+def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
+                   on_mode_start: Callable[[str], None] = lambda mode: None,
+                   on_mode_done: Callable[[dict], None] = lambda entry: None,
+                   timeout_s: float | None = None) -> dict:
+    """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
+    comparison = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
+                  "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
+    write_comparison(comparison_dir, comparison)
+    try:
+        for mode in modes:
+            options = options_for(mode)
+            on_mode_start(mode)
+            outcome = run_mode(options, comparison_dir, timeout_s)
+            entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
+            comparison["modes"].append(entry)
+            add_ratios(comparison["modes"])
+            write_comparison(comparison_dir, comparison)
+            on_mode_done(entry)
+    except KeyboardInterrupt:
+        done = {entry["mode"] for entry in comparison["modes"]}
+        for mode in modes:
+            if mode in done:
+                continue
+            started = (comparison_dir / MODE_DIRS[mode]).is_dir()
+            record = settle_run(options_for(mode), comparison_dir, None, status="interrupted",
+                                reason="interrupted by the user (Ctrl-C)" if started else
+                                "not started: the comparison was interrupted (Ctrl-C)")
+            comparison["modes"].append(summary_entry(record, None))
+        add_ratios(comparison["modes"])
+        comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        write_comparison(comparison_dir, comparison)
+        raise
+    comparison.update(status="ok" if all(e["status"] == "ok" for e in comparison["modes"]) else "partial",
+                      finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    write_comparison(comparison_dir, comparison)
+    return comparison
