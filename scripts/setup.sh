@@ -13,3 +13,5 @@ if ! cmp -s requirements.txt "$stamp" 2>/dev/null; then
   cp requirements.txt "$stamp"
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+# The small second environment for `--target` (deviceless GPU compile with jax's CUDA plugin): docs/gpu-target.md.
+bash scripts/setup-cuda-target.sh
