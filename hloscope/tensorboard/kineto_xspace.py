@@ -82,17 +82,22 @@ class _Plane:
         else:  # lists (shapes, grid sizes), dicts, huge ints: keep them readable
             stat.str_value = json.dumps(value)
 
-    def finish(self) -> None:
-        """Write the collected lines into the protobuf: time-ordered events, offsets relative to the line start."""
+    def first_start_ns(self) -> int | None:
+        starts = [event[0] for line in self.lines.values() for event in line.events]
+        return min(starts) if starts else None
+
+    def finish(self, origin_ns: int) -> None:
+        """Write the collected lines into the protobuf: time-ordered events, offsets relative to the line start,
+        line starts relative to `origin_ns`."""
         for line in self.lines.values():
             if not line.events:
                 continue
             line.events.sort(key=lambda e: (e[0], -e[1]))
             proto_line = self.proto.lines.add()
-            proto_line.id = proto_line.display_id = line.id
+            proto_line.id = line.id
             proto_line.name = line.name
             start_ns = line.events[0][0]
-            proto_line.timestamp_ns = start_ns
+            proto_line.timestamp_ns = start_ns - origin_ns
             end_ps = 0
             for event_start_ns, duration_ps, name, args in line.events:
                 event = proto_line.events.add()
@@ -131,7 +136,7 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
         if phase not in ("X", "i", "I") or (phase in ("i", "I") and event.get("s") == "g"):
             result.dropped[phase or "?"] += 1
             continue
-        start_ns = base_ns + round(float(event.get("ts", 0)) * 1000)
+        start_ns = base_ns + _us_to_ns(event.get("ts", 0))
         duration_ps = max(0, round(float(event.get("dur", 0)) * 1_000_000))
         args = _stats(event)
         category = event.get("cat") or ""
@@ -151,9 +156,15 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
         result.events += 1
 
     _name_host_lines(host_plane, thread_names, process_names)
-    host_plane.finish()
-    for plane in gpu_planes.values():
-        plane.finish()
+    planes = [host_plane, *gpu_planes.values()]
+    # Times start at 0, as in JAX's own xplanes: XProf computes in picoseconds, and Kineto's wall-clock nanoseconds
+    # (~1.8e18) times 1000 overflow 64 bits. The wall-clock start is kept as a stat of the host plane.
+    starts = [start for start in (plane.first_start_ns() for plane in planes) if start is not None]
+    origin_ns = min(starts, default=0)
+    if starts:
+        host_plane.set_stat(host_plane.proto, "kineto_start_time_ns", origin_ns)
+    for plane in planes:
+        plane.finish(origin_ns)
     return result
 
 
@@ -216,6 +227,9 @@ def _gpu_plane(xspace: Any, device: int, properties: Mapping[str, Any] | None) -
     plane = _Plane(xspace.planes.add())
     plane.proto.id, plane.proto.name = device + 1, f"/device:GPU:{device}"
     if properties:
+        vendor = _vendor(str(properties.get("name", "")))
+        if vendor:
+            plane.set_stat(plane.proto, "device_vendor", vendor)
         # Plane stats under the names XProf's GPU profiles use (see a CUPTI xplane's /device:GPU:N plane).
         for kineto_key, xprof_name in (
             ("name", "device_name"),
@@ -227,6 +241,23 @@ def _gpu_plane(xspace: Any, device: int, properties: Mapping[str, Any] | None) -
             if kineto_key in properties:
                 plane.set_stat(plane.proto, xprof_name, properties[kineto_key])
     return plane
+
+
+def _vendor(device_name: str) -> str | None:
+    """XProf's `device_vendor` values ("Nvidia", "AMD") from the device name Kineto reports."""
+    upper = device_name.upper()
+    if "NVIDIA" in upper or upper.startswith(("TESLA", "QUADRO", "GEFORCE")):
+        return "Nvidia"
+    if "AMD" in upper or "INSTINCT" in upper or "RADEON" in upper:
+        return "AMD"
+    return None
+
+
+def _us_to_ns(microseconds: Any) -> int:
+    """Kineto's float microseconds as exact integer nanoseconds (wall-clock values need more than a double's digits)."""
+    value = float(microseconds)
+    whole = math.floor(value)
+    return int(whole) * 1000 + round((value - whole) * 1000)
 
 
 def _as_int(value: Any, default: int = 0) -> int:

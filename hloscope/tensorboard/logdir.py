@@ -64,7 +64,11 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
             + " / *".join(KINETO_SUFFIXES)
             + "; record some with `hloscope run --profile`)",
         )
-    base = directory.parent if _is_record_dir(directory) or directory in found else directory
+    # Names start at the directory above the comparison (or the lone run) that `directory` is or is inside of.
+    resolved = directory.resolve()
+    base = resolved.parent if _is_record_dir(resolved) or directory in found else resolved
+    while _is_record_dir(base) and base != base.parent:
+        base = base.parent
     sessions = []
     for run_dir, entries in sorted(found.items()):
         run_name = _run_name(run_dir, base, directory)

@@ -1,0 +1,215 @@
+"""Kineto -> XSpace conversion, checked with XProf's and JAX's own readers on real GPU traces, and the run naming."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hloscope.errors import InputError
+from hloscope.tensorboard.convert import convert_kineto_file, host_name
+from hloscope.tensorboard.logdir import ViewLogdir, find_sessions
+from hloscope.tensorboard.xplane_proto import PROTO_FILE, xspace_class
+
+# A100 Kineto trace from HolisticTraceAnalysis (SOURCES.md: 1,408 events, 79 kernels, streams 7 and 20).
+ALEXNET = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+
+
+def load_json(path: Path) -> dict:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def alexnet(fixtures_dir, tmp_path_factory):
+    source = fixtures_dir / ALEXNET
+    xplane, conversion = convert_kineto_file(source, tmp_path_factory.mktemp("alexnet"))
+    return source, xplane, conversion
+
+
+def profile_events(xplane: Path) -> list[tuple[str, str, str, float, dict]]:
+    from jax.profiler import ProfileData
+
+    data = ProfileData.from_file(str(xplane))
+    return [
+        (plane.name, line.name, event.name, event.duration_ns, dict(event.stats))
+        for plane in data.planes
+        for line in plane.lines
+        for event in line.events
+    ]
+
+
+def test_xspace_class_is_xprofs_schema():
+    xspace = xspace_class()
+    assert xspace.DESCRIPTOR.full_name == "tensorflow.profiler.XSpace"
+    assert xspace.DESCRIPTOR.file.name == PROTO_FILE
+    event_fields = {f.name: f.number for f in xspace.DESCRIPTOR.fields_by_name["planes"].message_type.fields}
+    assert event_fields == {"id": 1, "name": 2, "lines": 3, "event_metadata": 4, "stat_metadata": 5, "stats": 6}
+
+
+def test_every_complete_event_is_converted(alexnet):
+    source, xplane, conversion = alexnet
+    raw = load_json(source)["traceEvents"]
+    complete = [e for e in raw if e.get("ph") == "X"]
+    events = profile_events(xplane)
+    assert conversion.events == len(complete) == len(events)
+    assert Counter(name for _, _, name, _, _ in events) == Counter(e["name"] for e in complete)
+    # Flow arrows and global instant markers are what is left out, and they are counted.
+    assert conversion.dropped == Counter(e["ph"] for e in raw if e.get("ph") in ("s", "f") or e.get("s") == "g")
+
+
+def test_gpu_plane_has_streams_kernels_and_device_properties(alexnet):
+    from jax.profiler import ProfileData
+
+    source, xplane, _ = alexnet
+    raw = load_json(source)
+    planes = {plane.name: plane for plane in ProfileData.from_file(str(xplane)).planes}
+    assert set(planes) == {"/host:CPU", "/device:GPU:0"}
+    gpu = planes["/device:GPU:0"]
+    stats = dict(gpu.stats)
+    properties = raw["deviceProperties"][0]
+    assert stats["device_name"] == properties["name"] == "NVIDIA A100-PG509-200"
+    assert (stats["compute_cap_major"], stats["compute_cap_minor"], stats["core_count"]) == (8, 0, 108)
+    assert {"Stream #7", "Stream #20"} <= {line.name for line in gpu.lines}
+    kernels = [e for line in gpu.lines for e in line.events if dict(e.stats).get("kineto_category") == "kernel"]
+    assert len(kernels) == 79
+    # Correlation ids survive under XProf's name, so a kernel can be matched to its cudaLaunchKernel.
+    raw_kernels = {(e["name"], e["args"]["correlation"]) for e in raw["traceEvents"] if e.get("cat") == "kernel"}
+    assert {(e.name, dict(e.stats)["correlation_id"]) for e in kernels} == raw_kernels
+
+
+def test_xprof_trace_viewer_shows_every_event_with_a_duration(alexnet):
+    from xprof.convert import raw_to_tool_data
+
+    _, xplane, _ = alexnet
+    data, content_type = raw_to_tool_data.xspace_to_tool_data([str(xplane)], "trace_viewer", {})
+    assert content_type == "application/json"
+    shown = Counter(e["name"] for e in json.loads(data)["traceEvents"] if e.get("ph") == "X")
+    # XProf's trace viewer leaves out zero-length events (docs/tensorboard.md); every other event is drawn.
+    expected = Counter(name for _, _, name, duration, _ in profile_events(xplane) if duration > 0)
+    assert shown == expected
+    assert sum(shown.values()) == 728
+
+
+def test_xprof_kernel_stats_read_the_launch_details(alexnet):
+    from xprof.convert import raw_to_tool_data
+
+    source, xplane, _ = alexnet
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(xplane)], "kernel_stats", {})
+    table = json.loads(data)
+    columns = [c["id"] for c in table["cols"]]
+    rows = [dict(zip(columns, (cell["v"] for cell in row["c"]))) for row in table["rows"]]
+    assert sum(row["occurrences"] for row in rows) == 79
+    launches = Counter(
+        (e["name"], e["args"]["registers per thread"], e["args"]["shared memory"], ",".join(map(str, e["args"]["grid"])),
+         ",".join(map(str, e["args"]["block"])))
+        for e in load_json(source)["traceEvents"] if e.get("cat") == "kernel"
+    )  # fmt: skip
+    reported = Counter({(r["kernel_name"], r["registers_per_thread"], r["shmem_bytes"], r["grid_dim"], r["block_dim"]):
+                        r["occurrences"] for r in rows})  # fmt: skip
+    assert reported == launches
+
+
+def test_times_start_at_zero_and_keep_the_wall_clock_start(alexnet):
+    from jax.profiler import ProfileData
+
+    source, xplane, _ = alexnet
+    first_us = min(e["ts"] for e in load_json(source)["traceEvents"] if e.get("ph") == "X")
+    data = ProfileData.from_file(str(xplane))
+    host = next(plane for plane in data.planes if plane.name == "/host:CPU")
+    assert dict(host.stats)["kineto_start_time_ns"] == round(first_us * 1000)
+    assert min(e.start_ns for p in data.planes for line in p.lines for e in line.events) == 0
+
+
+def test_host_name_from_trace_handler_file_names():
+    assert host_name(Path("vm_9398.1796011551657941891.pt.trace.json")) == "vm_9398"
+    assert host_name(Path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")) == "rank-0"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "invalid JSON"), (b'{"traceEvents": [{"ph": "X", ', "invalid JSON"), (b'{"other": 1}', "no 'traceEvents'")],
+)
+def test_bad_kineto_file_is_one_input_error_naming_it(tmp_path, content, message):
+    bad = tmp_path / "worker.1.pt.trace.json"
+    bad.write_bytes(content)
+    with pytest.raises(InputError) as error:
+        convert_kineto_file(bad, tmp_path / "out")
+    assert str(bad) in str(error.value) and message in str(error.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_corrupt_gzip_is_an_input_error(tmp_path, fixtures_dir):
+    truncated = tmp_path / "worker.1.pt.trace.json.gz"
+    truncated.write_bytes((fixtures_dir / ALEXNET).read_bytes()[:5000])
+    with pytest.raises(InputError, match="worker.1.pt.trace.json.gz"):
+        convert_kineto_file(truncated, tmp_path / "out")
+
+
+# --- run naming: what the profile plugin will list ------------------------------------------------------------------
+
+
+def make_layout(root: Path, files: list[str]) -> None:
+    for relative in files:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(b"")
+
+
+COMPARISON = [
+    "cmp/comparison.json",
+    "cmp/jax/run.json",
+    "cmp/jax/plugins/profile/2026_11_30_04_05_52/vm.xplane.pb",
+    "cmp/jax/plugins/profile/2026_11_30_04_05_52/vm.trace.json.gz",
+    "cmp/torch_xla/plugins/profile/2026_11_30_04_06_00/vm.xplane.pb",
+    "cmp/pytorch/kineto/vm_1.17960.pt.trace.json",
+    "cmp/pytorch_compile/kineto/vm_2.17961.pt.trace.json.gz",
+    "single/plugins/profile/2026_11_30_05_00_00/vm.xplane.pb",
+]
+
+
+def test_runs_are_named_comparison_slash_mode(tmp_path):
+    make_layout(tmp_path, COMPARISON)
+    names = {s.name: s.format for s in find_sessions(tmp_path)}
+    assert names == {"cmp/jax": "xplane", "cmp/torch_xla": "xplane", "cmp/pytorch": "kineto",
+                     "cmp/pytorch_compile": "kineto", "single": "xplane"}  # fmt: skip
+    # Pointed at the comparison itself, or at one of its runs, the names stay the same.
+    assert {s.name for s in find_sessions(tmp_path / "cmp")} == {"cmp/jax", "cmp/torch_xla", "cmp/pytorch",
+                                                                 "cmp/pytorch_compile"}  # fmt: skip
+    assert [s.name for s in find_sessions(tmp_path / "cmp" / "jax")] == ["cmp/jax"]
+
+
+def test_several_sessions_of_one_run_keep_their_session_names(tmp_path):
+    make_layout(tmp_path, ["cmp/jax/plugins/profile/2026_a/vm.xplane.pb", "cmp/jax/plugins/profile/2026_b/vm.xplane.pb",
+                           "cmp/jax/plugins/profile/2026_b/other.xplane.pb"])  # fmt: skip
+    sessions = find_sessions(tmp_path)
+    assert [(s.name, len(s.files)) for s in sessions] == [("cmp/jax/2026_a", 1), ("cmp/jax/2026_b", 2)]
+
+
+def test_no_profiles_or_no_directory_is_an_input_error(tmp_path):
+    make_layout(tmp_path, ["cmp/comparison.json", "cmp/jax/run.json"])
+    with pytest.raises(InputError, match="no profiles found"):
+        find_sessions(tmp_path)
+    with pytest.raises(InputError, match="no such directory"):
+        find_sessions(tmp_path / "missing")
+
+
+def test_view_links_xplanes_and_skips_a_bad_kineto_trace(tmp_path, fixtures_dir):
+    make_layout(tmp_path / "src", ["cmp/jax/plugins/profile/2026_a/vm.xplane.pb",
+                                   "cmp/pytorch_compile/kineto/broken.1.pt.trace.json"])  # fmt: skip
+    kineto = tmp_path / "src/cmp/pytorch/kineto/rank-0.1.pt.trace.json.gz"
+    kineto.parent.mkdir(parents=True)
+    kineto.write_bytes((fixtures_dir / ALEXNET).read_bytes())
+    before = sorted(p for p in (tmp_path / "src").rglob("*"))
+    view = ViewLogdir(tmp_path / "src", tmp_path / "view")
+    shown = view.sync()
+    assert [s.name for s in shown] == ["cmp/jax", "cmp/pytorch"]
+    assert list(view.problems) == ["cmp/pytorch_compile"]
+    link = tmp_path / "view/cmp/plugins/profile/jax/vm.xplane.pb"
+    assert link.is_symlink() and link.resolve() == (tmp_path / "src/cmp/jax/plugins/profile/2026_a/vm.xplane.pb")
+    assert (tmp_path / "view/cmp/plugins/profile/pytorch/rank-0.xplane.pb").stat().st_size > 0
+    assert not (tmp_path / "view/cmp/plugins/profile/pytorch_compile").exists()
+    assert sorted(p for p in (tmp_path / "src").rglob("*")) == before  # nothing written next to the user's files
