@@ -1,0 +1,100 @@
+"""The timed loop waits for the device, and its statistics are the textbook ones."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from hloscope.backends.timing import StepLog, run_loop, step_statistics
+
+
+class DelayedResult:
+    """What an asynchronous framework returns: the call comes back at once, the value is ready `delay` later."""
+
+    def __init__(self, delay: float, value: float):
+        self.value = value
+        self.ready = threading.Event()
+        self.ready_at = time.perf_counter() + delay
+        threading.Timer(delay, self.ready.set).start()
+
+
+def test_the_timer_counts_the_time_until_the_result_is_ready():
+    delay = 0.05
+    dispatched: list[float] = []
+
+    def step(index):
+        start = time.perf_counter()
+        result = DelayedResult(delay, 10.0 - index)
+        dispatched.append(time.perf_counter() - start)
+        return result
+
+    log = StepLog()
+    run_loop(step, wait=lambda result: result.ready.wait(), loss_of=lambda result: result.value,
+             steps=4, warmup=2, log=log)
+    assert len(log.step_times_s) == 4 and len(log.warmup_times_s) == 1 and log.first_step_s is not None
+    # The calls themselves returned almost at once; every recorded step still covers the whole delay.
+    assert max(dispatched) < delay / 5
+    assert min(log.step_times_s) >= delay
+    assert log.window_s >= 4 * delay
+    assert log.losses == [10.0, 10.0 - 5]  # first step's loss, then the last timed step's
+
+
+def test_without_waiting_the_same_steps_look_instant():
+    """The counter-check: a timer that does not wait would report the dispatch time only."""
+    log = StepLog()
+    run_loop(lambda i: DelayedResult(0.05, 1.0), wait=lambda result: None, loss_of=lambda r: r.value,
+             steps=3, warmup=1, log=log)
+    assert max(log.step_times_s) < 0.05
+
+
+def test_jax_wait_blocks_until_the_outputs_are_computed():
+    jax = pytest.importorskip("jax")
+    from hloscope.backends import jax_mode
+
+    session = jax_mode.JaxSession.__new__(jax_mode.JaxSession)
+    x = jax.numpy.ones((512, 512))
+    outputs = (jax.jit(lambda a: jax.lax.fori_loop(0, 40, lambda _, b: jax.numpy.tanh(b @ a), a))(x), {"loss": x[0, 0]})
+    session.wait(outputs)
+    # block_until_ready returned, so every leaf is materialised: reading it now cannot wait for the device.
+    assert all(leaf.is_ready() for leaf in jax.tree_util.tree_leaves(outputs))
+
+
+def test_torch_xla_wait_syncs_and_waits_for_device_ops(monkeypatch):
+    pytest.importorskip("torch_xla")
+    from hloscope.backends.torch_xla_mode import TorchXlaSession
+
+    calls = []
+    session = TorchXlaSession.__new__(TorchXlaSession)
+    session.options = type("O", (), {"warmup": 0, "compile_model": True})()
+    session.current_index = 5
+    session.torch_xla = type("T", (), {"sync": staticmethod(lambda: calls.append("sync"))})()
+    session.xm = type("X", (), {"wait_device_ops": staticmethod(lambda: calls.append("wait_device_ops"))})()
+    session.wait(object())
+    assert calls == ["sync", "wait_device_ops"]
+
+
+def test_statistics_match_numpy():
+    times = [0.010, 0.012, 0.011, 0.030, 0.009, 0.0105, 0.0111]
+    stats = step_statistics(times, batch_size=8, window_s=0.1)
+    assert stats["median_s"] == pytest.approx(np.median(times))
+    assert stats["mean_s"] == pytest.approx(np.mean(times))
+    assert stats["p10_s"] == pytest.approx(np.percentile(times, 10))
+    assert stats["p90_s"] == pytest.approx(np.percentile(times, 90))
+    assert stats["std_s"] == pytest.approx(np.std(times, ddof=1))
+    assert stats["throughput_img_s"] == pytest.approx(8 / np.median(times))
+    assert stats["window_mean_s"] == pytest.approx(0.1 / 7)
+
+
+def test_an_interrupted_loop_keeps_the_steps_it_measured():
+    log = StepLog()
+
+    def on_step(phase, index):
+        if phase == "timed" and len(log.step_times_s) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(lambda i: i, lambda o: None, float, steps=10, warmup=1, log=log, on_step=on_step)
+    assert len(log.step_times_s) == 3 and log.window_s is None
