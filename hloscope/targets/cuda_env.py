@@ -33,7 +33,7 @@ def _has_plugin_here() -> bool:
 def find_target_python() -> str | None:
     explicit = os.environ.get(ENV_VAR)
     if explicit:
-        return explicit
+        return explicit if os.access(explicit, os.X_OK) else None
     for root in (_checkout_root(), Path.cwd()):
         candidate = root / ".venv-cuda" / "bin" / "python"
         if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -45,6 +45,8 @@ def find_target_python() -> str | None:
 
 def require_target_python() -> str:
     python = find_target_python()
+    if python is None and os.environ.get(ENV_VAR):
+        raise MissingDependency("jax-cuda12-plugin", f"{ENV_VAR}={os.environ[ENV_VAR]} is not an executable Python")
     if python is None:
         raise MissingDependency("jax-cuda12-plugin", f"--target compiles with jax's CUDA plugin; create its environment "
                                 f"with `bash {SETUP_SCRIPT}` or set {ENV_VAR} to a Python that has jax[cuda12]")

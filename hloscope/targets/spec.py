@@ -51,7 +51,7 @@ def _tokenize(text: str, path: str) -> list[tuple[str, str, int, int]]:
     return tokens
 
 
-def _parse_fields(tokens, pos, path, top=False):
+def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0)):
     out: dict = {}
     while pos < len(tokens):
         kind, value, line, col = tokens[pos]
@@ -68,7 +68,7 @@ def _parse_fields(tokens, pos, path, top=False):
             raise ParseError(path, f"field {value!r} has no value", line, col)
         vkind, vtext, vline, vcol = tokens[pos]
         if vtext == "{":
-            pos, item = _parse_fields(tokens, pos + 1, path)
+            pos, item = _parse_fields(tokens, pos + 1, path, opened_at=(vline, vcol))
         elif vkind == "str":
             item, pos = bytes(vtext[1:-1], "utf-8").decode("unicode_escape"), pos + 1
         elif vkind == "word":
@@ -84,7 +84,7 @@ def _parse_fields(tokens, pos, path, top=False):
         else:
             out[value] = item
     if not top:
-        raise ParseError(path, "missing '}' at end of file", tokens[-1][2], tokens[-1][3])
+        raise ParseError(path, "this '{' is never closed", *opened_at)
     return pos, out
 
 
