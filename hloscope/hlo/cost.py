@@ -198,6 +198,8 @@ class CostAnalysis:
             cost.flops = _conv_flops(instr)
         elif op == "tuple":
             cost.bytes_accessed = shape_size(instr.shape)
+        elif op == "opt-barrier":  # measured against XLA: the tuple's index table plus every array it carries
+            cost.bytes_accessed = shape_size(instr.shape) + instr.shape.byte_size
         elif op == "transpose":
             if _transpose_is_bitcast(instr):
                 return Cost()

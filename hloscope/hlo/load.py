@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -88,39 +87,34 @@ def dump_files(directory: Path) -> list[Path]:
     return [f[3] for f in files]
 
 
-def _run_json_artifacts(run_dir: Path) -> list[dict]:
-    try:
-        from hloscope import rundir  # the harness's reader validates run.json when it is there
-    except ImportError:
-        rundir = None
-    if rundir is not None and hasattr(rundir, "load_run"):
-        record = rundir.load_run(run_dir)
-    else:
-        path = run_dir / "run.json"
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise InputError(path, f"not a readable run.json: {error}") from None
-    artifacts = record.get("artifacts") if isinstance(record, dict) else None
-    if not isinstance(artifacts, list):
-        raise InputError(run_dir / "run.json", "has no 'artifacts' list")
-    return [a for a in artifacts if isinstance(a, dict)]
-
-
 def load_run_dir(run_dir: Path) -> list[LoadedModule]:
-    artifacts = [a for a in _run_json_artifacts(run_dir) if a.get("kind") == "hlo"]
-    chosen = [a for a in artifacts if a.get("train_step")]
+    """The train-step HLO modules a run directory lists in run.json (artifacts of kind 'hlo' with train_step true)."""
+    from hloscope import rundir
+
+    record = rundir.load_run(run_dir)
+    chosen = [a for a in record["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")]
     if not chosen:
-        raise InputError(run_dir / "run.json", "lists no HLO artifact of the train step (kind 'hlo', train_step true)")
+        raise InputError(Path(run_dir) / "run.json", "lists no HLO artifact of the train step (kind 'hlo', train_step true)")
     out = []
     for artifact in chosen:
-        file = run_dir / str(artifact.get("path", ""))
-        if not file.is_file():
-            raise InputError(file, "HLO file listed in run.json is missing")
-        for loaded in load_file(file, stage=artifact.get("stage")):
-            loaded.extra["mode"] = artifact.get("mode")
+        for loaded in load_file(rundir.artifact_path(record, artifact), stage=artifact.get("stage")):
+            loaded.extra["mode"] = record.get("mode")
+            loaded.extra["run_dir"] = str(run_dir)
             out.append(loaded)
     return out
+
+
+def _inherit_platform(modules: list[LoadedModule]) -> None:
+    """A dump's before-optimizations file does not name the platform; its after-optimizations sibling does."""
+    known = {}
+    for item in modules:
+        match = DUMP_NAME.match(Path(item.file).name)
+        if match and item.platform != "unknown":
+            known[(match["id"], match["name"])] = (item.platform, item.gpu_arch)
+    for item in modules:
+        match = DUMP_NAME.match(Path(item.file).name)
+        if match and item.platform == "unknown" and (match["id"], match["name"]) in known:
+            item.platform, item.gpu_arch = known[(match["id"], match["name"])]
 
 
 def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
@@ -130,8 +124,22 @@ def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
         raise InputError(path, "no such file or directory")
     if path.is_file():
         return load_file(path)
-    if (path / "run.json").is_file():
-        return load_run_dir(path)
+    if (path / "run.json").is_file() or (path / "comparison.json").is_file():
+        from hloscope.rundir import find_runs
+
+        runs = find_runs(path)
+        if len(runs) == 1:
+            return load_run_dir(runs[0])
+        out = []
+        for run in runs:  # a comparison: modes without XLA (PyTorch eager, inductor) have no HLO to show
+            try:
+                out.extend(load_run_dir(run))
+            except InputError as error:
+                if "lists no HLO artifact" not in error.message:
+                    raise
+        if not out:
+            raise InputError(path, "none of the runs here recorded a train-step HLO module")
+        return out
     files = dump_files(path)
     if not files:
         raise InputError(
@@ -140,4 +148,5 @@ def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
     out = []
     for file in files:
         out.extend(load_file(file))
+    _inherit_platform(out)
     return out

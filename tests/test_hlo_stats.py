@@ -1,0 +1,144 @@
+"""`hloscope hlo stats`: numbers checked against XLA itself (HloCostAnalysis, thunk sequences) and the fixtures' facts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from hloscope.hlo.cost import module_cost
+from hloscope.hlo.load import load_modules
+from hloscope.hlo.parser import parse_hlo_file
+from hloscope.hlo.stats import module_stats
+from test_hlo_parser import hlo_fixture_files, split_for_xla
+
+GPU_AOT = sorted((FIXTURES / "gpu_aot").glob("*/")) if (FIXTURES / "gpu_aot").is_dir() else []
+REQUIRED_KEYS = ["name", "file", "stage", "platform", "computations", "instructions", "opcodes", "fusions", "kernels",
+                 "custom_calls", "flops", "bytes_accessed", "memory", "collectives"]
+
+
+def xla_cost(text: str) -> dict:
+    _hlo = pytest.importorskip("jaxlib._hlo")
+    from jaxlib import _jax
+
+    return _jax.hlo_module_cost_analysis(_jax.get_tfrt_cpu_client(), _hlo.hlo_module_from_text(text))
+
+
+def assert_close_to_xla(ours, theirs: dict, custom_calls: int, rel: float = 1e-4):
+    """XLA sums float32 values (rounding) and counts each custom call as -1 FLOP and -1 byte."""
+    for key, value in (("flops", ours.flops), ("transcendentals", ours.transcendentals), ("bytes accessed", ours.bytes_accessed)):
+        expected = theirs.get(key, 0.0)
+        assert value == pytest.approx(expected, rel=rel, abs=custom_calls + 1), key
+
+
+@pytest.mark.parametrize("path", hlo_fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_cost_agrees_with_xla_cost_analysis(path: Path):
+    for module, chunk in zip(parse_hlo_file(path), split_for_xla(path.read_text())):
+        cost, analysis = module_cost(module)
+        assert_close_to_xla(cost, xla_cost(chunk), len(analysis.uncosted))
+
+
+def thunk_counts(path: Path) -> dict[str, int]:
+    """Thunk kinds in XLA's thunk_sequence.txt, counted with a plain regex (`001: kCopy  [...] ...`)."""
+    counts: dict[str, int] = {}
+    for kind in re.findall(r"(?m)^\d+:\s+(k\w+)", path.read_text()):
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("folder", GPU_AOT, ids=lambda p: p.name)
+def test_gpu_kernel_count_agrees_with_xla_thunk_sequence(folder: Path):
+    (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
+    assert after.platform == "gpu" and after.gpu_arch.startswith("sm_")
+    stats = module_stats(after)
+    thunks = thunk_counts(next(folder.glob("*thunk_sequence.txt")))
+    breakdown = stats["kernel_breakdown"]
+    assert breakdown.get("generated", 0) == thunks.get("kCustomKernel", 0)
+    assert breakdown.get("cublas", 0) == thunks.get("kCublasLtMatmul", 0) + thunks.get("kGemm", 0)
+    assert breakdown.get("cudnn", 0) == thunks.get("kConvolution", 0) + thunks.get("kCuDnn", 0)
+    assert stats["copies"] == thunks.get("kCopy", 0)
+    assert stats["kernels"] == sum(n for kind, n in thunks.items() if kind != "kCopy")
+
+
+def test_gpu_aot_facts_from_sources_md():
+    folder = FIXTURES / "gpu_aot/vit_tiny_sm90_triton"
+    if not folder.is_dir():
+        pytest.skip("fixtures not present")
+    (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
+    stats = module_stats(after)
+    fusions = stats["fusions"]
+    assert (fusions["kLoop"], fusions["kInput"]) == (81, 38)
+    assert sum(n for k, n in fusions.items() if k.startswith("kCustom")) == 47
+    assert fusions["kCustom:__triton"] == 4
+    assert stats["custom_calls"] == {"__cudnn$convBiasActivationForward": 2}
+    assert stats["kernels"] == 168 and stats["copies"] == 13
+    base = [m for m in load_modules(FIXTURES / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations"][0]
+    base_stats = module_stats(base)
+    assert base_stats["custom_calls"]["__cublas$lt$matmul"] == 243
+    assert (base_stats["fusions"]["kLoop"], base_stats["fusions"]["kInput"]) == (399, 354)
+
+
+def test_memory_from_buffer_assignment_and_report():
+    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
+    if not folder.is_dir():
+        pytest.skip("fixtures not present")
+    (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
+    memory = module_stats(after)["memory"]
+    text = Path(after.buffer_assignment).read_text()
+    sizes = [int(s) for s in re.findall(r"(?m)^allocation \d+: size (\d+)", text)]
+    assert memory["buffer_assignment"]["allocations"] == len(sizes)
+    assert memory["buffer_assignment"]["largest"][0]["size"] == max(sizes) == 5214480
+    assert memory["memory_report"]["by_memory_space"]["default (color=0)"] == 8295416
+    # f32[512] + f32[784,512] + f32[512] + f32[512,512] + f32[10] + f32[512,10] + f32[128,784] + s32[128]
+    assert memory["parameter_bytes"] == 4 * (512 + 784 * 512 + 512 + 512 * 512 + 10 + 512 * 10 + 128 * 784 + 128)
+    tpu = load_modules(FIXTURES / "pytorch_xla/keep_rolled_script/log/module_0002.jit_f.after_optimizations.txt")[0]
+    assert tpu.platform == "tpu"
+    assert module_stats(tpu)["memory"]["buffer_assignment"]["total_bytes"] == 1024  # "Total bytes used: 1024"
+
+
+def test_stats_json_cli(cli_run):
+    path = FIXTURES / "openxla_xla/gpu_tests/kernel_reuse.hlo"
+    if not path.exists():
+        pytest.skip("fixtures not present")
+    code, out, err = cli_run("hlo", "stats", "--json", str(path))
+    assert code == 0, err
+    modules = json.loads(out)["modules"]
+    assert len(modules) == 5  # the file holds 5 modules separated by `// -----`
+    for module in modules:
+        assert list(module)[: len(REQUIRED_KEYS)] == REQUIRED_KEYS
+        assert module["platform"] == "gpu"
+        assert sum(module["opcodes"].values()) == module["instructions"]
+        assert module["xla_cost"]["flops"] == pytest.approx(module["flops"], abs=module["uncosted_custom_calls"] + 1)
+    first = modules[0]
+    assert first["computations"] == 4 and first["instructions"] == 21
+    assert first["fusions"] == {"kLoop": 3} and first["custom_calls"] == {"__cublas$lt$matmul": 4}
+    assert first["kernels"] == 7
+
+
+def test_stats_tables_cli(cli_run):
+    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
+    if not folder.is_dir():
+        pytest.skip("fixtures not present")
+    code, out, err = cli_run("hlo", "stats", "--no-xla-cost", str(folder))
+    assert code == 0, err
+    assert "jit_train_step" in out and "kernels by kind" in out and "before_optimizations" in out
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent / "data/bad").glob("hlo_*")))
+def test_bad_hlo_inputs_exit_2_with_one_line(cli_run, name):
+    path = Path(__file__).parent / "data/bad" / name
+    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(path))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert re.match(rf"hloscope: error: {re.escape(str(path))}:\d+:\d+: \S", lines[0]), lines[0]
+
+
+def test_missing_path_and_empty_dir(cli_run, tmp_path):
+    code, _, err = cli_run("hlo", "stats", str(tmp_path / "nope.hlo"))
+    assert code == 2 and "no such file" in err
+    code, _, err = cli_run("hlo", "stats", str(tmp_path))
+    assert code == 2 and "no HLO modules here" in err
