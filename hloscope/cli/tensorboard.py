@@ -55,8 +55,8 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
             server.start()
             server.wait_ready()
             page = server.url + "#profile"
-            click.echo(f"TensorBoard {version} with the profile plugin: {page}")
             _print_sessions(sessions, directory)
+            click.echo(f"TensorBoard {version} with the profile plugin: {page}")
             click.echo("Press Ctrl-C to stop.")
             sys.stdout.flush()
             if open_browser:

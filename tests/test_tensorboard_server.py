@@ -1,0 +1,253 @@
+"""`hloscope tensorboard` end to end: a real TensorBoard + XProf on 127.0.0.1, asked over HTTP and by headless chromium."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import ARTIFACTS, REPO
+
+MODE_DIRS = ("pytorch", "pytorch_compile", "torch_xla", "torch_xla_compile", "jax")
+A100_KINETO = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+AMD_JAX_XPLANE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
+URL_PREFIX = "TensorBoard "
+READY_LINE = "Press Ctrl-C to stop."
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_json(url: str):
+    """GET a plugin endpoint; TensorBoard gzips its responses."""
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with _NO_PROXY.open(request, timeout=120) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+    return json.loads(body)
+
+
+def child_pids(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@contextmanager
+def hloscope_tensorboard(directory: Path, *args: str, timeout_s: float = 180):
+    """Run `hloscope tensorboard DIRECTORY ARGS` until it says it is ready; always killed (whole group) at the end."""
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hloscope", "tensorboard", str(directory), "--host", "127.0.0.1", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout] and None, daemon=True).start()
+    try:
+        url, ready, stdout, deadline = None, False, [], time.monotonic() + timeout_s
+        while not ready and time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                if process.poll() is not None:
+                    break
+                continue
+            stdout.append(line)
+            if line.startswith(URL_PREFIX):
+                url = line.rsplit(" ", 1)[1].strip()
+            ready = line.strip() == READY_LINE
+        assert url and ready, f"no URL printed; stdout={stdout!r} stderr={process.stderr.read() if process.poll() is not None else ''}"
+        yield process, url.split("#")[0], stdout
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # the group we started: hloscope and its TensorBoard child
+        process.wait(timeout=30)
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+# --- real GPU traces copied from the fixtures: fast, no framework runs ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fixture_traces(fixtures_dir, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("traces")
+    kineto = root / "gpu-cmp" / "pytorch" / "kineto" / "a100_1.1695835535.pt.trace.json.gz"
+    kineto.parent.mkdir(parents=True)
+    shutil.copy(fixtures_dir / A100_KINETO, kineto)
+    xplane = root / "gpu-cmp" / "jax" / "plugins" / "profile" / "2025_01_01_00_00_00" / "mi355.xplane.pb"
+    xplane.parent.mkdir(parents=True)
+    shutil.copy(fixtures_dir / AMD_JAX_XPLANE, xplane)
+    (root / "gpu-cmp" / "comparison.json").write_text('{"schema_version": 1}')
+    return root
+
+
+def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
+    before = tree_state(fixture_traces)
+    with hloscope_tensorboard(fixture_traces) as (_, url, stdout):
+        assert sorted(http_json(url + "data/plugin/profile/runs")) == ["gpu-cmp/jax", "gpu-cmp/pytorch"]
+        assert "gpu-cmp/pytorch" in "".join(stdout) and "Kineto -> XSpace" in "".join(stdout)
+        tools = http_json(url + "data/plugin/profile/run_tools?run=gpu-cmp/pytorch")
+        assert "trace_viewer@" in tools and "kernel_stats" in tools
+        hosts = http_json(url + "data/plugin/profile/hosts?run=gpu-cmp/pytorch&tag=trace_viewer@")
+        assert hosts == [{"hostname": "a100_1"}]
+        query = urllib.parse.urlencode({"run": "gpu-cmp/pytorch", "tag": "trace_viewer@", "host": "a100_1"})
+        trace = http_json(url + "data/plugin/profile/data?" + query)
+        names = {e.get("name") for e in trace["traceEvents"]}
+        assert "ampere_sgemm_32x32_sliced1x4_tn" in names  # a cuBLAS kernel of the A100 trace, on its stream line
+        threads = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+        assert {"Stream #7", "Stream #20"} <= threads
+    assert tree_state(fixture_traces) == before  # the plugin's caches went to the generated logdir, not here
+
+
+# --- a tiny comparison with real traces of every mode, recorded by each framework's profiler ---------------------------
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("traces")
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    subprocess.run([sys.executable, str(REPO / "tests" / "tensorboard_traces.py"), str(root / "tiny-cmp")],
+                   check=True, env=env, timeout=600, capture_output=True)  # fmt: skip
+    return root
+
+
+@pytest.fixture(scope="module")
+def served_comparison(comparison):
+    with hloscope_tensorboard(comparison) as (process, url, stdout):
+        yield url
+
+
+@pytest.mark.slow
+def test_runs_endpoint_lists_every_mode(served_comparison):
+    runs = http_json(served_comparison + "data/plugin/profile/runs")
+    assert sorted(runs) == sorted(f"tiny-cmp/{mode}" for mode in MODE_DIRS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODE_DIRS)
+def test_tools_endpoint_offers_the_trace_viewer(served_comparison, mode):
+    tools = http_json(served_comparison + f"data/plugin/profile/run_tools?run=tiny-cmp/{mode}")
+    assert {"trace_viewer", "trace_viewer@"} & set(tools), tools
+
+
+@pytest.mark.slow
+def test_pytorch_step_is_in_the_trace_viewer(served_comparison, comparison):
+    kineto = next((comparison / "tiny-cmp" / "pytorch" / "kineto").glob("*.pt.trace.json"))
+    host = kineto.name.split(".")[0]
+    query = urllib.parse.urlencode({"run": "tiny-cmp/pytorch", "tag": "trace_viewer@", "host": host})
+    trace = http_json(served_comparison + "data/plugin/profile/data?" + query)
+    names = [e.get("name") for e in trace["traceEvents"] if e.get("ph") == "X"]
+    assert names.count("ProfilerStep#0") == 1 and names.count("ProfilerStep#1") == 1
+    assert "aten::mm" in names and "Optimizer.step#SGD.step" in names
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_path):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/install-browser.sh)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    shots = {
+        "tensorboard_profile.png": served_comparison + "#profile",
+        # XProf's trace viewer on the PyTorch run: the Kineto trace converted to XSpace, drawn by XProf.
+        "tensorboard_pytorch_trace.png": _trace_viewer_page(served_comparison, comparison),
+    }
+    for name, page in shots.items():
+        target = ARTIFACTS / name
+        target.unlink(missing_ok=True)
+        subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={target}", "--window-size=1400,900",
+             "--virtual-time-budget=20000", page],
+            check=True, capture_output=True, timeout=180,
+        )  # fmt: skip
+        assert target.stat().st_size > 20_000, name  # a blank 1400x900 PNG is a few kB
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _trace_viewer_page(url: str, comparison: Path) -> str:
+    kineto = next((comparison / "tiny-cmp" / "pytorch" / "kineto").glob("*.pt.trace.json"))
+    data = "/data/plugin/profile/data?" + urllib.parse.urlencode(
+        {"run": "tiny-cmp/pytorch", "tag": "trace_viewer@", "host": kineto.name.split(".")[0]}
+    )
+    query = urllib.parse.urlencode({"is_streaming": "true", "is_oss": "true", "trace_data_url": data})
+    return url + "data/plugin/profile/trace_viewer_index.html?" + query
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_tensorboard_and_leaves_nothing_behind(comparison):
+    before = tree_state(comparison)
+    with hloscope_tensorboard(comparison) as (process, url, _):
+        children = child_pids(process.pid)
+        assert children, "TensorBoard runs as a child process"
+        process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        assert process.wait(timeout=60) == 0
+        stderr = process.stderr.read()
+        assert "Traceback" not in stderr
+        assert not any(is_alive(pid) for pid in children)
+    assert tree_state(comparison) == before
+
+
+# --- errors: one line, exit code ------------------------------------------------------------------------------------
+
+
+def test_missing_directory_is_exit_2(cli_run, tmp_path):
+    code, _, err = cli_run("tensorboard", str(tmp_path / "nope"))
+    assert code == 2
+    assert err.strip() == f"hloscope: error: {tmp_path / 'nope'}: no such directory"
+
+
+def test_directory_without_profiles_is_exit_2(cli_run, tmp_path):
+    (tmp_path / "cmp" / "jax").mkdir(parents=True)
+    code, _, err = cli_run("tensorboard", str(tmp_path))
+    assert code == 2
+    assert "no profiles found" in err and len(err.strip().splitlines()) == 1
+
+
+def test_non_loopback_host_warns(cli_run, tmp_path):
+    code, _, err = cli_run("tensorboard", str(tmp_path / "nope"), "--host", "0.0.0.0")
+    assert "visible to everyone who can reach this machine on the network" in err.splitlines()[0]
+    assert code == 2  # and nothing was started: the directory does not exist
+
+
+@pytest.mark.parametrize(("missing", "package"), [("tensorboard", "tensorboard"), ("xprof", "tensorboard-plugin-profile")])
+def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, missing, package):
+    import importlib.util
+
+    from hloscope.tensorboard import server
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(server.importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    code, _, err = cli_run("tensorboard", str(tmp_path))
+    assert code == 3
+    assert err.strip().splitlines() == [
+        f"hloscope: error: this needs the Python package '{package}', which is not installed"
+        + (" (TensorBoard's profile plugin (XProf))" if package != "tensorboard" else "")
+        + f": pip install {package}"
+    ]
