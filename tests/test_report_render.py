@@ -84,7 +84,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     _numbers_shown(dom.stdout.replace("&#x27;", "'"))
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "explain_report.png"
+    shot = ARTIFACTS / "explain_report_constructed.png"
     shot.unlink(missing_ok=True)
     run = subprocess.run([chromium, *flags, "--hide-scrollbars", "--window-size=1100,2200", f"--screenshot={shot}",
                           page.as_uri()], capture_output=True, text=True, timeout=120)

@@ -93,6 +93,8 @@ def host_bound(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
 
 def _kind_deltas(slow: ModeSummary, fast: ModeSummary) -> dict[str, int]:
     kinds, base = slow.kernel_kinds, fast.kernel_kinds
+    if not kinds or not base:  # one side's program is unknown: no per-kind comparison
+        return {}
     deltas = {k: kinds.get(k, 0) - base.get(k, 0) for k in set(kinds) | set(base)}
     return dict(sorted(((k, d) for k, d in deltas.items() if d), key=lambda kv: (-kv[1], kv[0])))
 

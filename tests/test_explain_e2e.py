@@ -1,0 +1,125 @@
+"""hloscope explain (and diff) on a real CPU comparison of the tiny ViT: JAX against PyTorch/XLA, with HLO dumps and
+profiles. The figures in the report are checked against run.json and the hlo/trace statistics read separately."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+from conftest import ARTIFACTS, REPO
+from test_report_render import CHROMIUM_FLAGS, _chromium
+
+pytestmark = pytest.mark.slow
+
+
+def _hloscope(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    result = subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, env=env,
+                            cwd=REPO, timeout=900)
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("compare")
+    _hloscope("compare", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "8",
+              "--warmup", "3", "--dump-hlo", "--profile", "--out", str(out))
+    (path,) = out.glob("compare-*")
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(comparison) -> dict:
+    return json.loads(_hloscope("explain", str(comparison), "--json").stdout)
+
+
+def _medians(comparison: Path) -> dict[str, float]:
+    return {m: json.loads((comparison / m / "run.json").read_text())["timing"]["median_s"] for m in ("jax", "torch_xla")}
+
+
+def test_gaps_are_the_run_medians(comparison, report):
+    medians = _medians(comparison)
+    fastest = min(medians, key=medians.get)
+    assert report["fastest"] == fastest
+    by_mode = {m["mode"]: m for m in report["modes"]}
+    for mode, median in medians.items():
+        assert by_mode[mode]["step_time_s"] == pytest.approx(median)
+        assert by_mode[mode]["gap_s"] == pytest.approx(median - medians[fastest])
+    slow = by_mode["torch_xla" if fastest == "jax" else "jax"]
+    assert slow["contributors"], "the slower mode's gap has no contributor"
+    for c in slow["contributors"]:
+        assert c["claim"] and c["evidence"]
+        assert c["seconds"] is None or 0 <= c["seconds"] <= slow["gap_s"] + 1e-12
+
+
+def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
+    for mode in ("jax", "torch_xla"):
+        summary = report["summaries"][mode]
+        trace = json.loads(_hloscope("trace", "stats", str(comparison / mode), "--json").stdout)["traces"]
+        steps = [s for t in trace for s in t.get("per_step", []) if s.get("kernels")]
+        if steps:
+            per_trace = [s for s in trace[0]["per_step"] if s.get("kernels")] or steps
+            assert summary["trace_kernels"] == pytest.approx(mean(s["kernels"] for s in per_trace))
+            assert summary["device_busy_s"] == pytest.approx(mean(s["device_busy_us"] for s in per_trace) / 1e6)
+        hlo = _hloscope("hlo", "stats", str(comparison / mode), "--json", check=False)
+        if hlo.returncode == 0:
+            modules = [m for m in json.loads(hlo.stdout)["modules"] if m["stage"] == "after_optimizations"]
+            assert summary["kernels"] == sum(m["kernels"] for m in modules)
+        else:  # the HLO could not be read: said once as a note, the rest of the report stands
+            assert any("HLO not read" in n for n in summary["notes"])
+
+
+def test_torch_xla_lazy_mode_is_host_bound_on_the_cpu(report):
+    """FACTS.md: torch_xla's lazy step on the CPU is mostly Python tracing; the device waits for the host."""
+    by_mode = {m["mode"]: m for m in report["modes"]}
+    assert report["fastest"] == "jax"
+    rules = [c["rule"] for c in by_mode["torch_xla"]["contributors"]]
+    assert "host_bound" in rules[:2]
+    idle = report["summaries"]["torch_xla"]["device_idle_s"]
+    assert idle > report["summaries"]["jax"]["device_idle_s"]
+
+
+def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
+    page = tmp_path / "explain.html"
+    _hloscope("explain", str(comparison), "--format", "html", "-o", str(page))
+    html = page.read_text()
+    medians = _medians(comparison)
+    for mode, median in medians.items():
+        assert f"{median * 1e3:.3f} ms" in html
+    assert html.count("<svg") >= 3
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
+    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for mode, median in medians.items():
+        assert f"{median * 1e3:.3f} ms" in dom.stdout and mode in dom.stdout
+    gap = {m["mode"]: m for m in report["modes"]}["torch_xla"]["gap_s"]
+    assert f"+{gap * 1e3:.3f} ms per step" in dom.stdout
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "explain_report.png"
+    shot.unlink(missing_ok=True)
+    run = subprocess.run([chromium, *flags, "--hide-scrollbars", "--window-size=1100,2000", f"--screenshot={shot}",
+                          page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.stat().st_size > 20_000
+
+
+def test_diff_of_the_two_runs(comparison):
+    result = _hloscope("diff", str(comparison / "jax"), str(comparison / "torch_xla"), "--json", check=False)
+    if result.returncode != 0:
+        pytest.xfail(f"torch_xla's HLO is not readable by hloscope hlo yet: {result.stderr.strip()[-300:]}")
+    report = json.loads(result.stdout)
+    medians = _medians(comparison)
+    assert report["runs"]["a"]["median_s"] == pytest.approx(medians["jax"])
+    assert report["runs"]["b"]["median_s"] == pytest.approx(medians["torch_xla"])
+    assert report["delta"]["kernels"] == report["b"]["kernels"] - report["a"]["kernels"]
+    assert report["matched"] > 0 and report["only_in_b"]
