@@ -1,0 +1,93 @@
+"""HLO analysis of modules JAX compiles here, as hloscope's JAX mode produces them (slow: compiles with XLA)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from hloscope.hlo.cost import module_cost
+from hloscope.hlo.load import load_modules
+from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
+from hloscope.hlo.stats import module_stats
+from test_hlo_parser import our_view, xla_view
+
+pytestmark = pytest.mark.slow
+
+
+def _xla_total(cost_analysis) -> dict:
+    return cost_analysis[0] if isinstance(cost_analysis, (list, tuple)) else cost_analysis
+
+
+def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
+    """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes against compiled.cost_analysis()."""
+    pytest.importorskip("flax")
+    from hloscope.backends.jax_workload import build_jax_workload
+    import jax
+
+    workload = build_jax_workload("vit-tiny", batch_size=8)
+    compiled = jax.jit(workload.train_step).lower(workload.state, *workload.batch).compile()
+    text = compiled.as_text()
+    (module,) = parse_hlo_text(text)
+    _hlo = pytest.importorskip("jaxlib._hlo")
+    assert our_view(module) == xla_view(_hlo.hlo_module_from_text(text))
+    ours, analysis = module_cost(module)
+    theirs = _xla_total(compiled.cost_analysis())
+    assert ours.flops == pytest.approx(theirs["flops"], rel=0.05)
+    assert ours.bytes_accessed == pytest.approx(theirs["bytes accessed"], rel=0.05)
+    assert ours.flops > 1e6  # a real train step, not an empty module
+    # The CPU module has dots (or oneDNN custom calls) and fusions.
+    assert any(i.opcode == "fusion" for i in module.all_instructions())
+
+
+MLP_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, optax
+    def loss_fn(params, x, y):
+        h = jnp.tanh(x @ params["w1"] + params["b1"])
+        logits = h @ params["w2"]
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+    tx = optax.sgd(0.1)
+    def train_step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        updates, opt_state = tx.update(grads, opt_state)
+        return optax.apply_updates(params, updates), opt_state, loss
+    params = {"w1": jnp.ones((32, 64)) * 0.01, "b1": jnp.zeros(64), "w2": jnp.ones((64, 10)) * 0.01}
+    x, y = jnp.ones((16, 32)), jnp.zeros(16, dtype=jnp.int32)
+    print(float(jax.jit(train_step)(params, tx.init(params), x, y)[2]))
+    """
+)
+
+
+def test_jax_dump_directory(tmp_path, cli_run):
+    """XLA_FLAGS=--xla_dump_to in a subprocess, then the dump directory as a user gives it to `hlo stats`."""
+    pytest.importorskip("optax")
+    dump = tmp_path / "dump"
+    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_module_re=train_step", JAX_PLATFORMS="cpu")
+    subprocess.run([sys.executable, "-c", MLP_SCRIPT], env=env, check=True, capture_output=True, timeout=300)
+    modules = load_modules(dump)
+    assert [(m.module.name, m.stage) for m in modules] == [
+        ("jit_train_step", "before_optimizations"), ("jit_train_step", "after_optimizations")
+    ]
+    before, after = modules
+    assert after.platform == "cpu" and before.platform == "cpu"
+    assert after.buffer_assignment and after.memory_report
+    _hlo = pytest.importorskip("jaxlib._hlo")
+    for item in modules:
+        (module,) = parse_hlo_file(item.file)
+        assert our_view(module) == xla_view(_hlo.hlo_module_from_text(open(item.file).read()))
+    stats = module_stats(after)
+    # w1, b1, w2 and their SGD state (none for plain sgd), x, y: parameters 32*64 + 64 + 64*10 floats + x + y
+    assert stats["memory"]["parameter_bytes"] == 4 * (32 * 64 + 64 + 64 * 10 + 16 * 32 + 16)
+    assert stats["memory"]["buffer_assignment"]["total_bytes"] > 0
+    assert stats["kernels"] > 0 and stats["fusions"]
+    code, out, err = cli_run("hlo", "stats", "--json", str(dump))
+    assert code == 0, err
+    reported = json.loads(out)["modules"]
+    assert [m["stage"] for m in reported] == ["before_optimizations", "after_optimizations"]
+    for m in reported:
+        assert m["xla_cost"]["flops"] == pytest.approx(m["flops"], rel=1e-4, abs=m["uncosted_custom_calls"] + 1)
