@@ -3,12 +3,15 @@
 Also reads JAX's `<host>.trace.json.gz`, the Chrome-trace export of an xplane: its process names ("/device:GPU:0",
 "/host:CPU") tell device from host, and XLA events carry `hlo_op` / `hlo_module` in their args.
 
-Parsing uses ijson's yajl2_c backend: measured on the 109,123-event A100 fixture (35 MB of JSON) it streams every event
-in 0.39 s at 14 MB peak RSS, against 0.72 s / 187 MB for `json.load` and 0.45 s / 246 MB for orjson (docs/trace.md).
+Choice of JSON library, measured on the 109,123-event A100 fixture (35 MB of JSON, docs/trace.md): `json.load` 0.72 s
+and 187 MB peak RSS, orjson 0.45 s / 246 MB, ijson (yajl2_c) streaming 0.39 s / 14 MB, msgspec decoding typed structs
+of only the needed fields 0.12 s (whole document: 100 MB). hloscope uses msgspec on chunks of whole events (fast and
+bounded, hloscope/trace/kineto_chunks.py) and falls back to ijson streaming when a file does not suit chunking.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -19,12 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency
+from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
-from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, RUNTIME, STEP, Event
+from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OTHER, RUNTIME, STEP, Event
 
 _DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
 _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime"}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
+_NO_ARGS: dict = {}
 _GZIP_MAGIC = b"\x1f\x8b"
 # Above this size a syntax error is reported without line:column (finding it would mean loading the whole file).
 _LOCATE_ERRORS_BELOW = 64 << 20
@@ -87,119 +92,176 @@ def _first_line(error: BaseException) -> str:
 def iter_events(path: str | os.PathLike) -> Iterator[Event]:
     """Every complete (ph "X") event of a Kineto / Chrome JSON trace, in file order.
 
-    Raises InputError (one line, naming the file) for empty, truncated, corrupt or non-trace input. The memory used
-    is independent of the file's size: one event at a time, plus the process/thread name tables.
+    Raises InputError (one line, naming the file) for empty, truncated, corrupt or non-trace input. Memory does not
+    grow with the file: one block of the file and one chunk of events at a time, plus the process/thread name tables.
+    The msgspec fast path (hloscope/trace/kineto_chunks.py) is tried first; if it gives up, the file is read again
+    with ijson, skipping the events already produced.
     """
     path = Path(path)
-    ijson, json_error, incomplete_json_error = _ijson()
+    produced = 0
+    with _open(path) as stream:
+        prefix = _sniff_prefix(path, stream)
+        if prefix == "traceEvents.item":
+            builder = _EventBuilder()
+            try:
+                with _as_input_errors(path):
+                    for chunk in kineto_chunks.event_chunks(stream):
+                        for item in chunk:
+                            event = builder.from_struct(path, item)
+                            if event is not None:
+                                produced += 1
+                                yield event
+                if builder.items == 0:
+                    raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
+                return
+            except kineto_chunks.GiveUp:
+                pass
+    with _open(path) as stream:
+        yield from _stream_with_ijson(path, stream, _sniff_prefix(path, stream), skip=produced)
+
+
+def _open(path: Path):
     try:
-        stream = open_trace_bytes(path)
+        return open_trace_bytes(path)
     except FileNotFoundError as error:
         raise InputError(path, "no such file") from error
     except IsADirectoryError as error:
         raise InputError(path, "is a directory, not a trace file") from error
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
-    with stream:
-        try:
-            prefix = _sniff_prefix(path, stream)
-            yield from _convert(path, ijson.items(stream, prefix, use_float=True))
-        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-            raise InputError(path, f"truncated or corrupt gzip data ({_first_line(error)})") from error
-        except json_error as error:
-            if isinstance(error, incomplete_json_error) and "premature EOF" in str(error):
-                raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
-            line, col, message = _locate_json_error(path)
-            raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
-        except UnicodeDecodeError as error:
-            raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
 
 
-def _convert(path: Path, items: Iterator) -> Iterator[Event]:
-    process_names: dict = {}  # pid -> name, from "M" metadata events (JAX writes them first, Kineto last)
-    thread_names: dict = {}  # (pid, tid) -> name
-    names: dict[str, str] = {}  # interns repeated event names: large traces repeat a few thousand names
-    seen_any = False
-    for index, raw in enumerate(items):
-        seen_any = True
+@contextlib.contextmanager
+def _as_input_errors(path: Path):
+    """Decompression errors, whichever parser meets them, become one-line InputErrors."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise InputError(path, f"truncated or corrupt gzip data ({_first_line(error)})") from error
+
+
+def _stream_with_ijson(path: Path, stream, prefix: str, skip: int) -> Iterator[Event]:
+    ijson, json_error, incomplete_json_error = _ijson()
+    builder = _EventBuilder()
+    try:
+        with _as_input_errors(path):
+            for raw in ijson.items(stream, prefix, use_float=True):
+                event = builder.from_dict(path, raw, build=builder.complete_events >= skip)
+                if event is not None:
+                    yield event
+        if builder.items == 0:
+            raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
+    except json_error as error:
+        if isinstance(error, incomplete_json_error) and "premature EOF" in str(error):
+            raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
+        line, col, message = _locate_json_error(path)
+        raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
+    except UnicodeDecodeError as error:
+        raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
+
+
+class _EventBuilder:
+    """Turns decoded trace items (ijson dicts or msgspec structs) into Events, with the tables they need."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.complete_events = 0
+        self.process_names: dict = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
+        self.thread_names: dict = {}  # (pid, tid) -> name
+        self.names: dict[str, str] = {}  # interns repeated event names (a few thousand distinct in large traces)
+
+    def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
+        index = self.items
+        self.items += 1
         if not isinstance(raw, dict):
             raise InputError(path, f"not a trace: item {index} of the event list is not a JSON object")
         phase = raw.get("ph")
+        args = raw.get("args")
+        if not isinstance(args, dict):
+            args = _NO_ARGS
         if phase != "X":
             if phase == "M":
-                _record_metadata(raw, process_names, thread_names)
-            continue
+                self._metadata(raw.get("name"), raw.get("pid"), raw.get("tid"), args.get("name"))
+            return None
         try:
             start = float(raw["ts"])
             duration = float(raw.get("dur", 0.0))
         except (KeyError, TypeError, ValueError) as error:
             raise InputError(path, f"not a trace: complete event {index} has no numeric 'ts'/'dur'") from error
-        name = raw.get("name")
-        name = names.setdefault(name, name) if isinstance(name, str) else str(name)
-        yield _event(raw, name, start, duration, process_names, thread_names)
-    if not seen_any:
-        raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
+        self.complete_events += 1
+        if not build:
+            return None
+        return self._complete(
+            raw.get("name"), raw.get("cat"), start, duration, raw.get("pid"), raw.get("tid"), args.get("stream"),
+            args.get("correlation", args.get("correlation_id")), args.get("hlo_op"), args.get("hlo_module"),
+            args.get("step_num"),
+        )
 
+    def from_struct(self, path: Path, item) -> Event | None:
+        self.items += 1
+        args = item.args
+        if item.ph != "X":
+            if item.ph == "M":
+                self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
+            return None
+        if item.ts is None:  # let the streaming parser report it with its position
+            raise kineto_chunks.GiveUp("complete event without ts")
+        self.complete_events += 1
+        duration = item.dur if item.dur is not None else 0.0
+        if args is None:
+            return self._complete(item.name, item.cat, item.ts, duration, item.pid, item.tid)
+        correlation = args.correlation if args.correlation is not None else args.correlation_id
+        return self._complete(
+            item.name, item.cat, item.ts, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
+            args.hlo_module, args.step_num,
+        )
 
-def _record_metadata(raw: dict, process_names: dict, thread_names: dict) -> None:
-    args = raw.get("args") or {}
-    if raw.get("name") == "process_name":
-        process_names[raw.get("pid")] = str(args.get("name", ""))
-    elif raw.get("name") == "thread_name":
-        thread_names[(raw.get("pid"), raw.get("tid"))] = str(args.get("name", ""))
+    def _metadata(self, name, pid, tid, value) -> None:
+        if name == "process_name":
+            self.process_names[pid] = str(value or "")
+        elif name == "thread_name":
+            self.thread_names[(pid, tid)] = str(value or "")
 
-
-def _event(raw: dict, name: str, start: float, duration: float, process_names: dict, thread_names: dict) -> Event:
-    category = raw.get("cat")
-    args = raw.get("args") or {}
-    pid = raw.get("pid")
-    tid = raw.get("tid")
-    process = process_names.get(pid) or str(pid)
-    thread = thread_names.get((pid, tid))
-    correlation = args.get("correlation", args.get("correlation_id"))
-    hlo_op = args.get("hlo_op")
-    step = None
-    kind = _DEVICE_CATS.get(category)
-    if kind is not None:
-        device = True
-        lane = f"stream {args.get('stream', tid)}"
-    elif category in _RUNTIME_CATS:
-        kind, device, lane = RUNTIME, False, thread or f"thread {tid}"
-    elif process.startswith("/device:"):  # JAX's Chrome export of an xplane
-        device, lane = True, thread or f"thread {tid}"
-        kind = _device_line_kind(process, lane, name)
-    else:
-        device, lane = False, thread or f"thread {tid}"
-        if hlo_op is not None and hlo_op == name:  # XLA's CPU runtime executing an HLO op: the CPU is the device
+    def _complete(
+        self, name, category, start, duration, pid, tid, stream=None, correlation=None, hlo_op=None, hlo_module=None,
+        step_num=None,
+    ) -> Event:
+        name = self.names.setdefault(name, name) if isinstance(name, str) else str(name)
+        kind = _DEVICE_CATS.get(category)
+        if kind is not None:  # Kineto GPU activity: the most common device case, kept short
+            return Event(
+                name, start, duration, kind, True, f"stream {stream if stream is not None else tid}", str(pid),
+                category_for(name, kind), None, None, None, _as_int(correlation),
+            )
+        process = self.process_names.get(pid) or str(pid)
+        lane = self.thread_names.get((pid, tid)) or f"thread {tid}"
+        device = False
+        step = None
+        if category in _RUNTIME_CATS:
+            kind = RUNTIME
+        elif category == "gpu_user_annotation":
+            kind, device = ANNOTATION, True
+        elif process.startswith("/device:"):  # JAX's Chrome export of an xplane
+            device = True
+            kind = _device_line_kind(process, lane, name)
+        elif hlo_op is not None and hlo_op == name:  # XLA's CPU runtime executing an HLO op: the CPU is the device
             kind, device = KERNEL, True
-        elif category in ("user_annotation", "gpu_user_annotation"):
+        elif category == "user_annotation":
             kind = ANNOTATION
         else:
             kind = HOST_OP
-    if category == "gpu_user_annotation":
-        kind, device = ANNOTATION, True
-    marker = _STEP_NAME.match(name)
-    if marker:
-        kind, step = STEP, int(marker.group(1))
-    elif "step_num" in args and not device:  # jax.profiler.StepTraceAnnotation / torch_xla StepTrace
-        try:
-            kind, step = STEP, int(args["step_num"])
-        except (TypeError, ValueError):
-            pass
-    return Event(
-        name=name,
-        start_us=start,
-        dur_us=duration,
-        kind=kind,
-        device=device,
-        lane=lane,
-        process=process,
-        category=category_for(name, kind),
-        step=step,
-        hlo_op=hlo_op,
-        hlo_module=args.get("hlo_module"),
-        correlation=_as_int(correlation),
-    )
+        if name.startswith("ProfilerStep#"):
+            marker = _STEP_NAME.match(name)
+            if marker:
+                kind, step = STEP, int(marker.group(1))
+        elif step_num is not None and not device:  # jax.profiler.StepTraceAnnotation / torch_xla StepTrace
+            number = _as_int(step_num)
+            if number is not None:
+                kind, step = STEP, number
+        return Event(
+            name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
+            hlo_op, hlo_module, _as_int(correlation),
+        )
 
 
 def _device_line_kind(plane: str, line: str, name: str) -> str:
@@ -218,8 +280,8 @@ def _device_line_kind(plane: str, line: str, name: str) -> str:
 
 
 def _as_int(value) -> int | None:
-    if value is None:
-        return None
+    if value is None or type(value) is int:
+        return value
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -1,0 +1,100 @@
+"""Fast path for Kineto / Chrome JSON: cut the `traceEvents` array into chunks of whole events and decode each chunk
+with msgspec into small typed structs that hold only the fields hloscope reads (the rest is skipped in C).
+
+How the cuts stay correct: a chunk ends at a `}` followed by `,` and a newline. JSON strings cannot hold a raw
+newline, so that `}` is structure, not text. Every chunk must decode on its own as `[chunk]`, which only happens when
+it holds whole events at the array's own depth; the first chunk starts right after the array's `[`, so by induction
+every cut is between two events. The bytes before the array are checked as `prefix]}` and the bytes after the last
+cut as `{"traceEvents": [tail`. Anything unexpected (a minified file with no newlines, odd types, a syntax error)
+raises `GiveUp`, and the caller re-reads the file with the streaming ijson parser, which reports errors precisely.
+
+Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 MB makes the fast path give up.
+"""
+
+# No `from __future__ import annotations` here: msgspec reads the struct annotations below at class creation.
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+BLOCK_BYTES = 4 << 20
+MAX_PENDING_BYTES = 64 << 20
+_ARRAY_START = re.compile(rb'(?<!\\)"traceEvents"\s*:\s*\[')
+
+
+class GiveUp(Exception):
+    """The fast path cannot decode this file; use the streaming parser instead."""
+
+
+@lru_cache(maxsize=1)
+def _types():
+    """msgspec structs for the fields hloscope reads, built lazily (msgspec is optional)."""
+    import msgspec
+
+    class Args(msgspec.Struct):
+        correlation: int | str | None = None
+        correlation_id: int | str | None = None
+        stream: int | str | None = None
+        hlo_op: str | None = None
+        hlo_module: str | None = None
+        step_num: int | str | None = None
+        name: str | None = None  # process / thread name of "M" events
+
+    class TraceEvent(msgspec.Struct):
+        ph: str | None = None
+        cat: str | None = None
+        name: str | int | float | None = None
+        ts: float | None = None
+        dur: float | None = None
+        pid: int | str | None = None
+        tid: int | str | None = None
+        args: Args | None = None
+
+    class Document(msgspec.Struct):
+        traceEvents: list[TraceEvent] = []
+
+    return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document)
+
+
+def event_chunks(stream) -> Iterator[list]:
+    """Lists of decoded events, in file order, read from a binary stream positioned at the start of the document."""
+    try:
+        msgspec, chunk_decoder, document_decoder = _types()
+    except ImportError as error:
+        raise GiveUp("msgspec is not installed") from error
+    data = _read_through_array_start(stream, msgspec)
+    while True:
+        cut = max(data.rfind(b"},\n"), data.rfind(b"},\r\n"))
+        if cut >= 0:
+            try:
+                yield chunk_decoder.decode(b"[" + data[: cut + 1] + b"]")
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise GiveUp(str(error)) from error
+            data = data[cut + 2 :]
+        block = stream.read(BLOCK_BYTES)
+        if not block:
+            break
+        data += block
+        if len(data) > MAX_PENDING_BYTES:
+            raise GiveUp("no event boundary in 64 MB (a minified file)")
+    try:
+        yield document_decoder.decode(b'{"traceEvents": [' + data).traceEvents
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise GiveUp(str(error)) from error
+
+
+def _read_through_array_start(stream, msgspec) -> bytes:
+    """Read until the `[` of "traceEvents"; check the bytes before it; return what follows it."""
+    data = b""
+    while True:
+        match = _ARRAY_START.search(data)
+        if match:
+            break
+        block = stream.read(BLOCK_BYTES)
+        if not block or len(data) > MAX_PENDING_BYTES:
+            raise GiveUp("no traceEvents array near the start")
+        data += block
+    try:
+        msgspec.json.decode(data[: match.end()] + b"]}")
+    except msgspec.DecodeError as error:
+        raise GiveUp(str(error)) from error
+    return data[match.end() :]

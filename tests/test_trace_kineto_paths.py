@@ -1,0 +1,61 @@
+"""The two Kineto decoders agree: msgspec on chunks of whole events (fast path) and ijson streaming (fallback)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from hloscope.trace import kineto, kineto_chunks
+
+FIXTURES = [
+    "hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "hta/triton_example__triton_example.json.gz",
+    "tracelens/traces__b200__eager_trace.json.gz",
+]
+
+
+def _ijson_only(path):
+    with kineto.open_trace_bytes(path) as stream:
+        return list(kineto._stream_with_ijson(path, stream, "traceEvents.item", skip=0))
+
+
+@pytest.mark.parametrize("relative", FIXTURES)
+def test_fast_path_and_streaming_parser_give_the_same_events(fixtures_dir, relative):
+    path = fixtures_dir / relative
+    with gzip.open(path) as stream:
+        chunks = list(kineto_chunks.event_chunks(stream))  # the fast path takes these files whole
+    assert sum(len(chunk) for chunk in chunks) == len(json.loads(gzip.open(path).read())["traceEvents"])
+    assert list(kineto.iter_events(path)) == _ijson_only(path)
+
+
+def test_fallback_midway_yields_every_event_once(fixtures_dir, tmp_path):
+    """An event the fast path cannot type (a string timestamp) deep in the file: the events already produced are
+    skipped by the streaming parser, which reads the rest."""
+    source = fixtures_dir / "hta/nccl_parser_config__nccl_data.json.gz"
+    document = json.loads(gzip.open(source).read())
+    events = document["traceEvents"]
+    complete = [event for event in events if event.get("ph") == "X"]
+    complete[-10]["ts"] = str(complete[-10]["ts"])  # valid for Chrome's viewer, not for the typed decoder
+    text = json.dumps(document, indent=1)  # one key per line: plenty of "},\n" cut points
+    assert len(text) > 2 * kineto_chunks.BLOCK_BYTES
+    path = tmp_path / "odd.pt.trace.json"
+    path.write_text(text)
+    decoded_before_giving_up = 0
+    with open(path, "rb") as stream, pytest.raises(kineto_chunks.GiveUp):
+        for chunk in kineto_chunks.event_chunks(stream):
+            decoded_before_giving_up += len(chunk)
+    assert decoded_before_giving_up > 1000
+    read = list(kineto.iter_events(path))
+    assert len(read) == len(complete)
+    assert [(event.name, event.start_us) for event in read] == [(e["name"], float(e["ts"])) for e in complete]
+
+
+def test_minified_trace_is_decoded_whole(tmp_path, fixtures_dir):
+    source = fixtures_dir / "hta/trace_filter__sampled_rank-0.json.gz"
+    document = json.loads(gzip.open(source).read())
+    path = tmp_path / "min.trace.json"
+    path.write_text(json.dumps(document, separators=(",", ":")))  # no newline anywhere: no cut points
+    expected = sum(1 for event in document["traceEvents"] if event.get("ph") == "X")
+    assert len(list(kineto.iter_events(path))) == expected
