@@ -87,21 +87,19 @@ def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
         summary.platform = {"gpu": "gpu", "tpu": "tpu", "cpu": "cpu"}.get(stats[0].get("platform"), "")
 
 
-def _idle_us(step: dict) -> float:
-    window = step.get("host_duration_us")
-    if window:
-        return max(0.0, window - step.get("device_busy_us", 0.0))
-    return step.get("device_idle_us", 0.0)
-
-
 def add_trace(summary: ModeSummary, stats: dict) -> None:
     steps = [s for s in stats.get("per_step") or [] if s.get("kernels") or s.get("device_busy_us")]
     if steps:
         summary.trace_kernels = mean(s.get("kernels", 0) for s in steps)
         summary.device_busy_s = mean(s.get("device_busy_us", 0.0) for s in steps) / 1e6
-        # Idle over the whole step (its window minus busy time), not only between the step's first and last kernel:
-        # the time before the first kernel is exactly the device waiting for the host.
-        summary.device_idle_s = mean(_idle_us(s) for s in steps) / 1e6
+        windows = [s["host_duration_us"] for s in steps if s.get("host_duration_us")]
+        summary.profiled_step_s = mean(windows) / 1e6 if windows else None
+        # Idle over the whole step, not only between its first and last kernel: the time before the first kernel is
+        # exactly the device waiting for the host. Measured against the timed median (see ModeSummary).
+        if summary.step_time_s:
+            summary.device_idle_s = max(0.0, summary.step_time_s - summary.device_busy_s)
+        elif summary.profiled_step_s:
+            summary.device_idle_s = max(0.0, summary.profiled_step_s - summary.device_busy_s)
         summary.host_dispatch_s = mean(s.get("host_runtime_us", 0.0) for s in steps) / 1e6
         summary.categories_s = {k: v / len(steps) / 1e6 for k, v in (stats.get("categories") or {}).items() if v}
     elif stats.get("kernels"):

@@ -84,7 +84,9 @@ def host_bound(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     if share is not None:
         claim += f" ({share:.0%} of its step)"
     evidence = {"device_idle_s": {slow.mode: slow.device_idle_s, fast.mode: fast.device_idle_s},
-                "device_busy_s": {slow.mode: slow.device_busy_s, fast.mode: fast.device_busy_s}}
+                "device_busy_s": {slow.mode: slow.device_busy_s, fast.mode: fast.device_busy_s},
+                "step_time_s": {slow.mode: slow.step_time_s, fast.mode: fast.step_time_s},
+                "profiled_step_s": {slow.mode: slow.profiled_step_s, fast.mode: fast.profiled_step_s}}
     if slow.host_dispatch_s:
         evidence["host_dispatch_s"] = {slow.mode: slow.host_dispatch_s, fast.mode: fast.host_dispatch_s}
         claim += f"; host dispatch takes {_ms(slow.host_dispatch_s)} per step"

@@ -41,7 +41,10 @@ class ModeSummary:
     # Profile, per step, from the trace
     trace_kernels: float | None = None  # kernel executions per step
     device_busy_s: float | None = None
+    # Idle per timed step: the median step minus the busy time the trace measured (profiling slows the host, so the
+    # profiled steps' own idle time would overstate it); the profiled steps' mean length is kept beside it.
     device_idle_s: float | None = None
+    profiled_step_s: float | None = None
     host_dispatch_s: float | None = None
     categories_s: dict[str, float] = field(default_factory=dict)  # category -> device seconds per step
     layout_kernel_s: float | None = None  # seconds per step in transpose/copy kernels

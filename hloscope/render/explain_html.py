@@ -18,7 +18,8 @@ def render(report: dict) -> str:
     if meta.get("path"):
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
     if meta.get("config"):
-        body.append("<p>Configuration: " + escape(", ".join(f"{k}={v}" for k, v in meta["config"].items())) + "</p>")
+        body.append("<p>Configuration: " + escape(", ".join(f"{k}={v}" for k, v in meta["config"].items()
+                                        if not isinstance(v, (dict, list)))) + "</p>")
     body.append(f"<p>Fastest mode: <b>{escape(fastest)}</b></p>" if fastest else
                 "<p>No mode finished with a step time.</p>")
 

@@ -16,7 +16,8 @@ def render(report: dict) -> str:
     if meta.get("path"):
         lines += [f"Comparison: `{meta['path']}`", ""]
     if meta.get("config"):
-        lines += ["Configuration: " + ", ".join(f"{k}={v}" for k, v in meta["config"].items()), ""]
+        lines += ["Configuration: " + ", ".join(f"{k}={v}" for k, v in meta["config"].items()
+                                        if not isinstance(v, (dict, list))), ""]
     fastest = report.get("fastest")
     lines += [f"Fastest mode: **{fastest}**" if fastest else "No mode finished with a step time.", ""]
     lines += ["| mode | status | step (median) | vs fastest | gap | kernels/step | device idle/step | compiles in window |",

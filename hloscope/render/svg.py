@@ -119,9 +119,10 @@ def timeline_strips(title: str, rows: list[tuple[str, list[tuple[float, float, s
     axis_y = top + len(rows) * (strip_h + gap)
     out.append(f'<text x="{label_w}" y="{axis_y + 4}">0</text>'
                f'<text x="{width - 10}" y="{axis_y + 4}" text-anchor="end">{escape(_fmt(end * 1e3))} ms</text>')
-    for i, key in enumerate(keys):
-        lx = label_w + i * 110
+    lx = label_w
+    for key in keys:
         out.append(f'<rect x="{lx}" y="{axis_y + 14}" width="10" height="10" fill="{color[key]}"/>'
                    f'<text x="{lx + 14}" y="{axis_y + 23}">{escape(key)}</text>')
+        lx += 14 + 7 * len(key) + 18  # ~7 px per character at 12 px
     out.append("</svg>")
     return "".join(out)
