@@ -1,0 +1,164 @@
+"""`compile_for_target`: the vit-tiny train steps of JAX and PyTorch/XLA compiled for H100 and A100 on this CPU by XLA's
+deviceless compile, with kernel counts checked against the thunk sequences XLA writes.
+
+The end-to-end tests need the CUDA-plugin environment that `scripts/setup.sh` creates (`.venv-cuda`, via
+`scripts/setup-cuda-target.sh`); without it they skip and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.errors import InputError, MissingDependency, UsageError
+from hloscope.targets.compile import compile_for_target
+from hloscope.targets.cuda_env import find_target_python
+
+PLUGIN_PYTHON = find_target_python()
+needs_plugin = pytest.mark.skipif(
+    PLUGIN_PYTHON is None,
+    reason="no environment with jax's CUDA plugin: run `bash scripts/setup-cuda-target.sh` (scripts/setup.sh does)")
+
+REQUIRED_KINDS = {"hlo", "buffer_assignment", "memory_report", "memory_analysis", "thunk_sequence"}
+
+
+def test_modes_without_an_xla_graph_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="jax, torch_xla"):
+        compile_for_target("pytorch", "vit-tiny", 8, "fp32", "h100", tmp_path)
+    with pytest.raises(UsageError, match="GEMM backend"):
+        compile_for_target("jax", "vit-tiny", 8, "fp32", "h100", tmp_path, gemm="magic")
+    with pytest.raises(InputError, match="no such GPU target file"):
+        compile_for_target("jax", "vit-tiny", 8, "fp32", tmp_path / "b200.txtpb", tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing written before the inputs are known to be good
+
+
+def test_a_missing_plugin_environment_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("HLOSCOPE_TARGET_PYTHON", str(tmp_path / "no-such-python"))
+    with pytest.raises(MissingDependency) as err:
+        compile_for_target("jax", "vit-tiny", 8, "fp32", "a100", tmp_path)
+    assert err.value.exit_code == 3 and "HLOSCOPE_TARGET_PYTHON" in str(err.value)
+
+
+@needs_plugin
+def test_worker_reports_a_module_xla_cannot_read(tmp_path):
+    """A bad graph comes back as data (stage and reason), never as a traceback on the terminal."""
+    import subprocess
+
+    from hloscope.targets.compile import WORKER
+    from hloscope.targets.spec import resolve_target
+
+    (tmp_path / "bad.hlo.txt").write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
+    (tmp_path / "t.txtpb").write_text(resolve_target("h100").text)
+    request = {"module": str(tmp_path / "bad.hlo.txt"), "format": "hlo", "target_config": str(tmp_path / "t.txtpb"),
+               "dump_dir": str(tmp_path / "dump"), "gemm": "auto", "result": str(tmp_path / "result.json")}
+    (tmp_path / "request.json").write_text(json.dumps(request))
+    done = subprocess.run([PLUGIN_PYTHON, str(WORKER), str(tmp_path / "request.json")], capture_output=True,
+                          text=True, timeout=300)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert result["ok"] is False and result["stage"] == "parse" and "bad.hlo.txt" in result["error"]
+
+
+def _check_compiled(record: dict, run_dir: Path, framework: str) -> dict:
+    from hloscope.hlo.kernels import kernel_breakdown
+    from hloscope.hlo.memory import signature_bytes
+    from hloscope.hlo.parser import parse_hlo_file
+    from hloscope.hlo.thunks import parse_thunk_sequence
+
+    assert record["status"] == "compiled", record["error"]
+    kinds = {a["kind"] for a in record["artifacts"]}
+    assert REQUIRED_KINDS <= kinds
+    for artifact in record["artifacts"]:
+        assert (run_dir / artifact["path"]).is_file()
+        assert artifact["train_step"] is True and artifact["module"]
+    (after,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "after_optimizations"]
+    (thunk_file,) = [a for a in record["artifacts"] if a["kind"] == "thunk_sequence"
+                     and a["stage"] == "after_optimizations"]
+    (module,) = parse_hlo_file(run_dir / after["path"])
+    thunks = parse_thunk_sequence(run_dir / thunk_file["path"])
+    by_category = thunks.counts_by_category()
+    # The HLO analysis's kernel count (generated kernels, cuBLAS/cuDNN calls, copies apart) is XLA's own thunk list.
+    breakdown = kernel_breakdown(module, "gpu")
+    assert breakdown.get("generated", 0) == by_category["kernel"] == len(thunks.launches)
+    assert breakdown.get("cublas", 0) + breakdown.get("cudnn", 0) == by_category["library"]
+    assert breakdown.get("copy", 0) == by_category["copy"]
+    assert record["kernels"]["by_kind"] == thunks.counts_by_kind()
+    # XLA's memory analysis: the arguments are exactly the entry computation's parameters.
+    assert record["memory"]["argument_bytes"] == signature_bytes(module)["parameter_bytes"]
+    assert record["memory"]["temp_bytes"] > 0
+    analysis = json.loads((run_dir / f"hlo/{after['module']}.memory_analysis.json").read_text())
+    assert analysis["argument_size_in_bytes"] == record["memory"]["argument_bytes"]
+    assert record["compiles"]["capture"]["framework"] == framework
+    assert record["compiles"]["autotuned"] is False
+    assert "lower bound" in record["roofline"]["label"]
+    assert record["roofline"]["launches"] == len(thunks.thunks)
+    return {"thunks": thunks, "module": module}
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Each (framework, target) compiled once for the tests below."""
+    cache: dict = {}
+
+    def get(mode: str, target: str):
+        if (mode, target) not in cache:
+            run_dir = tmp_path_factory.mktemp(f"{mode}_{target}")
+            cache[mode, target] = (compile_for_target(mode, "vit-tiny", 8, "fp32", target, run_dir), run_dir)
+        return cache[mode, target]
+
+    return get
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_jax_train_step_for_h100(compiled):
+    record, run_dir = compiled("jax", "h100")
+    checked = _check_compiled(record, run_dir, "jax")
+    assert record["target"]["compute_capability"] == "9.0a"
+    assert checked["module"].name == "jit_train_step"
+    # 81,226 parameters (FACTS.md) + the TrainState step counter + 8 images 32x32x3 f32 + 8 int32 labels.
+    assert record["memory"]["argument_bytes"] == 81_226 * 4 + 4 + 8 * 32 * 32 * 3 * 4 + 8 * 4
+    assert any(a["kind"] == "stablehlo" and a["stage"] == "input" for a in record["artifacts"])
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_jax_train_step_for_a100_falls_back_to_cublas(compiled):
+    """XLA's Triton GEMM path cannot tile ViT-tiny's GEMMs for sm_8.0 without autotuning (FACTS.md): cuBLAS instead,
+    recorded in the run."""
+    record, run_dir = compiled("jax", "a100")
+    checked = _check_compiled(record, run_dir, "jax")
+    compiles = record["compiles"]
+    assert compiles["gemm_backend"] == "cublas" and compiles["triton_gemm_fallback"] is True
+    assert "Couldn't find output tile sizes" in compiles["fallback_reason"]
+    assert [a["gemm"] for a in compiles["attempts"]] == ["triton", "cublas"]
+    assert any("cuBLAS" in note for note in record["notes"])
+    assert checked["thunks"].counts_by_kind().get("kCublasLtMatmul", 0) > 0
+
+
+@pytest.mark.slow
+@needs_plugin
+@pytest.mark.parametrize("target", ["h100", "a100"])
+def test_torch_xla_train_step(compiled, target):
+    record, run_dir = compiled("torch_xla", target)
+    checked = _check_compiled(record, run_dir, "torch_xla")
+    capture = record["compiles"]["capture"]
+    assert checked["module"].name == capture["module"] and capture["module"].startswith("SyncTensorsGraph.")
+    # the steady-state graph: compiled in step 1, reused by every later step; the loss fell meanwhile
+    assert capture["graphs_compiled_per_step"][1:] == [[]] * (capture["steps"] - 1)
+    assert capture["losses"][-1] < capture["losses"][0]
+    assert any(a["kind"] == "hlo" and a["stage"] == "input" for a in record["artifacts"])
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_both_frameworks_meet_the_same_compiler(compiled):
+    jax_record, _ = compiled("jax", "h100")
+    torch_record, _ = compiled("torch_xla", "h100")
+    assert jax_record["target"]["compiler"] == torch_record["target"]["compiler"]
+    assert jax_record["target"]["compiler"]["jaxlib"] == "0.10.2"
+    # same model and batch: the same parameter and image bytes go in (torch_xla adds int64 labels and scalars)
+    assert abs(jax_record["memory"]["argument_bytes"] - torch_record["memory"]["argument_bytes"]) < 1024
