@@ -251,3 +251,21 @@ def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, m
         + (" (TensorBoard's profile plugin (XProf))" if package != "tensorboard" else "")
         + f": pip install {package}"
     ]
+
+
+def test_port_in_use_is_one_line_with_tensorboards_reason(fixture_traces):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "hloscope", "tensorboard", str(fixture_traces), "--port", str(port)],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"hloscope: error: TensorBoard exited with code 255: ERROR: TensorBoard could not bind to port {port}, "
+        "it was already in use"
+    ]
