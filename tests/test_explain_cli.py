@@ -1,0 +1,82 @@
+"""hloscope explain on hand-written run and comparison directories: fast, no framework, every input path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def _run(directory: Path, mode: str, steps: list[float], in_window: int = 0, data: str = "device") -> Path:
+    directory.mkdir(parents=True)
+    ordered = sorted(steps)
+    record = {"schema_version": 1, "run_id": directory.name, "mode": mode, "status": "ok", "error": None,
+              "config": {"model": "vit-tiny", "batch_size": 8, "data": data, "precision": "fp32"},
+              "environment": {"platform": "cpu", "precision": {"requested": "fp32"}},
+              "timing": {"step_times_s": steps, "median_s": ordered[len(ordered) // 2], "mean_s": sum(steps) / len(steps),
+                         "first_step_s": 1.5},
+              "compiles": {"in_window": {"xla_compiles": in_window}}, "artifacts": []}
+    (directory / "run.json").write_text(json.dumps(record))
+    return directory
+
+
+def _comparison(root: Path) -> Path:
+    _run(root / "jax", "jax", [0.002] * 10)
+    _run(root / "torch_xla", "torch_xla", [0.004] * 8 + [0.9, 1.0], in_window=2)
+    (root / "comparison.json").write_text(json.dumps({
+        "schema_version": 1, "comparison_id": root.name, "config": {"model": "vit-tiny", "batch_size": 8},
+        "modes": [{"mode": "jax", "dir": "jax", "status": "ok"}, {"mode": "torch_xla", "dir": "torch_xla", "status": "ok"},
+                  {"mode": "pytorch", "dir": "pytorch", "status": "failed", "error": "ModuleNotFoundError: torch"}]}))
+    return root
+
+
+def test_explain_json_from_run_records_only(cli_run, tmp_path):
+    code, out, err = cli_run("explain", str(_comparison(tmp_path / "cmp")), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["fastest"] == "jax"
+    by_mode = {m["mode"]: m for m in report["modes"]}
+    assert by_mode["torch_xla"]["gap_s"] == pytest.approx(0.002)
+    (top,) = by_mode["torch_xla"]["contributors"]
+    assert top["rule"] == "recompilation"
+    assert top["seconds"] == pytest.approx(0.002)  # ((0.9 - 0.004) + (1.0 - 0.004)) / 10, capped at the gap
+    assert top["evidence"]["estimate_before_cap_s"] == pytest.approx((0.896 + 0.996) / 10)
+    assert by_mode["pytorch"]["status"] == "failed"
+    assert report["summaries"]["pytorch"]["notes"] == ["ModuleNotFoundError: torch"]
+    assert any("no HLO dump" in n for n in report["summaries"]["jax"]["notes"])
+    assert report["comparison"]["config"] == {"model": "vit-tiny", "batch_size": 8}
+
+
+def test_explain_markdown_file_is_never_overwritten(cli_run, tmp_path):
+    comparison = _comparison(tmp_path / "cmp")
+    out = tmp_path / "explain.md"
+    assert cli_run("explain", str(comparison), "-o", str(out))[0] == 0
+    text = out.read_text()
+    assert "Recompilation inside the timed window" in text and "| pytorch | failed |" in text
+    code, _, err = cli_run("explain", str(comparison), "-o", str(out))
+    assert code == 2 and "already exists" in err and out.read_text() == text
+
+
+def test_explain_a_folder_of_runs_of_one_mode(cli_run, tmp_path):
+    _run(tmp_path / "runs" / "a", "jax", [0.002] * 5)
+    _run(tmp_path / "runs" / "b", "jax", [0.003] * 5, data="loader")
+    code, out, err = cli_run("explain", str(tmp_path / "runs"), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["fastest"] == "jax (a)"
+    slow = {m["mode"]: m for m in report["modes"]}["jax (b)"]
+    assert [c["rule"] for c in slow["contributors"]] == ["input_pipeline"]
+
+
+def test_bad_inputs(cli_run, tmp_path):
+    code, _, err = cli_run("explain", str(tmp_path / "nothing"))
+    assert code == 2 and "no such file or directory" in err and err.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    code, _, err = cli_run("explain", str(tmp_path / "empty"))
+    assert code == 2 and "no hloscope run here" in err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "comparison.json").write_text('{"schema_version": 1, "modes": [')
+    code, _, err = cli_run("explain", str(broken))
+    assert code == 2 and "comparison.json:1:" in err and "Traceback" not in err
