@@ -147,9 +147,9 @@ def test_torch_xla_train_step(compiled, target):
     checked = _check_compiled(record, run_dir, "torch_xla")
     capture = record["compiles"]["capture"]
     assert checked["module"].name == capture["module"] and capture["module"].startswith("SyncTensorsGraph.")
-    # the steady-state graph: compiled in step 1, reused by every later step; the loss fell meanwhile
+    # the steady-state graph: compiled in step 1, reused by every later step (each on another batch of the pool)
     assert capture["graphs_compiled_per_step"][1:] == [[]] * (capture["steps"] - 1)
-    assert capture["losses"][-1] < capture["losses"][0]
+    assert len(capture["graphs_compiled_per_step"][0]) == 1
     assert any(a["kind"] == "hlo" and a["stage"] == "input" for a in record["artifacts"])
 
 

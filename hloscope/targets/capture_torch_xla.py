@@ -2,9 +2,10 @@
 
 PyTorch/XLA 2.9 has no CUDA backend, but the graph it hands XLA does not depend on the device: it is what
 `torch_xla.sync()` compiles (`SyncTensorsGraph.N`). We run a few real steps on the CPU with `--xla_dump_to` and keep
-the `before_optimizations.txt` of the graph the steady state reuses: the one compiled during the last step that compiled
-anything, provided the following steps compiled nothing (step 1 creates no optimizer state for plain SGD, so on vit-tiny
-step 1's graph is already the steady one).
+the `before_optimizations.txt` of the graph the steady state reuses: the one compiled during the last step that
+compiled anything, provided the following steps compiled nothing (plain SGD creates no optimizer state, so on ViT the
+first step's graph is already the steady one). The model, optimizer, batches, precision and step are the ones
+`hloscope run --mode torch_xla` times (`hloscope.backends.torch_common`, `hloscope.backends.torch_xla_mode`).
 
 Run as `python -m hloscope.targets.capture_torch_xla --model M --batch-size B --precision P --seed S --out DIR`
 (a subprocess: XLA_FLAGS must be set before torch_xla starts its runtime). Writes DIR/train_step.hlo.txt and
@@ -33,39 +34,37 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                f" --xla_dump_to={dump_dir} --xla_dump_hlo_module_re=SyncTensorsGraph"
                                " --xla_dump_hlo_as_text").strip()
-    os.environ.setdefault("PJRT_DEVICE", "CPU")
+    os.environ["PJRT_DEVICE"] = "CPU"
+    import contextlib
+
     import torch
     import torch_xla
-    from transformers import ViTConfig, ViTForImageClassification
-
-    from hloscope.backends.data import synthetic_pool
-    from hloscope.backends.jax_workload import LEARNING_RATE
-    from hloscope.models.presets import get_preset
-
-    preset = get_preset(model_name)
-    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}[precision]
     import torch_xla.backends
 
-    # fp32 asks for true fp32 matmuls ("highest"), as the JAX mode does; tf32 lets XLA's GPU compiler use TF32
-    # ("default" precision, as JAX's "tensorfloat32").
-    torch_xla.backends.set_mat_mul_precision({"fp32": "highest", "tf32": "default", "bf16": "default"}[precision])
-    torch.manual_seed(seed)
+    from hloscope.backends.torch_common import LEARNING_RATE, build_model, device_pool
+    from hloscope.backends.torch_xla_mode import PRECISIONS
+    from hloscope.models.presets import get_preset
+
+    # Exactly what `hloscope run --mode torch_xla` builds and steps (hloscope.backends.torch_xla_mode).
+    preset = get_preset(model_name)
+    if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[precision]:
+        torch_xla.backends.set_mat_mul_precision(PRECISIONS[precision])
     device = torch_xla.device()
-    model = ViTForImageClassification(ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager"))
-    model = model.to(device=device, dtype=dtype)
+    model = build_model(preset, seed).to(device)
+    model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-    images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
-    images = torch.from_numpy(images).to(device=device, dtype=dtype)
-    labels = torch.from_numpy(labels).long().to(device)
+    pool = device_pool(preset, batch_size, seed, device)
+    autocast = (lambda: torch.autocast("xla", dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
     torch_xla.sync()
 
     seen = _dumped_graphs(dump_dir)
     new_per_step: list[list[str]] = []
     losses = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
+        images, labels = pool[step % len(pool)]
         optimizer.zero_grad(set_to_none=True)
-        logits = model(pixel_values=images).logits
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+        with autocast():
+            loss = model(pixel_values=images, labels=labels).loss
         loss.backward()
         optimizer.step()
         torch_xla.sync()

@@ -1,0 +1,98 @@
+"""`hloscope run --target`: a run directory whose run.json says `compiled` (for a named GPU), not `ok` (timed).
+
+The record has the same fields as a timed run (written when it starts, rewritten when it ends, atomically), with an
+empty `timing` and these additions: `target` (the GPU and the compiler versions), `kernels` (XLA's thunk counts),
+`roofline` (the step's lower bound), `notes`. `compiles` holds the capture, the GPU compile time, the GEMM backend and
+any Triton -> cuBLAS fallback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from hloscope.errors import HloscopeError
+
+
+class TargetCompileFailed(HloscopeError):
+    """The compile for the target failed; run.json says `failed` with the reason."""
+
+    exit_code = 1
+
+
+def check_target_run(mode: str, target: str) -> None:
+    """Everything that can be refused before a run directory exists: the mode, the target file, the plugin env."""
+    from hloscope.targets.compile import TARGET_MODES, supports_target
+    from hloscope.targets.cuda_env import require_target_python
+    from hloscope.targets.spec import resolve_target
+    from hloscope.errors import UsageError
+
+    if not supports_target(mode):
+        raise UsageError(f"--target compiles XLA graphs: use it with --mode {' or '.join(TARGET_MODES)}, not {mode}")
+    resolve_target(target)
+    require_target_python()
+
+
+def execute_target(options, target: str, run_dir: Path) -> dict:
+    """Compile `options.mode`'s train step for `target` into `run_dir`; returns the final run record."""
+    from hloscope.backends.driver import FRAMEWORK_MODULES, new_record
+    from hloscope.rundir import write_run
+    from hloscope.targets.compile import compile_for_target
+
+    record = new_record(options, run_dir)
+    record["config"]["target"] = target
+    write_run(run_dir, record)
+
+    def finish(status: str, error: str | None) -> dict:
+        record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+        record.update(status=status, error=error, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        write_run(run_dir, record)
+        return record
+
+    try:
+        result = compile_for_target(options.mode, options.model, options.batch_size, options.precision, target,
+                                    run_dir, seed=options.seed, keep_all=options.keep_all)
+    except KeyboardInterrupt:
+        finish("interrupted", "interrupted by the user (Ctrl-C) before the GPU compile finished")
+        raise
+    except HloscopeError as error:
+        finish("failed", str(error))
+        raise
+    for key in ("compiles", "memory", "artifacts", "target", "kernels", "roofline", "notes"):
+        record[key] = result[key]
+    finish(result["status"], result["error"])
+    if result["status"] != "compiled":
+        raise TargetCompileFailed(f"{options.mode}: {result['error']} (run.json in {run_dir})")
+    return record
+
+
+def compiled_table(record: dict):
+    """A rich table summarising a compiled run (what the compiler says; no timing)."""
+    from rich.table import Table
+
+    target, kernels, memory = record.get("target", {}), record.get("kernels") or {}, record.get("memory", {})
+    compiles, roofline = record.get("compiles", {}), record.get("roofline")
+    config = record.get("config", {})
+    table = Table(title=f"hloscope run: {record['mode']} - {config.get('model')} batch {config.get('batch_size')} "
+                        f"compiled for {target.get('device')} ({record['status']}, not timed)", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("target", f"{target.get('name')}: sm_{target.get('compute_capability')}, {target.get('sm_count')} SMs")
+    table.add_row("GPU compile", f"{compiles.get('target_compile_s') or 0:.1f} s, GEMMs: {compiles.get('gemm_backend')}"
+                  + (" (Triton GEMMs failed: cuBLAS fallback)" if compiles.get("triton_gemm_fallback") else ""))
+    if kernels:
+        table.add_row("launches (XLA thunks)", f"{kernels['kernel_launches']} generated kernels, "
+                      f"{kernels['library_calls']} cuBLAS/cuDNN calls, {kernels['copies']} copies")
+        table.add_row("thunks by kind", ", ".join(f"{k} {v}" for k, v in sorted(kernels["by_kind"].items())))
+    if memory.get("device_peak_estimate_bytes") is not None:
+        table.add_row("device memory (XLA)", f"{memory['device_peak_estimate_bytes'] / 2**20:,.1f} MiB = arguments "
+                      f"{memory['argument_bytes'] / 2**20:,.1f} + outputs {memory['output_bytes'] / 2**20:,.1f} + temp "
+                      f"{memory['temp_bytes'] / 2**20:,.1f} - aliased {memory['alias_bytes'] / 2**20:,.1f}")
+    if roofline:
+        table.add_row("roofline LOWER BOUND", f"{roofline['serial_s'] * 1e3:.3f} ms/step serial, "
+                      f"{roofline['aggregate_s'] * 1e3:.3f} ms/step aggregate (not a prediction)")
+        table.add_row("FLOPs / bytes", f"{roofline['flops']:.3e} / {roofline['bytes']:.3e}")
+    for note in record.get("notes", []):
+        table.add_row("note", note)
+    return table
