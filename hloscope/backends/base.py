@@ -26,6 +26,7 @@ class RunOptions:
     profile: bool = False
     profile_steps: int = 3
     keep_all: bool = False
+    target: str | None = None         # --target: compile for this GPU (hloscope.targets) instead of timing
 
     @property
     def preset(self) -> VitPreset:

@@ -30,6 +30,9 @@ from hloscope.rundir import SCHEMA_VERSION, write_run
 TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
 
 
+FRAMEWORK_MODULES = ("torch", "torch_xla", "jax", "tensorflow")
+
+
 class ModeFailed(HloscopeError):
     """The mode raised; its run.json says `failed` with the error."""
 
@@ -122,6 +125,8 @@ def execute(options: RunOptions, run_dir: Path,
 
     def finish(status: str, error: str | None = None) -> dict:
         fill_timing(record, log, options.batch_size)
+        # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
+        record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
         record.update(status=status, error=error, finished_at=_now())
         write_run(run_dir, record)
         return record

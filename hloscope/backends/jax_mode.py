@@ -7,6 +7,8 @@ its backend. StableHLO comes from `jit(...).lower(...).as_text()`.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,9 +44,20 @@ def pick_device(choice: str):
                          f"{', '.join(sorted({d.platform for d in jax.devices()}))}); for CUDA install jax[cuda12]") from None
 
 
+def keep_transformers_off_torch() -> None:
+    """transformers imports torch whenever it is installed, even for its Flax models (seconds of start-up and
+    hundreds of MB). In a `run --mode jax` process nothing needs torch, so tell transformers not to load it. Only
+    effective before transformers is first imported, and it lasts for the process: a run process, not a library call."""
+    if "transformers" not in sys.modules and "torch" not in sys.modules:
+        os.environ.setdefault("USE_TORCH", "0")
+        os.environ.setdefault("USE_TF", "0")
+
+
 class JaxSession(Session):
     def setup(self) -> None:
         options = self.options
+        if options.data == "device":
+            keep_transformers_off_torch()
         self.device = pick_device(options.device)
         jax.config.update("jax_default_device", self.device)
         self.compiles = 0

@@ -14,7 +14,8 @@ import warnings
 from pathlib import Path
 
 from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
-from hloscope.backends.torch_common import LEARNING_RATE, build_model, check_precision, device_pool, import_torch, loss_of
+from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
+                                           keep_transformers_off_jax, loss_of)
 from hloscope.errors import UsageError
 
 torch = import_torch()
@@ -47,6 +48,7 @@ def apply_precision(precision: str, device) -> "torch.dtype | None":
 class PytorchSession(Session):
     def setup(self) -> None:
         options = self.options
+        keep_transformers_off_jax()
         self.device = pick_device(options.device)
         self.autocast_dtype = apply_precision(options.precision, self.device)
         model = build_model(options.preset, options.seed).to(self.device)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from hloscope.errors import MissingDependency, UsageError
 from hloscope.models.presets import VitPreset
 
@@ -14,6 +17,15 @@ def import_torch():
     except ImportError:
         raise MissingDependency("torch") from None
     return torch
+
+
+def keep_transformers_off_jax() -> None:
+    """transformers imports JAX/Flax whenever they are installed, even for its PyTorch models. A PyTorch run process
+    needs neither, so tell transformers not to load them (only effective before its first import; lasts for the
+    process, which is a run process)."""
+    if "transformers" not in sys.modules and "jax" not in sys.modules:
+        os.environ.setdefault("USE_FLAX", "0")
+        os.environ.setdefault("USE_TF", "0")
 
 
 def build_model(preset: VitPreset, seed: int):

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from hloscope.backends import xla_dump
 from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
-from hloscope.backends.torch_common import LEARNING_RATE, build_model, check_precision, device_pool, import_torch, loss_of
+from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
+                                           keep_transformers_off_jax, loss_of)
 from hloscope.errors import MissingDependency, UsageError
 
 torch = import_torch()
@@ -69,6 +70,7 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
 class TorchXlaSession(Session):
     def setup(self) -> None:
         options = self.options
+        keep_transformers_off_jax()
         check_precision(options.precision)
         self.dump_dir = self.run_dir / DUMP_DIR if options.dump_hlo else None
         self.pjrt_device = configure_runtime(options, self.dump_dir)

@@ -1,0 +1,189 @@
+"""Every mode end to end on the CPU (tiny ViT, a few steps) through `hloscope compare --dump-hlo --profile`.
+
+One comparison is run once for the whole module (the inductor cold compile alone takes ~30-60 s on two cores); the
+tests then check what it wrote with the frameworks' own readers: XLA's HLO parser, JAX's xplane reader, TensorBoard.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from hloscope.rundir import find_runs, load_comparison, load_run
+
+pytestmark = pytest.mark.slow
+
+MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
+STEPS, WARMUP, PROFILE_STEPS, BATCH = 8, 2, 2, 4
+
+
+def hloscope(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("compare")
+    result = hloscope("compare", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", str(BATCH),
+                      "--steps", str(STEPS), "--warmup", str(WARMUP), "--profile-steps", str(PROFILE_STEPS),
+                      "--dump-hlo", "--profile", "--out", str(out), "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout)
+    return load_comparison(Path(out) / data["comparison_id"])
+
+
+@pytest.fixture(scope="module")
+def runs(comparison) -> dict[str, dict]:
+    return {load_run(path)["mode"]: load_run(path) for path in find_runs(comparison["_dir"])}
+
+
+def test_every_mode_completes_and_the_comparison_ranks_them(comparison):
+    entries = {entry["mode"]: entry for entry in comparison["modes"]}
+    assert list(entries) == MODES
+    assert all(entry["status"] == "ok" for entry in entries.values()), comparison["modes"]
+    assert min(entry["ratio_to_fastest"] for entry in entries.values()) == pytest.approx(1.0)
+    assert all(entry["median_s"] > 0 and entry["throughput_img_s"] > 0 for entry in entries.values())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_run_json_is_complete_and_the_loss_falls(runs, mode):
+    record = runs[mode]
+    timing = record["timing"]
+    assert record["status"] == "ok" and record["error"] is None
+    assert len(timing["step_times_s"]) == STEPS and len(timing["profiled_step_times_s"]) == PROFILE_STEPS
+    assert timing["p10_s"] <= timing["median_s"] <= timing["p90_s"]
+    assert timing["first_step_s"] > 0 and timing["window_mean_s"] > 0
+    assert record["loss"]["finite"] and record["loss"]["last"] < record["loss"]["first"]
+    assert record["compiles"]["recompiled_in_window"] is False
+    assert record["environment"]["precision"]["requested"] == "fp32"
+    assert record["environment"]["cpu_model"] and record["environment"]["packages"]["jax"]
+    assert record["memory"]["peak_host_rss_bytes"] > 0
+
+
+def test_each_process_imports_only_its_own_framework(runs):
+    imported = {mode: set(record["environment"]["frameworks_imported"]) for mode, record in runs.items()}
+    assert imported["jax"] == {"jax"}
+    assert imported["pytorch"] == imported["pytorch+compile"] == {"torch"}
+    assert imported["torch_xla"] == imported["torch_xla+compile"] == {"torch", "torch_xla"}
+
+
+def test_precision_in_effect_is_recorded(runs):
+    assert runs["jax"]["environment"]["precision"]["jax_default_matmul_precision"] == "highest"
+    assert runs["pytorch"]["environment"]["precision"]["float32_matmul_precision"] == "highest"
+    assert runs["torch_xla"]["environment"]["precision"]["mat_mul_precision"] == "highest"
+
+
+def _artifacts(record: dict, kind: str) -> list[dict]:
+    return [a for a in record["artifacts"] if a["kind"] == kind]
+
+
+def test_every_hlo_artifact_parses_with_xlas_own_parser(runs):
+    from jaxlib import _hlo
+
+    parsed = 0
+    for mode in ("jax", "torch_xla", "torch_xla+compile"):
+        record = runs[mode]
+        for artifact in _artifacts(record, "hlo"):
+            text = (Path(record["_dir"]) / artifact["path"]).read_text()
+            module = _hlo.hlo_module_from_text(text)
+            assert len(module.computations()) > 0
+            parsed += 1
+    assert parsed >= 6
+
+
+@pytest.mark.parametrize("mode", ["jax", "torch_xla", "torch_xla+compile"])
+def test_xla_modes_keep_the_train_step_module_with_both_stages(runs, mode):
+    record = runs[mode]
+    train = [a for a in record["artifacts"] if a.get("train_step") and a["kind"] != "trace"]
+    stages = {(a["kind"], a["stage"]) for a in train}
+    assert {("hlo", "before_optimizations"), ("hlo", "after_optimizations"), ("buffer_assignment", "after_optimizations"),
+            ("memory_report", "after_optimizations")} <= stages
+    hlo_dir = Path(record["_dir"]) / "hlo"
+    assert not list(hlo_dir.glob("*.ll")) and not list(hlo_dir.glob("*.o"))  # dropped without --keep-all
+    if mode == "jax":
+        assert {a["module"] for a in train} == {"jit_train_step"}
+        assert len(_artifacts(record, "hlo")) == 2  # exactly one module: Flax's init modules are not kept
+        stablehlo = Path(record["_dir"]) / _artifacts(record, "stablehlo")[0]["path"]
+        assert stablehlo.read_text().startswith("module @jit_train_step")
+
+
+def test_inductor_output_code_is_kept_and_eager_says_it_has_no_graph(runs):
+    compiled = runs["pytorch+compile"]
+    code = _artifacts(compiled, "inductor_code")
+    assert {a["stage"] for a in code} >= {"forward", "backward"}
+    kernels = 0
+    for artifact in code:
+        source = (Path(compiled["_dir"]) / artifact["path"]).read_text()
+        ast.parse(source)
+        kernels += source.count("cpp_fused_")
+    assert kernels > 0
+    assert runs["pytorch"]["graph"]["kind"] == "none" and not _artifacts(runs["pytorch"], "hlo")
+
+
+def test_every_xplane_reads_with_jax_profile_data_and_has_step_markers(runs):
+    from jax.profiler import ProfileData
+
+    for mode in ("jax", "torch_xla", "torch_xla+compile"):
+        record = runs[mode]
+        xplanes = [a for a in _artifacts(record, "trace") if a["format"] == "xplane"]
+        assert len(xplanes) == 1 and xplanes[0]["path"].startswith("plugins/profile/")
+        profile = ProfileData.from_file(str(Path(record["_dir"]) / xplanes[0]["path"]))
+        names = {event.name for plane in profile.planes for line in plane.lines for event in line.events}
+        assert any("train_step" in name for name in names), mode
+
+
+def test_pytorch_profiles_are_kineto_json_with_profiler_steps(runs):
+    for mode in ("pytorch", "pytorch+compile"):
+        record = runs[mode]
+        traces = _artifacts(record, "trace")
+        assert traces and all(a["format"] == "kineto" and a["path"].startswith("kineto/") for a in traces)
+        path = Path(record["_dir"]) / traces[0]["path"]
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as handle:
+            events = json.load(handle)["traceEvents"]
+        steps = {e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")}
+        assert len(steps) == PROFILE_STEPS
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_tensorboard_lists_the_profiled_runs(comparison):
+    port = _free_port()
+    tensorboard = Path(sys.executable).with_name("tensorboard")
+    server = subprocess.Popen([str(tensorboard), "--logdir", comparison["_dir"], "--host", "127.0.0.1",
+                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        runs: list = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(runs) < 3:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/profile/runs", timeout=5) as reply:
+                    body = reply.read()
+                    if reply.headers.get("Content-Encoding") == "gzip":
+                        body = gzip.decompress(body)
+                    runs = json.loads(body)
+            except OSError:
+                time.sleep(0.5)
+                continue
+            time.sleep(0.5)
+        names = " ".join(str(run) for run in runs)
+        for directory in ("jax", "torch_xla", "torch_xla_compile"):
+            assert f"{directory}/" in names, runs
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
