@@ -28,6 +28,9 @@ from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OT
 
 _DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
 _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime"}
+# Host categories of PyTorch's profiler whose kind the category alone decides (step markers aside).
+_KINETO_HOST_CATS = {"cpu_op": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
+                     **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 _NO_ARGS: dict = {}
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -169,6 +172,9 @@ class _EventBuilder:
         self.process_names: dict = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
         self.thread_names: dict = {}  # (pid, tid) -> name
         self.names: dict[str, str] = {}  # interns repeated event names (a few thousand distinct in large traces)
+        self.lanes: dict = {}  # stream -> "stream N", built once
+        self.pid_names: dict = {}  # pid -> str(pid) for processes without a name
+        self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
 
     def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
         index = self.items
@@ -200,8 +206,9 @@ class _EventBuilder:
     def from_struct(self, path: Path, item) -> Event | None:
         self.items += 1
         args = item.args
-        if item.ph != "X":
-            if item.ph == "M":
+        phase = item.ph
+        if phase != "X":
+            if phase == "M":
                 self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
             return None
         if item.ts is None:  # let the streaming parser report it with its position
@@ -210,11 +217,52 @@ class _EventBuilder:
         duration = item.dur if item.dur is not None else 0.0
         if args is None:
             return self._complete(item.name, item.cat, item.ts, duration, item.pid, item.tid)
+        category = item.cat
+        kind = _DEVICE_CATS.get(category)
+        if kind is not None:  # Kineto GPU activity: built here, without _complete's general case analysis
+            name = item.name
+            name = self.names.setdefault(name, name) if isinstance(name, str) else str(name)
+            stream = args.stream if args.stream is not None else item.tid
+            return Event(
+                name, item.ts, duration, kind, True, self._stream_lane(stream), self._process(item.pid),
+                category_for(name, kind), None, None, None, _as_int(args.correlation),
+            )
+        kind = _KINETO_HOST_CATS.get(category)
+        if kind is not None and not item.name.startswith("ProfilerStep#"):  # Kineto host events, the bulk of a trace
+            name = item.name
+            name = self.names.setdefault(name, name)
+            return Event(
+                name, item.ts, duration, kind, False, self._thread(item.pid, item.tid), self._process(item.pid),
+                OTHER, None, None, None, _as_int(args.correlation),
+            )
         correlation = args.correlation if args.correlation is not None else args.correlation_id
         return self._complete(
             item.name, item.cat, item.ts, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
             args.hlo_module, args.step_num,
         )
+
+    def _stream_lane(self, stream) -> str:
+        lane = self.lanes.get(stream)
+        if lane is None:
+            lane = self.lanes[stream] = f"stream {stream}"
+        return lane
+
+    def _process(self, pid) -> str:
+        name = self.process_names.get(pid)
+        if name is None:
+            name = self.pid_names.get(pid)
+            if name is None:
+                name = self.pid_names[pid] = str(pid)
+        return name
+
+    def _thread(self, pid, tid) -> str:
+        key = (pid, tid)
+        name = self.thread_names.get(key)
+        if name is None:
+            name = self.tid_names.get(key)
+            if name is None:
+                name = self.tid_names[key] = f"thread {tid}"
+        return name
 
     def _metadata(self, name, pid, tid, value) -> None:
         if name == "process_name":
@@ -230,11 +278,11 @@ class _EventBuilder:
         kind = _DEVICE_CATS.get(category)
         if kind is not None:  # Kineto GPU activity: the most common device case, kept short
             return Event(
-                name, start, duration, kind, True, f"stream {stream if stream is not None else tid}", str(pid),
-                category_for(name, kind), None, None, None, _as_int(correlation),
+                name, start, duration, kind, True, self._stream_lane(stream if stream is not None else tid),
+                self._process(pid), category_for(name, kind), None, None, None, _as_int(correlation),
             )
-        process = self.process_names.get(pid) or str(pid)
-        lane = self.thread_names.get((pid, tid)) or f"thread {tid}"
+        process = self._process(pid)
+        lane = self._thread(pid, tid)
         device = False
         step = None
         if category in _RUNTIME_CATS:

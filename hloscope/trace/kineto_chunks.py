@@ -61,15 +61,21 @@ def event_chunks(stream) -> Iterator[list]:
         msgspec, chunk_decoder, document_decoder = _types()
     except ImportError as error:
         raise GiveUp("msgspec is not installed") from error
-    data = _read_through_array_start(stream, msgspec)
+    # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
+    # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
+    data = bytearray(b"[") + _read_through_array_start(stream, msgspec)
     while True:
         cut = max(data.rfind(b"},\n"), data.rfind(b"},\r\n"))
         if cut >= 0:
+            data[cut + 1] = ord("]")
             try:
-                yield chunk_decoder.decode(b"[" + data[: cut + 1] + b"]")
+                with memoryview(data) as view:
+                    events = chunk_decoder.decode(view[: cut + 2])
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 raise GiveUp(str(error)) from error
-            data = data[cut + 2 :]
+            yield events
+            data[cut + 1] = ord("[")
+            del data[: cut + 1]
         block = stream.read(BLOCK_BYTES)
         if not block:
             break
@@ -77,7 +83,7 @@ def event_chunks(stream) -> Iterator[list]:
         if len(data) > MAX_PENDING_BYTES:
             raise GiveUp("no event boundary in 64 MB (a minified file)")
     try:
-        yield document_decoder.decode(b'{"traceEvents": [' + data).traceEvents
+        yield document_decoder.decode(b'{"traceEvents": ' + bytes(data)).traceEvents
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise GiveUp(str(error)) from error
 

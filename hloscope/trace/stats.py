@@ -9,7 +9,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 
-from hloscope.trace.model import CATEGORIES, KERNEL, RUNTIME, STEP, Event, Trace
+from hloscope.trace.model import CATEGORIES, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event, Trace
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 
 TOP_N = 10
@@ -40,7 +40,8 @@ class _Accumulator:
 
     def add(self, event: Event) -> None:
         self.events += 1
-        if event.is_device_exec:
+        kind = event.kind
+        if event.device and kind in DEVICE_EXEC_KINDS:
             duration = event.dur_us
             self.device_time += duration
             self.categories[event.category] += duration
@@ -50,7 +51,7 @@ class _Accumulator:
             else:
                 entry[0] += 1
                 entry[1] += duration
-            is_kernel = event.kind == KERNEL
+            is_kernel = kind == KERNEL
             if is_kernel:
                 self.kernels += 1
             self.devices.add(event.process)
@@ -59,13 +60,13 @@ class _Accumulator:
             self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
             self.exec_is_kernel.append(is_kernel)
             self.exec_anchor.append(self._execution_start(event))
-        elif event.kind == RUNTIME:
+        elif kind == RUNTIME:
             self.host_runtime += event.dur_us
             if event.correlation is not None:
                 self.launch_corr.append(event.correlation)
                 self.launch_start.append(event.start_us)
                 self.launch_dur.append(event.dur_us)
-        elif event.kind == STEP and event.step is not None:
+        elif kind == STEP and event.step is not None:
             marker = (event.step, event.start_us, event.start_us + event.dur_us)
             (self.device_markers if event.device else self.host_markers).append(marker)
 
