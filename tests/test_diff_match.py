@@ -93,3 +93,17 @@ def test_groups_fold_layer_indices_and_skip_bookkeeping():
     groups = group_by_source(g, ["t0", "t1", "g", "c"])
     assert [(x["op_name"], x["count"], x["sources"]) for x in groups] == [
         ("jit(f)/layer/*/attn/transpose", 2, 2), ("(no source op)", 1, 1)]
+
+
+def test_same_work_in_another_arrangement_matches_loosely_and_the_extra_transpose_stays():
+    # torch_xla flattens a linear layer's batch dims (f32[136,64]) where JAX keeps them (f32[8,17,64]), and transposes
+    # the [out, in] weight first: the dots pair as the same work, the transpose is PyTorch's alone.
+    a = _graph([("x", "parameter", "f32[8,17,64]", []), ("w", "parameter", "f32[64,32]", []),
+                ("d", "dot", "f32[8,17,32]", ["x", "w"], "jax/dense/dot_general")], ["d"])
+    b = _graph([("x", "parameter", "f32[136,64]", []), ("w", "parameter", "f32[32,64]", []),
+                ("t", "transpose", "f32[64,32]", ["w"], "aten::t"),
+                ("d", "dot", "f32[136,32]", ["x", "t"], "aten::mm")], ["d"])
+    matching = match_graphs(a, b)
+    assert matching.pairs["d"] == "d" and matching.how["d"] in {"root", "loose"}
+    assert matching.pairs["x"] == "x"
+    assert matching.only_in_b == ["t"]

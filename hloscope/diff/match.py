@@ -5,8 +5,13 @@
    pairwise, is everything below them (identical subgraphs).
 2. Greedy, from what is matched: top-down (the i-th operands of a matched pair match when opcode, shape and detail
    agree) and bottom-up (unmatched users of a matched pair that use it at the same operand position and agree in
-   opcode, shape and detail), repeated until nothing changes. The graphs' roots are matched first when they agree.
+   opcode, shape and detail); then, ignoring positions, operands or users whose (opcode, shape, detail) is unique
+   among the pair's free operands or users on both sides (tuple outputs and commutative operands come in any order).
+   Repeated until nothing changes. The graphs' roots are matched first when they agree.
 3. Leftover nodes with equal fingerprints are paired in definition order, then step 2 runs again.
+4. Loose: what is still free is paired in definition order by opcode, detail, element type and number of elements,
+   ignoring how the elements are arranged: the same matmul written as f32[136,64] by one framework and f32[8,17,64]
+   by another is the same work. Then step 2 runs again.
 Whatever is left is reported as existing only on one side.
 """
 
@@ -41,6 +46,20 @@ def fingerprints(graph: Graph) -> dict[str, int]:
                                 tuple(result.get(op, 0) for op in node.operands)))
             stack.pop()
     return result
+
+
+_ARRAY = re.compile(r"^([a-z]\w*)\[([\d,]*)\]$")
+
+
+def _loose_signature(node: Node) -> tuple:
+    """Opcode, detail, element type and element count: the shape without its arrangement (tuples stay exact)."""
+    match = _ARRAY.match(node.shape)
+    if not match:
+        return (node.opcode, node.detail, node.shape)
+    count = 1
+    for dim in filter(None, match.group(2).split(",")):
+        count *= int(dim)
+    return (node.opcode, node.detail, match.group(1), count)
 
 
 def _compatible(x: Node, y: Node) -> bool:
@@ -121,18 +140,40 @@ class _Matcher:
                 if self.a.nodes[x].opcode == self.b.nodes[y].opcode:
                     self.pair(x, y, "root")
 
+    def _signature(self, node: Node) -> tuple:
+        return (node.opcode, node.shape, node.detail)
+
+    def _pair_unique(self, keys_a: list[str], keys_b: list[str], how: str) -> None:
+        """Pair free nodes whose (opcode, shape, detail) occurs once among `keys_a` and once among `keys_b`: the
+        operands of a tuple or of a commutative op, or the users of a value, in whatever order each side has them."""
+        free_a = [k for k in dict.fromkeys(keys_a) if k in self.a.nodes and k not in self.result.pairs]
+        free_b = [k for k in dict.fromkeys(keys_b) if k in self.b.nodes and k not in self.reverse]
+        if not free_a or not free_b:
+            return
+        by_sig_a: dict[tuple, list[str]] = defaultdict(list)
+        by_sig_b: dict[tuple, list[str]] = defaultdict(list)
+        for k in free_a:
+            by_sig_a[self._signature(self.a.nodes[k])].append(k)
+        for k in free_b:
+            by_sig_b[self._signature(self.b.nodes[k])].append(k)
+        for sig, side_a in by_sig_a.items():
+            side_b = by_sig_b.get(sig)
+            if side_b and len(side_a) == 1 and len(side_b) == 1:
+                self.pair(side_a[0], side_b[0], how)
+
     def propagate(self) -> None:
         # Everything matched so far seeds the greedy walk.
         self.queue.extend(self.result.pairs.items())
         while self.queue:
             ka, kb = self.queue.popleft()
             na, nb = self.a.nodes[ka], self.b.nodes[kb]
-            # Top-down: operands at the same position.
+            # Top-down: operands at the same position, then the rest wherever their signature is unambiguous.
             if len(na.operands) == len(nb.operands):
                 for p, q in zip(na.operands, nb.operands):
                     if p in self.a.nodes and q in self.b.nodes and _compatible(self.a.nodes[p], self.b.nodes[q]):
                         self.pair(p, q, "top_down")
-            # Bottom-up: unmatched users using the pair at the same operand position.
+            self._pair_unique(list(na.operands), list(nb.operands), "top_down")
+            # Bottom-up: unmatched users using the pair at the same operand position, then unambiguous ones.
             free_b = [u for u in self.users_b.get(kb, []) if u not in self.reverse]
             if not free_b:
                 continue
@@ -148,12 +189,28 @@ class _Matcher:
                     if positions & {i for i, op in enumerate(user_b.operands) if op == kb}:
                         self.pair(ua, ub, "bottom_up")
                         break
+            self._pair_unique(self.users_a.get(ka, []), free_b, "bottom_up")
+
+    def loose(self) -> None:
+        free_b: dict[tuple, deque[str]] = defaultdict(deque)
+        for key, node in self.b.nodes.items():
+            if key not in self.reverse:
+                free_b[_loose_signature(node)].append(key)
+        for key, node in self.a.nodes.items():
+            if key in self.result.pairs:
+                continue
+            candidates = free_b.get(_loose_signature(node))
+            while candidates:
+                if self.pair(key, candidates.popleft(), "loose"):
+                    break
 
     def run(self) -> Matching:
         self.exact(unique_only=True)
         self.roots()
         self.propagate()
         self.exact(unique_only=False)
+        self.propagate()
+        self.loose()
         self.propagate()
         self.result.only_in_a = [k for k in self.a.nodes if k not in self.result.pairs]
         self.result.only_in_b = [k for k in self.b.nodes if k not in self.reverse]
