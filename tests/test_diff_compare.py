@@ -27,7 +27,13 @@ def test_compare_runs_and_traces():
     runs = compare_runs({"mode": "jax", "status": "ok", "timing": {"median_s": 0.002}},
                         {"mode": "torch_xla", "status": "ok", "timing": {"median_s": 0.012}})
     assert runs["ratio"] == pytest.approx(6.0) and runs["delta"]["median_s"] == pytest.approx(0.010)
-    traces = compare_traces({"kernels": 10, "categories": {"matmul": 5.0}, "top": [{"name": "k1", "total_us": 4.0}]},
-                            {"kernels": 14, "categories": {"matmul": 9.0}, "top": [{"name": "k2", "total_us": 6.0}]})
-    assert traces["delta"] == {"kernels": 4, "categories": {"matmul": 4.0}}
+    step_a = {"kernels": 5, "device_busy_us": 100.0, "device_idle_us": 10.0, "host_duration_us": 200.0}
+    step_b = {"kernels": 7, "device_busy_us": 150.0, "device_idle_us": 10.0, "host_duration_us": 260.0}
+    traces = compare_traces({"kernels": 10, "categories": {"matmul": 5.0}, "top": [{"name": "k1", "total_us": 4.0}],
+                             "per_step": [step_a, step_a, {"kernels": 0}]},
+                            {"kernels": 14, "categories": {"matmul": 9.0}, "top": [{"name": "k2", "total_us": 6.0}],
+                             "per_step": [step_b, step_b]})
+    assert traces["a"]["per_step"]["kernels"] == 5  # the step without kernels is not averaged in
+    assert traces["delta"]["kernels"] == 4 and traces["delta"]["categories"] == {"matmul": 4.0}
+    assert traces["delta"]["per_step"] == {"kernels": 2, "device_busy_us": 50.0, "host_duration_us": 60.0}
     assert [r["name"] for r in traces["kernels_changed_most"]] == ["k2", "k1"]

@@ -71,19 +71,27 @@ def compare_runs(run_a: dict, run_b: dict) -> dict:
             "ratio": ratio}
 
 
+STEP_KEYS = ("kernels", "device_busy_us", "device_idle_us", "host_duration_us", "host_runtime_us")
+
+
+def trace_summary(stats: dict) -> dict:
+    """The scalar figures of a `trace stats` record, plus per-step means over the steps that ran kernels."""
+    out = {k: stats.get(k) for k in ("steps", "events", "kernels", "device_time_us", "host_runtime_us")}
+    out["categories"] = stats.get("categories") or {}
+    steps = [s for s in stats.get("per_step") or [] if s.get("kernels")]
+    out["per_step"] = {k: sum(s.get(k, 0) for s in steps) / len(steps) for k in STEP_KEYS} if steps else {}
+    return out
+
+
 def compare_traces(trace_a: dict, trace_b: dict, top: int = 15) -> dict:
-    """Time by category and the kernels whose total time changed most, from two `trace stats` records."""
+    """Per-step kernels, busy and idle time, time by category and the kernels whose total time changed most."""
     totals_a = {t["name"]: t.get("total_us", 0.0) for t in trace_a.get("top", [])}
     totals_b = {t["name"]: t.get("total_us", 0.0) for t in trace_b.get("top", [])}
     changed = sorted(({"name": n, "a_us": totals_a.get(n, 0.0), "b_us": totals_b.get(n, 0.0),
                        "delta_us": totals_b.get(n, 0.0) - totals_a.get(n, 0.0)} for n in set(totals_a) | set(totals_b)),
                      key=lambda r: (-abs(r["delta_us"]), r["name"]))
-    keys = [k for k in trace_a if k not in ("top", "file", "format")]
-    return {
-        "a": {k: trace_a.get(k) for k in keys}, "b": {k: trace_b.get(k) for k in keys},
-        "delta": compare_stats({k: trace_a.get(k) for k in keys}, {k: trace_b.get(k) for k in keys}),
-        "kernels_changed_most": changed[:top],
-    }
+    a, b = trace_summary(trace_a), trace_summary(trace_b)
+    return {"a": a, "b": b, "delta": compare_stats(a, b), "kernels_changed_most": changed[:top]}
 
 
 def diff_report(stats_a: dict, stats_b: dict, graph_a: Graph, graph_b: Graph, matching: Matching,

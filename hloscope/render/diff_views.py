@@ -44,6 +44,13 @@ def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, 
         rows.append((label, _num(ca), _num(cb), _signed(cb - ca)))
     for group, prefix in GROUPS:
         rows.extend(_group_rows(a.get(group), b.get(group), prefix))
+    traces = report.get("traces")
+    if traces:
+        ta, tb = traces["a"], traces["b"]
+        rows.extend(_group_rows({k: v for k, v in ta.items() if not isinstance(v, dict)},
+                                {k: v for k, v in tb.items() if not isinstance(v, dict)}, "trace"))
+        rows.extend(_group_rows(ta.get("per_step"), tb.get("per_step"), "trace per step"))
+        rows.extend(_group_rows(ta.get("categories"), tb.get("categories"), "trace us"))
     return rows
 
 
