@@ -13,7 +13,7 @@ def render(report: dict) -> str:
     a, b = report["a"], report["b"]
     body = ["<h1>hloscope diff</h1>", f"<p>A: <code>{escape(str(a.get('file', '-')))}</code><br>"
             f"B: <code>{escape(str(b.get('file', '-')))}</code></p>", "<h2>Side by side</h2>",
-            table(["", "A", "B", "B - A"], side_by_side(report))]
+            table(["", "A", "B", "B - A"], [r for r in side_by_side(report) if r[0] != "file"])]  # files: above
     kinds = [("A", {f"fusion {k}": v for k, v in (a.get("fusions") or {}).items()}),
              ("B", {f"fusion {k}": v for k, v in (b.get("fusions") or {}).items()})]
     body.append(svg.stacked_chart("Fusions by kind", kinds, "fusions"))

@@ -9,7 +9,7 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+th{background:#f3f3f3}td{overflow-wrap:anywhere}td:first-child,th:first-child{text-align:left}
 .claim{margin:.2em 0 .6em}.est{color:#555}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:11px}
 .note{color:#8a4b00}svg{display:block;margin:.8em 0;max-width:100%;height:auto}
 """
