@@ -44,6 +44,7 @@ def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     command += ["--dump-hlo"] if options.dump_hlo else []
     command += ["--profile"] if options.profile else []
     command += ["--keep-all"] if options.keep_all else []
+    command += ["--target", options.target] if options.target else []
     return command
 
 

@@ -38,6 +38,10 @@ def common_options(function):
         click.option("--profile", is_flag=True, help="Profile a few steps after the timed window (xplane / Kineto)."),
         click.option("--profile-steps", type=click.IntRange(min=1), default=3, show_default=True),
         click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
+        click.option("--target", default=None, metavar="h100|a100|PATH",
+                     help="Do not time: compile the train step for this GPU with XLA's deviceless compile (jax, "
+                          "torch_xla) and keep what the compiler says; PATH is a GpuTargetConfigProto text file. "
+                          "See docs/gpu-target.md."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -50,7 +54,8 @@ def build_options(mode: str, **values):
     return RunOptions(mode=mode, model=values["model"], batch_size=values["batch_size"], steps=values["steps"],
                       warmup=values["warmup"], precision=values["precision"], device=values["device"],
                       data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
-                      profile_steps=values["profile_steps"], keep_all=values["keep_all"])
+                      profile_steps=values["profile_steps"], keep_all=values["keep_all"],
+                      target=values.get("target"))
 
 
 @click.command(name="run")
@@ -72,6 +77,8 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
     mode = mode_name(mode, compile_model)
     get_preset(values["model"])  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
+    if options.target:
+        return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=MODE_DIRS[mode])
     console = Console(stderr=True)
     console.print(f"[bold]{mode}[/bold]: {options.model}, batch {options.batch_size}, {options.warmup} warm-up + "
@@ -83,6 +90,23 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
         from hloscope.run_tables import run_table
 
         Console().print(run_table(record))
+        click.echo(f"run directory: {run_dir}")
+
+
+def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
+    """--target: compile instead of timing (hloscope.targets.run_target); run.json says `compiled`."""
+    from hloscope.rundir import MODE_DIRS, create_run_dir
+    from hloscope.targets.run_target import check_target_run, compiled_table, execute_target
+
+    check_target_run(options.mode, options.target)  # bad mode, target file or missing plugin: before any directory
+    run_dir = create_run_dir(out, run_id, prefix=MODE_DIRS[options.mode])
+    Console(stderr=True).print(f"[bold]{options.mode}[/bold]: {options.model}, batch {options.batch_size}, compiling "
+                               f"for {options.target} (not timed) -> {run_dir}", highlight=False)
+    record = execute_target(options, options.target, run_dir)
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    else:
+        Console().print(compiled_table(record))
         click.echo(f"run directory: {run_dir}")
 
 

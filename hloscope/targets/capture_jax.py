@@ -19,6 +19,7 @@ def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int
     workload = build_jax_workload(preset, batch_size, precision, seed)
     traced = jax.jit(workload.train_step).trace(workload.state, *workload.batch)
     lowered = traced.lower(lowering_platforms=("cuda",))
-    out_file.write_text(lowered.as_text(), encoding="utf-8")
+    # debug_info keeps source locations, which XLA turns into op_name metadata (per-layer attribution on the GPU HLO)
+    out_file.write_text(lowered.as_text(debug_info=True), encoding="utf-8")
     return {"framework": "jax", "format": "mlir", "lowered_for": "cuda", "module": "jit_train_step",
             "matmul_precision": workload.matmul_precision, "dtype": workload.dtype}

@@ -236,11 +236,16 @@ def _roofline(run_dir: Path, artifacts: list[dict], gpu: GpuTarget, notes: list[
     return result.get("step")
 
 
+def _short(error: str | None, limit: int = 140) -> str:
+    line = _first_line(error)
+    return line if len(line) <= limit else line[:limit].rstrip() + "..."
+
+
 def _notes(result: dict, gpu: GpuTarget) -> list[str]:
     notes = [f"compiled for {gpu.device} (sm_{gpu.compute_capability}) by XLA's deviceless compile: never run, not "
              "timed, not autotuned (cuBLAS algorithm 0, cuDNN algo -1, default Triton tilings)"]
     attempts = result.get("attempts", [])
     if len(attempts) > 1 and result.get("gemm_backend") == "cublas":
         notes.append("XLA's Triton GEMM path failed for this graph, so GEMMs were compiled as cuBLAS calls "
-                     f"(--xla_gpu_enable_triton_gemm=false): {_first_line(attempts[0].get('error'))[:300]}")
+                     f"(--xla_gpu_enable_triton_gemm=false): {_short(attempts[0].get('error'))}")
     return notes
