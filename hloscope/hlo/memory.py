@@ -86,5 +86,9 @@ def parse_memory_report(text: str, path: str = "<string>") -> dict:
         if total and space is not None:
             spaces[space] = int(total.group(1))
     if not spaces:
+        # Older XLA (torch_xla 2.9's) prints one "Total bytes used: N (...)" line and no memory spaces.
+        used = re.search(r"^Total bytes used: (\d+)", text, re.MULTILINE)
+        if used:
+            return {"total_bytes": int(used.group(1)), "by_memory_space": {}}
         raise InputError(path, "not an XLA memory-usage report (no 'Memory Space:' / 'Total bytes:' lines)")
     return {"total_bytes": sum(spaces.values()), "by_memory_space": spaces}
