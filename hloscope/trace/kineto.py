@@ -109,11 +109,9 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
             try:
                 with _as_input_errors(path):
                     for chunk in kineto_chunks.event_chunks(stream):
-                        for item in chunk:
-                            event = builder.from_struct(path, item)
-                            if event is not None:
-                                produced += 1
-                                yield event
+                        for event in builder.from_structs(chunk):
+                            produced += 1
+                            yield event
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
                 return
@@ -203,43 +201,51 @@ class _EventBuilder:
             args.get("step_num"),
         )
 
-    def from_struct(self, path: Path, item) -> Event | None:
-        self.items += 1
-        args = item.args
-        phase = item.ph
-        if phase != "X":
-            if phase == "M":
-                self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
-            return None
-        if item.ts is None:  # let the streaming parser report it with its position
-            raise kineto_chunks.GiveUp("complete event without ts")
-        self.complete_events += 1
-        duration = item.dur if item.dur is not None else 0.0
-        if args is None:
-            return self._complete(item.name, item.cat, item.ts, duration, item.pid, item.tid)
-        category = item.cat
-        kind = _DEVICE_CATS.get(category)
-        if kind is not None:  # Kineto GPU activity: built here, without _complete's general case analysis
+    def from_structs(self, chunk: list) -> Iterator[Event]:
+        """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are built inline:
+        this loop runs once per event of traces with millions of them."""
+        names = self.names
+        device_cats = _DEVICE_CATS
+        host_cats = _KINETO_HOST_CATS
+        for item in chunk:
+            self.items += 1
+            args = item.args
+            phase = item.ph
+            if phase != "X":
+                if phase == "M":
+                    self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
+                continue
+            start = item.ts
+            if start is None:  # let the streaming parser report it with its position
+                raise kineto_chunks.GiveUp("complete event without ts")
+            self.complete_events += 1
+            duration = item.dur if item.dur is not None else 0.0
             name = item.name
-            name = self.names.setdefault(name, name) if isinstance(name, str) else str(name)
-            stream = args.stream if args.stream is not None else item.tid
-            return Event(
-                name, item.ts, duration, kind, True, self._stream_lane(stream), self._process(item.pid),
-                category_for(name, kind), None, None, None, _as_int(args.correlation),
+            name = names.setdefault(name, name) if isinstance(name, str) else str(name)
+            category = item.cat
+            if args is None:
+                yield self._complete(name, category, start, duration, item.pid, item.tid)
+                continue
+            kind = device_cats.get(category)
+            if kind is not None:  # Kineto GPU activity
+                stream = args.stream if args.stream is not None else item.tid
+                yield Event(
+                    name, start, duration, kind, True, self._stream_lane(stream), self._process(item.pid),
+                    category_for(name, kind), None, None, None, _as_int(args.correlation),
+                )
+                continue
+            kind = host_cats.get(category)
+            if kind is not None and not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace
+                yield Event(
+                    name, start, duration, kind, False, self._thread(item.pid, item.tid), self._process(item.pid),
+                    OTHER, None, None, None, _as_int(args.correlation),
+                )
+                continue
+            correlation = args.correlation if args.correlation is not None else args.correlation_id
+            yield self._complete(
+                name, category, start, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
+                args.hlo_module, args.step_num,
             )
-        kind = _KINETO_HOST_CATS.get(category)
-        if kind is not None and not item.name.startswith("ProfilerStep#"):  # Kineto host events, the bulk of a trace
-            name = item.name
-            name = self.names.setdefault(name, name)
-            return Event(
-                name, item.ts, duration, kind, False, self._thread(item.pid, item.tid), self._process(item.pid),
-                OTHER, None, None, None, _as_int(args.correlation),
-            )
-        correlation = args.correlation if args.correlation is not None else args.correlation_id
-        return self._complete(
-            item.name, item.cat, item.ts, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
-            args.hlo_module, args.step_num,
-        )
 
     def _stream_lane(self, stream) -> str:
         lane = self.lanes.get(stream)
