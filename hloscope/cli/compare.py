@@ -47,6 +47,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
             console.print(f"[yellow]skipping {mode}[/yellow]: its framework is not installed", highlight=False)
     else:
         selected = parse_modes(modes)
+    if values.get("target"):
+        selected = _target_modes(selected, values["target"], console)
     if not selected:
         raise click.UsageError("no mode to run: install torch, torch_xla or jax (with flax, optax, transformers)")
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
@@ -64,7 +66,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
             progress.update(task, description=f"running [bold]{mode}[/bold]")
 
         def done(entry: dict) -> None:
-            colour = "green" if entry["status"] == "ok" else "red"
+            colour = "green" if entry["status"] in ("ok", "compiled") else "red"
             median = f" {entry['median_s'] * 1e3:.2f} ms/step" if entry.get("median_s") else ""
             progress.console.print(f"  {entry['mode']}: [{colour}]{entry['status']}[/{colour}]{median}", highlight=False)
             progress.advance(task)
@@ -75,11 +77,43 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
         Console().print(comparison_table(comparison))
+        if values.get("target"):
+            _print_compiled(comparison, comparison_dir)
         for entry in comparison["modes"]:
             if entry["status"] != "ok" and entry.get("stderr_tail"):
                 console.print(f"[red]{entry['mode']} {entry['status']}[/red]; last lines of its stderr "
                               f"({entry.get('stderr_log')}):", highlight=False)
                 console.print(entry["stderr_tail"], markup=False, highlight=False)
         click.echo(f"comparison directory: {comparison_dir}")
-    if not any(entry["status"] == "ok" for entry in comparison["modes"]):
+    if not any(entry["status"] in ("ok", "compiled") for entry in comparison["modes"]):
         sys.exit(1)
+
+
+def _target_modes(selected: list[str], target: str, console: Console) -> list[str]:
+    """--target compiles XLA graphs only (jax, torch_xla): skip the other modes; refuse a bad target file up front."""
+    from hloscope.targets.compile import supports_target
+    from hloscope.targets.run_target import check_target_run
+
+    kept = [mode for mode in selected if supports_target(mode)]
+    for mode in selected:
+        if mode not in kept:
+            console.print(f"[yellow]skipping {mode}[/yellow]: --target needs an XLA graph (jax, torch_xla)",
+                          highlight=False)
+    if kept:
+        check_target_run(kept[0], target)
+    return kept
+
+
+def _print_compiled(comparison: dict, comparison_dir) -> None:
+    from hloscope.errors import InputError
+    from hloscope.rundir import load_run
+    from hloscope.targets.run_target import compiled_comparison_table
+
+    records = []
+    for entry in comparison["modes"]:
+        try:
+            records.append(load_run(comparison_dir / entry["dir"], check_artifacts=False))
+        except InputError:
+            continue
+    if records:
+        Console().print(compiled_comparison_table(records))

@@ -96,3 +96,36 @@ def compiled_table(record: dict):
     for note in record.get("notes", []):
         table.add_row("note", note)
     return table
+
+
+def compiled_comparison_table(records: list[dict]):
+    """Compiled runs side by side (one column per mode): what each framework's graph became on the target GPU."""
+    from rich.table import Table
+
+    device = next((r.get("target", {}).get("device") for r in records if r.get("target")), "?")
+    table = Table(title=f"compiled for {device} (XLA deviceless compile; not timed)")
+    table.add_column("", style="bold")
+    for record in records:
+        table.add_column(record["mode"], justify="right")
+
+    def row(label: str, value) -> None:
+        table.add_row(label, *[value(r) for r in records])
+
+    def get(record: dict, *keys, default=None):
+        value = record
+        for key in keys:
+            value = (value or {}).get(key) if isinstance(value, dict) else None
+        return default if value is None else value
+
+    row("status", lambda r: r["status"])
+    row("generated kernels", lambda r: str(get(r, "kernels", "kernel_launches", default="-")))
+    row("cuBLAS / cuDNN calls", lambda r: str(get(r, "kernels", "library_calls", default="-")))
+    row("copies", lambda r: str(get(r, "kernels", "copies", default="-")))
+    row("GEMM backend", lambda r: str(get(r, "compiles", "gemm_backend", default="-")))
+    row("device memory MiB", lambda r: "-" if get(r, "memory", "device_peak_estimate_bytes") is None
+        else f"{get(r, 'memory', 'device_peak_estimate_bytes') / 2**20:,.1f}")
+    row("FLOPs", lambda r: "-" if get(r, "roofline", "flops") is None else f"{get(r, 'roofline', 'flops'):.3e}")
+    row("bytes accessed", lambda r: "-" if get(r, "roofline", "bytes") is None else f"{get(r, 'roofline', 'bytes'):.3e}")
+    row("roofline LOWER BOUND ms", lambda r: "-" if get(r, "roofline", "serial_s") is None
+        else f"{get(r, 'roofline', 'serial_s') * 1e3:.3f}")
+    return table
