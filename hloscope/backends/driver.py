@@ -128,6 +128,7 @@ def execute(options: RunOptions, run_dir: Path,
         # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
         record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
         record.update(status=status, error=error, finished_at=_now())
+        record.pop("phase", None)
         write_run(run_dir, record)
         return record
 
@@ -142,6 +143,9 @@ def execute(options: RunOptions, run_dir: Path,
 
         def window_start() -> None:
             counts["before"] = session.compile_counts()
+            # Say where the run is (outside the timed region): a run killed from now on was past its compile.
+            record["phase"] = "timed window"
+            write_run(run_dir, record)
 
         def step_done(phase: str, index: int) -> None:
             if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:
