@@ -142,3 +142,62 @@ def test_missing_path_and_empty_dir(cli_run, tmp_path):
     assert code == 2 and "no such file" in err
     code, _, err = cli_run("hlo", "stats", str(tmp_path))
     assert code == 2 and "no HLO modules here" in err
+
+
+def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
+    """A run directory as the harness writes it (rundir.write_run), holding the MLP GPU dump as its artifacts."""
+    import shutil
+
+    from hloscope import rundir
+
+    run = rundir.create_run_dir(root, run_id=mode.replace("+", "_"))
+    artifacts = []
+    if with_hlo:
+        (run / "hlo").mkdir()
+        for file in sorted((FIXTURES / "gpu_aot/mlp_sm90_triton").glob("module_0001.*")):
+            shutil.copy(file, run / "hlo" / file.name)
+            kind = "hlo" if file.name.endswith("optimizations.txt") else "other"
+            stage = "before_optimizations" if "before" in file.name else "after_optimizations"
+            artifacts.append({"kind": kind, "path": f"hlo/{file.name}", "module": "jit_train_step", "stage": stage,
+                              "train_step": True})
+        # another module of the same run (e.g. an init computation) that is not the train step
+        shutil.copy(FIXTURES / "openxla_xla/gpu_tests/single_instruction.hlo", run / "hlo" / "module_0000.jit_init.before_optimizations.txt")
+        artifacts.append({"kind": "hlo", "path": "hlo/module_0000.jit_init.before_optimizations.txt", "module": "jit_init",
+                          "stage": "before_optimizations", "train_step": False})
+    rundir.write_run(run, {"schema_version": 1, "run_id": run.name, "mode": mode, "status": "compiled", "error": None,
+                           "config": {}, "artifacts": artifacts})
+    return run
+
+
+def test_run_and_comparison_directories(tmp_path, cli_run):
+    if not (FIXTURES / "gpu_aot/mlp_sm90_triton").is_dir():
+        pytest.skip("fixtures not present")
+    from hloscope import rundir
+
+    jax_run = _make_run(tmp_path, "jax", with_hlo=True)
+    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(jax_run))
+    assert code == 0, err
+    modules = json.loads(out)["modules"]
+    assert [(m["name"], m["stage"], m["platform"]) for m in modules] == [
+        ("jit_train_step", "before_optimizations", "gpu"), ("jit_train_step", "after_optimizations", "gpu")
+    ]
+    assert modules[1]["kernels"] == 24 and modules[1]["memory"]["buffer_assignment"]["allocations"] > 0
+    _make_run(tmp_path, "pytorch", with_hlo=False)  # eager PyTorch records no HLO
+    rundir.write_comparison(tmp_path, {"schema_version": 1, "comparison_id": "c", "config": {},
+                                       "modes": [{"mode": "pytorch", "dir": "pytorch"}, {"mode": "jax", "dir": "jax"}]})
+    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(tmp_path))
+    assert code == 0, err
+    assert [m["name"] for m in json.loads(out)["modules"]] == ["jit_train_step", "jit_train_step"]
+    # a run.json that lists a missing HLO file is reported by name
+    (jax_run / "hlo" / "module_0001.jit_train_step.before_optimizations.txt").unlink()
+    code, _, err = cli_run("hlo", "stats", "--json", str(jax_run))
+    assert code == 2 and "module_0001.jit_train_step.before_optimizations.txt" in err and "missing" in err
+
+
+def test_too_large_for_memory_is_refused_up_front(cli_run, monkeypatch):
+    path = FIXTURES / "openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo"
+    if not path.exists():
+        pytest.skip("fixtures not present")
+    monkeypatch.setenv("HLOSCOPE_HLO_MAX_BYTES", "1000000")
+    code, _, err = cli_run("hlo", "stats", "--json", str(path))
+    assert code == 2 and "refusing rather than running out of memory" in err and len(err.strip().splitlines()) == 1

@@ -101,6 +101,7 @@ def load_run_dir(run_dir: Path) -> list[LoadedModule]:
             loaded.extra["mode"] = record.get("mode")
             loaded.extra["run_dir"] = str(run_dir)
             out.append(loaded)
+    _inherit_platform(out)
     return out
 
 

@@ -104,8 +104,15 @@ class HloInstruction:
         self.shape
         for operand in self.operands:
             operand.shape
-        self.attrs
-        self.called_computations
+        if self._attrs is None:  # check the attributes without keeping them: most are never asked for
+            start = self._operand_end() + 1
+            try:
+                attrs = _attrs.split_attributes(self.text, start)
+            except ValueError as error:
+                raise self._error(f"bad attribute list of '{self.name}': {error}", start) from None
+            if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
+                self._attrs = attrs
+                self.called_computations
 
     def attr(self, key: str, default: str | None = None) -> str | None:
         return self.attrs.get(key, default)
