@@ -201,3 +201,21 @@ def test_too_large_for_memory_is_refused_up_front(cli_run, monkeypatch):
     monkeypatch.setenv("HLOSCOPE_HLO_MAX_BYTES", "1000000")
     code, _, err = cli_run("hlo", "stats", "--json", str(path))
     assert code == 2 and "refusing rather than running out of memory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_kernels_by_source_layer():
+    folder = FIXTURES / "gpu_aot/vit_tiny_sm90_triton"
+    if not folder.is_dir():
+        pytest.skip("fixtures not present")
+    from hloscope.hlo.attribution import kernels_by_source, layer_of
+
+    assert layer_of("jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general") == "ViT/vit/encoder/layer/0 (backward)"
+    assert layer_of("jit(train_step)/jvp()/add") == "add (top level)"
+    (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
+    rows = {r["source"]: r for r in kernels_by_source(after.module, "gpu")}
+    stats = module_stats(after)
+    assert sum(r["kernels"] for r in rows.values()) == stats["kernels"] + stats["copies"]
+    layer = "FlaxViTForImageClassificationModule/vit/encoder/layer/{}"
+    # the two encoder layers are the same code: the same kernels, forward and backward
+    assert rows[layer.format(0)]["kernels"] == rows[layer.format(1)]["kernels"] > 0
+    assert rows[layer.format(0) + " (backward)"]["kernels"] == rows[layer.format(1) + " (backward)"]["kernels"] > 0

@@ -18,7 +18,9 @@ def command() -> None:
 @click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
               help="Also run XLA's own cost analysis (needs jaxlib) and show it beside hloscope's.")
 @click.option("--top", default=10, show_default=True, help="Rows in the per-instruction and per-source tables.")
-def stats(path: str, as_json: bool, xla_cost: bool, top: int) -> None:
+@click.option("--source-depth", default=5, show_default=True,
+              help="Path components of metadata op_name kept when grouping kernels by source layer.")
+def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import module_stats, top_instructions
@@ -26,7 +28,7 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int) -> None:
     loaded = load_modules(path)
     results = []
     for item in loaded:
-        result = module_stats(item, top_sources=top)
+        result = module_stats(item, top_sources=top, source_depth=source_depth)
         if xla_cost:
             from hloscope.hlo.xla import xla_cost_analysis
 

@@ -12,19 +12,34 @@ from hloscope.hlo.ops import executed_computations
 _WRAPPERS = re.compile(r"^(?:jit\([^)]*\)/)+")
 
 
-def layer_of(op_name: str, depth: int = 3) -> str:
-    """`jit(train_step)/jvp(Model)/vit/encoder/layer/0/attention/dot_general` -> a short layer path."""
+_TRANSFORM = re.compile(r"^(jvp|transpose|vmap|remat|checkpoint|pjit|custom_jvp_call|custom_vjp_call)\((.*)\)$")
+
+
+def layer_of(op_name: str, depth: int = 5) -> str:
+    """`jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general` -> `ViT/vit/encoder (backward)`:
+    JAX's transformation wrappers unwrapped, the primitive dropped, `depth` path components kept."""
     if not op_name:
         return "<no op_name>"
     path = _WRAPPERS.sub("", op_name)
-    parts = [p for p in path.split("/") if p]
-    parts = [re.sub(r"^(?:jvp|transpose|vmap|remat|checkpoint)\((.*)\)$", r"\1", p) for p in parts]
-    if len(parts) > 1:
-        parts = parts[:-1]  # drop the primitive (dot_general, add, ...)
-    return "/".join(parts[:depth]) if parts else path
+    backward = False
+    parts = []
+    for part in path.split("/"):
+        while True:
+            match = _TRANSFORM.match(part)
+            if match is None:
+                break
+            backward |= match.group(1) == "transpose"
+            part = match.group(2)
+        if part:
+            parts.append(part)
+    if len(parts) == 1:  # a primitive outside any module (optimizer update, loss): say so
+        label = f"{parts[0]} (top level)"
+    else:
+        label = "/".join(parts[:-1][:depth]) if parts else "<top level>"  # the primitive (dot_general, ...) dropped
+    return f"{label} (backward)" if backward else label
 
 
-def kernels_by_source(module: HloModule, platform: str, depth: int = 3) -> list[dict]:
+def kernels_by_source(module: HloModule, platform: str, depth: int = 5) -> list[dict]:
     """Launches grouped by the layer in their metadata op_name, biggest groups first."""
     groups: dict[str, dict] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
     for comp in executed_computations(module):

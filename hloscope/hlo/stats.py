@@ -20,7 +20,7 @@ def _read_sibling(path: str | None, parse) -> dict | None:
         raise InputError(path, f"cannot read: {error}") from None
 
 
-def module_stats(loaded: LoadedModule, top_sources: int = 15) -> dict:
+def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int = 5) -> dict:
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
     fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those."""
     module = loaded.module
@@ -63,7 +63,7 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15) -> dict:
         "uncosted_custom_calls": len(analysis.uncosted),
         "layout_changes": ops.layout_changes(module),
         "precision": ops.precision_summary(precisions),
-        "kernels_by_source": attribution.kernels_by_source(module, platform)[:top_sources],
+        "kernels_by_source": attribution.kernels_by_source(module, platform, source_depth)[:top_sources],
         "siblings": {
             "buffer_assignment": loaded.buffer_assignment and os.path.basename(loaded.buffer_assignment),
             "memory_report": loaded.memory_report and os.path.basename(loaded.memory_report),
