@@ -55,7 +55,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
             server.start()
             server.wait_ready()
             page = server.url + "#profile"
-            _print_sessions(sessions, directory)
+            _print_sessions(sessions)
             click.echo(f"TensorBoard {version} with the profile plugin: {page}")
             click.echo("Press Ctrl-C to stop.")
             sys.stdout.flush()
@@ -83,15 +83,15 @@ def _serve(server, view) -> None:
     raise HloscopeError(f"TensorBoard exited with code {server.process.returncode}: {server.last_log_line()}")
 
 
-def _print_sessions(sessions, directory: Path) -> None:
+def _print_sessions(sessions) -> None:
     table = Table(title="Runs", title_justify="left")
-    table.add_column("run")
-    table.add_column("format")
-    table.add_column(f"source (in {directory})")
+    # Never cut a run name: it is what to look for in TensorBoard.
+    table.add_column("run", no_wrap=True, min_width=max(len(s.name) for s in sessions))
+    table.add_column("format", no_wrap=True)
+    table.add_column("profile", overflow="fold")
     for session in sessions:
         fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
-        source = session.source.relative_to(directory) if session.source.is_relative_to(directory) else session.source
-        table.add_row(session.name, fmt, str(source))
+        table.add_row(session.name, fmt, session.source.name)
     Console(soft_wrap=True).print(table)
 
 
