@@ -20,7 +20,7 @@ from hloscope.backends import MODE_MODULES
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog, run_loop, step_statistics
 from hloscope.environment import collect_environment
-from hloscope.errors import HloscopeError, MissingDependency
+from hloscope.errors import HloscopeError
 from hloscope.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -176,7 +176,7 @@ def execute(options: RunOptions, run_dir: Path,
     except KeyboardInterrupt:
         finish("interrupted", "interrupted by the user (Ctrl-C); the steps measured so far are kept")
         raise
-    except MissingDependency as error:
+    except HloscopeError as error:  # missing package, impossible option: the user's one-line message, its exit code
         finish("failed", str(error))
         raise
     except Exception as error:  # noqa: BLE001 - any framework error becomes a failed run, with the reason recorded

@@ -1,0 +1,54 @@
+"""Option handling that needs no training: clear one-line refusals, dump file classification."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.backends import parse_modes
+from hloscope.backends.xla_dump import classify
+from hloscope.errors import UsageError
+
+
+def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_path):
+    pytest.importorskip("torch_xla")
+    from importlib import metadata
+
+    if tuple(int(p) for p in metadata.version("torch_xla").split(".")[:2]) < (2, 9):
+        pytest.skip("this torch_xla still supports CUDA")
+    code, _, err = cli_run("run", "--mode", "torch_xla", "--device", "cuda", "--model", "vit-tiny", "--out", str(tmp_path))
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and "Traceback" not in err
+    assert "has no CUDA support (removed in 2.9)" in last and "torch_xla<=2.8" in last
+
+
+def test_unknown_modes_are_refused_in_one_line(cli_run, tmp_path):
+    code, _, err = cli_run("compare", "--modes", "jax,tensorflow", "--out", str(tmp_path))
+    assert code == 2 and err.strip() == ("hloscope: error: unknown mode(s) tensorflow; choose from pytorch, "
+                                         "pytorch+compile, torch_xla, torch_xla+compile, jax")
+    with pytest.raises(UsageError):
+        parse_modes(" , ")
+    assert parse_modes("jax, pytorch,jax") == ["jax", "pytorch"]
+
+
+@pytest.mark.parametrize("name, kind, module, stage", [
+    ("module_0150.jit_train_step.before_optimizations.txt", "hlo", "jit_train_step", "before_optimizations"),
+    ("module_0150.jit_train_step.cpu_after_optimizations.txt", "hlo", "jit_train_step", "after_optimizations"),
+    ("module_0150.jit_train_step.cpu_after_optimizations-buffer-assignment.txt", "buffer_assignment", "jit_train_step",
+     "after_optimizations"),
+    ("module_0150.jit_train_step.cpu_after_optimizations-memory-usage-report.txt", "memory_report", "jit_train_step",
+     "after_optimizations"),
+    ("module_0000.SyncTensorsGraph.1331.cpu_after_optimizations.txt", "hlo", "SyncTensorsGraph.1331",
+     "after_optimizations"),
+    ("module_0001.jit_step.sm_9.0_gpu_after_optimizations.txt", "hlo", "jit_step", "after_optimizations"),
+    ("module_0003.jit_step.thunk_sequence.txt", "thunk_sequence", "jit_step", "after_optimizations"),
+    ("module_0000.SyncTensorsGraph.66.divide.0_elemental_kernel_module.ir-no-opt.ll", "llvm_ir", "SyncTensorsGraph.66",
+     "codegen"),
+    ("module_0004.jit_f.obj-file.__compute_module_wrapped_sine.o", "object_file", "jit_f", "codegen"),
+])
+def test_xla_dump_files_are_classified_by_name(name, kind, module, stage):
+    entry = classify(name)
+    assert (entry["kind"], entry["module"], entry["stage"]) == (kind, module, stage)
+
+
+def test_files_xla_does_not_write_are_ignored():
+    assert classify("notes.txt") is None and classify("module_x.y.txt") is None
