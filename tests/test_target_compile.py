@@ -162,3 +162,27 @@ def test_both_frameworks_meet_the_same_compiler(compiled):
     assert jax_record["target"]["compiler"]["jaxlib"] == "0.10.2"
     # same model and batch: the same parameter and image bytes go in (torch_xla adds int64 labels and scalars)
     assert abs(jax_record["memory"]["argument_bytes"] - torch_record["memory"]["argument_bytes"]) < 1024
+
+
+def test_cli_refuses_before_making_a_directory(cli_run, tmp_path):
+    code, out, err = cli_run("run", "--mode", "pytorch", "--model", "vit-tiny", "--target", "h100", "--out",
+                             str(tmp_path))
+    assert code == 2 and "--target compiles XLA graphs" in err and len(err.strip().splitlines()) == 1
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(tmp_path / "x.txtpb"),
+                             "--out", str(tmp_path))
+    assert code == 2 and "no such GPU target file" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.txtpb"] or not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
+    from hloscope.rundir import load_run
+
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target", "h100",
+                             "--out", str(tmp_path), "--run-id", "jax-h100", "--json")
+    assert code == 0, err
+    record = load_run(tmp_path / "jax-h100")  # validates the record and that every artifact exists
+    assert json.loads(out)["status"] == record["status"] == "compiled"
+    assert record["config"]["target"] == "h100" and record["timing"]["step_times_s"] == []
+    assert record["kernels"]["kernel_launches"] > 0 and "lower bound" in record["roofline"]["label"]

@@ -12,6 +12,9 @@ from pathlib import Path
 
 def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
     """Write the train step's StableHLO (MLIR text) to `out_file`; returns facts about it for the run record."""
+    import os
+
+    os.environ.setdefault("USE_TORCH", "0")  # as `run --mode jax`: transformers would import torch for nothing
     from hloscope.backends.jax_workload import build_jax_workload
 
     import jax
