@@ -44,14 +44,14 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
     workspace = Path(tempfile.mkdtemp(prefix="hloscope-tensorboard-"))
     server = None
     try:
-        view = ViewLogdir(directory, workspace / "logdir")
-        view.root.mkdir()
-        sessions = view.sync()
-        _warn_problems(view.problems)
-        if not sessions:
-            raise InputError(directory, "no profile could be read (see the warnings above)")
-        server = TensorBoardProcess(view.root, host, port or free_port(host), workspace / "tensorboard.log")
         with _sigterm_as_interrupt():
+            view = ViewLogdir(directory, workspace / "logdir")
+            view.root.mkdir()
+            sessions = view.sync()
+            _warn_problems(view.problems)
+            if not sessions:
+                raise InputError(directory, "no profile could be read (see the warnings above)")
+            server = TensorBoardProcess(view.root, host, port or free_port(host), workspace / "tensorboard.log")
             server.start()
             server.wait_ready()
             page = server.url + "#profile"

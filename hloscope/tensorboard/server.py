@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from hloscope.errors import HloscopeError, MissingDependency
+from hloscope.errors import HloscopeError, MissingDependency, UsageError
 
 RUNS_PATH = "/data/plugin/profile/runs"
 
@@ -40,9 +40,12 @@ def is_loopback(host: str) -> bool:
 def free_port(host: str) -> int:
     """A port nobody listens on right now (the OS picks it); TensorBoard binds it a moment later."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            return probe.getsockname()[1]
+    except OSError as error:  # an unknown name, or an address this machine does not have
+        raise UsageError(f"cannot listen on --host {host}: {error.strerror or error}") from None
 
 
 def url_host(host: str) -> str:
@@ -101,7 +104,7 @@ class TensorBoardProcess:
         self.process.terminate()
         try:
             self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # slow to exit, or a second Ctrl-C: do not wait
             self.process.kill()
             self.process.wait()
 
