@@ -124,3 +124,35 @@ def test_bad_input_names_file_line_and_column(tmp_path):
         parse_thunk_sequence_text("\n\n", "empty.txt")
     with pytest.raises(InputError, match="file not found"):
         parse_thunk_sequence(tmp_path / "missing.thunk_sequence.txt")
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_hlo_launches_join_the_thunk_sequence_one_to_one(fixtures_dir, folder):
+    from hloscope.hlo.kernels import kernel_list
+    from hloscope.hlo.parser import parse_hlo_file
+    from hloscope.hlo.thunks import _sanitized, attach_launches
+
+    (hlo,) = (fixtures_dir / "gpu_aot" / folder).glob("*gpu_after_optimizations.txt")
+    (module,) = parse_hlo_file(hlo)
+    rows = kernel_list(module, "gpu")
+    joined = attach_launches(rows, parse_thunk_sequence(_thunk_file(fixtures_dir, folder)))
+    assert joined["agrees"], joined["reason"]
+    launches = joined["launches"]
+    assert [r["name"] for r in launches] == [r["name"] for r in rows]
+    assert all(r["grid"] for r in launches if r["kind"] == "generated")
+    # A reused kernel is one XLA emitted for an identical fusion earlier in the schedule.
+    emitted = set()
+    for row in launches:
+        if row["kind"] != "generated":
+            continue
+        if row["reused_kernel"]:
+            assert row["kernel_name"] in emitted
+        else:
+            assert row["kernel_name"] == _sanitized(row["name"])
+        emitted.add(row["kernel_name"])
+    # a launch list that does not match is reported, not silently joined
+    broken = attach_launches(rows[1:], parse_thunk_sequence(_thunk_file(fixtures_dir, folder)))
+    assert broken["agrees"] is False and "thunks" in broken["reason"]
+    swapped = attach_launches([{**rows[0], "kind": "cublas"}] + rows[1:],
+                              parse_thunk_sequence(_thunk_file(fixtures_dir, folder)))
+    assert swapped["agrees"] is False and swapped["reason"].startswith("launch 1:")

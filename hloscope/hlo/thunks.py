@@ -196,3 +196,40 @@ def find_thunk_sequence(module_file: str | os.PathLike) -> Path | None:
         return None
     candidate = p.with_name(f"{m['stem']}.thunk_sequence.txt")
     return candidate if candidate.is_file() else None
+
+
+_CATEGORY_OF_KERNEL_KIND = {"generated": "kernel", "cublas": "library", "cudnn": "library", "copy": "copy"}
+
+
+def _sanitized(name: str) -> str:
+    """The kernel name XLA gives an HLO instruction (and GPU traces show): characters outside [A-Za-z0-9_$] -> '_'."""
+    return re.sub(r"[^A-Za-z0-9_$]", "_", name)
+
+
+def attach_launches(kernel_rows: list[dict], seq: ThunkSequence) -> dict:
+    """Join the HLO launch list (`hloscope.hlo.kernels.kernel_list(module, "gpu")`, schedule order) with XLA's thunk
+    sequence (execution order), one to one, so each HLO launch gets its ground-truth grid, block and shared memory.
+
+    Both lists are in the same order; the join checks the category of every pair (generated kernel / library call /
+    copy) and, where XLA wrote thunk_metadata.txt, the HLO op name. Returns {"agrees": bool, "reason": str | None,
+    "launches": rows (copies of kernel_rows with thunk_index, thunk_kind, kernel_name, grid, block,
+    shared_memory_bytes, reused_kernel)}; `reused_kernel` is True where XLA launches a kernel it already emitted for
+    an identical fusion (the thunk's kernel name is another instruction's).
+    """
+    top = [t for t in seq.thunks if t.depth == 0 and t.category != "other"]
+    if len(top) != len(kernel_rows):
+        return {"agrees": False, "launches": [],
+                "reason": f"{len(kernel_rows)} launches in the HLO, {len(top)} thunks in {seq.path}"}
+    rows = []
+    for position, (row, thunk) in enumerate(zip(kernel_rows, top)):
+        expected = _CATEGORY_OF_KERNEL_KIND.get(row.get("kind"), "kernel")
+        if expected != thunk.category or (thunk.hlo_op is not None and thunk.hlo_op != row.get("name")):
+            return {"agrees": False, "launches": [],
+                    "reason": f"launch {position + 1}: HLO {row.get('name')} ({row.get('kind')}) vs thunk "
+                              f"{thunk.index} {thunk.kind} {thunk.hlo_op or thunk.name or ''}".rstrip()}
+        rows.append({**row, "thunk_index": thunk.index, "thunk_kind": thunk.kind, "kernel_name": thunk.name,
+                     "grid": list(thunk.grid) if thunk.grid else None,
+                     "block": list(thunk.block) if thunk.block else None,
+                     "shared_memory_bytes": thunk.shared_memory_bytes,
+                     "reused_kernel": bool(thunk.name) and thunk.name != _sanitized(row.get("name", ""))})
+    return {"agrees": True, "reason": None, "launches": rows}
