@@ -132,7 +132,12 @@ def test_host_name_from_trace_handler_file_names():
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"", "invalid JSON"), (b'{"traceEvents": [{"ph": "X", ', "invalid JSON"), (b'{"other": 1}', "no 'traceEvents'")],
+    [
+        (b"", "invalid JSON"),
+        (b'{"traceEvents": [{"ph": "X", ', "invalid JSON"),
+        (b'{"other": 1}', "no 'traceEvents'"),
+        (b'{"traceEvents": [{"ph": "X", "name": "op", "ts": "soon", "dur": 1}]}', "event 0 ('op') has no finite"),
+    ],
 )
 def test_bad_kineto_file_is_one_input_error_naming_it(tmp_path, content, message):
     bad = tmp_path / "worker.1.pt.trace.json"

@@ -69,7 +69,10 @@ def convert_kineto_file(source: Path, session_dir: Path) -> tuple[Path, Conversi
     """Write `session_dir/<host>.xplane.pb` for one Kineto trace; returns its path and the conversion summary."""
     trace, events = read_kineto(source)
     host = host_name(source)
-    conversion = kineto_to_xspace(trace, events, host)
+    try:
+        conversion = kineto_to_xspace(trace, events, host)
+    except ValueError as error:
+        raise InputError(source, f"not a usable Kineto trace: {error}") from None
     session_dir.mkdir(parents=True, exist_ok=True)
     target = session_dir / f"{host}.xplane.pb"
     target.write_bytes(conversion.xspace.SerializeToString())

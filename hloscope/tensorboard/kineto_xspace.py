@@ -114,7 +114,7 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
     """Convert Kineto events (the `traceEvents` items) into an XSpace.
 
     `trace` holds the trace's top-level fields (`baseTimeNanoseconds`, `deviceProperties`); `host` becomes
-    the XSpace's host name.
+    the XSpace's host name. Raises ValueError for an event without a usable time.
     """
     xspace = xspace_class()()
     xspace.hostnames.append(host)
@@ -128,7 +128,7 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
     thread_names: dict[tuple[Any, Any], str] = {}
     process_names: dict[Any, str] = {}
 
-    for event in events:
+    for index, event in enumerate(events):
         phase = event.get("ph")
         if phase == "M":
             _remember_name(event, thread_names, process_names)
@@ -136,8 +136,11 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
         if phase not in ("X", "i", "I") or (phase in ("i", "I") and event.get("s") == "g"):
             result.dropped[phase or "?"] += 1
             continue
-        start_ns = base_ns + _us_to_ns(event.get("ts", 0))
-        duration_ps = max(0, round(float(event.get("dur", 0)) * 1_000_000))
+        try:
+            start_ns = base_ns + _us_to_ns(event["ts"])
+            duration_ps = max(0, round(float(event.get("dur", 0)) * 1_000_000))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise ValueError(f"event {index} ({event.get('name')!r}) has no finite numeric 'ts'/'dur'") from None
         args = _stats(event)
         category = event.get("cat") or ""
         pid, tid = event.get("pid"), event.get("tid")
