@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -218,3 +219,14 @@ def test_view_links_xplanes_and_skips_a_bad_kineto_trace(tmp_path, fixtures_dir)
     assert (tmp_path / "view/cmp/plugins/profile/pytorch/rank-0.xplane.pb").stat().st_size > 0
     assert not (tmp_path / "view/cmp/plugins/profile/pytorch_compile").exists()
     assert sorted(p for p in (tmp_path / "src").rglob("*")) == before  # nothing written next to the user's files
+
+
+def test_view_follows_runs_added_and_removed(tmp_path):
+    make_layout(tmp_path / "src", ["cmp/jax/plugins/profile/2026_a/vm.xplane.pb"])
+    view = ViewLogdir(tmp_path / "src", tmp_path / "view")
+    assert [s.name for s in view.sync()] == ["cmp/jax"]
+    make_layout(tmp_path / "src", ["cmp/torch_xla/plugins/profile/2026_b/vm.xplane.pb"])
+    assert [s.name for s in view.sync()] == ["cmp/jax", "cmp/torch_xla"]
+    shutil.rmtree(tmp_path / "src/cmp/jax")
+    assert [s.name for s in view.sync()] == ["cmp/torch_xla"]
+    assert sorted(p.name for p in (tmp_path / "view/cmp/plugins/profile").iterdir()) == ["torch_xla"]

@@ -106,12 +106,17 @@ class ViewLogdir:
         self._built: dict[str, tuple] = {}  # session name -> signature it was built from (or failed on)
 
     def sync(self) -> list[Session]:
-        """Add or rebuild the sessions that are new or changed since the last call; returns those in the view.
+        """Add, rebuild or remove the sessions that are new, changed or gone since the last call; returns those shown.
 
         A trace that cannot be converted is left out and recorded in `problems`; the others are still shown.
         """
         shown = []
-        for session in find_sessions(self.source, exclude=self.root):
+        sessions = find_sessions(self.source, exclude=self.root)
+        for gone in set(self._built) - {session.name for session in sessions}:  # deleted under DIR: drop it too
+            shutil.rmtree(self.session_dir(gone), ignore_errors=True)
+            self._built.pop(gone)
+            self.problems.pop(gone, None)
+        for session in sessions:
             signature = session.signature()
             if self._built.get(session.name) != signature:
                 self._built[session.name] = signature
