@@ -122,3 +122,11 @@ def test_bf16_against_fp32_on_a_cpu_names_the_precision_setting():
     claim = contributors[0].claim
     assert "--precision bf16 against fp32" in claim and "423 convert instructions against 0" in claim
     assert "emulated" in claim
+
+
+def test_pytorch_eager_on_a_cpu_names_the_ops_it_dispatches():
+    fast = _base("jax", platform="cpu")
+    slow = ModeSummary(mode="pytorch", platform="cpu", step_time_s=0.004, framework_ops=1210)
+    (only,) = explain_pair(slow, fast)
+    assert only.rule == "eager_ops" and only.seconds is None
+    assert "dispatched 1,210 PyTorch ops" in only.claim and "one compiled program of 400 kernels" in only.claim

@@ -106,18 +106,22 @@ def add_trace(summary: ModeSummary, stats: dict) -> None:
         summary.notes.append("the trace has no step markers: per-step device time is unknown")
 
 
-def step_timeline(events, window: dict) -> tuple[list[tuple[float, float, str]], float]:
-    """Device executions inside one step window (relative seconds) and time spent in transpose/copy kernels there."""
+def step_timeline(events, window: dict) -> tuple[list[tuple[float, float, str]], float, int]:
+    """One step window: device executions (relative seconds), time in transpose/copy kernels, and the number of
+    PyTorch ops (aten::*) the host dispatched."""
     start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
-    spans, layout_us = [], 0.0
+    spans, layout_us, aten_ops = [], 0.0, 0
     for event in events:
-        if not event.is_device_exec or event.start_us < start or event.start_us >= end:
+        if event.start_us < start or event.start_us >= end:
+            continue
+        if not event.is_device_exec:
+            aten_ops += event.name.startswith("aten::")
             continue
         if "transpose" in event.name or "copy" in event.name:
             layout_us += event.dur_us
         if len(spans) < TIMELINE_LIMIT:
             spans.append(((event.start_us - start) / 1e6, event.dur_us / 1e6, event.category))
-    return spans, layout_us / 1e6
+    return spans, layout_us / 1e6, aten_ops
 
 
 def summarize_run(run_dir: str | Path) -> ModeSummary:
@@ -152,8 +156,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 windows = stats.get("per_step") or []
                 if windows:
                     middle = windows[len(windows) // 2]
-                    summary.timeline, layout_s = step_timeline(trace.events, middle)
-                    summary.layout_kernel_s = layout_s
+                    summary.timeline, layout_s, aten_ops = step_timeline(trace.events, middle)
+                    summary.layout_kernel_s = layout_s if stats.get("kernels") else None
+                    summary.framework_ops = aten_ops or None
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")

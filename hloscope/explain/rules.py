@@ -235,6 +235,23 @@ def input_pipeline(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
                        {"data": {slow.mode: slow.data, fast.mode: fast.data}})
 
 
+def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
+    """PyTorch without an XLA program: the host dispatches framework ops (one at a time from Python in eager mode;
+    inductor's compiled code still calls aten for what it does not generate), where the fast mode runs one program."""
+    if not slow.framework_ops or slow.kernels is not None:
+        return None
+    theirs = fast.kernels if fast.kernels is not None else fast.trace_kernels
+    eager = "compile" not in slow.mode
+    claim = f"{slow.mode} dispatched {slow.framework_ops:,} PyTorch ops (aten::*, nested ones included) in one profiled step"
+    if eager:
+        claim += ", one by one from Python"
+    if theirs:
+        claim += f", where {fast.mode} runs one compiled program of {theirs:,.0f} kernels"
+    title = "Ops dispatched one by one (eager)" if eager else "Framework ops dispatched per step"
+    return Contributor("eager_ops", title, claim, None, {
+        "framework_ops_per_step": slow.framework_ops, "kernels": {fast.mode: theirs}})
+
+
 def device_time(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     """Device busy time that grew, by kernel category (what the other rules did not name)."""
     if not _more(slow.device_busy_s, fast.device_busy_s):
@@ -269,5 +286,5 @@ def compute_dtype(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
 
 RULES: list[Callable[[ModeSummary, ModeSummary], Contributor | None]] = [
     recompilation, host_bound, kernel_launches, layout_changes, matmul_precision, more_compute, memory_traffic,
-    input_pipeline, compute_dtype, device_time,
+    input_pipeline, compute_dtype, eager_ops, device_time,
 ]

@@ -47,7 +47,8 @@ class ModeSummary:
     profiled_step_s: float | None = None
     host_dispatch_s: float | None = None
     categories_s: dict[str, float] = field(default_factory=dict)  # category -> device seconds per step
-    layout_kernel_s: float | None = None  # seconds per step in transpose/copy kernels
+    layout_kernel_s: float | None = None
+    framework_ops: int | None = None  # PyTorch ops (aten::*) the host dispatched in one profiled step  # seconds per step in transpose/copy kernels
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
 
