@@ -14,7 +14,8 @@ from hloscope.hlo.platform import detect_platform
 
 # module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt, module_0002.jit_f.before_optimizations.txt, ...
 DUMP_NAME = re.compile(
-    r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?:(?P<prefix>[\w.]+?)_)?(?P<stage>before_optimizations|after_optimizations)\.txt$"
+    r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?:(?P<prefix>[a-z]+_[\d.]+a?_gpu|gfx\w+?_gpu|[a-z][a-z0-9]*)_)?"
+    r"(?P<stage>before_optimizations|after_optimizations)\.txt$"
 )
 SIBLING_SUFFIXES = ("-buffer-assignment.txt", "-memory-usage-report.txt", "-live-range.txt")
 
