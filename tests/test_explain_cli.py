@@ -44,7 +44,7 @@ def test_explain_json_from_run_records_only(cli_run, tmp_path):
     assert top["evidence"]["estimate_before_cap_s"] == pytest.approx((0.896 + 0.996) / 10)
     assert by_mode["pytorch"]["status"] == "failed"
     assert report["summaries"]["pytorch"]["notes"] == ["ModuleNotFoundError: torch"]
-    assert any("no HLO dump" in n for n in report["summaries"]["jax"]["notes"])
+    assert any("no XLA HLO" in n for n in report["summaries"]["jax"]["notes"])
     assert report["comparison"]["config"] == {"model": "vit-tiny", "batch_size": 8}
 
 

@@ -34,7 +34,7 @@ def render(report: dict) -> str:
                               [(r["mode"], r["step_time_s"] * 1e3) for r in rows if r["step_time_s"]], "ms"))
 
     body.append("<h2>What explains each gap</h2>")
-    for entry in report.get("modes", []):
+    for entry in mode_rows(report):  # fastest first, like the table
         if not entry.get("gap_s") or entry["mode"] == fastest:
             continue
         body.append(f"<h3>{escape(entry['mode'])}: {fmt.ratio(entry['ratio'])} the step time of {escape(fastest)} "

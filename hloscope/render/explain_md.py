@@ -27,7 +27,7 @@ def render(report: dict) -> str:
         lines.append(f"| {row['mode']} | {row['status']} | {fmt.ms(row['step_time_s'])} | {fmt.ratio(row['ratio'])} | "
                      f"{fmt.ms(row['gap_s'])} | {fmt.count(kernels)} | {fmt.ms(row['device_idle_s'])} | "
                      f"{fmt.count(row['compiles_in_window'])} |")
-    for entry in report.get("modes", []):
+    for entry in mode_rows(report):  # fastest first, like the table
         if not entry.get("gap_s") or entry["mode"] == fastest:
             continue
         lines += ["", f"## {entry['mode']}: {fmt.ratio(entry['ratio'])} the step time of {fastest} "

@@ -22,7 +22,7 @@ def render(report: dict, console: Console) -> None:
         table.add_row(r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
                       fmt.count(kernels), fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"]))
     console.print(table)
-    for entry in report.get("modes", []):
+    for entry in mode_rows(report):  # fastest first, like the table
         if not entry.get("gap_s") or entry["mode"] == fastest:
             continue
         console.print(f"\n[bold]{escape(entry['mode'])}[/bold]: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
