@@ -61,6 +61,11 @@ def test_gpu_kernel_count_agrees_with_xla_thunk_sequence(folder: Path):
     assert breakdown.get("cudnn", 0) == thunks.get("kConvolution", 0) + thunks.get("kCuDnn", 0)
     assert stats["copies"] == thunks.get("kCopy", 0)
     assert stats["kernels"] == sum(n for kind, n in thunks.items() if kind != "kCopy")
+    # and launch by launch, in order, through the GPU-target reader of the same file
+    assert stats["thunk_sequence"]["agrees"], stats["thunk_sequence"]["reason"]
+    launches = module_stats(after, with_launches=True)["thunk_sequence"]["launches"]
+    assert len(launches) == sum(thunks.values())
+    assert all(row["grid"] for row in launches if row["thunk_kind"] == "kCustomKernel")
 
 
 def test_gpu_aot_facts_from_sources_md():

@@ -20,7 +20,9 @@ def command() -> None:
 @click.option("--top", default=10, show_default=True, help="Rows in the per-instruction and per-source tables.")
 @click.option("--source-depth", default=5, show_default=True,
               help="Path components of metadata op_name kept when grouping kernels by source layer.")
-def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int) -> None:
+@click.option("--launches", is_flag=True,
+              help="With a thunk_sequence.txt beside a GPU module: list every launch (grid, block, shared memory).")
+def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int, launches: bool) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import module_stats, top_instructions
@@ -28,7 +30,7 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int)
     loaded = load_modules(path)
     results = []
     for item in loaded:
-        result = module_stats(item, top_sources=top, source_depth=source_depth)
+        result = module_stats(item, top_sources=top, source_depth=source_depth, with_launches=launches)
         if xla_cost:
             from hloscope.hlo.xla import xla_cost_analysis
 

@@ -57,6 +57,11 @@ def render_stats(results: list[dict], tops: dict, console: Console | None = None
         if "buffer_assignment" in mem:
             ba = mem["buffer_assignment"]
             rows.append(("buffers total", _bytes(ba["total_bytes"]), "temp", _bytes(ba["temp_bytes"])))
+        thunk = result.get("thunk_sequence")
+        if thunk and "error" not in thunk:
+            verdict = "agrees" if thunk["agrees"] else f"DIFFERS: {thunk['reason']}"
+            kinds = ", ".join(f"{k} {n}" for k, n in thunk["by_kind"].items())
+            rows.append(("XLA thunk sequence", kinds, "vs hloscope's launches", verdict))
         if result["collectives"]["count"]:
             rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
         for row in rows:
@@ -79,6 +84,18 @@ def render_stats(results: list[dict], tops: dict, console: Console | None = None
                 table.add_column(column, justify="right" if column in ("FLOPs", "bytes") else "left")
             for row in top:
                 table.add_row(row["name"], row["opcode"], _si(row["flops"]), _bytes(row["bytes_accessed"]), row["op_name"][-60:])
+            console.print(table)
+        launches = (thunk or {}).get("launches") or []
+        if launches:
+            table = Table(title="launches (XLA thunk sequence: ground truth)", title_justify="left", show_edge=False)
+            for column in ("#", "HLO instruction", "thunk", "kernel", "grid", "block", "shared mem"):
+                table.add_column(column, justify="right" if column in ("#", "shared mem") else "left")
+            for row in launches:
+                grid, block = row.get("grid"), row.get("block")
+                table.add_row(str(row.get("thunk_index", row.get("index", ""))), row.get("name") or row.get("hlo_op") or "",
+                              row.get("thunk_kind", row.get("kind", "")), row.get("kernel_name") or "",
+                              "x".join(map(str, grid)) if grid else "", "x".join(map(str, block)) if block else "",
+                              _bytes(row["shared_memory_bytes"]) if row.get("shared_memory_bytes") is not None else "")
             console.print(table)
         sources = result.get("kernels_by_source") or []
         if sources:

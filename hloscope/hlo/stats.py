@@ -11,18 +11,40 @@ from hloscope.hlo.load import LoadedModule
 
 
 def _read_sibling(path: str | None, parse) -> dict | None:
+    """A file XLA wrote beside the module; a broken one is reported in the result, not fatal to the analysis."""
     if not path:
         return None
     try:
         with open(path, encoding="utf-8") as f:
             return parse(f.read(), path)
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(path, f"cannot read: {error}") from None
+        return {"error": f"{path}: cannot read: {error}"}
+    except InputError as error:
+        return {"error": str(error)}
 
 
-def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int = 5) -> dict:
+def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> dict | None:
+    """XLA's own launch list (thunk_sequence.txt beside a GPU module) joined with hloscope's, as ground truth."""
+    if not loaded.thunk_sequence or loaded.platform != "gpu" or loaded.stage != "after_optimizations":
+        return None
+    from hloscope.hlo import thunks
+
+    try:
+        sequence = thunks.parse_thunk_sequence(loaded.thunk_sequence)
+    except InputError as error:
+        return {"file": loaded.thunk_sequence, "error": str(error)}
+    joined = thunks.attach_launches(kernels.kernel_list(loaded.module, "gpu"), sequence)
+    result = {"file": loaded.thunk_sequence, "by_kind": sequence.counts_by_kind(), "agrees": joined["agrees"],
+              "reason": joined["reason"]}
+    if with_launches:
+        result["launches"] = joined["launches"] or [t.to_dict() for t in sequence.thunks]
+    return result
+
+
+def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int = 5, with_launches: bool = False) -> dict:
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
-    fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those."""
+    fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those
+    (`thunk_sequence`: XLA's launch list beside a GPU module, with every launch when `with_launches`)."""
     module = loaded.module
     module.validate()
     platform = loaded.platform
@@ -36,7 +58,7 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
     if report is not None:
         mem["memory_report"] = report
     precisions = ops.matmul_precisions(module)
-    return {
+    result = {
         "name": module.name,
         "file": loaded.file,
         "stage": loaded.stage,
@@ -70,6 +92,10 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
             "thunk_sequence": loaded.thunk_sequence and os.path.basename(loaded.thunk_sequence),
         },
     }
+    thunk_check = thunk_sequence_check(loaded, with_launches)
+    if thunk_check is not None:
+        result["thunk_sequence"] = thunk_check
+    return result
 
 
 def top_instructions(loaded: LoadedModule, n: int = 10) -> list[dict]:
