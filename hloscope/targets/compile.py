@@ -160,7 +160,7 @@ def _compile_facts(result: dict) -> dict:
             attempt["error"] = _first_line(attempt["error"])[:500]
     fell_back = len(attempts) > 1 and attempts[-1].get("ok", False) and attempts[-1]["gemm"] == "cublas"
     return {"target_compile_s": result.get("compile_seconds"), "gemm_backend": result.get("gemm_backend"),
-            "triton_gemm_fallback": fell_back,
+            "triton_gemm_fallback": fell_back, "donated_parameters": result.get("buffer_donors"),
             "fallback_reason": attempts[0].get("error") if fell_back else None, "attempts": attempts,
             "autotuned": False}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -40,16 +41,41 @@ def _versions() -> dict:
     return out
 
 
-def _stablehlo_text(module_path: str, fmt: str) -> str | bytes:
+def _stablehlo_text(module_path: str, fmt: str) -> tuple[str | bytes, list[int]]:
+    """The module as StableHLO, and the entry parameters the HLO marks as donatable (`buffer_donor`)."""
     with open(module_path, encoding="utf-8") as f:
         text = f.read()
     if fmt == "mlir":
-        return text
+        return text, []
     from jax._src.lib import _jax
     from jaxlib import _hlo
 
     module = _hlo.hlo_module_from_text(text)
-    return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    header = text[:text.find("\n")]
+    donor_text = re.search(r"buffer_donor=\{(.*?)\}\s*(?:,\s*\w+=|$)", header)
+    donors = [int(n) for n in re.findall(r"\((\d+),", donor_text.group(1))] if donor_text else []
+    return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto()), donors
+
+
+def _mark_donors(module, donors: list[int]) -> None:
+    """hlo_to_stablehlo drops HLO's `buffer_donor` (PyTorch/XLA donates its parameter buffers); put it back as JAX
+    does for donated arguments (`jax.buffer_donor = true` on the entry function's arguments), which XLA reads."""
+    from jax._src.lib.mlir import ir
+
+    if not donors:
+        return
+    for op in module.body.operations:
+        if ir.StringAttr(op.attributes["sym_name"]).value != "main":
+            continue
+        count = len(op.regions[0].blocks[0].arguments)
+        old = op.attributes["arg_attrs"] if "arg_attrs" in op.attributes else None
+        attrs = []
+        for i in range(count):
+            entries = {a.name: a.attr for a in ir.DictAttr(old[i])} if old is not None else {}
+            if i in donors:
+                entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+            attrs.append(ir.DictAttr.get(entries))
+        op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
 def _memory(executable) -> dict:
@@ -81,7 +107,8 @@ def compile_module(request: dict) -> dict:
     result["device_kind"] = device.device_kind
     client = device.client
     try:
-        module_text = _stablehlo_text(request["module"], request["format"])
+        module_text, donors = _stablehlo_text(request["module"], request["format"])
+        result["buffer_donors"] = len(donors)
     except Exception as error:  # noqa: BLE001
         result["error"] = f"cannot read {request['module']} as {request['format']}: {error}"
         result["stage"] = "parse"
@@ -100,6 +127,7 @@ def compile_module(request: dict) -> dict:
         try:
             with mlir.make_ir_context():
                 module = ir.Module.parse(module_text)
+                _mark_donors(module, donors)
                 options = compiler.get_compile_options(num_replicas=1, num_partitions=1,
                                                        env_options_overrides=overrides)
                 executable = client.compile(module, xc.DeviceList(tuple(topology.devices)), options)
