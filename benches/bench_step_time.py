@@ -1,10 +1,11 @@
 """Does hloscope's harness add anything to the step time it reports?
 
-For each mode, in one fresh process: a minimal hand-written training loop (same model, same data, waiting for the
-device the same way: block_until_ready / cuda.synchronize / torch_xla.sync + wait_device_ops), then `hloscope run`'s
-own driver, then the hand-written loop again. The ratio hloscope median / hand-written median should be 1.00 +- 0.03.
+For each mode, in one fresh process: hloscope's own Session and timed loop (what `hloscope run` reports) and a minimal
+hand-written training step (same model, same data, waiting for the device the same way: block_until_ready /
+cuda.synchronize / torch_xla.sync + wait_device_ops), timed alternately in blocks of --steps, --rounds times.
+The ratio hloscope median / hand-written median should be 1.00 +- 0.03.
 
-    PJRT_DEVICE=CPU .venv/bin/python benches/bench_step_time.py [--model vit-tiny] [--batch-size 8] [--steps 200]
+    PJRT_DEVICE=CPU .venv/bin/python benches/bench_step_time.py [--model vit-tiny] [--batch-size 8] [--steps 50] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -22,47 +23,43 @@ from pathlib import Path
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
 
 
-def hand_loop(mode: str, model: str, batch_size: int, steps: int, warmup: int) -> list[float]:
-    """The reference: the step written out by hand, timed with perf_counter around step + wait."""
+def hand_stepper(mode: str, model: str, batch_size: int):
+    """The reference: the step written out by hand. Returns step(i) that runs one step and waits for the device."""
     from hloscope.backends.data import synthetic_pool
     from hloscope.models.presets import get_preset
 
     preset = get_preset(model)
     pool = synthetic_pool(preset, batch_size, seed=0)
-    times = []
     if mode == "jax":
         import jax
 
         from hloscope.backends.jax_workload import build_jax_workload, to_nhwc
 
         w = build_jax_workload(preset, batch_size, "fp32", 0)
-        step = jax.jit(w.train_step)
-        state = jax.device_put(w.state, jax.devices()[0])
-        batches = [(jax.device_put(to_nhwc(x), jax.devices()[0]), jax.device_put(y, jax.devices()[0])) for x, y in pool]
-        for i in range(warmup + steps):
-            start = time.perf_counter()
-            state, loss = step(state, *batches[i % len(batches)])
-            jax.block_until_ready((state, loss))
-            times.append(time.perf_counter() - start)
-        return times[warmup:]
+        train_step = jax.jit(w.train_step)
+        device = jax.devices()[0]
+        holder = {"state": jax.device_put(w.state, device)}
+        batches = [(jax.device_put(to_nhwc(x), device), jax.device_put(y, device)) for x, y in pool]
+
+        def step(i):
+            holder["state"], loss = train_step(holder["state"], *batches[i % len(batches)])
+            jax.block_until_ready((holder["state"], loss))
+        return step
     import torch
 
     from hloscope.backends.torch_common import build_model
 
     if mode.startswith("torch_xla"):
         import torch_xla
-        import torch_xla.backends
         import torch_xla.core.xla_model as xm
 
         device = torch_xla.device()
-        torch_xla.backends.set_mat_mul_precision("highest")
 
         def wait():
             torch_xla.sync()
             xm.wait_device_ops()
     else:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        torch.set_float32_matmul_precision("highest")
 
         def wait():
             if device.type == "cuda":
@@ -72,53 +69,67 @@ def hand_loop(mode: str, model: str, batch_size: int, steps: int, warmup: int) -
     if mode.endswith("+compile"):
         net = torch.compile(net, backend="openxla" if mode.startswith("torch_xla") else "inductor")
     batches = [(torch.from_numpy(x).to(device), torch.from_numpy(y).long().to(device)) for x, y in pool]
-    for i in range(warmup + steps):
+
+    def step(i):
         images, labels = batches[i % len(batches)]
-        start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss = net(pixel_values=images, labels=labels).loss
         loss.backward()
         optimizer.step()
         wait()
-        times.append(time.perf_counter() - start)
-    return times[warmup:]
+    return step
 
 
-def worker(mode: str, model: str, batch_size: int, steps: int, warmup: int) -> dict:
+def worker(mode: str, model: str, batch_size: int, steps: int, warmup: int, rounds: int) -> dict:
+    """hloscope's Session driven by hloscope's own timed loop (what `run` reports), and the hand-written step, in the
+    same process, alternating in `rounds` blocks so that the machine's load drifts equally over both."""
     from hloscope.backends.base import RunOptions
-    from hloscope.backends.driver import execute
-    from hloscope.rundir import create_run_dir
+    from hloscope.backends.driver import load_session
+    from hloscope.backends.timing import StepLog, run_loop
 
-    hand_before = statistics.median(hand_loop(mode, model, batch_size, steps, warmup))
     with tempfile.TemporaryDirectory() as out:
         options = RunOptions(mode=mode, model=model, batch_size=batch_size, steps=steps, warmup=warmup)
-        record = execute(options, create_run_dir(out, "bench"))
-    hand_after = statistics.median(hand_loop(mode, model, batch_size, steps, warmup))
-    hand = (hand_before + hand_after) / 2
-    return {"mode": mode, "hloscope_median_s": record["timing"]["median_s"], "hand_median_s": hand,
-            "hand_before_s": hand_before, "hand_after_s": hand_after,
-            "ratio": record["timing"]["median_s"] / hand}
+        session = load_session(options, Path(out))
+        session.setup()
+        hand_step = hand_stepper(mode, model, batch_size)
+        for i in range(warmup):  # compile the hand-written step before any timing
+            hand_step(i)
+        ours, hand = [], []
+        for round_index in range(rounds):
+            log = StepLog()
+            run_loop(session.step, session.wait, session.loss_of, steps, 1 if round_index else warmup, log)
+            ours += log.step_times_s
+            for i in range(steps):
+                start = time.perf_counter()
+                hand_step(i)
+                hand.append(time.perf_counter() - start)
+        session.close()
+    ours_median, hand_median = statistics.median(ours), statistics.median(hand)
+    return {"mode": mode, "hloscope_median_s": ours_median, "hand_median_s": hand_median,
+            "ratio": ours_median / hand_median, "steps_each": len(ours)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="vit-tiny")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.model, args.batch_size, args.steps, args.warmup)))
+        print(json.dumps(worker(args.worker, args.model, args.batch_size, args.steps, args.warmup, args.rounds)))
         return
-    print(f"{args.model}, batch {args.batch_size}, {args.steps} timed steps after {args.warmup} warm-up steps")
-    print("| mode | hloscope median | hand-written median (before / after) | ratio |")
+    print(f"{args.model}, batch {args.batch_size}, {args.rounds} alternating blocks of {args.steps} steps each")
+    print("| mode | hloscope median | hand-written median | ratio |")
     print("|---|---|---|---|")
     for mode in args.modes.split(","):
         result = subprocess.run([sys.executable, __file__, "--worker", mode, "--model", args.model,
                                  "--batch-size", str(args.batch_size), "--steps", str(args.steps),
-                                 "--warmup", str(args.warmup)], capture_output=True, text=True,
+                                 "--warmup", str(args.warmup), "--rounds", str(args.rounds)],
+                                capture_output=True, text=True,
                                 env={**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU"),
                                      "HLOSCOPE_NO_PROGRESS": "1"})
         if result.returncode != 0:
@@ -126,7 +137,7 @@ def main() -> None:
             continue
         r = json.loads(result.stdout.strip().splitlines()[-1])
         print(f"| {mode} | {r['hloscope_median_s'] * 1e3:.3f} ms | {r['hand_median_s'] * 1e3:.3f} ms "
-              f"({r['hand_before_s'] * 1e3:.3f} / {r['hand_after_s'] * 1e3:.3f}) | {r['ratio']:.3f} |", flush=True)
+              f"| {r['ratio']:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -52,3 +52,19 @@ def test_xla_dump_files_are_classified_by_name(name, kind, module, stage):
 
 def test_files_xla_does_not_write_are_ignored():
     assert classify("notes.txt") is None and classify("module_x.y.txt") is None
+
+
+def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
+    pytest.importorskip("torch")
+    from hloscope.backends.data import synthetic_pool, torch_loader
+    from hloscope.models.presets import get_preset
+
+    preset = get_preset("vit-tiny")
+    batches = list(torch_loader(preset, batch_size=4, n_batches=3, seed=0))
+    assert len(batches) == 3
+    images, labels = batches[0]
+    assert tuple(images.shape) == (4, 3, 32, 32) and tuple(labels.shape) == (4,)
+    assert int(labels.min()) >= 0 and int(labels.max()) < preset.num_labels
+    assert not bool((batches[0][0] == batches[1][0]).all())
+    pool = synthetic_pool(preset, 4, seed=0)
+    assert all((a[0] == b[0]).all() for a, b in zip(pool, synthetic_pool(preset, 4, seed=0)))  # same seed, same data

@@ -125,6 +125,11 @@ def execute(options: RunOptions, run_dir: Path,
 
     def finish(status: str, error: str | None = None) -> dict:
         fill_timing(record, log, options.batch_size)
+        if status != "ok" and session is not None and "framework" not in record["environment"]:
+            try:  # device and precision facts, when setup got far enough to know them
+                record["environment"].update(session.info())
+            except Exception:  # noqa: BLE001 - a half-set-up session cannot always answer
+                pass
         # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
         record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
         record.update(status=status, error=error, finished_at=_now())
