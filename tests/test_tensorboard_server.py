@@ -81,6 +81,12 @@ def hloscope_tensorboard(directory: Path, *args: str, timeout_s: float = 180):
         yield process, url.split("#")[0], stdout
     finally:
         if process.poll() is None:
+            process.terminate()  # hloscope stops its TensorBoard and removes its temporary logdir
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        if process.poll() is None or child_pids(process.pid):
             os.killpg(process.pid, signal.SIGKILL)  # the group we started: hloscope and its TensorBoard child
         process.wait(timeout=30)
 
