@@ -38,8 +38,8 @@ def _custom_calls(path: Path) -> Counter:
     return Counter(re.findall(r'custom_call_target="([^"]+)"', path.read_text()))
 
 
-def _diff_json(cli_run, a: Path, b: Path) -> dict:
-    code, out, err = cli_run("diff", str(a), str(b), "--json")
+def _diff_json(cli_run, a: Path, b: Path, *options: str) -> dict:
+    code, out, err = cli_run("diff", str(a), str(b), "--json", *options)
     assert code == 0, err
     return json.loads(out)
 
@@ -57,8 +57,9 @@ def test_vit_base_h100_against_a100(cli_run, fixtures_dir):
     kinds_a, kinds_b = _fusion_kinds(_after(a)), _fusion_kinds(_after(b))
     assert kinds_a == {"kLoop": 399, "kInput": 354, "kCustom": 36}  # SOURCES.md
     assert kinds_b == {"kLoop": 374, "kInput": 486, "kCustom": 24}
-    report = _diff_json(cli_run, a, b)
+    report = _diff_json(cli_run, a, b, "--no-xla-cost")
     assert report["a"]["stage"] == report["b"]["stage"] == "after_optimizations"
+    assert "xla_cost" not in report["a"]
     assert _by_kind(report["a"]["fusions"]) == kinds_a and _by_kind(report["b"]["fusions"]) == kinds_b
     assert _by_kind(report["delta"]["fusions"]) == {"kLoop": -25, "kInput": 132, "kCustom": -12}
     assert report["delta"]["kernels"] == report["b"]["kernels"] - report["a"]["kernels"]
@@ -116,7 +117,7 @@ def test_renamed_module_with_one_inserted_transpose(fixtures_dir):
 @pytest.mark.parametrize("fmt,marker", [("md", "## Structural matching"), ("html", "<!DOCTYPE html>")])
 def test_report_files_are_written_once(cli_run, fixtures_dir, tmp_path, fmt, marker):
     out = tmp_path / f"diff.{fmt}"
-    args = ("diff", str(fixtures_dir / SM90), str(fixtures_dir / SM80), "--format", fmt, "-o", str(out))
+    args = ("diff", str(fixtures_dir / SM90), str(fixtures_dir / SM80), "--format", fmt, "-o", str(out), "--no-xla-cost")
     code, _, err = cli_run(*args)
     assert code == 0, err
     text = out.read_text()
@@ -136,3 +137,13 @@ def test_bad_inputs_give_one_line_and_exit_2(cli_run, fixtures_dir, tmp_path):
     assert code == 2 and str(broken) in err and "Traceback" not in err and err.count("\n") == 1
     code, _, err = cli_run("diff", str(fixtures_dir / SM90), str(fixtures_dir / SM80), "--json", "--format", "md")
     assert code == 2 and "exclude each other" in err
+
+
+def test_a_and_b_are_exactly_the_hlo_stats_records(cli_run, fixtures_dir):
+    a, b = _after(fixtures_dir / TINY), _after(fixtures_dir / SM90)
+    report = _diff_json(cli_run, a, b)
+    for side, path in (("a", a), ("b", b)):
+        code, out, err = cli_run("hlo", "stats", str(path), "--json")
+        assert code == 0, err
+        (module,) = json.loads(out)["modules"]
+        assert report[side] == module

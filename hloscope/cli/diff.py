@@ -20,8 +20,10 @@ from hloscope.render.output import choose_format, emit
 @click.option("--module", help="Compare the module whose name contains this (default: the largest).")
 @click.option("--stage", type=click.Choice(["before", "after"]),
               help="Compare modules before or after optimizations (default: after when present).")
+@click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
+              help="Also run XLA's own cost analysis on both modules (needs jaxlib), as `hloscope hlo stats` does.")
 def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | None, force: bool,
-            module: str | None, stage: str | None) -> None:
+            module: str | None, stage: str | None, xla_cost: bool) -> None:
     """Compare A and B (run directories, XLA dump directories or HLO text files)."""
     from hloscope.diff.adapt import graph_from_module
     from hloscope.diff.compare import diff_report
@@ -31,7 +33,7 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
     form = choose_format(as_json, fmt, output)
     if output is not None and output.exists() and not force:  # fail before the work, not after
         emit("", output, force)
-    side_a, side_b = load_side(a, module, stage), load_side(b, module, stage)
+    side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
     graph_a, graph_b = graph_from_module(side_a.loaded.module), graph_from_module(side_b.loaded.module)
     report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
                          side_a.run, side_b.run, side_a.trace, side_b.trace)

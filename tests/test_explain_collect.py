@@ -1,0 +1,70 @@
+"""What explain reads from run directories, on real GPU data: the ViT-Base H100 compilation's HLO statistics and real
+Kineto traces from A100 and H100 GPUs wrapped in hand-written run directories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+from hloscope.explain.collect import add_hlo, summarize_run
+from hloscope.explain.engine import explain
+from hloscope.explain.summary import ModeSummary
+from hloscope.hlo.load import load_modules
+from hloscope.hlo.stats import module_stats
+from hloscope.trace.load import load_trace
+from hloscope.trace.stats import trace_stats
+
+A100_TRACE = "hta/trace_diff__control__control.json.gz"  # 6 ProfilerSteps, 1,428 kernels each
+H100_TRACE = "tracelens/traces__h100__gaunernst_bert-small-uncased__1016001.json.gz"  # 1 step, 60 kernels
+
+
+def test_hlo_summary_of_vit_base_on_h100(fixtures_dir):
+    (loaded,) = [m for m in load_modules(fixtures_dir / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations"]
+    summary = ModeSummary(mode="jax")
+    add_hlo(summary, [module_stats(loaded)])
+    # SOURCES.md, thunk_sequence.txt: 789 kCustomKernel + 243 kCublasLtMatmul + 2 kConvolution launches, 60 kCopy apart.
+    assert summary.kernels == 789 + 243 + 2
+    assert summary.kernel_kinds == {"fusion kLoop": 399, "fusion kInput": 354, "fusion kCustom:__triton": 36,
+                                    "cublas": 243, "cudnn": 2}
+    assert sum(summary.kernel_kinds.values()) == summary.kernels
+    assert summary.uncosted_custom_calls == 245 and summary.platform == "gpu"
+
+
+def _run_dir(root: Path, mode: str, trace: Path, median_s: float) -> Path:
+    run = root / mode
+    (run / "kineto").mkdir(parents=True)
+    shutil.copy(trace, run / "kineto" / "worker.pt.trace.json.gz")
+    record = {"schema_version": 1, "run_id": mode, "mode": mode, "status": "ok", "config": {"data": "device"},
+              "environment": {"platform": "cuda"}, "timing": {"median_s": median_s, "step_times_s": [median_s] * 5},
+              "artifacts": [{"kind": "trace", "path": "kineto/worker.pt.trace.json.gz", "format": "kineto"}]}
+    (run / "run.json").write_text(json.dumps(record))
+    return run
+
+
+def test_trace_summaries_and_report_from_real_gpu_traces(fixtures_dir, tmp_path):
+    a100 = trace_stats(load_trace(fixtures_dir / A100_TRACE))
+    steps = [s for s in a100["per_step"] if s["kernels"]]
+    median = mean(s["host_duration_us"] for s in steps) / 1e6
+    slow = summarize_run(_run_dir(tmp_path, "a100", fixtures_dir / A100_TRACE, median))
+    fast = summarize_run(_run_dir(tmp_path, "h100", fixtures_dir / H100_TRACE, 0.0044))
+    assert slow.platform == "gpu"
+    assert slow.trace_kernels == pytest.approx(1428)
+    assert slow.device_busy_s == pytest.approx(mean(s["device_busy_us"] for s in steps) / 1e6)
+    assert slow.device_idle_s == pytest.approx(median - slow.device_busy_s)
+    assert sum(slow.categories_s.values()) == pytest.approx(a100["device_time_us"] / len(steps) / 1e6)
+    assert slow.timeline and {c for _, _, c in slow.timeline} <= set(a100["categories"])
+    assert all(0 <= start and duration >= 0 for start, duration, _ in slow.timeline)
+    assert fast.trace_kernels == pytest.approx(60)
+    report = explain([fast, slow])
+    assert report["fastest"] == "h100"
+    entry = {m["mode"]: m for m in report["modes"]}["a100"]
+    rules = [c["rule"] for c in entry["contributors"]]
+    assert rules[0] == "device_time"  # 62 ms of kernels per step against 0.3 ms
+    assert {"host_bound", "kernel_launches"} <= set(rules)
+    launches = next(c for c in entry["contributors"] if c["rule"] == "kernel_launches")
+    assert launches["evidence"]["kernels"] == {"a100": pytest.approx(1428), "h100": pytest.approx(60)}
+    assert launches["evidence"]["counted_from"] == "trace"
