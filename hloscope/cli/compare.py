@@ -85,6 +85,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
                               f"({entry.get('stderr_log')}):", highlight=False)
                 console.print(entry["stderr_tail"], markup=False, highlight=False)
         click.echo(f"comparison directory: {comparison_dir}")
+        if values.get("dump_hlo") or values.get("profile"):
+            click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
     if not any(entry["status"] in ("ok", "compiled") for entry in comparison["modes"]):
         sys.exit(1)
 
