@@ -1,7 +1,8 @@
 """Find and open traces: a trace file, a run directory or a TensorBoard log directory -> `Trace` objects.
 
-xplane.pb files are read at once (XLA's reader holds the whole XSpace anyway); Kineto / Chrome JSON traces are only
-checked here and streamed each time their events are iterated, so a multi-GB trace never sits in memory.
+xplane.pb files are parsed here by XLA's reader (which holds the XSpace in memory) and their events produced plane by
+plane on each iteration; Kineto / Chrome JSON traces are only checked here and streamed each time their events are
+iterated, so a multi-GB trace never sits in memory.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def load_trace(path: str | os.PathLike) -> Trace:
     """One trace file: *.pb is an xplane; JSON traces are told apart (Kineto or JAX's Chrome export) by content."""
     path = Path(path)
     if path.name.endswith(".pb"):
-        return Trace(file=str(path), format="xplane", events=xplane.read_xplane(path))
+        return Trace(file=str(path), format="xplane", events=xplane.XSpaceEvents(path))
     head = _head(path)
     if not head:
         raise InputError(path, "empty file: not a trace")
@@ -60,7 +61,7 @@ def load_trace(path: str | os.PathLike) -> Trace:
         return Trace(file=str(path), format=kind, events=EventStream(lambda: kineto.iter_events(path)))
     if path.name.endswith((".json", ".gz")) or head[:1] in (b"{", b"["):
         raise InputError(path, "not a JSON trace: it does not start with '{' or '['")
-    return Trace(file=str(path), format="xplane", events=xplane.read_xplane(path))
+    return Trace(file=str(path), format="xplane", events=xplane.XSpaceEvents(path))
 
 
 def _head(path: Path, size: int = 65536) -> bytes:

@@ -1,13 +1,16 @@
 """`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
 
-Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, 33 bytes per
-device execution event and 16 bytes per host launch in flat arrays; events themselves are never held (docs/trace.md).
+Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, flat arrays
+of 33 bytes per device execution event and 24 bytes per host launch (+16 and +4 bytes while steps are computed);
+events themselves are never held (docs/trace.md).
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable
+from itertools import pairwise
 
 from hloscope.trace.model import CATEGORIES, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event, Trace
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
@@ -132,30 +135,27 @@ def _per_step(acc: _Accumulator) -> list[dict]:
     if not windows:
         return []
     locator = StepLocator(windows)
+    launches = _LaunchSteps(acc, locator, len(windows))
     # A device event is in the step its launch was in; without a launch record, in the last step started before its
     # program execution began.
-    launch_step: dict[int, int] = {}
-    launch_time = [0.0] * len(windows)
-    for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
-        index = locator.index_at(start)
-        if index is not None:
-            launch_step[correlation] = index
-            launch_time[index] += duration
-    intervals: list[list[tuple[float, float]]] = [[] for _ in windows]
+    use_launches = bool(host_windows) and launches.any
+    starts = [array("d") for _ in windows]
+    ends = [array("d") for _ in windows]
     kernels = [0] * len(windows)
-    use_launches = bool(host_windows) and bool(launch_step)
     executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor)
     for start, end, correlation, is_kernel, anchor in executions:
-        index = launch_step.get(correlation) if use_launches and correlation != _NO_CORRELATION else None
+        index = launches.step_of(correlation) if use_launches and correlation != _NO_CORRELATION else None
         if index is None:
             index = locator.last_started(anchor)
         if index is None:
             continue
-        intervals[index].append((start, end))
+        starts[index].append(start)
+        ends[index].append(end)
         kernels[index] += is_kernel
     out = []
     for index, window in enumerate(windows):
-        busy = busy_summary(intervals[index])
+        busy = busy_summary(list(zip(starts[index], ends[index])))  # one step's intervals at a time
+        starts[index] = ends[index] = None
         out.append(
             {
                 "step": window.number,
@@ -167,7 +167,35 @@ def _per_step(acc: _Accumulator) -> list[dict]:
                 "device_idle_us": round(busy.idle_us, 3),
                 "idle_gaps": busy.gaps,
                 "largest_gap_us": round(busy.largest_gap_us, 3),
-                "host_runtime_us": round(launch_time[index], 3),
+                "host_runtime_us": round(launches.time_per_step[index], 3),
             }
         )
     return out
+
+
+class _LaunchSteps:
+    """The step of each host launch, found by correlation id. Profilers number launches in order, so the ids are
+    usually already sorted and a binary search over the flat array needs no extra memory; otherwise a dict."""
+
+    def __init__(self, acc: _Accumulator, locator: StepLocator, steps: int):
+        self.time_per_step = [0.0] * steps
+        self._correlations = acc.launch_corr
+        self._steps = array("i")
+        for start, duration in zip(acc.launch_start, acc.launch_dur):
+            index = locator.index_at(start)
+            self._steps.append(-1 if index is None else index)
+            if index is not None:
+                self.time_per_step[index] += duration
+        self.any = any(index >= 0 for index in self._steps)
+        self._by_correlation: dict[int, int] | None = None
+        if not all(a <= b for a, b in pairwise(self._correlations)):
+            self._by_correlation = {c: i for c, i in zip(self._correlations, self._steps) if i >= 0}
+
+    def step_of(self, correlation: int) -> int | None:
+        if self._by_correlation is not None:
+            return self._by_correlation.get(correlation)
+        position = bisect_left(self._correlations, correlation)
+        if position < len(self._correlations) and self._correlations[position] == correlation:
+            index = self._steps[position]
+            return index if index >= 0 else None
+        return None

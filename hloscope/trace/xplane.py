@@ -17,16 +17,19 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency
 from hloscope.trace.categories import category_for
-from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, RUNTIME, STEP, Event
+from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OTHER, RUNTIME, STEP, Event
 
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
 _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w-]+)\(")
 _MODULE_SUFFIX = re.compile(r"\(\d+\)$")  # "jit_step(123456)" -> "jit_step"
 _LAUNCH = re.compile(r"launch|cuGraphLaunch|cudaGraphLaunch", re.IGNORECASE)
+# Bytes of memory per byte of xplane.pb while it is read: the file's bytes plus XLA's parsed copy (measured ~2x).
+XPLANE_MEMORY_FACTOR = 3
 
 
 def _profile_data_class():
@@ -42,10 +45,33 @@ def _profile_data_class():
         return ProfileData
 
 
+class XSpaceEvents:
+    """The events of one parsed xplane.pb, produced one plane at a time each time it is iterated.
+
+    XLA's reader holds the XSpace in C++ memory (about the file's size); Python holds the events of one plane at most.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._space = _parse(self.path)
+
+    def __iter__(self) -> Iterator[Event]:
+        for plane in self._space.planes:
+            if plane.name.startswith("/device:"):
+                yield from _device_plane_events(plane)
+            elif plane.name.startswith("/host:"):
+                yield from _host_plane_events(plane)
+
+
 def read_xplane(path: str | os.PathLike) -> list[Event]:
     """All events of an xplane.pb; raises InputError for empty, truncated, corrupt or non-xplane files."""
-    path = Path(path)
+    return list(XSpaceEvents(path))
+
+
+def _parse(path: Path):
     try:
+        size = path.stat().st_size
+        _check_memory(path, size)
         data = path.read_bytes()
     except FileNotFoundError as error:
         raise InputError(path, "no such file") from error
@@ -59,16 +85,25 @@ def read_xplane(path: str | os.PathLike) -> list[Event]:
         space = _profile_data_class().from_serialized_xspace(data)
     except (RuntimeError, ValueError) as error:
         raise InputError(path, "not a valid xplane.pb (XSpace protobuf): truncated or corrupt") from error
-    planes = list(space.planes)
-    if not any(plane.name.startswith(("/device:", "/host:")) for plane in planes):
+    del data
+    if not any(plane.name.startswith(("/device:", "/host:")) for plane in space.planes):
         raise InputError(path, "not an xplane.pb profile: it has no /device: or /host: planes")
-    events: list[Event] = []
-    for plane in planes:
-        if plane.name.startswith("/device:"):
-            events.extend(_device_plane_events(plane))
-        elif plane.name.startswith("/host:"):
-            events.extend(_host_plane_events(plane))
-    return events
+    return space
+
+
+def _check_memory(path: Path, size: int) -> None:
+    """Refuse, rather than be killed, when the file and its parsed copy cannot both fit in available memory."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    needed = XPLANE_MEMORY_FACTOR * size
+    if needed > available:
+        raise InputError(
+            path,
+            f"too large to read here: an xplane.pb is read whole by XLA's reader, which needs about "
+            f"{needed / 2**30:.1f} GiB for this {size / 2**30:.1f} GiB file, and {available / 2**30:.1f} GiB is free",
+        )
 
 
 def _stats(xevent) -> dict:
@@ -104,7 +139,7 @@ def _device_plane_events(plane) -> list[Event]:
                 category = category_for(opcode or name, kind) if opcode is None else _opcode_category(name, opcode)
             else:
                 kind = ANNOTATION
-                category = category_for(name, kind)
+                category = OTHER
                 if line_name == "Steps":
                     kind, step = STEP, _int_or_none(stats.get("step_name", name))
                 elif line_name == "XLA Modules":
@@ -159,8 +194,10 @@ def _exec_kind(name: str) -> str:
 def _host_plane_events(plane) -> list[Event]:
     out: list[Event] = []
     plane_name = plane.name
+    flow_parent = _thread_pool_flows(plane)
     for line in plane.lines:
         line_name = line.name
+        region = None  # the thread-pool flow whose work this thread is running
         for xevent in line.events:
             stats = _stats(xevent)
             name = xevent.name
@@ -168,10 +205,15 @@ def _host_plane_events(plane) -> list[Event]:
             correlation = _int_or_none(stats.get("correlation_id"))
             device = False
             step = None
+            region = _region_after(stats, name, region)
             if hlo_op is not None and hlo_op == name:
                 kind, device = KERNEL, True  # XLA's CPU runtime executing an op
+                if correlation is None and region is not None:
+                    correlation = FLOW_CORRELATION_BASE + _flow_root(region, flow_parent)
             elif correlation is not None and _LAUNCH.search(name):
                 kind = RUNTIME
+            elif stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
+                kind, correlation = RUNTIME, FLOW_CORRELATION_BASE + int(stats["_p"])  # work handed to a thread pool
             elif "step_num" in stats:
                 kind, step = STEP, _int_or_none(stats["step_num"])
             else:
@@ -185,7 +227,7 @@ def _host_plane_events(plane) -> list[Event]:
                     device=device,
                     lane=line_name,
                     process=plane_name,
-                    category=category_for(name, kind),
+                    category=category_for(name, kind) if device else OTHER,
                     step=step,
                     hlo_op=hlo_op,
                     hlo_module=_str_or_none(stats.get("hlo_module")),
@@ -193,6 +235,45 @@ def _host_plane_events(plane) -> list[Event]:
                 )
             )
     return out
+
+
+# XLA's CPU runtime hands work between threads through thread pools and records each hand-off as a flow: the
+# producer event carries stats `_pt` = 15 and `_p` = id, the consumer thread's "ThreadpoolListener::StartRegion"
+# carries `_ct` = 15 and `_c` = id. Following a CPU op's region back to the first producer (on the Python thread, in
+# the step that dispatched it) tells which step launched it, even when it runs after the next step began. CPU ops get
+# FLOW_CORRELATION_BASE + that producer's id as their correlation, and the producer event the same, as a launch.
+_THREAD_POOL_FLOW = 15
+FLOW_CORRELATION_BASE = 1 << 62  # keeps flow ids apart from GPU correlation ids
+
+
+def _region_after(stats: dict, name: str, region: int | None) -> int | None:
+    if stats.get("_ct") == _THREAD_POOL_FLOW and "_c" in stats:
+        return int(stats["_c"])
+    if name == "ThreadpoolListener::StopRegion":
+        return None
+    return region
+
+
+def _thread_pool_flows(plane) -> dict[int, int | None]:
+    """producer flow id -> the flow whose region the producer ran in (None: a root, e.g. the Python thread)."""
+    parent: dict[int, int | None] = {}
+    for line in plane.lines:
+        region = None
+        for xevent in line.events:
+            stats = _stats(xevent)
+            if stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
+                parent[int(stats["_p"])] = region
+            region = _region_after(stats, xevent.name, region)
+    return parent
+
+
+def _flow_root(flow: int, parent: dict[int, int | None]) -> int:
+    for _ in range(64):  # chains are a few hand-offs long; the bound guards against a malformed cycle
+        up = parent.get(flow)
+        if up is None:
+            return flow
+        flow = up
+    return flow
 
 
 def _str_or_none(value) -> str | None:
