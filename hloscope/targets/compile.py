@@ -74,8 +74,11 @@ def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, 
         record["artifacts"] += _keep_dump(Path(result["dump_dir"]), run_dir, keep_all)
         record["memory"] = _memory(result["memory"])
         record["artifacts"].append(_write_memory_analysis(run_dir, result["module_name"], result["memory"], gpu))
-        record["kernels"] = _kernels(run_dir, record["artifacts"])
-        record["roofline"] = _roofline(run_dir, record["artifacts"], gpu, record["notes"])
+        try:
+            record["kernels"] = _kernels(run_dir, record["artifacts"])
+            record["roofline"] = _roofline(run_dir, record["artifacts"], gpu, record["notes"])
+        except HloscopeError as error:  # the compile succeeded; an analysis that cannot read its output is a note
+            record["notes"].append(f"analysis of the compiled module failed: {error}")
         record["notes"] += _notes(result, gpu)
         record["status"] = "compiled"
     except TargetCompileError as error:
@@ -98,13 +101,22 @@ def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int,
         from hloscope.targets.capture_jax import lower_jax_train_step
 
         graph_file = input_dir / "jit_train_step.cuda.stablehlo.mlir"
-        info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file)
+        try:
+            info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file)
+        except HloscopeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a framework error becomes a failed run with its reason
+            raise TargetCompileError(f"lowering the JAX train step failed: {type(error).__name__}: "
+                                     f"{_first_line(str(error))}") from None
     else:
         work = run_dir / _DUMP / "capture"
         command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
                    str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work)]
         env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE") or "CPU"}
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_S)
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise TargetCompileError(f"capturing the torch_xla train step took over {CAPTURE_TIMEOUT_S} s") from None
         info_file = work / "capture.json"
         if not info_file.is_file():
             raise TargetCompileError(f"capturing the torch_xla train step failed: {_last_line(done.stderr)}")
