@@ -68,3 +68,18 @@ def test_trace_summaries_and_report_from_real_gpu_traces(fixtures_dir, tmp_path)
     launches = next(c for c in entry["contributors"] if c["rule"] == "kernel_launches")
     assert launches["evidence"]["kernels"] == {"a100": pytest.approx(1428), "h100": pytest.approx(60)}
     assert launches["evidence"]["counted_from"] == "trace"
+
+
+def test_run_record_fields():
+    from hloscope.explain.collect import from_run_record
+
+    summary = from_run_record({
+        "mode": "jax", "status": "ok", "config": {"data": "loader", "precision": "bf16"},
+        "environment": {"platform": "gpu", "precision": {"requested": "bf16", "jax_default_matmul_precision": "default",
+                                                         "compute_dtype": "bfloat16"}},
+        "timing": {"median_s": 0.01, "mean_s": 0.02, "step_times_s": [0.01, 0.03], "first_step_s": 1.2},
+        "compiles": {"in_window": {"xla_compiles": 1, "jit_cache_entries": 1}}})
+    assert summary.compiles_in_window == 1  # two counters of the same recompile
+    assert (summary.platform, summary.data, summary.precision) == ("gpu", "loader", "bf16")
+    assert (summary.matmul_precision, summary.compute_dtype) == ("default", "bfloat16")
+    assert summary.step_time_s == 0.01 and summary.step_times_s == [0.01, 0.03]
