@@ -297,9 +297,9 @@ class CostAnalysis:
     def _fusion(self, instr: HloInstruction) -> Cost:
         body = instr.called_computations[0]
         if instr.fusion_kind == "kCustom":
-            for inner in body.instructions:
+            for inner in body.instructions:  # XLA costs a custom gather/scatter fusion as that one op
                 if inner.opcode == "gather":
-                    return self._cost_in(inner, "gather")
+                    return Cost(bytes_accessed=shape_size(inner.shape) * 2 + shape_size(inner.operands[1].shape))
                 if inner.opcode == "scatter":
                     return self._scatter(inner)
         inner = self.computation_cost(body)
@@ -316,9 +316,6 @@ class CostAnalysis:
             else:
                 cost.bytes_accessed += self._parameter_read_bytes(param, users)
         return cost
-
-    def _cost_in(self, inner: HloInstruction, op: str) -> Cost:
-        return Cost(bytes_accessed=shape_size(inner.shape) * 2 + shape_size(inner.operands[1].shape))
 
     def _fusion_output_bytes(self, instr: HloInstruction, body: HloComputation) -> float:
         root = body.root

@@ -103,9 +103,6 @@ def layout_changes(module: HloModule) -> dict:
     return out
 
 
-_PRECISION = re.compile(r"operand_precision=\{([^}]*)\}|precision_config=\{([^}]*)\}")
-
-
 def _precision_of(instr: HloInstruction) -> tuple[list[str], str | None]:
     attrs = instr.attrs
     for key in ("operand_precision", "precision_config"):

@@ -18,7 +18,6 @@ ELEMENT_BYTES = {
     "f8e8m0fnu": 1, "f4e2m1fn": 1,
     "token": 0, "opaque": 0,
 }
-FLOAT_TYPES = frozenset(t for t in ELEMENT_BYTES if t[0] in "fbc" and t != "c") | {"bf16"}
 
 _ARRAY = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?\s*")
 _COMMENT = re.compile(r"/\*.*?\*/")

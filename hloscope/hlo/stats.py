@@ -85,6 +85,7 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
         "uncosted_custom_calls": len(analysis.uncosted),
         "layout_changes": ops.layout_changes(module),
         "precision": ops.precision_summary(precisions),
+        "matmuls": precisions,
         "kernels_by_source": attribution.kernels_by_source(module, platform, source_depth)[:top_sources],
         "siblings": {
             "buffer_assignment": loaded.buffer_assignment and os.path.basename(loaded.buffer_assignment),
