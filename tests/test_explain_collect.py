@@ -83,3 +83,23 @@ def test_run_record_fields():
     assert (summary.platform, summary.data, summary.precision) == ("gpu", "loader", "bf16")
     assert (summary.matmul_precision, summary.compute_dtype) == ("default", "bfloat16")
     assert summary.step_time_s == 0.01 and summary.step_times_s == [0.01, 0.03]
+
+
+@pytest.mark.parametrize("environment,platform", [
+    ({"platform": "cpu", "backend": "cpu", "device": "cpu:0"}, "cpu"),
+    ({"platform": "Linux-6.18-x86_64", "device": "xla:0", "pjrt_device": "CPU", "device_type": "CPU"}, "cpu"),
+    ({"platform": "Linux-6.18-x86_64", "device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3"}, "gpu"),
+    ({"platform": "Linux", "device": "xla:0", "device_type": "TPU"}, "tpu"),
+    ({"platform": "Linux-6.18-x86_64"}, ""),
+])
+def test_platform_from_each_backends_fields(environment, platform):
+    from hloscope.explain.collect import from_run_record
+
+    assert from_run_record({"environment": environment}).platform == platform
+
+
+def test_torch_xla_matmul_precision_key():
+    from hloscope.explain.collect import from_run_record
+
+    record = {"environment": {"precision": {"requested": "tf32", "mat_mul_precision": "high"}}}
+    assert from_run_record(record).matmul_precision == "high"

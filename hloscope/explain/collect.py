@@ -14,12 +14,16 @@ TIMELINE_LIMIT = 4000
 
 
 def _platform(environment: dict) -> str:
-    text = str(environment.get("platform") or environment.get("backend") or environment.get("device") or "").lower()
-    if "cuda" in text or "gpu" in text or "rocm" in text:
-        return "gpu"
-    if "tpu" in text:
-        return "tpu"
-    return "cpu" if "cpu" in text else ""
+    """cpu | gpu | tpu | "" from the device fields the backends record (their names differ by framework)."""
+    for key in ("backend", "device_type", "pjrt_device", "device_kind", "device", "device_name", "platform"):
+        text = str(environment.get(key) or "").lower()
+        if "cuda" in text or "gpu" in text or "rocm" in text:
+            return "gpu"
+        if "tpu" in text:
+            return "tpu"
+        if text.startswith("cpu"):
+            return "cpu"
+    return ""
 
 
 def _precision_setting(environment: dict, name: str) -> str | None:
@@ -51,7 +55,8 @@ def from_run_record(run: dict) -> ModeSummary:
         first_step_s=timing.get("first_step_s"), throughput_img_s=timing.get("throughput_img_s"),
         compiles_in_window=_compiles(in_window),
         data=config.get("data"), precision=config.get("precision"),
-        matmul_precision=_precision_setting(environment, "matmul_precision"),
+        matmul_precision=(_precision_setting(environment, "matmul_precision")
+                          or _precision_setting(environment, "mat_mul_precision")),
         compute_dtype=_precision_setting(environment, "compute_dtype"),
     )
 
