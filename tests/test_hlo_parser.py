@@ -161,3 +161,24 @@ def test_malformed_text_is_a_parse_error_with_position(text, line, col, words):
     if col:
         assert error.col == col
     assert words in error.message
+
+
+def test_torch_xla_save_tensors_file():
+    """XLA_SAVE_TENSORS_FILE with XLA_SAVE_TENSORS_FMT=hlo (written by the PyTorch/XLA 2.9 here for a 2-step MLP):
+    one module per synced graph, the wrapper text skipped; each module as XLA parses it."""
+    path = Path(__file__).parent / "data/hlo/torch_xla_save_tensors.hlo"
+    modules = parse_hlo_file(path)
+    assert [m.name for m in modules] == ["IrToHlo.184", "IrToHlo.177"]
+    lines = path.read_text().splitlines(keepends=True)
+    for module in modules:
+        text = "".join(lines[module.lineno - 1 : module.end_lineno])
+        assert our_view(module) == xla_view(_hlo.hlo_module_from_text(text))
+
+
+def test_torch_xla_ir_text_is_refused():
+    path = FIXTURES / "pytorch_xla/keep_rolled_script/log.0"
+    if not path.exists():
+        pytest.skip("fixtures not present")
+    with pytest.raises(ParseError) as info:
+        parse_hlo_file(path)
+    assert info.value.line == 11 and "XLA_SAVE_TENSORS_FMT=hlo" in info.value.message

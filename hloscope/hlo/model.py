@@ -217,6 +217,7 @@ class HloModule:
         self.header = header  # the full `HloModule name, attr=...` line
         self.path = path
         self.lineno = lineno
+        self.end_lineno = lineno  # the line of the last computation's closing '}'
         self.computations: list[HloComputation] = []
         self.entry: HloComputation | None = None
         # Stack-frame tables printed before the computations by newer XLA (FileNames, FunctionNames, ...).

@@ -80,6 +80,8 @@ class _Parser:
         self.module: HloModule | None = None
         self.comp: HloComputation | None = None
         self.table: dict[int, str] | None = None  # the stack-frame table being read
+        self.in_wrapper = False  # inside PyTorch/XLA's text around a saved graph
+        self.graph_start = 0
         self.lineno = 0
 
     def error(self, message: str, lineno: int, col: int) -> ParseError:
@@ -119,6 +121,7 @@ class _Parser:
                 stripped = line.strip()
                 if stripped == "}" and _closes_computation(line, instructions[-1] if instructions else None):
                     self._close_computation(comp)
+                    comp.module.end_lineno = lineno
                     comp = self.comp = None
                 elif stripped and not stripped.startswith("//"):
                     self._slow_instruction(line, lineno, comp)
@@ -186,6 +189,8 @@ class _Parser:
         if not stripped or stripped.startswith("//"):
             self.table = None
             return None
+        if self._save_tensors_wrapper(stripped, lineno, line):
+            return None
         if stripped.startswith("HloModule"):
             match = _MODULE.match(stripped)
             if match is None:
@@ -225,6 +230,24 @@ class _Parser:
             self.module.entry = comp
         self.comp = comp
         return comp
+
+    def _save_tensors_wrapper(self, stripped: str, lineno: int, line: str) -> bool:
+        """PyTorch/XLA's XLA_SAVE_TENSORS_FILE wraps each graph in `[ScheduleSyncTensorsGraph]`, the Python frames
+        that synced, `## BEGIN_GRAPH` ... `Graph Hash: ...` `## END_GRAPH`. Skip the wrapper, keep the HLO."""
+        if stripped == "## BEGIN_GRAPH":
+            self.in_wrapper = False
+            self.graph_start = lineno
+            return True
+        if stripped == "## END_GRAPH" or stripped.startswith("[ScheduleSyncTensorsGraph]"):
+            self.in_wrapper = True
+            return True
+        if stripped.startswith("Graph Hash:") and self.graph_start:
+            return True
+        if stripped.startswith("IR {") and self.graph_start == lineno - 1:
+            raise self.error(
+                "this is PyTorch/XLA's IR text, not HLO: save it with XLA_SAVE_TENSORS_FMT=hlo", lineno, _column(line)
+            )
+        return self.in_wrapper
 
     def _finish_module(self) -> None:
         module = self.module

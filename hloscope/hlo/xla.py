@@ -2,25 +2,46 @@
 
 from __future__ import annotations
 
-import re
+import os
+from contextlib import contextmanager
 from functools import lru_cache
 
 from hloscope.hlo.load import LoadedModule
+
+
+@contextmanager
+def _quiet_stderr():
+    """XLA's C++ logging writes start-up lines straight to file descriptor 2; keep them out of hloscope's output."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 @lru_cache(maxsize=1)
 def _cpu_client():
     from jaxlib import _jax
 
-    return _jax.get_tfrt_cpu_client() if hasattr(_jax, "get_tfrt_cpu_client") else None
+    if not hasattr(_jax, "get_tfrt_cpu_client"):
+        return None
+    with _quiet_stderr():
+        return _jax.get_tfrt_cpu_client()
 
 
-def module_texts(path: str) -> list[str]:
-    """A file's modules as separate texts (XLA's parser takes one module at a time)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    chunks = re.split(r"(?m)^(?=HloModule\b)", text)
-    return [c for c in chunks if c.lstrip().startswith("HloModule")] or [text]
+def module_text(loaded: LoadedModule) -> str:
+    """The lines of the file that hold this one module (XLA's parser takes one module at a time)."""
+    module = loaded.module
+    with open(loaded.file, encoding="utf-8") as f:
+        lines = [line for number, line in enumerate(f, 1) if module.lineno <= number <= module.end_lineno]
+    return "".join(lines)
 
 
 def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
@@ -34,7 +55,7 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
         client = _cpu_client()
         if client is None:
             return None
-        text = module_texts(loaded.file)[loaded.index]
+        text = module_text(loaded)
         module = _hlo.hlo_module_from_text(text)
         raw = _jax.hlo_module_cost_analysis(client, module)
     except Exception as error:  # XLA raises its own status errors; they must not stop hloscope's own analysis
