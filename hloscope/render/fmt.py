@@ -36,4 +36,5 @@ def big(value: float | None) -> str:
 def share(part: float | None, whole: float | None) -> str:
     if part is None or not whole:
         return "-"
-    return f"{part / whole:.0%}"
+    fraction = part / whole
+    return "<1%" if 0 < fraction < 0.005 else f"{fraction:.0%}"
