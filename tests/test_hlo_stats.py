@@ -224,3 +224,52 @@ def test_kernels_by_source_layer():
     # the two encoder layers are the same code: the same kernels, forward and backward
     assert rows[layer.format(0)]["kernels"] == rows[layer.format(1)]["kernels"] > 0
     assert rows[layer.format(0) + " (backward)"]["kernels"] == rows[layer.format(1) + " (backward)"]["kernels"] > 0
+
+
+def test_collectives_counted_with_their_bytes():
+    path = FIXTURES / "openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo"
+    if not path.exists():
+        pytest.skip("fixtures not present")
+    size = {"bf16": 2, "f32": 4, "s32": 4}
+    expected: dict[str, list[int]] = {}
+    # an independent count: `= <shape> all-gather(` lines, every array in the (possibly tuple) shape
+    for shape, op in re.findall(r"= (\(.*?\)|\S+) (all-gather|all-reduce)\(", path.read_text()):
+        entry = expected.setdefault(op, [0, 0])
+        entry[0] += 1
+        for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape):
+            n = 1
+            for d in filter(None, dims.split(",")):
+                n *= int(d)
+            entry[1] += n * size[dtype]
+    (loaded,) = load_modules(path)
+    got = module_stats(loaded)["collectives"]["by_opcode"]
+    assert {op: [v["count"], v["bytes"]] for op, v in got.items()} == expected
+    assert expected["all-reduce"][0] == 1197 and expected["all-gather"][0] == 450
+
+
+def test_async_collective_bytes_and_kernels():
+    from hloscope.hlo.kernels import kernel_breakdown
+    from hloscope.hlo.ops import collectives
+    from hloscope.hlo.parser import parse_hlo_text
+
+    text = """HloModule m, is_scheduled=true
+
+ENTRY main {
+  p = f32[8,128]{1,0} parameter(0)
+  ags = (f32[8,128]{1,0}, f32[16,128]{1,0}) all-gather-start(p), replica_groups={{0,1}}, dimensions={0}
+  agd = f32[16,128]{1,0} all-gather-done(ags)
+  ars = f32[16,128]{1,0} all-reduce-start(agd), replica_groups={{0,1}}, to_apply=add
+  ROOT ard = f32[16,128]{1,0} all-reduce-done(ars)
+}
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+"""
+    (module,) = parse_hlo_text(text)
+    found = collectives(module)
+    assert found["by_opcode"] == {"all-gather-start": {"count": 1, "bytes": 16 * 128 * 4},
+                                  "all-reduce-start": {"count": 1, "bytes": 16 * 128 * 4}}
+    assert kernel_breakdown(module, "gpu") == {"collective": 2}

@@ -4,8 +4,8 @@ GPU (XLA's thunk sequence): every fusion in the executed computations is one gen
 except kCustom fusions that XLA hands to a library (`__cudnn$fusion`) or turns into a memcpy (`__dynamic_memcpy`);
 `__cublas$*` custom calls are cuBLAS calls, `__cudnn$*` cuDNN calls; other custom calls one kernel each (unless a
 known no-op); `copy`/`copy-start` are memcpys, reported apart; collectives are NCCL kernels. Parameters, constants,
-tuples, get-tuple-element, bitcasts and ordering-only instructions launch nothing; while/conditional/call run their
-bodies (counted once, statically).
+tuples, get-tuple-element, bitcasts and ordering-only instructions launch nothing; while/conditional/call/async-start
+run their computations (counted once, statically).
 CPU, TPU and unknown platforms: every instruction of the executed computations that emits code is one kernel
 (each fusion is one function; unfused ops are loops or runtime calls), with the same exclusions.
 """
@@ -20,7 +20,7 @@ from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_b
 NO_CODE = {
     "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all", "add-dependency", "opt-barrier",
     "domain", "while", "conditional", "call", "partition-id", "replica-id",
-    "async-done", "async-update", "all-reduce-done", "all-gather-done", "collective-permute-done", "copy-done",
+    "async-start", "async-done", "async-update", "all-reduce-done", "all-gather-done", "collective-permute-done", "copy-done",
     "send-done", "recv-done",
 }
 # Custom calls that only carry information for the compiler and run nothing.

@@ -74,15 +74,24 @@ def custom_call_targets(module: HloModule) -> dict[str, int]:
     )
 
 
+def collective_bytes(instr: HloInstruction) -> int:
+    """Bytes a collective produces: its output; for async `-start` ops whose shape is a tuple (operands, outputs,
+    context), the output element."""
+    shape = instr.shape
+    if instr.opcode.endswith("-start") and shape.is_tuple and len(shape.tuple_shapes) >= 2:
+        return shape.tuple_shapes[1].byte_size
+    return shape.byte_size
+
+
 def collectives(module: HloModule) -> dict:
-    """Collective instructions by opcode with the bytes they move (output shape bytes)."""
+    """Collective instructions by opcode with the bytes they move (see collective_bytes)."""
     by_op: dict[str, dict] = {}
     for comp in module.computations:
         for instr in comp.instructions:
             if instr.opcode in COLLECTIVE_OPCODES:
                 entry = by_op.setdefault(instr.opcode, {"count": 0, "bytes": 0})
                 entry["count"] += 1
-                entry["bytes"] += instr.shape.byte_size
+                entry["bytes"] += collective_bytes(instr)
     return {
         "count": sum(e["count"] for e in by_op.values()),
         "bytes": sum(e["bytes"] for e in by_op.values()),
