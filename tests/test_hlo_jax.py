@@ -91,3 +91,35 @@ def test_jax_dump_directory(tmp_path, cli_run):
     assert [m["stage"] for m in reported] == ["before_optimizations", "after_optimizations"]
     for m in reported:
         assert m["xla_cost"]["flops"] == pytest.approx(m["flops"], rel=1e-4, abs=m["uncosted_custom_calls"] + 1)
+
+
+SHARDED_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(jax.devices(), ("data",))
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+    def step(w, x):
+        return w - 0.1 * jax.grad(loss)(w, x)
+    w = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, P()))
+    x = jax.device_put(jnp.ones((16, 64)), NamedSharding(mesh, P("data")))
+    print(jax.jit(step)(w, x).sum())
+    """
+)
+
+
+def test_data_parallel_step_has_its_all_reduce(tmp_path):
+    """Two CPU devices, batch sharded: the gradient all-reduce shows up with the bytes of the gradient."""
+    dump = tmp_path / "dump"
+    flags = f"--xla_dump_to={dump} --xla_dump_hlo_module_re=step --xla_force_host_platform_device_count=2"
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
+    subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, check=True, capture_output=True, timeout=300)
+    after = [m for m in load_modules(dump) if m.stage == "after_optimizations"]
+    assert len(after) == 1 and after[0].platform == "cpu"
+    stats = module_stats(after[0])
+    collectives = stats["collectives"]["by_opcode"]
+    (op,) = [name for name in collectives if name.startswith("all-reduce")]
+    assert collectives[op]["count"] >= 1
+    assert collectives[op]["bytes"] >= 64 * 32 * 4  # the f32[64,32] gradient (XLA may combine it with the loss)
+    assert stats["kernel_breakdown"]["collective"] == collectives[op]["count"]
