@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.render.output import choose_format, emit
+from hloscope.render.output import check_writable, choose_format, emit
 
 
 @click.command("diff")
@@ -31,8 +31,7 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
     from hloscope.diff.match import match_graphs
 
     form = choose_format(as_json, fmt, output)
-    if output is not None and output.exists() and not force:  # fail before the work, not after
-        emit("", output, force)
+    check_writable(output, force)  # fail before the work, not after
     side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
     graph_a, graph_b = graph_from_module(side_a.loaded.module), graph_from_module(side_b.loaded.module)
     report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),

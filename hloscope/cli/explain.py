@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.render.output import choose_format, emit
+from hloscope.render.output import check_writable, choose_format, emit
 
 
 @click.command("explain")
@@ -23,8 +23,7 @@ def command(comparison: Path, as_json: bool, fmt: str | None, output: Path | Non
     from hloscope.explain.inputs import load_summaries
 
     form = choose_format(as_json, fmt, output)
-    if output is not None and output.exists() and not force:  # fail before the work, not after
-        emit("", output, force)
+    check_writable(output, force)  # fail before the work, not after
     if not comparison.exists():
         raise InputError(comparison, "no such file or directory")
     summaries, meta = load_summaries(comparison)

@@ -23,14 +23,21 @@ def choose_format(as_json: bool, fmt: str | None, output: Path | None) -> str:
     return "terminal"
 
 
-def emit(text: str, output: Path | None, force: bool) -> None:
+def check_writable(output: Path | None, force: bool) -> None:
+    """Refuse an existing output file (without --force) or a missing folder, before any work is done."""
     if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
         return
     if output.exists() and not force:
         raise UsageError(f"{output} already exists; use --force to overwrite it")
     if output.parent and not output.parent.is_dir():
         raise UsageError(f"{output.parent}: no such directory")
+
+
+def emit(text: str, output: Path | None, force: bool) -> None:
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    check_writable(output, force)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, output)
