@@ -9,6 +9,7 @@ at the level this parser looks at is reported as ParseError(path, message, line,
 from __future__ import annotations
 
 import gc
+import io
 import os
 import re
 from collections.abc import Iterable
@@ -32,8 +33,6 @@ _COMPUTATION = re.compile(
 _MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME})[ \t]*(?:,|$)")
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
-
-
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
@@ -52,7 +51,7 @@ def _is_open(text: str) -> bool:
     return parens > 0 or braces > 0 or text.rstrip().endswith(",")
 
 
-def _closes_computation(line: str, last) -> bool:
+def _closes_computation(last: HloInstruction | None) -> bool:
     """A lone '}' closes the computation unless it closes a brace block the last instruction left open."""
     if last is None:
         return True
@@ -119,7 +118,7 @@ class _Parser:
                         self._set_root(comp, instr, lineno, line)
                     continue
                 stripped = line.strip()
-                if stripped == "}" and _closes_computation(line, instructions[-1] if instructions else None):
+                if stripped == "}" and _closes_computation(instructions[-1] if instructions else None):
                     self._close_computation(comp)
                     comp.module.end_lineno = lineno
                     comp = self.comp = None
@@ -287,7 +286,8 @@ def parse_hlo_text(text: str, path: str = "<string>") -> list[HloModule]:
         index = text.index("\0")
         line = text.count("\n", 0, index) + 1
         raise ParseError(path, "binary data (NUL byte), not HLO text", line, index - text.rfind("\n", 0, index))
-    return _Parser(path).run(text.splitlines())
+    # Lines as a file read in text mode gives them ('\n', '\r\n' and '\r' end a line), so positions match files.
+    return _Parser(path).run(io.StringIO(text, newline=None))
 
 
 def parse_hlo_file(path: str | os.PathLike) -> list[HloModule]:
