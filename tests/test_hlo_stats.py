@@ -273,3 +273,26 @@ add {
     assert found["by_opcode"] == {"all-gather-start": {"count": 1, "bytes": 16 * 128 * 4},
                                   "all-reduce-start": {"count": 1, "bytes": 16 * 128 * 4}}
     assert kernel_breakdown(module, "gpu") == {"collective": 2}
+
+
+def test_hlo_stats_needs_no_framework():
+    """`hloscope hlo stats` on a dump copied from elsewhere imports neither torch nor JAX (only jaxlib for --xla-cost)."""
+    import subprocess
+    import sys
+
+    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
+    if not folder.is_dir():
+        pytest.skip("fixtures not present")
+    code = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "try:\n"
+        f"    main(['hlo', 'stats', '--json', '--no-xla-cost', {str(folder)!r}])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(sorted(m for m in ('torch', 'torch_xla', 'jax', 'jaxlib', 'flax', 'transformers') if m in sys.modules), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
+    assert json.loads(result.stdout)["modules"][1]["kernels"] == 24

@@ -44,13 +44,20 @@ def module_text(loaded: LoadedModule) -> str:
     return "".join(lines)
 
 
+# XLA's parser holds about 11x the text in memory (benches/README.md), on top of hloscope's own analysis: above this
+# size XLA's figure is skipped to stay inside the memory bound hloscope promises.
+MAX_XLA_TEXT_BYTES = 50_000_000
+
+
 def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
     """{'flops', 'transcendentals', 'bytes_accessed'} from XLA's HloCostAnalysis, or None without jaxlib
-    (or when XLA refuses the module; the reason is returned under 'error')."""
+    (when XLA refuses the module the reason is returned under 'error'; for huge modules under 'skipped')."""
     try:
         from jaxlib import _hlo, _jax
     except ImportError:
         return None
+    if os.path.getsize(loaded.file) > MAX_XLA_TEXT_BYTES:
+        return {"skipped": f"file over {MAX_XLA_TEXT_BYTES // 1_000_000} MB: XLA's parser would need too much memory"}
     try:
         client = _cpu_client()
         if client is None:
