@@ -1,7 +1,7 @@
 """`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
 
 Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, flat arrays
-of 33 bytes per device execution event and 24 bytes per host launch (+16 and +4 bytes while steps are computed);
+of 33 bytes per device execution event and 24 bytes per host launch (+16 and +12 bytes while steps are computed);
 events themselves are never held (docs/trace.md).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
-from itertools import pairwise
 
 from hloscope.trace.model import CATEGORIES, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event, Trace
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
@@ -174,28 +173,38 @@ def _per_step(acc: _Accumulator) -> list[dict]:
 
 
 class _LaunchSteps:
-    """The step of each host launch, found by correlation id. Profilers number launches in order, so the ids are
-    usually already sorted and a binary search over the flat array needs no extra memory; otherwise a dict."""
+    """The step of each host launch, found by correlation id.
+
+    Profilers number launches in order per thread, so the ids arrive as a few interleaved increasing runs: each run
+    is kept as flat arrays searched by bisection (12 bytes a launch); past MAX_RUNS runs, the rest go to a dict."""
+
+    MAX_RUNS = 32
 
     def __init__(self, acc: _Accumulator, locator: StepLocator, steps: int):
         self.time_per_step = [0.0] * steps
-        self._correlations = acc.launch_corr
-        self._steps = array("i")
-        for start, duration in zip(acc.launch_start, acc.launch_dur):
+        self._runs: list[tuple[array, array]] = []  # (increasing correlation ids, their step indices)
+        self._others: dict[int, int] = {}
+        for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
             index = locator.index_at(start)
-            self._steps.append(-1 if index is None else index)
             if index is not None:
                 self.time_per_step[index] += duration
-        self.any = any(index >= 0 for index in self._steps)
-        self._by_correlation: dict[int, int] | None = None
-        if not all(a <= b for a, b in pairwise(self._correlations)):
-            self._by_correlation = {c: i for c, i in zip(self._correlations, self._steps) if i >= 0}
+                self._add(correlation, index)
+        self.any = bool(self._runs or self._others)
+
+    def _add(self, correlation: int, index: int) -> None:
+        for correlations, indices in self._runs:
+            if correlations[-1] <= correlation:
+                correlations.append(correlation)
+                indices.append(index)
+                return
+        if len(self._runs) < self.MAX_RUNS:
+            self._runs.append((array("q", [correlation]), array("i", [index])))
+        else:
+            self._others[correlation] = index
 
     def step_of(self, correlation: int) -> int | None:
-        if self._by_correlation is not None:
-            return self._by_correlation.get(correlation)
-        position = bisect_left(self._correlations, correlation)
-        if position < len(self._correlations) and self._correlations[position] == correlation:
-            index = self._steps[position]
-            return index if index >= 0 else None
-        return None
+        for correlations, indices in self._runs:
+            position = bisect_left(correlations, correlation)
+            if position < len(correlations) and correlations[position] == correlation:
+                return indices[position]
+        return self._others.get(correlation)
