@@ -110,9 +110,7 @@ class _Parser:
                 match = match_instruction(line)
                 if match is not None:
                     root, name, shape, opcode = match.groups()
-                    instr = HloInstruction(
-                        name, share(shape, shape), share(opcode, opcode), root is not None, line, match.end(), lineno, comp
-                    )
+                    instr = HloInstruction(name, share(shape, shape), share(opcode, opcode), line, match.end(), lineno, comp)
                     instructions.append(instr)
                     if root is not None:
                         self._set_root(comp, instr, lineno, line)
@@ -158,12 +156,9 @@ class _Parser:
         opcode = _OPCODE.match(line, shape_end)
         if opcode is None:
             raise self.error("expected an opcode followed by '(' after the shape", lineno, shape_end + 1)
-        instr = HloInstruction(
-            head.group(2), line[shape_start:shape_end], opcode.group(1), head.group(1) is not None,
-            line, opcode.end(), lineno, comp,
-        )
+        instr = HloInstruction(head.group(2), line[shape_start:shape_end], opcode.group(1), line, opcode.end(), lineno, comp)
         comp.instructions.append(instr)
-        if instr.is_root:
+        if head.group(1) is not None:
             self._set_root(comp, instr, lineno, line)
 
     def _set_root(self, comp: HloComputation, instr: HloInstruction, lineno: int, line: str) -> None:
