@@ -123,3 +123,23 @@ def test_data_parallel_step_has_its_all_reduce(tmp_path):
     assert collectives[op]["count"] >= 1
     assert collectives[op]["bytes"] >= 64 * 32 * 4  # the f32[64,32] gradient (XLA may combine it with the loss)
     assert stats["kernel_breakdown"]["collective"] == collectives[op]["count"]
+
+
+def test_stats_on_a_run_directory_hloscope_wrote(tmp_path, cli_run):
+    """`hloscope run --mode jax --dump-hlo`, then `hloscope hlo stats RUN_DIR`: the train step, both stages."""
+    pytest.importorskip("flax")
+    command = [sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8",
+               "--steps", "2", "--warmup", "1", "--dump-hlo", "--out", str(tmp_path)]
+    subprocess.run(command, check=True, capture_output=True, timeout=600, env=dict(os.environ, PJRT_DEVICE="CPU"))
+    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "run.json").is_file()]
+    code, out, err = cli_run("hlo", "stats", "--json", str(run_dir))
+    assert code == 0, err
+    modules = json.loads(out)["modules"]
+    assert [(m["name"], m["stage"], m["platform"]) for m in modules] == [
+        ("jit_train_step", "before_optimizations", "cpu"), ("jit_train_step", "after_optimizations", "cpu")
+    ]
+    after = modules[1]
+    assert after["flops"] == pytest.approx(after["xla_cost"]["flops"], rel=1e-4)
+    assert after["bytes_accessed"] == pytest.approx(after["xla_cost"]["bytes_accessed"], rel=1e-4)
+    assert after["memory"]["buffer_assignment"]["total_bytes"] > after["memory"]["parameter_bytes"] > 0
+    assert after["kernels"] < modules[0]["kernels"]  # fusion merged ops into fewer kernels
