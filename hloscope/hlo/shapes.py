@@ -102,7 +102,10 @@ def _parse(text: str, pos: int) -> tuple[Shape, int]:
 def parse_shape(text: str) -> Shape:
     """Parse a shape; raises ValueError when it is malformed."""
     clean = _COMMENT.sub("", text) if "/*" in text else text
-    shape, end = _parse(clean, 0)
+    try:
+        shape, end = _parse(clean, 0)
+    except RecursionError:  # a tuple nested thousands deep: malformed, not a crash
+        raise ValueError("tuple shape nested too deeply") from None
     if clean[end:].strip():
         raise ValueError(f"unexpected text after the shape: '{clean[end:end + 20]}'")
     return shape
