@@ -296,3 +296,19 @@ def test_hlo_stats_needs_no_framework():
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[]"
     assert json.loads(result.stdout)["modules"][1]["kernels"] == 24
+
+
+def test_tpu_dump_and_top_instructions():
+    path = FIXTURES / "pytorch_xla/keep_rolled_script/log"
+    if not path.is_dir():
+        pytest.skip("fixtures not present")
+    before, after = load_modules(path)
+    assert (before.stage, after.stage) == ("before_optimizations", "after_optimizations")
+    stats = module_stats(after)
+    # SOURCES.md: ENTRY main.6, scheduled, 1 kLoop fusion, 0 custom-call; TPU layouts {0:T(128)}
+    assert (stats["platform"], stats["entry"], stats["is_scheduled"]) == ("tpu", "main.6", True)
+    assert stats["fusions"] == {"kLoop": 1} and stats["custom_calls"] == {} and stats["kernels"] == 1
+    (top,) = stats["top_instructions"]
+    # the fusion: convert + add over s32[9] -> f32[9] (the broadcast is free): 18 FLOPs; reads 36 B, writes 36 B
+    assert (top["name"], top["flops"], top["bytes_accessed"]) == ("fusion", 18.0, 72.0)
+    assert top["op_name"] == "jit(f)/jit(main)/add"

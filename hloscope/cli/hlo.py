@@ -25,7 +25,7 @@ def command() -> None:
 def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int, launches: bool) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import module_stats, top_instructions
+    from hloscope.hlo.stats import module_stats
 
     loaded = load_modules(path)
     results = []
@@ -41,4 +41,4 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
         return
     from hloscope.hlo.render import render_stats
 
-    render_stats(results, {id(r): top_instructions(item, top) for r, item in zip(results, loaded)})
+    render_stats(results)

@@ -35,7 +35,7 @@ def _counts(title: str, counts: dict, limit: int = 12) -> Table:
     return table
 
 
-def render_stats(results: list[dict], tops: dict, console: Console | None = None) -> None:
+def render_stats(results: list[dict], console: Console | None = None) -> None:
     console = console or Console()
     for result in results:
         console.rule(f"[bold]{result['name']}[/bold]  {result['stage']}  {result['platform']}")
@@ -77,7 +77,7 @@ def render_stats(results: list[dict], tops: dict, console: Console | None = None
         from rich.columns import Columns
 
         console.print(Columns([t for t in tables if t.row_count], padding=(1, 4)))
-        top = tops.get(id(result)) or []
+        top = result.get("top_instructions") or []
         if top:
             table = Table(title="most FLOPs", title_justify="left", show_edge=False)
             for column in ("instruction", "opcode", "FLOPs", "bytes", "op_name"):

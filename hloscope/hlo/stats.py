@@ -87,6 +87,7 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
         "precision": ops.precision_summary(precisions),
         "matmuls": precisions,
         "kernels_by_source": attribution.kernels_by_source(module, platform, source_depth)[:top_sources],
+        "top_instructions": top_instructions(loaded, analysis, top_sources),
         "siblings": {
             "buffer_assignment": loaded.buffer_assignment and os.path.basename(loaded.buffer_assignment),
             "memory_report": loaded.memory_report and os.path.basename(loaded.memory_report),
@@ -99,15 +100,13 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
     return result
 
 
-def top_instructions(loaded: LoadedModule, n: int = 10) -> list[dict]:
-    """The entry-level instructions with the most FLOPs, with their bytes accessed."""
-    module = loaded.module
-    _, analysis = module_cost(module)
+def top_instructions(loaded: LoadedModule, analysis, n: int = 10) -> list[dict]:
+    """The top-level instructions (entry and control-flow bodies) with the most FLOPs, then bytes accessed."""
     rows = []
-    for comp in ops.executed_computations(module):
+    for comp in ops.executed_computations(loaded.module):
         for instr in comp.instructions:
             cost = analysis.instruction_cost(instr)
-            if cost.flops or cost.bytes_accessed:
+            if cost.flops or cost.bytes_accessed or cost.transcendentals:
                 rows.append({"name": instr.name, "opcode": instr.opcode, "flops": cost.flops,
                              "transcendentals": cost.transcendentals, "bytes_accessed": cost.bytes_accessed,
                              "op_name": instr.metadata.get("op_name", "")})
