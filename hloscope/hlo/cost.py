@@ -1,8 +1,12 @@
 """FLOPs, transcendentals and bytes accessed with the conventions of XLA's HloCostAnalysis
 (xla/service/hlo_cost_analysis.cc), as the CPU client configures it (pointer size 8: a tuple counts 8 bytes per
 element). Totals are over the entry computation, with fusions, calls, while loops (one iteration) and conditionals
-(the most expensive branch) costed through the computations they call, as XLA does. Custom calls are unknown to
-XLA (it reports -1); they count 0 here and are listed as `uncosted`."""
+(the most expensive branch) costed through the computations they call, as XLA does.
+
+Custom calls are unknown to the generic analysis (it reports -1). cuBLAS GEMMs and cuDNN forward convolutions are
+costed the way XLA's GpuHloCostAnalysis does (dot / convolution FLOPs from the call's dimension numbers, default
+bytes) and also reported apart as `library_flops`, so that `flops - library_flops` is the generic figure; other
+custom calls count 0 and are listed as `uncosted`."""
 
 from __future__ import annotations
 
@@ -34,12 +38,16 @@ class Cost:
     flops: float = 0.0
     transcendentals: float = 0.0
     bytes_accessed: float = 0.0
+    library_flops: float = 0.0  # the part of `flops` done by cuBLAS/cuDNN calls
+    library_bytes: float = 0.0  # the part of `bytes_accessed` read and written by them
 
     def add(self, other: Cost, scale: float = 1.0, with_bytes: bool = True) -> None:
         self.flops += other.flops * scale
         self.transcendentals += other.transcendentals * scale
+        self.library_flops += other.library_flops * scale
         if with_bytes:
             self.bytes_accessed += other.bytes_accessed * scale
+            self.library_bytes += other.library_bytes * scale
 
 
 def shape_size(shape: Shape) -> int:
@@ -183,8 +191,12 @@ class CostAnalysis:
         if op in ZERO_BYTES:
             return Cost()
         if op == "custom-call":
-            self.uncosted.append(instr.name)
-            return Cost()
+            flops = self._library_flops(instr)
+            if flops is None:
+                self.uncosted.append(instr.name)
+                return Cost()
+            size = self._default_bytes(instr)
+            return Cost(flops=flops, bytes_accessed=size, library_flops=flops, library_bytes=size)
         cost = Cost(bytes_accessed=self._default_bytes(instr))
         if op in ELEMENTWISE:
             count = instr.shape.elements
@@ -236,9 +248,8 @@ class CostAnalysis:
             return total
         elif op == "conditional":
             branches = [self.computation_cost(c) for c in instr.called_computations]
-            return Cost(
-                max(b.flops for b in branches), max(b.transcendentals for b in branches), max(b.bytes_accessed for b in branches)
-            )
+            return Cost(*(max(getattr(b, key) for b in branches)
+                          for key in ("flops", "transcendentals", "bytes_accessed", "library_flops", "library_bytes")))
         elif op == "triangular-solve":
             a, b = (o.shape for o in instr.operands[:2])
             cost.bytes_accessed = shape_size(instr.shape) + shape_size(a) / 2 + shape_size(b)
@@ -251,7 +262,24 @@ class CostAnalysis:
 
     @staticmethod
     def _copy_of(cost: Cost) -> Cost:
-        return Cost(cost.flops, cost.transcendentals, cost.bytes_accessed)
+        return Cost(cost.flops, cost.transcendentals, cost.bytes_accessed, cost.library_flops, cost.library_bytes)
+
+    @staticmethod
+    def _library_flops(instr: HloInstruction) -> float | None:
+        """FLOPs of a cuBLAS GEMM or cuDNN forward convolution call (GpuHloCostAnalysis), None for other targets."""
+        target = instr.custom_call_target or ""
+        out = instr.shape.tuple_shapes[0] if instr.shape.is_tuple else instr.shape
+        if target.startswith("__cublas$"):
+            config = instr.backend_config.get("gemm_backend_config") or {}
+            dims = (config.get("dot_dimension_numbers") or {}).get("lhs_contracting_dimensions")
+            if dims is None:
+                return None
+            lhs = instr.operands[0].shape
+            width = math.prod(lhs.dims[int(d)] for d in dims)
+            return 2.0 * out.elements * width
+        if target in ("__cudnn$convForward", "__cudnn$convBiasActivationForward"):
+            return _conv_flops(instr)
+        return None
 
     def _applied(self, instr: HloInstruction, cost: Cost) -> None:
         """reduce / reduce-window / map / select-and-scatter: the applied function's cost times its applications."""
@@ -303,7 +331,7 @@ class CostAnalysis:
                 if inner.opcode == "scatter":
                     return self._scatter(inner)
         inner = self.computation_cost(body)
-        cost = Cost(inner.flops, inner.transcendentals, 0.0)
+        cost = Cost(inner.flops, inner.transcendentals, 0.0, inner.library_flops)
         cost.bytes_accessed += self._fusion_output_bytes(instr, body)
         for inner_instr in body.instructions:  # large constants are read from memory
             if inner_instr.opcode == "constant" and inner_instr.shape.elements > 1:

@@ -82,6 +82,8 @@ def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int 
         "kernel_breakdown": breakdown,
         "copies": breakdown.get("copy", 0),
         "transcendentals": cost.transcendentals,
+        "library_flops": cost.library_flops,
+        "library_bytes": cost.library_bytes,
         "uncosted_custom_calls": len(analysis.uncosted),
         "layout_changes": ops.layout_changes(module),
         "precision": ops.precision_summary(precisions),
@@ -108,7 +110,9 @@ def top_instructions(loaded: LoadedModule, analysis, n: int = 10) -> list[dict]:
             cost = analysis.instruction_cost(instr)
             if cost.flops or cost.bytes_accessed or cost.transcendentals:
                 rows.append({"name": instr.name, "opcode": instr.opcode, "flops": cost.flops,
-                             "transcendentals": cost.transcendentals, "bytes_accessed": cost.bytes_accessed,
+                             "transcendentals": cost.transcendentals,
+        "library_flops": cost.library_flops,
+        "library_bytes": cost.library_bytes, "bytes_accessed": cost.bytes_accessed,
                              "op_name": instr.metadata.get("op_name", "")})
     rows.sort(key=lambda r: (-r["flops"], -r["bytes_accessed"]))
     return rows[:n]
