@@ -50,8 +50,10 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         rows = [
             ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
             ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
-            ("FLOPs (hloscope)", _si(result["flops"]), "FLOPs (XLA)", _si(xla.get("flops"))),
-            ("bytes accessed (hloscope)", _bytes(result["bytes_accessed"]), "bytes accessed (XLA)", _bytes(xla.get("bytes_accessed"))),
+            ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
+            ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla.get("flops"))),
+            ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
+            ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla.get("bytes_accessed"))),
             ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
         ]
         if "buffer_assignment" in mem:
