@@ -53,3 +53,28 @@ def test_tables_by_default(cli_run, fixtures_dir):
     assert "Device time by category" in stdout and "collective/communication" in stdout
     assert "Top 3 kernels" in stdout and "ncclKernel_SendRecv" in stdout
     assert "Steps" in stdout and "1009" in stdout and "1,428" in stdout
+
+
+def test_reading_traces_imports_no_framework(fixtures_dir):
+    """`hloscope trace` works on copied files without torch or JAX: only jaxlib's xplane reader is imported."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        main(['trace', 'stats', path, '--json'])\n"
+        "    except SystemExit as exit:\n"
+        "        assert not exit.code, exit.code\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torch_xla', 'jax', 'flax'))\n"
+        "print('FRAMEWORKS', loaded)\n"
+    )
+    paths = [
+        fixtures_dir / "tracelens" / "test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
+        fixtures_dir / "hta" / "triton_example__triton_example.json.gz",
+    ]
+    done = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "FRAMEWORKS []" in done.stdout

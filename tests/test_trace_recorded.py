@@ -36,6 +36,16 @@ with jax.profiler.trace(logdir):
     for i in range(int(sys.argv[3])):
         with jax.profiler.StepTraceAnnotation("train", step_num=i):
             w, loss = jitted(w, x); loss.block_until_ready()
+
+# The same work without step markers, as a program named like a training step.
+def train_step(w, x):
+    return step(w, x)
+
+train = jax.jit(train_step)
+w, loss = train(w, x); loss.block_until_ready()
+with jax.profiler.trace(logdir + "_unmarked"):
+    for i in range(int(sys.argv[3])):
+        w, loss = train(w, x); loss.block_until_ready()
 """
 
 TORCH_XLA_SCRIPT = r"""
@@ -87,7 +97,7 @@ def test_jax_cpu_xplane_steps_and_ops(jax_profile):
     traces = load_traces(logdir)  # the TensorBoard log directory: plugins/profile/<run>/<host>.xplane.pb
     assert [trace.format for trace in traces] == ["xplane"]  # the trace.json.gz beside it is not read twice
     stats = trace_stats(traces[0])
-    assert stats["steps"] == STEPS
+    assert stats["steps"] == STEPS and stats["step_source"] == "markers"
     assert [step["step"] for step in stats["per_step"]] == list(range(STEPS))
     entry = _instruction_names((jax_profile / "step.hlo.txt").read_text())
     ops = [event for event in traces[0].events if event.is_device_exec]
@@ -101,6 +111,16 @@ def test_jax_cpu_xplane_steps_and_ops(jax_profile):
     totals = kernel_time_by_hlo_op(traces[0], module="jit_step")
     assert set(totals) == {event.hlo_op for event in ops}
     assert sum(totals.values()) == pytest.approx(stats["device_time_us"])
+
+
+@pytest.mark.slow
+def test_without_markers_the_train_step_executions_are_the_steps(jax_profile):
+    (trace,) = load_traces(jax_profile / "logdir_unmarked")
+    stats = trace_stats(trace)
+    assert stats["step_source"] == "executions of jit_train_step"
+    ops = [event for event in trace.events if event.is_device_exec and event.hlo_module == "jit_train_step"]
+    assert stats["steps"] == STEPS
+    assert [step["kernels"] for step in stats["per_step"]] == [len(ops) // STEPS] * STEPS
 
 
 @pytest.mark.slow

@@ -30,7 +30,8 @@ def _types():
     """msgspec structs for the fields hloscope reads, built lazily (msgspec is optional)."""
     import msgspec
 
-    class Args(msgspec.Struct):
+    # gc=False: these hold no containers, and millions of them need not be tracked by the cycle collector.
+    class Args(msgspec.Struct, gc=False):
         correlation: int | str | None = None
         correlation_id: int | str | None = None
         stream: int | str | None = None
@@ -39,7 +40,7 @@ def _types():
         step_num: int | str | None = None
         name: str | None = None  # process / thread name of "M" events
 
-    class TraceEvent(msgspec.Struct):
+    class TraceEvent(msgspec.Struct, gc=False):
         ph: str | None = None
         cat: str | None = None
         name: str | int | float | None = None

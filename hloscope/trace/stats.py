@@ -7,6 +7,7 @@ events themselves are never held (docs/trace.md).
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -15,6 +16,7 @@ from hloscope.trace.model import CATEGORIES, DEVICE_EXEC_KINDS, KERNEL, RUNTIME,
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 
 TOP_N = 10
+_TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
 _NO_CORRELATION = -1
 
 
@@ -36,6 +38,9 @@ class _Accumulator:
         self.exec_is_kernel = array("b")
         self.exec_anchor = array("d")  # start of the XLA program execution the event is part of (own start if none)
         self._open_executions: dict[tuple[str, str], tuple[float, set[str]]] = {}
+        # Executions of training-step programs ("jit_train_step", ...), on the first lane that ran them: the steps
+        # when the profiler recorded no step markers. module -> (lane, [[start, end], ...])
+        self.train_executions: dict[str, tuple[str, list[list[float]]]] = {}
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
@@ -84,6 +89,14 @@ class _Accumulator:
         if current is None or instruction in current[1]:
             current = (event.start_us, set())
             self._open_executions[key] = current
+            if _TRAIN_PROGRAM.search(event.hlo_module):
+                lane, spans = self.train_executions.setdefault(event.hlo_module, (key[0], []))
+                if lane == key[0]:
+                    spans.append([event.start_us, event.end_us])
+        elif _TRAIN_PROGRAM.search(event.hlo_module):
+            lane, spans = self.train_executions[event.hlo_module]
+            if lane == key[0]:
+                spans[-1][1] = max(spans[-1][1], event.end_us)
         current[1].add(instruction)
         return current[0]
 
@@ -104,11 +117,12 @@ def summarize_events(events: Iterable[Event], file: str = "<events>", format: st
 def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
     device_time = acc.device_time
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
-    per_step = _per_step(acc)
+    per_step, step_source = _per_step(acc)
     return {
         "file": trace.file,
         "format": trace.format,
         "steps": len(per_step),
+        "step_source": step_source,
         "events": acc.events,
         "kernels": acc.kernels,
         "device_time_us": round(device_time, 3),
@@ -128,11 +142,17 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
     }
 
 
-def _per_step(acc: _Accumulator) -> list[dict]:
+def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
     host_windows = step_windows(acc.host_markers)
     windows = host_windows or step_windows(acc.device_markers)
+    source = "markers" if windows else None
+    if not windows and acc.train_executions:
+        # No markers: each execution of the training-step program is a step (the module run most often).
+        module, (_, spans) = max(acc.train_executions.items(), key=lambda item: (len(item[1][1]), item[0]))
+        windows = step_windows([(number, start, end) for number, (start, end) in enumerate(spans)])
+        source = f"executions of {module}"
     if not windows:
-        return []
+        return [], None
     locator = StepLocator(windows)
     launches = _LaunchSteps(acc, locator, len(windows))
     # A device event is in the step its launch was in; without a launch record, in the last step started before its
@@ -169,7 +189,7 @@ def _per_step(acc: _Accumulator) -> list[dict]:
                 "host_runtime_us": round(launches.time_per_step[index], 3),
             }
         )
-    return out
+    return out, source
 
 
 class _LaunchSteps:
