@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -45,3 +46,14 @@ def command(comparison: Path, as_json: bool, fmt: str | None, output: Path | Non
         from hloscope.render import explain_term
 
         explain_term.render(report, Console())
+    _fail_on_unreadable_runs(summaries)
+
+
+def _fail_on_unreadable_runs(summaries) -> None:
+    """A run whose run.json cannot be read is shown in the report with the others, and still fails the command:
+    one line per broken run on stderr, exit code 2 (bad input)."""
+    unreadable = [summary for summary in summaries if summary.status == "unreadable"]
+    for summary in unreadable:
+        click.echo(f"hloscope: error: {summary.notes[0]}", err=True)
+    if unreadable:
+        sys.exit(2)

@@ -21,7 +21,7 @@ SYNC_INTERVAL_S = 5.0
 
 
 @click.command(name="tensorboard")
-@click.argument("directory", required=False, default="traces", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("directory", required=False, default="traces", type=click.Path(path_type=Path))
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port to listen on [default: a free one].")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback makes the traces visible to the network.")

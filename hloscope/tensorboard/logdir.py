@@ -43,7 +43,7 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
     Raises InputError when `directory` is missing or holds no profile at all.
     """
     if not directory.is_dir():
-        raise InputError(directory, "no such directory")
+        raise InputError(directory, "is a file, expected a directory of runs" if directory.exists() else "no such directory")
     excluded = exclude.resolve() if exclude is not None else None
     found: dict[Path, list[tuple[str, Path, str, tuple[Path, ...]]]] = {}  # run dir -> (label, source, format, files)
     for current, subdirs, files in os.walk(directory):
