@@ -14,7 +14,18 @@ def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int
     """Write the train step's StableHLO (MLIR text) to `out_file`; returns facts about it for the run record."""
     import os
 
-    os.environ.setdefault("USE_TORCH", "0")  # as `run --mode jax`: transformers would import torch for nothing
+    # As `run --mode jax`: transformers would import torch for nothing. Only while importing: a later torch_xla
+    # capture started from this process must not inherit it.
+    previous = os.environ.get("USE_TORCH")
+    os.environ.setdefault("USE_TORCH", "0")
+    try:
+        return _lower(preset, batch_size, precision, seed, out_file)
+    finally:
+        if previous is None:
+            os.environ.pop("USE_TORCH", None)
+
+
+def _lower(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
     from hloscope.backends.jax_workload import build_jax_workload
 
     import jax

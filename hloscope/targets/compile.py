@@ -113,6 +113,7 @@ def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int,
         command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
                    str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work)]
         env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE") or "CPU"}
+        env.pop("USE_TORCH", None)  # USE_TORCH=0 (set for JAX runs) would hide torch from transformers
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
