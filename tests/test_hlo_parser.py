@@ -182,3 +182,24 @@ def test_torch_xla_ir_text_is_refused():
     with pytest.raises(ParseError) as info:
         parse_hlo_file(path)
     assert info.value.line == 11 and "XLA_SAVE_TENSORS_FMT=hlo" in info.value.message
+
+
+def test_cyclic_call_graph_is_a_parse_error():
+    from hloscope.hlo.cost import module_cost
+
+    text = """HloModule m
+
+fused {
+  p = f32[2]{0} parameter(0)
+  ROOT f = f32[2]{0} fusion(p), kind=kLoop, calls=fused
+}
+
+ENTRY main {
+  p = f32[2]{0} parameter(0)
+  ROOT f = f32[2]{0} fusion(p), kind=kLoop, calls=fused
+}
+"""
+    (module,) = parse_hlo_text(text, path="cycle.hlo")
+    with pytest.raises(ParseError) as info:
+        module_cost(module)
+    assert (info.value.line, info.value.message) == (3, "computation 'fused' calls itself")

@@ -107,7 +107,7 @@ HLO_FILES = {
     "rel_garbage.hlo": "binary data",
     "rel_png.hlo": "binary data",
     "rel_kineto_as.hlo": "looks like JSON",
-    "rel_hlo_utf16.hlo": "binary data",
+    "rel_hlo_utf16.hlo": "UTF-16",
     "rel_hlo_nul.hlo": "binary data",
     "rel_deep_tuple.hlo": "nested too deeply",
 }

@@ -155,13 +155,18 @@ class CostAnalysis:
         self.costs: dict[int, Cost] = {}
         self.uncosted: list[str] = []
         self._computation_costs: dict[str, Cost] = {}
+        self._in_progress: set[str] = set()
 
     def computation_cost(self, comp: HloComputation) -> Cost:
         cached = self._computation_costs.get(comp.name)
         if cached is None:
+            if comp.name in self._in_progress:  # XLA refuses call graphs with cycles; so do we, without recursing
+                raise ParseError(self.module.path, f"computation '{comp.name}' calls itself", comp.lineno, 1)
+            self._in_progress.add(comp.name)
             cached = Cost()
             for instr in comp.instructions:
                 cached.add(self.instruction_cost(instr))
+            self._in_progress.discard(comp.name)
             self._computation_costs[comp.name] = cached
         return cached
 

@@ -49,6 +49,8 @@ def check_readable(path: str) -> None:
         )
     with open(path, "rb") as f:
         head = f.read(65536)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError(path, "UTF-16 text (byte-order mark); hloscope reads XLA's UTF-8 HLO text: convert it to UTF-8", 1, 1)
     if b"\0" in head:
         index = head.index(b"\0")
         line = head.count(b"\n", 0, index) + 1
