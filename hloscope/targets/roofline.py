@@ -5,24 +5,24 @@ count, `hloscope.hlo.kernels.classify`):
 
     lower bound = max(FLOPs / peak FLOP/s, bytes accessed / memory bandwidth)
 
-FLOPs and bytes follow XLA's HloCostAnalysis conventions (`hloscope.hlo.cost`); cuBLAS GEMMs and cuDNN convolutions,
-which XLA's cost analysis leaves uncosted, are costed from their dimensions here. The peak is the fastest unit that
-can run the work, from the target file: tensor cores (`matrix_unit_description`) for dots and convolutions of that
-dtype (f32 dots asking for `highest` precision use the CUDA cores' f32 rate: cuBLAS and Triton then compute in true
-f32), CUDA cores (`scalar_unit_description`, or `fpus_per_core` for f32) for everything else. Where the file gives no
-rate for a launch's dtype and unit, that launch gets the memory bound alone (still a lower bound).
+FLOPs and bytes follow XLA's HloCostAnalysis conventions (`hloscope.hlo.cost`, which also costs cuBLAS GEMMs and cuDNN
+forward convolutions from their dimensions); a library call's bytes are its operands and its result (not its scratch
+buffer). The peak is the fastest unit that can run the work, from the target file: tensor cores
+(`matrix_unit_description`) for dots and convolutions of that dtype (f32 dots asking for `highest` precision use the
+CUDA cores' f32 rate: cuBLAS and Triton then compute in true f32), CUDA cores (`scalar_unit_description`, or
+`fpus_per_core` for f32) for everything else. Where the file gives no rate for a launch's dtype and unit, that launch
+gets the memory bound alone (still a lower bound).
 
 This is a bound, not a prediction: real kernels add launch overhead, latency, imperfect overlap, cache effects and
 the un-autotuned algorithms of a deviceless compile, and transcendental functions count no FLOPs here. The step bound
 is given two ways: `serial_s` sums the per-launch bounds (XLA runs a module's thunks one after another on one stream
-unless told otherwise) and `aggregate_s` = max(total FLOPs / best peak, total bytes / bandwidth), which holds even if
-launches overlapped (total bytes over the bandwidth, or the busiest unit's FLOPs over its peak).
+unless told otherwise) and `aggregate_s` = max(total bytes / bandwidth, the busiest unit's FLOPs / its peak), which
+holds even if launches overlapped.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -35,15 +35,6 @@ _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
 
 def _first_leaf(shape):
     return shape.tuple_shapes[0] if shape.is_tuple else shape
-
-
-def _gemm_flops(instr) -> float:
-    """A cuBLAS custom call: 2 x output elements x contracted size (from gemm_backend_config)."""
-    config = json.loads(instr.attrs.get("backend_config", "{}") or "{}")
-    dims = config.get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
-    lhs = instr.operands[0].shape
-    width = math.prod(lhs.dims[int(d)] for d in dims.get("lhs_contracting_dimensions", []))
-    return 2.0 * _first_leaf(instr.shape).elements * width
 
 
 def _precision_of_custom_call(instr) -> list[str]:
@@ -90,14 +81,11 @@ def _peak(gpu: GpuTarget, instr, kind: str) -> tuple[float | None, str]:
 
 def _launch_cost(analysis, instr, kind: str) -> tuple[float, float]:
     """(FLOPs, bytes accessed) of one launch."""
-    from hloscope.hlo.cost import _conv_flops, shape_size
+    from hloscope.hlo.cost import shape_size
 
-    if kind == "cublas":
-        flops = _gemm_flops(instr)
-    elif kind == "cudnn" and instr.opcode == "custom-call" and "window" in instr.attrs:
-        flops = _conv_flops(instr)
-    else:
-        flops = analysis.instruction_cost(instr).flops
+    # cuBLAS GEMMs and cuDNN forward convolutions are costed from their dimensions by hloscope.hlo.cost (as XLA's
+    # GpuHloCostAnalysis does); other library calls count 0 FLOPs, so they get their memory bound.
+    flops = analysis.instruction_cost(instr).flops
     if instr.opcode == "custom-call":  # library calls: operands plus the result (not the scratch buffer)
         data = sum(shape_size(o.shape) for o in instr.operands) + shape_size(_first_leaf(instr.shape))
     else:
