@@ -162,22 +162,41 @@ def find_target_config(module_file: str | os.PathLike) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def target_beside(module_file: str | os.PathLike) -> GpuTarget | dict:
+    """The GPU a dumped module was compiled for (its gpu_target_config.pbtxt), or {"unavailable": reason}."""
+    config = find_target_config(module_file)
+    if config is None:
+        return {"unavailable": "no GPU target given and no gpu_target_config.pbtxt beside the module"}
+    try:
+        return target_from_text(config.read_text(encoding="utf-8"), config.name, str(config))
+    except (OSError, UnicodeDecodeError) as error:
+        return {"unavailable": f"{config}: cannot read: {error}"}
+    except InputError as error:
+        return {"unavailable": str(error)}
+
+
+def roofline_for_module(module, module_file: str | os.PathLike, gpu: GpuTarget | None = None) -> dict:
+    """Roofline of an already parsed GPU module, for `gpu` or the target XLA dumped beside `module_file`
+    (for `hloscope hlo stats`). {"unavailable": reason} when no usable target is known."""
+    if gpu is None:
+        gpu = target_beside(module_file)
+        if isinstance(gpu, dict):
+            return gpu
+    if not gpu.has_roofline:
+        return {"unavailable": f"the target file {gpu.path} lacks memory bandwidth or compute rates"}
+    return roofline(module, gpu)
+
+
 def roofline_for_module_file(path: str | os.PathLike, gpu: GpuTarget | None = None) -> dict:
     """Roofline of the (single) module in an optimized GPU HLO file, for `gpu` or the target config XLA dumped beside
     it. Returns {"unavailable": reason} when no target is known or it lacks the numbers."""
     from hloscope.hlo.parser import parse_hlo_file
 
     if gpu is None:
-        config = find_target_config(path)
-        if config is None:
-            return {"unavailable": "no GPU target given and no gpu_target_config.pbtxt beside the module"}
-        try:
-            gpu = target_from_text(config.read_text(encoding="utf-8"), config.name, str(config))
-        except InputError as error:
-            return {"unavailable": str(error)}
-    if not gpu.has_roofline:
-        return {"unavailable": f"the target file {gpu.path} lacks memory bandwidth or compute rates"}
+        gpu = target_beside(path)
+        if isinstance(gpu, dict):
+            return gpu
     modules = parse_hlo_file(path)
     if len(modules) != 1:
         return {"unavailable": f"{path} holds {len(modules)} modules, expected one"}
-    return roofline(modules[0], gpu)
+    return roofline_for_module(modules[0], path, gpu)
