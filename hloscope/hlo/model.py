@@ -136,7 +136,8 @@ class HloInstruction:
         try:
             return parse_shape(self.shape_text)
         except ValueError as error:
-            raise self._error(f"bad shape '{self.shape_text}' of '{self.name}': {error}", max(self.text.find(self.shape_text), 0)) from None
+            shown = self.shape_text if len(self.shape_text) <= 60 else self.shape_text[:57] + "..."
+            raise self._error(f"bad shape '{shown}' of '{self.name}': {error}", max(self.text.find(self.shape_text), 0)) from None
 
     @property
     def operands(self) -> list[HloInstruction]:
