@@ -5,6 +5,11 @@
 # initialisation traceback (see docs/gpu-target.md). Idempotent: a second call only checks the pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64|Linux-aarch64) ;;
+  *) echo "setup-cuda-target: jax's CUDA plugin has wheels for Linux x86_64/aarch64 only; --target is unavailable here" >&2
+     exit 0 ;;
+esac
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv-cuda/bin/python ]; then
   "$PYTHON" -m venv .venv-cuda
