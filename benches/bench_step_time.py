@@ -1,11 +1,11 @@
 """Does hloscope's harness add anything to the step time it reports?
 
-For each mode, in one fresh process: hloscope's own Session and timed loop (what `hloscope run` reports) and a minimal
+For each mode, in one fresh process: hloscope's own Session and step timer (what `hloscope run` records) and a minimal
 hand-written training step (same model, same data, waiting for the device the same way: block_until_ready /
-cuda.synchronize / torch_xla.sync + wait_device_ops), timed alternately in blocks of --steps, --rounds times.
+cuda.synchronize / torch_xla.sync + wait_device_ops), timed alternately step by step, --steps times each.
 The ratio hloscope median / hand-written median should be 1.00 +- 0.03.
 
-    PJRT_DEVICE=CPU .venv/bin/python benches/bench_step_time.py [--model vit-tiny] [--batch-size 8] [--steps 50] [--rounds 5]
+    PJRT_DEVICE=CPU .venv/bin/python benches/bench_step_time.py [--model vit-tiny] [--batch-size 8] [--steps 200]
 """
 
 from __future__ import annotations
@@ -80,29 +80,36 @@ def hand_stepper(mode: str, model: str, batch_size: int):
     return step
 
 
-def worker(mode: str, model: str, batch_size: int, steps: int, warmup: int, rounds: int) -> dict:
-    """hloscope's Session driven by hloscope's own timed loop (what `run` reports), and the hand-written step, in the
-    same process, alternating in `rounds` blocks so that the machine's load drifts equally over both."""
+def hand_timed(hand_step, i: int) -> float:
+    start = time.perf_counter()
+    hand_step(i)
+    return time.perf_counter() - start
+
+
+def worker(mode: str, model: str, batch_size: int, steps: int, warmup: int) -> dict:
+    """hloscope's Session timed by hloscope's own step timer (`timing.timed`, what `run_loop` records for every step)
+    and the hand-written step timed by hand, in the same process, alternating step by step so that the machine's load
+    falls equally on both. The first `warmup` steps of each (compilation) are not counted."""
     from hloscope.backends.base import RunOptions
     from hloscope.backends.driver import load_session
-    from hloscope.backends.timing import StepLog, run_loop
+    from hloscope.backends.timing import timed
 
     with tempfile.TemporaryDirectory() as out:
         options = RunOptions(mode=mode, model=model, batch_size=batch_size, steps=steps, warmup=warmup)
         session = load_session(options, Path(out))
         session.setup()
         hand_step = hand_stepper(mode, model, batch_size)
-        for i in range(warmup):  # compile the hand-written step before any timing
-            hand_step(i)
         ours, hand = [], []
-        for round_index in range(rounds):
-            log = StepLog()
-            run_loop(session.step, session.wait, session.loss_of, steps, 1 if round_index else warmup, log)
-            ours += log.step_times_s
-            for i in range(steps):
-                start = time.perf_counter()
-                hand_step(i)
-                hand.append(time.perf_counter() - start)
+        for i in range(warmup + steps):
+            if i % 2:  # alternate which goes first, so neither always runs on the other's warm caches
+                _, seconds = timed(session.step, session.wait, i)
+                hand_seconds = hand_timed(hand_step, i)
+            else:
+                hand_seconds = hand_timed(hand_step, i)
+                _, seconds = timed(session.step, session.wait, i)
+            if i >= warmup:
+                ours.append(seconds)
+                hand.append(hand_seconds)
         session.close()
     ours_median, hand_median = statistics.median(ours), statistics.median(hand)
     return {"mode": mode, "hloscope_median_s": ours_median, "hand_median_s": hand_median,
@@ -113,22 +120,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="vit-tiny")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.model, args.batch_size, args.steps, args.warmup, args.rounds)))
+        print(json.dumps(worker(args.worker, args.model, args.batch_size, args.steps, args.warmup)))
         return
-    print(f"{args.model}, batch {args.batch_size}, {args.rounds} alternating blocks of {args.steps} steps each")
+    print(f"{args.model}, batch {args.batch_size}, {args.steps} alternating steps each after {args.warmup} warm-up")
     print("| mode | hloscope median | hand-written median | ratio |")
     print("|---|---|---|---|")
     for mode in args.modes.split(","):
         result = subprocess.run([sys.executable, __file__, "--worker", mode, "--model", args.model,
                                  "--batch-size", str(args.batch_size), "--steps", str(args.steps),
-                                 "--warmup", str(args.warmup), "--rounds", str(args.rounds)],
+                                 "--warmup", str(args.warmup)],
                                 capture_output=True, text=True,
                                 env={**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", "CPU"),
                                      "HLOSCOPE_NO_PROGRESS": "1"})
