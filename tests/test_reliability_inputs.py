@@ -435,3 +435,75 @@ def test_tensorboard_with_only_broken_traces_warns_per_run_and_fails(tmp_path, n
     *warnings, error = result.stderr.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("hloscope: warning: run ") and str(trace) in warnings[0]
     assert error.startswith(f"hloscope: error: {tmp_path / 'traces'}: no profile could be read")
+
+
+# ------------------------------------------------------------------------------------------ real hloscope outputs
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory) -> Path:
+    """A real `hloscope run --mode jax` (tiny ViT) with its HLO dump and profile: what users feed the readers."""
+    out = tmp_path_factory.mktemp("real")
+    result = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "1",
+                      "--dump-hlo", "--profile", "--profile-steps", "1", "--out", out, memory_limit=16 << 30)
+    assert result.code == 0, result.stderr[-3000:]
+    (run,) = [p.parent for p in out.glob("*/run.json")]
+    return run
+
+
+def _copy_of(run: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "runs" / run.name
+    shutil.copytree(run, copy)
+    return copy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["hlo stats", "diff", "explain"])
+def test_real_run_json_cut_in_half(real_run, tmp_path, command):
+    run = _copy_of(real_run, tmp_path)
+    _half(run / "run.json", tmp_path / "half.json").replace(run / "run.json")
+    args = {"hlo stats": ["hlo", "stats", run], "diff": ["diff", "--no-xla-cost", real_run, run],
+            "explain": ["explain", run.parent]}[command]
+    assert_refused(hloscope(*args), run / "run.json", position=True, words=("not valid JSON",))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["hlo stats", "diff"])
+@pytest.mark.parametrize("stage", ["before_optimizations", "cpu_after_optimizations"])
+def test_real_hlo_dump_cut_in_half(real_run, tmp_path, command, stage):
+    run = _copy_of(real_run, tmp_path)
+    (hlo,) = run.glob(f"hlo/module_*.jit_train_step.{stage}.txt")
+    _half(hlo, tmp_path / "half.txt").replace(hlo)
+    args = {"hlo stats": ["hlo", "stats", run], "diff": ["diff", "--no-xla-cost", "--stage", "after", real_run, run]}
+    # diff compares the after-optimizations modules, and still refuses a run holding a broken module of any stage
+    assert_refused(hloscope(*args[command]), hlo, position=True)
+
+
+@pytest.mark.slow
+def test_real_hlo_artifact_deleted_is_named(real_run, tmp_path):
+    run = _copy_of(real_run, tmp_path)
+    (hlo,) = run.glob("hlo/module_*.jit_train_step.cpu_after_optimizations.txt")
+    hlo.unlink()
+    for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
+        assert_refused(hloscope(*args), hlo, words=("missing",))
+
+
+@pytest.mark.slow
+def test_real_run_from_a_newer_hloscope_is_refused(real_run, tmp_path):
+    run = _copy_of(real_run, tmp_path)
+    record = json.loads((run / "run.json").read_text())
+    record["schema_version"] += 1
+    (run / "run.json").write_text(json.dumps(record))
+    for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
+        assert_refused(hloscope(*args), run / "run.json", words=("newer hloscope",))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["xplane.pb", "trace.json.gz"])
+def test_real_profile_cut_in_half(real_run, tmp_path, name):
+    run = _copy_of(real_run, tmp_path)
+    (trace,) = run.glob(f"plugins/profile/*/*.{name}")
+    _half(trace, tmp_path / "half").replace(trace)
+    words = ("not a valid xplane.pb",) if name == "xplane.pb" else ("corrupt gzip",)
+    # the xplane through the run directory; JAX's trace.json.gz (skipped there, the xplane says more) as a file
+    assert_refused(hloscope("trace", "stats", run if name == "xplane.pb" else trace), trace, words=words)
