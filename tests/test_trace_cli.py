@@ -26,11 +26,17 @@ def test_json_schema_on_a_kineto_fixture(cli_run, fixtures_dir):
     assert [row["total_us"] for row in trace["top"]] == sorted((row["total_us"] for row in trace["top"]), reverse=True)
 
 
+def _run_record(artifacts: list[dict]) -> dict:
+    return {"schema_version": 1, "run_id": "r1", "mode": "jax", "status": "ok", "error": None, "config": {},
+            "environment": {}, "timing": {}, "artifacts": artifacts}
+
+
 def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
-    """A run directory holds a PyTorch trace and a JAX-style TensorBoard logdir; both are found, nothing else."""
+    """A run directory holds a PyTorch trace and a JAX-style TensorBoard logdir, listed in run.json; both are read."""
+    from hloscope import rundir
+
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
-    (run / "run.json").write_text('{"schema_version": 1}')
     shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", run / "traces" / "host_1.pt.trace.json.gz")
     profile = run / "plugins" / "profile" / "2026_01_01_00_00_00"
     profile.mkdir(parents=True)
@@ -38,12 +44,34 @@ def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
         fixtures_dir / "tracelens" / "test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
         profile / "host.xplane.pb",
     )
+    rundir.write_run(run, _run_record([
+        {"kind": "trace", "path": "traces/host_1.pt.trace.json.gz", "format": "kineto"},
+        {"kind": "trace", "path": "plugins", "format": "xplane"},  # a directory: its traces
+        {"kind": "hlo", "path": "hlo/missing.txt"},  # not this command's concern
+    ]))
     code, stdout, stderr = cli_run("trace", "stats", str(run), "--json")
     assert code == 0, stderr
     traces = json.loads(stdout)["traces"]
     assert [(t["format"], t["kernels"]) for t in traces] == [("xplane", 150), ("kineto", 1)]
+    # The logdir alone (no run.json): searched.
     code, stdout, _ = cli_run("trace", "stats", str(run / "plugins"), "--json")
     assert [t["format"] for t in json.loads(stdout)["traces"]] == ["xplane"]
+    # A listed trace that is gone is named.
+    (run / "traces" / "host_1.pt.trace.json.gz").unlink()
+    code, _, stderr = cli_run("trace", "stats", str(run))
+    assert code == 2 and "host_1.pt.trace.json.gz: listed in" in stderr and "missing" in stderr
+
+
+def test_a_run_that_lists_no_trace_is_searched(cli_run, fixtures_dir, tmp_path):
+    from hloscope import rundir
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", run / "a.pt.trace.json.gz")
+    rundir.write_run(run, _run_record([]))
+    code, stdout, stderr = cli_run("trace", "stats", str(run), "--json")
+    assert code == 0, stderr
+    assert [t["kernels"] for t in json.loads(stdout)["traces"]] == [1]
 
 
 def test_tables_by_default(cli_run, fixtures_dir):

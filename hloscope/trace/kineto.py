@@ -146,7 +146,7 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int) -> Iterator[E
     builder = _EventBuilder()
     try:
         with _as_input_errors(path):
-            for raw in ijson.items(stream, prefix, use_float=True):
+            for raw in _event_items(path, ijson, stream, top_is_array=prefix == "item"):
                 event = builder.from_dict(path, raw, build=builder.complete_events >= skip)
                 if event is not None:
                     yield event
@@ -159,6 +159,48 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int) -> Iterator[E
         raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
     except UnicodeDecodeError as error:
         raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
+
+
+# Trace events nest a few levels (event -> args -> shape lists). Deeper input is not a trace, and building it would
+# cost memory quadratic in the depth inside ijson's item builder, so the streaming parser stops there.
+MAX_DEPTH = 64
+
+
+def _event_items(path: Path, ijson, stream, top_is_array: bool) -> Iterator:
+    """The items of the trace's event list, built from ijson's token stream (C tokenizer) with a depth limit;
+    the rest of the document is still tokenized, so truncation and syntax errors after the list are found."""
+    import ijson as ijson_package
+
+    depth = 0
+    in_events = False
+    events_depth = 1 if top_is_array else 2
+    top_key = None
+    builder = None
+    for token, value in ijson.basic_parse(stream, use_float=True):
+        opening = token == "start_map" or token == "start_array"
+        if opening:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(path, f"not a trace: JSON nested more than {MAX_DEPTH} levels deep")
+        elif token == "end_map" or token == "end_array":
+            depth -= 1
+        if builder is not None:  # inside one item
+            builder.event(token, value)
+            if depth == events_depth:
+                yield builder.value
+                builder = None
+        elif in_events:
+            if depth < events_depth:  # the list's own end
+                in_events = False
+            elif opening:
+                builder = ijson_package.ObjectBuilder()
+                builder.event(token, value)
+            else:
+                yield value  # a scalar item: refused by the caller
+        elif token == "map_key" and depth == 1:
+            top_key = value
+        elif token == "start_array" and depth == events_depth and (top_is_array or top_key == "traceEvents"):
+            in_events = True
 
 
 class _EventBuilder:

@@ -72,7 +72,7 @@ def event_chunks(stream) -> Iterator[list]:
             try:
                 with memoryview(data) as view:
                     events = chunk_decoder.decode(view[: cut + 2])
-            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
                 raise GiveUp(str(error)) from error
             yield events
             data[cut + 1] = ord("[")
@@ -85,7 +85,7 @@ def event_chunks(stream) -> Iterator[list]:
             raise GiveUp("no event boundary in 64 MB (a minified file)")
     try:
         yield document_decoder.decode(b'{"traceEvents": ' + bytes(data)).traceEvents
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
         raise GiveUp(str(error)) from error
 
 

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 from hloscope.errors import InputError
+from hloscope.rundir import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
 from hloscope.trace.model import EventStream, Trace
 
@@ -21,31 +22,67 @@ JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.
 
 
 def load_traces(path: str | os.PathLike) -> list[Trace]:
-    """Every trace at `path` (a file, or a directory searched recursively), sorted by file name."""
+    """Every trace at `path`, sorted by file name: a trace file; a run or comparison directory (its run.json files
+    are read and checked, and the traces they list are used); or any other directory, searched recursively."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or directory")
-    if path.is_file():
+    if path.is_file() and path.name not in (RUN_FILE, COMPARISON_FILE):
         return [load_trace(path)]
-    files = find_trace_files(path)
+    if path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file():
+        files = _traces_of_runs(path)
+    else:
+        files = find_trace_files(path)
     if not files:
         raise InputError(path, f"no traces found (looked for *{XPLANE_SUFFIX}, *.trace.json and *.trace.json.gz)")
     return [load_trace(file) for file in files]
 
 
 def find_trace_files(directory: Path) -> list[Path]:
-    """xplane.pb and *.trace.json[.gz] files under `directory`; JAX's trace.json.gz is skipped when its xplane.pb
-    (the same profile, with more detail) is beside it."""
+    """xplane.pb and *.trace.json[.gz] files under `directory`."""
     found = []
     for root, _, names in os.walk(directory):
-        for name in names:
-            if name.endswith(XPLANE_SUFFIX):
-                found.append(Path(root, name))
-            elif name.endswith(JSON_TRACE_SUFFIXES):
-                stem = name[: name.index(".trace.json")]
-                if not (Path(root) / f"{stem}{XPLANE_SUFFIX}").exists():
-                    found.append(Path(root, name))
-    return sorted(found)
+        found += [Path(root, name) for name in names if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES))]
+    return _without_duplicate_profiles(found)
+
+
+def _without_duplicate_profiles(files: list[Path]) -> list[Path]:
+    """JAX writes <host>.trace.json.gz beside <host>.xplane.pb for the same profile: keep the xplane (more detail)."""
+    kept = []
+    for file in sorted(set(files)):
+        if file.name.endswith(JSON_TRACE_SUFFIXES):
+            stem = file.name[: file.name.index(".trace.json")]
+            if (file.parent / f"{stem}{XPLANE_SUFFIX}").exists():
+                continue
+        kept.append(file)
+    return kept
+
+
+def _traces_of_runs(path: Path) -> list[Path]:
+    """The traces of the hloscope runs at `path`, with their run.json (and comparison.json) validated."""
+    from hloscope import rundir
+
+    files = []
+    for run in rundir.find_runs(path):
+        record = rundir.load_run(run, check_artifacts=False)  # an HLO file missing is not this command's concern
+        files += _listed_traces(run, record)
+    return _without_duplicate_profiles(files)
+
+
+def _listed_traces(run: Path, record: dict) -> list[Path]:
+    run_json = run / RUN_FILE
+    listed = [artifact for artifact in record["artifacts"] if artifact.get("kind") == "trace"]
+    if not listed:  # a run made by hand or by an older hloscope: its traces are wherever they are
+        return find_trace_files(run)
+    files: list[Path] = []
+    for artifact in listed:
+        target = run / artifact["path"]
+        if not target.resolve().is_relative_to(run.resolve()):
+            raise InputError(run_json, f"artifact path {artifact['path']!r} points outside the run directory")
+        if not target.exists():
+            raise InputError(target, f"listed in {run_json} as a trace artifact but missing")
+        files += find_trace_files(target) if target.is_dir() else [target]
+    return files
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
