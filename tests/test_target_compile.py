@@ -191,3 +191,30 @@ def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
     assert json.loads(out)["status"] == record["status"] == "compiled"
     assert record["config"]["target"] == "h100" and record["timing"]["step_times_s"] == []
     assert record["kernels"]["kernel_launches"] > 0 and "lower bound" in record["roofline"]["label"]
+
+
+@pytest.mark.slow
+def test_jax_graph_is_the_timed_step(tmp_path):
+    """The StableHLO handed to the GPU compiler is, text for text, what `run --mode jax` lowers and times on the CPU:
+    JAX's lowering of this step does not depend on the platform."""
+    pytest.importorskip("flax")
+    import jax
+
+    from hloscope.backends.jax_workload import build_jax_workload
+    from hloscope.targets.capture_jax import lower_jax_train_step
+
+    info = lower_jax_train_step("vit-tiny", 8, "fp32", 0, tmp_path / "step.mlir")
+    workload = build_jax_workload("vit-tiny", 8, "fp32", 0)
+    timed = jax.jit(workload.train_step).lower(workload.state, *workload.batch).as_text(debug_info=True)
+    ours = (tmp_path / "step.mlir").read_text()
+    assert _without_locations(ours) == _without_locations(timed)
+    assert ours.count("loc(") > 1000  # source locations kept: XLA turns them into op_name metadata
+    assert info["matmul_precision"] == "highest" and info["module"] == "jit_train_step"
+
+
+def _without_locations(mlir: str) -> str:
+    """MLIR text without its location table and `loc(#locN)` references (their numbering differs between lowerings)."""
+    import re
+
+    lines = [line for line in mlir.splitlines() if not line.startswith("#loc")]
+    return re.sub(r"\s*loc\((?:[^()]|\([^()]*\))*\)", "", "\n".join(lines))
