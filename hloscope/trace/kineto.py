@@ -53,10 +53,9 @@ def _ijson():
 
 def open_trace_bytes(path: Path) -> io.BufferedIOBase:
     """Open a .json or .json.gz file for binary reading (gzip detected from the magic bytes, not the name)."""
-    raw = open(path, "rb")
-    if raw.peek(2)[:2] == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    return raw
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    return gzip.open(path, "rb") if magic == _GZIP_MAGIC else open(path, "rb")
 
 
 def _sniff_prefix(path: Path, stream: io.BufferedIOBase) -> str:
@@ -103,7 +102,8 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
     path = Path(path)
     produced = 0
     with _open(path) as stream:
-        prefix = _sniff_prefix(path, stream)
+        with _as_input_errors(path):
+            prefix = _sniff_prefix(path, stream)
         if prefix == "traceEvents.item":
             builder = _EventBuilder()
             try:
@@ -118,7 +118,9 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
             except kineto_chunks.GiveUp:
                 pass
     with _open(path) as stream:
-        yield from _stream_with_ijson(path, stream, _sniff_prefix(path, stream), skip=produced)
+        with _as_input_errors(path):
+            prefix = _sniff_prefix(path, stream)
+        yield from _stream_with_ijson(path, stream, prefix, skip=produced)
 
 
 def _open(path: Path):
