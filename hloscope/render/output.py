@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import click
@@ -27,6 +28,8 @@ def check_writable(output: Path | None, force: bool) -> None:
     """Refuse an existing output file (without --force) or a missing folder, before any work is done."""
     if output is None:
         return
+    if output.is_dir():
+        raise UsageError(f"{output} is a directory; give a file name")
     if output.exists() and not force:
         raise UsageError(f"{output} already exists; use --force to overwrite it")
     if output.parent and not output.parent.is_dir():
@@ -38,7 +41,30 @@ def emit(text: str, output: Path | None, force: bool) -> None:
         click.echo(text, nl=not text.endswith("\n"))
         return
     check_writable(output, force)
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, output)
+    # A fresh temporary name (never a file of the user's), then one atomic step: with --force a replace, else a link
+    # that fails if the output appeared since the check. Readers never see a half-written report.
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # the permissions a plain open() would give, not mkstemp's 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        if force:
+            os.replace(tmp, output)
+        else:
+            _place_new(Path(tmp), output)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
     click.echo(f"wrote {output}", err=True)
+
+
+def _place_new(tmp: Path, output: Path) -> None:
+    """Move `tmp` to `output` only if nothing is there: a hard link is atomic and refuses an existing file."""
+    try:
+        os.link(tmp, output)
+    except FileExistsError:
+        raise UsageError(f"{output} already exists; use --force to overwrite it") from None
+    except OSError:  # a filesystem without hard links: check once more, then rename
+        check_writable(output, force=False)
+        os.replace(tmp, output)
