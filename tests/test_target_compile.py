@@ -218,3 +218,31 @@ def _without_locations(mlir: str) -> str:
 
     lines = [line for line in mlir.splitlines() if not line.startswith("#loc")]
     return re.sub(r"\s*loc\((?:[^()]|\([^()]*\))*\)", "", "\n".join(lines))
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_torch_xla_graph_is_the_timed_step(compiled, tmp_path):
+    """The HLO captured for the GPU compile is, instruction for instruction, the train-step graph that
+    `run --mode torch_xla --dump-hlo` times (apart from the op_name metadata XLA_HLO_DEBUG adds)."""
+    import re
+    import subprocess
+
+    record, run_dir = compiled("torch_xla", "h100")
+    (graph,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "input"]
+    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "torch_xla", "--model", "vit-tiny",
+                           "--batch-size", "8", "--steps", "2", "--warmup", "2", "--dump-hlo", "--out", str(tmp_path),
+                           "--run-id", "timed", "--json"], capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "PJRT_DEVICE": "CPU", "HLOSCOPE_NO_PROGRESS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    timed = json.loads(done.stdout)
+    (timed_graph,) = [a for a in timed["artifacts"] if a["kind"] == "hlo" and a["stage"] == "before_optimizations"
+                      and a["train_step"]]
+
+    def without_metadata(text: str) -> str:
+        return re.sub(r", metadata=\{[^}]*\}", "", text)
+
+    ours = (run_dir / graph["path"]).read_text()
+    theirs = (tmp_path / "timed" / timed_graph["path"]).read_text()
+    assert without_metadata(ours) == without_metadata(theirs)
+    assert ours.count("op_name=") > 500
