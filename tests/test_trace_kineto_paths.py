@@ -52,10 +52,33 @@ def test_fallback_midway_yields_every_event_once(fixtures_dir, tmp_path):
     assert [(event.name, event.start_us) for event in read] == [(e["name"], float(e["ts"])) for e in complete]
 
 
-def test_minified_trace_is_decoded_whole(tmp_path, fixtures_dir):
+def test_minified_trace_is_cut_between_events(tmp_path, fixtures_dir, monkeypatch):
     source = fixtures_dir / "hta/trace_filter__sampled_rank-0.json.gz"
     document = json.loads(gzip.open(source).read())
     path = tmp_path / "min.trace.json"
-    path.write_text(json.dumps(document, separators=(",", ":")))  # no newline anywhere: no cut points
-    expected = sum(1 for event in document["traceEvents"] if event.get("ph") == "X")
-    assert len(list(kineto.iter_events(path))) == expected
+    path.write_text(json.dumps(document, separators=(",", ":")))  # no newline anywhere
+    monkeypatch.setattr(kineto_chunks, "BLOCK_BYTES", 64 << 10)
+    with open(path, "rb") as stream:
+        chunks = list(kineto_chunks.event_chunks(stream))
+    assert len(chunks) > 10  # cut at "},{" as it went, not decoded whole
+    assert sum(len(chunk) for chunk in chunks) == len(document["traceEvents"])
+    assert list(kineto.iter_events(path)) == _ijson_only(path)
+
+
+def test_cuts_inside_strings_and_nested_objects_are_not_taken(tmp_path, monkeypatch):
+    """Event names holding "},{" and args holding lists of objects: tiny blocks put many wrong cut candidates last;
+    the fast path must still give exactly the streaming parser's events."""
+    events = []
+    for index in range(400):
+        events.append({"ph": "X", "cat": "kernel", "name": f'k{index} }},{{"ph": "X"}}, {{lambda()#1}}', "pid": 0,
+                       "tid": 7, "ts": index * 10.0, "dur": 2.0,
+                       "args": {"correlation": index, "stream": 7, "shapes": [{"a": [1, {"b": 2}]}, {"c": 3}]}})
+    path = tmp_path / "tricky.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, separators=(",", ":")))
+    monkeypatch.setattr(kineto_chunks, "BLOCK_BYTES", 300)
+    with open(path, "rb") as stream:
+        chunks = list(kineto_chunks.event_chunks(stream))
+    assert len(chunks) > 50
+    read = list(kineto.iter_events(path))
+    assert read == _ijson_only(path)
+    assert [event.name for event in read] == [event["name"] for event in events]

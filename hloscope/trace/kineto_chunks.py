@@ -1,12 +1,14 @@
 """Fast path for Kineto / Chrome JSON: cut the `traceEvents` array into chunks of whole events and decode each chunk
 with msgspec into small typed structs that hold only the fields hloscope reads (the rest is skipped in C).
 
-How the cuts stay correct: a chunk ends at a `}` followed by `,` and a newline. JSON strings cannot hold a raw
-newline, so that `}` is structure, not text. Every chunk must decode on its own as `[chunk]`, which only happens when
-it holds whole events at the array's own depth; the first chunk starts right after the array's `[`, so by induction
-every cut is between two events. The bytes before the array are checked as `prefix]}` and the bytes after the last
-cut as `{"traceEvents": [tail`. Anything unexpected (a minified file with no newlines, odd types, a syntax error)
-raises `GiveUp`, and the caller re-reads the file with the streaming ijson parser, which reports errors precisely.
+How the cuts stay correct: a chunk ends at a `}` followed by `,` and the `{` of the next event (the last such place
+in the bytes read so far). Every chunk must decode on its own as `[chunk]`. The first chunk starts right after the
+array's `[`; if a cut fell inside a string, the chunk would end in an unterminated string, and if it fell inside a
+nested object, its brackets would not balance: either way it does not decode, and the cut before it is tried. So a
+chunk that decodes holds whole events at the array's own depth and ends between two events, and by induction so does
+every chunk. The bytes before the array are checked as `prefix]}` and the bytes after the last cut as
+`{"traceEvents": [tail`. Anything unexpected (values of odd types, a syntax error, no usable cut in 64 MB) raises
+`GiveUp`, and the caller re-reads the file with the streaming ijson parser, which reports errors precisely.
 
 Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 MB makes the fast path give up.
 """
@@ -18,6 +20,8 @@ from functools import lru_cache
 
 BLOCK_BYTES = 4 << 20
 MAX_PENDING_BYTES = 64 << 20
+MAX_CUT_ATTEMPTS = 8
+_LOOKAHEAD = 256  # bytes of whitespace allowed between "}," and the next event's "{"
 _ARRAY_START = re.compile(rb'(?<!\\)"traceEvents"\s*:\s*\[')
 
 
@@ -62,18 +66,13 @@ def event_chunks(stream) -> Iterator[list]:
         msgspec, chunk_decoder, document_decoder = _types()
     except ImportError as error:
         raise GiveUp("msgspec is not installed") from error
+    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
     # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
     data = bytearray(b"[") + _read_through_array_start(stream, msgspec)
     while True:
-        cut = max(data.rfind(b"},\n"), data.rfind(b"},\r\n"))
-        if cut >= 0:
-            data[cut + 1] = ord("]")
-            try:
-                with memoryview(data) as view:
-                    events = chunk_decoder.decode(view[: cut + 2])
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
-                raise GiveUp(str(error)) from error
+        events, cut = _decode_up_to_last_cut(data, chunk_decoder, errors)
+        if cut is not None:
             yield events
             data[cut + 1] = ord("[")
             del data[: cut + 1]
@@ -82,11 +81,35 @@ def event_chunks(stream) -> Iterator[list]:
             break
         data += block
         if len(data) > MAX_PENDING_BYTES:
-            raise GiveUp("no event boundary in 64 MB (a minified file)")
+            raise GiveUp("no usable event boundary in 64 MB")
     try:
         yield document_decoder.decode(b'{"traceEvents": ' + bytes(data)).traceEvents
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
+    except errors as error:
         raise GiveUp(str(error)) from error
+
+
+def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | None, int | None]:
+    """Decode data[: cut + 1] + "]" for the last cut that works: `}` `,` (whitespace) `{`. A cut inside a string or a
+    nested object fails to decode and the one before it is tried; after MAX_CUT_ATTEMPTS failures, give up."""
+    end = len(data)
+    failures = 0
+    while failures < MAX_CUT_ATTEMPTS:
+        cut = data.rfind(b"},", 0, end)
+        if cut < 0:
+            return None, None  # no candidate yet: read more
+        end = cut
+        following = data[cut + 2 : cut + 2 + _LOOKAHEAD].lstrip(b" \t\r\n")
+        if not following.startswith(b"{"):
+            continue  # not followed by another event (or not read yet)
+        data[cut + 1] = ord("]")
+        try:
+            with memoryview(data) as view:
+                return decoder.decode(view[: cut + 2]), cut
+        except errors as error:
+            data[cut + 1] = ord(",")
+            failures += 1
+            last_error = error
+    raise GiveUp(str(last_error))
 
 
 def _read_through_array_start(stream, msgspec) -> bytes:
