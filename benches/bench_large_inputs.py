@@ -115,7 +115,7 @@ def main() -> None:
     for label, path, command, env in cases:
         result = measure(label, path, command, env)
         outcome = result["summary"] if result["exit"] == 0 else result["stderr"].replace(str(path), path.name)
-        print(f"| `{label}` | {path.name} | {result['file_mb']:,.0f} | {result['exit']} | {result["seconds"]:.1f} | "
+        print(f"| `{label}` | {path.name} | {result['file_mb']:,.0f} | {result['exit']} | {result['seconds']:.1f} | "
               f"{result['peak_rss_mb']:,.0f} | {result['peak_rss_mb'] / result['file_mb']:.2f} | {outcome} |")
         print(f"#   {result}", file=sys.stderr)
         sys.stdout.flush()
