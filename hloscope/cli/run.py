@@ -83,7 +83,12 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
     console = Console(stderr=True)
     console.print(f"[bold]{mode}[/bold]: {options.model}, batch {options.batch_size}, {options.warmup} warm-up + "
                   f"{options.steps} timed steps -> {run_dir}", highlight=False)
-    record = _execute(options, run_dir, console)
+    try:
+        record = _execute(options, run_dir, console)
+    except BaseException:
+        if as_json:  # --json still prints what run.json says (failed / interrupted) before the error line
+            _print_run_json(run_dir)
+        raise
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:
@@ -91,6 +96,14 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
 
         Console().print(run_table(record))
         click.echo(f"run directory: {run_dir}")
+
+
+def _print_run_json(run_dir: Path) -> None:
+    try:
+        sys.stdout.write((run_dir / "run.json").read_text(encoding="utf-8"))
+        sys.stdout.flush()
+    except OSError:
+        pass
 
 
 def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
