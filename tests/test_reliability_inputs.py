@@ -520,3 +520,17 @@ def test_deeply_nested_computations_do_not_crash_hlo_stats(tmp_path):
     result = hloscope("hlo", "stats", "--json", "--no-xla-cost", path)
     assert "Traceback" not in result.stderr, result.stderr[-1500:]
     assert result.code in (0, 2), result.stderr[-1500:]
+
+
+@pytest.mark.parametrize("command", ["hlo stats", "trace stats", "diff"])
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_pipe_or_device_is_refused_without_blocking(tmp_path, command, kind):
+    """`hloscope hlo stats <(zcat dump.gz)` passes a pipe: refused at once (reading it would block or never end)."""
+    if kind == "fifo":
+        path = tmp_path / "dump.hlo"
+        os.mkfifo(path)  # nobody writes to it: opening it for reading would block forever
+    else:
+        path = Path("/dev/zero")  # endless
+    args = {"hlo stats": ["hlo", "stats", path], "trace stats": ["trace", "stats", path],
+            "diff": ["diff", "--no-xla-cost", path, path]}[command]
+    assert_refused(hloscope(*args, timeout=120), path, words=("not a regular file or directory",))

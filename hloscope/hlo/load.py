@@ -126,6 +126,8 @@ def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
         raise InputError(path, "no such file or directory")
     if path.is_file():
         return load_file(path)
+    if not path.is_dir():  # a pipe (`<(zcat dump.gz)`), a device, a socket
+        raise InputError(path, "not a regular file or directory: save the HLO text to a file first")
     if (path / "run.json").is_file() or (path / "comparison.json").is_file():
         from hloscope.rundir import find_runs
 

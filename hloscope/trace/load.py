@@ -27,6 +27,8 @@ def load_traces(path: str | os.PathLike) -> list[Trace]:
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or directory")
+    if not path.is_file() and not path.is_dir():  # a pipe (`<(zcat trace.gz)`), a device, a socket
+        raise InputError(path, "not a regular file or directory: save the trace to a file first")
     if path.is_file() and path.name not in (RUN_FILE, COMPARISON_FILE):
         return [load_trace(path)]
     if path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file():
