@@ -19,6 +19,10 @@ ANNOTATION = "annotation"  # markers and derived rows: user annotations, XLA mod
 STEP = "step"  # a training-step marker (ProfilerStep#N, StepTraceAnnotation, TF "Steps" row); `step` holds N
 DEVICE_EXEC_KINDS = frozenset({KERNEL, MEMCPY, MEMSET})
 
+# Correlation ids at or above this link XLA CPU ops to the thread-pool hand-off that dispatched them (xplane.py),
+# apart from GPU launch correlation ids.
+FLOW_CORRELATION_BASE = 1 << 62
+
 # Categories of device time (see hloscope/trace/categories.py for the name rules).
 MATMUL = "matmul/conv"
 FUSION = "fusion/elementwise"

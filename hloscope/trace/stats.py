@@ -12,7 +12,16 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
 
-from hloscope.trace.model import CATEGORIES, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event, Trace
+from hloscope.trace.model import (
+    CATEGORIES,
+    DEVICE_EXEC_KINDS,
+    FLOW_CORRELATION_BASE,
+    KERNEL,
+    RUNTIME,
+    STEP,
+    Event,
+    Trace,
+)
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 
 TOP_N = 10
@@ -38,9 +47,9 @@ class _Accumulator:
         self.exec_is_kernel = array("b")
         self.exec_anchor = array("d")  # start of the XLA program execution the event is part of (own start if none)
         self._open_executions: dict[tuple[str, str], tuple[float, set[str]]] = {}
-        # Executions of training-step programs ("jit_train_step", ...), on the first lane that ran them: the steps
-        # when the profiler recorded no step markers. module -> (lane, [[start, end], ...])
-        self.train_executions: dict[str, tuple[str, list[list[float]]]] = {}
+        # Executions of training-step programs ("jit_train_step", ...) on the first device that ran them: the steps
+        # when the profiler recorded no step markers. module -> (process, {execution: [start, end]})
+        self.train_executions: dict[str, tuple[str, dict]] = {}
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
@@ -86,19 +95,32 @@ class _Accumulator:
         key = (event.process + event.lane, event.hlo_module)
         current = self._open_executions.get(key)
         instruction = event.hlo_op or event.name
-        if current is None or instruction in current[1]:
+        new_execution = current is None or instruction in current[1]
+        if new_execution:
             current = (event.start_us, set())
             self._open_executions[key] = current
-            if _TRAIN_PROGRAM.search(event.hlo_module):
-                lane, spans = self.train_executions.setdefault(event.hlo_module, (key[0], []))
-                if lane == key[0]:
-                    spans.append([event.start_us, event.end_us])
-        elif _TRAIN_PROGRAM.search(event.hlo_module):
-            lane, spans = self.train_executions[event.hlo_module]
-            if lane == key[0]:
-                spans[-1][1] = max(spans[-1][1], event.end_us)
         current[1].add(instruction)
+        if _TRAIN_PROGRAM.search(event.hlo_module):
+            self._note_train_execution(event, current[0], new_execution)
         return current[0]
+
+    def _note_train_execution(self, event: Event, anchor: float, new_execution: bool) -> None:
+        """Spans of the training-step program's executions, on the first device that ran it. XLA CPU ops dispatched
+        through one thread-pool flow are one execution, whichever threads ran them; otherwise an execution is a run
+        of distinct ops on one lane."""
+        process, spans = self.train_executions.setdefault(event.hlo_module, (event.process, {}))
+        if process != event.process:
+            return
+        if event.correlation is not None and event.correlation >= FLOW_CORRELATION_BASE:
+            key = event.correlation
+        else:
+            key = (event.lane, anchor)
+        span = spans.get(key)
+        if span is None:
+            spans[key] = [event.start_us, event.end_us]
+        else:
+            span[0] = min(span[0], event.start_us)
+            span[1] = max(span[1], event.end_us)
 
 
 def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
@@ -149,7 +171,8 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
     if not windows and acc.train_executions:
         # No markers: each execution of the training-step program is a step (the module run most often).
         module, (_, spans) = max(acc.train_executions.items(), key=lambda item: (len(item[1][1]), item[0]))
-        windows = step_windows([(number, start, end) for number, (start, end) in enumerate(spans)])
+        ordered = sorted(spans.values())
+        windows = step_windows([(number, start, end) for number, (start, end) in enumerate(ordered)])
         source = f"executions of {module}"
     if not windows:
         return [], None

@@ -22,7 +22,18 @@ from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency
 from hloscope.trace.categories import category_for
-from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OTHER, RUNTIME, STEP, Event
+from hloscope.trace.model import (
+    ANNOTATION,
+    FLOW_CORRELATION_BASE,
+    HOST_OP,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OTHER,
+    RUNTIME,
+    STEP,
+    Event,
+)
 
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
 _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w-]+)\(")
@@ -243,7 +254,6 @@ def _host_plane_events(plane) -> list[Event]:
 # the step that dispatched it) tells which step launched it, even when it runs after the next step began. CPU ops get
 # FLOW_CORRELATION_BASE + that producer's id as their correlation, and the producer event the same, as a launch.
 _THREAD_POOL_FLOW = 15
-FLOW_CORRELATION_BASE = 1 << 62  # keeps flow ids apart from GPU correlation ids
 
 
 def _region_after(stats: dict, name: str, region: int | None) -> int | None:
