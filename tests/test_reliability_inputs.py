@@ -534,3 +534,52 @@ def test_a_pipe_or_device_is_refused_without_blocking(tmp_path, command, kind):
     args = {"hlo stats": ["hlo", "stats", path], "trace stats": ["trace", "stats", path],
             "diff": ["diff", "--no-xla-cost", path, path]}[command]
     assert_refused(hloscope(*args, timeout=120), path, words=("not a regular file or directory",))
+
+
+@pytest.mark.parametrize("command", ["hlo stats", "trace stats"])
+def test_a_newline_in_the_file_name_keeps_the_error_on_one_line(tmp_path, command):
+    path = tmp_path / ("bad\nname" + (".hlo" if command == "hlo stats" else ".pt.trace.json"))
+    shutil.copy(BAD / "rel_garbage.hlo", path)
+    result = hloscope(*command.split(), path)
+    assert result.code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and str(path).replace("\n", "\\n") in result.stderr
+
+
+@pytest.mark.parametrize("command", list(RUN_COMMANDS))
+@needs_fixtures
+def test_an_artifact_path_outside_the_run_is_refused(tmp_path, command):
+    """A hand-edited or hostile run.json cannot make hloscope read files outside its run directory."""
+    good = _good_run(tmp_path / "good")
+    run = _good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    for artifact in record["artifacts"]:
+        artifact["path"] = "../../../../../../etc/hostname"
+    (run / "run.json").write_text(json.dumps(record))
+    result = hloscope(*RUN_COMMANDS[command](run, good))
+    assert_refused(result, run / "run.json", words=("points outside the run directory",))
+
+
+@pytest.mark.parametrize("command", ["hlo stats", "diff"])
+@needs_fixtures
+def test_xla_dump_directory_with_a_module_cut_in_half(tmp_path, command):
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / GOOD_DUMP, dump)
+    (hlo,) = dump.glob("*gpu_after_optimizations.txt")
+    _half(hlo, tmp_path / "half").replace(hlo)
+    args = ["hlo", "stats", dump] if command == "hlo stats" else ["diff", "--no-xla-cost", FIXTURES / GOOD_DUMP, dump]
+    assert_refused(hloscope(*args), hlo, position=True)
+
+
+@needs_fixtures
+def test_broken_sibling_file_is_reported_inside_the_result(tmp_path):
+    """The documented exception (docs/hlo.md): a garbage buffer assignment beside a module does not stop the analysis;
+    the module's memory section says what is wrong with which file."""
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / GOOD_DUMP, dump)
+    (assignment,) = dump.glob("*-buffer-assignment.txt")
+    shutil.copy(BAD / "rel_garbage.hlo", assignment)
+    result = hloscope("hlo", "stats", "--json", "--no-xla-cost", dump)
+    assert result.code == 0 and result.stderr == "", result.stderr
+    (after,) = [m for m in json.loads(result.stdout)["modules"] if m["stage"] == "after_optimizations"]
+    error = after["memory"]["buffer_assignment"]["error"]
+    assert str(assignment) in error

@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
     except HloscopeError as error:
-        click.echo(f"hloscope: error: {error}", err=True)
+        # one line, always: a newline in a file name or a quoted input line is shown escaped
+        click.echo(f"hloscope: error: {error}".replace("\r", "\\r").replace("\n", "\\n"), err=True)
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("hloscope: interrupted", err=True)
