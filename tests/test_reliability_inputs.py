@@ -583,3 +583,14 @@ def test_broken_sibling_file_is_reported_inside_the_result(tmp_path):
     (after,) = [m for m in json.loads(result.stdout)["modules"] if m["stage"] == "after_optimizations"]
     error = after["memory"]["buffer_assignment"]["error"]
     assert str(assignment) in error
+
+
+@pytest.mark.parametrize("name, position", [("rel_empty.hlo", False), ("rel_garbage.hlo", False),
+                                            ("rel_png.hlo", False), ("rel_kineto_as.hlo", True)])
+def test_broken_gpu_target_file_is_refused_before_any_run(tmp_path, name, position):
+    """`run --target PATH` reads a GpuTargetConfigProto text file: refused in one line, and no run directory is made."""
+    path = BAD / name
+    out = tmp_path / "out"
+    result = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--target", path, "--out", out)
+    assert_refused(result, path, position=position)
+    assert not out.exists() or list(out.iterdir()) == []
