@@ -19,6 +19,7 @@ def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_pa
     last = err.strip().splitlines()[-1]
     assert code == 2 and "Traceback" not in err
     assert "has no CUDA support (removed in 2.9)" in last and "torch_xla<=2.8" in last
+    assert not list(tmp_path.iterdir())  # refused before a run directory was made
 
 
 def test_unknown_modes_are_refused_in_one_line(cli_run, tmp_path):

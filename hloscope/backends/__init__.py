@@ -40,3 +40,24 @@ def parse_modes(text: str) -> list[str]:
     if not modes:
         raise UsageError("no modes given")
     return list(dict.fromkeys(modes))
+
+
+def preflight(mode: str, device: str) -> None:
+    """Refuse combinations that cannot work before anything is created or imported (package metadata only)."""
+    if mode.startswith("torch_xla") and device == "cuda":
+        from importlib import metadata
+
+        try:
+            version = metadata.version("torch_xla")
+        except metadata.PackageNotFoundError:
+            return  # the run itself reports the missing package
+        check_torch_xla_cuda(version)
+
+
+def check_torch_xla_cuda(version: str) -> None:
+    """torch_xla removed its CUDA plugin in 2.9 (deprecated in 2.8): say so instead of failing deep inside PJRT."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    if (major, minor) >= (2, 9):
+        raise UsageError(f"--device cuda --mode torch_xla: torch_xla {version} has no CUDA support (removed in 2.9); "
+                         "on a GPU install torch_xla<=2.8 with its CUDA plugin (torch_xla[cuda]) and the matching torch, "
+                         "or use --mode pytorch / jax")

@@ -18,7 +18,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from hloscope.backends import xla_dump
+from hloscope.backends import check_torch_xla_cuda, xla_dump
 from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
 from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
                                            keep_transformers_off_jax, loss_of)
@@ -41,20 +41,11 @@ def torch_xla_version() -> str:
         raise MissingDependency("torch_xla") from None
 
 
-def check_cuda_support(version: str) -> None:
-    """torch_xla removed its CUDA plugin in 2.9 (deprecated in 2.8): say so instead of failing deep inside PJRT."""
-    major, minor = (int(part) for part in version.split(".")[:2])
-    if (major, minor) >= (2, 9):
-        raise UsageError(f"--device cuda --mode torch_xla: torch_xla {version} has no CUDA support (removed in 2.9); "
-                         "on a GPU install torch_xla<=2.8 with its CUDA plugin (torch_xla[cuda]) and the matching torch, "
-                         "or use --mode pytorch / jax")
-
-
 def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
     """Set PJRT_DEVICE and XLA_FLAGS before torch_xla starts its runtime; returns the PJRT device type."""
     version = torch_xla_version()
     if options.device == "cuda":
-        check_cuda_support(version)
+        check_torch_xla_cuda(version)
         os.environ["PJRT_DEVICE"] = "CUDA"
     elif options.device == "cpu":
         os.environ["PJRT_DEVICE"] = "CPU"

@@ -68,7 +68,7 @@ def build_options(mode: str, **values):
 @click.option("--json", "as_json", is_flag=True, help="Print run.json to stdout instead of the summary table.")
 def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, **values) -> None:
     """Time one mode's full training step and record everything in a run directory."""
-    from hloscope.backends import mode_name
+    from hloscope.backends import mode_name, preflight
     from hloscope.models.presets import get_preset
     from hloscope.rundir import MODE_DIRS, create_run_dir
 
@@ -77,6 +77,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
     mode = mode_name(mode, compile_model)
     get_preset(values["model"])  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
+    preflight(mode, options.device)
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=MODE_DIRS[mode])
