@@ -1,0 +1,84 @@
+"""compare's bookkeeping without running a framework: exits described, dead children's run.json written for them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+from hloscope.backends.base import RunOptions
+from hloscope.compare_runner import (ModeOutcome, add_ratios, describe_exit, run_command, settle_run, stderr_tail,
+                                     summary_entry)
+from hloscope.rundir import load_run, write_run
+
+
+def test_exits_are_described_for_people():
+    assert describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL (killed: out of memory?)"
+    assert describe_exit(3) == "exited with code 3"
+    assert describe_exit(None) == "did not finish"
+
+
+def test_stderr_tail_keeps_the_last_lines(tmp_path):
+    log = tmp_path / "err.log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)))
+    assert stderr_tail(log, 3) == "line 97\nline 98\nline 99"
+    assert stderr_tail(tmp_path / "missing.log") == ""
+
+
+def _outcome(tmp_path: Path, returncode, text: str) -> ModeOutcome:
+    (tmp_path / "logs").mkdir(exist_ok=True)
+    log = tmp_path / "logs" / "jax.stderr.log"
+    log.write_text(text)
+    return ModeOutcome("jax", returncode, 1.5, log)
+
+
+def test_a_child_killed_mid_run_gets_a_failed_run_json_that_keeps_what_it_wrote(tmp_path):
+    options = RunOptions(mode="jax", model="vit-tiny")
+    run_dir = tmp_path / "jax"
+    run_dir.mkdir()
+    write_run(run_dir, {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "running", "config": {},
+                        "timing": {"step_times_s": []}, "artifacts": [], "environment": {"python": "3.11"}})
+    record = settle_run(options, tmp_path, _outcome(tmp_path, -signal.SIGKILL, "loading\nKilled\n"))
+    assert record["status"] == "failed"
+    assert record["error"] == "killed by SIGKILL (killed: out of memory?); stderr ends with: Killed"
+    on_disk = load_run(run_dir)
+    assert on_disk["status"] == "failed" and on_disk["environment"] == {"python": "3.11"}
+
+
+def test_a_child_that_never_made_its_directory_still_gets_one(tmp_path):
+    options = RunOptions(mode="jax", model="vit-tiny", steps=3)
+    record = settle_run(options, tmp_path, _outcome(tmp_path, 1, "ImportError: boom\n"))
+    on_disk = load_run(tmp_path / "jax")
+    assert on_disk["status"] == record["status"] == "failed"
+    assert on_disk["config"]["steps"] == 3 and "exited with code 1" in on_disk["error"]
+
+
+def test_a_finished_childs_record_is_taken_as_written(tmp_path):
+    options = RunOptions(mode="jax", model="vit-tiny")
+    (tmp_path / "jax").mkdir()
+    write_run(tmp_path / "jax", {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "ok", "config": {},
+                                 "timing": {"step_times_s": [0.002], "median_s": 0.002, "throughput_img_s": 4000.0},
+                                 "memory": {"peak_host_rss_bytes": 10}, "artifacts": []})
+    record = settle_run(options, tmp_path, _outcome(tmp_path, 0, ""))
+    entry = summary_entry(record, _outcome(tmp_path, 0, ""))
+    assert entry["status"] == "ok" and entry["median_s"] == 0.002 and entry["peak_memory_source"] == "host_rss"
+    assert entry["stderr_log"] == "logs/jax.stderr.log"
+
+
+def test_ratios_are_to_the_fastest_successful_mode():
+    entries = [{"status": "ok", "median_s": 0.004}, {"status": "ok", "median_s": 0.002},
+               {"status": "failed", "median_s": 0.001}]
+    add_ratios(entries)
+    assert [e["ratio_to_fastest"] for e in entries] == [2.0, 1.0, None]
+
+
+def test_each_mode_runs_as_a_fresh_python_with_the_same_options(tmp_path):
+    options = RunOptions(mode="torch_xla+compile", model="vit-tiny", batch_size=4, dump_hlo=True, profile=True)
+    command = run_command(options, tmp_path)
+    assert command[:5] == [sys.executable, "-m", "hloscope", "run", "--mode"]
+    assert command[5] == "torch_xla" and "--compile-model" in command
+    assert command[command.index("--run-id") + 1] == "torch_xla_compile"
+    assert {"--dump-hlo", "--profile", "--json"} <= set(command) and "--keep-all" not in command
+    assert json.dumps(command)  # plain strings only
