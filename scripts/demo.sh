@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PJRT_DEVICE=CPU
 .venv/bin/hloscope compare --model vit-tiny --batch-size 8 --steps 20 --warmup 5 --dump-hlo --profile "$@"
-# Then why the modes differ: the newest comparison explained on the terminal, and as a self-contained HTML report in it.
-latest=$(ls -dt traces/compare-*/ | head -n 1 || true)
-.venv/bin/hloscope explain "$latest"
-.venv/bin/hloscope explain "$latest" --format html -o "${latest%/}/explain.html"
+# Then why the modes differ: `hloscope explain` without an argument explains the newest comparison under traces/,
+# on the terminal and as a self-contained HTML report beside it (a new file each time).
+.venv/bin/hloscope explain
+.venv/bin/hloscope explain --format html -o "traces/explain-$(date -u +%Y%m%d-%H%M%S).html"

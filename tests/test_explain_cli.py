@@ -80,3 +80,18 @@ def test_bad_inputs(cli_run, tmp_path):
     (broken / "comparison.json").write_text('{"schema_version": 1, "modes": [')
     code, _, err = cli_run("explain", str(broken))
     assert code == 2 and "comparison.json:1:" in err and "Traceback" not in err
+
+
+def test_without_an_argument_the_newest_comparison_under_traces(cli_run, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli_run("explain")
+    assert code == 2 and "no comparison under traces/" in err and err.count("\n") == 1
+    old, new = _comparison(tmp_path / "traces" / "compare-b"), _comparison(tmp_path / "traces" / "compare-a")
+    os.utime(old / "comparison.json", (1_000_000, 1_000_000))  # written last wins, whatever the names say
+    (tmp_path / "traces" / "README.md").write_text("not a comparison")
+    code, out, err = cli_run("explain", "--json")
+    assert code == 0, err
+    assert json.loads(out)["comparison"]["path"] == str(Path("traces") / "compare-a")
+    assert "explaining traces/compare-a" in err

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from hloscope.render.output import check_writable, choose_format, emit
+from hloscope.render.output import check_writable, choose_format, deliver
 
 
 @click.command("diff")
@@ -37,19 +36,4 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
     report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
                          side_a.run, side_b.run, side_a.trace, side_b.trace)
     report["notes"] = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
-    if form == "json":
-        emit(json.dumps(report, indent=2, default=str) + "\n", output, force)
-    elif form == "md":
-        from hloscope.render import diff_md
-
-        emit(diff_md.render(report), output, force)
-    elif form == "html":
-        from hloscope.render import diff_html
-
-        emit(diff_html.render(report), output, force)
-    else:
-        from rich.console import Console
-
-        from hloscope.render import diff_term
-
-        diff_term.render(report, Console())
+    deliver(report, form, output, force, "diff")

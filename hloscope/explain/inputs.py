@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.explain.collect import summarize_run
 from hloscope.explain.summary import ModeSummary
 
@@ -35,6 +35,16 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
         if modes.count(summary.mode) > 1:  # several runs of one mode: tell them apart by directory
             summary.mode = f"{summary.mode} ({run_dir.name})"
     return summaries, meta
+
+
+def latest_comparison(root: Path) -> Path:
+    """The comparison directory under `root` whose comparison.json was written last."""
+    from hloscope.rundir import COMPARISON_FILE
+
+    found = list(root.glob(f"*/{COMPARISON_FILE}")) if root.is_dir() else []
+    if not found:
+        raise UsageError(f"no comparison under {root}/: run `hloscope compare` first, or name a comparison directory")
+    return max(found, key=lambda file: file.stat().st_mtime).parent
 
 
 def _summarize(run_dir: Path, mode: str) -> ModeSummary:

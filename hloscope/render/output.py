@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -34,6 +36,21 @@ def check_writable(output: Path | None, force: bool) -> None:
         raise UsageError(f"{output} already exists; use --force to overwrite it")
     if output.parent and not output.parent.is_dir():
         raise UsageError(f"{output.parent}: no such directory")
+
+
+def deliver(report: dict, form: str, output: Path | None, force: bool, kind: str) -> None:
+    """Print or write `report` in `form` (from `choose_format`): JSON, or rendered by the modules
+    `hloscope.render.<kind>_md`, `<kind>_html` (text) and `<kind>_term` (straight to a rich console)."""
+    if form == "json":
+        emit(json.dumps(report, indent=2, default=str) + "\n", output, force)
+        return
+    renderer = importlib.import_module(f"hloscope.render.{kind}_{'term' if form == 'terminal' else form}")
+    if form == "terminal":
+        from rich.console import Console
+
+        renderer.render(report, Console())
+    else:
+        emit(renderer.render(report), output, force)
 
 
 def emit(text: str, output: Path | None, force: bool) -> None:
