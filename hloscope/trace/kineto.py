@@ -217,6 +217,7 @@ class _EventBuilder:
         self.lanes: dict = {}  # stream -> "stream N", built once
         self.pid_names: dict = {}  # pid -> str(pid) for processes without a name
         self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
+        self.places: dict = {}  # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
 
     def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
         index = self.items
@@ -246,13 +247,14 @@ class _EventBuilder:
         )
 
     def from_structs(self, chunk: list) -> Iterator[Event]:
-        """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are built inline:
-        this loop runs once per event of traces with millions of them."""
+        """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are built inline,
+        with their lane and process names cached: this loop runs once per event of traces with millions of them."""
         names = self.names
         device_cats = _DEVICE_CATS
         host_cats = _KINETO_HOST_CATS
+        places = self.places
+        self.items += len(chunk)
         for item in chunk:
-            self.items += 1
             args = item.args
             phase = item.ph
             if phase != "X":
@@ -270,22 +272,29 @@ class _EventBuilder:
             if args is None:
                 yield self._complete(name, category, start, duration, item.pid, item.tid)
                 continue
+            correlation = args.correlation
+            if type(correlation) is not int:
+                correlation = _as_int(correlation if correlation is not None else args.correlation_id)
             kind = device_cats.get(category)
             if kind is not None:  # Kineto GPU activity
                 stream = args.stream if args.stream is not None else item.tid
+                place = places.get((item.pid, stream, True))
+                if place is None:
+                    place = places[(item.pid, stream, True)] = (self._process(item.pid), self._stream_lane(stream))
                 yield Event(
-                    name, start, duration, kind, True, self._stream_lane(stream), self._process(item.pid),
-                    category_for(name, kind), None, None, None, _as_int(args.correlation),
+                    name, start, duration, kind, True, place[1], place[0], category_for(name, kind), None, None, None,
+                    correlation,
                 )
                 continue
             kind = host_cats.get(category)
             if kind is not None and not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace
-                yield Event(
-                    name, start, duration, kind, False, self._thread(item.pid, item.tid), self._process(item.pid),
-                    OTHER, None, None, None, _as_int(args.correlation),
-                )
+                place = places.get((item.pid, item.tid, False))
+                if place is None:
+                    place = places[(item.pid, item.tid, False)] = (
+                        self._process(item.pid), self._thread(item.pid, item.tid)
+                    )
+                yield Event(name, start, duration, kind, False, place[1], place[0], OTHER, None, None, None, correlation)
                 continue
-            correlation = args.correlation if args.correlation is not None else args.correlation_id
             yield self._complete(
                 name, category, start, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
                 args.hlo_module, args.step_num,
@@ -315,6 +324,7 @@ class _EventBuilder:
         return name
 
     def _metadata(self, name, pid, tid, value) -> None:
+        self.places.clear()
         if name == "process_name":
             self.process_names[pid] = str(value or "")
         elif name == "thread_name":

@@ -16,6 +16,7 @@ Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 M
 # No `from __future__ import annotations` here: msgspec reads the struct annotations below at class creation.
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 BLOCK_BYTES = 4 << 20
@@ -69,23 +70,48 @@ def event_chunks(stream) -> Iterator[list]:
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
     # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
-    data = bytearray(b"[") + _read_through_array_start(stream, msgspec)
-    while True:
-        events, cut = _decode_up_to_last_cut(data, chunk_decoder, errors)
-        if cut is not None:
-            yield events
-            data[cut + 1] = ord("[")
-            del data[: cut + 1]
-        block = stream.read(BLOCK_BYTES)
-        if not block:
-            break
-        data += block
-        if len(data) > MAX_PENDING_BYTES:
-            raise GiveUp("no usable event boundary in 64 MB")
+    with _ReadAhead(stream, BLOCK_BYTES) as reader:
+        data = bytearray(b"[") + _read_through_array_start(reader, msgspec)
+        while True:
+            events, cut = _decode_up_to_last_cut(data, chunk_decoder, errors)
+            if cut is not None:
+                yield events
+                data[cut + 1] = ord("[")
+                del data[: cut + 1]
+            block = reader.read()
+            if not block:
+                break
+            data += block
+            if len(data) > MAX_PENDING_BYTES:
+                raise GiveUp("no usable event boundary in 64 MB")
     try:
         yield document_decoder.decode(b'{"traceEvents": ' + bytes(data)).traceEvents
     except errors as error:
         raise GiveUp(str(error)) from error
+
+
+class _ReadAhead:
+    """Reads (and for .gz, decompresses) the next block in a thread while the caller decodes this one: zlib and file
+    reads release the GIL, so the two overlap on a second core. Errors of the read (a truncated gzip) are raised by
+    `read()` in the caller, as if it had read itself; leaving the `with` waits for a read in flight."""
+
+    def __init__(self, stream, size: int):
+        self._stream = stream
+        self._size = size
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-read")
+        self._next = self._pool.submit(stream.read, size)
+
+    def read(self) -> bytes:
+        block = self._next.result()
+        if block:
+            self._next = self._pool.submit(self._stream.read, self._size)
+        return block
+
+    def __enter__(self) -> "_ReadAhead":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._pool.shutdown(wait=True)
 
 
 def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | None, int | None]:
@@ -112,14 +138,14 @@ def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | Non
     raise GiveUp(str(last_error))
 
 
-def _read_through_array_start(stream, msgspec) -> bytes:
+def _read_through_array_start(reader: _ReadAhead, msgspec) -> bytes:
     """Read until the `[` of "traceEvents"; check the bytes before it; return what follows it."""
     data = b""
     while True:
         match = _ARRAY_START.search(data)
         if match:
             break
-        block = stream.read(BLOCK_BYTES)
+        block = reader.read()
         if not block or len(data) > MAX_PENDING_BYTES:
             raise GiveUp("no traceEvents array near the start")
         data += block

@@ -126,8 +126,9 @@ class _Accumulator:
 def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
     """The JSON summary of one trace (see docs/trace.md for every key)."""
     acc = _Accumulator()
+    add = acc.add
     for event in trace.events:
-        acc.add(event)
+        add(event)
     return _result(trace, acc, top)
 
 
