@@ -52,7 +52,10 @@ def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "did not finish"
     if returncode < 0:
-        name = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
         hint = " (killed: out of memory?)" if -returncode == signal.SIGKILL else ""
         return f"killed by {name}{hint}"
     return f"exited with code {returncode}"
@@ -129,7 +132,8 @@ def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
     timing, memory = record.get("timing", {}), record.get("memory", {})
     peak = memory.get("device_peak_bytes")
     entry = {
-        "mode": record["mode"], "dir": Path(record["_dir"]).name, "status": record["status"], "error": record.get("error"),
+        "mode": record["mode"], "dir": Path(record["_dir"]).name, "status": record["status"],
+        "error": record.get("error"),
         "median_s": timing.get("median_s"), "mean_s": timing.get("mean_s"), "p10_s": timing.get("p10_s"),
         "p90_s": timing.get("p90_s"), "std_s": timing.get("std_s"), "window_mean_s": timing.get("window_mean_s"),
         "steps": len(timing.get("step_times_s", [])), "first_step_s": timing.get("first_step_s"),

@@ -1,5 +1,6 @@
-"""Where a run happened: Python, packages, host, CPU. Framework-specific facts (device name, precision in effect) are
-added by the mode's Session.info(). Package versions come from installed metadata, so nothing here imports a framework."""
+"""Where a run happened: Python, packages, host, CPU. Framework-specific facts (device name, precision in effect)
+are added by the mode's Session.info(). Package versions come from installed metadata: nothing here imports a
+framework."""
 
 from __future__ import annotations
 

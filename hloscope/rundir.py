@@ -44,7 +44,8 @@ _REQUIRED_RUN_KEYS = {"schema_version": int, "run_id": str, "mode": str, "status
 def check_run_id(run_id: str) -> str:
     """A run id is one path component of safe characters: it can never escape the output directory."""
     if not _RUN_ID.match(run_id) or run_id in (".", "..") or ".." in run_id:
-        raise UsageError(f"invalid run id {run_id!r}: use letters, digits, '.', '_', '+', '-' (no path separators, no '..')")
+        raise UsageError(f"invalid run id {run_id!r}: use letters, digits, '.', '_', '+', '-' "
+                         "(no path separators, no '..')")
     return run_id
 
 
@@ -63,7 +64,8 @@ def create_run_dir(out: str | os.PathLike, run_id: str | None = None, prefix: st
         try:
             path.mkdir()
         except FileExistsError:
-            raise UsageError(f"{path} already exists; hloscope never overwrites a run (choose another --run-id)") from None
+            raise UsageError(f"{path} already exists; hloscope never overwrites a run "
+                             "(choose another --run-id)") from None
         return path
     stem = f"{check_run_id(prefix)}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     for attempt in range(1, 10_000):
@@ -133,7 +135,8 @@ def _read_json(path: Path, what: str) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}); truncated or not a {what}?", error.lineno, error.colno) from None
+        raise InputError(path, f"not valid JSON ({error.msg}); truncated or not a {what}?",
+                         error.lineno, error.colno) from None
     if not isinstance(data, dict):
         raise InputError(path, f"not a {what}: the top level is a JSON {type(data).__name__}, expected an object")
     return data
@@ -144,8 +147,8 @@ def _check_schema(path: Path, data: dict, what: str) -> None:
     if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(path, f"not a {what}: missing integer 'schema_version'")
     if version > SCHEMA_VERSION:
-        raise InputError(path, f"written by a newer hloscope ({what} schema version {version}; this hloscope reads up to "
-                               f"{SCHEMA_VERSION}): upgrade hloscope to read it")
+        raise InputError(path, f"written by a newer hloscope ({what} schema version {version}; this hloscope "
+                               f"reads up to {SCHEMA_VERSION}): upgrade hloscope to read it")
     if version < 1:
         raise InputError(path, f"unknown {what} schema version {version}")
 
@@ -160,8 +163,8 @@ def _run_json_path(path: str | os.PathLike) -> Path:
 def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
     """Read and validate a run directory (or its run.json). Returns the record with `_dir` set to the run directory.
 
-    Raises InputError naming the file for anything wrong: missing, empty, not JSON, newer schema, missing keys, and (with
-    `check_artifacts`) every artifact file the record lists but that is not on disk.
+    Raises InputError naming the file for anything wrong: missing, empty, not JSON, newer schema, missing keys,
+    and (with `check_artifacts`) every artifact file the record lists but that is not on disk.
     """
     run_json = _run_json_path(path)
     record = _read_json(run_json, "run.json")
@@ -172,20 +175,22 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
     if record["status"] not in STATUSES:
         raise InputError(run_json, f"not a valid run.json: unknown status {record['status']!r}")
     artifacts = record.setdefault("artifacts", [])
-    if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str) for a in artifacts):
+    if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str)
+                                                  for a in artifacts):
         raise InputError(run_json, "not a valid run.json: 'artifacts' must be a list of objects with a 'path'")
     run_dir = run_json.parent
     if check_artifacts:
         for artifact in artifacts:
             target = _inside(run_dir, artifact["path"], run_json)
             if not target.exists():
-                raise InputError(target, f"listed in {run_json} as a {artifact.get('kind', 'file')} artifact but missing")
+                kind = artifact.get("kind", "file")
+                raise InputError(target, f"listed in {run_json} as a {kind} artifact but missing")
     record["_dir"] = str(run_dir)
     return record
 
 
 def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
-    """Resolve an artifact path, refusing one that points outside the run directory (a hand-edited or hostile record)."""
+    """Resolve an artifact path, refusing one outside the run directory (a hand-edited or hostile record)."""
     target = (run_dir / relative).resolve()
     if not target.is_relative_to(run_dir.resolve()):
         raise InputError(run_json, f"artifact path {relative!r} points outside the run directory")

@@ -1,4 +1,4 @@
-"""The only package that runs torch, torch_xla or JAX. One module per framework; each is imported only when its mode runs.
+"""The only package that runs torch, torch_xla or JAX. One module per framework, imported only when its mode runs.
 
 Mode names are what users type (`--modes`); `MODE_MODULES` maps each to the module that implements it.
 """
@@ -59,5 +59,6 @@ def check_torch_xla_cuda(version: str) -> None:
     major, minor = (int(part) for part in version.split(".")[:2])
     if (major, minor) >= (2, 9):
         raise UsageError(f"--device cuda --mode torch_xla: torch_xla {version} has no CUDA support (removed in 2.9); "
-                         "on a GPU install torch_xla<=2.8 with its CUDA plugin (torch_xla[cuda]) and the matching torch, "
+                         "on a GPU install torch_xla<=2.8 with its CUDA plugin (torch_xla[cuda]) and the matching "
+                         "torch, "
                          "or use --mode pytorch / jax")

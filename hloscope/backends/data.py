@@ -15,12 +15,13 @@ from hloscope.models.presets import VitPreset
 POOL_SIZE = 4  # batches in the --data device pool: a few distinct batches, cycled; the loss still falls
 
 
-def synthetic_pool(preset: VitPreset, batch_size: int, seed: int, pool_size: int = POOL_SIZE) -> list[tuple[np.ndarray, np.ndarray]]:
+def synthetic_pool(preset: VitPreset, batch_size: int, seed: int,
+                   pool_size: int = POOL_SIZE) -> list[tuple[np.ndarray, np.ndarray]]:
     """`pool_size` batches of (images NCHW float32 in N(0,1), labels int32), deterministic in `seed`."""
     rng = np.random.default_rng(seed)
     shape = (batch_size, preset.num_channels, preset.image_size, preset.image_size)
-    return [(rng.standard_normal(shape, dtype=np.float32), rng.integers(0, preset.num_labels, batch_size, dtype=np.int32))
-            for _ in range(pool_size)]
+    return [(rng.standard_normal(shape, dtype=np.float32),
+             rng.integers(0, preset.num_labels, batch_size, dtype=np.int32)) for _ in range(pool_size)]
 
 
 def torch_loader(preset: VitPreset, batch_size: int, n_batches: int, seed: int):

@@ -40,8 +40,9 @@ def pick_device(choice: str):
     try:
         return jax.devices(platform)[0]
     except RuntimeError:
-        raise UsageError(f"--device {choice}: JAX sees no {choice} device (available: "
-                         f"{', '.join(sorted({d.platform for d in jax.devices()}))}); for CUDA install jax[cuda12]") from None
+        available = ", ".join(sorted({d.platform for d in jax.devices()}))
+        raise UsageError(f"--device {choice}: JAX sees no {choice} device (available: {available}); "
+                         "for CUDA install jax[cuda12]") from None
 
 
 def keep_transformers_off_torch() -> None:

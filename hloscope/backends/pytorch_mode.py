@@ -163,7 +163,8 @@ class PytorchSession(Session):
                 "precision": {"requested": self.options.precision,
                               "float32_matmul_precision": torch.get_float32_matmul_precision(),
                               **_tf32_switches(),
-                              "autocast": str(self.autocast_dtype).replace("torch.", "") if self.autocast_dtype else None}}
+                              "autocast": str(self.autocast_dtype).replace("torch.", "") if self.autocast_dtype
+                              else None}}
 
 
 def _tf32_switches() -> dict:
