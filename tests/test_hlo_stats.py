@@ -146,6 +146,57 @@ def test_stats_tables_cli(cli_run):
     assert "jit_train_step" in out and "kernels by kind" in out and "before_optimizations" in out
 
 
+def test_custom_calls_xla_cannot_cost_are_not_shown_as_negative_figures(cli_run):
+    """XLA's HloCostAnalysis counts each custom call as -1 FLOP and -1 byte: kernel_reuse.hlo's first module (4 cuBLAS
+    calls, 3 loop fusions) gets -4 FLOPs from XLA. JSON keeps XLA's figures and says how many custom calls are in them;
+    the table shows them with those taken out, which is hloscope's own figure without library calls."""
+    path = FIXTURES / "openxla_xla/gpu_tests/kernel_reuse.hlo"
+    pytest.importorskip("jaxlib._hlo")
+    code, out, err = cli_run("hlo", "stats", "--json", str(path))
+    assert code == 0, err
+    first = json.loads(out)["modules"][0]
+    assert first["xla_cost"]["flops"] == -4 and first["xla_cost"]["unknown_custom_calls"] == 4
+    assert first["xla_cost"]["bytes_accessed"] + 4 == first["bytes_accessed"] - first["library_bytes"] == 632
+    code, out, err = cli_run("hlo", "stats", str(path))
+    assert code == 0, err
+    table = out.split("KernelReuse", 2)[1]
+    flops_row = next(line for line in table.splitlines() if "FLOPs without library calls" in line)
+    assert "-4" not in flops_row and flops_row.split("│")[-1].strip() == "0"
+    assert "counts each as -1 FLOP and -1 byte" in " ".join(table.split())
+    assert "-4 FLOPs, 628 bytes" in " ".join(table.split())
+
+
+@pytest.mark.parametrize("folder", [f for f in GPU_AOT if f.name in ("vit_base_sm80_cublas", "mlp_sm90_triton")],
+                         ids=lambda p: p.name)
+def test_roofline_beside_a_gpu_module_with_its_target_config(cli_run, folder: Path):
+    """An optimized GPU module with XLA's gpu_target_config.pbtxt beside it gets the roofline lower bound of
+    hloscope.targets.roofline for that GPU, labelled as a bound; its unoptimized twin and a copy without the config
+    get none."""
+    from hloscope.targets.roofline import roofline_for_module_file
+
+    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(folder))
+    assert code == 0, err
+    before, after = json.loads(out)["modules"]
+    assert "roofline" not in before and before["stage"] == "before_optimizations"
+    (after_file,) = folder.glob("*gpu_after_optimizations.txt")
+    assert after["roofline"] == roofline_for_module_file(after_file)["step"]
+    assert "lower bound" in after["roofline"]["label"] and after["roofline"]["launches"] == after["kernels"] + after["copies"]
+    code, out, err = cli_run("hlo", "stats", "--no-xla-cost", str(folder))
+    text = " ".join(out.split())
+    assert "roofline LOWER BOUND, not a prediction" in text
+    assert f"{after['roofline']['serial_s'] * 1e3:.3f} ms serial" in text
+
+
+def test_no_roofline_without_a_target_config(cli_run, tmp_path):
+    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
+    (after_file,) = folder.glob("*gpu_after_optimizations.txt")
+    copy = tmp_path / after_file.name
+    copy.write_text(after_file.read_text())
+    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(copy))
+    assert code == 0, err
+    assert "roofline" not in json.loads(out)["modules"][0]
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent / "data/bad").glob("hlo_*")))
 def test_bad_hlo_inputs_exit_2_with_one_line(cli_run, name):
     path = Path(__file__).parent / "data/bad" / name

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from hloscope.hlo.stats import SOURCE_DEPTH, TOP
+
 
 @click.group("hlo")
 def command() -> None:
@@ -17,25 +19,17 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {\"modules\": [...]} as JSON instead of tables.")
 @click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
               help="Also run XLA's own cost analysis (needs jaxlib) and show it beside hloscope's.")
-@click.option("--top", default=10, show_default=True, help="Rows in the per-instruction and per-source tables.")
-@click.option("--source-depth", default=5, show_default=True,
+@click.option("--top", default=TOP, show_default=True, help="Rows in the per-instruction and per-source tables.")
+@click.option("--source-depth", default=SOURCE_DEPTH, show_default=True,
               help="Path components of metadata op_name kept when grouping kernels by source layer.")
 @click.option("--launches", is_flag=True,
               help="With a thunk_sequence.txt beside a GPU module: list every launch (grid, block, shared memory).")
 def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int, launches: bool) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import module_stats
+    from hloscope.hlo.stats import stats_record
 
-    loaded = load_modules(path)
-    results = []
-    for item in loaded:
-        result = module_stats(item, top_sources=top, source_depth=source_depth, with_launches=launches)
-        if xla_cost:
-            from hloscope.hlo.xla import xla_cost_analysis
-
-            result["xla_cost"] = xla_cost_analysis(item)
-        results.append(result)
+    results = [stats_record(item, top, source_depth, launches, xla_cost) for item in load_modules(path)]
     if as_json:
         click.echo(json.dumps({"modules": results}, indent=1))
         return

@@ -58,29 +58,15 @@ def _trace_stats(run_dir: Path, notes: list[str]) -> dict | None:
     return None
 
 
-# The defaults of `hloscope hlo stats`, so that a diff's "a" and "b" are exactly its per-module records.
-HLO_STATS_TOP = 10
-HLO_STATS_SOURCE_DEPTH = 5
-
-
-def hlo_stats_record(loaded, xla_cost: bool = True) -> dict:
-    from hloscope.hlo.stats import module_stats
-
-    stats = module_stats(loaded, top_sources=HLO_STATS_TOP, source_depth=HLO_STATS_SOURCE_DEPTH)
-    if xla_cost:
-        from hloscope.hlo.xla import xla_cost_analysis
-
-        stats["xla_cost"] = xla_cost_analysis(loaded)
-    return stats
-
-
 def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
               xla_cost: bool = True) -> Side:
     from hloscope.hlo.load import load_modules
+    from hloscope.hlo.stats import stats_record
 
     path = Path(path)
     chosen = pick_module(load_modules(path), str(path), module, stage)
-    side = Side(path=str(path), loaded=chosen, stats=hlo_stats_record(chosen, xla_cost))
+    # exactly the record `hloscope hlo stats --json` prints for this module
+    side = Side(path=str(path), loaded=chosen, stats=stats_record(chosen, xla_cost=xla_cost))
     if path.is_dir() and (path / "run.json").is_file():
         from hloscope.rundir import load_run
 

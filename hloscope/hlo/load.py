@@ -12,12 +12,23 @@ from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.hlo.platform import detect_platform
 
-# module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt, module_0002.jit_f.before_optimizations.txt, ...
+# module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt, module_0002.jit_f.before_optimizations.txt, and the
+# reports XLA writes beside them (`report`: `-buffer-assignment`, `-memory-usage-report`, ...)
 DUMP_NAME = re.compile(
     r"^module_(?P<id>\d+)\.(?P<name>.+?)\.(?:(?P<prefix>[a-z]+_[\d.]+a?_gpu|gfx\w+?_gpu|[a-z][a-z0-9]*)_)?"
-    r"(?P<stage>before_optimizations|after_optimizations)\.txt$"
+    r"(?P<stage>before_optimizations|after_optimizations)(?P<report>[\w.-]*)\.txt$"
 )
-SIBLING_SUFFIXES = ("-buffer-assignment.txt", "-memory-usage-report.txt", "-live-range.txt")
+
+
+def dump_sibling(file: str | os.PathLike, suffix: str) -> Path | None:
+    """A file XLA dumped for the same module as `file` (its HLO dump or one of its reports), if it exists:
+    `module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt` + `thunk_sequence.txt` -> `module_0001.jit_f.thunk_sequence.txt`."""
+    file = Path(file)
+    match = DUMP_NAME.match(file.name)
+    if match is None:
+        return None
+    candidate = file.with_name(f"module_{match['id']}.{match['name']}.{suffix}")
+    return candidate if candidate.is_file() else None
 
 
 @dataclass
@@ -38,14 +49,12 @@ class LoadedModule:
 
 def _siblings(file: Path) -> dict[str, str | None]:
     stem = str(file)[: -len(".txt")] if file.name.endswith(".txt") else str(file)
-    found: dict[str, str | None] = {
-        "buffer_assignment": stem + "-buffer-assignment.txt",
-        "memory_report": stem + "-memory-usage-report.txt",
-    }
-    match = DUMP_NAME.match(file.name)
-    if match:
-        found["thunk_sequence"] = str(file.parent / f"module_{match['id']}.{match['name']}.thunk_sequence.txt")
-    return {key: (value if os.path.isfile(value) else None) for key, value in found.items()}
+    found = {"buffer_assignment": stem + "-buffer-assignment.txt", "memory_report": stem + "-memory-usage-report.txt"}
+    siblings = {key: (value if os.path.isfile(value) else None) for key, value in found.items()}
+    thunk_sequence = dump_sibling(file, "thunk_sequence.txt")
+    if thunk_sequence is not None:
+        siblings["thunk_sequence"] = str(thunk_sequence)
+    return siblings
 
 
 def load_file(path: str | os.PathLike, stage: str | None = None) -> list[LoadedModule]:
@@ -82,7 +91,7 @@ def dump_files(directory: Path) -> list[Path]:
     files = []
     for entry in directory.iterdir():
         match = DUMP_NAME.match(entry.name)
-        if match and entry.is_file():
+        if match and not match["report"] and entry.is_file():
             files.append((match["name"], match["stage"] != "before_optimizations", int(match["id"]), entry))
     files.sort(key=lambda f: (f[0], f[2], f[1]))
     return [f[3] for f in files]

@@ -46,14 +46,18 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         summary.add_column("what")
         summary.add_column("value", justify="right")
         xla = result.get("xla_cost") or {}
+        # XLA counts every custom call as -1 FLOP and -1 byte ("unknown"): shown with those taken out, and said below
+        unknown = xla.get("unknown_custom_calls") or 0
+        xla_flops = xla["flops"] + unknown if "flops" in xla else None
+        xla_bytes = xla["bytes_accessed"] + unknown if "bytes_accessed" in xla else None
         mem = result["memory"]
         rows = [
             ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
             ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
             ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
-            ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla.get("flops"))),
+            ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla_flops)),
             ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
-            ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla.get("bytes_accessed"))),
+            ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
             ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
         ]
         if "buffer_assignment" in mem:
@@ -66,9 +70,23 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             rows.append(("XLA thunk sequence", kinds, "vs hloscope's launches", verdict))
         if result["collectives"]["count"]:
             rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
+        bound = result.get("roofline")
+        if bound and "serial_s" in bound:
+            rows.append(("roofline LOWER BOUND", f"{bound['serial_s'] * 1e3:.3f} ms serial",
+                         f"on {bound['device'] or bound['target']}", f"{bound['aggregate_s'] * 1e3:.3f} ms aggregate"))
+        elif bound:
+            rows.append(("roofline lower bound", "-", "unavailable", bound.get("unavailable", "")))
         for row in rows:
             summary.add_row(*row)
         console.print(summary)
+        if unknown:
+            console.print(f"[dim]XLA's cost analysis cannot cost custom calls and counts each as -1 FLOP and -1 byte; "
+                          f"its figures above are shown with the {unknown} custom call(s) of this module taken out "
+                          f"(as XLA reports them: {xla['flops']:,.0f} FLOPs, {xla['bytes_accessed']:,.0f} bytes).[/dim]")
+        if bound and "serial_s" in bound:
+            console.print("[dim]roofline LOWER BOUND, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) for the GPU in "
+                          "the gpu_target_config.pbtxt XLA dumped beside the module; serial = sum over launches, "
+                          "aggregate = busiest unit or memory, whichever is longer (docs/gpu-target.md).[/dim]")
         tables = [
             _counts("kernels by kind", result["kernel_breakdown"]),
             _counts("fusions by kind", result["fusions"]),

@@ -41,7 +41,41 @@ def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> d
     return result
 
 
-def module_stats(loaded: LoadedModule, top_sources: int = 15, source_depth: int = 5, with_launches: bool = False) -> dict:
+# The defaults of `hloscope hlo stats` (and of `hloscope diff`, whose two sides are exactly its records).
+TOP = 10
+SOURCE_DEPTH = 5
+
+
+def stats_record(loaded: LoadedModule, top: int = TOP, source_depth: int = SOURCE_DEPTH, with_launches: bool = False,
+                 xla_cost: bool = True) -> dict:
+    """One module's record of `hloscope hlo stats --json`: `module_stats`, then XLA's own cost figures (`xla_cost`,
+    when asked) and, for an optimized GPU module with XLA's gpu_target_config.pbtxt beside it, its roofline lower bound
+    (`roofline`)."""
+    result = module_stats(loaded, top_sources=top, source_depth=source_depth, with_launches=with_launches)
+    if xla_cost:
+        from hloscope.hlo.xla import xla_cost_analysis
+
+        result["xla_cost"] = xla_cost_analysis(loaded)
+    bound = roofline_beside(loaded)
+    if bound is not None:
+        result["roofline"] = bound
+    return result
+
+
+def roofline_beside(loaded: LoadedModule) -> dict | None:
+    """The step's roofline lower bound (`hloscope.targets.roofline`) for the GPU XLA compiled an optimized module for,
+    as its dumped gpu_target_config.pbtxt describes it; None when there is no such file."""
+    if loaded.platform != "gpu" or loaded.stage != "after_optimizations":
+        return None
+    from hloscope.targets import roofline
+
+    if roofline.find_target_config(loaded.file) is None:
+        return None
+    result = roofline.roofline_for_module(loaded.module, loaded.file)
+    return result.get("step", result)
+
+
+def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int = SOURCE_DEPTH, with_launches: bool = False) -> dict:
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
     fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those
     (`thunk_sequence`: XLA's launch list beside a GPU module, with every launch when `with_launches`)."""
@@ -110,9 +144,8 @@ def top_instructions(loaded: LoadedModule, analysis, n: int = 10) -> list[dict]:
             cost = analysis.instruction_cost(instr)
             if cost.flops or cost.bytes_accessed or cost.transcendentals:
                 rows.append({"name": instr.name, "opcode": instr.opcode, "flops": cost.flops,
-                             "transcendentals": cost.transcendentals,
-        "library_flops": cost.library_flops,
-        "library_bytes": cost.library_bytes, "bytes_accessed": cost.bytes_accessed,
+                             "transcendentals": cost.transcendentals, "library_flops": cost.library_flops,
+                             "library_bytes": cost.library_bytes, "bytes_accessed": cost.bytes_accessed,
                              "op_name": instr.metadata.get("op_name", "")})
     rows.sort(key=lambda r: (-r["flops"], -r["bytes_accessed"]))
     return rows[:n]

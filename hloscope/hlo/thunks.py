@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hloscope.errors import InputError, ParseError
+from hloscope.hlo.load import dump_sibling
 
 # Thunks that launch a kernel XLA generated, library calls, and pure data movement. Anything else (control flow,
 # command buffers, collectives) is listed by kind only.
@@ -181,21 +182,12 @@ def _with_op(thunk: Thunk, meta: tuple[str, str] | None) -> Thunk:
     return Thunk(**{**thunk.__dict__, "hlo_op": meta[1]})
 
 
-_MODULE_STEM = re.compile(r"^(?P<stem>module_\d+\.[^/]+?)\.(?:sm_[\w.]+_gpu_after_optimizations|before_optimizations)"
-                          r"[\w.-]*\.txt$")
-
-
 def find_thunk_sequence(module_file: str | os.PathLike) -> Path | None:
-    """The thunk_sequence.txt XLA wrote beside a GPU HLO dump file, or None.
+    """The thunk_sequence.txt XLA wrote beside a GPU HLO dump file (or one of its reports), or None.
 
     `module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt` -> `module_0001.jit_train_step.thunk_sequence.txt`.
     """
-    p = Path(module_file)
-    m = _MODULE_STEM.match(p.name)
-    if not m:
-        return None
-    candidate = p.with_name(f"{m['stem']}.thunk_sequence.txt")
-    return candidate if candidate.is_file() else None
+    return dump_sibling(module_file, "thunk_sequence.txt")
 
 
 _CATEGORY_OF_KERNEL_KIND = {"generated": "kernel", "cublas": "library", "cudnn": "library", "copy": "copy"}

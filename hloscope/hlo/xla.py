@@ -50,8 +50,10 @@ MAX_XLA_TEXT_BYTES = 50_000_000
 
 
 def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
-    """{'flops', 'transcendentals', 'bytes_accessed'} from XLA's HloCostAnalysis, or None without jaxlib
-    (when XLA refuses the module the reason is returned under 'error'; for huge modules under 'skipped')."""
+    """{'flops', 'transcendentals', 'bytes_accessed'} from XLA's HloCostAnalysis as XLA reports them, and
+    'unknown_custom_calls': the custom calls in the module, which that analysis cannot cost and counts as -1 FLOP and
+    -1 byte each (HloCostAnalysis::HandleCustomCall marks them "unknown"), so that readers can take those out.
+    None without jaxlib; when XLA refuses the module the reason is under 'error'; for huge modules under 'skipped'."""
     try:
         from jaxlib import _hlo, _jax
     except ImportError:
@@ -71,4 +73,5 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
         "flops": float(raw.get("flops", 0.0)),
         "transcendentals": float(raw.get("transcendentals", 0.0)),
         "bytes_accessed": float(raw.get("bytes accessed", 0.0)),
+        "unknown_custom_calls": sum(1 for instr in loaded.module.all_instructions() if instr.opcode == "custom-call"),
     }

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from hloscope.errors import InputError
+from hloscope.hlo.load import dump_sibling
 from hloscope.targets.spec import GpuTarget, target_from_text
 
 _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
@@ -149,17 +150,9 @@ def _sum_by(rows: list[dict], key: str) -> dict[str, float]:
     return out
 
 
-_STEM = re.compile(r"^(?P<stem>module_\d+\.[^/]+?)\.sm_[\w.]+_gpu_after_optimizations\.txt$")
-
-
 def find_target_config(module_file: str | os.PathLike) -> Path | None:
     """The `gpu_target_config.pbtxt` XLA dumps beside a GPU module it compiled (deviceless or not)."""
-    p = Path(module_file)
-    m = _STEM.match(p.name)
-    if not m:
-        return None
-    candidate = p.with_name(f"{m['stem']}.gpu_target_config.pbtxt")
-    return candidate if candidate.is_file() else None
+    return dump_sibling(module_file, "gpu_target_config.pbtxt")
 
 
 def target_beside(module_file: str | os.PathLike) -> GpuTarget | dict:
