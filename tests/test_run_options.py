@@ -69,3 +69,31 @@ def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
     assert not bool((batches[0][0] == batches[1][0]).all())
     pool = synthetic_pool(preset, 4, seed=0)
     assert all((a[0] == b[0]).all() for a, b in zip(pool, synthetic_pool(preset, 4, seed=0)))  # same seed, same data
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, precision_key, expected", [
+    ("jax", "compute_dtype", "bfloat16"),
+    ("torch_xla", "autocast", "bfloat16"),
+    ("pytorch", "autocast", "bfloat16"),
+])
+def test_bf16_with_the_loader_is_in_effect(tmp_path, mode, precision_key, expected):
+    """--precision bf16 --data loader: recorded as in effect, and for XLA modes visible in the compiled HLO."""
+    import os
+    import subprocess
+    import sys
+
+    from hloscope.rundir import load_run
+
+    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "vit-tiny",
+                             "--batch-size", "4", "--steps", "3", "--warmup", "1", "--precision", "bf16",
+                             "--data", "loader", "--dump-hlo", "--out", str(tmp_path), "--run-id", "r"],
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "PJRT_DEVICE": "CPU"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = load_run(tmp_path / "r")
+    assert record["config"]["data"] == "loader" and len(record["timing"]["step_times_s"]) == 3
+    assert record["environment"]["precision"][precision_key] == expected
+    assert record["loss"]["finite"]
+    hlo = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "after_optimizations"]
+    if mode != "pytorch":
+        assert any("bf16[" in (tmp_path / "r" / a["path"]).read_text() for a in hlo)
