@@ -620,3 +620,25 @@ def test_xplane_with_a_corrupt_name_is_refused_in_one_line(real_run, tmp_path):
     broken = tmp_path / "host.xplane.pb"
     broken.write_bytes(data[: at + 3] + b"\xff" + data[at + 4 :])  # one byte of an event name that is not UTF-8
     assert_refused(hloscope("trace", "stats", broken), broken, words=("not a valid xplane.pb",))
+
+
+@pytest.mark.parametrize("command", ["explain", "diff"])
+@pytest.mark.parametrize("section, key, value, words", [
+    ("timing", "median_s", "fast", "'timing.median_s' is str 'fast', expected a number"),
+    ("timing", None, 0.002, "'timing' is float 0.002, expected an object"),
+    ("timing", "throughput_img_s", [1], "'timing.throughput_img_s' is list [1], expected a number"),
+])
+@needs_fixtures
+def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, value, words):
+    """Found by mutating the values of a real run.json: a hand-edited field of the wrong type crashed explain's
+    collector and the renderers; now it is one line naming run.json and the field."""
+    good = _good_run(tmp_path / "good")
+    run = _good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    if key is None:
+        record[section] = value
+    else:
+        record[section][key] = value
+    (run / "run.json").write_text(json.dumps(record))
+    result = hloscope(*RUN_COMMANDS[command](run, good))
+    assert_refused(result, run / "run.json", words=(words,))

@@ -25,13 +25,19 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
             module: str | None, stage: str | None, xla_cost: bool) -> None:
     """Compare A and B (run directories, XLA dump directories or HLO text files)."""
     from hloscope.diff.adapt import graph_from_module
-    from hloscope.diff.compare import diff_report
+    from hloscope.diff.compare import TIMING_KEYS, diff_report
     from hloscope.diff.inputs import load_side
     from hloscope.diff.match import match_graphs
+    from hloscope.run_fields import RunFields
 
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
     side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
+    for side in (side_a, side_b):  # a wrong-typed timing field is one line naming run.json, not a crash later
+        if side.run is not None:
+            fields = RunFields(side.run, Path(side.path) / "run.json")
+            for key in TIMING_KEYS:
+                fields.number("timing", key)
     graph_a, graph_b = graph_from_module(side_a.loaded.module), graph_from_module(side_b.loaded.module)
     report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
                          side_a.run, side_b.run, side_a.trace, side_b.trace)

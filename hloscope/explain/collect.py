@@ -8,6 +8,7 @@ from statistics import mean
 
 from hloscope.errors import HloscopeError
 from hloscope.explain.summary import ModeSummary
+from hloscope.run_fields import RunFields
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
 TIMELINE_LIMIT = 4000
@@ -46,15 +47,16 @@ def _compiles(in_window) -> int | None:
 
 
 def from_run_record(run: dict) -> ModeSummary:
-    timing, config = run.get("timing") or {}, run.get("config") or {}
-    environment, compiles = run.get("environment") or {}, run.get("compiles") or {}
-    in_window = compiles.get("in_window")
+    """The run record's timing and settings (a field of the wrong type is an InputError naming run.json)."""
+    fields = RunFields(run)
+    environment, compiles = fields.section("environment"), fields.section("compiles")
     return ModeSummary(
         mode=run.get("mode", "?"), status=run.get("status", "?"), platform=_platform(environment),
-        step_time_s=timing.get("median_s"), mean_s=timing.get("mean_s"), step_times_s=list(timing.get("step_times_s") or []),
-        first_step_s=timing.get("first_step_s"), throughput_img_s=timing.get("throughput_img_s"),
-        compiles_in_window=_compiles(in_window),
-        data=config.get("data"), precision=config.get("precision"),
+        step_time_s=fields.number("timing", "median_s"), mean_s=fields.number("timing", "mean_s"),
+        step_times_s=fields.numbers("timing", "step_times_s"), first_step_s=fields.number("timing", "first_step_s"),
+        throughput_img_s=fields.number("timing", "throughput_img_s"),
+        compiles_in_window=_compiles(compiles.get("in_window")),
+        data=fields.text("config", "data"), precision=fields.text("config", "precision"),
         matmul_precision=(_precision_setting(environment, "matmul_precision")
                           or _precision_setting(environment, "mat_mul_precision")),
         compute_dtype=_precision_setting(environment, "compute_dtype"),
