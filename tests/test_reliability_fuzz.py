@@ -1,0 +1,162 @@
+"""Property-based tests (hypothesis) of the readers other than the HLO parser (tests/test_hlo_fuzz.py has that one):
+random mutations of real inputs never raise anything but hloscope's own errors.
+
+- a real Kineto trace (plain and gzip'd), mutated byte-wise: `load_trace` + `trace_stats` return or raise InputError;
+- a real run record whose values are replaced by values of other types: `load_run` + explain's collector + explain +
+  every renderer return or raise HloscopeError (this found the wrong-typed-field crashes fixed in run_fields.py).
+
+In-process and quick (a few hundred examples in seconds); each example writes one small file.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES
+from hloscope.errors import HloscopeError, InputError
+
+KINETO = FIXTURES / "hta" / "triton_example__triton_example.json.gz"  # 71 events from an A100, 2 KB gzip'd
+# Bytes that matter to JSON and to the chunked fast path's cut search ("},\n", "},{"); ASCII only: a byte that is not
+# UTF-8 is tests/test_reliability_inputs.py::test_kineto_json_with_a_byte_that_is_not_utf8.
+JSON_BYTES = b'{}[],:"0123456789-+eE.nulltruefalse \n\\/X'
+
+needs_fixtures = pytest.mark.skipif(not KINETO.exists(), reason=f"real fixtures not found at {FIXTURES}")
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                          HealthCheck.too_slow])
+
+
+@st.composite
+def mutations(draw, size: int, alphabet: bytes):
+    """A few edits of a byte string of length `size`: delete, insert, overwrite, duplicate a slice, or truncate."""
+    edits = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["delete", "insert", "overwrite", "duplicate", "truncate"]))
+        at = draw(st.integers(0, size))
+        length = draw(st.integers(1, 64))
+        data = draw(st.binary(min_size=1, max_size=8)) if not alphabet else bytes(
+            draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=8)))
+        edits.append((kind, at, length, data))
+    return edits
+
+
+def _apply(data: bytes, edits) -> bytes:
+    out = bytearray(data)
+    for kind, at, length, insert in edits:
+        at = min(at, len(out))
+        if kind == "delete":
+            del out[at:at + length]
+        elif kind == "insert":
+            out[at:at] = insert
+        elif kind == "overwrite":
+            out[at:at + len(insert)] = insert
+        elif kind == "duplicate":
+            out[at:at] = out[max(0, at - length):at]
+        else:
+            del out[at:]
+    return bytes(out)
+
+
+def _trace_stats_or_input_error(path: Path) -> None:
+    from hloscope.trace.load import load_trace
+    from hloscope.trace.stats import trace_stats
+
+    try:
+        result = trace_stats(load_trace(path))
+    except InputError as error:
+        assert str(path) in str(error)
+        return
+    assert result["kernels"] >= 0 and result["events"] >= result["kernels"]
+
+
+@needs_fixtures
+@FAST
+@given(edits=mutations(size=20_000, alphabet=JSON_BYTES))
+def test_mutated_kineto_json_raises_only_input_errors(tmp_path, edits):
+    path = tmp_path / "mutated.pt.trace.json"
+    path.write_bytes(_apply(gzip.decompress(KINETO.read_bytes()), edits))
+    _trace_stats_or_input_error(path)
+
+
+@needs_fixtures
+@FAST
+@given(edits=mutations(size=2_300, alphabet=b""))
+def test_mutated_kineto_gzip_raises_only_input_errors(tmp_path, edits):
+    path = tmp_path / "mutated.pt.trace.json.gz"
+    path.write_bytes(_apply(KINETO.read_bytes(), edits))
+    _trace_stats_or_input_error(path)
+
+
+# ------------------------------------------------------------------------------------------------- run records
+
+RUN_RECORD = {
+    "schema_version": 1, "run_id": "jax-1", "mode": "jax", "status": "ok", "error": None,
+    "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32", "steps": 3},
+    "environment": {"platform": "cpu", "backend": "cpu", "precision": {"matmul_precision": "default"}},
+    "timing": {"step_times_s": [0.002, 0.0021, 0.0019], "median_s": 0.002, "mean_s": 0.002, "p10_s": 0.0019,
+               "p90_s": 0.0021, "first_step_s": 1.1, "throughput_img_s": 4000.0},
+    "memory": {"peak_host_rss_bytes": 700_000_000}, "compiles": {"in_window": {"xla_compiles": 0}},
+    "loss": {"first": 2.3, "last": 2.1}, "artifacts": [],
+}
+WEIRD_VALUES = st.sampled_from([None, "x", "1.5", -1, 0, 10**30, 1e308, float("nan"), [], {}, [None], ["x"], True,
+                                {"a": 1}])
+
+
+def _leaf_paths(value, path=()):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaf_paths(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaf_paths(item, path + (index,))
+    if path:
+        yield path
+
+
+LEAVES = sorted(_leaf_paths(RUN_RECORD), key=str)
+
+
+@FAST
+@given(changes=st.lists(st.tuples(st.sampled_from(LEAVES), WEIRD_VALUES), min_size=1, max_size=3))
+def test_run_record_with_values_of_other_types_never_crashes_explain(tmp_path, changes):
+    from rich.console import Console
+
+    from hloscope.explain.engine import explain
+    from hloscope.explain.inputs import load_summaries
+    from hloscope.render import explain_html, explain_md, explain_term
+
+    record = copy.deepcopy(RUN_RECORD)
+    for path, value in changes:
+        target = record
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+        except (KeyError, IndexError, TypeError):  # an earlier change replaced a container on this path
+            pass
+    run = tmp_path / "runs" / "jax"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "run.json").write_text(json.dumps(record))
+    try:
+        summaries, meta = load_summaries(run.parent)
+    except HloscopeError:
+        return
+    report = explain(summaries)
+    report["comparison"] = meta
+    try:
+        json.dumps(report, default=str)
+        explain_md.render(report)
+        explain_html.render(report)
+        explain_term.render(report, Console(file=io.StringIO(), width=120))
+    except HloscopeError:
+        pass
+    for summary in summaries:  # what was wrong is said, naming the file
+        if summary.status == "unreadable":
+            assert str(run / "run.json") in summary.notes[0]
