@@ -57,7 +57,10 @@ def create_run_dir(out: str | os.PathLike, run_id: str | None = None, prefix: st
     same second; `os.mkdir` is atomic, so two processes can never end up sharing a directory.
     """
     out_path = Path(out)
-    out_path.mkdir(parents=True, exist_ok=True)
+    try:
+        out_path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # read-only, not a directory, no permission: one line, not a traceback
+        raise UsageError(f"cannot create output directory {out_path}: {error.strerror or error}") from None
     if run_id is not None:
         check_run_id(run_id)
         path = out_path / run_id

@@ -236,3 +236,15 @@ def test_run_id_cannot_escape_out_as_a_real_command(tmp_path, run_id):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "invalid run id" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["out"])
     assert not out.exists() or list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_an_output_directory_that_cannot_be_made_is_one_line(tmp_path, command):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    out = blocker / "traces"
+    args = ["--mode", "jax"] if command == "run" else ["--modes", "jax"]
+    done = _hloscope(command, *args, "--model", "vit-tiny", "--steps", "1", "--warmup", "1", "--out", out)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [f"hloscope: error: cannot create output directory {out}: Not a directory"]
+    assert blocker.read_text() == "not a directory\n"
