@@ -3,6 +3,7 @@ Kineto traces from A100 and H100 GPUs wrapped in hand-written run directories.""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -104,3 +105,64 @@ def test_torch_xla_matmul_precision_key():
 
     record = {"environment": {"precision": {"requested": "tf32", "mat_mul_precision": "high"}}}
     assert from_run_record(record).matmul_precision == "high"
+
+
+SAMPLED_TRACE = "hta/trace_filter__sampled_rank-0.json.gz"  # 2 ProfilerSteps of a real GPU run, 1,596 aten ops
+
+
+def _aten_time_in_window(events: list[dict], window: dict) -> tuple[int, float]:
+    """(aten ops starting in the step, seconds covered by at least one of them), counted from the raw JSON."""
+    start, end = window["start_us"], window["start_us"] + window["host_duration_us"]
+    spans = sorted((e["ts"], min(e["ts"] + e["dur"], end)) for e in events
+                   if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"].startswith("aten::")
+                   and start <= e["ts"] < end)
+    covered, current = 0.0, None
+    for begin, finish in spans:
+        if current is None or begin > current[1]:
+            covered += current[1] - current[0] if current else 0.0
+            current = [begin, finish]
+        else:
+            current[1] = max(current[1], finish)
+    covered += current[1] - current[0] if current else 0.0
+    return len(spans), covered / 1e6
+
+
+def _host_only_copy(source: Path, target: Path) -> Path:
+    """The real trace with every device event and launch call removed: what PyTorch on a CPU records."""
+    data = json.loads(gzip.decompress(source.read_bytes()))
+    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("cat") not in DEVICE_CATEGORIES]
+    target.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return target
+
+
+DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "async_cpu_to_gpu", "gpu_user_annotation"}
+
+
+def test_time_in_aten_ops_from_a_real_kineto_trace(fixtures_dir, tmp_path):
+    """The host's time inside aten ops in the middle profiled step equals the union of the raw JSON's aten::*
+    intervals. On a GPU (device kernels present) the eager rule leaves it unsized: it shows up as device idle time.
+    The same trace with its device events removed (PyTorch on a CPU) sizes the gap from it."""
+    trace = fixtures_dir / SAMPLED_TRACE
+    raw = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    windows = trace_stats(load_trace(trace))["per_step"]
+    middle = windows[len(windows) // 2]
+    ops, covered_s = _aten_time_in_window(raw, middle)
+    assert ops > 100 and 0 < covered_s < middle["host_duration_us"] / 1e6
+
+    gpu = summarize_run(_run_dir(tmp_path / "gpu", "pytorch", trace, 0.050))
+    assert gpu.framework_ops == ops and gpu.framework_op_s == pytest.approx(covered_s, rel=1e-9)
+    assert gpu.framework_step_s == pytest.approx(middle["host_duration_us"] / 1e6)
+    fast = ModeSummary(mode="jax", platform="gpu", step_time_s=0.010, device_busy_s=0.008, kernels=300)
+    report = explain([fast, gpu])
+    (eager,) = [c for c in report["modes"][1]["contributors"] if c["rule"] == "eager_ops"]
+    assert eager["seconds"] is None
+
+    cpu_trace = _host_only_copy(trace, tmp_path / "host_only.json.gz")
+    cpu = summarize_run(_run_dir(tmp_path / "cpu", "pytorch", cpu_trace, 0.050))
+    assert cpu.trace_kernels is None and cpu.framework_ops == ops
+    assert cpu.framework_op_s == pytest.approx(covered_s, rel=1e-9)
+    report = explain([fast, cpu])
+    (eager,) = [c for c in report["modes"][1]["contributors"] if c["rule"] == "eager_ops"]
+    share = covered_s / cpu.framework_step_s
+    assert eager["seconds"] == pytest.approx(min(share * 0.050 - 0.008, 0.040))
+    assert f"({share:.0%}" in eager["claim"] and "against 8 ms device busy per step under jax" in eager["claim"]

@@ -131,3 +131,40 @@ def test_pytorch_eager_on_a_cpu_names_the_ops_it_dispatches():
     (only,) = explain_pair(slow, fast)
     assert only.rule == "eager_ops" and only.seconds is None
     assert "dispatched 1,210 PyTorch ops" in only.claim and "one compiled program of 400 kernels" in only.claim
+
+
+def test_pytorch_eager_on_a_cpu_is_sized_by_its_time_in_aten_ops():
+    """168 ms timed step; the profiled step took 222 ms, 201 ms of it inside aten ops (90.6%): ~152 ms of the timed
+    step is host work in ops, against 1.49 ms of device time per step under JAX (XLA's CPU runtime)."""
+    fast = _base("jax", platform="cpu", step_time_s=0.0017, device_busy_s=0.00149, device_idle_s=0.00021)
+    slow = ModeSummary(mode="pytorch", platform="cpu", step_time_s=0.168, framework_ops=1027,
+                       framework_op_s=0.201, framework_step_s=0.222)
+    (only,) = explain_pair(slow, fast)
+    host_s = 0.201 / 0.222 * 0.168
+    assert only.rule == "eager_ops" and only.seconds == pytest.approx(host_s - 0.00149)
+    assert only.evidence["host_op_share"] == pytest.approx(0.201 / 0.222)
+    for number in ("201 ms of the 222 ms profiled step", "(91%", f"~{host_s * 1e3:.3g} ms of the 168 ms timed step",
+                   "against 1.49 ms device busy per step under jax", "the rest is Python and autograd"):
+        assert number in only.claim, (number, only.claim)
+    report = explain([fast, slow])
+    entry = {m["mode"]: m for m in report["modes"]}["pytorch"]
+    assert entry["unexplained_s"] == pytest.approx((0.168 - 0.0017) - (host_s - 0.00149))
+
+
+def test_compiled_pytorch_against_eager_on_a_cpu_compares_time_in_aten_ops():
+    fast = ModeSummary(mode="pytorch", platform="cpu", step_time_s=0.100, framework_ops=1000,
+                       framework_op_s=0.090, framework_step_s=0.120)
+    slow = ModeSummary(mode="pytorch+compile", platform="cpu", step_time_s=0.200, framework_ops=3000,
+                       framework_op_s=0.600, framework_step_s=1.000)
+    (only,) = explain_pair(slow, fast)
+    assert only.seconds == pytest.approx(0.6 * 0.200 - 0.75 * 0.100)
+    assert "inductor's generated code" in only.claim and "75 ms in aten ops per step under pytorch" in only.claim
+
+
+def test_pytorch_on_a_gpu_leaves_host_cost_to_device_idle_time():
+    """With device kernels, the host's time in ops shows up as device idle time (host_bound), not counted twice."""
+    fast = _base("jax", device_busy_s=0.008, device_idle_s=0.002, trace_kernels=400)
+    slow = ModeSummary(mode="pytorch", platform="gpu", step_time_s=0.020, framework_ops=1210, trace_kernels=900,
+                       framework_op_s=0.015, framework_step_s=0.021, device_busy_s=0.009, device_idle_s=0.011)
+    eager = next(c for c in explain_pair(slow, fast) if c.rule == "eager_ops")
+    assert eager.seconds is None and "host does the work" not in eager.claim

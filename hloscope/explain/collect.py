@@ -3,6 +3,7 @@ and the trace statistics. Anything unreadable becomes a note on the mode, never 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
@@ -124,22 +125,43 @@ def add_trace(summary: ModeSummary, stats: dict) -> None:
         summary.notes.append("the trace has no step markers: per-step device time is unknown")
 
 
-def step_timeline(events, window: dict) -> tuple[list[tuple[float, float, str]], float, int]:
-    """One step window: device executions (relative seconds), time in transpose/copy kernels, and the number of
-    PyTorch ops (aten::*) the host dispatched."""
+@dataclass
+class StepSample:
+    """One profiled step as the explain report shows it."""
+
+    spans: list[tuple[float, float, str]]  # device executions: (start_s relative to the step, duration_s, category)
+    layout_s: float  # time in transpose/copy kernels
+    framework_ops: int  # PyTorch ops (aten::*) the host dispatched, nested ones included
+    framework_op_s: float  # wall time during which at least one of those ops ran (any thread)
+    step_s: float  # the step's length
+
+
+def step_timeline(events, window: dict) -> StepSample:
+    """One step window: device executions, time in transpose/copy kernels, and the PyTorch ops the host ran."""
     start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
-    spans, layout_us, aten_ops = [], 0.0, 0
+    spans, layout_us, ops = [], 0.0, []
     for event in events:
         if event.start_us < start or event.start_us >= end:
             continue
         if not event.is_device_exec:
-            aten_ops += event.name.startswith("aten::")
+            if event.name.startswith("aten::"):
+                ops.append((event.start_us, min(event.end_us, end)))
             continue
         if "transpose" in event.name or "copy" in event.name:
             layout_us += event.dur_us
         if len(spans) < TIMELINE_LIMIT:
             spans.append(((event.start_us - start) / 1e6, event.dur_us / 1e6, event.category))
-    return spans, layout_us / 1e6, aten_ops
+    return StepSample(spans, layout_us / 1e6, len(ops), _covered_us(ops) / 1e6, (end - start) / 1e6)
+
+
+def _covered_us(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of (start, end) intervals: nested and overlapping ops count once."""
+    total, reach = 0.0, float("-inf")
+    for begin, finish in sorted(intervals):
+        if finish > reach:
+            total += finish - max(begin, reach)
+            reach = finish
+    return total
 
 
 def summarize_run(run_dir: str | Path) -> ModeSummary:
@@ -174,9 +196,12 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 windows = stats.get("per_step") or []
                 if windows:
                     middle = windows[len(windows) // 2]
-                    summary.timeline, layout_s, aten_ops = step_timeline(trace.events, middle)
-                    summary.layout_kernel_s = layout_s if stats.get("kernels") else None
-                    summary.framework_ops = aten_ops or None
+                    sample = step_timeline(trace.events, middle)
+                    summary.timeline = sample.spans
+                    summary.layout_kernel_s = sample.layout_s if stats.get("kernels") else None
+                    if sample.framework_ops:
+                        summary.framework_ops, summary.framework_op_s = sample.framework_ops, sample.framework_op_s
+                        summary.framework_step_s = sample.step_s
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")

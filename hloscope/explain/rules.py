@@ -41,7 +41,7 @@ def _more(x: float | None, y: float | None) -> bool:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
 
 
 def _bytes(n: float) -> str:
@@ -237,7 +237,9 @@ def input_pipeline(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
 
 def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     """PyTorch without an XLA program: the host dispatches framework ops (one at a time from Python in eager mode;
-    inductor's compiled code still calls aten for what it does not generate), where the fast mode runs one program."""
+    inductor's compiled code still calls aten for what it does not generate), where the fast mode runs one program.
+    Without device kernels (PyTorch on the CPU) the host does the work itself: sized by the share of the profiled step
+    spent inside aten ops, applied to the timed step, minus the fast mode's device time (or its own time in aten ops)."""
     if not slow.framework_ops or slow.kernels is not None:
         return None
     theirs = fast.kernels if fast.kernels is not None else fast.trace_kernels
@@ -247,9 +249,32 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
         claim += ", one by one from Python"
     if theirs:
         claim += f", where {fast.mode} runs one compiled program of {theirs:,.0f} kernels"
+    evidence = {"framework_ops_per_step": slow.framework_ops, "kernels": {fast.mode: theirs}}
+    seconds = None
+    host_s = _host_op_seconds(slow)
+    if host_s is not None and not slow.trace_kernels:  # with device kernels, the host's cost is device idle time
+        share = slow.framework_op_s / slow.framework_step_s
+        outside = "Python and autograd" if eager else "Python, autograd and inductor's generated code"
+        claim += (f"; with no device kernels the host does the work: {_ms(slow.framework_op_s)} of the "
+                  f"{_ms(slow.framework_step_s)} profiled step ran inside aten ops ({share:.0%}, the rest is {outside}), "
+                  f"~{_ms(host_s)} of the {_ms(slow.step_time_s)} timed step")
+        fast_s, what = (fast.device_busy_s, "device busy") if fast.device_busy_s else (_host_op_seconds(fast), "in aten ops")
+        evidence.update(framework_op_s=slow.framework_op_s, profiled_step_s=slow.framework_step_s,
+                        host_op_share=share, host_op_s=host_s, sized="share of the profiled step in aten ops x timed step")
+        if fast_s is not None:
+            claim += f", against {_ms(fast_s)} {what} per step under {fast.mode}"
+            seconds = max(0.0, host_s - fast_s)
+            evidence["fast_work_s"] = {fast.mode: fast_s, "what": what}
     title = "Ops dispatched one by one (eager)" if eager else "Framework ops dispatched per step"
-    return Contributor("eager_ops", title, claim, None, {
-        "framework_ops_per_step": slow.framework_ops, "kernels": {fast.mode: theirs}})
+    return Contributor("eager_ops", title, claim, seconds, evidence)
+
+
+def _host_op_seconds(summary: ModeSummary) -> float | None:
+    """Seconds of the timed step inside framework ops: their share of the profiled step (profiling slows the host, so
+    the profiled step's own length would overstate it) times the timed median."""
+    if not (summary.framework_op_s and summary.framework_step_s and summary.step_time_s):
+        return None
+    return summary.framework_op_s / summary.framework_step_s * summary.step_time_s
 
 
 def device_time(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:

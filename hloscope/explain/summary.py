@@ -47,8 +47,12 @@ class ModeSummary:
     profiled_step_s: float | None = None
     host_dispatch_s: float | None = None
     categories_s: dict[str, float] = field(default_factory=dict)  # category -> device seconds per step
-    layout_kernel_s: float | None = None
-    framework_ops: int | None = None  # PyTorch ops (aten::*) the host dispatched in one profiled step  # seconds per step in transpose/copy kernels
+    layout_kernel_s: float | None = None  # seconds per step in transpose/copy kernels
+    # One profiled step (the middle one) of PyTorch's host side: the ops (aten::*, nested ones included) it dispatched,
+    # the wall time during which at least one of them ran, and the step's length
+    framework_ops: int | None = None
+    framework_op_s: float | None = None
+    framework_step_s: float | None = None
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
 
