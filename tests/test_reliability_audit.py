@@ -37,6 +37,8 @@ IMPORT_MODULE_ALLOWED = {
     "hloscope/cli/__init__.py": "COMMANDS[name][0]",  # the CLI's fixed command table
     "hloscope/backends/driver.py": "MODE_MODULES[options.mode]",  # the fixed mode -> backend module table
     "hloscope/tensorboard/xplane_proto.py": "module_name",  # loops over the constant PYTHON_MODULES tuple
+    # kind is "diff" or "explain" (the calling command), form one of click's --format choices
+    "hloscope/render/output.py": "f\"hloscope.render.{kind}_{('term' if form == 'terminal' else form)}\"",
 }
 
 
@@ -248,3 +250,10 @@ def test_an_output_directory_that_cannot_be_made_is_one_line(tmp_path, command):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"hloscope: error: cannot create output directory {out}: Not a directory"]
     assert blocker.read_text() == "not a directory\n"
+
+
+def test_a_report_that_cannot_be_written_is_one_line(tmp_path):
+    comparison = _explain_input(tmp_path)
+    done = _hloscope("explain", comparison, "-o", "/proc/hloscope-report.md")  # /proc takes no new files, even as root
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == ["hloscope: error: cannot write /proc/hloscope-report.md: No such file or directory"]

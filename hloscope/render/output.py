@@ -58,8 +58,16 @@ def emit(text: str, output: Path | None, force: bool) -> None:
         click.echo(text, nl=not text.endswith("\n"))
         return
     check_writable(output, force)
-    # A fresh temporary name (never a file of the user's), then one atomic step: with --force a replace, else a link
-    # that fails if the output appeared since the check. Readers never see a half-written report.
+    try:
+        _write(text, output, force)
+    except OSError as error:  # a read-only folder, a full disk: one line, not a traceback
+        raise UsageError(f"cannot write {output}: {error.strerror or error}") from None
+    click.echo(f"wrote {output}", err=True)
+
+
+def _write(text: str, output: Path, force: bool) -> None:
+    """A fresh temporary name (never a file of the user's), then one atomic step: with --force a replace, else a link
+    that fails if the output appeared since the check. Readers never see a half-written report."""
     fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
     try:
         umask = os.umask(0)
@@ -73,7 +81,6 @@ def emit(text: str, output: Path | None, force: bool) -> None:
             _place_new(Path(tmp), output)
     finally:
         Path(tmp).unlink(missing_ok=True)
-    click.echo(f"wrote {output}", err=True)
 
 
 def _place_new(tmp: Path, output: Path) -> None:
