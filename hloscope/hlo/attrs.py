@@ -32,24 +32,14 @@ def find_closing(text: str, pos: int) -> int:
 
 
 def _split_top_level(segment: str) -> list[str]:
-    pieces, depth, last = [], 0, 0
-    for match in _INTERESTING.finditer(segment):
-        char = match.group()
-        if char in _OPENERS:
-            depth += 1
-        elif char in _CLOSERS:
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced '{char}'")
-        elif char == "," and depth == 0:
-            pieces.append(segment[last : match.start()])
-            last = match.end()
-        elif char == '"':
-            raise ValueError("unexpected '\"'")
-    if depth != 0:
-        raise ValueError("unbalanced brackets")
-    pieces.append(segment[last:])
-    return pieces
+    """`a, f32[2,3]{1,0} b, (f32[], s32[]) c` -> its comma-separated pieces, commas inside brackets kept."""
+    pieces, pos = [], 0
+    while True:
+        end = _value_end(segment, pos)
+        pieces.append(segment[pos:end])
+        if end == len(segment):
+            return pieces
+        pos = end + 1
 
 
 def split_operands(segment: str) -> list[str]:

@@ -35,6 +35,13 @@ def _short(label: str, limit: int = 26) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+def _open(title: str, width: int, height: int) -> list[str]:
+    """The start of a plot: the <svg> element, labelled for screen readers, and its title."""
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
+            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {FONT}>',
+            f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
+
+
 def bar_chart(title: str, rows: list[tuple[str, float]], unit: str, width: int = 640) -> str:
     """One horizontal bar per row, value printed at the end of the bar."""
     if not rows:
@@ -43,9 +50,7 @@ def bar_chart(title: str, rows: list[tuple[str, float]], unit: str, width: int =
     height = top + len(rows) * (bar_h + gap) + 4
     peak = max(v for _, v in rows) or 1.0
     span = width - label_w - 90
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
-             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {FONT}>',
-             f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
+    parts = _open(title, width, height)
     for i, (label, value) in enumerate(rows):
         y = top + i * (bar_h + gap)
         w = max(1.0, span * value / peak)
@@ -69,9 +74,7 @@ def stacked_chart(title: str, rows: list[tuple[str, dict[str, float]]], unit: st
     height = top + len(rows) * (bar_h + gap) + 10 + legend_rows * 18
     peak = max(sum(p.values()) for _, p in rows) or 1.0
     span = width - label_w - 120
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {FONT}>',
-           f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
+    out = _open(title, width, height)
     for i, (label, parts) in enumerate(rows):
         y = top + i * (bar_h + gap)
         x = float(label_w)
@@ -105,9 +108,7 @@ def timeline_strips(title: str, rows: list[tuple[str, list[tuple[float, float, s
     height = top + len(rows) * (strip_h + gap) + 34
     end = max(s + d for _, spans in rows for s, d, _ in spans) or 1.0
     span = width - label_w - 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
-           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {FONT}>',
-           f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
+    out = _open(title, width, height)
     for i, (label, spans) in enumerate(rows):
         y = top + i * (strip_h + gap)
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{escape(label)}</text>')
