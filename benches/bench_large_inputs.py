@@ -8,7 +8,8 @@ The inputs are generated into benches/out/ (git-ignored) by the HLO and trace be
 copies of the 3 MB Llama 3.1 HLO fixture (one valid module) and time-shifted copies of the A100 Kineto fixture's
 events. Cases:
 
-- `hlo stats` on the 500 MB module (XLA's own cost analysis is skipped above 50 MB, docs/hlo.md);
+- `hlo stats` on the 500 MB module (XLA's own cost analysis is skipped above 50 MB, docs/hlo.md), and on a 45 MB one,
+  where XLA's cost analysis (and its parser) runs too;
 - `hlo stats` on it with HLOSCOPE_HLO_MAX_BYTES=100000000: the up-front refusal a machine without the memory gets;
 - `trace stats --json` on the 2 GB trace, and on the same trace gzip'd (`.json.gz`, compression level 1).
 
@@ -87,6 +88,7 @@ def summarize(stdout: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hlo-mb", type=int, default=500)
+    parser.add_argument("--hlo-xla-mb", type=int, default=45, help="a module just under the 50 MB limit of XLA's cost")
     parser.add_argument("--trace-mb", type=int, default=2000)
     parser.add_argument("--no-gzip", action="store_true", help="skip the gzip'd copy of the trace")
     parser.add_argument("--skip-hlo", action="store_true")
@@ -98,6 +100,8 @@ def main() -> None:
         hlo = generate_hlo(args.hlo_mb)
         print(f"# {hlo.name} ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         cases.append(("hlo stats --json", hlo, ["hlo", "stats", "--json"], None))
+        below = generate_hlo(args.hlo_xla_mb)
+        cases.append(("hlo stats --json (XLA's cost too)", below, ["hlo", "stats", "--json"], None))
         cases.append(("hlo stats, HLOSCOPE_HLO_MAX_BYTES=100000000", hlo, ["hlo", "stats", "--json"],
                       {"HLOSCOPE_HLO_MAX_BYTES": "100000000"}))
     if not args.skip_trace:
