@@ -45,10 +45,6 @@ class HloInstruction:
         self.lineno = lineno
         self.computation = computation
 
-    @property
-    def is_root(self) -> bool:
-        return self is self.computation.root
-
     def __repr__(self) -> str:
         return f"<HloInstruction {self.name} = {self.shape_text} {self.opcode}(...) line {self.lineno}>"
 

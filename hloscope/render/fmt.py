@@ -17,12 +17,6 @@ def count(value: float | int | None) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
-def signed(value: float | int | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+,.0f}" if float(value).is_integer() else f"{value:+,.3g}"
-
-
 def big(value: float | None) -> str:
     """FLOPs and bytes: 3 significant digits with an SI prefix."""
     if value is None:
