@@ -53,20 +53,20 @@ class _Plane:
         return self.lines[key]
 
     def event_metadata_id(self, name: str) -> int:
-        if name not in self._event_ids:
-            new_id = len(self._event_ids) + 1  # 0 means "no metadata" to XProf
-            self._event_ids[name] = new_id
-            entry = self.proto.event_metadata[new_id]
-            entry.id, entry.name = new_id, name
-        return self._event_ids[name]
+        return self._metadata_id(self.proto.event_metadata, self._event_ids, name)
 
     def stat_metadata_id(self, name: str) -> int:
-        if name not in self._stat_ids:
-            new_id = len(self._stat_ids) + 1
-            self._stat_ids[name] = new_id
-            entry = self.proto.stat_metadata[new_id]
-            entry.id, entry.name = new_id, name
-        return self._stat_ids[name]
+        return self._metadata_id(self.proto.stat_metadata, self._stat_ids, name)
+
+    @staticmethod
+    def _metadata_id(table: Any, ids: dict[str, int], name: str) -> int:
+        """The id of `name` in one of the plane's metadata maps, adding it on first use (ids start at 1: 0 means
+        "no metadata" to XProf)."""
+        if name not in ids:
+            ids[name] = len(ids) + 1
+            entry = table[ids[name]]
+            entry.id, entry.name = ids[name], name
+        return ids[name]
 
     def set_stat(self, message: Any, name: str, value: Any) -> None:
         stat = message.stats.add()
