@@ -642,3 +642,21 @@ def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, 
     (run / "run.json").write_text(json.dumps(record))
     result = hloscope(*RUN_COMMANDS[command](run, good))
     assert_refused(result, run / "run.json", words=(words,))
+
+
+@pytest.mark.parametrize("modes, words", [
+    ([], "lists no modes: nothing to explain"),
+    ([{"dir": "jax", "mode": 7}], "'mode' is int 7, expected a string"),
+    ([{"dir": "torch_xla", "status": ["failed"], "error": "x"}], "'status' is list ['failed'], expected a string"),
+    ([{"dir": "torch_xla", "status": "failed", "error": {"why": 1}}], "'error' is dict {'why': 1}, expected a string"),
+])
+@needs_fixtures
+def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
+    """These once reached rich's table as non-strings (NotRenderableError traceback), or gave an empty report, exit 0."""
+    from hloscope import rundir
+
+    comparison = tmp_path / "compare-1"
+    _good_run(comparison, "jax")
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
+                                         "modes": modes})
+    assert_refused(hloscope("explain", comparison), comparison / "comparison.json", words=(words,))

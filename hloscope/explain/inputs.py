@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hloscope.errors import HloscopeError, UsageError
+from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.explain.collect import summarize_run
 from hloscope.explain.summary import ModeSummary
 
@@ -17,16 +17,19 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     meta: dict = {"path": str(path)}
     if path.is_dir() and (path / COMPARISON_FILE).is_file():
         comparison = load_comparison(path)
-        meta.update(id=comparison.get("comparison_id"), config=comparison.get("config") or {})
+        meta.update(id=_text(comparison, "comparison_id", path), config=comparison.get("config") or {})
+        if not isinstance(meta["config"], dict):
+            raise InputError(path / COMPARISON_FILE, "not a valid comparison.json: 'config' is not an object")
+        if not comparison["modes"]:
+            raise InputError(path / COMPARISON_FILE, "lists no modes: nothing to explain")
         summaries = []
         for entry in comparison["modes"]:
-            run_dir = path / entry["dir"]
+            run_dir, mode = path / entry["dir"], _text(entry, "mode", path) or entry["dir"]
             if (run_dir / "run.json").is_file():
-                summaries.append(_summarize(run_dir, entry.get("mode", entry["dir"])))
+                summaries.append(_summarize(run_dir, mode))
             else:
-                reason = entry.get("error") or "no run directory was written"
-                summaries.append(ModeSummary(mode=entry.get("mode", entry["dir"]), status=entry.get("status") or "failed",
-                                             notes=[str(reason)]))
+                reason = _text(entry, "error", path) or "no run directory was written"
+                summaries.append(ModeSummary(mode=mode, status=_text(entry, "status", path) or "failed", notes=[reason]))
         return summaries, meta
     runs = find_runs(path)
     summaries = [_summarize(run_dir, run_dir.name) for run_dir in runs]
@@ -45,6 +48,15 @@ def latest_comparison(root: Path) -> Path:
     if not found:
         raise UsageError(f"no comparison under {root}/: run `hloscope compare` first, or name a comparison directory")
     return max(found, key=lambda file: file.stat().st_mtime).parent
+
+
+def _text(record: dict, key: str, comparison_dir: Path) -> str | None:
+    """A text field of comparison.json (or of one of its mode entries): absent, null or a string."""
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError(comparison_dir / "comparison.json",
+                         f"not a valid comparison.json: '{key}' is {type(value).__name__} {value!r:.40}, expected a string")
+    return value
 
 
 def _summarize(run_dir: Path, mode: str) -> ModeSummary:
