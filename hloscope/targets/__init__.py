@@ -4,17 +4,3 @@ Entry points: `compile_for_target(...)` (hloscope.targets.compile), `resolve_tar
 `roofline(...)` / `roofline_for_module_file(...)` (hloscope.targets.roofline). Importing this package imports no
 framework; the JAX and torch_xla graph builders run only inside `compile_for_target`.
 """
-
-from __future__ import annotations
-
-
-def compile_for_target(*args, **kwargs) -> dict:
-    from hloscope.targets.compile import compile_for_target as _compile
-
-    return _compile(*args, **kwargs)
-
-
-def supports_target(mode: str) -> bool:
-    from hloscope.targets.compile import supports_target as _supports
-
-    return _supports(mode)

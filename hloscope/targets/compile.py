@@ -37,6 +37,11 @@ def supports_target(mode: str) -> bool:
     return mode in TARGET_MODES
 
 
+def require_target_mode(mode: str) -> None:
+    if not supports_target(mode):
+        raise UsageError(f"--target compiles XLA graphs: use it with --mode {' or '.join(TARGET_MODES)}, not {mode}")
+
+
 class TargetCompileError(HloscopeError):
     """The graph could not be captured or compiled; the run is recorded as failed with this message."""
 
@@ -52,8 +57,7 @@ def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, 
     """
     from hloscope.targets.cuda_env import require_target_python
 
-    if not supports_target(mode):
-        raise UsageError(f"--target compiles XLA graphs: it works with modes {', '.join(TARGET_MODES)}, not {mode!r}")
+    require_target_mode(mode)
     if gemm not in ("auto", "triton", "cublas"):
         raise UsageError(f"unknown GEMM backend {gemm!r}; choose auto, triton or cublas")
     gpu = resolve_target(target)

@@ -23,13 +23,11 @@ class TargetCompileFailed(HloscopeError):
 
 def check_target_run(mode: str, target: str) -> None:
     """Everything that can be refused before a run directory exists: the mode, the target file, the plugin env."""
-    from hloscope.targets.compile import TARGET_MODES, supports_target
+    from hloscope.targets.compile import require_target_mode
     from hloscope.targets.cuda_env import require_target_python
     from hloscope.targets.spec import resolve_target
-    from hloscope.errors import UsageError
 
-    if not supports_target(mode):
-        raise UsageError(f"--target compiles XLA graphs: use it with --mode {' or '.join(TARGET_MODES)}, not {mode}")
+    require_target_mode(mode)
     resolve_target(target)
     require_target_python()
 
