@@ -63,12 +63,15 @@ TIMING_KEYS = ("median_s", "mean_s", "p10_s", "p90_s", "first_step_s", "throughp
 
 def compare_runs(run_a: dict, run_b: dict) -> dict:
     """Step time side by side from two run.json records."""
-    ta, tb = run_a.get("timing") or {}, run_b.get("timing") or {}
-    a = {"mode": run_a.get("mode"), "status": run_a.get("status"), **{k: ta.get(k) for k in TIMING_KEYS}}
-    b = {"mode": run_b.get("mode"), "status": run_b.get("status"), **{k: tb.get(k) for k in TIMING_KEYS}}
+    a, b = _timing_row(run_a), _timing_row(run_b)
     ratio = b["median_s"] / a["median_s"] if a.get("median_s") and b.get("median_s") else None
     return {"a": a, "b": b, "delta": delta({k: a[k] for k in TIMING_KEYS}, {k: b[k] for k in TIMING_KEYS}),
             "ratio": ratio}
+
+
+def _timing_row(run: dict) -> dict:
+    timing = run.get("timing") or {}
+    return {"mode": run.get("mode"), "status": run.get("status"), **{k: timing.get(k) for k in TIMING_KEYS}}
 
 
 STEP_KEYS = ("kernels", "device_busy_us", "device_idle_us", "host_duration_us", "host_runtime_us")
