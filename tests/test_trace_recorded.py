@@ -146,8 +146,11 @@ def test_torch_xla_cpu_xplane(tmp_path):
     assert stats["steps"] == STEPS
     ops = [event for event in trace.events if event.is_device_exec]
     assert ops and all(event.hlo_module.startswith("SyncTensorsGraph") for event in ops)
-    # Every step ran the same graph: the same instructions, once each.
-    by_step = stats["per_step"]
-    assert by_step[1]["kernels"] == by_step[2]["kernels"] > 0
-    assert stats["kernels"] == len(ops)
+    # Each step ran the train graph once; every execution is counted whole in one step. (Which step: on a loaded
+    # machine the CPU client queues executions, and XLA's flows then link a queued one to the execution before it,
+    # so it can count in an earlier step; docs/trace.md.)
+    per_execution = len({event.hlo_op for event in ops if event.hlo_module == ops[-1].hlo_module})
+    by_step = [step["kernels"] for step in stats["per_step"]]
+    assert sum(by_step) == stats["kernels"] == len(ops)
+    assert all(count % per_execution == 0 for count in by_step)
     assert stats["categories"]["matmul/conv"] > 0  # the two dots

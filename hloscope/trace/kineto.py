@@ -213,7 +213,6 @@ class _EventBuilder:
         self.complete_events = 0
         self.process_names: dict = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
         self.thread_names: dict = {}  # (pid, tid) -> name
-        self.names: dict[str, str] = {}  # interns repeated event names (a few thousand distinct in large traces)
         self.lanes: dict = {}  # stream -> "stream N", built once
         self.pid_names: dict = {}  # pid -> str(pid) for processes without a name
         self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
@@ -249,7 +248,6 @@ class _EventBuilder:
     def from_structs(self, chunk: list) -> Iterator[Event]:
         """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are built inline,
         with their lane and process names cached: this loop runs once per event of traces with millions of them."""
-        names = self.names
         device_cats = _DEVICE_CATS
         host_cats = _KINETO_HOST_CATS
         places = self.places
@@ -264,10 +262,12 @@ class _EventBuilder:
             start = item.ts
             if start is None:  # let the streaming parser report it with its position
                 raise kineto_chunks.GiveUp("complete event without ts")
-            self.complete_events += 1
-            duration = item.dur if item.dur is not None else 0.0
+            duration = item.dur
+            if duration is None:
+                duration = 0.0
             name = item.name
-            name = names.setdefault(name, name) if isinstance(name, str) else str(name)
+            if type(name) is not str:
+                name = str(name)
             category = item.cat
             if args is None:
                 yield self._complete(name, category, start, duration, item.pid, item.tid)
@@ -334,7 +334,8 @@ class _EventBuilder:
         self, name, category, start, duration, pid, tid, stream=None, correlation=None, hlo_op=None, hlo_module=None,
         step_num=None,
     ) -> Event:
-        name = self.names.setdefault(name, name) if isinstance(name, str) else str(name)
+        if type(name) is not str:
+            name = str(name)
         kind = _DEVICE_CATS.get(category)
         if kind is not None:  # Kineto GPU activity: the most common device case, kept short
             return Event(
