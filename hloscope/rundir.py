@@ -179,8 +179,8 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
         raise InputError(run_json, f"not a valid run.json: unknown status {record['status']!r}")
     artifacts = record.setdefault("artifacts", [])
     if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str)
-                                                  for a in artifacts):
-        raise InputError(run_json, "not a valid run.json: 'artifacts' must be a list of objects with a 'path'")
+                                                  and isinstance(a.get("kind", ""), str) for a in artifacts):
+        raise InputError(run_json, "not a valid run.json: 'artifacts' must be objects with a 'path' and a 'kind'")
     run_dir = run_json.parent
     if check_artifacts:
         for artifact in artifacts:

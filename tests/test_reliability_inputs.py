@@ -660,3 +660,16 @@ def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
     rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
                                          "modes": modes})
     assert_refused(hloscope("explain", comparison), comparison / "comparison.json", words=(words,))
+
+
+@pytest.mark.parametrize("command", list(RUN_COMMANDS))
+@needs_fixtures
+def test_an_artifact_kind_of_the_wrong_type_is_named(tmp_path, command):
+    """A list as an artifact's kind crashed explain (unhashable type) before rundir checked it."""
+    good = _good_run(tmp_path / "good")
+    run = _good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    record["artifacts"][0]["kind"] = ["hlo"]
+    (run / "run.json").write_text(json.dumps(record))
+    assert_refused(hloscope(*RUN_COMMANDS[command](run, good)), run / "run.json",
+                   words=("'artifacts' must be objects with a 'path' and a 'kind'",))
