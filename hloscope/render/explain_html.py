@@ -5,7 +5,8 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import fmt, svg
-from hloscope.render.explain_views import device_time_by_category, kernels_by_category, mode_rows
+from hloscope.render.explain_views import (config_text, device_time_by_category, estimate, kernels_by_category,
+                                           mode_rows, notes, slower_modes)
 from hloscope.render.html_page import evidence, page, table
 
 
@@ -17,9 +18,8 @@ def render(report: dict) -> str:
     body = ["<h1>Why the modes differ</h1>"]
     if meta.get("path"):
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
-    if meta.get("config"):
-        body.append("<p>Configuration: " + escape(", ".join(f"{k}={v}" for k, v in meta["config"].items()
-                                        if not isinstance(v, (dict, list)))) + "</p>")
+    if config_text(meta):
+        body.append(f"<p>Configuration: {escape(config_text(meta))}</p>")
     body.append(f"<p>Fastest mode: <b>{escape(fastest)}</b></p>" if fastest else
                 "<p>No mode finished with a step time.</p>")
 
@@ -28,25 +28,20 @@ def render(report: dict) -> str:
                        "device idle/step", "compiles in window"],
                       [[r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
                         fmt.count(r["throughput_img_s"]),
-                        fmt.count(r["kernels"] if r["kernels"] is not None else r["trace_kernels"]),
+                        fmt.count(r["kernels_per_step"]),
                         fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"])] for r in rows]))
     body.append(svg.bar_chart("Step time per mode (median)",
                               [(r["mode"], r["step_time_s"] * 1e3) for r in rows if r["step_time_s"]], "ms"))
 
     body.append("<h2>What explains each gap</h2>")
-    for entry in mode_rows(report):  # fastest first, like the table
-        if not entry.get("gap_s") or entry["mode"] == fastest:
-            continue
+    for entry in slower_modes(report):
         body.append(f"<h3>{escape(entry['mode'])}: {fmt.ratio(entry['ratio'])} the step time of {escape(fastest)} "
                     f"(+{fmt.ms(entry['gap_s'])} per step)</h3>")
         if not entry["contributors"]:
             body.append("<p>No rule found evidence for this gap in the data recorded.</p>")
-        items = []
-        for c in entry["contributors"]:
-            size = (f"~{fmt.ms(c['seconds'])} ({fmt.share(c['seconds'], entry['gap_s'])} of the gap)"
-                    if c["seconds"] is not None else "not sized")
-            items.append(f"<li><b>{escape(c['title'])}</b> <span class=\"est\">{escape(size)}</span>"
-                         f"<p class=\"claim\">{escape(c['claim'])}.</p>{evidence(c['evidence'])}</li>")
+        items = [f"<li><b>{escape(c['title'])}</b> <span class=\"est\">{escape(estimate(c, entry['gap_s']))}</span>"
+                 f"<p class=\"claim\">{escape(c['claim'])}.</p>{evidence(c['evidence'])}</li>"
+                 for c in entry["contributors"]]
         body.append("<ol>" + "".join(items) + "</ol>")
         body.append(f"<p>Explained: {fmt.ms(entry['explained_s'])}; unexplained: {fmt.ms(entry['unexplained_s'])} "
                     "(estimates can overlap).</p>")
@@ -62,8 +57,7 @@ def render(report: dict) -> str:
     if not any(plots):
         body.append("<p>No HLO dumps or traces were recorded for these modes.</p>")
 
-    notes = [(mode, note) for mode, s in summaries.items() for note in s.get("notes", [])]
-    if notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>" for m, n in notes)
-                    + "</ul>")
+    if notes(report):
+        body.append("<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>"
+                                                   for m, n in notes(report)) + "</ul>")
     return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hloscope.render import fmt
-from hloscope.render.explain_views import mode_rows
+from hloscope.render.explain_views import estimate, mode_rows, notes, slower_modes
 
 
 def render(report: dict, console: Console) -> None:
@@ -18,24 +18,18 @@ def render(report: dict, console: Console) -> None:
                    "compiles in window"):
         table.add_column(header, justify="left" if header in ("mode", "status") else "right")
     for r in mode_rows(report):
-        kernels = r["kernels"] if r["kernels"] is not None else r["trace_kernels"]
         table.add_row(r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
-                      fmt.count(kernels), fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"]))
+                      fmt.count(r["kernels_per_step"]), fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"]))
     console.print(table)
-    for entry in mode_rows(report):  # fastest first, like the table
-        if not entry.get("gap_s") or entry["mode"] == fastest:
-            continue
+    for entry in slower_modes(report):
         console.print(f"\n[bold]{escape(entry['mode'])}[/bold]: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
                       f"(+{fmt.ms(entry['gap_s'])} per step)", highlight=False)
         if not entry["contributors"]:
             console.print("  no rule found evidence for this gap in the data recorded")
         for rank, c in enumerate(entry["contributors"], 1):
-            size = (f"~{fmt.ms(c['seconds'])}, {fmt.share(c['seconds'], entry['gap_s'])} of the gap"
-                    if c["seconds"] is not None else "not sized")
-            console.print(f"  {rank}. [bold]{escape(c['title'])}[/bold] ({size}): {escape(c['claim'])}.", highlight=False,
-                          soft_wrap=False)
+            console.print(f"  {rank}. [bold]{escape(c['title'])}[/bold] ({estimate(c, entry['gap_s'])}): "
+                          f"{escape(c['claim'])}.", highlight=False, soft_wrap=False)
         console.print(f"  explained {fmt.ms(entry['explained_s'])}, unexplained {fmt.ms(entry['unexplained_s'])} "
                       "(estimates can overlap)", style="dim", highlight=False)
-    for mode, summary in report.get("summaries", {}).items():
-        for note in summary.get("notes", []):
-            console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)
+    for mode, note in notes(report):
+        console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)
