@@ -67,6 +67,11 @@ def test_amd_gpu_kernel_time_per_hlo_op(fixtures_dir):
         assert measured[name] == pytest.approx(total)
     assert "te_fused_attn_forward_ffi.10" in measured
     assert all(event.hlo_module == "jit_loss_fn" for event in trace.events if event.is_device_exec)
+    # `trace stats` lists the same totals, largest first.
+    rows = trace_stats(trace, top=1000)["hlo_ops"]
+    assert {row["hlo_op"]: row["total_us"] for row in rows} == pytest.approx(dict(expected), abs=1e-3)
+    assert [row["total_us"] for row in rows] == sorted((row["total_us"] for row in rows), reverse=True)
+    assert {row["hlo_module"] for row in rows} == {"jit_loss_fn"}
 
 
 def test_v100_tensorflow_xplane_matches_xprof(fixtures_dir):

@@ -42,6 +42,17 @@ def render_stats(console: Console, stats: dict) -> None:
         for row in stats["top"]:
             top.add_row(_short(row["name"]), f"{row['count']:,}", _ms(row["total_us"]), f"{row['share']:.1%}")
         console.print(top)
+    if stats["hlo_ops"]:
+        ops = Table(title=f"Top {len(stats['hlo_ops'])} HLO instructions by device time", title_justify="left")
+        ops.add_column("HLO instruction", overflow="fold")
+        ops.add_column("module", overflow="fold")
+        ops.add_column("count", justify="right")
+        ops.add_column("total ms", justify="right")
+        ops.add_column("share", justify="right")
+        for row in stats["hlo_ops"]:
+            ops.add_row(row["hlo_op"], row["hlo_module"] or "", f"{row['count']:,}", _ms(row["total_us"]),
+                        f"{row['share']:.1%}")
+        console.print(ops)
     if stats["per_step"]:
         steps = Table(title="Steps", title_justify="left")
         for column in ("step", "host ms", "kernels", "device busy ms", "device idle ms", "idle gaps", "launch ms"):

@@ -37,6 +37,7 @@ class _Accumulator:
         self.host_runtime = 0.0
         self.categories = dict.fromkeys(CATEGORIES, 0.0)
         self.by_name: dict[str, list] = {}  # name -> [count, total_us]
+        self.by_hlo_op: dict[tuple, list] = {}  # (hlo_module, hlo_op) -> [count, total_us]
         self.host_markers: list[tuple[int, float, float]] = []
         self.device_markers: list[tuple[int, float, float]] = []
         self.devices: set[str] = set()
@@ -67,6 +68,14 @@ class _Accumulator:
             else:
                 entry[0] += 1
                 entry[1] += duration
+            if event.hlo_op is not None:
+                key = (event.hlo_module, event.hlo_op)
+                entry = self.by_hlo_op.get(key)
+                if entry is None:
+                    self.by_hlo_op[key] = [1, duration]
+                else:
+                    entry[0] += 1
+                    entry[1] += duration
             is_kernel = kind == KERNEL
             if is_kernel:
                 self.kernels += 1
@@ -160,6 +169,16 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
                 "share": round(total / device_time, 4) if device_time else 0.0,
             }
             for name, (count, total) in ranked
+        ],
+        "hlo_ops": [
+            {
+                "hlo_op": op,
+                "hlo_module": module,
+                "count": count,
+                "total_us": round(total, 3),
+                "share": round(total / device_time, 4) if device_time else 0.0,
+            }
+            for (module, op), (count, total) in sorted(acc.by_hlo_op.items(), key=lambda item: -item[1][1])[:top]
         ],
         "per_step": per_step,
     }
