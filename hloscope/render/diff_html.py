@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import svg
-from hloscope.render.diff_views import group_rows, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
 from hloscope.render.html_page import page, table
 
 
@@ -18,15 +18,12 @@ def render(report: dict) -> str:
              ("B", {f"fusion {k}": v for k, v in (b.get("fusions") or {}).items()})]
     body.append(svg.stacked_chart("Fusions by kind", kinds, "fusions"))
     body += ["<h2>Largest opcode changes</h2>",
-             table(["opcode", "A", "B", "B - A"], [(op, x, y, f"{d:+d}") for op, x, y, d in opcode_changes(report)]),
+             table(["opcode", "A", "B", "B - A"], opcode_changes(report)),
              "<h2>Structural matching</h2>", f"<p>{escape(matching_line(report))}</p>"]
     for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
         body += [f"<h3>{title}</h3>", table(["source op", "count", "opcodes", "examples"], group_rows(report[side], 30))]
-    traces = report.get("traces")
-    if traces:
+    if report.get("traces"):
         body += ["<h2>Kernels whose time changed most</h2>",
-                 table(["kernel", "A us", "B us", "B - A us"],
-                       [(r["name"], f"{r['a_us']:.1f}", f"{r['b_us']:.1f}", f"{r['delta_us']:+.1f}")
-                        for r in traces["kernels_changed_most"]])]
+                 table(["kernel", "A us", "B us", "B - A us"], kernel_changes(report))]
     body += [f"<p class=\"note\">{escape(n)}</p>" for n in report.get("notes", [])]
     return page("hloscope diff", body)

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hloscope.render.diff_views import group_rows, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
 
 
 def _table(title: str, headers: list[str], rows) -> Table:
@@ -20,16 +20,13 @@ def _table(title: str, headers: list[str], rows) -> Table:
 
 def render(report: dict, console: Console) -> None:
     console.print(_table("Side by side", ["", "A", "B", "B - A"], side_by_side(report, full_paths=False)))
-    console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"],
-                         [(op, a, b, f"{d:+d}") for op, a, b, d in opcode_changes(report)]))
+    console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"], opcode_changes(report)))
     console.print(escape(matching_line(report)), highlight=False)
     for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
         if report[side]:
             console.print(_table(title, ["source op", "count", "opcodes"], group_rows(report[side], 10, examples=False)))
-    traces = report.get("traces")
-    if traces:
+    if report.get("traces"):
         console.print(_table("Kernels whose time changed most (us)", ["kernel", "A", "B", "B - A"],
-                             [(r["name"], f"{r['a_us']:.1f}", f"{r['b_us']:.1f}", f"{r['delta_us']:+.1f}")
-                              for r in traces["kernels_changed_most"][:10]]))
+                             kernel_changes(report, 10)))
     for note in report.get("notes", []):
         console.print(f"note: {note}", style="yellow", highlight=False)

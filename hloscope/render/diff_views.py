@@ -71,10 +71,17 @@ def _group_rows(da, db, prefix: str, depth: int = 0) -> list[tuple[str, str, str
     return rows
 
 
-def opcode_changes(report: dict, limit: int = 15) -> list[tuple[str, int, int, int]]:
+def opcode_changes(report: dict, limit: int = 15) -> list[tuple[str, int, int, str]]:
+    """(opcode, count in A, count in B, signed change) for the opcodes whose count changed most."""
     oa, ob = report["a"].get("opcodes") or {}, report["b"].get("opcodes") or {}
     changes = report["delta"].get("opcodes") or {}
-    return [(op, oa.get(op, 0), ob.get(op, 0), d) for op, d in list(changes.items())[:limit]]
+    return [(op, oa.get(op, 0), ob.get(op, 0), f"{d:+d}") for op, d in list(changes.items())[:limit]]
+
+
+def kernel_changes(report: dict, limit: int | None = None) -> list[tuple[str, str, str, str]]:
+    """(kernel, A us, B us, signed change) for the kernels whose total time changed most; [] without traces."""
+    rows = (report.get("traces") or {}).get("kernels_changed_most") or []
+    return [(r["name"], f"{r['a_us']:.1f}", f"{r['b_us']:.1f}", f"{r['delta_us']:+.1f}") for r in rows[:limit]]
 
 
 def matching_line(report: dict) -> str:
