@@ -13,6 +13,13 @@ def sec(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f} s"
 
 
+def rate(images_per_s: float | None) -> str:
+    """Images/s with three significant digits for slow CPU runs, thousands separators for fast ones."""
+    if images_per_s is None:
+        return "-"
+    return f"{images_per_s:,.0f}" if images_per_s >= 100 else f"{images_per_s:.3g}"
+
+
 def mib(n_bytes: int | None) -> str:
     return "-" if n_bytes is None else f"{n_bytes / 2**20:.0f} MiB"
 
@@ -37,7 +44,7 @@ def run_table(record: dict) -> Table:
     table.add_row("window mean", ms(timing.get("window_mean_s")))
     table.add_row("timed steps", str(len(timing.get("step_times_s", []))))
     throughput = timing.get("throughput_img_s")
-    table.add_row("throughput", "-" if throughput is None else f"{throughput:,.0f} images/s")
+    table.add_row("throughput", "-" if throughput is None else f"{rate(throughput)} images/s")
     table.add_row("first step (compile)", sec(timing.get("first_step_s")))
     if timing.get("profiled_step_times_s"):
         table.add_row("profiled steps", ", ".join(ms(t) for t in timing["profiled_step_times_s"]))
@@ -85,6 +92,6 @@ def comparison_table(comparison: dict) -> Table:
             status += f" ({entry['error'].split(';')[0].splitlines()[0][:40]})"
         style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(entry.get("status"), "")
         table.add_row(entry["mode"], ms(median) if ok else "-", ratio,
-                      f"{throughput:,.0f} img/s" if ok and throughput else "-", sec(entry.get("first_step_s")),
+                      f"{rate(throughput)} img/s" if ok and throughput else "-", sec(entry.get("first_step_s")),
                       mib(entry.get("peak_memory_bytes")), f"[{style}]{status}[/{style}]" if style else status)
     return table
