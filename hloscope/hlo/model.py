@@ -100,13 +100,15 @@ class HloInstruction:
             return self._attrs
         except AttributeError:
             pass
+        self._attrs = self._scan_attributes()
+        return self._attrs
+
+    def _scan_attributes(self) -> dict[str, str]:
         start = self._operand_end() + 1
         try:
-            attrs = scan.split_attributes(self.text, start)
+            return scan.split_attributes(self.text, start)
         except ValueError as error:
             raise self._error(f"bad attribute list of '{self.name}': {error}", start) from None
-        self._attrs = attrs
-        return attrs
 
     def validate(self) -> None:
         """Parse everything that is otherwise parsed on demand, so malformed text is reported now."""
@@ -114,11 +116,7 @@ class HloInstruction:
         for operand in self.operands:
             operand.shape
         if not hasattr(self, "_attrs"):  # check the attributes without keeping them: most are never asked for
-            start = self._operand_end() + 1
-            try:
-                attrs = scan.split_attributes(self.text, start)
-            except ValueError as error:
-                raise self._error(f"bad attribute list of '{self.name}': {error}", start) from None
+            attrs = self._scan_attributes()
             if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
                 self._attrs = attrs
                 self.called_computations
