@@ -1,0 +1,90 @@
+"""The driver's bookkeeping with a stand-in Session: recompiles in the window, failures and interrupts recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.backends import driver
+from hloscope.backends.base import RunOptions, Session
+from hloscope.rundir import create_run_dir, load_run
+
+
+class FakeSession(Session):
+    """Losses fall by 0.1 a step; `compiles` grows when the step index is in `recompile_at`."""
+
+    recompile_at: set[int] = set()
+    fail_at: int | None = None
+
+    def setup(self) -> None:
+        self.compiles = 1
+        self.graph = {"kind": "none"}
+
+    def step(self, index: int):
+        if index == self.fail_at:
+            raise ValueError("shapes do not match")
+        if index in self.recompile_at:
+            self.compiles += 1
+        return 3.0 - 0.1 * index
+
+    def wait(self, outputs) -> None:
+        pass
+
+    def loss_of(self, outputs) -> float:
+        return outputs
+
+    def compile_counts(self) -> dict[str, int]:
+        return {"compiles": self.compiles}
+
+    def info(self) -> dict:
+        return {"framework": "fake", "precision": {"requested": self.options.precision}}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(driver, "load_session", lambda options, run_dir: FakeSession(options, run_dir))
+    FakeSession.recompile_at, FakeSession.fail_at = set(), None
+    return FakeSession
+
+
+def _run(tmp_path, **overrides):
+    options = RunOptions(mode="jax", model="vit-tiny", batch_size=4, steps=5, warmup=2, **overrides)
+    run_dir = create_run_dir(tmp_path, "run")
+    warnings: list[str] = []
+    return driver.execute(options, run_dir, warn=warnings.append), warnings, run_dir
+
+
+def test_a_clean_run_records_everything(tmp_path, fake):
+    record, warnings, run_dir = _run(tmp_path)
+    assert record["status"] == "ok" and warnings == []
+    assert len(record["timing"]["step_times_s"]) == 5 and len(record["timing"]["warmup_times_s"]) == 1
+    assert record["loss"] == {"first": 3.0, "last": pytest.approx(2.4), "finite": True, "falling": True}
+    assert record["compiles"] == {"before_window": {"compiles": 1}, "in_window": {"compiles": 0},
+                                  "total": {"compiles": 1}, "recompiled_in_window": False}
+    assert load_run(run_dir)["environment"]["framework"] == "fake"
+
+
+def test_a_compile_inside_the_timed_window_is_flagged(tmp_path, fake):
+    fake.recompile_at = {1, 4}  # one during warm-up (fine), one inside the window (steps 2..6)
+    record, warnings, _ = _run(tmp_path)
+    assert record["compiles"]["in_window"] == {"compiles": 1} and record["compiles"]["recompiled_in_window"]
+    assert len(warnings) == 1 and "compiled again inside the timed window" in warnings[0]
+    assert record["warnings"] == warnings
+
+
+def test_a_failing_step_leaves_a_failed_run_json(tmp_path, fake):
+    fake.fail_at = 3
+    with pytest.raises(driver.ModeFailed, match="ValueError: shapes do not match"):
+        _run(tmp_path)
+    record = load_run(tmp_path / "run")
+    assert record["status"] == "failed" and record["error"] == "ValueError: shapes do not match"
+    assert "Traceback" in record["error_traceback"]
+    assert record["environment"]["framework"] == "fake"  # what setup knew is kept
+
+
+def test_an_interrupt_keeps_the_steps_measured(tmp_path, fake, monkeypatch):
+    monkeypatch.setenv(driver.TEST_CRASH_ENV, "pytorch:raise, jax:interrupt")
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path)
+    record = load_run(tmp_path / "run")
+    assert record["status"] == "interrupted" and len(record["timing"]["step_times_s"]) == 2
+    assert record["timing"]["window_mean_s"] > 0 and "phase" not in record
