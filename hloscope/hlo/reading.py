@@ -59,7 +59,7 @@ def check_readable(path: str) -> None:
 
 def _decode_error_position(path: str) -> tuple[int, int, int]:
     """(line, column, byte) of the first byte that is not UTF-8."""
-    line, offset = 1, 0
+    line = 1
     with open(path, "rb") as f:
         for raw in f:
             try:
@@ -67,7 +67,6 @@ def _decode_error_position(path: str) -> tuple[int, int, int]:
             except UnicodeDecodeError as error:
                 return line, len(raw[: error.start].decode("utf-8", "replace")) + 1, raw[error.start]
             line += 1
-            offset += len(raw)
     return line, 1, 0
 
 

@@ -30,7 +30,7 @@ _TOKEN = re.compile(r'\s+|#[^\n]*|(?P<str>"(?:[^"\\]|\\.)*")|(?P<punct>[{}:;,\[\
 def parse_text_proto(text: str, path: str = "<string>") -> dict:
     """Protobuf text format -> nested dicts; a field that occurs more than once becomes a list."""
     tokens = _tokenize(text, path)
-    pos, out = _parse_fields(tokens, 0, path, top=True)
+    _, out = _parse_fields(tokens, 0, path, top=True)
     return out
 
 
