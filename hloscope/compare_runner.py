@@ -8,6 +8,7 @@ the tail of the child's stderr) into that mode's run.json itself.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,9 +73,19 @@ def stderr_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None = None) -> ModeOutcome:
-    """Run one mode to completion in a child process. A Ctrl-C reaches the child too (same process group): the child
-    records `interrupted`, we wait for it, then re-raise."""
+def child_phase(run_dir: Path) -> str:
+    """Where a running child is, from the run.json it keeps up to date: starting, warming up, timed window."""
+    try:
+        record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "starting"
+    return record.get("phase") or ("setting up and compiling" if record.get("status") == "running" else "finishing")
+
+
+def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None = None,
+             on_poll: Callable[[str], None] = lambda phase: None) -> ModeOutcome:
+    """Run one mode to completion in a child process, reporting its phase to `on_poll` about twice a second.
+    A Ctrl-C reaches the child too (same process group): the child records `interrupted`, we wait for it, re-raise."""
     logs = comparison_dir / "logs"
     logs.mkdir(exist_ok=True)
     stderr_log = logs / f"{MODE_DIRS[options.mode]}.stderr.log"
@@ -82,12 +93,18 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     start = time.perf_counter()
     with open(stderr_log, "wb") as err:
         child = subprocess.Popen(run_command(options, comparison_dir), stdout=subprocess.DEVNULL, stderr=err, env=env)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
-            returncode = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
             returncode = None
+            while returncode is None:
+                try:
+                    returncode = child.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    if deadline is not None and time.monotonic() > deadline:
+                        child.kill()
+                        child.wait()
+                        break
+                    on_poll(child_phase(comparison_dir / MODE_DIRS[options.mode]))
         except KeyboardInterrupt:
             try:
                 child.wait(timeout=30)
@@ -161,6 +178,7 @@ def add_ratios(entries: list[dict]) -> None:
 
 def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
                    on_mode_start: Callable[[str], None] = lambda mode: None,
+                   on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
                    timeout_s: float | None = None) -> dict:
     """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
@@ -171,7 +189,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         for mode in modes:
             options = options_for(mode)
             on_mode_start(mode)
-            outcome = run_mode(options, comparison_dir, timeout_s)
+            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=lambda phase: on_mode_phase(mode, phase))
             entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
             comparison["modes"].append(entry)
             add_ratios(comparison["modes"])

@@ -108,3 +108,11 @@ def test_ctrl_c_during_compare_marks_the_running_and_the_pending_modes(tmp_path)
     assert jax_record["status"] == "interrupted" and len(jax_record["timing"]["step_times_s"]) > 0
     assert entries["pytorch"]["status"] == "interrupted" and "not started" in entries["pytorch"]["error"]
     assert load_run(run_json.parent.parent / "pytorch")["status"] == "interrupted"
+
+
+def test_a_mode_over_its_time_limit_is_stopped_and_reported(tmp_path):
+    result = hloscope("compare", "--modes", "jax", *TINY, "--timeout", "1", "--out", str(tmp_path), "--json")
+    assert result.returncode == 1  # no mode succeeded
+    entry = json.loads(result.stdout)["modes"][0]
+    assert entry["status"] == "failed" and entry["error"].startswith("timed out")
+    assert load_run(tmp_path / json.loads(result.stdout)["comparison_id"] / "jax")["status"] == "failed"

@@ -171,6 +171,8 @@ def execute(options: RunOptions, run_dir: Path,
         record["memory"] = session.memory()
         fill_timing(record, log, options.batch_size)
         if options.profile:
+            record["phase"] = "profiling"
+            write_run(run_dir, record)
             result = session.profile(options.profile_steps)
             record["timing"]["profiled_step_times_s"] = result.step_times_s
             record["artifacts"].extend(result.artifacts)

@@ -71,7 +71,11 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
             progress.console.print(f"  {entry['mode']}: [{colour}]{entry['status']}[/{colour}]{median}", highlight=False)
             progress.advance(task)
 
+        def phase(mode: str, where: str) -> None:
+            progress.update(task, description=f"running [bold]{mode}[/bold] ({where})")
+
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
+                                    on_mode_phase=phase,
                                     on_mode_done=done, timeout_s=timeout_s)
     if as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
