@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from hloscope.errors import HloscopeError, InputError
+from hloscope.errors import InputError
 
 # How often new or rewritten runs under DIR are added to the running TensorBoard.
 SYNC_INTERVAL_S = 5.0
@@ -80,7 +80,7 @@ def _serve(server, view) -> None:
             continue
         _warn_problems({name: why for name, why in view.problems.items() if name not in known})
         known = set(view.problems)
-    raise HloscopeError(f"TensorBoard exited with code {server.process.returncode}: {server.last_log_line()}")
+    raise server.exit_error()
 
 
 def _print_sessions(sessions) -> None:

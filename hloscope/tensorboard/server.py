@@ -80,7 +80,7 @@ class TensorBoardProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise HloscopeError(f"TensorBoard exited with code {self.process.returncode}: {self.last_log_line()}")
+                raise self.exit_error()
             try:
                 with opener.open(self.url.rstrip("/") + RUNS_PATH, timeout=5) as response:
                     if response.status == 200:
@@ -107,6 +107,10 @@ class TensorBoardProcess:
         except (subprocess.TimeoutExpired, KeyboardInterrupt):  # slow to exit, or a second Ctrl-C: do not wait
             self.process.kill()
             self.process.wait()
+
+    def exit_error(self) -> HloscopeError:
+        """What to tell the user when TensorBoard exited on its own: its exit code and the last line it logged."""
+        return HloscopeError(f"TensorBoard exited with code {self.process.returncode}: {self.last_log_line()}")
 
     def last_log_line(self) -> str:
         try:
