@@ -18,7 +18,7 @@ Whatever is left is reported as existing only on one side.
 from __future__ import annotations
 
 import re
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from hloscope.diff.graph import Graph, Node
@@ -74,10 +74,8 @@ class Matching:
     only_in_b: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        result: dict[str, int] = defaultdict(int)
-        for stage in self.how.values():
-            result[stage] += 1
-        return dict(result)
+        """Pairs by the stage that made them."""
+        return dict(Counter(self.how.values()))
 
 
 class _Matcher:
