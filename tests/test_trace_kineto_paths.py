@@ -82,3 +82,22 @@ def test_cuts_inside_strings_and_nested_objects_are_not_taken(tmp_path, monkeypa
     read = list(kineto.iter_events(path))
     assert read == _ijson_only(path)
     assert [event.name for event in read] == [event["name"] for event in events]
+
+
+def test_syntax_error_at_the_end_of_a_large_file_has_its_position(fixtures_dir, tmp_path, monkeypatch):
+    """Found by the fast path after all its chunks (no second read), with the line:column json.loads gives."""
+    from hloscope.errors import InputError
+
+    text = gzip.decompress((fixtures_dir / "hta/triton_example__triton_example.json.gz").read_bytes()).decode()
+    broken = text.replace('"traceEvents": [', '"traceEvents": [\n  {"ph": "X", "name": "k", "ts": 1, "dur": 1},' * 1, 1)
+    broken = broken.rstrip().removesuffix("}") + ',\n  "x": [1 2]\n}\n'
+    path = tmp_path / "late.pt.trace.json"
+    path.write_text(broken)
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(broken)
+    monkeypatch.setattr(kineto_chunks, "BLOCK_BYTES", 512)  # many chunks before the error
+    monkeypatch.setattr(kineto, "_stream_with_ijson", None)  # the streaming parser must not be needed
+    with pytest.raises(InputError) as refused:
+        list(kineto.iter_events(path))
+    assert (refused.value.line, refused.value.col) == (expected.value.lineno, expected.value.colno)
+    assert "invalid JSON" in str(refused.value)

@@ -34,7 +34,8 @@ _KINETO_HOST_CATS = {"cpu_op": HOST_OP, "python_function": HOST_OP, "user_annota
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 _NO_ARGS: dict = {}
 _GZIP_MAGIC = b"\x1f\x8b"
-# Above this size a syntax error is reported without line:column (finding it would mean loading the whole file).
+# Above this much JSON text, a syntax error the streaming parser finds is reported without line:column (finding it
+# would mean loading the whole text).
 _LOCATE_ERRORS_BELOW = 64 << 20
 
 
@@ -72,12 +73,13 @@ def _sniff_prefix(path: Path, stream: io.BufferedIOBase) -> str:
 
 
 def _locate_json_error(path: Path) -> tuple[int | None, int | None, str | None]:
-    """Line and column of a JSON syntax error, found with the standard library on files small enough to load."""
+    """Line and column of a JSON syntax error, found with the standard library on files whose (decompressed) text is
+    small enough to load; larger ones are reported without a position."""
     try:
-        if os.path.getsize(path) > _LOCATE_ERRORS_BELOW:
-            return None, None, None
         with open_trace_bytes(path) as stream:
-            text = stream.read(_LOCATE_ERRORS_BELOW * 8)
+            text = stream.read(_LOCATE_ERRORS_BELOW + 1)
+        if len(text) > _LOCATE_ERRORS_BELOW:
+            return None, None, None
         json.loads(text)
     except json.JSONDecodeError as error:
         return error.lineno, error.colno, error.msg
@@ -115,6 +117,10 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
                 return
+            except kineto_chunks.Malformed as error:
+                if error.truncated:
+                    raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
+                raise InputError(path, f"invalid JSON: {error.message}", error.line, error.col) from error
             except kineto_chunks.GiveUp:
                 pass
     with _open(path) as stream:

@@ -24,10 +24,41 @@ MAX_PENDING_BYTES = 64 << 20
 MAX_CUT_ATTEMPTS = 8
 _LOOKAHEAD = 256  # bytes of whitespace allowed between "}," and the next event's "{"
 _ARRAY_START = re.compile(rb'(?<!\\)"traceEvents"\s*:\s*\[')
+_BYTE = re.compile(r" ?\(byte (\d+)\)")
 
 
 class GiveUp(Exception):
     """The fast path cannot decode this file; use the streaming parser instead."""
+
+
+class Malformed(Exception):
+    """The end of the document is not valid JSON: `message`, and where (1-based line and column; None if unknown)."""
+
+    def __init__(self, message: str, truncated: bool, line: int | None = None, col: int | None = None):
+        super().__init__(message)
+        self.message, self.truncated, self.line, self.col = message, truncated, line, col
+
+
+class _Position:
+    """Line counting over the text already consumed, so that an error found at the end can say line:column."""
+
+    def __init__(self, consumed: bytes):
+        self.offset = len(consumed)  # absolute offset of data[0] in the text
+        self.lines = consumed.count(b"\n")  # newlines before it
+        self.last_newline = consumed.rfind(b"\n")  # absolute offset of the last of them (-1: none)
+
+    def advance(self, data: bytearray, count: int) -> None:
+        newlines = data.count(b"\n", 0, count)
+        if newlines:
+            self.lines += newlines
+            self.last_newline = self.offset + data.rfind(b"\n", 0, count)
+        self.offset += count
+
+    def locate(self, data: bytearray, index: int) -> tuple[int, int]:
+        newlines = data.count(b"\n", 0, index)
+        last = data.rfind(b"\n", 0, index)
+        last_newline = self.offset + last if last >= 0 else self.last_newline
+        return self.lines + newlines + 1, self.offset + index - last_newline
 
 
 @lru_cache(maxsize=1)
@@ -71,12 +102,15 @@ def event_chunks(stream) -> Iterator[list]:
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
     # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
     with _ReadAhead(stream, BLOCK_BYTES) as reader:
-        data = bytearray(b"[") + _read_through_array_start(reader, msgspec)
+        before, after = _read_through_array_start(reader, msgspec)
+        data = bytearray(b"[") + after  # data[0] stands for the array's own "["
+        position = _Position(before[:-1])
         while True:
             events, cut = _decode_up_to_last_cut(data, chunk_decoder, errors)
             if cut is not None:
                 yield events
                 data[cut + 1] = ord("[")
+                position.advance(data, cut + 1)
                 del data[: cut + 1]
             block = reader.read()
             if not block:
@@ -84,8 +118,18 @@ def event_chunks(stream) -> Iterator[list]:
             data += block
             if len(data) > MAX_PENDING_BYTES:
                 raise GiveUp("no usable event boundary in 64 MB")
+    head = b'{"traceEvents": '
     try:
-        yield document_decoder.decode(b'{"traceEvents": ' + bytes(data)).traceEvents
+        yield document_decoder.decode(head + bytes(data)).traceEvents
+    except msgspec.DecodeError as error:  # the rest of the file is not JSON: say so, and where
+        message = str(error)
+        if "truncated" in message:
+            raise Malformed(message, truncated=True) from error
+        byte = _BYTE.search(message)
+        if byte is None or int(byte.group(1)) < len(head):
+            raise GiveUp(message) from error
+        line, col = position.locate(data, int(byte.group(1)) - len(head))
+        raise Malformed(_BYTE.sub("", message).replace("JSON is malformed: ", ""), False, line, col) from error
     except errors as error:
         raise GiveUp(str(error)) from error
 
@@ -138,8 +182,8 @@ def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | Non
     raise GiveUp(str(last_error))
 
 
-def _read_through_array_start(reader: _ReadAhead, msgspec) -> bytes:
-    """Read until the `[` of "traceEvents"; check the bytes before it; return what follows it."""
+def _read_through_array_start(reader: _ReadAhead, msgspec) -> tuple[bytes, bytes]:
+    """Read until the `[` of "traceEvents"; check the bytes before it; return (the bytes through it, what follows)."""
     data = b""
     while True:
         match = _ARRAY_START.search(data)
@@ -153,4 +197,4 @@ def _read_through_array_start(reader: _ReadAhead, msgspec) -> bytes:
         msgspec.json.decode(data[: match.end()] + b"]}")
     except msgspec.DecodeError as error:
         raise GiveUp(str(error)) from error
-    return data[match.end() :]
+    return data[: match.end()], data[match.end() :]
