@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from hloscope.hlo.kernels import classify
+from hloscope.hlo.kernels import launches
 from hloscope.hlo.model import HloModule
-from hloscope.hlo.ops import executed_computations
 
 _WRAPPERS = re.compile(r"^(?:jit\([^)]*\)/)+")
 
@@ -42,14 +41,10 @@ def layer_of(op_name: str, depth: int = 5) -> str:
 def kernels_by_source(module: HloModule, platform: str, depth: int = 5) -> list[dict]:
     """Launches grouped by the layer in their metadata op_name, biggest groups first."""
     groups: dict[str, dict] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
-    for comp in executed_computations(module):
-        for instr in comp.instructions:
-            kind = classify(instr, platform)
-            if kind is None:
-                continue
-            group = groups[layer_of(instr.metadata.get("op_name", ""), depth)]
-            group["kernels"] += 1
-            group["fusions"] += instr.opcode == "fusion"
-            group["kinds"][kind] += 1
+    for _, instr, kind in launches(module, platform):
+        group = groups[layer_of(instr.metadata.get("op_name", ""), depth)]
+        group["kernels"] += 1
+        group["fusions"] += instr.opcode == "fusion"
+        group["kinds"][kind] += 1
     rows = [{"source": k, "kernels": v["kernels"], "fusions": v["fusions"], "kinds": dict(v["kinds"])} for k, v in groups.items()]
     return sorted(rows, key=lambda r: (-r["kernels"], r["source"]))

@@ -13,8 +13,9 @@ CPU, TPU and unknown platforms: every instruction of the executed computations t
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
-from hloscope.hlo.model import HloInstruction, HloModule
+from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
 
 NO_CODE = {
@@ -61,14 +62,17 @@ def classify(instr: HloInstruction, platform: str) -> str | None:
     return "generated" if platform == "gpu" else "other"
 
 
-def kernel_breakdown(module: HloModule, platform: str) -> dict[str, int]:
-    counts = Counter()
+def launches(module: HloModule, platform: str) -> Iterator[tuple[HloComputation, HloInstruction, str]]:
+    """(computation, instruction, kind) of every launch, in schedule order."""
     for comp in executed_computations(module):
         for instr in comp.instructions:
             kind = classify(instr, platform)
             if kind is not None:
-                counts[kind] += 1
-    return dict(counts)
+                yield comp, instr, kind
+
+
+def kernel_breakdown(module: HloModule, platform: str) -> dict[str, int]:
+    return dict(Counter(kind for _, _, kind in launches(module, platform)))
 
 
 def kernel_count(breakdown: dict[str, int]) -> int:
@@ -78,16 +82,6 @@ def kernel_count(breakdown: dict[str, int]) -> int:
 
 def kernel_list(module: HloModule, platform: str) -> list[dict]:
     """Each launch in schedule order: name, kind, opcode, fusion kind or custom-call target."""
-    rows = []
-    for comp in executed_computations(module):
-        for instr in comp.instructions:
-            kind = classify(instr, platform)
-            if kind is not None:
-                rows.append({
-                    "name": instr.name,
-                    "kind": kind,
-                    "opcode": instr.opcode,
-                    "detail": instr.fusion_kind or instr.custom_call_target or "",
-                    "computation": comp.name,
-                })
-    return rows
+    return [{"name": instr.name, "kind": kind, "opcode": instr.opcode,
+             "detail": instr.fusion_kind or instr.custom_call_target or "", "computation": comp.name}
+            for comp, instr, kind in launches(module, platform)]

@@ -97,29 +97,24 @@ def _launch_cost(analysis, instr, kind: str) -> tuple[float, float]:
 def roofline(module, gpu: GpuTarget) -> dict:
     """Per-launch and per-step roofline lower bounds of one optimized GPU module (pure: no I/O)."""
     from hloscope.hlo.cost import CostAnalysis
-    from hloscope.hlo.kernels import classify
-    from hloscope.hlo.ops import executed_computations
+    from hloscope.hlo.kernels import launches as launches_of
 
     if not gpu.memory_bandwidth_bytes_s:
         return {"unavailable": f"the target file {gpu.path} gives no memory_bandwidth"}
     analysis = CostAnalysis(module)
     bandwidth = float(gpu.memory_bandwidth_bytes_s)
     launches = []
-    for comp in executed_computations(module):
-        for instr in comp.instructions:
-            kind = classify(instr, "gpu")
-            if kind is None:
-                continue
-            flops, data = _launch_cost(analysis, instr, kind)
-            peak, unit = _peak(gpu, instr, kind)
-            memory_s = data / bandwidth
-            compute_s = flops / peak if peak and flops else (0.0 if flops == 0 else None)
-            bound_s = max(memory_s, compute_s or 0.0)
-            launches.append({"name": instr.name, "kind": kind, "flops": flops, "bytes": data,
-                             "intensity_flops_per_byte": flops / data if data else None, "unit": unit,
-                             "peak_flops_s": peak, "memory_s": memory_s, "compute_s": compute_s,
-                             "lower_bound_s": bound_s,
-                             "limited_by": "compute" if compute_s and compute_s > memory_s else "memory"})
+    for _, instr, kind in launches_of(module, "gpu"):
+        flops, data = _launch_cost(analysis, instr, kind)
+        peak, unit = _peak(gpu, instr, kind)
+        memory_s = data / bandwidth
+        compute_s = flops / peak if peak and flops else (0.0 if flops == 0 else None)
+        bound_s = max(memory_s, compute_s or 0.0)
+        launches.append({"name": instr.name, "kind": kind, "flops": flops, "bytes": data,
+                         "intensity_flops_per_byte": flops / data if data else None, "unit": unit,
+                         "peak_flops_s": peak, "memory_s": memory_s, "compute_s": compute_s,
+                         "lower_bound_s": bound_s,
+                         "limited_by": "compute" if compute_s and compute_s > memory_s else "memory"})
     total_flops = sum(k["flops"] for k in launches)
     total_bytes = sum(k["bytes"] for k in launches)
     # Overlapping launches still share each unit: the busiest unit bounds the step from below.
