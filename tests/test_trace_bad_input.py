@@ -71,12 +71,15 @@ def test_one_bad_trace_does_not_hide_the_good_ones(cli_run, tmp_path, fixtures_d
 
     shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", tmp_path / "a.pt.trace.json.gz")
     shutil.copy(BAD / "trace_truncated.pt.trace.json", tmp_path / "b.pt.trace.json")
+    shutil.copy(BAD / "trace_truncated.xplane.pb", tmp_path / "c.xplane.pb")  # refused when read, before any stats
+    shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", tmp_path / "d.pt.trace.json.gz")
     code, stdout, stderr = cli_run("trace", "stats", str(tmp_path), "--json")
     assert code == 2
-    assert "b.pt.trace.json" in stderr and len(stderr.strip().splitlines()) == 1
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 2 and "b.pt.trace.json:" in lines[0] and "c.xplane.pb:" in lines[1]
     traces = json.loads(stdout)["traces"]
-    assert [Path(t["file"]).name for t in traces] == ["a.pt.trace.json.gz"]
-    assert traces[0]["kernels"] == 1
+    assert [Path(t["file"]).name for t in traces] == ["a.pt.trace.json.gz", "d.pt.trace.json.gz"]
+    assert [t["kernels"] for t in traces] == [1, 1]
 
 
 def test_xplane_larger_than_free_memory_is_refused(cli_run, fixtures_dir, monkeypatch):

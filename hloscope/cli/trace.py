@@ -24,16 +24,16 @@ def stats(path: str, as_json: bool, top: int) -> None:
     (a trace file, a run directory or a TensorBoard log directory)."""
     from rich.console import Console
 
-    from hloscope.trace.load import load_traces
+    from hloscope.trace.load import load_trace, trace_files
     from hloscope.trace.report import render_stats
     from hloscope.trace.stats import trace_stats
 
     results: list[dict] = []
     failures: list[HloscopeError] = []
     console = Console()
-    for trace in load_traces(path):
+    for file in trace_files(path):
         try:
-            result = trace_stats(trace, top=top)
+            result = trace_stats(load_trace(file), top=top)
         except InputError as error:  # one broken trace does not hide the others
             failures.append(error)
             continue

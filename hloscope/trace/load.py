@@ -22,22 +22,27 @@ JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.
 
 
 def load_traces(path: str | os.PathLike) -> list[Trace]:
-    """Every trace at `path`, sorted by file name: a trace file; a run or comparison directory (its run.json files
-    are read and checked, and the traces they list are used); or any other directory, searched recursively."""
+    """Every trace at `path`, sorted by file name (see `trace_files`); the first unreadable one raises InputError."""
+    return [load_trace(file) for file in trace_files(path)]
+
+
+def trace_files(path: str | os.PathLike) -> list[Path]:
+    """The trace files at `path`: a trace file; a run or comparison directory (its run.json files are read and
+    checked, and the traces they list are used); or any other directory, searched recursively."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or directory")
     if not path.is_file() and not path.is_dir():  # a pipe (`<(zcat trace.gz)`), a device, a socket
         raise InputError(path, "not a regular file or directory: save the trace to a file first")
     if path.is_file() and path.name not in (RUN_FILE, COMPARISON_FILE):
-        return [load_trace(path)]
+        return [path]
     if path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file():
         files = _traces_of_runs(path)
     else:
         files = find_trace_files(path)
     if not files:
         raise InputError(path, f"no traces found (looked for *{XPLANE_SUFFIX}, *.trace.json and *.trace.json.gz)")
-    return [load_trace(file) for file in files]
+    return files
 
 
 def find_trace_files(directory: Path) -> list[Path]:
