@@ -596,11 +596,6 @@ def test_broken_gpu_target_file_is_refused_before_any_run(tmp_path, name, positi
     assert not out.exists() or list(out.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="hloscope/trace/kineto_chunks.py: msgspec raises UnicodeDecodeError (not "
-                   "msgspec.DecodeError) on a byte that is not UTF-8; neither the array-start check "
-                   "(_read_through_array_start: except msgspec.DecodeError) nor the chunk decoder (errors = (DecodeError, "
-                   "ValidationError, RecursionError)) catches it, so the command ends in a traceback. Found by random "
-                   "byte mutations of a real Kineto trace")
 @pytest.mark.parametrize("name", ["rel_not_utf8_header.pt.trace.json", "rel_not_utf8_event.pt.trace.json"])
 def test_kineto_json_with_a_byte_that_is_not_utf8(name):
     path = BAD / name
@@ -608,11 +603,6 @@ def test_kineto_json_with_a_byte_that_is_not_utf8(name):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="hloscope/trace/xplane.py: XLA's protobuf reader (ProfileData."
-                   "from_serialized_xspace) logs 'WARNING: All log messages before absl::InitializeLog()...' and "
-                   "'E0000 ... wire_format_lite.cc:578] String field ... contains invalid UTF-8 data' straight to file "
-                   "descriptor 2 before hloscope's own line: three lines on stderr (hloscope/hlo/xla.py's "
-                   "_quiet_stderr keeps such logging off stderr for XLA's HLO parser)")
 def test_xplane_with_a_corrupt_name_is_refused_in_one_line(real_run, tmp_path):
     (xplane,) = real_run.glob("plugins/profile/*/*.xplane.pb")
     data = xplane.read_bytes()

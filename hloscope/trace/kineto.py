@@ -83,14 +83,21 @@ def _locate_json_error(path: Path) -> tuple[int | None, int | None, str | None]:
         json.loads(text)
     except json.JSONDecodeError as error:
         return error.lineno, error.colno, error.msg
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
+    except UnicodeDecodeError as error:
+        line = text.count(b"\n", 0, error.start) + 1
+        return line, error.start - text.rfind(b"\n", 0, error.start), "bytes that are not UTF-8 text"
+    except (OSError, EOFError, zlib.error, ValueError):
         return None, None, None
     return None, None, None
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0].strip() if text else type(error).__name__
+    message = error.args[0] if error.args else ""
+    if isinstance(message, bytes):  # yajl's messages come as bytes, with the offending text on later lines
+        message = message.decode("utf-8", "replace")
+    text = str(message).strip().splitlines()
+    first = text[0].strip() if text else type(error).__name__
+    return "bytes that are not UTF-8 text" if "UTF8" in first else first
 
 
 def iter_events(path: str | os.PathLike) -> Iterator[Event]:

@@ -98,7 +98,7 @@ def event_chunks(stream) -> Iterator[list]:
         msgspec, chunk_decoder, document_decoder = _types()
     except ImportError as error:
         raise GiveUp("msgspec is not installed") from error
-    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
     # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
     with _ReadAhead(stream, BLOCK_BYTES) as reader:
@@ -195,6 +195,6 @@ def _read_through_array_start(reader: _ReadAhead, msgspec) -> tuple[bytes, bytes
         data += block
     try:
         msgspec.json.decode(data[: match.end()] + b"]}")
-    except msgspec.DecodeError as error:
+    except (msgspec.DecodeError, UnicodeDecodeError) as error:
         raise GiveUp(str(error)) from error
     return data[: match.end()], data[match.end() :]
