@@ -71,6 +71,14 @@ def test_vit_base_h100_against_a100(cli_run, fixtures_dir):
     assert report["matched"] + m["only_in_b"] == m["b_instructions"]
     assert report["matched"] > 0.7 * m["a_instructions"]
     assert all(g["count"] > 0 and g["opcodes"] for g in report["only_in_b"])
+    # each side's roofline lower bound for the GPU XLA compiled it for, side by side
+    assert report["a"]["roofline"]["device"] == "NVIDIA H100 80GB HBM3"
+    assert report["b"]["roofline"]["device"] == "NVIDIA A100-SXM4-80GB"
+    assert report["delta"]["roofline"]["serial_s"] == pytest.approx(
+        report["b"]["roofline"]["serial_s"] - report["a"]["roofline"]["serial_s"])
+    code, out, err = cli_run("diff", str(a), str(b), "--no-xla-cost", "--format", "md")
+    row = next(line for line in out.splitlines() if line.startswith("| roofline LOWER BOUND serial |"))
+    assert f"{report['b']['roofline']['serial_s'] * 1e3:.3f} ms" in row
 
 
 def test_vit_tiny_triton_against_vit_base_cublas(cli_run, fixtures_dir):

@@ -39,6 +39,12 @@ def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, 
         if key in a or key in b:
             label = "top-level copies" if key == "copies" else key
             rows.append((label, _num(a.get(key)), _num(b.get(key)), _signed(report["delta"].get(key))))
+    bound_a, bound_b = a.get("roofline") or {}, b.get("roofline") or {}
+    for key in ("serial_s", "aggregate_s"):  # GPU modules with XLA's target config beside them
+        ra, rb = bound_a.get(key), bound_b.get(key)
+        if ra is not None or rb is not None:
+            rows.append((f"roofline LOWER BOUND {key[:-2]}", fmt.ms(ra), fmt.ms(rb),
+                         f"{(rb - ra) * 1e3:+.3f} ms" if ra is not None and rb is not None else ""))
     for key, label in (("transpose", "transpose instructions"), ("copy", "copy instructions")):
         ca, cb = (a.get("opcodes") or {}).get(key, 0), (b.get("opcodes") or {}).get(key, 0)
         rows.append((label, _num(ca), _num(cb), _signed(cb - ca)))
