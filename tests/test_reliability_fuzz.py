@@ -160,3 +160,29 @@ def test_run_record_with_values_of_other_types_never_crashes_explain(tmp_path, c
     for summary in summaries:  # what was wrong is said, naming the file
         if summary.status == "unreadable":
             assert str(run / "run.json") in summary.notes[0]
+
+
+def test_locating_a_json_syntax_error_loads_at_most_the_limit(tmp_path, monkeypatch):
+    """Line:column of a syntax error comes from json.loads on the whole text, so only below a size limit. The limit
+    once applied to the compressed size only: a 23 MB .json.gz (300 MB of JSON) with a syntax error near its end took
+    1.7 GB to report, against ~60 MB for the same trace without the error."""
+    from hloscope.trace import kineto
+
+    limit = 4096
+    monkeypatch.setattr(kineto, "_LOCATE_ERRORS_BELOW", limit)
+    loaded: list[int] = []
+    real_loads = json.loads
+    monkeypatch.setattr(kineto.json, "loads", lambda text, *a, **k: loaded.append(len(text)) or real_loads(text, *a, **k))
+    events = ",\n".join('{"ph": "X", "name": "k", "ts": %d, "dur": 1}' % i for i in range(500))
+    broken = gzip.compress(('{"traceEvents": [\n' + events + ',\n{"ph": "X" "ts": 1}\n]}\n').encode())
+    assert len(broken) < limit  # small compressed, ~20 KB decompressed
+    path = tmp_path / "broken.pt.trace.json.gz"
+    path.write_bytes(broken)
+    with pytest.raises(InputError, match="invalid JSON") as info:
+        list(kineto.iter_events(path))
+    assert all(size <= limit for size in loaded) and info.value.line is None
+    small = tmp_path / "small.pt.trace.json.gz"
+    small.write_bytes(gzip.compress(b'{"traceEvents": [\n{"ph": "X" "ts": 1}\n]}\n'))
+    with pytest.raises(InputError, match="invalid JSON") as info:
+        list(kineto.iter_events(small))
+    assert (info.value.line, info.value.col) == (2, 12)  # still located when it fits
