@@ -3,27 +3,10 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from functools import lru_cache
 
 from hloscope.hlo.load import LoadedModule
-
-
-@contextmanager
-def _quiet_stderr():
-    """XLA's C++ logging writes start-up lines straight to file descriptor 2; keep them out of hloscope's output."""
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+from hloscope.native_stderr import quiet_native_stderr
 
 
 @lru_cache(maxsize=1)
@@ -32,7 +15,7 @@ def _cpu_client():
 
     if not hasattr(_jax, "get_tfrt_cpu_client"):
         return None
-    with _quiet_stderr():
+    with quiet_native_stderr():
         return _jax.get_tfrt_cpu_client()
 
 

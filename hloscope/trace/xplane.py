@@ -15,13 +15,13 @@ Which rows are device executions:
 from __future__ import annotations
 
 import bisect
-import contextlib
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency
+from hloscope.native_stderr import quiet_native_stderr
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
     ANNOTATION,
@@ -94,7 +94,7 @@ def _parse(path: Path):
     if not data:
         raise InputError(path, "empty file: not an xplane.pb profile")
     try:
-        with _quiet_stderr():  # XLA's protobuf reader logs its complaints straight to file descriptor 2
+        with quiet_native_stderr():  # XLA's protobuf reader logs its complaints straight to file descriptor 2
             space = _profile_data_class().from_serialized_xspace(data)
     except (RuntimeError, ValueError) as error:
         raise InputError(path, "not a valid xplane.pb (XSpace protobuf): truncated or corrupt") from error
@@ -102,23 +102,6 @@ def _parse(path: Path):
     if not any(plane.name.startswith(("/device:", "/host:")) for plane in space.planes):
         raise InputError(path, "not an xplane.pb profile: it has no /device: or /host: planes")
     return space
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """Keep XLA's C++ logging (written to file descriptor 2, bypassing Python) out of hloscope's one-line errors."""
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def _check_memory(path: Path, size: int) -> None:
