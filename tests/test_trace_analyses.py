@@ -97,3 +97,28 @@ def test_an_xla_execution_belongs_to_the_step_it_started_in():
 def test_no_step_markers_means_no_steps():
     stats = summarize_events([_event("gemm", 0, 1)])
     assert stats["steps"] == 0 and stats["per_step"] == [] and stats["kernels"] == 1
+
+
+def test_measured_instructions_keep_only_the_module_and_name_fusion_kinds():
+    from hloscope.hlo.parser import parse_hlo_text
+    from hloscope.trace.hlo_map import measured_instructions
+    from hloscope.trace.model import KERNEL, Event
+
+    (module,) = parse_hlo_text(
+        "HloModule jit_f\n\n"
+        "fused_add {\n  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] add(p0, p0)\n}\n\n"
+        "ENTRY main {\n  x = f32[4] parameter(0)\n  loop_add_fusion.1 = f32[4] fusion(x), kind=kLoop, calls=fused_add\n"
+        "  ROOT n = f32[4] negate(loop_add_fusion.1)\n}\n"
+    )
+
+    def op(name, dur, hlo_module="jit_f", hlo_op=None):
+        return Event(name=name, start_us=0.0, dur_us=dur, kind=KERNEL, device=True, lane="s", process="p",
+                     hlo_op=hlo_op, hlo_module=hlo_module)  # fmt: skip
+
+    events = [op("loop_add_fusion_1", 3.0), op("loop_add_fusion_1", 5.0), op("n", 2.0, hlo_op="n"),
+              op("n", 40.0, hlo_module="jit_g", hlo_op="n"), op("other_kernel", 10.0)]  # fmt: skip
+    measured = measured_instructions(module, events)
+    assert measured["device_time_us"] == 20.0 and measured["events"] == 4 and measured["matched_us"] == 10.0
+    rows = [(r["name"], r["opcode"], r["fusion_kind"], r["count"], r["total_us"], r["share"]) for r in measured["top"]]
+    assert rows == [("loop_add_fusion.1", "fusion", "kLoop", 2, 8.0, 0.4), ("n", "negate", None, 1, 2.0, 0.1)]
+    assert measured_instructions(module, [op("n", 1.0, hlo_module="jit_g", hlo_op="n")]) is None

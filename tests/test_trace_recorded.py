@@ -154,3 +154,53 @@ def test_torch_xla_cpu_xplane(tmp_path):
     assert sum(by_step) == stats["kernels"] == len(ops)
     assert all(count % per_execution == 0 for count in by_step)
     assert stats["categories"]["matmul/conv"] > 0  # the two dots
+
+
+@pytest.mark.slow
+def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_run, tmp_path):
+    """A run directory with the compiled module and a profile of it: `hlo stats` lists device time per instruction,
+    checked against ProfileData's own events and XLA's parser of the same module."""
+    import json
+    import shutil
+
+    from jax.profiler import ProfileData
+
+    from hloscope import rundir
+
+    run = tmp_path / "run"
+    (run / "hlo").mkdir(parents=True)
+    shutil.copy(jax_profile / "step.hlo.txt", run / "hlo" / "module_0001.jit_step.cpu_after_optimizations.txt")
+    shutil.copytree(jax_profile / "logdir", run / "profile")
+    rundir.write_run(run, {
+        "schema_version": 1, "run_id": "r1", "mode": "jax", "status": "ok", "error": None, "config": {},
+        "environment": {}, "timing": {}, "artifacts": [
+            {"kind": "hlo", "path": "hlo/module_0001.jit_step.cpu_after_optimizations.txt", "module": "jit_step",
+             "stage": "after_optimizations", "train_step": True, "format": "text"},
+            {"kind": "trace", "path": "profile", "format": "xplane"}]})  # fmt: skip
+    totals: Counter = Counter()
+    counts: Counter = Counter()
+    (xplane_file,) = run.rglob("*.xplane.pb")
+    for plane in ProfileData.from_file(str(xplane_file)).planes:
+        for line in plane.lines:
+            for event in line.events:
+                stats = dict(event.stats)
+                if stats.get("hlo_op") == event.name and stats.get("hlo_module") == "jit_step":
+                    totals[event.name] += event.duration_ns / 1000.0
+                    counts[event.name] += 1
+    code, stdout, stderr = cli_run("hlo", "stats", str(run), "--json", "--no-xla-cost", "--top", "5")
+    assert code == 0, stderr
+    (module,) = json.loads(stdout)["modules"]
+    measured = module["measured"]
+    assert measured["events"] == sum(counts.values())
+    assert measured["device_time_us"] == pytest.approx(sum(totals.values()), abs=1e-2)
+    assert measured["matched_us"] == pytest.approx(measured["device_time_us"], abs=1e-2)  # every op is in the module
+    expected = totals.most_common(5)
+    assert [row["total_us"] for row in measured["top"]] == pytest.approx([total for _, total in expected], abs=1e-2)
+    names = _instruction_names((jax_profile / "step.hlo.txt").read_text())
+    for row in measured["top"]:
+        assert row["name"] in names and row["count"] == counts[row["name"]] == STEPS
+        assert row["total_us"] == pytest.approx(totals[row["name"]], abs=1e-2)
+        assert (row["fusion_kind"] is not None) == (row["opcode"] == "fusion")
+    # The table shows the same rows.
+    code, stdout, _ = cli_run("hlo", "stats", str(run), "--no-xla-cost", "--top", "5")
+    assert "measured device time" in stdout and expected[0][0] in stdout

@@ -29,7 +29,16 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
 
-    results = [stats_record(item, top, source_depth, launches, xla_cost) for item in load_modules(path)]
+    from hloscope.trace.hlo_map import measured_instructions
+    from hloscope.trace.load import device_events_beside
+
+    loaded = load_modules(path)
+    results = [stats_record(item, top, source_depth, launches, xla_cost) for item in loaded]
+    events = device_events_beside(path)  # a run directory with a profile: measured time beside the instructions
+    for item, result in zip(loaded, results):
+        measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
+        if measured is not None:
+            result["measured"] = measured
     if as_json:
         click.echo(json.dumps({"modules": results}, indent=1))
         return

@@ -105,6 +105,16 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             for row in top:
                 table.add_row(row["name"], row["opcode"], _si(row["flops"]), _bytes(row["bytes_accessed"]), row["op_name"][-60:])
             console.print(table)
+        measured = result.get("measured")
+        if measured:
+            table = Table(title=f"measured device time (profile in the run: {measured['device_time_us'] / 1e3:.3f} ms "
+                          f"over {measured['events']} executions)", title_justify="left", show_edge=False)
+            for column in ("instruction", "opcode / fusion kind", "count", "total ms", "share"):
+                table.add_column(column, justify="left" if column.startswith(("instr", "opcode")) else "right")
+            for row in measured["top"]:
+                table.add_row(row["name"], row["fusion_kind"] or row["opcode"] or "?", str(row["count"]),
+                              f"{row['total_us'] / 1e3:.3f}", f"{row['share']:.1%}")
+            console.print(table)
         launches = (thunk or {}).get("launches") or []
         if launches:
             table = Table(title="launches (XLA thunk sequence: ground truth)", title_justify="left", show_edge=False)

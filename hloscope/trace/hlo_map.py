@@ -32,12 +32,19 @@ def kernel_time_by_hlo_op(
     `module` keeps only events of that HLO module (events whose module is unknown are kept).
     """
     events = trace.events if isinstance(trace, Trace) else trace
+    return {name: total for name, (_, total) in _time_by_instruction(events, instruction_names, module).items()}
+
+
+def _time_by_instruction(
+    events: Iterable[Event], instruction_names: Iterable[str] | None, module: str | None
+) -> dict[str, tuple[int, float]]:
+    """{hlo_instruction_name: (executions, total device microseconds)}; see `kernel_time_by_hlo_op`."""
     by_kernel_name: dict[str, str] = {}
     if instruction_names is not None:
         for name in instruction_names:
             by_kernel_name.setdefault(kernel_name_for(name), name)
             by_kernel_name.setdefault(name, name)
-    totals: dict[str, float] = {}
+    found: dict[str, tuple[int, float]] = {}
     for event in events:
         if not event.is_device_exec:
             continue
@@ -48,10 +55,44 @@ def kernel_time_by_hlo_op(
             instruction = by_kernel_name.get(event.name) or by_kernel_name.get(_strip_kernel_suffix(event.name))
         if instruction is None:
             continue
-        totals[instruction] = totals.get(instruction, 0.0) + event.dur_us
-    return totals
+        count, total = found.get(instruction, (0, 0.0))
+        found[instruction] = (count + 1, total + event.dur_us)
+    return found
 
 
 def _strip_kernel_suffix(name: str) -> str:
     # ROCm appends ".kd" to kernel symbols (`loop_add_fusion.kd`); CUDA does not.
     return name[:-3] if name.endswith(".kd") else name
+
+
+def measured_instructions(module, events: Iterable[Event], top: int = 10) -> dict | None:
+    """Measured device time beside the instructions of an optimized HLO module (`hloscope hlo stats` on a run
+    directory that holds both the module and a profile of it): None when no event of the trace belongs to `module`.
+
+    `module` is an `hloscope.hlo.model.HloModule`; `events` the device executions of the run's traces. Rows are the
+    instructions with the most device time, each with its opcode (fusions: their kind), executions and share of the
+    module's measured time.
+    """
+    device = [e for e in events if e.is_device_exec and e.hlo_module == module.name]
+    if not device:
+        return None
+    instructions = {i.name: i for c in module.computations for i in c.instructions}
+    found = _time_by_instruction(device, instructions, module.name)
+    measured_us = sum(e.dur_us for e in device)
+    rows = []
+    for name, (count, total) in sorted(found.items(), key=lambda item: item[1][1], reverse=True)[:top]:
+        instruction = instructions.get(name)
+        rows.append({
+            "name": name,
+            "opcode": instruction.opcode if instruction is not None else None,
+            "fusion_kind": instruction.fusion_kind if instruction is not None and instruction.opcode == "fusion" else None,
+            "count": count,
+            "total_us": round(total, 3),
+            "share": round(total / measured_us, 4) if measured_us else 0.0,
+        })  # fmt: skip
+    return {
+        "device_time_us": round(measured_us, 3),
+        "events": len(device),
+        "matched_us": round(sum(total for _, total in found.values()), 3),  # device time whose instruction is in this module's text
+        "top": rows,
+    }

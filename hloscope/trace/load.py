@@ -119,3 +119,13 @@ def _head(path: Path, size: int = 65536) -> bytes:
         raise InputError(path, "is a directory, not a trace file") from error
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
+
+
+def device_events_beside(path: str | os.PathLike) -> list:
+    """The device executions of every trace in a run or comparison directory (for `hloscope hlo stats`, which shows
+    them beside the HLO); [] for a file, or a directory with no run.json or no trace."""
+    path = Path(path)
+    if not ((path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
+        return []
+    files = _traces_of_runs(path)
+    return [event for file in files for event in load_trace(file).events if event.is_device_exec]
