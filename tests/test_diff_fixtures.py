@@ -130,6 +130,7 @@ def test_report_files_are_written_once(cli_run, fixtures_dir, tmp_path, fmt, mar
     assert code == 0, err
     text = out.read_text()
     assert marker in text and "kInput" in text and "486" in text
+    assert "http" not in text  # the HTML names no URL (nor does the Markdown)
     code, _, err = cli_run(*args)
     assert code == 2 and "already exists; use --force" in err and err.count("\n") == 1
     assert out.read_text() == text

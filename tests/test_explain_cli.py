@@ -95,3 +95,21 @@ def test_without_an_argument_the_newest_comparison_under_traces(cli_run, tmp_pat
     assert code == 0, err
     assert json.loads(out)["comparison"]["path"] == str(Path("traces") / "compare-a")
     assert "explaining traces/compare-a" in err
+
+
+def test_html_without_output_is_a_new_file_in_the_comparison(cli_run, tmp_path):
+    comparison = _comparison(tmp_path / "cmp")
+    code, out, err = cli_run("explain", str(comparison), "--format", "html")
+    assert code == 0, err
+    first = comparison / "explain.html"
+    assert out == "" and f"wrote {first}" in err
+    page = first.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "Recompilation inside the timed window" in page
+    assert "http" not in page  # nothing to fetch, not even an SVG namespace URL
+    first.write_text("the user's own notes")  # a second report never replaces the first
+    code, _, err = cli_run("explain", str(comparison), "--format", "html")
+    assert code == 0 and f"wrote {comparison / 'explain-2.html'}" in err
+    assert first.read_text() == "the user's own notes" and "<svg" in (comparison / "explain-2.html").read_text()
+    code, out, _ = cli_run("explain", str(comparison), "--format", "html", "-o", "-")  # '-': stdout, as before
+    assert code == 0 and out.startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in comparison.glob("explain*")) == ["explain-2.html", "explain.html"]

@@ -78,8 +78,26 @@ def test_extra_transposes_from_layout_conventions():
     fast = _base("jax", transposes=10, copies=5)
     slow = _base("torch_xla", step_time_s=0.011, transposes=58, copies=5, kernels=448,
                  kernel_kinds={"fusion kLoop": 248, "fusion kInput": 100, "cublas": 100})
-    names = _rules(explain_pair(slow, fast))
+    contributors = explain_pair(slow, fast)
+    names = _rules(contributors)
     assert "layout_changes" in names and "kernel_launches" in names
+    layout = contributors[names.index("layout_changes")]
+    assert layout.seconds == pytest.approx(48 * LAUNCH_COST_S["gpu"])  # no trace: extra count x launch cost
+    assert "58 transposes and 5 copies against 10 and 5 under jax (+48 layout changes)" in layout.claim
+    with_trace = explain_pair(_base("torch_xla", step_time_s=0.011, transposes=58, copies=5, layout_kernel_s=0.0009),
+                              _base("jax", layout_kernel_s=0.0002))
+    (measured,) = [c for c in with_trace if c.rule == "layout_changes"]
+    assert measured.seconds == pytest.approx(0.0007) and measured.evidence["sized"] == "measured in the trace"
+
+
+def test_more_bytes_accessed_is_memory_traffic_sized_by_bandwidth():
+    fast = _base("jax", bytes_accessed=5e9)
+    slow = _base("torch_xla", step_time_s=0.013, bytes_accessed=9e9)
+    (only,) = explain_pair(slow, fast)
+    assert only.rule == "memory_traffic"
+    assert only.seconds == pytest.approx(4e9 / 2.0e12)  # 2 ms at the assumed 2 TB/s of a GPU
+    assert "accesses 9 GB per step against 5 GB (1.80x)" in only.claim
+    assert _rules(explain_pair(_base("torch_xla", step_time_s=0.013, bytes_accessed=5.2e9), fast)) == []  # 4%: not more
 
 
 def test_same_programs_and_no_trace_give_no_contributors():

@@ -61,6 +61,8 @@ def test_html_report_is_self_contained_with_plots():
     _numbers_shown(html.replace("&#x27;", "'"))
     assert html.count("<svg") == 4  # step time, kernels by category, device time by category, timeline strips
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "http" not in html  # no URL at all, not even the SVG namespace (inline SVG in HTML needs none)
+    assert '<table class="figures"><thead><tr><th>mode</th>' in html  # names and figures never break mid-word
     assert "<script" not in html and "@import" not in html
 
 

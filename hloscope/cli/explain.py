@@ -7,14 +7,16 @@ from pathlib import Path
 
 import click
 
-from hloscope.render.output import check_writable, choose_format, deliver
+from hloscope.render.output import check_writable, choose_format, deliver, fresh_path
 
 
 @click.command("explain")
 @click.argument("comparison", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Render Markdown or self-contained HTML.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to this new file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Write to this new file instead of stdout ('-': stdout). --format html without -o writes a new "
+                   "explain.html (explain-2.html, ...) in the comparison directory.")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
 def command(comparison: Path | None, as_json: bool, fmt: str | None, output: Path | None, force: bool) -> None:
     """Explain the step-time gaps of a `hloscope compare` directory (or any folder of run directories); without
@@ -23,6 +25,8 @@ def command(comparison: Path | None, as_json: bool, fmt: str | None, output: Pat
     from hloscope.explain.engine import explain
     from hloscope.explain.inputs import latest_comparison, load_summaries
 
+    to_stdout = output == Path("-")
+    output = None if to_stdout else output
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
     if comparison is None:
@@ -33,6 +37,8 @@ def command(comparison: Path | None, as_json: bool, fmt: str | None, output: Pat
     summaries, meta = load_summaries(comparison)
     report = explain(summaries)
     report["comparison"] = meta
+    if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
+        output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")
     deliver(report, form, output, force, "explain")
     _fail_on_unreadable_runs(summaries)
 

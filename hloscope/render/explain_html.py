@@ -29,7 +29,7 @@ def render(report: dict) -> str:
                       [[r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
                         fmt.count(r["throughput_img_s"]),
                         fmt.count(r["kernels_per_step"]),
-                        fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"])] for r in rows]))
+                        fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"])] for r in rows], figures=True))
     body.append(svg.bar_chart("Step time per mode (median)",
                               [(r["mode"], r["step_time_s"] * 1e3) for r in rows if r["step_time_s"]], "ms"))
 

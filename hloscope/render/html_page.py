@@ -10,6 +10,7 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td{overflow-wrap:anywhere}td:first-child,th:first-child{text-align:left}
+table.figures td{white-space:nowrap;overflow-wrap:normal}
 .claim{margin:.2em 0 .6em}.est{color:#555}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:11px}
 .note{color:#8a4b00}svg{display:block;margin:.8em 0;max-width:100%;height:auto}
 """
@@ -21,10 +22,12 @@ def page(title: str, body: list[str]) -> str:
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
+def table(headers: list[str], rows: list[list[object]], figures: bool = False) -> str:
+    """`figures`: cells hold short names and numbers that must not break across lines (`torch_x|la`, `0.000|ms`)."""
     head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    opening = '<table class="figures">' if figures else "<table>"
+    return f"{opening}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def evidence(data: dict) -> str:

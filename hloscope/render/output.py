@@ -38,6 +38,15 @@ def check_writable(output: Path | None, force: bool) -> None:
         raise UsageError(f"{output.parent}: no such directory")
 
 
+def fresh_path(directory: Path, stem: str, suffix: str) -> Path:
+    """The first of `stem.suffix`, `stem-2.suffix`, `stem-3.suffix`, ... in `directory` that does not exist yet."""
+    path, number = directory / f"{stem}{suffix}", 1
+    while path.exists():
+        number += 1
+        path = directory / f"{stem}-{number}{suffix}"
+    return path
+
+
 def deliver(report: dict, form: str, output: Path | None, force: bool, kind: str) -> None:
     """Print or write `report` in `form` (from `choose_format`): JSON, or rendered by the modules
     `hloscope.render.<kind>_md`, `<kind>_html` (text) and `<kind>_term` (straight to a rich console)."""

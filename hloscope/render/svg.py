@@ -37,7 +37,8 @@ def _short(label: str, limit: int = 26) -> str:
 
 def _open(title: str, width: int, height: int) -> list[str]:
     """The start of a plot: the <svg> element, labelled for screen readers, and its title."""
-    return [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" '
+    # No xmlns: inline <svg> in HTML needs none, and the page then names no URL at all.
+    return [f'<svg role="img" aria-label="{escape(title)}" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" {FONT}>',
             f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>']
 
