@@ -156,3 +156,24 @@ def test_a_and_b_are_exactly_the_hlo_stats_records(cli_run, fixtures_dir):
         assert code == 0, err
         (module,) = json.loads(out)["modules"]
         assert report[side] == module
+
+
+def test_side_by_side_rows_cover_what_the_issue_lists(cli_run, fixtures_dir):
+    """Kernels, fusions by kind, custom calls, FLOPs, bytes, memory (temp, total), collectives, transposes and copies,
+    dot precision: each a row of the report with the figures of the JSON (H100 against A100, SOURCES.md counts)."""
+    a, b = fixtures_dir / SM90, fixtures_dir / SM80
+    code, out, err = cli_run("diff", str(a), str(b), "--no-xla-cost", "--format", "md")
+    assert code == 0, err
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in out.splitlines() if line.startswith("| ")}
+    expected = {"kernels": ["1,034", "1,129", "+95 |"], "fusion kInput": ["354", "486", "+132 |"],
+                "custom-call __cublas$lt$matmul": ["243", "243", " |"], "transpose instructions": ["150", "270", "+120 |"],
+                "copy instructions": ["60", "24", "-36 |"], "dots f32 x f32 -> f32 [ALG_UNSET]": ["243", "243", " |"],
+                "collectives count": ["0", "0", " |"]}
+    for label, cells in expected.items():
+        assert rows[label] == cells, (label, rows.get(label))
+    report = _diff_json(cli_run, a, b, "--no-xla-cost")
+    for key in ("temp_bytes", "total_bytes"):
+        figures = [report[side]["memory"]["buffer_assignment"][key] for side in ("a", "b")]
+        assert rows[f"memory buffer_assignment {key}"][:2] == [f"{v / 1e9:.3g} G" for v in figures]
+    for key, scale, unit in (("flops", 1e12, "T"), ("bytes_accessed", 1e9, "G")):
+        assert rows[key][:2] == [f"{report[side][key] / scale:.3g} {unit}" for side in ("a", "b")]
