@@ -52,7 +52,7 @@ def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
     code, stdout, stderr = cli_run("trace", "stats", str(run), "--json")
     assert code == 0, stderr
     traces = json.loads(stdout)["traces"]
-    assert [(t["format"], t["kernels"]) for t in traces] == [("xplane", 150), ("kineto", 1)]
+    assert [(t["format"], t["kernels"]) for t in traces] == [("kineto", 1), ("xplane", 150)]  # run.json's order
     # The logdir alone (no run.json): searched.
     code, stdout, _ = cli_run("trace", "stats", str(run / "plugins"), "--json")
     assert [t["format"] for t in json.loads(stdout)["traces"]] == ["xplane"]
@@ -60,6 +60,33 @@ def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
     (run / "traces" / "host_1.pt.trace.json.gz").unlink()
     code, _, stderr = cli_run("trace", "stats", str(run))
     assert code == 2 and "host_1.pt.trace.json.gz: listed in" in stderr and "missing" in stderr
+
+
+def test_comparison_directory_reads_the_traces_of_its_modes_in_its_order(cli_run, fixtures_dir, tmp_path):
+    """A comparison directory: the traces of the runs comparison.json lists, in its order; a failed mode with no run
+    directory is skipped, and a run directory not listed is not read."""
+    from hloscope import rundir
+
+    comparison = tmp_path / "cmp"
+    for mode, fixture, name in [
+        ("pytorch", "hta/triton_example__triton_example.json.gz", "kineto/vm.1.pt.trace.json.gz"),
+        ("jax", "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
+         "plugins/profile/2026_01_01/vm.xplane.pb"),
+        ("stray", "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", "x.pt.trace.json.gz"),
+    ]:  # fmt: skip
+        target = comparison / mode / name
+        target.parent.mkdir(parents=True)
+        shutil.copy(fixtures_dir / fixture, target)
+        rundir.write_run(comparison / mode, _run_record([{"kind": "trace", "path": name}]))
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "cmp", "config": {}, "modes": [
+        {"mode": "pytorch", "dir": "pytorch"}, {"mode": "torch_xla", "dir": "torch_xla", "status": "failed"},
+        {"mode": "jax", "dir": "jax"}]})  # fmt: skip
+    code, stdout, stderr = cli_run("trace", "stats", str(comparison), "--json")
+    assert code == 0, stderr
+    traces = json.loads(stdout)["traces"]
+    # SOURCES.md: the AMD xplane's GPU stream has 150 events; the A100 triton example 1 kernel.
+    assert [(t["file"].split("/cmp/")[1].split("/")[0], t["format"], t["kernels"]) for t in traces] == [
+        ("pytorch", "kineto", 1), ("jax", "xplane", 150)]
 
 
 def test_a_run_that_lists_no_trace_is_searched(cli_run, fixtures_dir, tmp_path):

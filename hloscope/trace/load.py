@@ -22,13 +22,14 @@ JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.
 
 
 def load_traces(path: str | os.PathLike) -> list[Trace]:
-    """Every trace at `path`, sorted by file name (see `trace_files`); the first unreadable one raises InputError."""
+    """Every trace at `path`, in the order of `trace_files`; the first unreadable one raises InputError."""
     return [load_trace(file) for file in trace_files(path)]
 
 
 def trace_files(path: str | os.PathLike) -> list[Path]:
     """The trace files at `path`: a trace file; a run or comparison directory (its run.json files are read and
-    checked, and the traces they list are used); or any other directory, searched recursively."""
+    checked, and the traces they list are used, in the comparison's mode order and each run's artifact order); or any
+    other directory, searched recursively (sorted by path)."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or directory")
@@ -50,13 +51,14 @@ def find_trace_files(directory: Path) -> list[Path]:
     found = []
     for root, _, names in os.walk(directory):
         found += [Path(root, name) for name in names if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES))]
-    return _without_duplicate_profiles(found)
+    return _without_duplicate_profiles(sorted(found))
 
 
 def _without_duplicate_profiles(files: list[Path]) -> list[Path]:
-    """JAX writes <host>.trace.json.gz beside <host>.xplane.pb for the same profile: keep the xplane (more detail)."""
+    """JAX writes <host>.trace.json.gz beside <host>.xplane.pb for the same profile: keep the xplane (more detail).
+    Each file once, in the order given."""
     kept = []
-    for file in sorted(set(files)):
+    for file in dict.fromkeys(files):
         if file.name.endswith(JSON_TRACE_SUFFIXES):
             stem = file.name[: file.name.index(".trace.json")]
             if (file.parent / f"{stem}{XPLANE_SUFFIX}").exists():
