@@ -37,3 +37,28 @@ def test_compare_runs_and_traces():
     assert traces["delta"]["kernels"] == 4 and traces["delta"]["categories"] == {"matmul": 4.0}
     assert traces["delta"]["per_step"] == {"kernels": 2, "device_busy_us": 50.0, "host_duration_us": 60.0}
     assert [r["name"] for r in traces["kernels_changed_most"]] == ["k2", "k1"]
+
+
+def test_trace_part_of_the_report_in_every_format():
+    """Time by category, per-step idle time and the kernels whose time changed most reach all three renderers."""
+    import io
+
+    from rich.console import Console
+
+    from hloscope.render import diff_html, diff_md, diff_term
+
+    step_a = {"kernels": 5, "device_busy_us": 100.0, "device_idle_us": 12.0}
+    step_b = {"kernels": 7, "device_busy_us": 150.0, "device_idle_us": 4321.0}
+    traces = compare_traces({"categories": {"matmul/conv": 500.0}, "top": [{"name": "dot.7", "total_us": 40.0}],
+                             "per_step": [step_a]},
+                            {"categories": {"matmul/conv": 900.0}, "top": [{"name": "gemm_fusion", "total_us": 65.5}],
+                             "per_step": [step_b]})
+    stats = {"name": "m", "file": "m.txt", "platform": "cpu", "stage": "after_optimizations", "kernels": 5}
+    report = {"a": stats, "b": {**stats, "kernels": 7}, "delta": {"kernels": 2}, "matched": 0, "matching": {},
+              "only_in_a": [], "only_in_b": [], "traces": traces, "notes": []}
+    buffer = io.StringIO()
+    diff_term.render(report, Console(file=buffer, width=200, color_system=None))
+    for text in (diff_md.render(report), diff_html.render(report), buffer.getvalue()):
+        assert "trace us matmul/conv" in text and "+400" in text  # time by category
+        assert "trace per step device_idle_us" in text and "4,321" in text and "+4,309" in text  # idle time
+        assert "gemm_fusion" in text and "+65.5" in text and "-40.0" in text  # kernels whose time changed most
