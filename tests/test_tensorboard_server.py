@@ -250,14 +250,20 @@ def test_non_loopback_host_warns(cli_run, tmp_path):
     assert code == 2  # and nothing was started: the directory does not exist
 
 
+@pytest.mark.parametrize("how", ["not found", "import fails"])
 @pytest.mark.parametrize(("missing", "package"), [("tensorboard", "tensorboard"), ("xprof", "tensorboard-plugin-profile")])
-def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, missing, package):
+def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, missing, package, how):
     import importlib.util
 
     from hloscope.tensorboard import server
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(server.importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    if how == "import fails":  # `import tensorboard` / `import xprof` raise ImportError in this process
+        monkeypatch.setitem(sys.modules, missing, None)
+        with pytest.raises(ImportError):
+            __import__(missing)
+    else:
+        real = importlib.util.find_spec
+        monkeypatch.setattr(server.importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
     code, _, err = cli_run("tensorboard", str(tmp_path))
     assert code == 3
     assert err.strip().splitlines() == [
