@@ -139,6 +139,24 @@ def test_jax_trace_json_beside_the_xplane_agrees(jax_profile):
 
 
 @pytest.mark.slow
+def test_jax_trace_json_alone_is_read_from_the_logdir(jax_profile, tmp_path, cli_run):
+    """Without the xplane.pb beside it (deleted, or a profile copied without it), the trace.json.gz is what is read."""
+    import json
+    import shutil
+
+    logdir = tmp_path / "logdir"
+    shutil.copytree(jax_profile / "logdir", logdir)
+    (xplane_file,) = logdir.rglob("*.xplane.pb")
+    xplane_stats = trace_stats(load_trace(xplane_file))
+    xplane_file.unlink()
+    code, stdout, stderr = cli_run("trace", "stats", str(logdir), "--json")
+    assert code == 0, stderr
+    (trace,) = json.loads(stdout)["traces"]
+    assert trace["file"].endswith(".trace.json.gz") and trace["format"] == "chrome"
+    assert trace["steps"] == STEPS and trace["kernels"] == xplane_stats["kernels"]
+
+
+@pytest.mark.slow
 def test_torch_xla_cpu_xplane(tmp_path):
     _run(TORCH_XLA_SCRIPT, str(tmp_path / "logdir"), str(STEPS))
     (trace,) = load_traces(tmp_path / "logdir")
