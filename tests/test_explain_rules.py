@@ -72,6 +72,7 @@ def test_data_loader_against_device_data_blames_host_idle_and_the_input_pipeline
     assert contributors[0].seconds == pytest.approx(0.020)
     assert "73% of its step" in contributors[0].claim
     assert contributors[1].seconds is None
+    assert contributors[1].claim.endswith("its step takes 30 ms against 10 ms, its device idles 22 ms per step against 2 ms")
 
 
 def test_extra_transposes_from_layout_conventions():
@@ -186,3 +187,24 @@ def test_pytorch_on_a_gpu_leaves_host_cost_to_device_idle_time():
                        framework_op_s=0.015, framework_step_s=0.021, device_busy_s=0.009, device_idle_s=0.011)
     eager = next(c for c in explain_pair(slow, fast) if c.rule == "eager_ops")
     assert eager.seconds is None and "host does the work" not in eager.claim
+
+
+def test_every_claim_cites_numbers():
+    """Each rule fired once on a constructed pair (GPU and CPU): every claim states figures, and its evidence too."""
+    pairs = [
+        (_base("t", step_time_s=0.03, kernels=800, kernel_kinds={"fusion kLoop": 600, "fusion kInput": 100, "cublas": 100},
+               transposes=60, compiles_in_window=2, step_times_s=[0.01] * 18 + [0.5, 0.6], data="loader",
+               dot_precision={"highest": 100}, matmul_precision="highest", flops=3e12, bytes_accessed=9e9,
+               device_busy_s=0.02, device_idle_s=0.01, categories_s={"matmul/conv": 0.015}, precision="fp32"),
+         _base("j", device_busy_s=0.009, device_idle_s=0.001, categories_s={"matmul/conv": 0.006}, precision="fp32")),
+        (_base("p", platform="cpu", kernels=None, step_time_s=0.168, framework_ops=1210, precision="bf16",
+               converts=423), _base("j", platform="cpu", precision="fp32", converts=0)),
+    ]
+    seen = set()
+    for slow, fast in pairs:
+        for contributor in explain_pair(slow, fast):
+            seen.add(contributor.rule)
+            assert any(ch.isdigit() for ch in contributor.claim), (contributor.rule, contributor.claim)
+            assert contributor.evidence, contributor.rule
+    assert {"recompilation", "host_bound", "kernel_launches", "layout_changes", "matmul_precision", "more_compute",
+            "memory_traffic", "input_pipeline", "compute_dtype", "eager_ops", "device_time"} <= seen, seen
