@@ -50,7 +50,11 @@ def _independent_facts(path) -> dict:
         totals[event["name"]] += float(event.get("dur", 0))
         counts[event["name"]] += 1
     steps = {event["name"] for event in complete if event.get("name", "").startswith("ProfilerStep#")}
+    launched = {event.get("args", {}).get("correlation") for event in device} - {None}
+    runtime = [event for event in complete if event.get("cat") in ("cuda_runtime", "cuda_driver")]
     return {
+        "runtime_us": sum(float(event.get("dur", 0)) for event in runtime),
+        "launch_us": sum(float(event.get("dur", 0)) for event in runtime if event.get("args", {}).get("correlation") in launched),
         "all_events": len(events),
         "events": len(complete),
         "kernels": sum(1 for event in complete if event.get("cat") == "kernel"),
@@ -76,6 +80,9 @@ def test_counts_match_json_load(fixtures_dir, relative):
     assert sum(stats["categories"].values()) == pytest.approx(facts["device_time_us"], rel=1e-9, abs=1e-3)
     assert set(stats["categories"]) == set(CATEGORIES)
     assert stats["steps"] == facts["steps"]
+    # Host dispatch (runtime calls that launched device work) apart from all runtime time (synchronize included).
+    assert stats["host_runtime_us"] == pytest.approx(facts["runtime_us"], rel=1e-9, abs=1e-3)
+    assert stats["host_launch_us"] == pytest.approx(facts["launch_us"], rel=1e-9, abs=1e-3)
     # The top list is the largest totals, each with its count, in order.
     expected = sorted(facts["totals"].items(), key=lambda item: item[1], reverse=True)[:5]
     assert [row["total_us"] for row in stats["top"]] == pytest.approx([total for _, total in expected], abs=1e-3)

@@ -23,7 +23,8 @@ def render_stats(console: Console, stats: dict) -> None:
     )
     device_time = stats["device_time_us"]
     console.print(
-        f"device time {_ms(device_time)} ms   host launch/runtime time {_ms(stats['host_runtime_us'])} ms"
+        f"device time {_ms(device_time)} ms   host dispatch (launches of that work) {_ms(stats['host_launch_us'])} ms   "
+        f"all host runtime API time {_ms(stats['host_runtime_us'])} ms"
     )
     if device_time:
         categories = Table(title="Device time by category", title_justify="left")

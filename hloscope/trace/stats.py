@@ -54,6 +54,7 @@ class _Accumulator:
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
+        self.dispatched: frozenset[int] = frozenset()  # correlation ids of device executions, set when summarizing
 
     def add(self, event: Event) -> None:
         self.events += 1
@@ -149,6 +150,10 @@ def summarize_events(events: Iterable[Event], file: str = "<events>", format: st
 def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
     device_time = acc.device_time
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
+    # Host dispatch: the runtime calls whose correlation id is a device execution's (cudaLaunchKernel, cudaMemcpyAsync,
+    # XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event queries).
+    acc.dispatched = frozenset(acc.exec_corr)
+    host_launch = sum(d for c, d in zip(acc.launch_corr, acc.launch_dur) if c in acc.dispatched)
     per_step, step_source = _per_step(acc)
     return {
         "file": trace.file,
@@ -160,6 +165,7 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
         "device_time_us": round(device_time, 3),
         "devices": len(acc.devices),
         "host_runtime_us": round(acc.host_runtime, 3),
+        "host_launch_us": round(host_launch, 3),
         "categories": {name: round(total, 3) for name, total in acc.categories.items()},
         "top": [
             {
@@ -250,7 +256,8 @@ class _LaunchSteps:
         for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
             index = locator.index_at(start)
             if index is not None:
-                self.time_per_step[index] += duration
+                if correlation in acc.dispatched:  # a launch of device work, not a synchronize
+                    self.time_per_step[index] += duration
                 self._add(correlation, index)
         self.any = bool(self._runs or self._others)
 
