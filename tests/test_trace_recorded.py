@@ -222,3 +222,21 @@ def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_
     # The table shows the same rows.
     code, stdout, _ = cli_run("hlo", "stats", str(run), "--no-xla-cost", "--top", "5")
     assert "measured device time" in stdout and expected[0][0] in stdout
+    # In a comparison, a module is measured by its own run's profile only: a second run with the same module name
+    # and no profile gets no measured time.
+    other = tmp_path / "other"
+    shutil.copytree(run / "hlo", other / "hlo")
+    record = rundir.load_run(run)
+    rundir.write_run(other, {**record, "artifacts": [a for a in record["artifacts"] if a["kind"] == "hlo"]})
+    comparison = tmp_path / "cmp"
+    comparison.mkdir()
+    shutil.move(run, comparison / "jax")
+    shutil.move(other, comparison / "jax_again")
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "cmp", "config": {}, "modes": [
+        {"mode": "jax", "dir": "jax"}, {"mode": "jax", "dir": "jax_again"}]})  # fmt: skip
+    code, stdout, stderr = cli_run("hlo", "stats", str(comparison), "--json", "--no-xla-cost", "--top", "5")
+    assert code == 0, stderr
+    modules = json.loads(stdout)["modules"]
+    assert [(m["file"].split("/cmp/")[1].split("/")[0], "measured" in m) for m in modules] == [
+        ("jax", True), ("jax_again", False)]
+    assert modules[0]["measured"] == measured

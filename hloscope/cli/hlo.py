@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -30,12 +31,13 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     from hloscope.hlo.stats import stats_record
 
     from hloscope.trace.hlo_map import measured_instructions
-    from hloscope.trace.load import device_events_beside
+    from hloscope.trace.load import device_events_by_run
 
     loaded = load_modules(path)
     results = [stats_record(item, top, source_depth, launches, xla_cost) for item in loaded]
-    events = device_events_beside(path)  # a run directory with a profile: measured time beside the instructions
+    by_run = device_events_by_run(path)  # run directories with a profile: measured time beside the instructions
     for item, result in zip(loaded, results):
+        events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
         measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
         if measured is not None:
             result["measured"] = measured

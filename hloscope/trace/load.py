@@ -123,11 +123,16 @@ def _head(path: Path, size: int = 65536) -> bytes:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
 
 
-def device_events_beside(path: str | os.PathLike) -> list:
-    """The device executions of every trace in a run or comparison directory (for `hloscope hlo stats`, which shows
-    them beside the HLO); [] for a file, or a directory with no run.json or no trace."""
+def device_events_by_run(path: str | os.PathLike) -> dict[Path, list]:
+    """{run directory: the device executions of its traces} for a run or comparison directory (for `hloscope hlo
+    stats`, which shows them beside the HLO of the same run); {} for anything else."""
+    from hloscope import rundir
+
     path = Path(path)
     if not ((path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
-        return []
-    files = _traces_of_runs(path)
-    return [event for file in files for event in load_trace(file).events if event.is_device_exec]
+        return {}
+    found = {}
+    for run in rundir.find_runs(path):
+        files = _without_duplicate_profiles(_listed_traces(run, rundir.load_run(run, check_artifacts=False)))
+        found[run.resolve()] = [event for file in files for event in load_trace(file).events if event.is_device_exec]
+    return found
