@@ -159,7 +159,11 @@ def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
         "peak_memory_source": "device" if peak is not None else ("host_rss" if memory else None),
         "recompiled_in_window": record.get("compiles", {}).get("recompiled_in_window"),
         "loss_first": record.get("loss", {}).get("first"), "loss_last": record.get("loss", {}).get("last"),
+        "noisy": timing.get("noisy"), "warnings": list(record.get("warnings") or []),
     }
+    if record["status"] == "compiled":  # --target: not timed; what XLA generated and the roofline's lower bound
+        entry["kernels"] = (record.get("kernels") or {}).get("kernel_launches")
+        entry["roofline_lower_bound_s"] = (record.get("roofline") or {}).get("serial_s")
     if outcome is not None:
         entry.update(returncode=outcome.returncode, wall_s=outcome.wall_s,
                      stderr_log=str(outcome.stderr_log.relative_to(outcome.stderr_log.parent.parent)))

@@ -15,7 +15,8 @@ from hloscope import __version__
 PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "optax", "transformers", "numpy", "tensorboard",
             "tensorboard-plugin-profile", "xprof", "click", "rich")
 ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
-            "OMP_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+            "OMP_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+            "XLA_HLO_DEBUG", "XLA_IR_DEBUG")
 
 
 def package_versions(names=PACKAGES) -> dict[str, str | None]:
@@ -48,5 +49,10 @@ def collect_environment() -> dict:
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "packages": package_versions(),
-        "env": {name: os.environ[name] for name in ENV_VARS if name in os.environ},
+        "env": env_vars(),
     }
+
+
+def env_vars() -> dict[str, str]:
+    """The environment variables that change what the frameworks do (a mode may set some of them in its setup)."""
+    return {name: os.environ[name] for name in ENV_VARS if name in os.environ}

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 
 def ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
+
+
+def step_time(seconds: float | None) -> str:
+    """Milliseconds below a second, seconds above (a 12 s CPU step of vit-base stays narrow)."""
+    return "-" if seconds is None else ms(seconds) if seconds < 1 else f"{seconds:.3f} s"
+
+
+def ratio(value: float) -> str:
+    return f"{value:.2f}x" if value < 10 else f"{value:.1f}x" if value < 100 else f"{value:.0f}x"
 
 
 def sec(seconds: float | None) -> str:
@@ -72,26 +83,44 @@ def run_table(record: dict) -> Table:
 
 
 def comparison_table(comparison: dict) -> Table:
+    """One row per mode, readable whole in an 80-column terminal: short headers, no box, numbers never wrapped.
+    A failed mode's reason is not in the table (compare prints it below). `--target` runs are compiled, not timed:
+    their rows show the roofline lower bound and the number of generated kernels instead of timings."""
     entries = comparison["modes"]
     medians = [e["median_s"] for e in entries if e.get("status") == "ok" and e.get("median_s")]
     fastest = min(medians) if medians else None
     config = comparison.get("config", {})
+    compiled = any(e.get("status") == "compiled" for e in entries)
+    timed = any(e.get("status") != "compiled" for e in entries) and not config.get("target")
     table = Table(title=f"hloscope compare: {config.get('model')} batch {config.get('batch_size')}, "
-                        f"{config.get('steps')} timed steps, {config.get('precision')}, data {config.get('data')}")
-    for column, justify in (("mode", "left"), ("step (median)", "right"), ("vs fastest", "right"),
-                            ("throughput", "right"), ("compile / first step", "right"), ("peak memory", "right"),
-                            ("status", "left")):
-        table.add_column(column, justify=justify)
+                        + (f"{config.get('steps')} timed steps, " if timed else "")
+                        + f"{config.get('precision')}, data {config.get('data')}"
+                        + (f", compiled for {config['target']}" if config.get("target") else ""),
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    columns = [("mode", "left")]
+    if timed:
+        columns += [("step", "right"), ("vs best", "right"), ("img/s", "right"), ("1st step", "right"),
+                    ("peak mem", "right")]
+    if compiled:
+        columns += [("lower bound", "right"), ("kernels", "right")]
+    for column, justify in columns:
+        table.add_column(column, justify=justify, no_wrap=True)
+    table.add_column("status", min_width=len("interrupted"), no_wrap=True)
     for entry in entries:
         ok = entry.get("status") == "ok"
-        median = entry.get("median_s")
-        ratio = f"{median / fastest:.2f}x" if ok and median and fastest else "-"
-        throughput = entry.get("throughput_img_s")
+        row = [entry["mode"]]
+        if timed:
+            median, throughput = entry.get("median_s"), entry.get("throughput_img_s")
+            row += [step_time(median) if ok else "-", ratio(median / fastest) if ok and median and fastest else "-",
+                    rate(throughput) if ok and throughput else "-", sec(entry.get("first_step_s")),
+                    mib(entry.get("peak_memory_bytes"))]
+        if compiled:
+            kernels = entry.get("kernels")
+            row += [step_time(entry.get("roofline_lower_bound_s")), "-" if kernels is None else str(kernels)]
         status = entry.get("status", "?")
-        if entry.get("error") and not ok:  # the short reason; compare prints the full error below the table
-            status += f" ({entry['error'].split(';')[0].splitlines()[0][:40]})"
-        style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(entry.get("status"), "")
-        table.add_row(entry["mode"], ms(median) if ok else "-", ratio,
-                      f"{rate(throughput)} img/s" if ok and throughput else "-", sec(entry.get("first_step_s")),
-                      mib(entry.get("peak_memory_bytes")), f"[{style}]{status}[/{style}]" if style else status)
+        style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow"}.get(status, "")
+        row.append(f"[{style}]{escape(status)}[/{style}]" if style else escape(status))
+        table.add_row(*row)
+    if compiled:
+        table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     return table

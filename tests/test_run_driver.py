@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from hloscope.backends import driver
@@ -40,7 +42,27 @@ class FakeSession(Session):
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def clock(monkeypatch):
+    """Replace the step timer's clock: each step takes the next of the given seconds (first, warm-up, timed)."""
+    from hloscope.backends import timing
+
+    def use(seconds) -> None:
+        times = iter(seconds)
+
+        def timed(step, wait, index):
+            outputs = step(index)
+            wait(outputs)
+            return outputs, next(times)
+
+        monkeypatch.setattr(timing, "timed", timed)
+
+    return use
+
+
+
+@pytest.fixture
+def fake(monkeypatch, clock):
+    clock(itertools.repeat(0.010))  # a steady 10 ms a step, so that only the tests that want noise see it
     monkeypatch.setattr(driver, "load_session", lambda options, run_dir: FakeSession(options, run_dir))
     FakeSession.recompile_at, FakeSession.fail_at = set(), None
     return FakeSession
@@ -88,3 +110,17 @@ def test_an_interrupt_keeps_the_steps_measured(tmp_path, fake, monkeypatch):
     record = load_run(tmp_path / "run")
     assert record["status"] == "interrupted" and len(record["timing"]["step_times_s"]) == 2
     assert record["timing"]["window_mean_s"] > 0 and "phase" not in record
+
+
+def test_noisy_steps_are_flagged_in_run_json_and_on_the_terminal(tmp_path, fake, clock):
+    clock([0.5] * 2 + [0.010, 0.011, 0.010, 0.250, 0.012])  # one timed step 23x the median
+    record, warnings, run_dir = _run(tmp_path)
+    assert record["timing"]["noisy"] is True
+    assert len(warnings) == 1 and warnings[0].startswith("noisy timing") and "slowest/median 22.7" in warnings[0]
+    assert load_run(run_dir)["warnings"] == warnings
+
+
+def test_steady_steps_are_not_flagged(tmp_path, fake, clock):
+    clock([0.5] * 2 + [0.010, 0.011, 0.010, 0.012, 0.011])
+    record, warnings, _ = _run(tmp_path)
+    assert record["timing"]["noisy"] is False and warnings == []

@@ -112,6 +112,12 @@ def test_xla_modes_keep_the_train_step_module_with_both_stages(runs, mode):
             ("memory_report", "after_optimizations")} <= stages
     hlo_dir = Path(record["_dir"]) / "hlo"
     assert not list(hlo_dir.glob("*.ll")) and not list(hlo_dir.glob("*.o"))  # dropped without --keep-all
+    if mode.startswith("torch_xla"):  # XLA_HLO_DEBUG: every instruction says which aten op and Python line made it
+        assert record["environment"]["env"]["XLA_HLO_DEBUG"] == "1"
+        assert not record["compiles"]["recompiled_in_window"]  # turning frame capture off in the window changed nothing
+        after = [Path(record["_dir"]) / a["path"] for a in train if (a["kind"], a["stage"]) == ("hlo", "after_optimizations")]
+        lines = [line for path in after for line in path.read_text().splitlines() if " = " in line]
+        assert sum('op_name="aten__' in line for line in lines) > len(lines) / 3
     if mode == "jax":
         assert {a["module"] for a in train} == {"jit_train_step"}
         assert len(_artifacts(record, "hlo")) == 2  # exactly one module: Flax's init modules are not kept

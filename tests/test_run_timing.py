@@ -98,3 +98,16 @@ def test_an_interrupted_loop_keeps_the_steps_it_measured():
     with pytest.raises(KeyboardInterrupt):
         run_loop(lambda i: i, lambda o: None, float, steps=10, warmup=1, log=log, on_step=on_step)
     assert len(log.step_times_s) == 3 and log.window_s is None
+
+
+@pytest.mark.parametrize("times, noisy", [
+    ([0.010] * 9 + [0.011], False),
+    ([0.017] * 5 + [0.040] * 5, True),           # p90/p10 = 2.35
+    ([0.017] * 19 + [2.0], True),                # one step 118x the median (what a shared machine produced)
+    ([0.010] * 10 + [0.019] * 2, False),         # a few slower steps, inside both limits
+])
+def test_noisy_windows_are_recognised(times, noisy):
+    from hloscope.backends.timing import noise_warning
+
+    warning = noise_warning(step_statistics(times, 8))
+    assert (warning is not None) == noisy

@@ -75,6 +75,9 @@ class Session:
         """Cumulative compilation counters; the driver diffs them around the timed window."""
         return {}
 
+    def window_starting(self) -> None:
+        """Called after the warm-up, just before the timed window (outside the timed region)."""
+
     def memory(self) -> dict:
         return host_memory()
 

@@ -18,8 +18,8 @@ from typing import Callable
 
 from hloscope.backends import MODE_MODULES
 from hloscope.backends.base import RunOptions, Session
-from hloscope.backends.timing import StepLog, run_loop, step_statistics
-from hloscope.environment import collect_environment
+from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
+from hloscope.environment import collect_environment, env_vars
 from hloscope.errors import HloscopeError
 from hloscope.rundir import SCHEMA_VERSION, write_run
 
@@ -141,6 +141,7 @@ def execute(options: RunOptions, run_dir: Path,
         started = time.perf_counter()
         session = load_session(options, run_dir)
         session.setup()
+        record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
         record["timing"]["setup_s"] = time.perf_counter() - started
         if crash and crash != "interrupt":
             _trigger(crash)
@@ -148,6 +149,7 @@ def execute(options: RunOptions, run_dir: Path,
 
         def window_start() -> None:
             counts["before"] = session.compile_counts()
+            session.window_starting()
             # Say where the run is (outside the timed region): a run killed from now on was past its compile.
             record["phase"] = "timed window"
             write_run(run_dir, record)
@@ -170,6 +172,11 @@ def execute(options: RunOptions, run_dir: Path,
             warn(message)
         record["memory"] = session.memory()
         fill_timing(record, log, options.batch_size)
+        noisy = noise_warning(record["timing"])
+        record["timing"]["noisy"] = noisy is not None
+        if noisy:
+            record["warnings"].append(noisy)
+            warn(noisy)
         if options.profile:
             record["phase"] = "profiling"
             write_run(run_dir, record)

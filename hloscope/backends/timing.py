@@ -91,3 +91,20 @@ def step_statistics(step_times_s: list[float], batch_size: int, window_s: float 
         stats["window_s"] = window_s
         stats["window_mean_s"] = window_s / len(ordered)
     return stats
+
+
+NOISY_P90_OVER_P10 = 2.0
+NOISY_MAX_OVER_MEDIAN = 10.0
+
+
+def noise_warning(stats: dict) -> str | None:
+    """A warning when the timed steps spread so widely that the median may not be the step's own cost (a loaded or
+    shared machine, a background job, frequency scaling): p90/p10 above 2 or the slowest step above 10x the median."""
+    p10, p90, median, slowest = (stats.get(k) for k in ("p10_s", "p90_s", "median_s", "max_s"))
+    if not p10 or not median or p90 is None or slowest is None:
+        return None
+    if p90 / p10 <= NOISY_P90_OVER_P10 and slowest / median <= NOISY_MAX_OVER_MEDIAN:
+        return None
+    return (f"noisy timing: p10 {p10 * 1e3:.2f} ms, median {median * 1e3:.2f} ms, p90 {p90 * 1e3:.2f} ms, "
+            f"slowest {slowest * 1e3:.2f} ms (p90/p10 {p90 / p10:.1f}, slowest/median {slowest / median:.1f}); "
+            "the machine was probably busy: rerun on an idle machine or with more --steps")

@@ -55,6 +55,11 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
     if dump_dir is not None:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    f" --xla_dump_to={dump_dir} --xla_dump_hlo_as_text").strip()
+        # op_type/op_name/source_file metadata on every HLO instruction (aten op and Python line), so that diff/explain
+        # can group torch_xla's work by source op. It makes torch_xla record Python frames for every IR node it
+        # traces, which slows the step ~1.8x on vit-tiny: `window_starting` turns that off once the warm-up has
+        # compiled the step's graphs (docs/run.md has the figures).
+        os.environ.setdefault("XLA_HLO_DEBUG", "1")
     return os.environ["PJRT_DEVICE"]
 
 
@@ -131,6 +136,12 @@ class TorchXlaSession(Session):
 
     def loss_of(self, outputs) -> float:
         return loss_of(outputs)
+
+    def window_starting(self) -> None:
+        # The graphs the window runs were compiled (with their op_name metadata) during the warm-up; recording Python
+        # frames for every traced op from now on would only slow the timed steps. The graph hash ignores it.
+        if self.torch_xla._XLAC._get_ir_debug():
+            self.torch_xla._XLAC._set_ir_debug(False)
 
     # -- what it compiled ---------------------------------------------------------------------------------------------
     def _note_new_modules(self, phase: str) -> None:

@@ -8,6 +8,7 @@ from importlib.util import find_spec
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hloscope.cli.run import build_options, common_options
@@ -36,8 +37,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
     from hloscope.backends import parse_modes
     from hloscope.compare_runner import run_comparison
     from hloscope.models.presets import get_preset
-    from hloscope.rundir import create_run_dir
     from hloscope.run_tables import comparison_table
+    from hloscope.rundir import create_run_dir
 
     get_preset(values["model"])
     console = Console(stderr=True)
@@ -84,6 +85,10 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
         if values.get("target"):
             _print_compiled(comparison, comparison_dir)
         for entry in comparison["modes"]:
+            for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
+                console.print(f"[yellow]warning[/yellow] {entry['mode']}: {escape(warning)}", highlight=False)
+            if entry["status"] not in ("ok", "compiled") and entry.get("error"):
+                console.print(f"[red]{entry['mode']} {entry['status']}[/red]: {escape(entry['error'])}", highlight=False)
             if entry["status"] != "ok" and entry.get("stderr_tail"):
                 console.print(f"[red]{entry['mode']} {entry['status']}[/red]; last lines of its stderr "
                               f"({entry.get('stderr_log')}):", highlight=False)
