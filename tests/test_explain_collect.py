@@ -166,3 +166,22 @@ def test_time_in_aten_ops_from_a_real_kineto_trace(fixtures_dir, tmp_path):
     share = covered_s / cpu.framework_step_s
     assert eager["seconds"] == pytest.approx(min(share * 0.050 - 0.008, 0.040))
     assert f"({share:.0%}" in eager["claim"] and "against 8 ms device busy per step under jax" in eager["claim"]
+
+
+def test_a_step_program_that_runs_after_its_marker_is_in_the_timeline():
+    """JAX and PyTorch/XLA run a step's program after its marker ends: as in `trace stats`, the device work of the
+    middle step is what starts before the next step does, not only what starts inside the marker."""
+    from hloscope.explain.collect import step_timeline
+    from hloscope.trace.model import HOST_OP, KERNEL, MATMUL, Event
+
+    def kernel(name, start, dur):
+        return Event(name, start, dur, KERNEL, True, "XLA Ops", "/host:CPU", category=MATMUL)
+
+    events = [Event("aten::mm", 1010.0, 50.0, HOST_OP, False, "thread 1", "python"),
+              kernel("dot.1", 1500.0, 200.0), kernel("transpose.2", 1800.0, 100.0),  # after the marker (1000-1100)
+              kernel("dot.9", 2050.0, 70.0)]  # the next step's
+    sample = step_timeline(events, {"start_us": 1000.0, "host_duration_us": 100.0}, next_start_us=2000.0)
+    assert sample.spans == [(500e-6, 200e-6, MATMUL), (800e-6, 100e-6, MATMUL)]
+    assert sample.layout_s == pytest.approx(100e-6) and sample.framework_ops == 1 and sample.step_s == pytest.approx(1e-4)
+    last = step_timeline(events, {"start_us": 2000.0, "host_duration_us": 100.0})  # the last step: all that follows
+    assert last.spans == [(50e-6, 70e-6, MATMUL)] and last.framework_ops == 0

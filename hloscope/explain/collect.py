@@ -136,12 +136,15 @@ class StepSample:
     step_s: float  # the step's length
 
 
-def step_timeline(events, window: dict) -> StepSample:
-    """One step window: device executions, time in transpose/copy kernels, and the PyTorch ops the host ran."""
+def step_timeline(events, window: dict, next_start_us: float | None = None) -> StepSample:
+    """One step window: device executions, time in transpose/copy kernels, and the PyTorch ops the host ran.
+    The host's ops are those inside the step marker; device executions, as in `trace stats`, those that start before
+    the next step does (JAX and PyTorch/XLA run a step's program after its marker has ended)."""
     start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
+    device_end = float("inf") if next_start_us is None else max(end, next_start_us)
     spans, layout_us, ops = [], 0.0, []
     for event in events:
-        if event.start_us < start or event.start_us >= end:
+        if event.start_us < start or event.start_us >= (device_end if event.is_device_exec else end):
             continue
         if not event.is_device_exec:
             if event.name.startswith("aten::"):
@@ -195,8 +198,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 add_trace(summary, stats)
                 windows = stats.get("per_step") or []
                 if windows:
-                    middle = windows[len(windows) // 2]
-                    sample = step_timeline(trace.events, middle)
+                    index = len(windows) // 2
+                    following = windows[index + 1]["start_us"] if index + 1 < len(windows) else None
+                    sample = step_timeline(trace.events, windows[index], following)
                     summary.timeline = sample.spans
                     summary.layout_kernel_s = sample.layout_s if stats.get("kernels") else None
                     if sample.framework_ops:
