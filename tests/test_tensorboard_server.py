@@ -55,11 +55,12 @@ def is_alive(pid: int) -> bool:
 
 
 @contextmanager
-def hloscope_tensorboard(directory: Path, *args: str, timeout_s: float = 180):
-    """Run `hloscope tensorboard DIRECTORY ARGS` until it says it is ready; always killed (whole group) at the end."""
+def hloscope_tensorboard(directory: Path, *args: str, timeout_s: float = 180, host: str | None = "127.0.0.1"):
+    """Run `hloscope tensorboard DIRECTORY ARGS` until it says it is ready; always killed (whole group) at the end.
+    `host=None` leaves out --host (hloscope's default)."""
     env = {**os.environ, "PJRT_DEVICE": "CPU"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "hloscope", "tensorboard", str(directory), "--host", "127.0.0.1", *args],
+        [sys.executable, "-m", "hloscope", "tensorboard", str(directory), *(["--host", host] if host else []), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )  # fmt: skip
     lines: queue.Queue = queue.Queue()
@@ -111,9 +112,23 @@ def fixture_traces(fixtures_dir, tmp_path_factory) -> Path:
     return root
 
 
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses of the TCP sockets listening on `port`, from /proc/net/tcp and tcp6 (state 0A = LISTEN)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:
+                found.add(address)
+    return found
+
+
 def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
     before = tree_state(fixture_traces)
-    with hloscope_tensorboard(fixture_traces) as (_, url, stdout):
+    with hloscope_tensorboard(fixture_traces, host=None) as (_, url, stdout):
+        # Without --host, TensorBoard listens on 127.0.0.1 only (little-endian hex in /proc/net/tcp).
+        assert listening_addresses(urllib.parse.urlsplit(url).port) == {"0100007F"}
         assert sorted(http_json(url + "data/plugin/profile/runs")) == ["gpu-cmp/jax", "gpu-cmp/pytorch"]
         assert "gpu-cmp/pytorch" in "".join(stdout) and "Kineto -> XSpace" in "".join(stdout)
         tools = http_json(url + "data/plugin/profile/run_tools?run=gpu-cmp/pytorch")
