@@ -240,3 +240,10 @@ def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_
     assert [(m["file"].split("/cmp/")[1].split("/")[0], "measured" in m) for m in modules] == [
         ("jax", True), ("jax_again", False)]
     assert modules[0]["measured"] == measured
+    # A broken profile costs only the measured time, with one warning naming it; the HLO statistics are all there.
+    (xplane_file,) = comparison.rglob("*.xplane.pb")
+    xplane_file.write_bytes(b"not a profile")
+    code, stdout, stderr = cli_run("hlo", "stats", str(comparison), "--json", "--no-xla-cost")
+    assert code == 0
+    assert [("measured" in m) for m in json.loads(stdout)["modules"]] == [False, False]
+    assert stderr.count("hloscope: warning: no measured time") == 1 and xplane_file.name in stderr

@@ -35,7 +35,9 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
 
     loaded = load_modules(path)
     results = [stats_record(item, top, source_depth, launches, xla_cost) for item in loaded]
-    by_run = device_events_by_run(path)  # run directories with a profile: measured time beside the instructions
+    by_run, unread = device_events_by_run(path)  # run directories with a profile: measured time beside the HLO
+    for error in unread:
+        click.echo(f"hloscope: warning: no measured time from this run's profile: {error}", err=True)
     for item, result in zip(loaded, results):
         events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
         measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None

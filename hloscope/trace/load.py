@@ -123,16 +123,20 @@ def _head(path: Path, size: int = 65536) -> bytes:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
 
 
-def device_events_by_run(path: str | os.PathLike) -> dict[Path, list]:
-    """{run directory: the device executions of its traces} for a run or comparison directory (for `hloscope hlo
-    stats`, which shows them beside the HLO of the same run); {} for anything else."""
+def device_events_by_run(path: str | os.PathLike) -> tuple[dict[Path, list], list[InputError]]:
+    """({run directory: the device executions of its traces}, [why a run's traces could not be read]) for a run or
+    comparison directory (for `hloscope hlo stats`, which shows them beside the HLO of the same run); ({}, []) for
+    anything else. A broken trace costs only its run's measured time."""
     from hloscope import rundir
 
     path = Path(path)
     if not ((path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
-        return {}
-    found = {}
+        return {}, []
+    found, errors = {}, []
     for run in rundir.find_runs(path):
-        files = _without_duplicate_profiles(_listed_traces(run, rundir.load_run(run, check_artifacts=False)))
-        found[run.resolve()] = [event for file in files for event in load_trace(file).events if event.is_device_exec]
-    return found
+        try:
+            files = _without_duplicate_profiles(_listed_traces(run, rundir.load_run(run, check_artifacts=False)))
+            found[run.resolve()] = [e for file in files for e in load_trace(file).events if e.is_device_exec]
+        except InputError as error:
+            errors.append(error)
+    return found, errors
