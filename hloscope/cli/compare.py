@@ -87,11 +87,12 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
         for entry in comparison["modes"]:
             for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
                 console.print(f"[yellow]warning[/yellow] {entry['mode']}: {escape(warning)}", highlight=False)
-            if entry["status"] not in ("ok", "compiled") and entry.get("error"):
-                console.print(f"[red]{entry['mode']} {entry['status']}[/red]: {escape(entry['error'])}", highlight=False)
-            if entry["status"] != "ok" and entry.get("stderr_tail"):
-                console.print(f"[red]{entry['mode']} {entry['status']}[/red]; last lines of its stderr "
-                              f"({entry.get('stderr_log')}):", highlight=False)
+            if entry["status"] in ("ok", "compiled"):
+                continue
+            reason = (entry.get("error") or "").split("; stderr ends with:")[0]  # the tail follows in full
+            console.print(f"[red]{entry['mode']} {entry['status']}[/red]: {escape(reason)}", highlight=False)
+            if entry.get("stderr_tail"):
+                console.print(f"  last lines of its stderr ({entry.get('stderr_log')}):", highlight=False)
                 console.print(entry["stderr_tail"], markup=False, highlight=False)
         click.echo(f"comparison directory: {comparison_dir}")
         if values.get("dump_hlo") or values.get("profile"):
