@@ -171,7 +171,32 @@ class CostAnalysis:
         return cached
 
     def module_cost(self) -> Cost:
+        # Cost callees before callers, so that a deep call chain (XLA accepts hundreds of nested calls) is costed
+        # without deep recursion: each computation_cost then finds its callees already in the cache.
+        for comp in self._callees_first(self.module.entry):
+            self.computation_cost(comp)
         return self.computation_cost(self.module.entry)
+
+    def _callees_first(self, root: HloComputation) -> list[HloComputation]:
+        """Computations reachable from root, each after every computation it calls (iterative post-order)."""
+        order: list[HloComputation] = []
+        done: set[str] = set()
+        on_path: set[str] = {root.name}
+        stack = [(root, iter(_callees(root)))]
+        while stack:
+            comp, callees = stack[-1]
+            callee = next(callees, None)
+            if callee is None:
+                stack.pop()
+                on_path.discard(comp.name)
+                done.add(comp.name)
+                order.append(comp)
+            elif callee.name in on_path:  # XLA refuses call graphs with cycles
+                raise ParseError(self.module.path, f"computation '{callee.name}' calls itself", callee.lineno, 1)
+            elif callee.name not in done:
+                on_path.add(callee.name)
+                stack.append((callee, iter(_callees(callee))))
+        return order
 
     def instruction_cost(self, instr: HloInstruction) -> Cost:
         key = id(instr)
@@ -449,6 +474,11 @@ class CostAnalysis:
 
 def _parameter_number(instr: HloInstruction) -> int:
     return int(instr.operand_text.strip() or 0)
+
+
+def _callees(comp: HloComputation):
+    for instr in comp.instructions:
+        yield from instr.called_computations
 
 
 def _users(comp: HloComputation) -> dict[str, list[HloInstruction]]:
