@@ -51,7 +51,7 @@ def from_run_record(run: dict) -> ModeSummary:
     """The run record's timing and settings (a field of the wrong type is an InputError naming run.json)."""
     fields = RunFields(run)
     environment, compiles = fields.section("environment"), fields.section("compiles")
-    return ModeSummary(
+    summary = ModeSummary(
         mode=run.get("mode", "?"), status=run.get("status", "?"), platform=_platform(environment),
         step_time_s=fields.number("timing", "median_s"), mean_s=fields.number("timing", "mean_s"),
         step_times_s=fields.numbers("timing", "step_times_s"), first_step_s=fields.number("timing", "first_step_s"),
@@ -62,6 +62,23 @@ def from_run_record(run: dict) -> ModeSummary:
                           or _precision_setting(environment, "mat_mul_precision")),
         compute_dtype=_precision_setting(environment, "compute_dtype"),
     )
+    if summary.status == "compiled":
+        add_compiled(summary, fields)
+    return summary
+
+
+def add_compiled(summary: ModeSummary, fields: RunFields) -> None:
+    """What a run compiled for a target GPU (`--target`) recorded instead of timings: the GPU, the roofline lower
+    bound, the launches of XLA's thunk sequence and XLA's memory estimate."""
+    summary.target = fields.text("target", "device") or fields.text("target", "name")
+    summary.roofline_s = fields.number("roofline", "serial_s")
+    summary.roofline_aggregate_s = fields.number("roofline", "aggregate_s")
+    summary.thunk_kernels = fields.number("kernels", "kernel_launches")
+    summary.thunk_library_calls = fields.number("kernels", "library_calls")
+    summary.thunk_copies = fields.number("kernels", "copies")
+    summary.memory_estimate_bytes = fields.number("memory", "device_peak_estimate_bytes")
+    if summary.roofline_s is None:
+        summary.notes.append("compiled for a target GPU without a roofline lower bound in run.json")
 
 
 def _add(total: dict, part: dict) -> None:
@@ -209,6 +226,6 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")
-    else:
+    elif summary.status != "compiled":  # a run compiled for a target GPU never ran: there is nothing to profile
         summary.notes.append("no profiler trace in this run (run with --profile)")
     return summary

@@ -28,6 +28,8 @@ def explain_pair(slow: ModeSummary, fast: ModeSummary, rules=RULES) -> list[Cont
 def explain(summaries: list[ModeSummary], rules=RULES) -> dict:
     """The explain report: fastest mode, then per mode its gap, ratio and ranked contributors (pure function)."""
     timed = [s for s in summaries if s.status == "ok" and s.step_time_s]
+    if not timed:
+        return _explain_compiled(summaries)
     fastest = min(timed, key=lambda s: s.step_time_s) if timed else None
     modes = []
     for summary in summaries:
@@ -45,6 +47,29 @@ def explain(summaries: list[ModeSummary], rules=RULES) -> dict:
         modes.append(entry)
     return {
         "fastest": fastest.mode if fastest else None,
+        "basis": "step_time",
+        "modes": modes,
+        "summaries": {s.mode: s.to_dict() for s in summaries},
+    }
+
+
+def _explain_compiled(summaries: list[ModeSummary]) -> dict:
+    """No mode was timed. Modes compiled for a target GPU (`compare --target`) are ranked on their roofline lower
+    bound per step instead; the rules, sized on measured step and trace times, have nothing to size and do not run."""
+    bounded = [s for s in summaries if s.status == "compiled" and s.roofline_s]
+    lowest = min(bounded, key=lambda s: s.roofline_s) if bounded else None
+    modes = []
+    for summary in summaries:
+        entry: dict = {"mode": summary.mode, "status": summary.status, "step_time_s": None,
+                       "roofline_s": summary.roofline_s, "gap_s": None, "ratio": None, "contributors": [],
+                       "explained_s": None, "unexplained_s": None}
+        if lowest is not None and summary in bounded:
+            entry["gap_s"] = summary.roofline_s - lowest.roofline_s
+            entry["ratio"] = summary.roofline_s / lowest.roofline_s
+        modes.append(entry)
+    return {
+        "fastest": lowest.mode if lowest else None,
+        "basis": "roofline_lower_bound" if lowest else "step_time",
         "modes": modes,
         "summaries": {s.mode: s.to_dict() for s in summaries},
     }

@@ -53,6 +53,14 @@ class ModeSummary:
     framework_ops: int | None = None
     framework_op_s: float | None = None
     framework_step_s: float | None = None
+    # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
+    target: str | None = None  # the GPU's name
+    roofline_s: float | None = None  # roofline lower bound per step, launches one after another (not a prediction)
+    roofline_aggregate_s: float | None = None  # the same bound with launches overlapping: the busiest unit
+    thunk_kernels: int | None = None  # from XLA's thunk_sequence.txt: generated kernel launches,
+    thunk_library_calls: int | None = None  # cuBLAS/cuDNN calls,
+    thunk_copies: int | None = None  # and device copies
+    memory_estimate_bytes: float | None = None  # XLA's memory analysis: arguments + outputs - aliases + temporaries
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import fmt, svg
-from hloscope.render.explain_views import (config_text, device_time_by_category, estimate, kernels_by_category,
-                                           mode_rows, notes, slower_modes)
+from hloscope.render.explain_views import (compiled_table, config_text, device_time_by_category, estimate,
+                                           is_compiled, kernels_by_category, mode_rows, notes, slower_modes)
 from hloscope.render.html_page import evidence, page, table
 
 
@@ -20,6 +20,13 @@ def render(report: dict) -> str:
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
     if config_text(meta):
         body.append(f"<p>Configuration: {escape(config_text(meta))}</p>")
+    if is_compiled(report):
+        body += _compiled(report)
+        kernel_rows = [(r["mode"], kernels_by_category(summaries.get(r["mode"], {}))) for r in rows]
+        body.append(svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels") or "")
+        if notes(report):
+            body.append(_notes(report))
+        return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
     body.append(f"<p>Fastest mode: <b>{escape(fastest)}</b></p>" if fastest else
                 "<p>No mode finished with a step time.</p>")
 
@@ -58,6 +65,23 @@ def render(report: dict) -> str:
         body.append("<p>No HLO dumps or traces were recorded for these modes.</p>")
 
     if notes(report):
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>"
-                                                   for m, n in notes(report)) + "</ul>")
+        body.append(_notes(report))
     return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
+
+
+def _compiled(report: dict) -> list[str]:
+    """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
+    modes, rows = compiled_table(report)
+    fastest = report.get("fastest")
+    body = ["<h2>Compiled for a target GPU, not timed</h2>",
+            "<p>The modes are ranked on their roofline lower bound per step: a <b>lower bound, not a prediction</b> "
+            "(per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) of the target GPU).</p>"]
+    if fastest:
+        body.append(f"<p>Lowest roofline lower bound: <b>{escape(fastest)}</b></p>")
+    body.append(table([""] + modes, [[label.strip()] + values for label, values in rows], figures=True))
+    return body
+
+
+def _notes(report: dict) -> str:
+    return "<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>"
+                                          for m, n in notes(report)) + "</ul>"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from hloscope.render import fmt
-from hloscope.render.explain_views import config_text, estimate, mode_rows, notes, slower_modes
+from hloscope.render.explain_views import (compiled_table, config_text, estimate, is_compiled, mode_rows, notes,
+                                           slower_modes)
 
 
 def _cell(text: object) -> str:
@@ -17,8 +18,31 @@ def render(report: dict) -> str:
         lines += [f"Comparison: `{meta['path']}`", ""]
     if config_text(meta):
         lines += ["Configuration: " + config_text(meta), ""]
+    if is_compiled(report):
+        lines += _compiled(report)
+    else:
+        lines += _timed(report)
+    if notes(report):
+        lines += ["", "## Notes", ""] + [f"- {mode}: {_cell(note)}" for mode, note in notes(report)]
+    return "\n".join(lines) + "\n"
+
+
+def _compiled(report: dict) -> list[str]:
+    """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
+    modes, rows = compiled_table(report)
     fastest = report.get("fastest")
-    lines += [f"Fastest mode: **{fastest}**" if fastest else "No mode finished with a step time.", ""]
+    lines = ["Compiled for a target GPU, not timed: the modes are ranked on their roofline lower bound per step "
+             "(a lower bound, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth)).", ""]
+    if fastest:
+        lines += [f"Lowest roofline lower bound: **{fastest}**", ""]
+    lines += ["| | " + " | ".join(_cell(m) for m in modes) + " |", "|---" + "|---" * len(modes) + "|"]
+    lines += [f"| {_cell(label)} | " + " | ".join(_cell(v) for v in values) + " |" for label, values in rows]
+    return lines
+
+
+def _timed(report: dict) -> list[str]:
+    fastest = report.get("fastest")
+    lines = [f"Fastest mode: **{fastest}**" if fastest else "No mode finished with a step time.", ""]
     lines += ["| mode | status | step (median) | vs fastest | gap | kernels/step | device idle/step | compiles in window |",
               "|---|---|---|---|---|---|---|---|"]
     for row in mode_rows(report):
@@ -34,6 +58,4 @@ def render(report: dict) -> str:
             lines.append(f"{rank}. **{c['title']}** ({estimate(c, entry['gap_s'])}): {_cell(c['claim'])}.")
         lines += ["", f"Explained: {fmt.ms(entry['explained_s'])}; unexplained: {fmt.ms(entry['unexplained_s'])} "
                       "(estimates can overlap)."]
-    if notes(report):
-        lines += ["", "## Notes", ""] + [f"- {mode}: {_cell(note)}" for mode, note in notes(report)]
-    return "\n".join(lines) + "\n"
+    return lines

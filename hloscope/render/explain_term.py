@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.render import fmt
-from hloscope.render.explain_views import estimate, mode_rows, notes, slower_modes
+from hloscope.render.explain_views import compiled_table, estimate, is_compiled, mode_rows, notes, slower_modes
 
 
 def _ms(seconds: float | None) -> str:
@@ -17,7 +17,30 @@ def _ms(seconds: float | None) -> str:
     return fmt.ms(seconds).removesuffix(" ms")
 
 
+def render_compiled(report: dict, console: Console) -> None:
+    """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
+    meta = report.get("comparison") or {}
+    modes, rows = compiled_table(report)
+    table = Table(title=f"Compiled, not timed{' — ' + str(meta['path']) if meta.get('path') else ''}",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+                  caption="the roofline bound is a lower bound, not a prediction: per launch max(FLOPs / peak FLOP/s, "
+                          "bytes / memory bandwidth) of the target GPU")
+    table.add_column("", min_width=24)  # labels wrap on a narrow terminal; mode names and figures never do
+    for mode in modes:
+        table.add_column(mode, justify="right", no_wrap=True)
+    for label, values in rows:
+        table.add_row(label, *values)
+    console.print(table)
+    if report.get("fastest"):
+        console.print(f"lowest roofline lower bound: {escape(report['fastest'])}", highlight=False)
+
+
 def render(report: dict, console: Console) -> None:
+    if is_compiled(report):
+        render_compiled(report, console)
+        for mode, note in notes(report):
+            console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)
+        return
     fastest = report.get("fastest")
     meta = report.get("comparison") or {}
     # Units in the headers and no frame, so that five modes fit an 80-column terminal without cutting a name or figure.
