@@ -12,8 +12,13 @@ def ms(seconds: float | None) -> str:
 
 
 def step_time(seconds: float | None) -> str:
-    """Milliseconds below a second, seconds above (a 12 s CPU step of vit-base stays narrow)."""
-    return "-" if seconds is None else ms(seconds) if seconds < 1 else f"{seconds:.3f} s"
+    """Milliseconds below a second (three decimals below 1 ms: a tiny model's GPU roofline bound), seconds above (a
+    12 s CPU step of vit-base stays narrow)."""
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return ms(seconds) if seconds < 1 else f"{seconds:.3f} s"
 
 
 def ratio(value: float) -> str:

@@ -45,3 +45,5 @@ def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
     row = next(line for line in text.splitlines() if line.startswith("jax"))
     assert row.split() == ["jax", "12.35", "ms", "1312", "compiled"]
     assert "lower bound" in text and "compiled for h100" in text
+    tiny = render({"config": CONFIG, "modes": [{**entry, "roofline_lower_bound_s": 8.2e-6}]})
+    assert "0.008 ms" in tiny  # a tiny model's bound is not rounded to 0.01 ms
