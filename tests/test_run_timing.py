@@ -36,7 +36,7 @@ def test_the_timer_counts_the_time_until_the_result_is_ready():
              steps=4, warmup=2, log=log)
     assert len(log.step_times_s) == 4 and len(log.warmup_times_s) == 1 and log.first_step_s is not None
     # The calls themselves returned almost at once; every recorded step still covers the whole delay.
-    assert max(dispatched) < delay / 5
+    assert max(dispatched) < delay / 2  # (a loaded 2-core machine can take 10+ ms to start a timer thread)
     assert min(log.step_times_s) >= delay
     assert log.window_s >= 4 * delay
     assert log.losses == [10.0, 10.0 - 5]  # first step's loss, then the last timed step's
