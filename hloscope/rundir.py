@@ -86,6 +86,8 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file private (0600); a run record gets the permissions of any file the user creates.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
             handle.write("\n")
@@ -95,6 +97,12 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only portable way to read the umask is to set it and put it back
+    os.umask(mask)
+    return mask
 
 
 def _json_default(value: Any) -> Any:

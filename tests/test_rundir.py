@@ -126,3 +126,17 @@ def test_cli_refuses_an_unknown_model_before_making_a_directory(cli_run, tmp_pat
     code, _, err = cli_run("run", "--mode", "jax", "--model", "vit-huge", "--out", str(tmp_path / "out"))
     assert code == 2 and "unknown model preset 'vit-huge'" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_run_json_gets_the_permissions_of_an_ordinary_file(tmp_path):
+    import os
+    import stat
+
+    from hloscope.rundir import write_json_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "run.json", {"schema_version": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == 0o644
