@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 
 class HloscopeError(Exception):
@@ -51,3 +52,16 @@ class UsageError(HloscopeError):
     """Options that contradict each other or name something that does not exist."""
 
     exit_code = 2
+
+
+@contextmanager
+def reading(path: str | os.PathLike, what: str):
+    """Turn the OS errors of opening or reading `path` into one InputError naming it; `what` is the file expected."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, f"is a directory, not {what}") from None
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from hloscope.errors import InputError, MissingDependency
+from hloscope.errors import InputError, MissingDependency, reading
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OTHER, RUNTIME, STEP, Event
@@ -137,14 +137,8 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
 
 
 def _open(path: Path):
-    try:
+    with reading(path, "a trace file"):
         return open_trace_bytes(path)
-    except FileNotFoundError as error:
-        raise InputError(path, "no such file") from error
-    except IsADirectoryError as error:
-        raise InputError(path, "is a directory, not a trace file") from error
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from error
 
 
 @contextlib.contextmanager

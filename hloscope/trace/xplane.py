@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from hloscope.errors import InputError, MissingDependency
+from hloscope.errors import InputError, MissingDependency, reading
 from hloscope.native_stderr import quiet_native_stderr
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
@@ -81,16 +81,10 @@ def read_xplane(path: str | os.PathLike) -> list[Event]:
 
 
 def _parse(path: Path):
-    try:
+    with reading(path, "a trace file"):
         size = path.stat().st_size
         _check_memory(path, size)
         data = path.read_bytes()
-    except FileNotFoundError as error:
-        raise InputError(path, "no such file") from error
-    except IsADirectoryError as error:
-        raise InputError(path, "is a directory, not a trace file") from error
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from error
     if not data:
         raise InputError(path, "empty file: not an xplane.pb profile")
     try:
