@@ -156,6 +156,7 @@ def test_time_in_aten_ops_from_a_real_kineto_trace(fixtures_dir, tmp_path):
     report = explain([fast, gpu])
     (eager,) = [c for c in report["modes"][1]["contributors"] if c["rule"] == "eager_ops"]
     assert eager["seconds"] is None
+    assert "host_outside_ops" not in [c["rule"] for c in report["modes"][1]["contributors"]]
 
     cpu_trace = _host_only_copy(trace, tmp_path / "host_only.json.gz")
     cpu = summarize_run(_run_dir(tmp_path / "cpu", "pytorch", cpu_trace, 0.050))
@@ -166,6 +167,12 @@ def test_time_in_aten_ops_from_a_real_kineto_trace(fixtures_dir, tmp_path):
     share = covered_s / cpu.framework_step_s
     assert eager["seconds"] == pytest.approx(min(share * 0.050 - 0.008, 0.040))
     assert f"({share:.0%}" in eager["claim"] and "against 8 ms device busy per step under jax" in eager["claim"]
+    # The rest of the middle step, outside aten ops, against JAX's 2 ms outside its 8 ms of device time.
+    (outside,) = [c for c in report["modes"][1]["contributors"] if c["rule"] == "host_outside_ops"]
+    assert outside["evidence"]["outside_op_s"] == pytest.approx(cpu.framework_step_s - covered_s, rel=1e-9)
+    assert outside["seconds"] == pytest.approx(max(0.0, min((1 - share) * 0.050 - 0.002,
+                                                            0.040 - max(0.0, share * 0.050 - 0.008))))
+    assert f"({1 - share:.0%}: Python and autograd)" in outside["claim"]
 
 
 def test_a_step_program_that_runs_after_its_marker_is_in_the_timeline():

@@ -259,11 +259,10 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
     host_s = _host_op_seconds(slow)
     if host_s is not None and not slow.trace_kernels:  # with device kernels, the host's cost is device idle time
         share = slow.framework_op_s / slow.framework_step_s
-        outside = "Python and autograd" if eager else "Python, autograd and inductor's generated code"
         claim += (f"; with no device kernels the host does the work: {_ms(slow.framework_op_s)} of the "
-                  f"{_ms(slow.framework_step_s)} profiled step ran inside aten ops ({share:.0%}, the rest is {outside}), "
+                  f"{_ms(slow.framework_step_s)} profiled step ran inside aten ops ({share:.0%}, the rest is {_outside(slow)}), "
                   f"~{_ms(host_s)} of the {_ms(slow.step_time_s)} timed step")
-        fast_s, what = (fast.device_busy_s, "device busy") if fast.device_busy_s else (_host_op_seconds(fast), "in aten ops")
+        fast_s, what = _fast_work(fast)
         evidence.update(framework_op_s=slow.framework_op_s, profiled_step_s=slow.framework_step_s,
                         host_op_share=share, host_op_s=host_s, sized="share of the profiled step in aten ops x timed step")
         if fast_s is not None:
@@ -272,6 +271,47 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
             evidence["fast_work_s"] = {fast.mode: fast_s, "what": what}
     title = "Ops dispatched one by one (eager)" if eager else "Framework ops dispatched per step"
     return Contributor("eager_ops", title, claim, seconds, evidence)
+
+
+def _outside(slow: ModeSummary) -> str:
+    return "Python and autograd" if "compile" not in slow.mode else "Python, autograd and inductor's generated code"
+
+
+def _fast_work(fast: ModeSummary) -> tuple[float | None, str]:
+    """The fast mode's work per step that the slow mode's time in aten ops is set against: its device busy time, or
+    for a host-only PyTorch mode its own time in aten ops."""
+    return (fast.device_busy_s, "device busy") if fast.device_busy_s else (_host_op_seconds(fast), "in aten ops")
+
+
+def host_outside_ops(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
+    """The rest of a host-only PyTorch step (no device kernels): the time outside aten ops (Python, the autograd
+    engine, optimizer glue; under compile also inductor's generated code), measured in the same profiled step as
+    eager_ops. Sized the same way: its share of the profiled step x the timed median, minus the fast mode's time
+    outside its own work (its step minus what eager_ops set against), capped so that with eager_ops it stays within
+    the gap."""
+    host_s = _host_op_seconds(slow)
+    if not slow.framework_ops or slow.kernels is not None or slow.trace_kernels or host_s is None:
+        return None
+    outside_share = 1 - slow.framework_op_s / slow.framework_step_s
+    outside_s = slow.step_time_s - host_s
+    claim = (f"{_ms(slow.framework_step_s - slow.framework_op_s)} of the {_ms(slow.framework_step_s)} profiled step "
+             f"of {slow.mode} ran outside aten ops ({outside_share:.0%}: {_outside(slow)}), ~{_ms(outside_s)} of the "
+             f"{_ms(slow.step_time_s)} timed step")
+    evidence = {"outside_op_s": slow.framework_step_s - slow.framework_op_s, "profiled_step_s": slow.framework_step_s,
+                "outside_share": outside_share, "outside_s": outside_s,
+                "sized": "share of the profiled step outside aten ops x timed step"}
+    seconds = None
+    fast_s, what = _fast_work(fast)
+    if fast_s is not None and fast.step_time_s:
+        fast_outside = max(0.0, fast.step_time_s - fast_s)
+        claim += f", against {_ms(fast_outside)} of the {_ms(fast.step_time_s)} step outside {what} under {fast.mode}"
+        gap = slow.step_time_s - fast.step_time_s
+        in_ops = max(0.0, host_s - fast_s)  # what eager_ops sizes
+        seconds = max(0.0, min(outside_s - fast_outside, gap - in_ops))
+        evidence["fast_outside_s"] = {fast.mode: fast_outside, "what": f"step minus {what}"}
+    title = ("Python / autograd host overhead outside framework ops" if "compile" not in slow.mode
+             else "Python, autograd and generated code outside framework ops")
+    return Contributor("host_outside_ops", title, claim, seconds, evidence)
 
 
 def _host_op_seconds(summary: ModeSummary) -> float | None:
@@ -316,5 +356,5 @@ def compute_dtype(slow: ModeSummary, fast: ModeSummary) -> Contributor | None:
 
 RULES: list[Callable[[ModeSummary, ModeSummary], Contributor | None]] = [
     recompilation, host_bound, kernel_launches, layout_changes, matmul_precision, more_compute, memory_traffic,
-    input_pipeline, compute_dtype, eager_ops, device_time,
+    input_pipeline, compute_dtype, eager_ops, host_outside_ops, device_time,
 ]
