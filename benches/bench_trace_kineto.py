@@ -20,7 +20,6 @@ import gzip
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile

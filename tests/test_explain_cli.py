@@ -88,7 +88,8 @@ def test_without_an_argument_the_newest_comparison_under_traces(cli_run, tmp_pat
     monkeypatch.chdir(tmp_path)
     code, _, err = cli_run("explain")
     assert code == 2 and "no comparison under traces/" in err and err.count("\n") == 1
-    old, new = _comparison(tmp_path / "traces" / "compare-b"), _comparison(tmp_path / "traces" / "compare-a")
+    old = _comparison(tmp_path / "traces" / "compare-b")
+    _comparison(tmp_path / "traces" / "compare-a")  # named before compare-b, but its comparison.json is newer
     os.utime(old / "comparison.json", (1_000_000, 1_000_000))  # written last wins, whatever the names say
     (tmp_path / "traces" / "README.md").write_text("not a comparison")
     code, out, err = cli_run("explain", "--json")

@@ -64,7 +64,6 @@ def apply_precision(precision: str) -> tuple[str | None, str]:
 def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0) -> JaxWorkload:
     """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time."""
     jax, jnp, optax, TrainState, FlaxViT, ViTConfig = _imports()
-    import numpy as np
 
     from hloscope.backends.data import synthetic_pool
 

@@ -22,7 +22,7 @@ from hloscope.backends import check_torch_xla_cuda, xla_dump
 from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
 from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
                                            keep_transformers_off_jax, loss_of)
-from hloscope.errors import MissingDependency, UsageError
+from hloscope.errors import MissingDependency
 
 torch = import_torch()
 

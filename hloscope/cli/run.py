@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -12,7 +11,6 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hloscope.errors import UsageError
 
 FRAMEWORKS = ("pytorch", "torch_xla", "jax")
 

@@ -87,7 +87,6 @@ def _memory(executable) -> dict:
 
 
 def compile_module(request: dict) -> dict:
-    import jax
     from jax._src import compiler
     from jax._src.interpreters import mlir
     from jax._src.lib import xla_client as xc

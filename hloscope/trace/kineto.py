@@ -24,7 +24,19 @@ from pathlib import Path
 from hloscope.errors import InputError, MissingDependency, reading
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
-from hloscope.trace.model import ANNOTATION, HOST_OP, KERNEL, MEMCPY, MEMSET, OTHER, RUNTIME, STEP, Event
+from hloscope.trace.model import (
+    ANNOTATION,
+    HOST_OP,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    OTHER,
+    RUNTIME,
+    STEP,
+    Event,
+    device_line_executes,
+    execution_kind,
+)
 
 _DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
 _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime"}
@@ -359,7 +371,7 @@ class _EventBuilder:
             kind, device = ANNOTATION, True
         elif process.startswith("/device:"):  # JAX's Chrome export of an xplane
             device = True
-            kind = _device_line_kind(process, lane, name)
+            kind = execution_kind(name) if device_line_executes(process, lane) else ANNOTATION
         elif hlo_op is not None and hlo_op == name:  # XLA's CPU runtime executing an HLO op: the CPU is the device
             kind, device = KERNEL, True
         elif category == "user_annotation":
@@ -378,21 +390,6 @@ class _EventBuilder:
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
             hlo_op, hlo_module, _as_int(correlation),
         )
-
-
-def _device_line_kind(plane: str, line: str, name: str) -> str:
-    """Which rows of a device plane are executions (same rule as the xplane reader, see hloscope/trace/xplane.py)."""
-    if "GPU" in plane:
-        if not line.startswith("Stream"):
-            return ANNOTATION
-    elif line != "XLA Ops":
-        return ANNOTATION
-    lowered = name.lower()
-    if lowered.startswith("memset"):
-        return MEMSET
-    if lowered.startswith("memcpy"):
-        return MEMCPY
-    return KERNEL
 
 
 def _as_int(value) -> int | None:

@@ -19,6 +19,23 @@ ANNOTATION = "annotation"  # markers and derived rows: user annotations, XLA mod
 STEP = "step"  # a training-step marker (ProfilerStep#N, StepTraceAnnotation, TF "Steps" row); `step` holds N
 DEVICE_EXEC_KINDS = frozenset({KERNEL, MEMCPY, MEMSET})
 
+
+def device_line_executes(plane: str, line: str) -> bool:
+    """Whether a device plane's line holds executions: a GPU's "Stream #N" lines, any other device's "XLA Ops" line
+    (the other lines are annotations: XLA Modules, name scopes, steps). Shared by the xplane and Chrome-JSON readers."""
+    return line.startswith("Stream") if "GPU" in plane else line == "XLA Ops"
+
+
+def execution_kind(name: str) -> str:
+    """KERNEL, MEMCPY or MEMSET for an execution on a device line, by its name."""
+    lowered = name.lower()
+    if lowered.startswith("memset"):
+        return MEMSET
+    if lowered.startswith("memcpy"):
+        return MEMCPY
+    return KERNEL
+
+
 # Correlation ids at or above this link XLA CPU ops to the thread-pool hand-off that dispatched them (xplane.py),
 # apart from GPU launch correlation ids.
 FLOW_CORRELATION_BASE = 1 << 62

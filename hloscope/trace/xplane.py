@@ -28,12 +28,12 @@ from hloscope.trace.model import (
     FLOW_CORRELATION_BASE,
     HOST_OP,
     KERNEL,
-    MEMCPY,
-    MEMSET,
     OTHER,
     RUNTIME,
     STEP,
     Event,
+    device_line_executes,
+    execution_kind,
 )
 
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
@@ -119,16 +119,12 @@ def _stats(xevent) -> dict:
 
 def _device_plane_events(plane) -> list[Event]:
     plane_name = plane.name
-    is_gpu = "GPU" in plane_name
     out: list[Event] = []
     modules: list[tuple[float, float, str]] = []  # (start, end, module) from the "XLA Modules" line
     ops_needing_module: list[Event] = []
     for line in plane.lines:
         line_name = line.name
-        if is_gpu:
-            executes = line_name.startswith("Stream")
-        else:
-            executes = line_name == "XLA Ops"
+        executes = device_line_executes(plane_name, line_name)
         for xevent in line.events:
             stats = _stats(xevent)
             name = xevent.name
@@ -137,7 +133,7 @@ def _device_plane_events(plane) -> list[Event]:
             hlo_op = _str_or_none(stats.get("hlo_op"))
             step = None
             if executes:
-                kind = _exec_kind(name)
+                kind = execution_kind(name)
                 opcode = None
                 parsed = _HLO_TEXT.match(name) if name.startswith("%") else None
                 if parsed:
@@ -187,15 +183,6 @@ def _attach_modules(ops: list[Event], modules: list[tuple[float, float, str]]) -
         index = bisect.bisect_right(starts, op.start_us) - 1
         if index >= 0 and modules[index][1] >= op.start_us:
             op.hlo_module = modules[index][2]
-
-
-def _exec_kind(name: str) -> str:
-    lowered = name.lower()
-    if lowered.startswith("memset"):
-        return MEMSET
-    if lowered.startswith("memcpy"):
-        return MEMCPY
-    return KERNEL
 
 
 def _host_plane_events(plane) -> list[Event]:
