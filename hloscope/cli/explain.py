@@ -11,32 +11,40 @@ from hloscope.render.output import check_writable, choose_format, deliver, fresh
 
 
 @click.command("explain")
-@click.argument("comparison", required=False, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--baseline", metavar="RUN", help="The run every gap is measured to (a mode or run label as the report "
+                                                 "names it); default: the fastest.")
+@click.option("--min-gap", type=click.FloatRange(0, 10), default=0.05, show_default=True,
+              help="Smallest gap, as a fraction of the baseline's median step, that counts as a difference.")
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Render Markdown or self-contained HTML.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Write to this new file instead of stdout ('-': stdout). --format html without -o writes a new "
                    "explain.html (explain-2.html, ...) in the comparison directory.")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
-def command(comparison: Path | None, as_json: bool, fmt: str | None, output: Path | None, force: bool) -> None:
-    """Explain the step-time gaps of a `hloscope compare` directory (or any folder of run directories); without
-    COMPARISON, the newest comparison under ./traces (where `hloscope compare` writes by default)."""
+def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_json: bool, fmt: str | None,
+            output: Path | None, force: bool) -> None:
+    """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
+    (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
+    baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
     from hloscope.errors import InputError
     from hloscope.explain.engine import explain
-    from hloscope.explain.inputs import latest_comparison, load_summaries
+    from hloscope.explain.inputs import latest_comparison, load_many
 
     to_stdout = output == Path("-")
     output = None if to_stdout else output
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
-    if comparison is None:
-        comparison = latest_comparison(Path("traces"))
-        click.echo(f"explaining {comparison} (the newest comparison under traces/)", err=True)
-    elif not comparison.exists():
-        raise InputError(comparison, "no such file or directory")
-    summaries, meta = load_summaries(comparison)
-    report = explain(summaries)
+    if not paths:
+        paths = (latest_comparison(Path("traces")),)
+        click.echo(f"explaining {paths[0]} (the newest comparison under traces/)", err=True)
+    for path in paths:
+        if not path.exists():
+            raise InputError(path, "no such file or directory")
+    summaries, meta = load_many(list(paths))
+    report = explain(summaries, baseline=baseline, min_gap=min_gap)
     report["comparison"] = meta
+    comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")
     deliver(report, form, output, force, "explain")

@@ -3,13 +3,19 @@ and the trace statistics. Anything unreadable becomes a note on the mode, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
 from pathlib import Path
-from statistics import mean
+from statistics import median
 
 from hloscope.errors import HloscopeError
+from hloscope.explain.config import settings
+from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.run_fields import RunFields
+from hloscope.significance import spread
+from hloscope.trace.model import LAYOUT, MEMORY, Event
+from hloscope.trace.step_profile import profile_steps, step_parts
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
 TIMELINE_LIMIT = 4000
@@ -62,6 +68,14 @@ def from_run_record(run: dict) -> ModeSummary:
                           or _precision_setting(environment, "mat_mul_precision")),
         compute_dtype=_precision_setting(environment, "compute_dtype"),
     )
+    summary.step_spread = spread(summary.step_times_s)
+    noisy = fields.section("timing").get("noisy")
+    summary.noisy = noisy if isinstance(noisy, bool) else None
+    batch = fields.number("config", "batch_size")
+    summary.batch_size = int(batch) if batch else None
+    summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
+    if summary.platform:
+        summary.settings["machine.device platform"] = summary.platform
     if summary.status == "compiled":
         add_compiled(summary, fields)
     return summary
@@ -123,65 +137,58 @@ def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
         summary.platform = {"gpu": "gpu", "tpu": "tpu", "cpu": "cpu"}.get(stats[0].get("platform"), "")
 
 
-def add_trace(summary: ModeSummary, stats: dict) -> None:
-    steps = [s for s in stats.get("per_step") or [] if s.get("kernels") or s.get("device_busy_us")]
-    if steps:
-        summary.trace_kernels = mean(s.get("kernels", 0) for s in steps)
-        summary.device_busy_s = mean(s.get("device_busy_us", 0.0) for s in steps) / 1e6
-        windows = [s["host_duration_us"] for s in steps if s.get("host_duration_us")]
-        summary.profiled_step_s = mean(windows) / 1e6 if windows else None
-        # Idle over the whole step, not only between its first and last kernel: the time before the first kernel is
-        # exactly the device waiting for the host. Measured against the timed median (see ModeSummary).
-        if summary.step_time_s:
-            summary.device_idle_s = max(0.0, summary.step_time_s - summary.device_busy_s)
-        elif summary.profiled_step_s:
-            summary.device_idle_s = max(0.0, summary.profiled_step_s - summary.device_busy_s)
-        summary.host_dispatch_s = mean(s.get("host_runtime_us", 0.0) for s in steps) / 1e6
-        summary.categories_s = {k: v / len(steps) / 1e6 for k, v in (stats.get("categories") or {}).items() if v}
-    elif stats.get("kernels"):
-        summary.notes.append("the trace has no step markers: per-step device time is unknown")
+def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
+                category_of: Callable[[Event], str] | None = None,
+                op_group_of: Callable[[Event], str] | None = None) -> None:
+    """The run's ledger from its trace: each profiled step split into measured parts (hloscope.trace.step_profile),
+    warm-up and outlier steps dropped, and the figures the report shows, as medians over the kept steps."""
+    windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
+    if not windows:
+        if stats.get("kernels"):
+            summary.notes.append("the trace has no step markers: per-step device time is unknown")
+        return
+    parts = step_parts(trace.events, windows, category_of, op_group_of)
+    profile = profile_steps(parts, warmup)
+    if not profile.kept:
+        summary.notes.append("no profiled step left after dropping the warm-up and outlier steps")
+        return
+    ledger = RunLedger.from_profile(profile)
+    summary.ledger = ledger
+    kept = profile.kept_steps()
+    summary.profiled_step_s = median(ledger.step_s)
+    if profile.device:
+        summary.device_busy_s = median(ledger.busy_s)
+        summary.device_idle_s = median(s.step_s - s.busy_s for s in kept)
+        summary.categories_s = {node.removeprefix("device:"): ledger.node_median(node)
+                                for node in ledger.nodes if node.startswith("device:")}
+        summary.executed_per_step = median(sum(s.executions.values()) for s in kept)
+        summary.executed_copies_per_step = median(s.executions.get(LAYOUT, 0) + s.executions.get(MEMORY, 0)
+                                                  for s in kept)
+        summary.layout_kernel_s = summary.categories_s.get(LAYOUT, 0.0) + summary.categories_s.get(MEMORY, 0.0)
+        by_number = {w.get("step"): w for w in stats.get("per_step") or []}
+        rows = [by_number.get(s.number) or {} for s in kept]
+        summary.trace_kernels = median(r.get("kernels", 0) for r in rows)
+        summary.host_dispatch_s = median(r.get("host_runtime_us", 0.0) for r in rows) / 1e6
+    if any(s.framework_ops for s in kept):
+        summary.framework_ops = round(median(s.framework_ops for s in kept))
+    middle = profile.kept[len(profile.kept) // 2]
+    window = (stats["per_step"][middle] if middle < len(stats["per_step"]) else None)
+    if window is not None:
+        following = stats["per_step"][middle + 1]["start_us"] if middle + 1 < len(stats["per_step"]) else None
+        summary.timeline = step_timeline(trace.events, window, following)
 
 
-@dataclass
-class StepSample:
-    """One profiled step as the explain report shows it."""
-
-    spans: list[tuple[float, float, str]]  # device executions: (start_s relative to the step, duration_s, category)
-    layout_s: float  # time in transpose/copy kernels
-    framework_ops: int  # PyTorch ops (aten::*) the host dispatched, nested ones included
-    framework_op_s: float  # wall time during which at least one of those ops ran (any thread)
-    step_s: float  # the step's length
-
-
-def step_timeline(events, window: dict, next_start_us: float | None = None) -> StepSample:
-    """One step window: device executions, time in transpose/copy kernels, and the PyTorch ops the host ran.
-    The host's ops are those inside the step marker; device executions, as in `trace stats`, those that start before
-    the next step does (JAX and PyTorch/XLA run a step's program after its marker has ended)."""
+def step_timeline(events, window: dict, next_start_us: float | None = None) -> list[tuple[float, float, str]]:
+    """One step's device executions (start_s relative to the step, duration_s, category), for the timeline strip.
+    As in `trace stats`, device executions that start before the next step does belong to the step (JAX and
+    PyTorch/XLA run a step's program after its marker has ended)."""
     start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
     device_end = float("inf") if next_start_us is None else max(end, next_start_us)
-    spans, layout_us, ops = [], 0.0, []
+    spans = []
     for event in events:
-        if event.start_us < start or event.start_us >= (device_end if event.is_device_exec else end):
-            continue
-        if not event.is_device_exec:
-            if event.name.startswith("aten::"):
-                ops.append((event.start_us, min(event.end_us, end)))
-            continue
-        if "transpose" in event.name or "copy" in event.name:
-            layout_us += event.dur_us
-        if len(spans) < TIMELINE_LIMIT:
+        if event.is_device_exec and start <= event.start_us < device_end and len(spans) < TIMELINE_LIMIT:
             spans.append(((event.start_us - start) / 1e6, event.dur_us / 1e6, event.category))
-    return StepSample(spans, layout_us / 1e6, len(ops), _covered_us(ops) / 1e6, (end - start) / 1e6)
-
-
-def _covered_us(intervals: list[tuple[float, float]]) -> float:
-    """Length of the union of (start, end) intervals: nested and overlapping ops count once."""
-    total, reach = 0.0, float("-inf")
-    for begin, finish in sorted(intervals):
-        if finish > reach:
-            total += finish - max(begin, reach)
-            reach = finish
-    return total
+    return spans
 
 
 def summarize_run(run_dir: str | Path) -> ModeSummary:
@@ -189,7 +196,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     from hloscope.rundir import load_run
 
     run_dir = Path(run_dir)
-    summary = from_run_record(load_run(run_dir))
+    run = load_run(run_dir)
+    summary = from_run_record(run)
+    op_groups = None
     kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
     if "hlo" in kinds:
         try:
@@ -199,6 +208,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             loaded = load_modules(run_dir)
             after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
             add_hlo(summary, [module_stats(m) for m in after])
+            op_groups = source_op_groups([m.module for m in after])
         except HloscopeError as error:
             summary.notes.append(f"HLO not read: {error}")
     else:
@@ -208,24 +218,46 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             from hloscope.trace.load import load_traces
             from hloscope.trace.stats import trace_stats
 
+            warmup = _warmup_steps(run)
             for trace in load_traces(run_dir):
                 stats = trace_stats(trace)
                 if not stats.get("per_step") and not stats.get("kernels"):
                     continue
-                add_trace(summary, stats)
-                windows = stats.get("per_step") or []
-                if windows:
-                    index = len(windows) // 2
-                    following = windows[index + 1]["start_us"] if index + 1 < len(windows) else None
-                    sample = step_timeline(trace.events, windows[index], following)
-                    summary.timeline = sample.spans
-                    summary.layout_kernel_s = sample.layout_s if stats.get("kernels") else None
-                    if sample.framework_ops:
-                        summary.framework_ops, summary.framework_op_s = sample.framework_ops, sample.framework_op_s
-                        summary.framework_step_s = sample.step_s
+                add_profile(summary, trace, stats, warmup, op_group_of=op_groups)
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")
     elif summary.status != "compiled":  # a run compiled for a target GPU never ran: there is nothing to profile
         summary.notes.append("no profiler trace in this run (run with --profile)")
     return summary
+
+
+def _warmup_steps(run: dict) -> int:
+    """How many profiled steps are the profiler's warm-up (run.json `profile.warmup_steps`; 1 for older runs)."""
+    profile = run.get("profile")
+    value = profile.get("warmup_steps") if isinstance(profile, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
+
+
+def source_op_groups(modules) -> Callable[[Event], str]:
+    """Op group of an XLA execution: its instruction's source op (HLO `op_name` metadata, JAX's transformation
+    wrappers kept, layer indices folded: `.../layer/*/attention/dot_general`), so that the same source op can be
+    matched across runs; the instruction name without its number where there is no metadata."""
+    from hloscope.diff.match import source_group
+    from hloscope.trace.step_profile import default_op_group
+
+    by_instruction: dict[str, str] = {}
+    for module in modules:
+        for instruction in module.all_instructions():
+            op_name = instruction.metadata.get("op_name")
+            if op_name:
+                by_instruction.setdefault(instruction.name, source_group(_JIT_PREFIX.sub("", op_name)))
+
+    def group(event: Event) -> str:
+        found = by_instruction.get(event.hlo_op or event.name)
+        return found if found else default_op_group(event)
+
+    return group
+
+
+_JIT_PREFIX = re.compile(r"^(?:jit\([^)]*\)/)+")

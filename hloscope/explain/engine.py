@@ -1,74 +1,216 @@
-"""Explain a comparison: every mode's gap to the fastest, with its contributors ranked by estimated seconds."""
+"""Explain runs against a baseline: for each run, is its step time significantly different, and if so which measured
+ledger nodes make up the difference, with the hypotheses that explain them attached (pure functions, no I/O).
+
+For every run against the baseline (default: the fastest):
+1. the gap is median(step) - median(baseline step) over the timed steps, with a bootstrap interval; it is significant
+   only when the interval excludes zero and the gap is at least `min_gap` x the baseline's median;
+2. when it is, the two ledgers are subtracted node by node (hloscope.explain.ledger): the significant nodes are the
+   contributors, the other nodes' deltas are summed into one "within noise" line, and the timed gap minus the profiled
+   gap is the residual, so that contributors + residual == gap exactly;
+3. hypotheses (hloscope.explain.hypotheses) annotate the contributors they can explain, or the run when none.
+Configuration differences (batch, precision, model, versions...) are listed first; when the batch differs the gap is
+also given per sample.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from statistics import median
 
-from hloscope.explain.rules import RULES, Contributor
+from hloscope.explain.config import differences
+from hloscope.explain.hypotheses import HYPOTHESES, Annotation
+from hloscope.explain.ledger import WITHIN_NOISE, NodeDelta, node_deltas, node_title, op_deltas
 from hloscope.explain.summary import ModeSummary
+from hloscope.significance import ALPHA, median_difference, median_ratio
+
+MIN_GAP = 0.05  # a gap smaller than this fraction of the baseline's step is no practical difference
+NODE_MIN_FRACTION = 0.01  # a ledger node's delta smaller than this fraction of the baseline's profiled step is noise
 
 
-def rank(contributors: list[Contributor]) -> list[Contributor]:
-    """Sized contributors first, largest first; unsized ones after, in rule order."""
-    sized = sorted((c for c in contributors if c.seconds is not None), key=lambda c: -c.seconds)
-    return sized + [c for c in contributors if c.seconds is None]
-
-
-def explain_pair(slow: ModeSummary, fast: ModeSummary, rules=RULES) -> list[Contributor]:
-    contributors = [c for c in (rule(slow, fast) for rule in rules) if c is not None]
-    gap = (slow.step_time_s or 0.0) - (fast.step_time_s or 0.0)
-    for c in contributors:
-        # Traces measure a few profiled steps, the gap is the timed steps' median: no single cause exceeds the gap.
-        if c.seconds is not None and gap > 0 and c.seconds > gap:
-            c.evidence["estimate_before_cap_s"] = c.seconds
-            c.seconds = gap
-    return rank(contributors)
-
-
-def explain(summaries: list[ModeSummary], rules=RULES) -> dict:
-    """The explain report: fastest mode, then per mode its gap, ratio and ranked contributors (pure function)."""
-    timed = [s for s in summaries if s.status == "ok" and s.step_time_s]
+def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: float = MIN_GAP,
+            hypotheses=HYPOTHESES) -> dict:
+    """The explain report: the baseline, then per run its gap (with interval and verdict), configuration
+    differences, contributors, residual and op table."""
+    timed = [s for s in summaries if s.status == "ok" and s.step_times_s and s.step_time_s]
     if not timed:
         return _explain_compiled(summaries)
-    fastest = min(timed, key=lambda s: s.step_time_s) if timed else None
-    modes = []
-    for summary in summaries:
-        entry: dict = {"mode": summary.mode, "status": summary.status, "step_time_s": summary.step_time_s,
-                       "gap_s": None, "ratio": None, "contributors": [], "explained_s": None, "unexplained_s": None}
-        if fastest is not None and summary in timed:
-            gap = summary.step_time_s - fastest.step_time_s
-            entry["gap_s"], entry["ratio"] = gap, summary.step_time_s / fastest.step_time_s
-            if summary is not fastest:
-                contributors = explain_pair(summary, fastest, rules)
-                explained = sum(c.seconds for c in contributors if c.seconds is not None)
-                entry["contributors"] = [asdict(c) for c in contributors]
-                entry["explained_s"] = explained
-                entry["unexplained_s"] = max(0.0, gap - explained)
-        modes.append(entry)
+    if baseline is not None:
+        chosen = [s for s in timed if s.mode == baseline]
+        if not chosen:
+            from hloscope.errors import UsageError
+
+            names = ", ".join(s.mode for s in timed)
+            raise UsageError(f"--baseline {baseline!r} is not a timed run here (timed runs: {names})")
+        reference = chosen[0]
+    else:
+        reference = min(timed, key=lambda s: s.step_time_s)
+    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses) for summary in summaries]
     return {
-        "fastest": fastest.mode if fastest else None,
+        "fastest": reference.mode,  # kept for readers of earlier reports: the reference every gap is measured to
+        "baseline": reference.mode,
+        "baseline_chosen": baseline is not None,
         "basis": "step_time",
+        "method": {"gap": "difference of medians of the timed steps, 95% percentile-bootstrap interval",
+                   "significant": f"interval excludes 0 and |gap| >= {min_gap:.0%} of the baseline's median",
+                   "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
+                            f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
+                   "min_gap": min_gap},
         "modes": modes,
         "summaries": {s.mode: s.to_dict() for s in summaries},
     }
 
 
+def _empty_entry(summary: ModeSummary) -> dict:
+    return {"mode": summary.mode, "status": summary.status, "step_time_s": summary.step_time_s,
+            "step_spread": summary.step_spread, "noisy": summary.noisy, "gap_s": None, "gap_ci_s": None,
+            "ratio": None, "ratio_ci": None, "significant": None, "verdict": None, "config_differences": [],
+            "per_sample": None, "profiled_gap_s": None, "residual_s": None, "contributors": [], "annotations": [],
+            "ops": [], "explained_s": None, "unexplained_s": None, "notes": []}
+
+
+def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> dict:
+    entry = _empty_entry(summary)
+    if not timed:
+        return entry
+    interval = median_difference(summary.step_times_s, reference.step_times_s)
+    gap = interval.estimate
+    base = median(reference.step_times_s)
+    ratio = median_ratio(summary.step_times_s, reference.step_times_s)
+    entry.update(gap_s=gap, gap_ci_s=interval.as_list(), ratio=ratio.estimate, ratio_ci=ratio.as_list())
+    entry["config_differences"] = differences(summary.settings, reference.settings)
+    if summary.batch_size and reference.batch_size and summary.batch_size != reference.batch_size:
+        entry["per_sample"] = _per_sample(summary, reference)
+    if summary is reference:
+        entry.update(verdict="baseline", significant=False, residual_s=0.0, explained_s=0.0, unexplained_s=0.0,
+                     config_differences=[])
+        return entry
+    significant = interval.excludes_zero and abs(gap) >= min_gap * base
+    entry["significant"] = significant
+    entry["verdict"] = ("no significant difference" if not significant
+                        else "slower" if gap > 0 else "faster")
+    slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
+    annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]
+    if not significant:
+        # No causes for a difference that is not there; the configuration differences are still listed above.
+        entry.update(residual_s=gap, explained_s=0.0, unexplained_s=gap)
+        return entry
+    if summary.ledger is None or reference.ledger is None:
+        missing = summary.mode if summary.ledger is None else reference.mode
+        entry["notes"].append(f"{missing} has no usable profile: the gap cannot be split into measured parts "
+                              "(run with --profile)")
+        entry.update(residual_s=gap, explained_s=0.0, unexplained_s=gap,
+                     annotations=[a.to_dict() for a in annotations])
+        return entry
+    practical = NODE_MIN_FRACTION * median(reference.ledger.step_s or [base])
+    fewest = min(len(summary.ledger.step_s), len(reference.ledger.step_s))
+    if _smallest_p(fewest) >= ALPHA:
+        entry["notes"].append(
+            f"only {fewest} profiled step(s) kept on one side: too few for any part of the step to differ "
+            f"significantly ({_steps_needed()} or more kept per run are needed; the first profiled step is dropped as "
+            "the profiler's warm-up)")
+    deltas = node_deltas(summary.ledger, reference.ledger, practical)
+    profiled_gap = sum(d.seconds for d in deltas)
+    contributors = _contributors(deltas, summary, reference, gap)
+    attached = _attach(annotations, contributors, gap)
+    entry.update(profiled_gap_s=profiled_gap, residual_s=gap - profiled_gap, contributors=contributors,
+                 annotations=[a.to_dict() for a in annotations if a.rule not in attached])
+    explained = sum(c["seconds"] for c in contributors if c["significant"])
+    entry.update(explained_s=explained, unexplained_s=gap - explained)
+    entry["ops"] = [_op_row(d) for d in op_deltas(summary.ledger, reference.ledger, practical)]
+    entry["notes"] += _profile_notes(summary) + _profile_notes(reference)
+    return entry
+
+
+def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: ModeSummary, gap: float) -> list[dict]:
+    """The significant nodes, largest in the gap's direction first, then one line for the rest (within noise)."""
+    sign = 1.0 if gap >= 0 else -1.0
+    significant = sorted((d for d in deltas if d.significant), key=lambda d: -sign * d.seconds)
+    out = [{
+        "rule": "ledger", "node": d.node, "title": node_title(d.node), "kind": "measured", "significant": True,
+        "seconds": d.seconds, "interval_s": d.interval_s, "p_value": d.p_value,
+        "claim": (f"{_ms(d.slow_s)} per profiled step under {summary.mode} against {_ms(d.fast_s)} under "
+                  f"{reference.mode} (median of {len(summary.ledger.step_s)} and {len(reference.ledger.step_s)} "
+                  f"steps; p = {d.p_value:.3f})"),
+        "evidence": {summary.mode: summary.ledger.nodes.get(d.node, []),
+                     reference.mode: reference.ledger.nodes.get(d.node, [])},
+        "annotations": [],
+    } for d in significant]
+    rest = [d for d in deltas if not d.significant]
+    noise = sum(d.seconds for d in rest)
+    if rest and noise != 0.0:
+        out.append({"rule": "ledger", "node": WITHIN_NOISE, "title": "Other parts of the step, each within noise",
+                    "kind": "measured", "significant": False, "seconds": noise, "interval_s": None, "p_value": None,
+                    "claim": f"{len(rest)} ledger parts whose differences are not significant, summed",
+                    "evidence": {d.node: d.seconds for d in rest}, "annotations": []})
+    return out
+
+
+def _attach(annotations: list[Annotation], contributors: list[dict], gap: float) -> set[str]:
+    """Attach each hypothesis to the significant contributors in the gap's direction whose node it names; the names
+    of those attached."""
+    attached = set()
+    for annotation in annotations:
+        for contributor in contributors:
+            moves_with_gap = contributor["seconds"] * gap > 0
+            if contributor["significant"] and moves_with_gap and contributor["node"].startswith(annotation.nodes):
+                contributor["annotations"].append(annotation.to_dict())
+                attached.add(annotation.rule)
+    return attached
+
+
+def _per_sample(summary: ModeSummary, reference: ModeSummary) -> dict:
+    a = [t / summary.batch_size for t in summary.step_times_s]
+    b = [t / reference.batch_size for t in reference.step_times_s]
+    interval = median_difference(a, b)
+    return {"batch_size": {"run": summary.batch_size, "baseline": reference.batch_size},
+            "time_per_sample_s": median(a), "baseline_time_per_sample_s": median(b),
+            "gap_s": interval.estimate, "gap_ci_s": interval.as_list(), "ratio": median(a) / median(b)}
+
+
+def _op_row(delta) -> dict:
+    return {"group": delta.group, "run": delta.slow, "baseline": delta.fast, "seconds": delta.seconds,
+            "p_value": delta.p_value, "significant": delta.significant}
+
+
+def _profile_notes(summary: ModeSummary) -> list[str]:
+    ledger = summary.ledger
+    notes = [f"{summary.mode}: profiled step {n} left out: {why}" for n, why in ledger.dropped.items()]
+    if ledger.overrun_s > 0.05 * (median(ledger.step_s) if ledger.step_s else 0.0):
+        notes.append(f"{summary.mode}: device work ran {_ms(ledger.overrun_s)} past the step marker in the median step "
+                     "(the marker does not wrap the device wait); that time is outside its ledger")
+    return notes
+
+
+def _smallest_p(n: int) -> float:
+    """The smallest two-sided p-value the exact Mann-Whitney test can give with n steps a side: 2 / C(2n, n)."""
+    from math import comb
+
+    return 2 / comb(2 * n, n) if n > 0 else 1.0
+
+
+def _steps_needed() -> int:
+    return next(n for n in range(1, 50) if _smallest_p(n) < ALPHA)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
 def _explain_compiled(summaries: list[ModeSummary]) -> dict:
     """No mode was timed. Modes compiled for a target GPU (`compare --target`) are ranked on their roofline lower
-    bound per step instead; the rules, sized on measured step and trace times, have nothing to size and do not run."""
+    bound per step instead; nothing was measured, so there is no ledger and no significance."""
     bounded = [s for s in summaries if s.status == "compiled" and s.roofline_s]
     lowest = min(bounded, key=lambda s: s.roofline_s) if bounded else None
     modes = []
     for summary in summaries:
-        entry: dict = {"mode": summary.mode, "status": summary.status, "step_time_s": None,
-                       "roofline_s": summary.roofline_s, "gap_s": None, "ratio": None, "contributors": [],
-                       "explained_s": None, "unexplained_s": None}
+        entry = _empty_entry(summary)
+        entry["roofline_s"] = summary.roofline_s
         if lowest is not None and summary in bounded:
             entry["gap_s"] = summary.roofline_s - lowest.roofline_s
             entry["ratio"] = summary.roofline_s / lowest.roofline_s
         modes.append(entry)
     return {
         "fastest": lowest.mode if lowest else None,
+        "baseline": lowest.mode if lowest else None,
         "basis": "roofline_lower_bound" if lowest else "step_time",
         "modes": modes,
         "summaries": {s.mode: s.to_dict() for s in summaries},

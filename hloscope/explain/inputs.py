@@ -40,6 +40,28 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     return summaries, meta
 
 
+def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
+    """Summaries of every run under each path (comparison directories, run directories, folders of runs), labelled so
+    that no two runs share a name: the mode, then its directory where the mode repeats."""
+    if len(paths) == 1:
+        return load_summaries(paths[0])
+    summaries, sources = [], []
+    for path in paths:
+        found, _ = load_summaries(path)
+        summaries += found
+        sources += [path] * len(found)
+    labels = [s.mode for s in summaries]
+    for summary, path in zip(summaries, sources):
+        if labels.count(summary.mode) > 1:
+            summary.mode = f"{summary.mode} ({path.name})"
+    seen: dict[str, int] = {}
+    for summary in summaries:  # the same directory given twice, or two comparisons with the same folder names
+        seen[summary.mode] = seen.get(summary.mode, 0) + 1
+        if seen[summary.mode] > 1:
+            summary.mode = f"{summary.mode} #{seen[summary.mode]}"
+    return summaries, {"path": ", ".join(str(p) for p in paths), "paths": [str(p) for p in paths]}
+
+
 def latest_comparison(root: Path) -> Path:
     """The comparison directory under `root` whose comparison.json was written last."""
     from hloscope.rundir import COMPARISON_FILE

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from hloscope.explain.ledger import RunLedger
+
 
 @dataclass
 class ModeSummary:
@@ -18,6 +20,10 @@ class ModeSummary:
     step_time_s: float | None = None  # median of the timed steps
     mean_s: float | None = None
     step_times_s: list[float] = field(default_factory=list)
+    step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
+    noisy: bool | None = None  # run.json flagged its timed window as noisy
+    batch_size: int | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # what a fair comparison holds equal (explain.config)
     first_step_s: float | None = None
     throughput_img_s: float | None = None
     compiles_in_window: int | None = None
@@ -38,21 +44,20 @@ class ModeSummary:
     dot_precision: dict[str, int] = field(default_factory=dict)  # precision name -> number of dots/convolutions
     flops: float | None = None
     bytes_accessed: float | None = None
-    # Profile, per step, from the trace
+    # Profile: the ledger of the kept profiled steps (warm-up and outliers dropped) and figures derived from it
+    ledger: RunLedger | None = None
+    executed_per_step: float | None = None  # device executions per step, copies included (median of kept steps)
+    executed_copies_per_step: float | None = None  # of which top-level copies and transposes
+    # The same, summarised over the kept profiled steps (medians; the ledger holds the per-step values)
     trace_kernels: float | None = None  # kernel executions per step
     device_busy_s: float | None = None
-    # Idle per timed step: the median step minus the busy time the trace measured (profiling slows the host, so the
-    # profiled steps' own idle time would overstate it); the profiled steps' mean length is kept beside it.
-    device_idle_s: float | None = None
+    device_idle_s: float | None = None  # the profiled step minus device busy time
     profiled_step_s: float | None = None
-    host_dispatch_s: float | None = None
+    host_dispatch_s: float | None = None  # host launch calls of device work (GPU runtime calls)
     categories_s: dict[str, float] = field(default_factory=dict)  # category -> device seconds per step
-    layout_kernel_s: float | None = None  # seconds per step in transpose/copy kernels
-    # One profiled step (the middle one) of PyTorch's host side: the ops (aten::*, nested ones included) it dispatched,
-    # the wall time during which at least one of them ran, and the step's length
+    layout_kernel_s: float | None = None  # seconds per step in copy/transpose executions
+    # PyTorch's host side per profiled step: the framework ops (aten::*, nested ones included) it dispatched
     framework_ops: int | None = None
-    framework_op_s: float | None = None
-    framework_step_s: float | None = None
     # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
     target: str | None = None  # the GPU's name
     roofline_s: float | None = None  # roofline lower bound per step, launches one after another (not a prediction)
@@ -65,11 +70,11 @@ class ModeSummary:
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
 
     def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ModeSummary":
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        if "timeline" in known:
-            known["timeline"] = [tuple(item) for item in known["timeline"]]
-        return cls(**known)
+        ledger = self.ledger
+        self.ledger = None
+        try:
+            data = asdict(self)
+        finally:
+            self.ledger = ledger
+        data["ledger"] = ledger.to_dict() if ledger is not None else None
+        return data

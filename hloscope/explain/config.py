@@ -1,0 +1,72 @@
+"""What was set differently between two runs: the configuration a fair comparison must hold equal.
+
+`settings(run)` flattens the fields of run.json that change what a step computes or how fast it can run (model and
+its size, batch, precision and matmul precision in effect, data path, attention, device, threads, library versions,
+XLA flags) into `name -> text`; `differences(a, b)` lists the names whose values differ. The mode itself (framework,
+compile) is what a comparison compares and is not listed.
+"""
+
+from __future__ import annotations
+
+# config keys that are not about the work or its speed: how long to run, what to record, where.
+_NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps", "keep_all", "out", "run_id",
+               "compile_model", "seed", "json", "timeout"}
+# environment keys that identify the machine the same way in every framework's record (each framework names its
+# device differently, `cpu:0` / `xla:0`: the platform is compared instead, from explain.collect).
+_MACHINE = ("cpu_model", "cpu_count", "hostname", "gpu_name", "gpu_count")
+# Environment variables that change threading or compilation.
+_ENV_PREFIXES = ("XLA_", "OMP_", "MKL_", "TF_", "JAX_", "PJRT_", "TORCH", "PYTORCH", "CUDA_", "NCCL_", "HLOSCOPE_TEST")
+
+
+def _text(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
+    """The run's settings that matter for a comparison, flattened to text."""
+    out: dict[str, str] = {}
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    for key, value in config.items():
+        if key in _NOT_CONFIG or value is None:
+            continue
+        if isinstance(value, dict):
+            for inner, item in value.items():
+                if not isinstance(item, (dict, list)) and item is not None:
+                    out[f"{key}.{inner}"] = _text(item)
+        elif not isinstance(value, list):
+            out[key] = _text(value)
+    model_config = config.get("model_config") if isinstance(config.get("model_config"), dict) else {}
+    out.setdefault("attention", _text(config.get("attention") or model_config.get("attn_implementation") or "eager"))
+    out.pop("model_config.attn_implementation", None)
+    environment = run.get("environment") if isinstance(run.get("environment"), dict) else {}
+    for key in _MACHINE:
+        if environment.get(key) not in (None, "", [], {}):
+            out[f"machine.{key}"] = _text(environment[key])
+    if matmul_precision:
+        out["matmul precision in effect"] = matmul_precision
+    if compute_dtype:
+        out["compute dtype in effect"] = compute_dtype
+    for section in ("packages", "threads"):
+        values = environment.get(section)
+        if isinstance(values, dict):
+            for name, version in values.items():
+                if not isinstance(version, (dict, list)) and version is not None:
+                    out[f"{section}.{name}"] = _text(version)
+    env = environment.get("env")
+    if isinstance(env, dict):
+        for name, value in env.items():
+            if name.startswith(_ENV_PREFIXES) and not isinstance(value, (dict, list)):
+                if name == "XLA_FLAGS":  # where a dump goes differs per run and changes nothing about the step
+                    value = " ".join(f for f in str(value).split() if not f.startswith("--xla_dump"))
+                if value:
+                    out[f"env.{name}"] = _text(value)
+    return out
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> list[dict]:
+    """[{"field", "a", "b"}] for every setting both runs recorded with different values. A setting only one run
+    recorded is not a difference: frameworks record different things (PyTorch has no compute-dtype field, hloscope
+    sets XLA_FLAGS only for the XLA modes' dumps)."""
+    return [{"field": name, "a": a[name], "b": b[name]} for name in sorted(set(a) & set(b)) if a[name] != b[name]]

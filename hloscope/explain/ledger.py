@@ -1,0 +1,158 @@
+"""The ledger: one run's profiled step split into measured parts, and the difference of two ledgers node by node.
+
+A run's ledger holds, per node ("device:matmul/conv", "idle:input pipeline", "host:inside framework ops", ...), the
+node's seconds in every profiled step kept (warm-up and outlier steps dropped, hloscope.trace.step_profile). In each
+step the nodes add up to the step exactly; the ledger's figure for a node is its median over the kept steps, and the
+ledger's total is the sum of those medians. The difference of two ledgers is therefore additive by construction: the
+node deltas sum to the profiled gap. Each delta is tested across the profiled steps (hloscope.significance) and counts
+as a contributor only when it is significant; the rest is reported together as "within noise". What the profile
+cannot account for, the timed gap minus the profiled gap, is the residual (the profiler's own effect plus noise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import median
+
+from hloscope.significance import ALPHA, differs, median_difference
+
+# Ledger node -> how the report names it.
+NODE_TITLES = {
+    "idle:input pipeline": "Device idle while the host loads input (input pipeline)",
+    "idle:compilation": "Device idle while the host compiles",
+    "idle:graph tracing and sync": "Device idle while the host traces and syncs the graph (PyTorch/XLA)",
+    "idle:framework dispatch (aten ops)": "Device idle while the host dispatches framework ops",
+    "idle:other host": "Device idle, the host in Python / runtime (not named in the trace)",
+    "host:input pipeline": "Input pipeline on the host",
+    "host:compilation": "Compilation on the host",
+    "host:graph tracing and sync": "Graph tracing and sync on the host",
+    "host:inside framework ops": "Host time inside framework (aten) ops: the work itself, on the CPU",
+    "host:outside framework ops": "Host time outside framework ops (Python, autograd, optimizer glue)",
+}
+WITHIN_NOISE = "within noise"
+
+
+def node_title(node: str) -> str:
+    if node in NODE_TITLES:
+        return NODE_TITLES[node]
+    group, _, name = node.partition(":")
+    return f"Device time in {name}" if group == "device" else f"{group}: {name}"
+
+
+@dataclass
+class OpSeries:
+    """One op group over the kept profiled steps."""
+
+    calls: list[int]  # calls per step
+    seconds: list[float]  # seconds per step
+    per_call_s: float  # median duration of one call, over every call of the kept steps
+    per_call_max_s: float
+
+    def to_dict(self) -> dict:
+        return {"calls": self.calls, "seconds": self.seconds, "per_call_s": self.per_call_s,
+                "per_call_max_s": self.per_call_max_s}
+
+
+@dataclass
+class RunLedger:
+    nodes: dict[str, list[float]]  # node -> seconds in each kept step (0.0 where the node was absent)
+    ops: dict[str, OpSeries]
+    step_s: list[float]  # length of each kept profiled step
+    profiled_steps: int
+    dropped: dict[str, str]  # step number -> why it was left out
+    device: bool  # whether a device (or XLA's CPU runtime) executed the program; else the host did the work
+    overrun_s: float = 0.0  # median device time past the step marker (the marker does not wrap the device wait)
+    busy_s: list[float] = field(default_factory=list)
+
+    def node_median(self, node: str) -> float:
+        values = self.nodes.get(node)
+        return median(values) if values else 0.0
+
+    @property
+    def total_s(self) -> float:
+        """The sum of the node medians: the ledger's profiled step."""
+        return sum(self.node_median(node) for node in self.nodes)
+
+    def to_dict(self) -> dict:
+        return {"nodes": self.nodes, "node_median_s": {n: self.node_median(n) for n in self.nodes},
+                "total_s": self.total_s, "ops": {k: v.to_dict() for k, v in self.ops.items()},
+                "step_s": self.step_s, "busy_s": self.busy_s, "profiled_steps": self.profiled_steps,
+                "kept_steps": len(self.step_s), "dropped": self.dropped, "device": self.device,
+                "overrun_s": self.overrun_s}
+
+    @classmethod
+    def from_profile(cls, profile) -> "RunLedger":
+        """From a hloscope.trace.step_profile.StepProfile."""
+        kept = profile.kept_steps()
+        names = sorted({node for step in kept for node in step.nodes})
+        nodes = {name: [step.nodes.get(name, 0.0) for step in kept] for name in names}
+        ops = {}
+        for group in sorted({g for step in kept for g in step.ops}):
+            samples = [step.ops.get(group) for step in kept]
+            durations = sorted(d for s in samples if s for d in s.durations)
+            ops[group] = OpSeries([s.calls if s else 0 for s in samples], [s.seconds if s else 0.0 for s in samples],
+                                  median(durations) if durations else 0.0, durations[-1] if durations else 0.0)
+        dropped = {str(profile.steps[i].number): why for i, why in sorted(profile.dropped.items())}
+        return cls(nodes, ops, [s.step_s for s in kept], len(profile.steps), dropped, profile.device,
+                   median([s.device_overrun_s for s in kept]) if kept else 0.0, [s.busy_s for s in kept])
+
+
+@dataclass
+class NodeDelta:
+    """One ledger node, slow run minus fast run."""
+
+    node: str
+    slow_s: float  # median over the slow run's kept steps
+    fast_s: float
+    seconds: float  # slow_s - fast_s
+    interval_s: list[float] | None  # bootstrap interval of the difference of medians
+    p_value: float | None  # exact Mann-Whitney U, two-sided
+    significant: bool
+
+
+def node_deltas(slow: RunLedger, fast: RunLedger, practical_s: float) -> list[NodeDelta]:
+    """Every node of either ledger: its difference, interval and test. Significant: p < ALPHA and at least
+    `practical_s` in size."""
+    out = []
+    for node in sorted(set(slow.nodes) | set(fast.nodes)):
+        a = slow.nodes.get(node) or [0.0] * len(slow.step_s)
+        b = fast.nodes.get(node) or [0.0] * len(fast.step_s)
+        delta = slow.node_median(node) - fast.node_median(node)
+        interval = median_difference(a, b)
+        p_value = differs(a, b)
+        significant = p_value is not None and p_value < ALPHA and abs(delta) >= practical_s
+        out.append(NodeDelta(node, slow.node_median(node), fast.node_median(node), delta,
+                             interval.as_list() if interval else None, p_value, significant))
+    return out
+
+
+@dataclass
+class OpDelta:
+    group: str
+    slow: dict  # {"calls", "seconds", "per_call_s", "per_call_max_s"}: medians per step
+    fast: dict
+    seconds: float  # slow - fast, per step
+    p_value: float | None
+    significant: bool
+
+
+def op_deltas(slow: RunLedger, fast: RunLedger, practical_s: float, top: int = 15) -> list[OpDelta]:
+    """The op groups whose time per step changed most (matched by group name), largest change first."""
+    out = []
+    for group in set(slow.ops) | set(fast.ops):
+        a, b = slow.ops.get(group), fast.ops.get(group)
+        sa = a.seconds if a else [0.0] * len(slow.step_s)
+        sb = b.seconds if b else [0.0] * len(fast.step_s)
+        delta = (median(sa) if sa else 0.0) - (median(sb) if sb else 0.0)
+        p_value = differs(sa, sb)
+        out.append(OpDelta(group, _op_figures(a), _op_figures(b), delta, p_value,
+                           p_value is not None and p_value < ALPHA and abs(delta) >= practical_s))
+    out.sort(key=lambda d: -abs(d.seconds))
+    return out[:top]
+
+
+def _op_figures(series: OpSeries | None) -> dict:
+    if series is None:
+        return {"calls": 0, "seconds": 0.0, "per_call_s": None, "per_call_max_s": None}
+    return {"calls": median(series.calls) if series.calls else 0, "seconds": median(series.seconds) if series.seconds else 0.0,
+            "per_call_s": series.per_call_s, "per_call_max_s": series.per_call_max_s}

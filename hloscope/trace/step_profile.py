@@ -1,0 +1,288 @@
+"""Each profiled step split into measured parts: what the device did (by category and by op group) and, while it was
+idle, what the host was doing (by named cause). The explain ledger is built from these per-step parts.
+
+One step is the host's step marker [start, end]. Device executions that start inside it (or before the next step
+starts: JAX and PyTorch/XLA dispatch asynchronously) belong to it; busy time is their union clipped to the window,
+so that per step `busy + idle == step` exactly. On a device that runs several ops at once (XLA's CPU thread pool,
+GPU streams), each category's share of the busy time is apportioned by its summed op durations.
+
+Idle time is attributed to the host activity that covers it, first match wins: the input pipeline, compilation,
+graph tracing and sync (PyTorch/XLA), framework (aten) ops, then "other host" (Python, runtime, the profiler).
+With no device executions at all (PyTorch on the CPU) the host does the work: its step splits into the input
+pipeline, time inside framework ops, and the rest (Python, autograd, optimizer glue).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from hloscope.significance import outliers
+from hloscope.trace.model import STEP, Event
+
+# Host-side causes of device idle time, in the order they claim it. Names: hloscope's own annotations
+# (backends: hloscope/input, hloscope/sync), PyTorch's DataLoader records, torch_xla's and XLA's own TraceMe names.
+HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("input pipeline", re.compile(r"^hloscope/input|DataLoader|dataloader|__next__|^data[_ ]?load", re.I)),
+    ("compilation", re.compile(r"compile|Compile|autotun|lowering|jit_compile", re.I)),
+    ("graph tracing and sync", re.compile(
+        r"^hloscope/sync|SyncTensors|XLAGraphExecutor|XlaGraphExecutor|LazyGraph|MarkStep|mark_step|"
+        r"torch_xla|GetTensors|ExecuteComputation|ExecuteReplicated|TransferToDevice|TransferFromDevice"
+        r"|PjRt|pjrt", re.I)),
+    ("framework ops", re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")),
+)
+OTHER_HOST = "other host"
+FRAMEWORK_OPS = "framework ops"
+# Host annotations that are not work: the step markers themselves, hloscope's device wait, profiler bookkeeping.
+_NOT_HOST_WORK = re.compile(
+    r"^ProfilerStep#|^hloscope/wait|^hloscope/step|StepTrace|^\$|^Step ?#?\d+$|profiler|^Wait for|ThreadpoolListener", re.I)
+# PyTorch/XLA: the host runs the model's Python (building the lazy graph, or dynamo's guards) before it syncs the
+# graph; when a step has a sync, the time from the step's start to the first sync is that work.
+BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
+_SYNC = re.compile(r"^hloscope/sync|^StepMarker$|^SyncLiveTensorsGraph$|^SyncTensorsGraph$|^ExecuteComputationWithBarrier$")
+# The order in which host causes claim idle time.
+CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "framework ops")
+# Nodes of a host-only step (no device executions).
+HOST_WORK_NODES = {"input pipeline": "input pipeline", "framework ops": "inside framework ops",
+                   OTHER_HOST: "outside framework ops"}
+
+
+@dataclass
+class OpSample:
+    """One op group in one step: its calls and their durations (seconds)."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    durations: list[float] = field(default_factory=list)
+
+
+@dataclass
+class StepParts:
+    """One profiled step, in seconds. `nodes` add up to `step_s` exactly."""
+
+    number: int
+    step_s: float
+    busy_s: float
+    device_overrun_s: float  # device work of this step that ran past the step's end marker (not in busy_s)
+    nodes: dict[str, float]  # "device:<category>" / "idle:<host cause>" / "host:<part>" -> seconds
+    ops: dict[str, OpSample]  # op group -> what ran of it
+    executions: dict[str, int]  # device category -> executions (kernels, XLA ops, copies) in this step
+    framework_ops: int  # framework (aten::*) ops the host ran, nested ones included
+
+
+@dataclass
+class StepProfile:
+    """Every profiled step of one trace; `kept` are the indices used for per-op and per-node statistics."""
+
+    steps: list[StepParts]
+    kept: list[int]
+    dropped: dict[int, str]  # step index -> why ("profiler warm-up", "outlier: busy 3.4 ms vs median 1.9 ms")
+    device: bool  # whether the trace has device executions (else the host did the work)
+
+    def kept_steps(self) -> list[StepParts]:
+        return [self.steps[i] for i in self.kept]
+
+
+def default_op_group(event: Event) -> str:
+    """Op group of a device execution or host op without program metadata: its name without instance numbers
+    (`fusion.12` -> `fusion`, `loop_add_fusion_3` -> `loop_add_fusion`), kernel names cut at their arguments."""
+    name = (event.hlo_op or event.name).split("(", 1)[0]
+    name = re.sub(r"([._]\d+)+$", "", name)
+    return name[:120]
+
+
+def step_parts(
+    events: Iterable[Event],
+    windows: list[tuple[int, float, float]],
+    category_of: Callable[[Event], str] | None = None,
+    op_group_of: Callable[[Event], str] | None = None,
+) -> list[StepParts]:
+    """Split each step window (number, start_us, end_us) into measured parts, from one pass over the events."""
+    category_of = category_of or (lambda event: event.category)
+    op_group_of = op_group_of or default_op_group
+    windows = sorted(windows, key=lambda w: w[1])
+    starts = [w[1] for w in windows]
+    n = len(windows)
+    intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    by_category: list[dict[str, float]] = [{} for _ in range(n)]
+    counts: list[dict[str, int]] = [{} for _ in range(n)]
+    ops: list[dict[str, OpSample]] = [{} for _ in range(n)]
+    host: list[dict[str, list[tuple[float, float]]]] = [{} for _ in range(n)]
+    aten: list[list[tuple[float, float, str, str]]] = [[] for _ in range(n)]  # host-only op table: (start, end, lane, name)
+    any_device = False
+    for event in events:
+        index = bisect.bisect_right(starts, event.start_us) - 1
+        if index < 0:
+            continue
+        number, start, end = windows[index]
+        if event.is_device_exec:
+            next_start = starts[index + 1] if index + 1 < n else float("inf")
+            if event.start_us >= max(end, next_start):
+                continue
+            any_device = True
+            intervals[index].append((event.start_us, event.end_us))
+            category = category_of(event)
+            by_category[index][category] = by_category[index].get(category, 0.0) + event.dur_us
+            counts[index][category] = counts[index].get(category, 0) + 1
+            _add_op(ops[index], op_group_of(event), event.dur_us)
+        elif (not event.device and event.kind != STEP and event.start_us < end and event.dur_us > 0
+              and not _NOT_HOST_WORK.search(event.name)):
+            if _SYNC.search(event.name):
+                first = host[index].get(BEFORE_SYNC)
+                if first is None or event.start_us < first[0][1]:
+                    host[index][BEFORE_SYNC] = [(start, event.start_us)]
+            cause = _host_cause(event.name)
+            if cause is not None:
+                host[index].setdefault(cause, []).append((event.start_us, min(event.end_us, end)))
+            if event.name.startswith("aten::"):
+                aten[index].append((event.start_us, min(event.end_us, end), event.lane + event.process, event.name))
+    out = []
+    for index, (number, start, end) in enumerate(windows):
+        window_us = end - start
+        busy = _union(_clip(intervals[index], start, end))
+        overrun = max((e for _, e in intervals[index]), default=end) - end
+        nodes: dict[str, float] = {}
+        total_durations = sum(by_category[index].values())
+        for category, duration in sorted(by_category[index].items()):
+            nodes[f"device:{category}"] = busy * duration / total_durations / 1e6 if total_durations else 0.0
+        idle = _complement(_merge(_clip(intervals[index], start, end)), start, end)
+        remaining = idle
+        prefix = "idle" if any_device else "host"
+        for cause in CAUSE_ORDER:
+            covered = _intersection(remaining, _merge(_clip(host[index].get(cause, []), start, end)))
+            if covered:
+                nodes[f"{prefix}:{_host_node(cause, any_device)}"] = _length(covered) / 1e6
+                remaining = _subtract(remaining, covered)
+        nodes[f"{prefix}:{_host_node(OTHER_HOST, any_device)}"] = _length(remaining) / 1e6
+        if not any_device:
+            for name, seconds, lane_calls in _top_level_ops(aten[index]):
+                sample = ops[index].setdefault(name, OpSample())
+                sample.calls += lane_calls
+                sample.seconds += sum(seconds)
+                sample.durations.extend(seconds)
+        out.append(StepParts(number, window_us / 1e6, busy / 1e6, max(0.0, overrun) / 1e6, nodes, ops[index],
+                             counts[index], len(aten[index])))
+    return out
+
+
+def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
+    """Drop the profiler's warm-up steps and the outlier steps (busy time, or step length on a host-only trace)."""
+    device = any(p.busy_s > 0 for p in parts)
+    dropped: dict[int, str] = {}
+    # Keep at least two steps: with only two profiled, the first is all there is to compare.
+    warmup = min(warmup, max(0, len(parts) - 2))
+    for index in range(warmup):
+        dropped[index] = "profiler warm-up (the first profiled step carries the profiler's start-up)"
+    candidates = [i for i in range(len(parts)) if i not in dropped]
+    values = [parts[i].busy_s if device else parts[i].step_s for i in candidates]
+    center = sorted(values)[len(values) // 2] if values else 0.0
+    what = "busy" if device else "step"
+    for i, flagged in zip(candidates, outliers(values)):
+        if flagged:
+            value = parts[i].busy_s if device else parts[i].step_s
+            dropped[i] = f"outlier: {what} {value * 1e3:.3f} ms vs median {center * 1e3:.3f} ms (preempted?)"
+    kept = [i for i in range(len(parts)) if i not in dropped]
+    return StepProfile(parts, kept, dropped, device)
+
+
+def _host_cause(name: str) -> str | None:
+    for cause, pattern in HOST_CAUSES:
+        if pattern.search(name):
+            return cause
+    return None
+
+
+def _host_node(cause: str, device: bool) -> str:
+    """Node name of a host cause: as idle time when a device runs the program, as the work itself when none does."""
+    if device:
+        return "framework dispatch (aten ops)" if cause == FRAMEWORK_OPS else cause
+    return HOST_WORK_NODES.get(cause, cause)
+
+
+def _add_op(ops: dict[str, OpSample], group: str, dur_us: float) -> None:
+    sample = ops.get(group)
+    if sample is None:
+        sample = ops[group] = OpSample()
+    sample.calls += 1
+    sample.seconds += dur_us / 1e6
+    sample.durations.append(dur_us / 1e6)
+
+
+def _top_level_ops(ops: list[tuple[float, float, str, str]]) -> list[tuple[str, list[float], int]]:
+    """(name, durations in seconds, calls) of the aten ops not nested inside another aten op on the same thread."""
+    by_name: dict[str, list[float]] = {}
+    reach: dict[str, float] = {}
+    for start, end, lane, name in sorted(ops, key=lambda o: (o[2], o[0], -o[1])):
+        if start < reach.get(lane, float("-inf")):
+            continue  # nested inside an op already counted
+        reach[lane] = end
+        by_name.setdefault(name, []).append((end - start) / 1e6)
+    return [(name, durations, len(durations)) for name, durations in by_name.items()]
+
+
+def _clip(intervals: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    return [(max(s, start), min(e, end)) for s, e in intervals if e > start and s < end]
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    return _length(_merge(intervals))
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in intervals)
+
+
+def _complement(merged: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    out, cursor = [], start
+    for s, e in merged:
+        if s > cursor:
+            out.append((cursor, s))
+        cursor = max(cursor, e)
+    if cursor < end:
+        out.append((cursor, end))
+    return out
+
+
+def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Intersection of two sorted, disjoint interval lists."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """a minus b, both sorted and disjoint, b within a."""
+    out = []
+    j = 0
+    for s, e in a:
+        cursor = s
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cursor:
+                out.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
+        if cursor < e:
+            out.append((cursor, e))
+    return out
