@@ -15,8 +15,12 @@ from hloscope import __version__
 PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "optax", "transformers", "numpy", "tensorboard",
             "tensorboard-plugin-profile", "xprof", "click", "rich")
 ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
-            "OMP_NUM_THREADS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-            "XLA_HLO_DEBUG", "XLA_IR_DEBUG")
+            "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_HLO_DEBUG", "XLA_IR_DEBUG",
+            # thread settings: OpenMP/MKL/OpenBLAS (PyTorch's CPU ops, inductor's C++ kernels), TensorFlow-style
+            # thread pools (XLA/TSL), JAX's CPU device count
+            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "KMP_AFFINITY",
+            "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "JAX_NUM_CPU_DEVICES",
+            "HLOSCOPE_TEST_HOST_DELAY_S")
 
 
 def package_versions(names=PACKAGES) -> dict[str, str | None]:

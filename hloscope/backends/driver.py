@@ -6,6 +6,7 @@ or `interrupted` (Ctrl-C) with every step measured so far. Writes are atomic (se
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import os
@@ -20,7 +21,7 @@ from hloscope.backends import MODE_MODULES
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
 from hloscope.environment import collect_environment, env_vars
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, UsageError
 from hloscope.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -28,6 +29,10 @@ from hloscope.rundir import SCHEMA_VERSION, write_run
 # how: raise (Python exception), abort (SIGABRT, like a native crash), segv (SIGSEGV), kill (SIGKILL, like the
 # out-of-memory killer), interrupt (KeyboardInterrupt after two timed steps, like Ctrl-C).
 TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
+# Test hook (documented in docs/run.md): HLOSCOPE_TEST_HOST_DELAY_S=<seconds> makes every step sleep that long on the
+# host before its device work is dispatched (a known host delay for checking `explain`). Recorded in run.json as
+# config.test_host_delay_s and as a warning, so that such a run is never mistaken for a real one.
+TEST_HOST_DELAY_ENV = "HLOSCOPE_TEST_HOST_DELAY_S"
 
 
 FRAMEWORK_MODULES = ("torch", "torch_xla", "jax", "tensorflow")
@@ -62,6 +67,20 @@ def new_record(options: RunOptions, run_dir: Path) -> dict:
         "artifacts": [],
         "warnings": [],
     }
+
+
+def host_delay_hook() -> float | None:
+    """Seconds of HLOSCOPE_TEST_HOST_DELAY_S (None when unset or empty)."""
+    text = os.environ.get(TEST_HOST_DELAY_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        delay = float(text)
+    except ValueError:
+        raise UsageError(f"{TEST_HOST_DELAY_ENV}={text!r}: expected a number of seconds") from None
+    if not math.isfinite(delay) or delay < 0:
+        raise UsageError(f"{TEST_HOST_DELAY_ENV}={text!r}: expected a number of seconds >= 0")
+    return delay or None
 
 
 def load_session(options: RunOptions, run_dir: Path) -> Session:
@@ -117,7 +136,21 @@ def execute(options: RunOptions, run_dir: Path,
     Raises MissingDependency (framework not installed), ModeFailed (the mode raised) or KeyboardInterrupt, always
     after writing run.json.
     """
+    try:
+        delay = host_delay_hook()
+    except UsageError as error:
+        record = new_record(options, run_dir)
+        record.update(status="failed", error=str(error), finished_at=_now())
+        write_run(run_dir, record)
+        raise
+    if delay is not None:
+        options = dataclasses.replace(options, test_host_delay_s=delay)
     record = new_record(options, run_dir)
+    if delay is not None:
+        message = (f"{TEST_HOST_DELAY_ENV}={delay:g}: every step sleeps {delay * 1e3:g} ms on the host on purpose "
+                   "(test hook): not a real measurement")
+        record["warnings"].append(message)
+        warn(message)
     write_run(run_dir, record)
     log = StepLog()
     session: Session | None = None
@@ -180,8 +213,13 @@ def execute(options: RunOptions, run_dir: Path,
         if options.profile:
             record["phase"] = "profiling"
             write_run(run_dir, record)
-            result = session.profile(options.profile_steps)
+            session.profiling = True
+            try:
+                result = session.profile(options.profile_steps)
+            finally:
+                session.profiling = False
             record["timing"]["profiled_step_times_s"] = result.step_times_s
+            record["profile"] = result.record()
             record["artifacts"].extend(result.artifacts)
         record["artifacts"][:0] = session.artifacts()
         record["environment"].update(session.info())

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.backends import xla_dump
-from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
+from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, WAIT_ANNOTATION, ProfileResult, RunOptions, Session,
+                                    host_memory, thread_settings)
 from hloscope.errors import MissingDependency, UsageError
 
 try:
@@ -73,6 +74,7 @@ class JaxSession(Session):
             self.dump_dir = self.run_dir / DUMP_DIR
             compiler_options = {"xla_dump_to": str(self.dump_dir), "xla_dump_hlo_module_re": "jit_train_step",
                                 "xla_dump_hlo_as_text": True}
+        self.train_step_compiler_options = compiler_options
         self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None)
         if options.data == "device":
             self.pool = [(jax.device_put(to_nhwc(images), self.device), jax.device_put(labels, self.device))
@@ -93,13 +95,19 @@ class JaxSession(Session):
         return (jax.device_put(to_nhwc(images.numpy()), self.device),
                 jax.device_put(labels.numpy().astype("int32"), self.device))
 
+    def annotation(self, name: str):
+        return jax.profiler.TraceAnnotation(name)
+
     def step(self, index: int):
-        images, labels = self._batch(index)
+        with self.annotate(INPUT_ANNOTATION):
+            images, labels = self._batch(index)
+        self.test_host_delay()
         self.state, loss = self.train_step(self.state, images, labels)
         return self.state, loss
 
     def wait(self, outputs) -> None:
-        jax.block_until_ready(outputs)
+        with self.annotate(WAIT_ANNOTATION):
+            jax.block_until_ready(outputs)
 
     def loss_of(self, outputs) -> float:
         return float(outputs[1])
@@ -118,16 +126,19 @@ class JaxSession(Session):
         return memory
 
     def profile(self, steps: int) -> ProfileResult:
-        """Trace `steps` more steps with JAX's profiler, each wrapped in a StepTraceAnnotation (step boundaries)."""
-        result = ProfileResult()
+        """Trace `steps` more steps with JAX's profiler. Each step's StepTraceAnnotation wraps exactly the timed part:
+        fetching the batch (hloscope/input), the dispatch and the device wait (hloscope/wait)."""
+        result = ProfileResult(step_marker=f"{STEP_MARKER} (jax.profiler.StepTraceAnnotation, step_num = N)",
+                               annotations={"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION})
         before = xla_dump.list_profile_files(self.run_dir)
         with jax.profiler.trace(str(self.run_dir)):
             for offset in range(steps):
                 index = self.options.warmup + self.options.steps + offset
-                with jax.profiler.StepTraceAnnotation("train_step", step_num=index):
+                with jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=index):
                     start = time.perf_counter()
                     self.wait(self.step(index))
                     result.step_times_s.append(time.perf_counter() - start)
+                result.step_numbers.append(index)
         result.artifacts = xla_dump.find_profile_files(self.run_dir, before)
         return result
 
@@ -151,11 +162,20 @@ class JaxSession(Session):
         return self.workload.batch
 
     def info(self) -> dict:
+        matmul = jax.config.jax_default_matmul_precision
         return {"framework": "jax", "backend": jax.default_backend(), "device": str(self.device),
                 "device_kind": self.device.device_kind, "platform": self.device.platform,
                 "precision": {"requested": self.options.precision,
-                              "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
-                              "compute_dtype": self.workload.dtype, "param_dtype": "float32"}}
+                              "jax_default_matmul_precision": matmul,
+                              "matmul_precision": matmul or "default",
+                              "compute_dtype": self.workload.dtype, "param_dtype": "float32"},
+                # Flax's ViT has one attention: softmax(QK^T)V written out in jnp (dot_product_attention_weights).
+                "attention": {"implementation": "eager", "source": "FlaxViTSelfAttention (dot_product_attention_weights)"},
+                # Per-compile XLA options, without the dump ones (--dump-hlo: they change no code, only what is kept).
+                "compile": {"api": "jax.jit", "backend": "xla", "options": {
+                    key: value for key, value in (getattr(self, "train_step_compiler_options", None) or {}).items()
+                    if not key.startswith("xla_dump")}},
+                "threads": thread_settings()}
 
     def close(self) -> None:
         try:

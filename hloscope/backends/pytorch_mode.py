@@ -13,7 +13,8 @@ import time
 import warnings
 from pathlib import Path
 
-from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
+from hloscope.backends.base import (INPUT_ANNOTATION, WAIT_ANNOTATION, ProfileResult, RunOptions, Session, host_memory,
+                                    thread_settings)
 from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
                                            keep_transformers_off_jax, loss_of)
 from hloscope.errors import UsageError
@@ -21,6 +22,7 @@ from hloscope.errors import UsageError
 torch = import_torch()
 
 INDUCTOR_DEBUG_DIR = ".inductor_debug"  # inside the run directory while the run lasts
+COMPILE_KWARGS = {"backend": "inductor", "mode": None, "fullgraph": False, "dynamic": None}  # torch.compile's defaults
 
 
 def create_session(options: RunOptions, run_dir: Path) -> "PytorchSession":
@@ -57,11 +59,12 @@ class PytorchSession(Session):
         if options.compile_model:
             if options.dump_hlo:
                 self._enable_inductor_debug()
-            model = torch.compile(model, backend="inductor")
+            model = torch.compile(model, **COMPILE_KWARGS)
             self.graph = {"kind": "inductor", "note": "torch.compile(backend='inductor'): FX graphs compiled to "
                                                       "generated kernels (see inductor_code artifacts)"}
         else:
             self.graph = {"kind": "none", "note": "eager PyTorch runs operator by operator: there is no graph to dump"}
+        self.attn_implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
         self.model = model
         if options.data == "device":
             self.pool = device_pool(options.preset, options.batch_size, options.seed, self.device)
@@ -94,8 +97,13 @@ class PytorchSession(Session):
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
 
+    def annotation(self, name: str):
+        return torch.profiler.record_function(name)
+
     def step(self, index: int):
-        images, labels = self._batch(index)
+        with self.annotate(INPUT_ANNOTATION):
+            images, labels = self._batch(index)
+        self.test_host_delay()
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
             loss = self.model(pixel_values=images, labels=labels).loss
@@ -104,8 +112,9 @@ class PytorchSession(Session):
         return loss
 
     def wait(self, outputs) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        with self.annotate(WAIT_ANNOTATION):  # on the CPU the step has already finished: an empty annotation
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
 
     def loss_of(self, outputs) -> float:
         return loss_of(outputs)
@@ -130,21 +139,35 @@ class PytorchSession(Session):
         return memory
 
     def profile(self, steps: int) -> ProfileResult:
-        """torch.profiler (Kineto) over `steps` steps, one schedule step each, written to <run>/kineto/."""
+        """torch.profiler (Kineto) over `steps` steps, one schedule step each, written to <run>/kineto/.
+
+        Kineto's own warm-up step (schedule warmup=1) runs first and is not in the trace; the `steps` recorded steps
+        follow, and the first of them is still marked as the profile's warm-up, as in every mode. The profiler's
+        step counter starts at the global step index, so `ProfilerStep#N` wraps `step(N)`: from the previous
+        `profiler.step()` to the next, i.e. the timer, the batch (hloscope/input), the step and the wait
+        (hloscope/wait)."""
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-        result = ProfileResult()
+        result = ProfileResult(step_marker="ProfilerStep#N (torch.profiler schedule)",
+                               annotations={"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION},
+                               notes=["Kineto's schedule warm-up step ran before the recorded steps (not in the trace)"])
         out = self.run_dir / "kineto"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
         first = self.options.warmup + self.options.steps
-        # One warm-up step lets the profiler start up outside the recorded steps.
-        with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps),
-                     on_trace_ready=tensorboard_trace_handler(str(out)), record_shapes=False) as profiler:
+        cycle = schedule(wait=0, warmup=1, active=steps)
+        profiler = profile(activities=activities, schedule=lambda number: cycle(max(number - first, 0)),
+                           on_trace_ready=tensorboard_trace_handler(str(out)), record_shapes=False)
+        # Number the profiler's steps like the run's: ProfilerStep#<first> is Kineto's untraced warm-up step, and
+        # ProfilerStep#N wraps step(N). The schedule is shifted by `first`, so only the marker names change.
+        profiler.step_num = first
+        profiler.current_action = profiler.schedule(first)
+        with profiler:
             for offset in range(steps + 1):
                 start = time.perf_counter()
                 self.wait(self.step(first + offset))
                 if offset:
                     result.step_times_s.append(time.perf_counter() - start)
+                    result.step_numbers.append(first + offset)
                 profiler.step()
         result.artifacts = [{"kind": "trace", "path": str(path.relative_to(self.run_dir)), "format": "kineto",
                              "module": None, "stage": "profile", "train_step": True}
@@ -158,13 +181,21 @@ class PytorchSession(Session):
 
     def info(self) -> dict:
         device_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        autocast = str(self.autocast_dtype).replace("torch.", "") if self.autocast_dtype else None
         return {"framework": "pytorch", "device": str(self.device), "device_name": device_name,
-                "torch_cuda": torch.version.cuda,
+                "device_kind": device_name, "torch_cuda": torch.version.cuda,
                 "precision": {"requested": self.options.precision,
                               "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                              "matmul_precision": torch.get_float32_matmul_precision(),
                               **_tf32_switches(),
-                              "autocast": str(self.autocast_dtype).replace("torch.", "") if self.autocast_dtype
-                              else None}}
+                              "autocast": autocast, "compute_dtype": autocast or "float32",
+                              "param_dtype": "float32"},
+                "attention": {"implementation": getattr(self, "attn_implementation", None),
+                              "source": "transformers ViTConfig._attn_implementation"},
+                "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
+                            else {"api": None, "backend": "eager"}),
+                "threads": thread_settings(torch_num_threads=torch.get_num_threads(),
+                                           torch_num_interop_threads=torch.get_num_interop_threads())}
 
 
 def _tf32_switches() -> dict:

@@ -19,7 +19,8 @@ from importlib import metadata
 from pathlib import Path
 
 from hloscope.backends import check_torch_xla_cuda, xla_dump
-from hloscope.backends.base import ProfileResult, RunOptions, Session, host_memory
+from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, SYNC_ANNOTATION, WAIT_ANNOTATION, ProfileResult,
+                                    RunOptions, Session, host_memory, thread_settings)
 from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
                                            keep_transformers_off_jax, loss_of)
 from hloscope.errors import MissingDependency
@@ -28,6 +29,7 @@ torch = import_torch()
 
 DUMP_DIR = ".xla_dump"
 PRECISIONS = {"fp32": "highest", "tf32": "high", "bf16": "default"}  # torch_xla.backends.set_mat_mul_precision
+COMPILE_KWARGS = {"backend": "openxla", "mode": None, "fullgraph": False, "dynamic": None}  # torch.compile's defaults
 
 
 def create_session(options: RunOptions, run_dir: Path) -> "TorchXlaSession":
@@ -87,7 +89,8 @@ class TorchXlaSession(Session):
         model.train()
         self.optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
         if options.compile_model:
-            model = torch.compile(model, backend="openxla")
+            model = torch.compile(model, **COMPILE_KWARGS)
+        self.attn_implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
         self.model = model
         if options.data == "device":
             self.pool = device_pool(options.preset, options.batch_size, options.seed, self.device)
@@ -114,9 +117,16 @@ class TorchXlaSession(Session):
             return contextlib.nullcontext()
         return torch.autocast("xla", dtype=torch.bfloat16)
 
+    def annotation(self, name: str, **metadata):
+        # torch_xla's profiler event (what xp.Trace / xp.StepTrace record) without xp.Trace's IR scope and JAX named
+        # scope, so that annotating a profiled step cannot change the graph it traces.
+        return self.torch_xla._XLAC.profiler.TraceMe(name, **metadata)
+
     def step(self, index: int):
         self.current_index = index
-        images, labels = self._batch(index)
+        with self.annotate(INPUT_ANNOTATION):
+            images, labels = self._batch(index)
+        self.test_host_delay()
         self.optimizer.zero_grad(set_to_none=True)
         with self._autocast():
             loss = self.model(pixel_values=images, labels=labels).loss
@@ -129,8 +139,10 @@ class TorchXlaSession(Session):
         if in_warmup and not self.options.compile_model:
             tensors = [outputs] + [p for p in self.model.parameters()]
             self.step_hashes[self.current_index] = self.torch_xla._XLAC._get_graph_hash(tensors).hex()
-        self.torch_xla.sync()
-        self.xm.wait_device_ops()
+        with self.annotate(SYNC_ANNOTATION):
+            self.torch_xla.sync()
+        with self.annotate(WAIT_ANNOTATION):
+            self.xm.wait_device_ops()
         if in_warmup:
             self._note_new_modules(f"step {self.current_index}")
 
@@ -196,10 +208,15 @@ class TorchXlaSession(Session):
         return memory
 
     def profile(self, steps: int) -> ProfileResult:
-        """XLA profiler (xplane.pb under <run>/plugins/profile/<timestamp>/), each step inside xp.StepTrace."""
+        """XLA profiler (xplane.pb under <run>/plugins/profile/<timestamp>/). Each step's marker is the event
+        xp.StepTrace records (`train_step`, step_num N) and wraps exactly the timed part, as in the other modes: the
+        batch (hloscope/input), tracing the step, the graph sync (hloscope/sync) and the device wait (hloscope/wait).
+        xp.StepTrace itself would sync on exit, after the work it marks; the sync here is the step's own, inside."""
         import torch_xla.debug.profiler as xp
 
-        result = ProfileResult()
+        result = ProfileResult(step_marker=f"{STEP_MARKER} (torch_xla profiler TraceMe, step_num = N, as xp.StepTrace)",
+                               annotations={"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION,
+                                            "wait": WAIT_ANNOTATION})
         before = xla_dump.list_profile_files(self.run_dir)
         if not getattr(TorchXlaSession, "_profiler_server", None):
             TorchXlaSession._profiler_server = xp.start_server(_free_port())
@@ -207,12 +224,13 @@ class TorchXlaSession(Session):
         xp.start_trace(str(self.run_dir))
         try:
             for offset in range(steps):
-                start = time.perf_counter()
-                with xp.StepTrace("train_step", step_num=first + offset):  # syncs the step's graph on exit
-                    self.current_index = first + offset
-                    outputs = self.step(first + offset)
-                self.xm.wait_device_ops()
-                result.step_times_s.append(time.perf_counter() - start)
+                index = first + offset
+                with self.annotation(STEP_MARKER, _r=1, step_num=index):  # _r=1: a step marker, like xp.StepTrace
+                    start = time.perf_counter()
+                    outputs = self.step(index)
+                    self.wait(outputs)
+                    result.step_times_s.append(time.perf_counter() - start)
+                result.step_numbers.append(index)
             del outputs
         finally:
             xp.stop_trace()
@@ -222,11 +240,23 @@ class TorchXlaSession(Session):
     def info(self) -> dict:
         import torch_xla.runtime as xr
 
+        autocast = "bfloat16" if self.options.precision == "bf16" else None
+        mat_mul_precision = self.torch_xla.backends.get_mat_mul_precision()
+        try:
+            device_kind = self.xm.xla_device_kind(self.device)
+        except Exception:  # noqa: BLE001 - a runtime that cannot say
+            device_kind = None
         return {"framework": "torch_xla", "device": str(self.device), "pjrt_device": self.pjrt_device,
-                "device_type": xr.device_type(), "torch_xla": torch_xla_version(),
+                "device_type": xr.device_type(), "device_kind": device_kind, "torch_xla": torch_xla_version(),
                 "precision": {"requested": self.options.precision,
-                              "mat_mul_precision": self.torch_xla.backends.get_mat_mul_precision(),
-                              "autocast": "bfloat16" if self.options.precision == "bf16" else None}}
+                              "mat_mul_precision": mat_mul_precision, "matmul_precision": mat_mul_precision,
+                              "autocast": autocast, "compute_dtype": autocast or "float32", "param_dtype": "float32"},
+                "attention": {"implementation": getattr(self, "attn_implementation", None),
+                              "source": "transformers ViTConfig._attn_implementation"},
+                "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
+                            else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
+                "threads": thread_settings(torch_num_threads=torch.get_num_threads(),
+                                           torch_num_interop_threads=torch.get_num_interop_threads())}
 
 
 def _free_port() -> int:

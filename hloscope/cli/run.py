@@ -35,7 +35,8 @@ def common_options(function):
         click.option("--dump-hlo", is_flag=True,
                      help="Keep the train step's HLO / StableHLO / inductor code in <run>/hlo/."),
         click.option("--profile", is_flag=True, help="Profile a few steps after the timed window (xplane / Kineto)."),
-        click.option("--profile-steps", type=click.IntRange(min=1), default=3, show_default=True),
+        click.option("--profile-steps", type=click.IntRange(min=1), default=6, show_default=True,
+                     help="Profiled steps; the first is the profiler's warm-up, marked in run.json `profile`."),
         click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
                      help="Do not time: compile the train step for this GPU with XLA's deviceless compile (jax, "
