@@ -21,7 +21,10 @@ def command() -> None:
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="How many kernels to list.")
 def stats(path: str, as_json: bool, top: int) -> None:
     """Steps, kernel counts, device time by category and top kernels of every trace at PATH
-    (a trace file, a run directory or a TensorBoard log directory)."""
+    (a trace file, a run directory or a TensorBoard log directory).
+
+    A trace inside a run directory that recorded its optimized HLO (--dump-hlo) gets each XLA op's category from the
+    HLO it executes; other executions are categorised by kernel name."""
     from rich.console import Console
 
     from hloscope.trace.load import load_trace, trace_files
@@ -31,9 +34,10 @@ def stats(path: str, as_json: bool, top: int) -> None:
     results: list[dict] = []
     failures: list[HloscopeError] = []
     console = Console()
+    resolvers: dict = {}
     for file in trace_files(path):
         try:
-            result = trace_stats(load_trace(file), top=top)
+            result = trace_stats(load_trace(file), top=top, categories=_resolver_for(file, resolvers))
         except InputError as error:  # one broken trace does not hide the others
             failures.append(error)
             continue
@@ -47,3 +51,20 @@ def stats(path: str, as_json: bool, top: int) -> None:
             click.echo(f"hloscope: error: {error}", err=True)
         raise failures[-1]
     sys.stdout.flush()
+
+
+def _resolver_for(file, cache: dict):
+    """The HLO category resolver of the run directory `file` lies in (one per run), or None: no run, no HLO, or HLO
+    that cannot be read (then a warning, and categories by name)."""
+    from hloscope.trace.program_categories import resolver_for_run, run_dir_of
+
+    run = run_dir_of(file)
+    if run is None:
+        return None
+    if run not in cache:
+        try:
+            cache[run] = resolver_for_run(run)
+        except HloscopeError as error:
+            click.echo(f"hloscope: warning: {error}: categories of {run} by kernel name only", err=True)
+            cache[run] = None
+    return cache[run]

@@ -1,61 +1,65 @@
-"""Which category of device time a kernel or XLA op belongs to, from its name (first matching rule wins).
+"""Which category of device time a kernel or XLA op belongs to, from its name: the fallback for executions that no HLO
+module classifies (hloscope/trace/program_categories.py decides from the program where a run has its HLO).
 
-The rules look at kernel names as CUDA/ROCm libraries, PyTorch, Triton/Inductor and XLA write them, and at HLO opcodes:
-  1. collective/communication: nccl, rccl, all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
-     send/recv, psum
-  2. memcpy/memset: memcpy, memset, XLA copy / copy-start / copy-done, dynamic memcpy
-  3. matmul/conv: gemm, cublas, cutlass, xmma (sm80_xmma, sm90_xmma), cuDNN conv kernels (by "conv"), matmul, dot, conv,
-     triton gemm fusions, Inductor templates (triton_tem, mm, bmm), attention kernels (fmha, flash)
-  4. reduction: reduce, reduction, softmax, norm and bn_ kernels, Inductor triton_red / triton_per
-  5. fusion/elementwise: fusion, elementwise, Inductor triton_poi, XLA loop/input fusions and wrapped elementwise ops
-  6. other: everything else
+The rules are data, not code: `hloscope/data/kernel_categories.toml`, an ordered table of kernel-name patterns for
+NVIDIA and AMD libraries (CUTLASS, cuBLAS xmma/nvjet, Tensile/hipBLASLt `Cijk_*`, Composable Kernel, cuDNN, flash and
+FMHA attention, Triton/Inductor, NCCL/RCCL, PyTorch's elementwise/reduce templates, memcpy/memset, copies and
+transposes) and for XLA instruction names. The first rule with a matching pattern wins; no match is "other".
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
-from hloscope.trace.model import COLLECTIVE, FUSION, MATMUL, MEMCPY, MEMORY, MEMSET, OTHER, REDUCTION
+from hloscope.trace.model import CATEGORIES, MEMCPY, MEMORY, MEMSET, OTHER
 
-_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        COLLECTIVE,
-        re.compile(
-            r"nccl|rccl|all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective[-_]?permute"
-            r"|sendrecv|\bsend\b|\brecv\b|send[-_]done|recv[-_]done|psum|cross[-_]replica"
-        ),
-    ),
-    (MEMORY, re.compile(r"memcpy|memset|^%?copy([-_.]|$)|copy[-_](start|done)|dynamic_memcpy")),
-    (
-        MATMUL,
-        re.compile(
-            r"gemm|gemv|cublas|cutlass|xmma|matmul|\bdot\b|dot[-_.]|^%?dot|conv(?!ert)|wgrad|dgrad|winograd"
-            r"|fmha|flash|attention|mma_|_mma|triton_tem|bmm|addmm|_mm_|ampere_(s|h)|volta_(s|h)|turing_(s|h)|sm\d+_"
-        ),
-    ),
-    (
-        REDUCTION,
-        re.compile(r"reduc|softmax|norm|\bbn_|triton_red|triton_per|argmax|argmin|cumsum|scan|topk|sort"),
-    ),
-    (
-        FUSION,
-        re.compile(
-            r"fusion|fused|elementwise|triton_poi|triton|loop_|wrapped_|vectorized|unrolled|pointwise|broadcast"
-            r"|transpose|concatenate|slice|convert|add|mul|sub|div|exp|tanh|relu|gelu|select|compare|maximum|minimum"
-        ),
-    ),
-)
+TABLE = "kernel_categories.toml"
+
+
+@dataclass(frozen=True)
+class KernelRule:
+    library: str
+    category: str
+    pattern: re.Pattern[str]  # the rule's patterns joined into one alternation
+
+
+@lru_cache(maxsize=1)
+def kernel_rules() -> tuple[KernelRule, ...]:
+    """The table of `hloscope/data/kernel_categories.toml`, in order (a bad table raises ValueError naming the rule)."""
+    text = resources.files("hloscope").joinpath("data", TABLE).read_text(encoding="utf-8")
+    rules = []
+    for index, entry in enumerate(tomllib.loads(text).get("rule", [])):
+        where = f"{TABLE}: rule {index + 1} ({entry.get('library', '?')})"
+        category, patterns = entry.get("category"), entry.get("patterns")
+        if category not in CATEGORIES:
+            raise ValueError(f"{where}: unknown category {category!r} (one of {', '.join(CATEGORIES)})")
+        if not patterns or not all(isinstance(p, str) for p in patterns):
+            raise ValueError(f"{where}: 'patterns' must be a non-empty list of strings")
+        try:
+            pattern = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+        except re.error as error:
+            raise ValueError(f"{where}: bad pattern: {error}") from None
+        rules.append(KernelRule(str(entry.get("library", "")), category, pattern))
+    return tuple(rules)
 
 
 @lru_cache(maxsize=65536)
+def kernel_rule(name: str) -> KernelRule | None:
+    """The first rule of the table that matches `name`, or None."""
+    for rule in kernel_rules():
+        if rule.pattern.search(name):
+            return rule
+    return None
+
+
 def category_of(name: str) -> str:
-    """The category of one kernel / op name (case-insensitive)."""
-    lowered = name.lower()
-    for category, pattern in _RULES:
-        if pattern.search(lowered):
-            return category
-    return OTHER
+    """The category of one kernel / op name (case-insensitive), "other" when no rule matches."""
+    rule = kernel_rule(name)
+    return rule.category if rule is not None else OTHER
 
 
 def category_for(name: str, kind: str) -> str:

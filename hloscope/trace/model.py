@@ -40,14 +40,19 @@ def execution_kind(name: str) -> str:
 # apart from GPU launch correlation ids.
 FLOW_CORRELATION_BASE = 1 << 62
 
-# Categories of device time (see hloscope/trace/categories.py for the name rules).
+# Categories of device time. From the program where the run has its optimized HLO (hloscope/trace/program_categories.py),
+# otherwise from the kernel / op name (hloscope/trace/categories.py and hloscope/data/kernel_categories.toml).
 MATMUL = "matmul/conv"
 FUSION = "fusion/elementwise"
 REDUCTION = "reduction"
+LAYOUT = "copy/transpose"  # data movement only: copies that change the layout, transposes, concatenations, ...
 MEMORY = "memcpy/memset"
 COLLECTIVE = "collective/communication"
 OTHER = "other"
-CATEGORIES = (MATMUL, FUSION, REDUCTION, MEMORY, COLLECTIVE, OTHER)
+CATEGORIES = (MATMUL, FUSION, REDUCTION, LAYOUT, MEMORY, COLLECTIVE, OTHER)
+# What decided an event's category: its HLO instruction in the run's optimized module, or its name.
+SOURCE_HLO = "hlo"
+SOURCE_NAMES = "names"
 
 
 @dataclass(slots=True)
@@ -66,6 +71,7 @@ class Event:
     hlo_op: str | None = None  # the HLO instruction an XLA event executes
     hlo_module: str | None = None  # the HLO module (XLA program) it belongs to
     correlation: int | None = None  # links a device event to its host launch
+    category_source: str = SOURCE_NAMES  # SOURCE_HLO once program_categories classified it from the HLO
 
     @property
     def end_us(self) -> float:

@@ -1,7 +1,7 @@
 """`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
 
 Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, flat arrays
-of 33 bytes per device execution event and 24 bytes per host launch (+16 and +12 bytes while steps are computed);
+of 34 bytes per device execution event and 24 bytes per host launch (+16 and +12 bytes while steps are computed);
 events themselves are never held (docs/trace.md).
 """
 
@@ -18,6 +18,8 @@ from hloscope.trace.model import (
     FLOW_CORRELATION_BASE,
     KERNEL,
     RUNTIME,
+    SOURCE_HLO,
+    SOURCE_NAMES,
     STEP,
     Event,
     Trace,
@@ -27,6 +29,7 @@ from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 TOP_N = 10
 _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
 _NO_CORRELATION = -1
+_CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 
 
 class _Accumulator:
@@ -36,6 +39,8 @@ class _Accumulator:
         self.device_time = 0.0
         self.host_runtime = 0.0
         self.categories = dict.fromkeys(CATEGORIES, 0.0)
+        self.executions_by_category = dict.fromkeys(CATEGORIES, 0)
+        self.source_time = {SOURCE_HLO: 0.0, SOURCE_NAMES: 0.0}  # device time by what decided its category
         self.by_name: dict[str, list] = {}  # name -> [count, total_us]
         self.by_hlo_op: dict[tuple, list] = {}  # (hlo_module, hlo_op) -> [count, total_us]
         self.host_markers: list[tuple[int, float, float]] = []
@@ -46,6 +51,7 @@ class _Accumulator:
         self.exec_end = array("d")
         self.exec_corr = array("q")
         self.exec_is_kernel = array("b")
+        self.exec_category = array("b")  # index into CATEGORIES
         self.exec_anchor = array("d")  # start of the XLA program execution the event is part of (own start if none)
         self._open_executions: dict[tuple[str, str], tuple[float, set[str]]] = {}
         # Executions of training-step programs ("jit_train_step", ...) on the first device that ran them: the steps
@@ -62,7 +68,10 @@ class _Accumulator:
         if event.device and kind in DEVICE_EXEC_KINDS:
             duration = event.dur_us
             self.device_time += duration
-            self.categories[event.category] += duration
+            category = event.category
+            self.categories[category] += duration
+            self.executions_by_category[category] += 1
+            self.source_time[event.category_source] = self.source_time.get(event.category_source, 0.0) + duration
             entry = self.by_name.get(event.name)
             if entry is None:
                 self.by_name[event.name] = [1, duration]
@@ -85,6 +94,7 @@ class _Accumulator:
             self.exec_end.append(event.start_us + duration)
             self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
             self.exec_is_kernel.append(is_kernel)
+            self.exec_category.append(_CATEGORY_INDEX[category])
             self.exec_anchor.append(self._execution_start(event))
         elif kind == RUNTIME:
             self.host_runtime += event.dur_us
@@ -133,8 +143,14 @@ class _Accumulator:
             span[1] = max(span[1], event.end_us)
 
 
-def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
-    """The JSON summary of one trace (see docs/trace.md for every key)."""
+def trace_stats(trace: Trace, top: int = TOP_N, categories=None) -> dict:
+    """The JSON summary of one trace (see docs/trace.md for every key). `categories`: a
+    `program_categories.CategoryResolver` (or any Event -> category function) that decides the category of each
+    device execution, e.g. from the run's HLO; without it, the readers' name-based categories stand."""
+    if categories is not None:
+        from hloscope.trace.program_categories import categorized
+
+        trace = categorized(trace, categories)
     acc = _Accumulator()
     add = acc.add
     for event in trace.events:
@@ -142,9 +158,11 @@ def trace_stats(trace: Trace, top: int = TOP_N) -> dict:
     return _result(trace, acc, top)
 
 
-def summarize_events(events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N) -> dict:
+def summarize_events(
+    events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N, categories=None
+) -> dict:
     """`trace_stats` for any iterable of events (tests, filtered views)."""
-    return trace_stats(Trace(file=file, format=format, events=events), top)
+    return trace_stats(Trace(file=file, format=format, events=events), top, categories)
 
 
 def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
@@ -167,6 +185,9 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
         "host_runtime_us": round(acc.host_runtime, 3),
         "host_launch_us": round(host_launch, 3),
         "categories": {name: round(total, 3) for name, total in acc.categories.items()},
+        "category_source": SOURCE_HLO if acc.source_time.get(SOURCE_HLO) else SOURCE_NAMES,
+        "category_source_us": {name: round(total, 3) for name, total in acc.source_time.items()},
+        "executions_by_category": dict(acc.executions_by_category),
         "top": [
             {
                 "name": name,
@@ -210,8 +231,10 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
     starts = [array("d") for _ in windows]
     ends = [array("d") for _ in windows]
     kernels = [0] * len(windows)
-    executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor)
-    for start, end, correlation, is_kernel, anchor in executions:
+    category_counts = [[0] * len(CATEGORIES) for _ in windows]
+    category_time = [[0.0] * len(CATEGORIES) for _ in windows]
+    executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor, acc.exec_category)
+    for start, end, correlation, is_kernel, anchor, category in executions:
         index = launches.step_of(correlation) if use_launches and correlation != _NO_CORRELATION else None
         if index is None:
             index = locator.last_started(anchor)
@@ -220,6 +243,8 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
         starts[index].append(start)
         ends[index].append(end)
         kernels[index] += is_kernel
+        category_counts[index][category] += 1
+        category_time[index][category] += end - start
     out = []
     for index, window in enumerate(windows):
         busy = busy_summary(list(zip(starts[index], ends[index])))  # one step's intervals at a time
@@ -236,6 +261,8 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
                 "idle_gaps": busy.gaps,
                 "largest_gap_us": round(busy.largest_gap_us, 3),
                 "host_runtime_us": round(launches.time_per_step[index], 3),
+                "executions_by_category": dict(zip(CATEGORIES, category_counts[index])),
+                "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, category_time[index])},
             }
         )
     return out, source
