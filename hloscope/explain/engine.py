@@ -173,11 +173,7 @@ def _op_row(delta) -> dict:
 
 def _profile_notes(summary: ModeSummary) -> list[str]:
     ledger = summary.ledger
-    notes = [f"{summary.mode}: profiled step {n} left out: {why}" for n, why in ledger.dropped.items()]
-    if ledger.overrun_s > 0.05 * (median(ledger.step_s) if ledger.step_s else 0.0):
-        notes.append(f"{summary.mode}: device work ran {_ms(ledger.overrun_s)} past the step marker in the median step "
-                     "(the marker does not wrap the device wait); that time is outside its ledger")
-    return notes
+    return [f"{summary.mode}: profiled step {n} left out: {why}" for n, why in ledger.dropped.items()]
 
 
 def _smallest_p(n: int) -> float:

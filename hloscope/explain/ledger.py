@@ -61,7 +61,6 @@ class RunLedger:
     profiled_steps: int
     dropped: dict[str, str]  # step number -> why it was left out
     device: bool  # whether a device (or XLA's CPU runtime) executed the program; else the host did the work
-    overrun_s: float = 0.0  # median device time past the step marker (the marker does not wrap the device wait)
     busy_s: list[float] = field(default_factory=list)
 
     def node_median(self, node: str) -> float:
@@ -77,8 +76,7 @@ class RunLedger:
         return {"nodes": self.nodes, "node_median_s": {n: self.node_median(n) for n in self.nodes},
                 "total_s": self.total_s, "ops": {k: v.to_dict() for k, v in self.ops.items()},
                 "step_s": self.step_s, "busy_s": self.busy_s, "profiled_steps": self.profiled_steps,
-                "kept_steps": len(self.step_s), "dropped": self.dropped, "device": self.device,
-                "overrun_s": self.overrun_s}
+                "kept_steps": len(self.step_s), "dropped": self.dropped, "device": self.device}
 
     @classmethod
     def from_profile(cls, profile) -> "RunLedger":
@@ -94,7 +92,7 @@ class RunLedger:
                                   median(durations) if durations else 0.0, durations[-1] if durations else 0.0)
         dropped = {str(profile.steps[i].number): why for i, why in sorted(profile.dropped.items())}
         return cls(nodes, ops, [s.step_s for s in kept], len(profile.steps), dropped, profile.device,
-                   median([s.device_overrun_s for s in kept]) if kept else 0.0, [s.busy_s for s in kept])
+                   [s.busy_s for s in kept])
 
 
 @dataclass

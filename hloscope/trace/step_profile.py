@@ -1,9 +1,10 @@
 """Each profiled step split into measured parts: what the device did (by category and by op group) and, while it was
 idle, what the host was doing (by named cause). The explain ledger is built from these per-step parts.
 
-One step is the host's step marker [start, end]. Device executions that start inside it (or before the next step
-starts: JAX and PyTorch/XLA dispatch asynchronously) belong to it; busy time is their union clipped to the window,
-so that per step `busy + idle == step` exactly. On a device that runs several ops at once (XLA's CPU thread pool,
+One step lasts from its marker's start to the next step's start: the loop's period, which is what the timed steps
+measure (the host's work between markers included). Busy time is the union of the device executions clipped to that
+window, so that per step `busy + idle == step` exactly and no device time falls between steps. Counts and the op
+table take each execution in the step it started in. On a device that runs several ops at once (XLA's CPU thread pool,
 GPU streams), each category's share of the busy time is apportioned by its summed op durations.
 
 Idle time is attributed to the host activity that covers it, first match wins: the input pipeline, compilation,
@@ -65,7 +66,6 @@ class StepParts:
     number: int
     step_s: float
     busy_s: float
-    device_overrun_s: float  # device work of this step that ran past the step's end marker (not in busy_s)
     nodes: dict[str, float]  # "device:<category>" / "idle:<host cause>" / "host:<part>" -> seconds
     ops: dict[str, OpSample]  # op group -> what ran of it
     executions: dict[str, int]  # device category -> executions (kernels, XLA ops, copies) in this step
@@ -99,56 +99,64 @@ def step_parts(
     category_of: Callable[[Event], str] | None = None,
     op_group_of: Callable[[Event], str] | None = None,
 ) -> list[StepParts]:
-    """Split each step window (number, start_us, end_us) into measured parts, from one pass over the events."""
+    """Split each step into measured parts, from one pass over the events. `windows` are the step markers
+    (number, start_us, end_us); a step lasts from its marker's start to the next step's start (the loop's period, as
+    the timed steps measure it), the last one to its marker's end or the end of the device work it started."""
     category_of = category_of or (lambda event: event.category)
     op_group_of = op_group_of or default_op_group
     windows = sorted(windows, key=lambda w: w[1])
     starts = [w[1] for w in windows]
     n = len(windows)
-    intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
-    by_category: list[dict[str, float]] = [{} for _ in range(n)]
+    device: list[tuple[float, float, str]] = []
     counts: list[dict[str, int]] = [{} for _ in range(n)]
     ops: list[dict[str, OpSample]] = [{} for _ in range(n)]
     host: list[dict[str, list[tuple[float, float]]]] = [{} for _ in range(n)]
-    aten: list[list[tuple[float, float, str, str]]] = [[] for _ in range(n)]  # host-only op table: (start, end, lane, name)
-    any_device = False
+    aten: list[list[tuple[float, float, str, str]]] = [[] for _ in range(n)]  # (start, end, lane, name)
+    last_end = windows[-1][2] if windows else 0.0
     for event in events:
         index = bisect.bisect_right(starts, event.start_us) - 1
         if index < 0:
             continue
-        number, start, end = windows[index]
         if event.is_device_exec:
-            next_start = starts[index + 1] if index + 1 < n else float("inf")
-            if event.start_us >= max(end, next_start):
-                continue
-            any_device = True
-            intervals[index].append((event.start_us, event.end_us))
             category = category_of(event)
-            by_category[index][category] = by_category[index].get(category, 0.0) + event.dur_us
+            device.append((event.start_us, event.end_us, category))
             counts[index][category] = counts[index].get(category, 0) + 1
             _add_op(ops[index], op_group_of(event), event.dur_us)
-        elif (not event.device and event.kind != STEP and event.start_us < end and event.dur_us > 0
-              and not _NOT_HOST_WORK.search(event.name)):
+            if index == n - 1:
+                last_end = max(last_end, event.end_us)
+        elif not event.device and event.kind != STEP and event.dur_us > 0 and not _NOT_HOST_WORK.search(event.name):
             if _SYNC.search(event.name):
                 first = host[index].get(BEFORE_SYNC)
                 if first is None or event.start_us < first[0][1]:
-                    host[index][BEFORE_SYNC] = [(start, event.start_us)]
+                    host[index][BEFORE_SYNC] = [(starts[index], event.start_us)]
             cause = _host_cause(event.name)
             if cause is not None:
-                host[index].setdefault(cause, []).append((event.start_us, min(event.end_us, end)))
+                host[index].setdefault(cause, []).append((event.start_us, event.end_us))
             if event.name.startswith("aten::"):
-                aten[index].append((event.start_us, min(event.end_us, end), event.lane + event.process, event.name))
+                aten[index].append((event.start_us, event.end_us, event.lane + event.process, event.name))
+    ends = starts[1:] + [last_end]
+    # Device time inside each step: every execution clipped to the steps it overlaps.
+    intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    by_category: list[dict[str, float]] = [{} for _ in range(n)]
+    for begin, finish, category in device:
+        index = max(0, bisect.bisect_right(starts, begin) - 1)
+        while index < n and starts[index] < finish:
+            s, e = max(begin, starts[index]), min(finish, ends[index])
+            if e > s:
+                intervals[index].append((s, e))
+                by_category[index][category] = by_category[index].get(category, 0.0) + (e - s)
+            index += 1
+    any_device = bool(device)
     out = []
-    for index, (number, start, end) in enumerate(windows):
-        window_us = end - start
-        busy = _union(_clip(intervals[index], start, end))
-        overrun = max((e for _, e in intervals[index]), default=end) - end
+    for index, (number, start, _) in enumerate(windows):
+        end = ends[index]
+        merged = _merge(intervals[index])
+        busy = _length(merged)
         nodes: dict[str, float] = {}
         total_durations = sum(by_category[index].values())
         for category, duration in sorted(by_category[index].items()):
             nodes[f"device:{category}"] = busy * duration / total_durations / 1e6 if total_durations else 0.0
-        idle = _complement(_merge(_clip(intervals[index], start, end)), start, end)
-        remaining = idle
+        remaining = _complement(merged, start, end)
         prefix = "idle" if any_device else "host"
         for cause in CAUSE_ORDER:
             covered = _intersection(remaining, _merge(_clip(host[index].get(cause, []), start, end)))
@@ -157,13 +165,13 @@ def step_parts(
                 remaining = _subtract(remaining, covered)
         nodes[f"{prefix}:{_host_node(OTHER_HOST, any_device)}"] = _length(remaining) / 1e6
         if not any_device:
-            for name, seconds, lane_calls in _top_level_ops(aten[index]):
+            for name, seconds in _top_level_ops(_clip4(aten[index], start, end)):
                 sample = ops[index].setdefault(name, OpSample())
-                sample.calls += lane_calls
+                sample.calls += len(seconds)
                 sample.seconds += sum(seconds)
                 sample.durations.extend(seconds)
-        out.append(StepParts(number, window_us / 1e6, busy / 1e6, max(0.0, overrun) / 1e6, nodes, ops[index],
-                             counts[index], len(aten[index])))
+        out.append(StepParts(number, (end - start) / 1e6, busy / 1e6, nodes, ops[index], counts[index],
+                             len(aten[index])))
     return out
 
 
@@ -210,8 +218,12 @@ def _add_op(ops: dict[str, OpSample], group: str, dur_us: float) -> None:
     sample.durations.append(dur_us / 1e6)
 
 
-def _top_level_ops(ops: list[tuple[float, float, str, str]]) -> list[tuple[str, list[float], int]]:
-    """(name, durations in seconds, calls) of the aten ops not nested inside another aten op on the same thread."""
+def _clip4(ops: list[tuple[float, float, str, str]], start: float, end: float) -> list[tuple[float, float, str, str]]:
+    return [(max(s, start), min(e, end), lane, name) for s, e, lane, name in ops if e > start and s < end]
+
+
+def _top_level_ops(ops: list[tuple[float, float, str, str]]) -> list[tuple[str, list[float]]]:
+    """(name, durations in seconds) of the aten ops not nested inside another aten op on the same thread."""
     by_name: dict[str, list[float]] = {}
     reach: dict[str, float] = {}
     for start, end, lane, name in sorted(ops, key=lambda o: (o[2], o[0], -o[1])):
@@ -219,7 +231,7 @@ def _top_level_ops(ops: list[tuple[float, float, str, str]]) -> list[tuple[str, 
             continue  # nested inside an op already counted
         reach[lane] = end
         by_name.setdefault(name, []).append((end - start) / 1e6)
-    return [(name, durations, len(durations)) for name, durations in by_name.items()]
+    return list(by_name.items())
 
 
 def _clip(intervals: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
@@ -234,10 +246,6 @@ def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
         else:
             merged.append([s, e])
     return [(s, e) for s, e in merged]
-
-
-def _union(intervals: list[tuple[float, float]]) -> float:
-    return _length(_merge(intervals))
 
 
 def _length(intervals: list[tuple[float, float]]) -> float:
