@@ -94,13 +94,15 @@ def custom_call_target_category(target: str) -> str | None:
     lowered = target.lower()
     if target in NO_OP_TARGETS:
         return None
-    if "dynamic_memcpy" in lowered or lowered in ("movetohost", "movetodevice"):
+    if "dynamic_memcpy" in lowered:
         return MEMORY
+    if any(word in lowered for word in ("fmha", "attn", "attention", "flash")):  # fused attention: softmax inside
+        return MATMUL
     if any(word in lowered for word in ("norm", "softmax", "topk", "top_k", "sort", "reduce")):
         return REDUCTION
     if lowered.startswith(("__cublas", "__cudnn", "__onednn", "__ynn", "__xnn", "__hipblas", "__rocblas", "__miopen")):
         return MATMUL
-    if any(word in lowered for word in ("gemm", "matmul", "conv", "fmha", "attn", "attention", "flash", "dot")):
+    if any(word in lowered for word in ("gemm", "matmul", "conv", "dot")):
         return MATMUL
     return None
 

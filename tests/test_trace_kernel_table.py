@@ -1,0 +1,123 @@
+"""The kernel-name table (hloscope/data/kernel_categories.toml) on the real Kineto and xplane GPU fixtures: NVIDIA
+V100, A100, H100, B200 (PyTorch) and AMD MI355 (JAX/XLA). Specific kernels land in the right category, category
+totals are as counted, and no kernel that matters is left to no rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from hloscope.trace.categories import category_of, kernel_rule, kernel_rules
+from hloscope.trace.load import load_trace
+from hloscope.trace.model import CATEGORIES
+from hloscope.trace.stats import trace_stats
+
+FIXTURES = {
+    "v100": "hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "a100": "hta/trace_diff__control__control.json.gz",
+    "a100_nccl": "hta/nccl_parser_config__nccl_data.json.gz",
+    "a100_sxm": "hta/negative_queue_length_values_check__rank0.json.gz",
+    "alexnet": "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+    "h100_qwen": "tracelens/traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "h100_bert": "tracelens/traces__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "b200": "tracelens/traces__b200__eager_trace.json.gz",
+    "mi355": "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
+}
+
+
+@pytest.fixture(scope="module")
+def kernels(fixtures_dir) -> dict[str, dict[str, float]]:
+    """{fixture: {kernel name: total device us}}."""
+    out = {}
+    for key, relative in FIXTURES.items():
+        totals: dict[str, float] = defaultdict(float)
+        for event in load_trace(fixtures_dir / relative).events:
+            if event.is_device_exec:
+                totals[event.name] += event.dur_us
+        out[key] = dict(totals)
+    return out
+
+
+def test_the_table_is_valid():
+    rules = kernel_rules()
+    assert len(rules) >= 15 and {rule.category for rule in rules} == set(CATEGORIES)
+
+
+# (fixture, the start of a real kernel name in it, category)
+KERNELS = [
+    ("a100_sxm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>", "matmul/conv"),
+    ("h100_qwen", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "matmul/conv"),
+    ("b200", "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT", "matmul/conv"),  # cuBLAS on Blackwell
+    ("b200", "bmm_MxE4m3_MxE2m1MxE4m3_Fp32", "matmul/conv"),
+    ("b200", "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausal", "matmul/conv"),
+    ("h100_qwen", "void pytorch_flash::flash_fwd_kernel<", "matmul/conv"),
+    ("mi355", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64", "matmul/conv"),  # hipBLASLt / Tensile
+    ("mi355", "void ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<", "matmul/conv"),  # CK FMHA
+    ("mi355", "gemm_fusion_dot.kd", "matmul/conv"),  # XLA Triton GEMM on ROCm
+    ("v100", "volta_sgemm_64x64_nt", "matmul/conv"),
+    ("v100", "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", "matmul/conv"),
+    ("v100", "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>", "matmul/conv"),
+    ("v100", "void cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>", "matmul/conv"),
+    ("a100", "void splitKreduce_kernel<float, float, float, float, true, false, false>", "matmul/conv"),  # cuBLAS split-K
+    ("a100_nccl", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+     "collective/communication"),
+    ("b200", "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>", "collective/communication"),
+    ("a100", "Memcpy HtoD (Pinned -> Device)", "memcpy/memset"),
+    ("a100_nccl", "Memset (Device)", "memcpy/memset"),
+    ("a100_nccl", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>", "fusion/elementwise"),
+    ("a100_sxm", "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>", "fusion/elementwise"),
+    ("b200", "triton_poi_fused_add_bitwise_and_bitwise_not_bitwise_or_ge_lt_mul_sub_0", "fusion/elementwise"),
+    ("h100_qwen", "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda", "fusion/elementwise"),
+    ("v100", "void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float", "reduction"),
+    ("v100", "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>", "reduction"),
+    ("a100", "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>", "reduction"),
+    ("a100", "void cub::DeviceRadixSortOnesweepKernel<", "reduction"),
+    ("mi355", "input_reduce_fusion.kd", "reduction"),
+    ("h100_qwen", "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda",
+     "copy/transpose"),
+    ("a100", "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>", "copy/transpose"),
+    ("a100_nccl", "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>",
+     "copy/transpose"),
+    ("b200", "void moe::dev::routing::routingIndicesOffsetsKernel<", "reduction"),
+    ("a100", "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<", "other"),
+    ("mi355", "transformer_engine::fused_attn_rocm::populate_rng_state_kernel", "other"),  # random numbers
+]
+
+
+@pytest.mark.parametrize(("fixture", "prefix", "category"), KERNELS)
+def test_real_kernels_land_in_their_category(kernels, fixture, prefix, category):
+    names = [name for name in kernels[fixture] if name.startswith(prefix)]
+    assert names, f"{prefix!r} is not a kernel of {FIXTURES[fixture]}"
+    assert {category_of(name) for name in names} == {category}
+
+
+# Device time by category (us), counted with the table; they add up to the trace's device time.
+TOTALS = {
+    "b200": {"matmul/conv": 6485.42, "fusion/elementwise": 532.254, "reduction": 1152.711, "copy/transpose": 551.03,
+             "memcpy/memset": 802.844, "collective/communication": 2141.501, "other": 0.0},
+    "h100_qwen": {"matmul/conv": 16648.906, "fusion/elementwise": 18901.428, "reduction": 1061.596,
+                  "copy/transpose": 8820.768, "memcpy/memset": 214.602, "collective/communication": 0.0, "other": 0.0},
+    "v100": {"matmul/conv": 300429.39, "fusion/elementwise": 73657.261, "reduction": 93211.433,
+             "copy/transpose": 855.518, "memcpy/memset": 4300.839, "collective/communication": 0.0, "other": 0.0},
+    "mi355": {"matmul/conv": 10753.294, "fusion/elementwise": 59.121, "reduction": 1120.408, "copy/transpose": 0.0,
+              "memcpy/memset": 166.482, "collective/communication": 0.0, "other": 34.28},
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(TOTALS))
+def test_category_totals_on_real_traces(fixtures_dir, fixture):
+    stats = trace_stats(load_trace(fixtures_dir / FIXTURES[fixture]))
+    assert stats["categories"] == pytest.approx(TOTALS[fixture], abs=0.01)
+    assert stats["category_source"] == "names"  # no HLO beside these traces
+
+
+def test_no_kernel_that_matters_is_left_to_no_rule(kernels):
+    """Kernels no rule matches (they count as "other") are under 0.5% of each trace's device time; the list is in
+    the failure message so that a new library is easy to add."""
+    for fixture, totals in kernels.items():
+        device = sum(totals.values())
+        unmatched = {name: us for name, us in totals.items() if kernel_rule(name) is None}
+        share = sum(unmatched.values()) / device
+        listed = "\n".join(f"{us:10.1f} us  {name[:120]}" for name, us in sorted(unmatched.items(), key=lambda i: -i[1]))
+        assert share < 0.005, f"{FIXTURES[fixture]}: {share:.1%} of device time matches no rule:\n{listed}"
