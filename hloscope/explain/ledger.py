@@ -22,6 +22,9 @@ NODE_TITLES = {
     "idle:compilation": "Device idle while the host compiles",
     "idle:graph tracing and sync": "Device idle while the host traces and syncs the graph (PyTorch/XLA)",
     "idle:framework dispatch (aten ops)": "Device idle while the host dispatches framework ops",
+    "idle:runtime dispatch": "Device idle while the runtime dispatches the program (PjRt execute, kernel launches)",
+    "idle:Python before the graph sync (lazy tracing, dynamo)":
+        "Device idle while Python runs the model before the graph sync (lazy tracing / dynamo)",
     "idle:other host": "Device idle, the host in Python / runtime (not named in the trace)",
     "host:input pipeline": "Input pipeline on the host",
     "host:compilation": "Compilation on the host",

@@ -8,7 +8,8 @@ table take each execution in the step it started in. On a device that runs sever
 GPU streams), each category's share of the busy time is apportioned by its summed op durations.
 
 Idle time is attributed to the host activity that covers it, first match wins: the input pipeline, compilation,
-graph tracing and sync (PyTorch/XLA), framework (aten) ops, then "other host" (Python, runtime, the profiler).
+graph tracing and sync (PyTorch/XLA), Python before the graph sync (PyTorch/XLA), runtime dispatch (PjRt execute,
+kernel launches), framework (aten) ops, then "other host" (Python not named in the trace, the profiler).
 With no device executions at all (PyTorch on the CPU) the host does the work: its step splits into the input
 pipeline, time inside framework ops, and the rest (Python, autograd, optimizer glue).
 """
@@ -29,9 +30,12 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("input pipeline", re.compile(r"^hloscope/input|DataLoader|dataloader|__next__|^data[_ ]?load", re.I)),
     ("compilation", re.compile(r"compile|Compile|autotun|lowering|jit_compile", re.I)),
     ("graph tracing and sync", re.compile(
-        r"^hloscope/sync|SyncTensors|XLAGraphExecutor|XlaGraphExecutor|LazyGraph|MarkStep|mark_step|"
-        r"torch_xla|GetTensors|ExecuteComputation|ExecuteReplicated|TransferToDevice|TransferFromDevice"
-        r"|PjRt|pjrt", re.I)),
+        r"^hloscope/sync|SyncTensors|SyncLiveTensors|XLAGraphExecutor|XlaGraphExecutor|LazyGraph|MarkStep|mark_step"
+        r"|^StepMarker$|CollectSyncTensors|ExtractIRAndPrepareXlaData|RunPostOrder|TensorCollectionBarrier"
+        r"|ExecuteComputationWithBarrier|DeviceBarrier|torch_xla", re.I)),
+    ("runtime dispatch", re.compile(
+        r"PjRt|pjrt|ExecuteComputation|ExecuteReplicated|ExecuteHelper|ExecuteSharded|TransferToDevice"
+        r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.I)),
     ("framework ops", re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")),
 )
 OTHER_HOST = "other host"
@@ -44,7 +48,8 @@ _NOT_HOST_WORK = re.compile(
 BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
 _SYNC = re.compile(r"^hloscope/sync|^StepMarker$|^SyncLiveTensorsGraph$|^SyncTensorsGraph$|^ExecuteComputationWithBarrier$")
 # The order in which host causes claim idle time.
-CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "framework ops")
+CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "runtime dispatch",
+               "framework ops")
 # Nodes of a host-only step (no device executions).
 HOST_WORK_NODES = {"input pipeline": "input pipeline", "framework ops": "inside framework ops",
                    OTHER_HOST: "outside framework ops"}
