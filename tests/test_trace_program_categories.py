@@ -222,13 +222,13 @@ def jax_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_trace_stats_on_a_jax_run_takes_categories_from_its_hlo(jax_run, cli_run):
-    result = cli_run("trace", "stats", str(jax_run), "--json")
-    assert result.exit_code == 0, result.output
-    stats = json.loads(result.stdout)["traces"][0]
+    code, stdout, stderr = cli_run("trace", "stats", str(jax_run), "--json")
+    assert code == 0, stderr
+    stats = json.loads(stdout)["traces"][0]
     assert stats["category_source"] == "hlo"
     assert stats["category_source_us"]["names"] == 0.0  # every op of the train step found in its module
-    module = next(m for m in load_file(next((jax_run / "hlo").glob("*jit_train_step.cpu_after_optimizations.txt"))))
-    per_execution = Counter(module_categories(module.module).values())
+    module = load_file(next((jax_run / "hlo").glob("*jit_train_step.cpu_after_optimizations.txt")))[0].module
+    per_execution = Counter(module_categories(module).values())
     steps = [s for s in stats["per_step"] if s["kernels"]]
     assert steps
     for step in steps:  # each step runs every top-level instruction of the program once

@@ -27,7 +27,8 @@ def render_stats(console: Console, stats: dict) -> None:
         f"all host runtime API time {_ms(stats['host_runtime_us'])} ms"
     )
     if device_time:
-        categories = Table(title="Device time by category", title_justify="left")
+        source = "from the run's HLO" if stats.get("category_source") == "hlo" else "by kernel name"
+        categories = Table(title=f"Device time by category ({source})", title_justify="left")
         categories.add_column("category")
         categories.add_column("ms", justify="right")
         categories.add_column("share", justify="right")
@@ -56,13 +57,15 @@ def render_stats(console: Console, stats: dict) -> None:
         console.print(ops)
     if stats["per_step"]:
         steps = Table(title="Steps", title_justify="left")
-        for column in ("step", "host ms", "kernels", "device busy ms", "device idle ms", "idle gaps", "launch ms"):
+        for column in ("step", "host ms", "kernels", "copy/transpose ops", "device busy ms", "device idle ms",
+                       "idle gaps", "launch ms"):
             steps.add_column(column, justify="right")
         for step in stats["per_step"]:
             steps.add_row(
                 str(step["step"]),
                 _ms(step["host_duration_us"]),
                 f"{step['kernels']:,}",
+                f"{step.get('executions_by_category', {}).get('copy/transpose', 0):,}",
                 _ms(step["device_busy_us"]),
                 _ms(step["device_idle_us"]),
                 f"{step['idle_gaps']:,}",
