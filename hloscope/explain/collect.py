@@ -198,17 +198,19 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     summary = from_run_record(run)
-    op_groups = None
+    op_groups, categories = None, None
     kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
     if "hlo" in kinds:
         try:
             from hloscope.hlo.load import load_modules
             from hloscope.hlo.stats import module_stats
+            from hloscope.trace.program_categories import category_resolver
 
             loaded = load_modules(run_dir)
             after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
             add_hlo(summary, [module_stats(m) for m in after])
             op_groups = source_op_groups([m.module for m in after])
+            categories = category_resolver(after) or None
         except HloscopeError as error:
             summary.notes.append(f"HLO not read: {error}")
     else:
@@ -216,10 +218,13 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     if "trace" in kinds:
         try:
             from hloscope.trace.load import load_traces
+            from hloscope.trace.program_categories import categorized
             from hloscope.trace.stats import trace_stats
 
             warmup = _warmup_steps(run)
             for trace in load_traces(run_dir):
+                if categories is not None:  # XLA ops take the category of what their HLO computes, not of their name
+                    trace = categorized(trace, categories)
                 stats = trace_stats(trace)
                 if not stats.get("per_step") and not stats.get("kernels"):
                     continue

@@ -38,7 +38,10 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
         elif not isinstance(value, list):
             out[key] = _text(value)
     model_config = config.get("model_config") if isinstance(config.get("model_config"), dict) else {}
-    out.setdefault("attention", _text(config.get("attention") or model_config.get("attn_implementation") or "eager"))
+    environment_attention = (run.get("environment") or {}).get("attention") if isinstance(run.get("environment"), dict) else None
+    recorded = environment_attention.get("implementation") if isinstance(environment_attention, dict) else None
+    out.setdefault("attention", _text(recorded or config.get("attention") or model_config.get("attn_implementation")
+                                      or "eager"))
     out.pop("model_config.attn_implementation", None)
     environment = run.get("environment") if isinstance(run.get("environment"), dict) else {}
     for key in _MACHINE:

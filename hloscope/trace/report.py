@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 _NAME_WIDTH = 70
 
@@ -72,4 +73,20 @@ def render_stats(console: Console, stats: dict) -> None:
                 _ms(step["host_runtime_us"]),
             )
         console.print(steps)
+    host = stats.get("host_ops") or {}
+    if host.get("ops"):
+        parts = host["parts_us"]
+        console.print(
+            f"no device executions: the host did the work. Median step {_ms(host['step_us'])} ms over steps "
+            f"{', '.join(map(str, host['steps_used']))} ({len(host['dropped'])} left out: warm-up, outliers): "
+            + ", ".join(f"{_ms(us)} ms {node.removeprefix('host:')}"
+                        for node, us in sorted(parts.items(), key=lambda kv: -kv[1])),
+            highlight=False, markup=False)
+        ops = Table(title=f"Top {len(host['ops'])} framework ops (top level) by time per step", title_justify="left")
+        for column in ("op", "calls/step", "per call ms", "longest ms", "ms/step", "share"):
+            ops.add_column(column, justify="left" if column == "op" else "right", overflow="fold")
+        for row in host["ops"]:
+            ops.add_row(Text(_short(row["name"])), f"{row['calls_per_step']:g}", _ms(row["per_call_us"]),
+                        _ms(row["max_call_us"]), _ms(row["us_per_step"]), f"{row['share_of_step']:.1%}")
+        console.print(ops)
     console.print()

@@ -155,7 +155,19 @@ def trace_stats(trace: Trace, top: int = TOP_N, categories=None) -> dict:
     add = acc.add
     for event in trace.events:
         add(event)
-    return _result(trace, acc, top)
+    result = _result(trace, acc, top)
+    if not result["kernels"] and result["per_step"]:
+        result["host_ops"] = _host_ops(trace, result["per_step"], top)
+    return result
+
+
+def _host_ops(trace: Trace, per_step: list[dict], top: int) -> dict:
+    """A host-only trace (PyTorch on the CPU): the framework ops that did the work, per step (a second pass over the
+    events; such traces hold no device events)."""
+    from hloscope.trace.step_profile import host_op_table, profile_steps, step_parts
+
+    windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in per_step]
+    return host_op_table(profile_steps(step_parts(trace.events, windows), warmup=1), top)
 
 
 def summarize_events(

@@ -28,7 +28,9 @@ from hloscope.trace.model import STEP, Event
 # (backends: hloscope/input, hloscope/sync), PyTorch's DataLoader records, torch_xla's and XLA's own TraceMe names.
 HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("input pipeline", re.compile(r"^hloscope/input|DataLoader|dataloader|__next__|^data[_ ]?load", re.I)),
-    ("compilation", re.compile(r"compile|Compile|autotun|lowering|jit_compile", re.I)),
+    # Compiling, not running compiled code ("CompiledFunction", "Torch-Compiled Region" run inductor's output).
+    ("compilation", re.compile(r"(^|[^A-Za-z])[Cc]ompile(?![d])|XlaCompile|PjRtCompile|CompileTime|BackendCompile"
+                               r"|autotun|lower_jaxpr|backend_compile|compile_fx")),
     ("graph tracing and sync", re.compile(
         r"^hloscope/sync|SyncTensors|SyncLiveTensors|XLAGraphExecutor|XlaGraphExecutor|LazyGraph|MarkStep|mark_step"
         r"|^StepMarker$|CollectSyncTensors|ExtractIRAndPrepareXlaData|RunPostOrder|TensorCollectionBarrier"
@@ -37,6 +39,8 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"PjRt|pjrt|ExecuteComputation|ExecuteReplicated|ExecuteHelper|ExecuteSharded|TransferToDevice"
         r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.I)),
     ("framework ops", re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")),
+    # torch.compile's generated code (inductor's kernels, outside the aten ops it still calls).
+    ("compiled graphs", re.compile(r"CompiledFxGraph|CompiledFunction|Torch-Compiled Region")),
 )
 OTHER_HOST = "other host"
 FRAMEWORK_OPS = "framework ops"
@@ -49,10 +53,10 @@ BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
 _SYNC = re.compile(r"^hloscope/sync|^StepMarker$|^SyncLiveTensorsGraph$|^SyncTensorsGraph$|^ExecuteComputationWithBarrier$")
 # The order in which host causes claim idle time.
 CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "runtime dispatch",
-               "framework ops")
+               "framework ops", "compiled graphs")
 # Nodes of a host-only step (no device executions).
 HOST_WORK_NODES = {"input pipeline": "input pipeline", "framework ops": "inside framework ops",
-                   OTHER_HOST: "outside framework ops"}
+                   "compiled graphs": "inside compiled graphs, outside aten ops", OTHER_HOST: "outside framework ops"}
 
 
 @dataclass
@@ -299,3 +303,27 @@ def _subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> lis
         if cursor < e:
             out.append((cursor, e))
     return out
+
+
+def host_op_table(profile: StepProfile, top: int = 20) -> dict:
+    """A host-only trace's framework ops over the kept steps: per op, calls per step, the median and longest call,
+    and time per step (medians), longest first; with the step split into time inside and outside those ops."""
+    from statistics import median
+
+    kept = profile.kept_steps()
+    if not kept:
+        return {}
+    step_us = median(s.step_s for s in kept) * 1e6
+    rows = []
+    for name in {g for s in kept for g in s.ops}:
+        samples = [s.ops.get(name) for s in kept]
+        durations = sorted(d for sample in samples if sample for d in sample.durations)
+        per_step = median(sample.seconds if sample else 0.0 for sample in samples) * 1e6
+        rows.append({"name": name, "calls_per_step": median(sample.calls if sample else 0 for sample in samples),
+                     "per_call_us": median(durations) * 1e6, "max_call_us": durations[-1] * 1e6,
+                     "us_per_step": per_step, "share_of_step": per_step / step_us if step_us else 0.0})
+    rows.sort(key=lambda row: -row["us_per_step"])
+    nodes = {node: median(s.nodes.get(node, 0.0) for s in kept) * 1e6 for node in {n for s in kept for n in s.nodes}}
+    return {"steps_used": [s.number for s in kept],
+            "dropped": {str(profile.steps[i].number): why for i, why in sorted(profile.dropped.items())},
+            "step_us": step_us, "parts_us": nodes, "ops": rows[:top]}
