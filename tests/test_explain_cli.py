@@ -53,7 +53,12 @@ def test_explain_markdown_file_is_never_overwritten(cli_run, tmp_path):
     out = tmp_path / "explain.md"
     assert cli_run("explain", str(comparison), "-o", str(out))[0] == 0
     text = out.read_text()
-    assert "Recompilation inside the timed window" in text and "| pytorch | failed |" in text
+    assert "| pytorch | failed |" in text
+    assert "| torch_xla | ok | 4.000 ms | 4.000-900.000 ms | 2.00x (" in text and "| +2.000 ms (+2.000 to +" in text
+    # Significant, but without a profile there are no measured parts: the hypotheses stand for the run as a whole.
+    assert "**2.00x (" in text and "): slower**" in text and "torch_xla has no usable profile" in text
+    hypotheses = text.index("Hypotheses with no significant part of the step to explain")
+    assert text.index("Recompilation inside the timed window") > hypotheses
     code, _, err = cli_run("explain", str(comparison), "-o", str(out))
     assert code == 2 and "already exists" in err and out.read_text() == text
 
@@ -106,6 +111,7 @@ def test_html_without_output_is_a_new_file_in_the_comparison(cli_run, tmp_path):
     assert out == "" and f"wrote {first}" in err
     page = first.read_text()
     assert page.startswith("<!DOCTYPE html>") and "Recompilation inside the timed window" in page
+    assert "<b>2.00x (" in page and "): slower</b>" in page and '<table class="steps">' in page
     assert "http" not in page  # nothing to fetch, not even an SVG namespace URL
     first.write_text("the user's own notes")  # a second report never replaces the first
     code, _, err = cli_run("explain", str(comparison), "--format", "html")

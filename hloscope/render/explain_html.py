@@ -4,18 +4,49 @@ from __future__ import annotations
 
 from html import escape
 
-from hloscope.render import fmt, svg
-from hloscope.render.explain_views import (compiled_table, config_text, device_time_by_category, estimate,
-                                           is_compiled, kernels_by_category, mode_rows, notes, slower_modes)
+from hloscope.render import svg
+from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, AnnotationView,
+                                           ModeView, baseline_line, compiled_table, config_text,
+                                           device_time_by_category, is_compiled, kernels_by_category, method_lines,
+                                           mode_rows, mode_views, notes, step_rows)
 from hloscope.render.html_page import evidence, page, table
+
+# The report's own layout, on top of the shared page style: its tables fit an 800 px window (figures keep their unit
+# on their line, intervals go under their figure, op groups wrap anywhere), and a table that still cannot fit scrolls
+# inside its own box instead of widening the page.
+CSS = """<style>
+.scroll{overflow-x:auto;max-width:100%}
+table.steps,table.ops,table.config,table.programs{font-size:14px}
+table.programs td{white-space:nowrap;overflow-wrap:normal}table.programs td:first-child{white-space:normal}
+table.steps td,table.ops td{white-space:nowrap;overflow-wrap:normal}
+table.steps td:nth-child(1),table.steps td:nth-child(2),table.steps td:nth-child(5),
+table.steps td:nth-child(6),table.steps td:nth-child(7){white-space:normal}
+table.steps th,table.ops th{white-space:normal}
+table.ops td.group,table.config td{white-space:normal;overflow-wrap:anywhere}
+table.ops td.group{min-width:8em}table.ops th.side{text-align:center;overflow-wrap:anywhere}
+.ci{display:block;color:#555;font-size:.88em}
+.noisy{background:#fff3cd;color:#8a4b00;font-weight:bold;padding:0 .3em;border-radius:3px;white-space:nowrap}
+.verdict{font-size:1.05em}.verdict b{white-space:nowrap}
+ol.contributors>li{margin-bottom:.7em}.figures-line{color:#333}
+ul.annotations{margin:.2em 0;padding-left:1.2em}ul.annotations li{color:#333}
+.kind{color:#555;font-style:italic}tr.significant td{font-weight:bold}
+</style>"""
+
+
+def _unit(text: str) -> str:
+    """Escaped text whose figures never break from their unit (`17.100&nbsp;ms`)."""
+    return escape(text).replace(" ms", "&nbsp;ms").replace(" µs", "&nbsp;µs")
+
+
+def _scroll(html: str) -> str:
+    return f'<div class="scroll">{html}</div>'
 
 
 def render(report: dict) -> str:
     meta = report.get("comparison") or {}
     summaries = report.get("summaries", {})
-    fastest = report.get("fastest")
     rows = mode_rows(report)
-    body = ["<h1>Why the modes differ</h1>"]
+    body = [CSS, "<h1>Why the runs differ</h1>"]
     if meta.get("path"):
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
     if config_text(meta):
@@ -27,31 +58,23 @@ def render(report: dict) -> str:
         if notes(report):
             body.append(_notes(report))
         return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
-    body.append(f"<p>Fastest mode: <b>{escape(fastest)}</b></p>" if fastest else
-                "<p>No mode finished with a step time.</p>")
 
+    body.append(f"<p>{escape(baseline_line(report))}</p>")
     body.append("<h2>Step time</h2>")
-    body.append(table(["mode", "status", "step (median)", "vs fastest", "gap", "throughput img/s", "kernels/step",
-                       "device idle/step", "compiles in window"],
-                      [[r["mode"], r["status"], fmt.ms(r["step_time_s"]), fmt.ratio(r["ratio"]), fmt.ms(r["gap_s"]),
-                        fmt.count(r["throughput_img_s"]),
-                        fmt.count(r["kernels_per_step"]),
-                        fmt.ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"])] for r in rows], figures=True))
-    body.append(svg.bar_chart("Step time per mode (median)",
-                              [(r["mode"], r["step_time_s"] * 1e3) for r in rows if r["step_time_s"]], "ms"))
+    body.append(_scroll(_step_table(report)))
+    body.append(_scroll(_program_table(report)))
+    method = method_lines(report)
+    if method:
+        body.append('<ul class="method">' + "".join(f"<li>{escape(line)}</li>" for line in method) + "</ul>")
+    body.append(svg.bar_chart("Step time per run (median)",
+                              [(r["mode"], r["step_time_s"] * 1e3) for r in rows
+                               if isinstance(r.get("step_time_s"), (int, float)) and r["step_time_s"]], "ms"))
 
-    body.append("<h2>What explains each gap</h2>")
-    for entry in slower_modes(report):
-        body.append(f"<h3>{escape(entry['mode'])}: {fmt.ratio(entry['ratio'])} the step time of {escape(fastest)} "
-                    f"(+{fmt.ms(entry['gap_s'])} per step)</h3>")
-        if not entry["contributors"]:
-            body.append("<p>No rule found evidence for this gap in the data recorded.</p>")
-        items = [f"<li><b>{escape(c['title'])}</b> <span class=\"est\">{escape(estimate(c, entry['gap_s']))}</span>"
-                 f"<p class=\"claim\">{escape(c['claim'])}.</p>{evidence(c['evidence'])}</li>"
-                 for c in entry["contributors"]]
-        body.append("<ol>" + "".join(items) + "</ol>")
-        body.append(f"<p>Explained: {fmt.ms(entry['explained_s'])}; unexplained: {fmt.ms(entry['unexplained_s'])} "
-                    "(estimates can overlap).</p>")
+    views = mode_views(report)
+    if views:
+        body.append("<h2>Each run against the baseline</h2>")
+    for view in views:
+        body += _mode(view)
 
     kernel_rows = [(r["mode"], kernels_by_category(summaries.get(r["mode"], {}))) for r in rows]
     time_rows = [(r["mode"], device_time_by_category(summaries.get(r["mode"], {}))) for r in rows]
@@ -59,14 +82,95 @@ def render(report: dict) -> str:
     body.append("<h2>Kernels and device time</h2>")
     plots = [svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels"),
              svg.stacked_chart("Device time per step by category", time_rows, "ms"),
-             svg.timeline_strips("One step on the device, per mode", timeline_rows)]
+             svg.timeline_strips("One step on the device, per run", timeline_rows)]
     body.extend(p for p in plots if p)
     if not any(plots):
-        body.append("<p>No HLO dumps or traces were recorded for these modes.</p>")
+        body.append("<p>No HLO dumps or traces were recorded for these runs.</p>")
 
     if notes(report):
         body.append(_notes(report))
     return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
+
+
+def _step_table(report: dict) -> str:
+    """Per run: step median and p10-p90, ratio and gap to the baseline each with its 95% interval beneath, and the
+    verdict. Figures never break; an interval breaks only around its `to`, a mode name only at a space."""
+    head = "".join(f"<th>{h}</th>" for h in ("mode", "status", "step (median)", "p10-p90", "vs baseline",
+                                              "gap per step", "verdict"))
+    rows = []
+    for r in step_rows(report):
+        status = escape(r["status"].removesuffix(", noisy"))
+        if r["noisy"]:
+            status += ' <span class="noisy">noisy</span>'
+        ratio = _unit(r["ratio"]) + (f'<span class="ci">{_unit(r["ratio_ci"])}</span>' if r["ratio_ci"] else "")
+        gap = _unit(r["gap"]) + (f'<span class="ci">{_unit(r["gap_ci"])}</span>' if r["gap_ci"] else "")
+        cells = [f"<b>{escape(r['mode'])}</b>", status, _unit(r["step"]), _unit(r["spread"]), ratio, gap,
+                 escape(r["verdict"])]
+        rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    return f'<table class="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _program_table(report: dict) -> str:
+    """What the compiled program and the profile say per step, per run."""
+    rows = [[r["mode"], r["kernels"], r["idle"], r["compiles"]] for r in step_rows(report)]
+    return table(["mode", "kernels/step", "device idle/step", "compiles in window"], rows).replace(
+        "<table>", '<table class="programs">', 1)
+
+
+def _annotation_items(annotations: list[AnnotationView]) -> str:
+    estimate = ' <span class="kind">(estimate)</span>'
+    return "".join(f"<li><b>{escape(a.title)}</b>{estimate if a.estimate else ''}: {escape(a.claim)}</li>"
+                   for a in annotations)
+
+
+def _mode(view: ModeView) -> list[str]:
+    noisy = (' <span class="noisy">noisy</span> (run.json flagged its timed window as noisy)' if view.noisy else "")
+    body = [f"<h3>{escape(view.mode)} against {escape(view.baseline)}</h3>",
+            f'<p class="verdict"><b>{_unit(view.verdict)}</b></p>',
+            f"<p>Step: {_unit(view.step)}{noisy}; {escape(view.baseline)}: {_unit(view.baseline_step)}</p>"]
+    if view.config_differences:  # first, before any cause: the runs did not do the same work
+        body += ["<h4>Configuration differences</h4>",
+                 _scroll(table(["setting", view.mode, view.baseline],
+                               [list(d) for d in view.config_differences]).replace("<table>", '<table class="config">',
+                                                                                      1))]
+    if view.per_sample:
+        body.append(f"<p>Per sample: {_unit(view.per_sample)}</p>")
+    if view.contributors:
+        items = []
+        for c in view.contributors:
+            annotations = (f'<ul class="annotations">{_annotation_items(c.annotations)}</ul>' if c.annotations else "")
+            items.append(f'<li><b>{escape(c.title)}</b><br><span class="figures-line">{_unit(c.figures)}</span>'
+                         f'<p class="claim">{escape(c.claim)}</p>{annotations}'
+                         f'{evidence(c.evidence) if c.evidence else ""}</li>')
+        body += ["<h4>Measured contributors, ranked</h4>", '<ol class="contributors">' + "".join(items) + "</ol>"]
+    if view.within_noise:
+        body.append(f"<p>{_unit(view.within_noise)}</p>")
+    if view.residual:
+        body.append(f"<p>{escape(RESIDUAL_LABEL)}: {_unit(view.residual)}</p>")
+    if view.annotations:
+        label = MODE_ANNOTATIONS_LABEL[0].upper() + MODE_ANNOTATIONS_LABEL[1:]
+        body += [f"<h4>{escape(label)}</h4>", f'<ul class="annotations">{_annotation_items(view.annotations)}</ul>']
+    if view.ops:
+        body += ["<h4>Ops whose time changed most</h4>", _scroll(_op_table(view)),
+                 '<p class="est">bold, *: significant across the profiled steps</p>']
+    body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
+    return body
+
+
+def _op_table(view: ModeView) -> str:
+    """Columns 2-4 are the run's, 5-7 the baseline's; units in the headers so that eight columns fit 800 px."""
+    units = ["", "", " (µs)", " (ms)", "", " (µs)", " (ms)", " (ms)"]
+    sides = (f'<tr><th></th><th colspan="3" class="side">{escape(view.mode)}</th>'
+             f'<th colspan="3" class="side">{escape(view.baseline)}</th><th></th></tr>')
+    head = sides + "<tr>" + "".join(f"<th>{escape(h + unit)}</th>" for h, unit in zip(OP_HEADERS, units)) + "</tr>"
+    rows = []
+    for r in view.ops:
+        cells = [r.run_calls, r.run_per_call, r.run_time, r.baseline_calls, r.baseline_per_call, r.baseline_time,
+                 r.delta]
+        row = '<tr class="significant">' if r.significant else "<tr>"
+        rows.append(f'{row}<td class="group">{escape(r.group)}</td>'
+                    + "".join(f"<td>{escape(c.replace(' µs', '').replace(' ms', ''))}</td>" for c in cells) + "</tr>")
+    return f'<table class="ops"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _compiled(report: dict) -> list[str]:

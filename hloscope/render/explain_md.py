@@ -1,29 +1,71 @@
-"""The explain report as Markdown."""
+"""The explain report as Markdown.
+
+Every string that comes from the runs (mode names, op groups, settings, claims, paths) goes through `text()`: HTML
+is written as entities (no raw `<script>` reaches a Markdown viewer), Markdown punctuation that could start a link,
+emphasis, code or a table cell is backslash-escaped, and line breaks become spaces, so a string never starts a block.
+"""
 
 from __future__ import annotations
 
-from hloscope.render import fmt
-from hloscope.render.explain_views import (compiled_table, config_text, estimate, is_compiled, mode_rows, notes,
-                                           slower_modes)
+import re
+
+from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, ModeView,
+                                           baseline_line, compiled_table, config_text, is_compiled, method_lines,
+                                           mode_views, notes, step_rows)
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BACKSLASHED = set("\\`*[]|~")
+# An underscore run that could open or close emphasis: not between two letters or digits (intraword `_`, as in
+# `torch_xla`, never emphasises in CommonMark).
+_EDGE_UNDERSCORES = re.compile(r"(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
 
 
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def text(value: object) -> str:
+    """A user-provided string as Markdown inline text that shows exactly as written."""
+    raw = " ".join(str(value).split()) if value is not None else "-"
+    out = []
+    for char in raw:
+        if char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char in _BACKSLASHED:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    opens = re.search(r"(?<![0-9A-Za-z_])_+(?=\S)", raw)
+    closes = re.search(r"(?<=\S)_+(?![0-9A-Za-z_])", raw)
+    if opens and closes:  # only a pair can emphasise: a lone leading `__cudnn$conv...` prints as written
+        escaped = _EDGE_UNDERSCORES.sub(lambda m: "\\_" * len(m.group()), escaped)
+    return escaped
+
+
+_cell = text
+
+
+def _start(line: str) -> str:
+    """A line that begins with escaped user text: what would make it a heading, list, quote or rule is escaped."""
+    if re.match(r"[-+=#>]", line):
+        return "\\" + line
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", line)
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def render(report: dict) -> str:
     meta = report.get("comparison") or {}
-    lines = ["# Why the modes differ", ""]
+    lines = ["# Why the runs differ", ""]
     if meta.get("path"):
-        lines += [f"Comparison: `{meta['path']}`", ""]
+        lines += [f"Comparison: {text(meta['path'])}", ""]
     if config_text(meta):
-        lines += ["Configuration: " + config_text(meta), ""]
+        lines += ["Configuration: " + text(config_text(meta)), ""]
     if is_compiled(report):
         lines += _compiled(report)
     else:
         lines += _timed(report)
     if notes(report):
-        lines += ["", "## Notes", ""] + [f"- {mode}: {_cell(note)}" for mode, note in notes(report)]
+        lines += ["", "## Notes", ""] + [f"- {text(mode)}: {text(note)}" for mode, note in notes(report)]
     return "\n".join(lines) + "\n"
 
 
@@ -34,28 +76,63 @@ def _compiled(report: dict) -> list[str]:
     lines = ["Compiled for a target GPU, not timed: the modes are ranked on their roofline lower bound per step "
              "(a lower bound, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth)).", ""]
     if fastest:
-        lines += [f"Lowest roofline lower bound: **{fastest}**", ""]
+        lines += [f"Lowest roofline lower bound: **{text(fastest)}**", ""]
     lines += ["| | " + " | ".join(_cell(m) for m in modes) + " |", "|---" + "|---" * len(modes) + "|"]
     lines += [f"| {_cell(label)} | " + " | ".join(_cell(v) for v in values) + " |" for label, values in rows]
     return lines
 
 
 def _timed(report: dict) -> list[str]:
-    fastest = report.get("fastest")
-    lines = [f"Fastest mode: **{fastest}**" if fastest else "No mode finished with a step time.", ""]
-    lines += ["| mode | status | step (median) | vs fastest | gap | kernels/step | device idle/step | compiles in window |",
-              "|---|---|---|---|---|---|---|---|"]
-    for row in mode_rows(report):
-        lines.append(f"| {row['mode']} | {row['status']} | {fmt.ms(row['step_time_s'])} | {fmt.ratio(row['ratio'])} | "
-                     f"{fmt.ms(row['gap_s'])} | {fmt.count(row['kernels_per_step'])} | {fmt.ms(row['device_idle_s'])} | "
-                     f"{fmt.count(row['compiles_in_window'])} |")
-    for entry in slower_modes(report):
-        lines += ["", f"## {entry['mode']}: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
-                      f"(+{fmt.ms(entry['gap_s'])} per step)", ""]
-        if not entry["contributors"]:
-            lines.append("No rule found evidence for this gap in the data recorded (see the notes below).")
-        for rank, c in enumerate(entry["contributors"], 1):
-            lines.append(f"{rank}. **{c['title']}** ({estimate(c, entry['gap_s'])}): {_cell(c['claim'])}.")
-        lines += ["", f"Explained: {fmt.ms(entry['explained_s'])}; unexplained: {fmt.ms(entry['unexplained_s'])} "
-                      "(estimates can overlap)."]
+    lines = [_start(text(baseline_line(report))), ""]
+    lines += [_row(["mode", "status", "step (median)", "p10-p90", "vs baseline (95% interval)",
+                    "gap per step (95% interval)", "verdict", "kernels/step", "device idle/step",
+                    "compiles in window"]), "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in step_rows(report):
+        status = text(r["status"]) + (" **noisy**" if r["noisy"] else "")
+        lines.append(_row([text(r["mode"]), status, r["step"], r["spread"], f"{r['ratio']} {r['ratio_ci']}".strip(),
+                           f"{r['gap']} {r['gap_ci']}".strip(), text(r["verdict"]), r["kernels"], r["idle"],
+                           r["compiles"]]))
+    method = method_lines(report)
+    if method:
+        lines += [""] + [f"- {text(line)}" for line in method]
+    for view in mode_views(report):
+        lines += _mode(view)
+    return lines
+
+
+def _mode(view: ModeView) -> list[str]:
+    lines = ["", f"## {text(view.mode)} against {text(view.baseline)}", "", f"**{text(view.verdict)}**", ""]
+    noisy = " — **noisy** (run.json flagged its timed window as noisy)" if view.noisy else ""
+    lines += [f"Step: {text(view.step)}{noisy}; {text(view.baseline)}: {text(view.baseline_step)}", ""]
+    if view.config_differences:  # first, before any cause: the runs did not do the same work
+        lines += ["### Configuration differences", "", _row(["setting", text(view.mode), text(view.baseline)]),
+                  "|---|---|---|"]
+        lines += [_row([text(setting), text(run), text(base)]) for setting, run, base in view.config_differences]
+        lines.append("")
+    if view.per_sample:
+        lines += [f"Per sample: {text(view.per_sample)}", ""]
+    if view.contributors:
+        lines += ["### Measured contributors, ranked", ""]
+        for c in view.contributors:
+            lines.append(f"{c.rank}. **{text(c.title)}**: {text(c.figures)}. {text(c.claim)}")
+            lines += [f"    - *{text(a.label)}*: {text(a.claim)}" for a in c.annotations]
+        lines.append("")
+    if view.within_noise:
+        lines += [_start(text(view.within_noise)), ""]
+    if view.residual:
+        lines += [f"{text(RESIDUAL_LABEL)}: {text(view.residual)}", ""]
+    if view.annotations:
+        lines += [f"{text(MODE_ANNOTATIONS_LABEL[0].upper() + MODE_ANNOTATIONS_LABEL[1:])}:", ""]
+        lines += [f"- *{text(a.label)}*: {text(a.claim)}" for a in view.annotations]
+        lines.append("")
+    if view.ops:
+        lines += [f"### Ops whose time changed most ({text(view.mode)} against {text(view.baseline)})", "",
+                  _row([OP_HEADERS[0]]
+                       + [f"{h} ({text(side)})" for h, side in zip(OP_HEADERS[1:7], [view.mode] * 3 + [view.baseline] * 3)]
+                       + [OP_HEADERS[7]]),
+                  "|---" + "|---:" * 7 + "|"]
+        lines += [_row([text(r.group), r.run_calls, r.run_per_call, r.run_time, r.baseline_calls, r.baseline_per_call,
+                        r.baseline_time, text(r.delta)]) for r in view.ops]
+        lines += ["", "\\* significant across the profiled steps", ""]
+    lines += [f"Note: {text(note)}  " for note in view.notes]
     return lines

@@ -1,72 +1,172 @@
-"""The explain report on the terminal, with rich."""
+"""The explain report on the terminal, with rich.
+
+Every string that comes from the runs (mode names, op groups, settings, claims, paths) is printed as rich.text.Text,
+never parsed as markup: a mode named `[bold]x` or an op group with brackets prints as written.
+"""
 
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console
-from rich.markup import escape
+from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render import fmt
-from hloscope.render.explain_views import compiled_table, estimate, is_compiled, mode_rows, notes, slower_modes
+from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, AnnotationView, ModeView,
+                                           baseline_line, compiled_table, is_compiled, mode_views, notes, step_rows)
 
 
-def _ms(seconds: float | None) -> str:
-    """fmt.ms without its unit, which the column header carries."""
-    return fmt.ms(seconds).removesuffix(" ms")
+def _ms(text: str) -> str:
+    """A figure formatted by fmt.ms without its unit, which the column header carries."""
+    return text.removesuffix(" ms")
+
+
+def _plain(table: Table, *cells: str) -> None:
+    table.add_row(*(Text(str(c)) for c in cells))
 
 
 def render_compiled(report: dict, console: Console) -> None:
     """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
     meta = report.get("comparison") or {}
     modes, rows = compiled_table(report)
-    table = Table(title=f"Compiled, not timed{' — ' + str(meta['path']) if meta.get('path') else ''}",
+    table = Table(title=Text(f"Compiled, not timed{' — ' + str(meta['path']) if meta.get('path') else ''}"),
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
                   caption="the roofline bound is a lower bound, not a prediction: per launch max(FLOPs / peak FLOP/s, "
                           "bytes / memory bandwidth) of the target GPU")
     table.add_column("", min_width=24)  # labels wrap on a narrow terminal; mode names and figures never do
     for mode in modes:
-        table.add_column(mode, justify="right", no_wrap=True)
+        table.add_column(Text(str(mode)), justify="right", no_wrap=True)
     for label, values in rows:
-        table.add_row(label, *values)
+        _plain(table, label, *values)
     console.print(table)
     if report.get("fastest"):
-        console.print(f"lowest roofline lower bound: {escape(report['fastest'])}", highlight=False)
+        console.print(Text(f"lowest roofline lower bound: {report['fastest']}"))
+
+
+def _notes(report: dict, console: Console) -> None:
+    for mode, note in notes(report):
+        console.print(Text(f"note: {mode}: {note}", style="yellow"))
 
 
 def render(report: dict, console: Console) -> None:
     if is_compiled(report):
         render_compiled(report, console)
-        for mode, note in notes(report):
-            console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)
+        _notes(report, console)
         return
-    fastest = report.get("fastest")
     meta = report.get("comparison") or {}
-    # Units in the headers and no frame, so that five modes fit an 80-column terminal without cutting a name or figure.
-    table = Table(title=f"Step time{' — ' + str(meta['path']) if meta.get('path') else ''}", box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("mode", "status", "step ms\n(median)", "vs\nfastest", "gap\nms", "kernels\n/step",
-                   "device\nidle ms", "compiles\nin\nwindow"):
-        table.add_column(header, justify="left" if header in ("mode", "status") else "right", no_wrap=True)
-    for r in mode_rows(report):
-        table.add_row(r["mode"], r["status"], _ms(r["step_time_s"]), fmt.ratio(r["ratio"]), _ms(r["gap_s"]),
-                      fmt.count(r["kernels_per_step"]), _ms(r["device_idle_s"]), fmt.count(r["compiles_in_window"]))
-    console.print(table)
-    for entry in slower_modes(report):
-        console.print(f"\n[bold]{escape(entry['mode'])}[/bold]: {fmt.ratio(entry['ratio'])} the step time of {fastest} "
-                      f"(+{fmt.ms(entry['gap_s'])} per step)", highlight=False)
-        if not entry["contributors"]:
-            console.print("  no rule found evidence for this gap in the data recorded")
-        ranked = Table.grid(padding=(0, 1))  # a hanging indent: a long claim wraps under its own text, not its rank
+    console.print(_step_table(report, meta))
+    console.print(Text(baseline_line(report), style="dim"))
+    for view in mode_views(report):
+        _mode(view, console)
+    _notes(report, console)
+
+
+def _step_table(report: dict, meta: dict) -> Table:
+    """Units in the headers and no frame, so that five modes fit an 80-column terminal without cutting a name or a
+    figure; ratio and gap are to the baseline (named below the table), their intervals follow in each run's section."""
+    table = Table(title=Text(f"Step time{' — ' + str(meta['path']) if meta.get('path') else ''}"),
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for header in ("mode", "status", "step\nmedian\nms", "p10-p90\nms", "ratio", "gap\nms", "verdict"):
+        if header == "verdict":  # words: they may wrap on a narrow terminal
+            table.add_column(header, min_width=8)
+        else:
+            table.add_column(header, justify="left" if header in ("mode", "status") else "right", no_wrap=True)
+    for r in step_rows(report):
+        status = Text(r["status"])
+        if r["noisy"]:
+            status.append(" noisy", style="yellow")
+        table.add_row(Text(r["mode"]), status, r["step"].removesuffix(" ms"), _ms(r["spread"]), r["ratio"],
+                      _ms(r["gap"]), Text(r["verdict"]))
+    return table
+
+
+def _mode(view: ModeView, console: Console) -> None:
+    head = Text("\n")
+    head.append(view.mode, style="bold")
+    head.append(f" against {view.baseline}: ")
+    head.append(view.verdict, style="bold" if view.significant else "")
+    console.print(head)
+    lines = Table.grid(padding=(0, 1))  # a hanging indent: long text wraps under itself
+    lines.add_column(width=1)
+    lines.add_column()
+    step = Text(f"step {view.step}")
+    if view.noisy:
+        step.append(" noisy", style="bold yellow")
+        step.append(" (run.json flagged its timed window as noisy)")
+    step.append(f"; {view.baseline}: {view.baseline_step}")
+    lines.add_row("", step)
+    console.print(lines)
+    if view.config_differences:  # first, before any cause: the runs did not do the same work
+        table = Table(title=Text("configuration differences", style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+        table.add_column("setting", overflow="fold")
+        table.add_column(Text(view.mode), overflow="fold")
+        table.add_column(Text(view.baseline), overflow="fold")
+        for setting, run, base in view.config_differences:
+            _plain(table, setting, run, base)
+        console.print(Padding(table, (0, 0, 0, 2)))
+    if view.per_sample:
+        _line(console, Text(f"per sample: {view.per_sample}"))
+    if view.contributors:
+        console.print(Text("  measured contributors, ranked:", style="bold"))
+        ranked = Table.grid(padding=(0, 1))
         ranked.add_column(justify="right", width=4)
         ranked.add_column()
-        for rank, c in enumerate(entry["contributors"], 1):
-            ranked.add_row(f"{rank}.", Text.from_markup(f"[bold]{escape(c['title'])}[/bold] "
-                                                        f"({estimate(c, entry['gap_s'])}): {escape(c['claim'])}."))
-        if entry["contributors"]:
-            console.print(ranked)
-        console.print(f"  explained {fmt.ms(entry['explained_s'])}, unexplained {fmt.ms(entry['unexplained_s'])} "
-                      "(estimates can overlap)", style="dim", highlight=False)
-    for mode, note in notes(report):
-        console.print(escape(f"note: {mode}: {note}"), style="yellow", highlight=False)
+        for c in view.contributors:
+            parts = [Text(c.title, style="bold"), Text(c.figures)]
+            if c.claim:
+                parts.append(Text(c.claim))
+            if c.annotations:
+                parts.append(_annotations(c.annotations, "↳"))
+            ranked.add_row(f"{c.rank}.", Group(*parts))
+        console.print(ranked)
+    if view.within_noise:
+        _line(console, Text(view.within_noise))
+    if view.residual:
+        _line(console, Text(f"{RESIDUAL_LABEL}: {view.residual}"))
+    if view.annotations:
+        console.print(Text(f"  {MODE_ANNOTATIONS_LABEL}:", style="bold"))
+        console.print(Padding(_annotations(view.annotations, "-"), (0, 0, 0, 4)))
+    if view.ops:
+        console.print(_op_table(view))
+    for note in view.notes:
+        _line(console, Text(f"note: {note}", style="yellow"))
+
+
+def _annotations(annotations: list[AnnotationView], bullet: str) -> Table:
+    """Hypotheses beneath what they explain, each with a hanging indent; `(estimate)` where a figure is assumed."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=1)
+    grid.add_column()
+    for a in annotations:
+        text = Text(f"{a.label}: ", style="italic")
+        text.append(a.claim, style="")
+        grid.add_row(bullet, text)
+    return grid
+
+
+def _line(console: Console, text: Text, indent: int = 2) -> None:
+    grid = Table.grid()
+    grid.add_column(width=indent)
+    grid.add_column()
+    grid.add_row("", text)
+    console.print(grid)
+
+
+def _op_table(view: ModeView) -> Table:
+    table = Table(title=Text(f"ops whose time changed most: {view.mode} (first three figures) against {view.baseline} "
+                               "(next three); * significant"),
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    units = ("", "", " µs", " ms", "", " µs", " ms", " ms")
+    for i, (header, unit) in enumerate(zip(OP_HEADERS, units)):
+        if i == 0:
+            table.add_column(header, overflow="fold", ratio=1, min_width=12)
+        else:
+            table.add_column(header.replace("/", "\n/") + unit.replace(" ", "\n", 1) if unit else
+                             header.replace("/", "\n/"), justify="right", no_wrap=True)
+    for r in view.ops:
+        table.add_row(Text(r.group), r.run_calls, r.run_per_call.removesuffix(" µs"), _ms(r.run_time),
+                      r.baseline_calls, r.baseline_per_call.removesuffix(" µs"), _ms(r.baseline_time),
+                      Text(r.delta.replace(" ms", ""), style="bold" if r.significant else ""))
+    return table
+

@@ -32,3 +32,42 @@ def share(part: float | None, whole: float | None) -> str:
         return "-"
     fraction = part / whole
     return "<1%" if 0 < fraction < 0.005 else f"{fraction:.0%}"
+
+
+def signed_ms(seconds: float | None) -> str:
+    """`+1.234 ms` / `-0.020 ms`; a value that rounds to zero has no sign."""
+    if seconds is None:
+        return "-"
+    text = ms(abs(seconds))
+    if text == ms(0.0):
+        return text
+    return ("+" if seconds > 0 else "-") + text
+
+
+def ms_interval(interval: list[float] | tuple[float, float] | None) -> str:
+    """A 95% interval of a signed difference: `+1.010 to +1.180 ms`."""
+    if not interval or len(interval) != 2 or None in interval:
+        return "-"
+    low, high = (signed_ms(v).removesuffix(" ms") for v in interval)
+    return f"{low} to {high} ms"
+
+
+def ratio_interval(interval: list[float] | tuple[float, float] | None) -> str:
+    """`1.19-1.27x`."""
+    if not interval or len(interval) != 2 or None in interval:
+        return "-"
+    return f"{interval[0]:.2f}-{interval[1]:.2f}x"
+
+
+def us(seconds: float | None) -> str:
+    """Short durations (one op call): `9.17 µs`, `220 µs`, `1,100 µs` (3 significant digits)."""
+    if seconds is None:
+        return "-"
+    value = seconds * 1e6
+    return f"{value:,.0f} µs" if abs(value) >= 100 else f"{value:.3g} µs"
+
+
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
