@@ -45,7 +45,7 @@ SLOW_OPS = {"vit/encoder/layer/*/mlp/gelu": (12, 2.8), "vit/encoder/layer/*/atte
 FAST_OPS = {"vit/encoder/layer/*/mlp/gelu": (12, 0.4), "vit/encoder/layer/*/attention/dot": (24, 1.0)}
 
 
-def _report() -> dict:
+def _report(baseline: str | None = None) -> dict:
     """jax (the baseline), torch_xla (slower: batch 16 and bf16 against 8 and fp32, a measured ledger with significant
     parts), pytorch (flagged noisy, within the noise of jax) and a failed mode."""
     settings = {"model": "vit-base", "batch_size": "8", "precision": "fp32", "data": "device"}
@@ -70,7 +70,7 @@ def _report() -> dict:
     noisy = ModeSummary(mode="pytorch", platform="gpu", step_time_s=0.0103, batch_size=8, settings=settings,
                         step_times_s=_steps(0.0103, [1.0, 0.5, 1.6, 0.8, 1.3, 0.9, 1.1, 0.7, 1.5, 0.95]), noisy=True)
     failed = ModeSummary(mode="pytorch+compile", status="failed", notes=["RuntimeError: inductor crashed"])
-    report = explain([fast, slow, noisy, failed])
+    report = explain([fast, slow, noisy, failed], baseline=baseline)
     report["comparison"] = {"path": "traces/compare-1", "config": {"model": "vit-base", "batch_size": 32}}
     return report
 
@@ -200,6 +200,27 @@ def test_html_report_is_self_contained_with_plots():
     assert ('<tr class="significant"><td class="group">copy.3</td><td>77</td><td>1.43</td><td>0.110</td><td>0</td>'
             "<td>-</td><td>0.000</td><td>+0.110 *</td></tr>") in html
     assert "<tr><td>batch_size</td><td>16</td><td>8</td></tr>" in html
+
+
+def test_faster_runs_against_a_chosen_baseline():
+    """--baseline torch_xla: jax is faster, by a negative gap with its interval; its contributors are the same parts
+    with the sign turned, each a share of the (negative) gap."""
+    report = _report(baseline="torch_xla")
+    jax = _modes(report)["jax"]
+    (r_lo, r_hi), (g_lo, g_hi) = jax["ratio_ci"], jax["gap_ci_s"]
+    verdict = (f"{jax['ratio']:.2f}x ({r_lo:.2f}-{r_hi:.2f}x), {jax['gap_s'] * 1e3:+.3f} ms "
+               f"({g_lo * 1e3:+.3f} to {g_hi * 1e3:+.3f} ms): faster")
+    assert verdict.startswith("0.37x") and "-17.100 ms" in verdict
+    top = jax["contributors"][0]
+    figures = f"{top['seconds'] * 1e3:+.3f} ms (95% interval"
+    assert top["seconds"] < 0 and figures.startswith("-14.")
+    md = explain_md.render(report)
+    text = " ".join(_terminal(report, 80).split())
+    assert f"jax against torch_xla: {verdict}" in text and f"## jax against torch_xla\n\n**{verdict}**" in md
+    for shown in (md, text):
+        assert "Baseline: torch_xla (chosen with --baseline)" in shown
+        assert verdict in shown
+        assert figures in shown and f"{top['seconds'] / jax['gap_s']:.0%} of the gap" in shown
 
 
 HOSTILE = "<script>alert(1)</script> [/red] [bold]x[/bold] **y** `z` | _w_"
