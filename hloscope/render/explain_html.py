@@ -22,7 +22,7 @@ table.steps td,table.ops td{white-space:nowrap;overflow-wrap:normal}
 table.steps td:nth-child(1),table.steps td:nth-child(2),table.steps td:nth-child(5),
 table.steps td:nth-child(6),table.steps td:nth-child(7){white-space:normal}
 table.steps th,table.ops th{white-space:normal}
-table.ops td.group,table.config td{white-space:normal;overflow-wrap:anywhere}
+table.ops td.group,table.config td{white-space:normal;overflow-wrap:anywhere}table.config td,table.config th{text-align:left}
 table.ops td.group{min-width:8em}table.ops th.side{text-align:center;overflow-wrap:anywhere}
 .ci{display:block;color:#555;font-size:.88em}
 .noisy{background:#fff3cd;color:#8a4b00;font-weight:bold;padding:0 .3em;border-radius:3px;white-space:nowrap}
