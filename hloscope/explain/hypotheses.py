@@ -221,6 +221,8 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     it does not generate) where an XLA mode runs one compiled program."""
     if not slow.framework_ops or slow.kernels is not None:
         return None
+    if fast.framework_ops and not _more(slow.framework_ops, fast.framework_ops):
+        return None  # both dispatch about as many ops: that is not what differs
     theirs = fast.kernels if fast.kernels is not None else fast.executed_per_step
     claim = f"{slow.mode} dispatched {slow.framework_ops:,} PyTorch ops (aten::*, nested ones included) per profiled step"
     if "compile" not in slow.mode:
