@@ -31,7 +31,7 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
             hypotheses=HYPOTHESES) -> dict:
     """The explain report: the baseline, then per run its gap (with interval and verdict), configuration
     differences, contributors, residual and op table."""
-    timed = [s for s in summaries if s.status == "ok" and s.step_times_s and s.step_time_s]
+    timed = [s for s in summaries if s.status == "ok" and _valid_times(s.step_times_s)]
     if not timed:
         return _explain_compiled(summaries)
     if baseline is not None:
@@ -61,6 +61,12 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
     }
 
 
+def _valid_times(times: list[float]) -> bool:
+    """Timed steps explain can compare: at least one, every one positive and finite (run.json is checked on reading;
+    this keeps the statistics defined whatever a summary holds)."""
+    return bool(times) and all(isinstance(t, (int, float)) and 0 < t < float("inf") for t in times)
+
+
 def _empty_entry(summary: ModeSummary) -> dict:
     return {"mode": summary.mode, "status": summary.status, "step_time_s": summary.step_time_s,
             "step_spread": summary.step_spread, "noisy": summary.noisy, "gap_s": None, "gap_ci_s": None,
@@ -72,6 +78,8 @@ def _empty_entry(summary: ModeSummary) -> dict:
 def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> dict:
     entry = _empty_entry(summary)
     if not timed:
+        if summary.status == "ok" and summary.step_times_s:
+            entry["notes"].append("its step times are not all positive and finite: it is left out of the comparison")
         return entry
     interval = median_difference(summary.step_times_s, reference.step_times_s)
     gap = interval.estimate
