@@ -141,8 +141,8 @@ def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: Mode
         "rule": "ledger", "node": d.node, "title": node_title(d.node), "kind": "measured", "significant": True,
         "seconds": d.seconds, "interval_s": d.interval_s, "p_value": d.p_value,
         "claim": (f"{_ms(d.slow_s)} per profiled step under {summary.mode} against {_ms(d.fast_s)} under "
-                  f"{reference.mode} (median of {len(summary.ledger.step_s)} and {len(reference.ledger.step_s)} "
-                  f"steps; p = {d.p_value:.3f})"),
+                  f"{reference.mode} (medians of {len(summary.ledger.step_s)} and {len(reference.ledger.step_s)} "
+                  "profiled steps)"),
         "evidence": {summary.mode: summary.ledger.nodes.get(d.node, []),
                      reference.mode: reference.ledger.nodes.get(d.node, [])},
         "annotations": [],
@@ -158,15 +158,17 @@ def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: Mode
 
 
 def _attach(annotations: list[Annotation], contributors: list[dict], gap: float) -> set[str]:
-    """Attach each hypothesis to the significant contributors in the gap's direction whose node it names; the names
-    of those attached."""
+    """Attach each hypothesis to the largest significant contributor, moving with the gap, whose node it names (the
+    other nodes it could explain are listed in `also_nodes`); the names of those attached."""
     attached = set()
     for annotation in annotations:
-        for contributor in contributors:
-            moves_with_gap = contributor["seconds"] * gap > 0
-            if contributor["significant"] and moves_with_gap and contributor["node"].startswith(annotation.nodes):
-                contributor["annotations"].append(annotation.to_dict())
-                attached.add(annotation.rule)
+        matching = [c for c in contributors if c["significant"] and c["seconds"] * gap > 0
+                    and c["node"].startswith(annotation.nodes)]
+        if matching:
+            data = annotation.to_dict()
+            data["also_nodes"] = [c["node"] for c in matching[1:]]
+            matching[0]["annotations"].append(data)
+            attached.add(annotation.rule)
     return attached
 
 
