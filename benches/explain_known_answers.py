@@ -35,7 +35,7 @@ def run(out: Path, run_id: str, *extra: str, env: dict | None = None) -> Path:
     """One profiled run; its directory."""
     result = subprocess.run(
         [sys.executable, "-m", "hloscope", "run", *BASE, *extra, "--out", str(out), "--run-id", run_id],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})})
+        capture_output=True, text=True, timeout=900, check=False, env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})})
     if result.returncode != 0:
         raise RuntimeError(f"run {run_id} failed: {result.stderr[-2000:]}")
     return out / run_id
@@ -45,7 +45,7 @@ def explain(*runs: Path, baseline: str | None = None) -> dict:
     args = [sys.executable, "-m", "hloscope", "explain", *map(str, runs), "--json"]
     if baseline:
         args += ["--baseline", baseline]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"explain failed: {result.stderr[-2000:]}")
     return json.loads(result.stdout)

@@ -60,7 +60,7 @@ def _steps(count=6, period=1000.0, input_us=300.0, busy_us=400.0, slow_step=None
     for i in range(count):
         start = i * period
         windows.append((i, start, start + period - 10))
-        events.append(Event("ProfilerStep#%d" % i, start, period - 10, STEP, False, "thread 1", "host", step=i))
+        events.append(Event(f"ProfilerStep#{i}", start, period - 10, STEP, False, "thread 1", "host", step=i))
         events.append(_host("hloscope/input", start, input_us))
         busy = busy_us * (2.0 if i == slow_step else 1)
         events.append(_kernel("gemm", start + input_us + 50, busy))

@@ -19,7 +19,13 @@ from statistics import median
 
 from hloscope.explain.config import differences
 from hloscope.explain.hypotheses import HYPOTHESES, Annotation
-from hloscope.explain.ledger import WITHIN_NOISE, NodeDelta, node_deltas, node_title, op_deltas
+from hloscope.explain.ledger import (
+    WITHIN_NOISE,
+    NodeDelta,
+    node_deltas,
+    node_title,
+    op_deltas,
+)
 from hloscope.explain.summary import ModeSummary
 from hloscope.significance import ALPHA, median_difference, median_ratio, spread
 

@@ -84,7 +84,7 @@ class RunLedger:
                 "kept_steps": len(self.step_s), "dropped": self.dropped, "device": self.device}
 
     @classmethod
-    def from_profile(cls, profile) -> "RunLedger":
+    def from_profile(cls, profile) -> RunLedger:
         """From a hloscope.trace.step_profile.StepProfile."""
         kept = profile.kept_steps()
         names = sorted({node for step in kept for node in step.nodes})

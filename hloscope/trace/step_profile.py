@@ -27,17 +27,17 @@ from hloscope.trace.model import STEP, Event
 # Host-side causes of device idle time, in the order they claim it. Names: hloscope's own annotations
 # (backends: hloscope/input, hloscope/sync), PyTorch's DataLoader records, torch_xla's and XLA's own TraceMe names.
 HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("input pipeline", re.compile(r"^hloscope/input|DataLoader|dataloader|__next__|^data[_ ]?load", re.I)),
+    ("input pipeline", re.compile(r"^hloscope/input|DataLoader|dataloader|__next__|^data[_ ]?load", re.IGNORECASE)),
     # Compiling, not running compiled code ("CompiledFunction", "Torch-Compiled Region" run inductor's output).
     ("compilation", re.compile(r"(^|[^A-Za-z])[Cc]ompile(?![d])|XlaCompile|PjRtCompile|CompileTime|BackendCompile"
                                r"|autotun|lower_jaxpr|backend_compile|compile_fx")),
     ("graph tracing and sync", re.compile(
         r"^hloscope/sync|SyncTensors|SyncLiveTensors|XLAGraphExecutor|XlaGraphExecutor|LazyGraph|MarkStep|mark_step"
         r"|^StepMarker$|CollectSyncTensors|ExtractIRAndPrepareXlaData|RunPostOrder|TensorCollectionBarrier"
-        r"|ExecuteComputationWithBarrier|DeviceBarrier|torch_xla", re.I)),
+        r"|ExecuteComputationWithBarrier|DeviceBarrier|torch_xla", re.IGNORECASE)),
     ("runtime dispatch", re.compile(
         r"PjRt|pjrt|ExecuteComputation|ExecuteReplicated|ExecuteHelper|ExecuteSharded|TransferToDevice"
-        r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.I)),
+        r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.IGNORECASE)),
     ("framework ops", re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")),
     # torch.compile's generated code (inductor's kernels, outside the aten ops it still calls).
     ("compiled graphs", re.compile(r"CompiledFxGraph|CompiledFunction|Torch-Compiled Region")),
@@ -46,7 +46,7 @@ OTHER_HOST = "other host"
 FRAMEWORK_OPS = "framework ops"
 # Host annotations that are not work: the step markers themselves, hloscope's device wait, profiler bookkeeping.
 _NOT_HOST_WORK = re.compile(
-    r"^ProfilerStep#|^hloscope/wait|^hloscope/step|StepTrace|^\$|^Step ?#?\d+$|profiler|^Wait for|ThreadpoolListener", re.I)
+    r"^ProfilerStep#|^hloscope/wait|^hloscope/step|StepTrace|^\$|^Step ?#?\d+$|profiler|^Wait for|ThreadpoolListener", re.IGNORECASE)
 # PyTorch/XLA: the host runs the model's Python (building the lazy graph, or dynamo's guards) before it syncs the
 # graph; when a step has a sync, the time from the step's start to the first sync is that work.
 BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
