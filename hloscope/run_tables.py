@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from rich import box
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+
+def add_text_row(table: Table, *cells) -> None:
+    """A row whose strings are plain text, never rich markup: mode names, errors, paths and warnings come from
+    run.json and comparison.json, which anyone can edit (`[/]` would raise MarkupError, `[bs32]` would vanish)."""
+    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
 
 
 def ms(seconds: float | None) -> str:
@@ -50,40 +56,40 @@ def peak_memory(memory: dict) -> tuple[int | None, str]:
 def run_table(record: dict) -> Table:
     timing, loss, compiles = record.get("timing", {}), record.get("loss", {}), record.get("compiles", {})
     config = record.get("config", {})
-    table = Table(title=f"hloscope run: {record['mode']} - {config.get('model')} batch {config.get('batch_size')} "
-                        f"({record['status']})", show_header=False)
+    table = Table(title=Text(f"hloscope run: {record['mode']} - {config.get('model')} batch {config.get('batch_size')} "
+                             f"({record['status']})"), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("step time (median)", ms(timing.get("median_s")))
+    add_text_row(table, "step time (median)", ms(timing.get("median_s")))
     spread = " / ".join(ms(timing.get(k)) for k in ("mean_s", "p10_s", "p90_s", "std_s"))
-    table.add_row("mean / p10 / p90 / std", spread)
-    table.add_row("window mean", ms(timing.get("window_mean_s")))
-    table.add_row("timed steps", str(len(timing.get("step_times_s", []))))
+    add_text_row(table, "mean / p10 / p90 / std", spread)
+    add_text_row(table, "window mean", ms(timing.get("window_mean_s")))
+    add_text_row(table, "timed steps", str(len(timing.get("step_times_s", []))))
     throughput = timing.get("throughput_img_s")
-    table.add_row("throughput", "-" if throughput is None else f"{rate(throughput)} images/s")
-    table.add_row("first step (compile)", sec(timing.get("first_step_s")))
+    add_text_row(table, "throughput", "-" if throughput is None else f"{rate(throughput)} images/s")
+    add_text_row(table, "first step (compile)", sec(timing.get("first_step_s")))
     if timing.get("profiled_step_times_s"):
-        table.add_row("profiled steps", ", ".join(ms(t) for t in timing["profiled_step_times_s"]))
+        add_text_row(table, "profiled steps", ", ".join(ms(t) for t in timing["profiled_step_times_s"]))
     peak, what = peak_memory(record.get("memory", {}))
-    table.add_row(f"peak memory ({what})", mib(peak))
+    add_text_row(table, f"peak memory ({what})", mib(peak))
     if compiles:
-        table.add_row("compilations (total / in timed window)",
+        add_text_row(table, "compilations (total / in timed window)",
                       ", ".join(f"{name} {total} / {compiles['in_window'].get(name, 0)}"
                                 for name, total in compiles.get("total", {}).items()))
     if loss:
-        table.add_row("loss first -> last", f"{loss['first']:.4f} -> {loss['last']:.4f}")
+        add_text_row(table, "loss first -> last", f"{loss['first']:.4f} -> {loss['last']:.4f}")
     precision = record.get("environment", {}).get("precision")
     if precision:
-        table.add_row("precision in effect", ", ".join(f"{k}={v}" for k, v in precision.items()))
+        add_text_row(table, "precision in effect", ", ".join(f"{k}={v}" for k, v in precision.items()))
     if record.get("artifacts"):
         kinds: dict[str, int] = {}
         for artifact in record["artifacts"]:
             kinds[artifact["kind"]] = kinds.get(artifact["kind"], 0) + 1
-        table.add_row("artifacts", ", ".join(f"{n} {k}" for k, n in kinds.items()))
+        add_text_row(table, "artifacts", ", ".join(f"{n} {k}" for k, n in kinds.items()))
     if record.get("error"):
-        table.add_row("error", record["error"])
+        add_text_row(table, "error", record["error"])
     for warning in record.get("warnings", []):
-        table.add_row("warning", warning)
+        add_text_row(table, "warning", warning)
     return table
 
 
@@ -97,10 +103,10 @@ def comparison_table(comparison: dict) -> Table:
     config = comparison.get("config", {})
     compiled = any(e.get("status") == "compiled" for e in entries)
     timed = any(e.get("status") != "compiled" for e in entries) and not config.get("target")
-    table = Table(title=f"hloscope compare: {config.get('model')} batch {config.get('batch_size')}, "
-                        + (f"{config.get('steps')} timed steps, " if timed else "")
-                        + f"{config.get('precision')}, data {config.get('data')}"
-                        + (f", compiled for {config['target']}" if config.get("target") else ""),
+    table = Table(title=Text(f"hloscope compare: {config.get('model')} batch {config.get('batch_size')}, "
+                             + (f"{config.get('steps')} timed steps, " if timed else "")
+                             + f"{config.get('precision')}, data {config.get('data')}"
+                             + (f", compiled for {config['target']}" if config.get("target") else "")),
                   box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), pad_edge=False, collapse_padding=True)
     columns = [("mode", "left")]
     if timed:
@@ -113,7 +119,7 @@ def comparison_table(comparison: dict) -> Table:
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
     for entry in entries:
         ok = entry.get("status") == "ok"
-        row = [entry["mode"]]
+        row = [str(entry["mode"])]
         if timed:
             median, throughput = entry.get("median_s"), entry.get("throughput_img_s")
             row += [step_time(median) if ok else "-", ratio(median / fastest) if ok and median and fastest else "-",
@@ -124,8 +130,8 @@ def comparison_table(comparison: dict) -> Table:
             row += [step_time(entry.get("roofline_lower_bound_s")), "-" if kernels is None else str(kernels)]
         status = entry.get("status", "?")
         style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow"}.get(status, "")
-        row.append(f"[{style}]{escape(status)}[/{style}]" if style else escape(status))
-        table.add_row(*row)
+        row.append(Text(str(status), style=style))
+        add_text_row(table, *row)
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     return table

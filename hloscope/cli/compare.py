@@ -8,6 +8,7 @@ from importlib.util import find_spec
 
 import click
 from rich.console import Console
+from rich.text import Text
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -45,7 +46,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
     if modes is None:
         selected, missing = available_modes()
         for mode in missing:
-            console.print(f"[yellow]skipping {mode}[/yellow]: its framework is not installed", highlight=False)
+            console.print(Text.assemble((f"skipping {mode}", "yellow"), ": its framework is not installed"),
+                          highlight=False)
     else:
         selected = parse_modes(modes)
     if values.get("target"):
@@ -56,7 +58,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
-    console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False)
+    console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False, markup=False)
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
@@ -64,16 +66,17 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
         task = progress.add_task("starting", total=len(selected))
 
         def started(mode: str) -> None:
-            progress.update(task, description=f"running [bold]{mode}[/bold]")
+            progress.update(task, description=f"running [bold]{escape(mode)}[/bold]")  # TextColumn reads markup
 
         def done(entry: dict) -> None:
             colour = "green" if entry["status"] in ("ok", "compiled") else "red"
             median = f" {entry['median_s'] * 1e3:.2f} ms/step" if entry.get("median_s") else ""
-            progress.console.print(f"  {entry['mode']}: [{colour}]{entry['status']}[/{colour}]{median}", highlight=False)
+            progress.console.print(Text.assemble(f"  {entry['mode']}: ", (str(entry["status"]), colour), median),
+                                   highlight=False)
             progress.advance(task)
 
         def phase(mode: str, where: str) -> None:
-            progress.update(task, description=f"running [bold]{mode}[/bold] ({where})")
+            progress.update(task, description=f"running [bold]{escape(mode)}[/bold] ({escape(where)})")
 
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
                                     on_mode_phase=phase,
@@ -86,13 +89,13 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
             _print_compiled(comparison, comparison_dir)
         for entry in comparison["modes"]:
             for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
-                console.print(f"[yellow]warning[/yellow] {entry['mode']}: {escape(warning)}", highlight=False)
+                console.print(Text.assemble(("warning", "yellow"), f" {entry['mode']}: {warning}"), highlight=False)
             if entry["status"] in ("ok", "compiled"):
                 continue
             reason = (entry.get("error") or "").split("; stderr ends with:")[0]  # the tail follows in full
-            console.print(f"[red]{entry['mode']} {entry['status']}[/red]: {escape(reason)}", highlight=False)
+            console.print(Text.assemble((f"{entry['mode']} {entry['status']}", "red"), f": {reason}"), highlight=False)
             if entry.get("stderr_tail"):
-                console.print(f"  last lines of its stderr ({entry.get('stderr_log')}):", highlight=False)
+                console.print(f"  last lines of its stderr ({entry.get('stderr_log')}):", highlight=False, markup=False)
                 console.print(entry["stderr_tail"], markup=False, highlight=False)
         click.echo(f"comparison directory: {comparison_dir}")
         if values.get("dump_hlo") or values.get("profile"):

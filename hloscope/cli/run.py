@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
@@ -82,8 +83,8 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=MODE_DIRS[mode])
     console = Console(stderr=True)
-    console.print(f"[bold]{mode}[/bold]: {options.model}, batch {options.batch_size}, {options.warmup} warm-up + "
-                  f"{options.steps} timed steps -> {run_dir}", highlight=False)
+    console.print(Text.assemble((mode, "bold"), f": {options.model}, batch {options.batch_size}, {options.warmup} "
+                                f"warm-up + {options.steps} timed steps -> {run_dir}"), highlight=False)
     try:
         record = _execute(options, run_dir, console)
     except BaseException:
@@ -114,8 +115,8 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
 
     check_target_run(options.mode, options.target)  # bad mode, target file or missing plugin: before any directory
     run_dir = create_run_dir(out, run_id, prefix=MODE_DIRS[options.mode])
-    Console(stderr=True).print(f"[bold]{options.mode}[/bold]: {options.model}, batch {options.batch_size}, compiling "
-                               f"for {options.target} (not timed) -> {run_dir}", highlight=False)
+    Console(stderr=True).print(Text.assemble((options.mode, "bold"), f": {options.model}, batch {options.batch_size}, "
+                                             f"compiling for {options.target} (not timed) -> {run_dir}"), highlight=False)
     record = execute_target(options, options.target, run_dir)
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
@@ -137,4 +138,5 @@ def _execute(options, run_dir: Path, console: Console) -> dict:
             progress.update(task, advance=1, description=f"{options.mode} {phase}")
 
         return execute(options, run_dir, on_step=on_step,
-                       warn=lambda message: console.print(f"[yellow]warning:[/yellow] {message}", highlight=False))
+                       warn=lambda message: console.print(Text.assemble(("warning:", "yellow"), f" {message}"),
+                                                          highlight=False))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.text import Text
 from rich.table import Table
 
 from hloscope.errors import InputError
@@ -91,7 +92,7 @@ def _print_sessions(sessions) -> None:
     table.add_column("profile", overflow="fold")
     for session in sessions:
         fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
-        table.add_row(session.name, fmt, session.source.name)
+        table.add_row(Text(session.name), fmt, Text(session.source.name))
     Console(soft_wrap=True).print(table)
 
 

@@ -33,7 +33,7 @@ def stats(path: str, as_json: bool, top: int) -> None:
 
     results: list[dict] = []
     failures: list[HloscopeError] = []
-    console = Console()
+    console = Console(markup=False)  # names and paths from the trace are text, never rich markup
     resolvers: dict = {}
     for file in trace_files(path):
         try:

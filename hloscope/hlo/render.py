@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+
+def _t(value) -> Text:
+    """A user-provided string (op name, kernel name, path) as plain text: brackets are never rich markup."""
+    return Text("" if value is None else str(value))
 
 
 def _si(value: float | None, unit: str = "") -> str:
@@ -29,17 +35,17 @@ def _counts(title: str, counts: dict, limit: int = 12) -> Table:
     table.add_column("name")
     table.add_column("count", justify="right")
     for key, value in list(counts.items())[:limit]:
-        table.add_row(str(key) or "<none>", str(value))
+        table.add_row(_t(str(key) or "<none>"), str(value))
     if len(counts) > limit:
         table.add_row(f"... {len(counts) - limit} more", "")
     return table
 
 
 def render_stats(results: list[dict], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(markup=False)
     for result in results:
-        console.rule(f"[bold]{result['name']}[/bold]  {result['stage']}  {result['platform']}")
-        console.print(f"[dim]{result['file']}[/dim]")
+        console.rule(Text.assemble((str(result["name"]), "bold"), f"  {result['stage']}  {result['platform']}"))
+        console.print(_t(result["file"]), style="dim", highlight=False)
         summary = Table(show_header=False, show_edge=False)
         summary.add_column("what")
         summary.add_column("value", justify="right")
@@ -77,16 +83,17 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         elif bound:
             rows.append(("roofline lower bound", "-", "unavailable", bound.get("unavailable", "")))
         for row in rows:
-            summary.add_row(*row)
+            summary.add_row(*map(_t, row))
         console.print(summary)
         if unknown:
-            console.print(f"[dim]XLA's cost analysis cannot cost custom calls and counts each as -1 FLOP and -1 byte; "
-                          f"its figures above are shown with the {unknown} custom call(s) of this module taken out "
-                          f"(as XLA reports them: {xla['flops']:,.0f} FLOPs, {xla['bytes_accessed']:,.0f} bytes).[/dim]")
+            console.print(_t(f"XLA's cost analysis cannot cost custom calls and counts each as -1 FLOP and -1 byte; "
+                             f"its figures above are shown with the {unknown} custom call(s) of this module taken out "
+                             f"(as XLA reports them: {xla['flops']:,.0f} FLOPs, {xla['bytes_accessed']:,.0f} bytes)."),
+                          style="dim")
         if bound and "serial_s" in bound:
-            console.print("[dim]roofline LOWER BOUND, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) for the GPU in "
-                          "the gpu_target_config.pbtxt XLA dumped beside the module; serial = sum over launches, "
-                          "aggregate = busiest unit or memory, whichever is longer (docs/gpu-target.md).[/dim]")
+            console.print(_t("roofline LOWER BOUND, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) for the GPU in "
+                             "the gpu_target_config.pbtxt XLA dumped beside the module; serial = sum over launches, "
+                             "aggregate = busiest unit or memory, whichever is longer (docs/gpu-target.md)."), style="dim")
         tables = [
             _counts("kernels by kind", result["kernel_breakdown"]),
             _counts("fusions by kind", result["fusions"]),
@@ -103,7 +110,7 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             for column in ("instruction", "opcode", "FLOPs", "bytes", "op_name"):
                 table.add_column(column, justify="right" if column in ("FLOPs", "bytes") else "left")
             for row in top:
-                table.add_row(row["name"], row["opcode"], _si(row["flops"]), _bytes(row["bytes_accessed"]), row["op_name"][-60:])
+                table.add_row(_t(row["name"]), _t(row["opcode"]), _si(row["flops"]), _bytes(row["bytes_accessed"]), _t(row["op_name"][-60:]))
             console.print(table)
         measured = result.get("measured")
         if measured:
@@ -112,7 +119,7 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             for column in ("instruction", "opcode / fusion kind", "count", "total ms", "share"):
                 table.add_column(column, justify="left" if column.startswith(("instr", "opcode")) else "right")
             for row in measured["top"]:
-                table.add_row(row["name"], row["fusion_kind"] or row["opcode"] or "?", str(row["count"]),
+                table.add_row(_t(row["name"]), _t(row["fusion_kind"] or row["opcode"] or "?"), str(row["count"]),
                               f"{row['total_us'] / 1e3:.3f}", f"{row['share']:.1%}")
             console.print(table)
         launches = (thunk or {}).get("launches") or []
@@ -122,8 +129,8 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
                 table.add_column(column, justify="right" if column in ("#", "shared mem") else "left")
             for row in launches:
                 grid, block = row.get("grid"), row.get("block")
-                table.add_row(str(row.get("thunk_index", row.get("index", ""))), row.get("name") or row.get("hlo_op") or "",
-                              row.get("thunk_kind", row.get("kind", "")), row.get("kernel_name") or "",
+                table.add_row(str(row.get("thunk_index", row.get("index", ""))), _t(row.get("name") or row.get("hlo_op") or ""),
+                              _t(row.get("thunk_kind", row.get("kind", ""))), _t(row.get("kernel_name") or ""),
                               "x".join(map(str, grid)) if grid else "", "x".join(map(str, block)) if block else "",
                               _bytes(row["shared_memory_bytes"]) if row.get("shared_memory_bytes") is not None else "")
             console.print(table)
@@ -134,5 +141,5 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             table.add_column("kernels", justify="right")
             table.add_column("fusions", justify="right")
             for row in sources:
-                table.add_row(row["source"], str(row["kernels"]), str(row["fusions"]))
+                table.add_row(_t(row["source"]), str(row["kernels"]), str(row["fusions"]))
             console.print(table)

@@ -5,17 +5,28 @@ from __future__ import annotations
 from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
 
 
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BACKSLASHED = set("\\`*_[]|~#")
+
+
+def _text(value: object) -> str:
+    """A user-provided string (op name, kernel name, path) as Markdown inline text that shows exactly as written:
+    HTML is escaped (`<script>` stays text), Markdown punctuation backslashed, newlines folded."""
+    raw = " ".join(str(value).split()) if value is not None else "-"
+    return "".join(_ENTITIES.get(c) or ("\\" + c if c in _BACKSLASHED else c) for c in raw)
+
+
 def _row(cells) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(_text(c) for c in cells) + " |"
 
 
 def render(report: dict) -> str:
-    lines = ["# hloscope diff", "", f"A: `{report['a'].get('file', '-')}`  ", f"B: `{report['b'].get('file', '-')}`", "",
+    lines = ["# hloscope diff", "", f"A: {_text(report['a'].get('file', '-'))}  ", f"B: {_text(report['b'].get('file', '-'))}", "",
              "## Side by side", "", _row(["", "A", "B", "B - A"]), "|---|---|---|---|"]
     lines += [_row(r) for r in side_by_side(report)]
     lines += ["", "## Largest opcode changes", "", _row(["opcode", "A", "B", "B - A"]), "|---|---|---|---|"]
     lines += [_row(r) for r in opcode_changes(report)]
-    lines += ["", "## Structural matching", "", matching_line(report)]
+    lines += ["", "## Structural matching", "", _text(matching_line(report))]
     for side, title in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
         lines += ["", f"### {title}, by source op", "", _row(["source op", "count", "opcodes", "examples"]),
                   "|---|---|---|---|"]
@@ -25,5 +36,5 @@ def render(report: dict) -> str:
                   "|---|---|---|---|"]
         lines += [_row(r) for r in kernel_changes(report)]
     for note in report.get("notes", []):
-        lines.append(f"\nNote: {note}")
+        lines.append(f"\nNote: {_text(note)}")
     return "\n".join(lines) + "\n"

@@ -18,10 +18,10 @@ def _ms(us: float) -> str:
 
 
 def render_stats(console: Console, stats: dict) -> None:
-    console.print(
-        f"[bold]{stats['file']}[/bold]  ({stats['format']}: {stats['events']:,} events, {stats['kernels']:,} kernels, "
-        f"{stats['steps']} steps, {stats['devices']} device(s))"
-    )
+    console.print(Text.assemble(
+        (str(stats["file"]), "bold"),
+        f"  ({stats['format']}: {stats['events']:,} events, {stats['kernels']:,} kernels, "
+        f"{stats['steps']} steps, {stats['devices']} device(s))"), highlight=False)
     device_time = stats["device_time_us"]
     console.print(
         f"device time {_ms(device_time)} ms   host dispatch (launches of that work) {_ms(stats['host_launch_us'])} ms   "
@@ -35,7 +35,7 @@ def render_stats(console: Console, stats: dict) -> None:
         categories.add_column("share", justify="right")
         for name, total in sorted(stats["categories"].items(), key=lambda item: -item[1]):
             if total:
-                categories.add_row(name, _ms(total), f"{total / device_time:.1%}")
+                categories.add_row(Text(str(name)), _ms(total), f"{total / device_time:.1%}")
         console.print(categories)
         top = Table(title=f"Top {len(stats['top'])} kernels / ops by total device time", title_justify="left")
         top.add_column("name", overflow="fold")
@@ -43,7 +43,7 @@ def render_stats(console: Console, stats: dict) -> None:
         top.add_column("total ms", justify="right")
         top.add_column("share", justify="right")
         for row in stats["top"]:
-            top.add_row(_short(row["name"]), f"{row['count']:,}", _ms(row["total_us"]), f"{row['share']:.1%}")
+            top.add_row(Text(_short(str(row["name"]))), f"{row['count']:,}", _ms(row["total_us"]), f"{row['share']:.1%}")
         console.print(top)
     if stats["hlo_ops"]:
         ops = Table(title=f"Top {len(stats['hlo_ops'])} HLO instructions by device time", title_justify="left")
@@ -53,7 +53,7 @@ def render_stats(console: Console, stats: dict) -> None:
         ops.add_column("total ms", justify="right")
         ops.add_column("share", justify="right")
         for row in stats["hlo_ops"]:
-            ops.add_row(row["hlo_op"], row["hlo_module"] or "", f"{row['count']:,}", _ms(row["total_us"]),
+            ops.add_row(Text(str(row["hlo_op"])), Text(str(row["hlo_module"] or "")), f"{row['count']:,}", _ms(row["total_us"]),
                         f"{row['share']:.1%}")
         console.print(ops)
     if stats["per_step"]:
