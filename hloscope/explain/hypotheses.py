@@ -232,7 +232,7 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     elif theirs:
         claim += f", where {fast.mode} runs a compiled program of {theirs:,.0f} kernels"
     return Annotation("eager_ops", "Framework ops dispatched one by one", claim,
-                      ("idle:framework dispatch", HOST_WORK, "host:outside framework ops"),
+                      ("idle:framework dispatch", HOST_WORK, "host:autograd", "host:outside framework ops"),
                       evidence={"framework_ops_per_step": {slow.mode: slow.framework_ops, fast.mode: fast.framework_ops}})
 
 

@@ -29,8 +29,10 @@ NODE_TITLES = {
     "host:input pipeline": "Input pipeline on the host",
     "host:compilation": "Compilation on the host",
     "host:graph tracing and sync": "Graph tracing and sync on the host",
-    "host:inside framework ops": "Host time inside framework ops (aten, autograd engine): the work itself, on the CPU",
-    "host:outside framework ops": "Host time outside framework ops (Python, autograd, optimizer glue)",
+    "host:inside framework ops": "Host time inside framework (aten) ops: the work itself, on the CPU",
+    "host:autograd engine and optimizer, outside aten ops": "Host time in the autograd engine and optimizer, outside aten ops",
+    "host:outside framework ops": "Host time outside framework ops (Python)",
+    "idle:autograd and optimizer": "Device idle while the host runs the autograd engine / optimizer (outside aten ops)",
     "host:inside compiled graphs, outside aten ops": "Host time in torch.compile's generated code (outside aten ops)",
     "idle:compiled graphs": "Device idle while the host runs torch.compile's generated code (outside aten ops)",
 }

@@ -9,7 +9,8 @@ GPU streams), each category's share of the busy time is apportioned by its summe
 
 Idle time is attributed to the host activity that covers it, first match wins: the input pipeline, compilation,
 graph tracing and sync (PyTorch/XLA), Python before the graph sync (PyTorch/XLA), runtime dispatch (PjRt execute,
-kernel launches), framework (aten) ops, then "other host" (Python not named in the trace, the profiler).
+kernel launches), framework (aten) ops, the autograd engine and optimizer outside aten ops, torch.compile's generated
+code, then "other host" (Python not named in the trace, the profiler).
 With no device executions at all (PyTorch on the CPU) the host does the work: its step splits into the input
 pipeline, time inside framework ops, and the rest (Python, autograd, optimizer glue).
 """
@@ -38,7 +39,8 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("runtime dispatch", re.compile(
         r"PjRt|pjrt|ExecuteComputation|ExecuteReplicated|ExecuteHelper|ExecuteSharded|TransferToDevice"
         r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.IGNORECASE)),
-    ("framework ops", re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")),
+    ("framework ops", re.compile(r"^aten::")),
+    ("autograd and optimizer", re.compile(r"^autograd::|^torch::autograd|^Optimizer\.|^torch::")),
     # torch.compile's generated code (inductor's kernels, outside the aten ops it still calls).
     ("compiled graphs", re.compile(r"CompiledFxGraph|CompiledFunction|Torch-Compiled Region")),
 )
@@ -53,9 +55,10 @@ BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
 _SYNC = re.compile(r"^hloscope/sync|^StepMarker$|^SyncLiveTensorsGraph$|^SyncTensorsGraph$|^ExecuteComputationWithBarrier$")
 # The order in which host causes claim idle time.
 CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "runtime dispatch",
-               "framework ops", "compiled graphs")
+               "framework ops", "autograd and optimizer", "compiled graphs")
 # Nodes of a host-only step (no device executions).
 HOST_WORK_NODES = {"input pipeline": "input pipeline", "framework ops": "inside framework ops",
+                   "autograd and optimizer": "autograd engine and optimizer, outside aten ops",
                    "compiled graphs": "inside compiled graphs, outside aten ops", OTHER_HOST: "outside framework ops"}
 
 
