@@ -335,8 +335,8 @@ add {
 """
     (module,) = parse_hlo_text(text)
     found = collectives(module)
-    assert found["by_opcode"] == {"all-gather-start": {"count": 1, "bytes": 16 * 128 * 4},
-                                  "all-reduce-start": {"count": 1, "bytes": 16 * 128 * 4}}
+    assert found["by_opcode"] == {"all-gather-start": {"count": 1, "bytes": 16 * 128 * 4, "replica_groups": {"{{0,1}}": 1}},
+                                  "all-reduce-start": {"count": 1, "bytes": 16 * 128 * 4, "replica_groups": {"{{0,1}}": 1}}}
     assert kernel_breakdown(module, "gpu") == {"collective": 2}
 
 

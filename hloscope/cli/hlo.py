@@ -20,8 +20,8 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {\"modules\": [...]} as JSON instead of tables.")
 @click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
               help="Also run XLA's own cost analysis (needs jaxlib) and show it beside hloscope's.")
-@click.option("--top", default=TOP, show_default=True, help="Rows in the per-instruction and per-source tables.")
-@click.option("--source-depth", default=SOURCE_DEPTH, show_default=True,
+@click.option("--top", default=TOP, show_default=True, type=click.IntRange(min=1), help="Rows in the per-instruction and per-source tables.")
+@click.option("--source-depth", default=SOURCE_DEPTH, show_default=True, type=click.IntRange(min=1),
               help="Path components of metadata op_name kept when grouping kernels by source layer.")
 @click.option("--launches", is_flag=True,
               help="With a thunk_sequence.txt beside a GPU module: list every launch (grid, block, shared memory).")

@@ -214,7 +214,12 @@ class CostAnalysis:
         return cost
 
     def _default_bytes(self, instr: HloInstruction) -> float:
-        return shape_size(instr.shape) + sum(shape_size(o.shape) for o in instr.operands)
+        """XLA's HloCostAnalysis::Preprocess: every leaf of the output (a tuple-shaped result such as
+        batch-norm-training's, sort's, topk's or rng-bit-generator's counts all its arrays, not its index table), plus
+        each operand's size (a tuple operand counts only its index table)."""
+        shape = instr.shape
+        out = shape_size(shape) if not shape.is_tuple else sum(shape_size(s) for s in shape.leaves())
+        return out + sum(shape_size(o.shape) for o in instr.operands)
 
     def _cost(self, instr: HloInstruction) -> Cost:
         op = instr.opcode

@@ -117,6 +117,16 @@ class HloInstruction:
             operand.shape
         if not hasattr(self, "_attrs"):  # check the attributes without keeping them: most are never asked for
             attrs = self._scan_attributes()
+            predecessors = attrs.get("control-predecessors")
+            if predecessors:
+                comp = self.computation
+                for name in scan.name_list(predecessors):
+                    name = comp.renames.get(name, name) if comp.renames else name
+                    try:
+                        comp.instruction(name)
+                    except KeyError:
+                        raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined in computation "
+                                          f"'{comp.name}'", self.text.find("control-predecessors")) from None
             if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
                 self._attrs = attrs
                 self.called_computations
@@ -230,6 +240,8 @@ class HloModule:
         self.entry: HloComputation | None = None
         # Stack-frame tables printed before the computations by newer XLA (FileNames, FunctionNames, ...).
         self.stack_tables: dict[str, dict[int, str]] = {}
+        # Async syntax sugar the parser rewrote (opcodes.py): instruction name -> (wrapped opcode, wrapper computation).
+        self.async_chains: dict[str, tuple[str, str]] = {}
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"

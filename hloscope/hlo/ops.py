@@ -84,14 +84,22 @@ def collective_bytes(instr: HloInstruction) -> int:
 
 
 def collectives(module: HloModule) -> dict:
-    """Collective instructions by opcode with the bytes they move (see collective_bytes)."""
+    """Collective instructions by opcode with the bytes they move (see collective_bytes) and their device groups
+    (`replica_groups`, or `source_target_pairs` of collective-permutes and send/recv, as written: {text: count}).
+    Async collectives that XLA's parser wraps (`reduce-scatter-start`, `all-to-all-start`, ...) are counted by the
+    collective inside their async computation, so every collective is counted once, sync or async."""
     by_op: dict[str, dict] = {}
     for comp in module.computations:
         for instr in comp.instructions:
             if instr.opcode in COLLECTIVE_OPCODES:
-                entry = by_op.setdefault(instr.opcode, {"count": 0, "bytes": 0})
+                entry = by_op.setdefault(instr.opcode, {"count": 0, "bytes": 0, "replica_groups": {}})
                 entry["count"] += 1
                 entry["bytes"] += collective_bytes(instr)
+                attrs = instr.attrs
+                groups = attrs.get("replica_groups", attrs.get("source_target_pairs"))
+                if groups is not None:
+                    groups = " ".join(groups.split())
+                    entry["replica_groups"][groups] = entry["replica_groups"].get(groups, 0) + 1
     return {
         "count": sum(e["count"] for e in by_op.values()),
         "bytes": sum(e["bytes"] for e in by_op.values()),

@@ -15,9 +15,11 @@ import re
 from collections.abc import Iterable
 
 from hloscope.errors import ParseError
+from hloscope.hlo import attrs as scan
 from hloscope.hlo.attrs import find_closing
-from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInstruction, HloModule
 from hloscope.hlo.names import uniquify_instruction_names
+from hloscope.hlo.opcodes import OPCODES, async_sugar, infer_shape
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
@@ -27,10 +29,18 @@ _INSTRUCTION = re.compile(rf"[ \t]*(ROOT )?%?({_NAME}) = ([a-z][a-z0-9]*\[[^ ]*)
 _INSTRUCTION_HEAD = re.compile(rf"[ \t]*(ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*")
 _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^}\n]*\})?")
 _OPCODE = re.compile(r"[ \t]+([a-z][a-z0-9\-]*)\(")
+_OPCODE_AT = re.compile(r"([a-z][a-z0-9\-]*)\(")  # an instruction written without a shape: `n = negate(p)`
+# A computation's closing brace, with what XLA may print after it (`}, execution_thread="..."`) and a comment.
+_CLOSE = re.compile(r'\}[ \t]*(?:,[ \t]*execution_thread[ \t]*=[ \t]*"[^"]*")?[ \t]*(?://.*)?$')
+# A nested operand, `add(f32[2] parameter(0), ...)`: an instruction written in place of an operand name.
+_NESTED = re.compile(r"[ \t\n]*(?:(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t\n]+)?([a-z][a-z0-9\-]*)\(", re.S)
+# Line endings after which XLA's text goes on: an instruction continued on the next line.
+_CONTINUES = ("{\n", ",\n", "(\n", "=\n")
+_PLAIN_OPCODES = OPCODES - {"parameter"}
 _COMPUTATION = re.compile(
     rf"[ \t]*(ENTRY[ \t]+)?%?({_NAME})[ \t]*(\(.*\)[ \t]*->.*?)?[ \t]*(,[ \t]*execution_thread=\"[^\"]*\")?[ \t]*\{{[ \t]*$"
 )
-_MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME})[ \t]*(?:,|$)")
+_MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME}):?[ \t]*(?:,|$|//|/\*)")
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -73,15 +83,25 @@ def _wrong_format(line: str) -> str | None:
 
 
 class _Parser:
-    def __init__(self, path: str):
+    def __init__(self, path: str, first_line: int = 1):
         self.path = path
+        self.first_line = first_line
         self.modules: list[HloModule] = []
         self.module: HloModule | None = None
         self.comp: HloComputation | None = None
         self.table: dict[int, str] | None = None  # the stack-frame table being read
         self.in_wrapper = False  # inside PyTorch/XLA's text around a saved graph
+        self.in_comment = False  # inside a /* ... */ comment spanning lines
+        self.header_open = False  # an HloModule header continued on the next line
         self.graph_start = 0
         self.lineno = 0
+        self._reset_computation()
+
+    def _reset_computation(self) -> None:
+        self.pending: HloInstruction | None = None  # an instruction continued on the next lines
+        self.pending_head: tuple[str, int] | None = None  # `name = shape` whose opcode is on the next line
+        self.parameters: dict[int, HloInstruction] = {}
+        self.deferred: list[HloInstruction] = []  # instructions the computation's close must rewrite (see _finish_instruction)
 
     def error(self, message: str, lineno: int, col: int) -> ParseError:
         return ParseError(self.path, message, lineno, col)
@@ -99,14 +119,19 @@ class _Parser:
 
     def _run(self, lines: Iterable[str]) -> list[HloModule]:
         match_instruction = _INSTRUCTION.match
+        plain = _PLAIN_OPCODES
+        continues = _CONTINUES
         # One string object per distinct opcode and shape: modules repeat them thousands of times.
         shared = {}
         share = shared.setdefault
         lineno = 0
         instructions = None
         comp = None
-        for lineno, line in enumerate(lines, 1):
+        for lineno, line in enumerate(lines, self.first_line):
             if comp is not None:
+                if self.pending is not None or self.pending_head is not None:
+                    if self._continue(line, lineno, comp):
+                        continue
                 match = match_instruction(line)
                 if match is not None:
                     root, name, shape, opcode = match.groups()
@@ -114,12 +139,21 @@ class _Parser:
                     instructions.append(instr)
                     if root is not None:
                         self._set_root(comp, instr, lineno, line)
+                    if opcode not in plain:
+                        self._special(instr, match.start(4))
+                    close = line.find(")", instr.pos)
+                    if line.find("(", instr.pos, close) >= 0 and opcode != "constant":
+                        self.deferred.append(instr)  # a nested operand, or older text's tuple-shaped operand
+                    if line.endswith(continues) and _is_open(line):
+                        self.pending = instr
                     continue
                 stripped = line.strip()
-                if stripped == "}" and _closes_computation(instructions[-1] if instructions else None):
+                if stripped.startswith("}") and _CLOSE.match(stripped) and _closes_computation(instructions[-1] if instructions else None):
                     self._close_computation(comp)
                     comp.module.end_lineno = lineno
                     comp = self.comp = None
+                elif self.in_comment or stripped.startswith("/*"):
+                    self._comment(stripped)
                 elif stripped and not stripped.startswith("//"):
                     self._slow_instruction(line, lineno, comp)
                 continue
@@ -129,14 +163,74 @@ class _Parser:
         self.lineno = lineno
         return self.finish()
 
+    def _comment(self, stripped: str) -> None:
+        """Lines of a /* ... */ comment (JAX dumps may start with one)."""
+        if self.in_comment:
+            self.in_comment = "*/" not in stripped
+        else:
+            self.in_comment = "*/" not in stripped[2:]
+
+    def _continue(self, line: str, lineno: int, comp: HloComputation) -> bool:
+        """A line that continues the instruction before it; False when that one turned out complete."""
+        if self.pending_head is not None:
+            head, head_lineno = self.pending_head
+            self.pending_head = None
+            self._slow_instruction(head.rstrip() + " " + line.lstrip(), head_lineno, comp)
+            return True
+        pending = self.pending
+        if not _is_open(pending.text):
+            self.pending = None
+            return False
+        pending.text = pending.text.rstrip("\n") + "\n" + line
+        if not _is_open(pending.text):
+            self.pending = None
+            if "={" in pending.text or "= {" in pending.text:
+                self.deferred.append(pending)  # perhaps an inline called computation, `to_apply={ ... }`
+        return True
+
+    def _special(self, instr: HloInstruction, col: int) -> None:
+        """Opcodes that need more than the fast path: parameters (numbers unique), async syntax sugar, unknown ones."""
+        opcode = instr.opcode
+        if opcode == "parameter":
+            close = instr.text.find(")", instr.pos)
+            number = instr.text[instr.pos : close].strip()
+            if number.isdigit():
+                first = self.parameters.get(int(number))
+                if first is not None:
+                    raise self.error(f"duplicate parameter number {number} in computation '{instr.computation.name}' "
+                                     f"(first: '{first.name}', line {first.lineno})", instr.lineno, col + 1)
+                self.parameters[int(number)] = instr
+            return
+        if opcode in OPCODES:
+            return
+        if async_sugar(opcode) is not None:
+            self.deferred.append(instr)
+            return
+        raise self.error(f"unknown opcode '{opcode}' (not one of XLA's opcodes)", instr.lineno, col + 1)
+
     # -- instructions the one-regex path does not take ------------------------------------------------------------
     def _slow_instruction(self, line: str, lineno: int, comp: HloComputation) -> None:
-        """Lines the one-regex path does not take: tuple shapes, and instructions continued over several lines
-        (multi-dimensional constants; hand-written test files break long attribute lists)."""
+        """Lines the one-regex path does not take: tuple shapes, instructions without a shape, and instructions
+        continued over several lines (multi-dimensional constants; hand-written test files break long attribute lists)."""
         previous = comp.instructions[-1] if comp.instructions else None
         if previous is not None and (_is_open(previous.text) or line.lstrip().startswith(",")):
             previous.text = previous.text.rstrip("\n") + "\n" + line
             return
+        instr = self._make_instruction(line, lineno, comp)
+        if instr is None:  # `name = shape` with the opcode on the next line
+            self.pending_head = (line, lineno)
+            return
+        comp.instructions.append(instr)
+        if _INSTRUCTION_HEAD.match(line).group(1) is not None:
+            self._set_root(comp, instr, lineno, line)
+        if _is_open(instr.text):
+            self.pending = instr
+        elif ("(" in instr.operand_text or "={" in instr.text or not instr.shape_text) and not (
+            self.deferred and self.deferred[-1] is instr
+        ):
+            self.deferred.append(instr)
+
+    def _make_instruction(self, line: str, lineno: int, comp: HloComputation) -> HloInstruction | None:
         head = _INSTRUCTION_HEAD.match(line)
         if head is None or line.startswith(("{", "}"), head.end()):
             col = _column(line)
@@ -144,22 +238,31 @@ class _Parser:
                 raise self.error(f"expected '}}' closing computation '{comp.name}' (opened at line {comp.lineno})", lineno, col)
             raise self.error("expected an instruction 'name = shape opcode(operands)' or '}'", lineno, col)
         shape_start = head.end()
-        if line.startswith("(", shape_start):
-            shape_end = find_closing(line, shape_start + 1) + 1
-            if shape_end <= 0:
-                raise self.error("expected ')' closing the tuple shape", lineno, len(line.rstrip()) + 1)
+        if not line[shape_start:].strip():
+            return None
+        bare = _OPCODE_AT.match(line, shape_start)
+        if bare is not None:  # no shape: XLA infers it (see _infer_shape)
+            shape_end = shape_start
+            opcode = bare
         else:
-            shape = _ARRAY_SHAPE.match(line, shape_start)
-            if shape is None:
-                raise self.error("expected a shape such as f32[2,3]{1,0} or (f32[], s32[2])", lineno, shape_start + 1)
-            shape_end = shape.end()
-        opcode = _OPCODE.match(line, shape_end)
-        if opcode is None:
-            raise self.error("expected an opcode followed by '(' after the shape", lineno, shape_end + 1)
+            if line.startswith("(", shape_start):
+                shape_end = find_closing(line, shape_start + 1) + 1
+                if shape_end <= 0:
+                    raise self.error("expected ')' closing the tuple shape", lineno, len(line.rstrip()) + 1)
+            else:
+                shape = _ARRAY_SHAPE.match(line, shape_start)
+                if shape is None:
+                    raise self.error("expected a shape such as f32[2,3]{1,0} or (f32[], s32[2])", lineno, shape_start + 1)
+                shape_end = shape.end()
+            if not line[shape_end:].strip():
+                return None
+            opcode = _OPCODE.match(line, shape_end)
+            if opcode is None:
+                raise self.error("expected an opcode followed by '(' after the shape", lineno, shape_end + 1)
         instr = HloInstruction(head.group(2), line[shape_start:shape_end], opcode.group(1), line, opcode.end(), lineno, comp)
-        comp.instructions.append(instr)
-        if head.group(1) is not None:
-            self._set_root(comp, instr, lineno, line)
+        if instr.opcode not in _PLAIN_OPCODES:
+            self._special(instr, opcode.start(1))
+        return instr
 
     def _set_root(self, comp: HloComputation, instr: HloInstruction, lineno: int, line: str) -> None:
         if comp.root is not None:
@@ -167,6 +270,9 @@ class _Parser:
         comp.root = instr
 
     def _close_computation(self, comp: HloComputation) -> None:
+        if self.pending_head is not None:
+            head, head_lineno = self.pending_head
+            raise self.error("expected an opcode after the shape", head_lineno, len(head.rstrip()) + 1)
         if not comp.instructions:
             raise self.error(f"computation '{comp.name}' has no instructions", comp.lineno, 1)
         last = comp.instructions[-1]
@@ -176,12 +282,171 @@ class _Parser:
                              last.lineno + len(lines) - 1, len(lines[-1]) + 1)
         if comp.root is None:  # XLA takes the last instruction as the root
             comp.root = comp.instructions[-1]
+        for instr in list(self.deferred):
+            self._rewrite(instr, comp)
+        self._reset_computation()
+
+    # -- what XLA's parser builds beyond the text: nested operands, inline computations, async wrappers ------------
+    def _rewrite(self, instr: HloInstruction, comp: HloComputation) -> None:
+        if instr.opcode != "constant" and "(" in instr.operand_text:
+            self._nested_operands(instr, comp)
+        if "{" in instr.text[instr._operand_end():]:
+            self._inline_computations(instr, comp)
+        if not instr.shape_text:
+            self._infer_shape(instr, comp)
+        if instr.opcode not in OPCODES:
+            self._desugar(instr, comp)
+
+    def _replace_text(self, instr: HloInstruction, text: str, pos: int | None = None) -> None:
+        instr.text = text
+        if pos is not None:
+            instr.pos = pos
+        for cache in ("_end", "_ops", "_attrs"):
+            try:
+                delattr(instr, cache)
+            except AttributeError:
+                pass
+
+    def _unique_instruction_name(self, base: str, comp: HloComputation) -> str:
+        names = {i.name for i in comp.instructions}
+        name, n = base, 0
+        while name in names:
+            n += 1
+            name = f"{base}.{n}"
+        return name
+
+    def _unique_computation_name(self, base: str) -> str:
+        names = {c.name for c in self.module.computations}
+        name, n = base, 0
+        while name in names:
+            n += 1
+            name = f"{base}.{n}"
+        return name
+
+    def _add_computation(self, new: HloComputation, before: HloComputation) -> None:
+        """Called computations XLA's parser creates go before the computation being read (they are built first)."""
+        computations = self.module.computations
+        computations.insert(computations.index(before), new)
+
+    def _nested_operands(self, instr: HloInstruction, comp: HloComputation) -> None:
+        """`add(f32[2] parameter(0), n)`: each nested instruction becomes one of its own, named `<opcode>.anon`."""
+        text, pos = instr.text, instr.pos
+        end = instr._operand_end()
+        segment = text[pos:end]
+        if "/*" in segment:
+            segment = scan._COMMENT.sub("", segment)
+        pieces = scan._split_top_level(segment)
+        names = []
+        changed = False
+        for piece in pieces:
+            nested = _NESTED.match(piece)
+            if nested is None or not piece.rstrip().endswith(")"):
+                names.append(piece.strip())
+                continue
+            name = self._unique_instruction_name(f"{nested.group(2)}.anon", comp)
+            line = f"{name} = {piece.strip()}"
+            inner = self._make_instruction(line, instr.lineno, comp)
+            if inner is None or inner.text.rstrip().endswith(")") is False:
+                raise instr._error(f"bad nested operand '{piece.strip()}' of '{instr.name}'")
+            comp.instructions.insert(comp.instructions.index(instr), inner)
+            comp._by_name = None
+            self._rewrite(inner, comp)
+            names.append(name)
+            changed = True
+        if changed:
+            self._replace_text(instr, text[:pos] + ", ".join(names) + text[end:])
+
+    def _inline_computations(self, instr: HloInstruction, comp: HloComputation) -> None:
+        """`to_apply={ a = ... ROOT s = ... }`: a computation written inside the attribute; XLA names it `_`."""
+        attrs = instr.attrs
+        for key in CALLED_COMPUTATION_ATTRS:
+            value = attrs.get(key)
+            if value is None or not value.startswith("{") or "=" not in value:
+                continue
+            start = instr.text.find(value, instr._operand_end())
+            first_line = instr.lineno + instr.text.count("\n", 0, start)
+            sub = _Parser(self.path, first_line)
+            body = value[1:-1]
+            modules = sub.run(io.StringIO("_ {" + body + ("\n" if not body.endswith("\n") else "") + "}\n", newline=None))
+            inner = modules[0]
+            main = inner.entry
+            main.is_entry = False
+            for new in inner.computations:
+                new.module = self.module
+                if new is main:
+                    new.name = self._unique_computation_name("_")
+                self._add_computation(new, comp)
+            self._replace_text(instr, instr.text[:start] + main.name + instr.text[start + len(value):])
+
+    def _infer_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
+        comp._by_name = None
+        shapes = [operand.shape for operand in instr.operands]
+        inferred = infer_shape(instr.opcode if instr.opcode in OPCODES else "", shapes, instr.attrs)
+        if inferred is None:
+            raise instr._error(f"'{instr.name}' has no shape, and hloscope infers shapes only for elementwise ops, "
+                               "compare, select, tuple and get-tuple-element: write its shape", instr.pos - len(instr.opcode) - 1)
+        instr.shape_text = inferred
+
+    def _desugar(self, instr: HloInstruction, comp: HloComputation) -> None:
+        """`reduce-scatter-start(p), ...` -> `async-start(p), calls=async_wrapped` and a computation `async_wrapped`
+        holding `async_param`s and the reduce-scatter, as XLA's parser builds it (update/done follow the start)."""
+        async_opcode, wrapped = async_sugar(instr.opcode)
+        chains = self.module.async_chains
+        end = instr._operand_end()
+        operands = instr.text[instr.pos : end]
+        head = instr.text[: instr.pos - len(instr.opcode) - 1]
+        if async_opcode != "async-start":
+            names = instr.operand_names
+            origin = chains.get(names[0]) if names else None
+            if origin is None or origin[0] != wrapped:
+                raise instr._error(f"'{instr.name}' ({instr.opcode}) expects an operand produced by {wrapped}-start"
+                                   f" or {wrapped}-update")
+            chains[instr.name] = origin
+            text = f"{head}{async_opcode}({operands})\n"
+            instr.opcode = async_opcode
+            self._replace_text(instr, text, len(head) + len(async_opcode) + 1)
+            return
+        shape = instr.shape
+        if not shape.is_tuple or len(shape.tuple_shapes) < 2 or not shape.tuple_shapes[0].is_tuple:
+            raise instr._error(f"the shape of '{instr.name}' ({instr.opcode}) must be a tuple "
+                               "((operand shapes), output shape, ...)", max(instr.text.find(instr.shape_text), 0))
+        name = self._unique_computation_name("async_wrapped")
+        wrapper = HloComputation(name, False, instr.lineno, self.module, "")
+        params = []
+        for number, operand_shape in enumerate(shape.tuple_shapes[0].tuple_shapes):
+            param_name = "async_param" if number == 0 else f"async_param.{number}"
+            text = f"{param_name} = {operand_shape} parameter({number})"
+            param = HloInstruction(param_name, str(operand_shape), "parameter", text, len(text) - len(str(number)) - 1,
+                                   instr.lineno, wrapper)
+            wrapper.instructions.append(param)
+            params.append(param_name)
+        output = str(shape.tuple_shapes[1])
+        prefix = f"ROOT {wrapped} = {output} {wrapped}("
+        text = prefix + ", ".join(params) + instr.text[end:]
+        inner = HloInstruction(wrapped, output, wrapped, text, len(prefix), instr.lineno, wrapper)
+        wrapper.instructions.append(inner)
+        wrapper.root = inner
+        self._add_computation(wrapper, comp)
+        chains[instr.name] = (wrapped, name)
+        instr.opcode = "async-start"
+        text = f"{head}async-start({operands}), calls={name}\n"
+        self._replace_text(instr, text, len(head) + len("async-start") + 1)
 
     # -- module level ---------------------------------------------------------------------------------------------
     def _outside_computation(self, line: str, lineno: int) -> HloComputation | None:
         stripped = line.strip()
+        if self.header_open:
+            self.module.header += " " + stripped
+            self.header_open = any(_open_brackets(self.module.header))
+            return None
+        if self.in_comment or stripped.startswith("/*"):
+            self._comment(stripped)
+            return None
         if not stripped or stripped.startswith("//"):
             self.table = None
+            if stripped.startswith("// -----") and self.module is not None and self.module.computations:
+                self._finish_module()  # XLA's test files: each chunk is a module, with or without 'HloModule'
+                self.module = None
             return None
         if self._save_tensors_wrapper(stripped, lineno, line):
             return None
@@ -193,6 +458,7 @@ class _Parser:
             self.module = HloModule(match.group(1), stripped, self.path, lineno)
             self.modules.append(self.module)
             self.table = None
+            self.header_open = any(_open_brackets(stripped))
             return None
         if stripped in _STACK_TABLES and self.module is not None:
             self.table = self.module.stack_tables.setdefault(stripped, {})
@@ -223,6 +489,7 @@ class _Parser:
         if is_entry:
             self.module.entry = comp
         self.comp = comp
+        self._reset_computation()
         return comp
 
     def _save_tensors_wrapper(self, stripped: str, lineno: int, line: str) -> bool:
@@ -252,6 +519,8 @@ class _Parser:
         if module.entry is None:  # XLA takes the last computation as the entry
             module.entry = module.computations[-1]
             module.entry.is_entry = True
+        if not module.header and not module.name:  # no 'HloModule' line: XLA names the module after its entry
+            module.name = f"module_{module.entry.name}"
         uniquify_instruction_names(module)
         names = module.computations_by_name
         if len(names) != len(module.computations):

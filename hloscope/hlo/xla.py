@@ -3,20 +3,41 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 from hloscope.hlo.load import LoadedModule
-from hloscope.native_stderr import quiet_native_stderr
 
 
-@lru_cache(maxsize=1)
-def _cpu_client():
-    from jaxlib import _jax
+def run_isolated(texts: list[str], what: str = "cost", timeout: float = 600.0) -> list[dict]:
+    """XLA's parser (`what="view"`) or parser + HloCostAnalysis on the CPU client (`what="cost"`) for each text, in a
+    child process (hloscope.hlo.xla_worker): XLA CHECK-fails (SIGABRT) or crashes on some text its parser half
+    accepts, and that must never take hloscope down. A text that kills the child gets {"error": "XLA crashed ..."}
+    and the child is restarted for the texts after it. Raises ImportError without jaxlib."""
+    import importlib.util
+    import json
+    import subprocess
+    import sys
 
-    if not hasattr(_jax, "get_tfrt_cpu_client"):
-        return None
-    with quiet_native_stderr():
-        return _jax.get_tfrt_cpu_client()
+    if importlib.util.find_spec("jaxlib") is None:
+        raise ImportError("jaxlib")
+    results: list[dict] = []
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "JAX_PLATFORMS": "cpu"}
+    while len(results) < len(texts):
+        pending = texts[len(results):]
+        payload = "".join(json.dumps({"text": text, "what": what}) + "\n" for text in pending)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "hloscope.hlo.xla_worker"], input=payload, capture_output=True,
+                                  text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            results.extend({"error": f"XLA's analysis did not finish in {timeout:.0f} s"} for _ in pending)
+            break
+        for line in proc.stdout.splitlines():
+            if line.startswith("{"):
+                results.append(json.loads(line))
+        if len(results) < len(texts):  # the child died on texts[len(results)]
+            detail = next((ln[ln.index("Check failed"):].strip() for ln in proc.stderr.splitlines() if "Check failed" in ln), "")
+            how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+            results.append({"error": f"XLA crashed ({how}) on this module" + (f": {detail[:160]}" if detail else "")})
+    return results
 
 
 def module_text(loaded: LoadedModule) -> str:
@@ -37,24 +58,32 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
     'unknown_custom_calls': the custom calls in the module, which that analysis cannot cost and counts as -1 FLOP and
     -1 byte each (HloCostAnalysis::HandleCustomCall marks them "unknown"), so that readers can take those out.
     None without jaxlib; when XLA refuses the module the reason is under 'error'; for huge modules under 'skipped'."""
-    try:
-        from jaxlib import _hlo, _jax
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("jaxlib") is None:
         return None
     if os.path.getsize(loaded.file) > MAX_XLA_TEXT_BYTES:
         return {"skipped": f"file over {MAX_XLA_TEXT_BYTES // 1_000_000} MB: XLA's parser would need too much memory"}
-    try:
-        client = _cpu_client()
-        if client is None:
-            return None
-        text = module_text(loaded)
-        module = _hlo.hlo_module_from_text(text)
-        raw = _jax.hlo_module_cost_analysis(client, module)
-    except Exception as error:  # XLA raises its own status errors; they must not stop hloscope's own analysis
-        return {"error": str(error).splitlines()[0][:200]}
+    result = run_isolated([module_text(loaded)], "cost")[0]
+    if "error" in result:  # XLA refused the module or died on it: hloscope's own analysis goes on
+        if "crashed" in result["error"]:  # one line, like hloscope's other warnings
+            import sys
+
+            sys.stderr.write(f"hloscope: warning: {loaded.file}: {result['error']}; XLA's figures left empty\n")
+        return {"error": result["error"]}
     return {
-        "flops": float(raw.get("flops", 0.0)),
-        "transcendentals": float(raw.get("transcendentals", 0.0)),
-        "bytes_accessed": float(raw.get("bytes accessed", 0.0)),
+        **result,
         "unknown_custom_calls": sum(1 for instr in loaded.module.all_instructions() if instr.opcode == "custom-call"),
     }
+
+
+def _cpu_client():
+    """XLA's CPU client in this process (for callers that run XLA themselves; hlo stats uses run_isolated)."""
+    from jaxlib import _jax
+
+    from hloscope.native_stderr import quiet_native_stderr
+
+    if not hasattr(_jax, "get_tfrt_cpu_client"):
+        return None
+    with quiet_native_stderr():
+        return _jax.get_tfrt_cpu_client()
