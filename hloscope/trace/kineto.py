@@ -38,10 +38,14 @@ from hloscope.trace.model import (
     execution_kind,
 )
 
-_DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET}
-_RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime"}
+# Kineto's activity categories (libkineto ActivityType names), and those of PyTorch 1.8/1.9 traces (2021): "Kernel",
+# "Memcpy", "Memset", "Runtime", "Operator". MTIA's device work is "mtia_ccp_events", Habana's "hpu_op".
+_DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET, "Kernel": KERNEL, "Memcpy": MEMCPY,
+                "Memset": MEMSET, "mtia_ccp_events": KERNEL, "hpu_op": KERNEL}
+_RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime", "xpu_driver",
+                 "privateuse1_runtime", "privateuse1_driver", "Runtime"}
 # Host categories of PyTorch's profiler whose kind the category alone decides (step markers aside).
-_KINETO_HOST_CATS = {"cpu_op": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
+_KINETO_HOST_CATS = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
                      **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 _NO_ARGS: dict = {}
