@@ -89,11 +89,17 @@ def test_xprof_trace_viewer_shows_every_event_with_a_duration(alexnet):
     _, xplane, _ = alexnet
     data, content_type = raw_to_tool_data.xspace_to_tool_data([str(xplane)], "trace_viewer", {})
     assert content_type == "application/json"
-    shown = Counter(e["name"] for e in json.loads(data)["traceEvents"] if e.get("ph") == "X")
+    trace = json.loads(data)["traceEvents"]
+    lines = {(e["pid"], e.get("tid")): e["args"]["name"] for e in trace if e.get("name") == "thread_name"}
+    derived = {key for key, name in lines.items() if name.startswith("Framework Ops")}
+    shown = Counter(e["name"] for e in trace if e.get("ph") == "X" and (e["pid"], e.get("tid")) not in derived)
     # XProf's trace viewer leaves out zero-length events (docs/tensorboard.md); every other event is drawn.
     expected = Counter(name for _, _, name, duration, _ in profile_events(xplane) if duration > 0)
     assert shown == expected
     assert sum(shown.values()) == 728
+    # From the kernels' `tf_op` (the aten op around each launch) XProf derives a "Framework Ops" line on the GPU.
+    framework = Counter(e["name"] for e in trace if e.get("ph") == "X" and (e["pid"], e.get("tid")) in derived)
+    assert framework and set(framework) <= {n for _, _, n, _, s in profile_events(xplane) if s.get("kineto_category") == "cpu_op"}
 
 
 def test_xprof_kernel_stats_read_the_launch_details(alexnet):

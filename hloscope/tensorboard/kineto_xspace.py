@@ -159,6 +159,7 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
         result.events += 1
 
     _name_host_lines(host_plane, thread_names, process_names)
+    _add_xprof_grouping(host_plane, gpu_planes)
     planes = [host_plane, *gpu_planes.values()]
     # Times start at 0, as in JAX's own xplanes: XProf computes in picoseconds, and Kineto's wall-clock nanoseconds
     # (~1.8e18) times 1000 overflow 64 bits. The wall-clock start is kept as a stat of the host plane.
@@ -169,6 +170,102 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
     for plane in planes:
         plane.finish(origin_ns)
     return result
+
+
+# XProf's derived "Steps" line on a device plane (tsl's kThreadIdStepInfo): its events, one per step with `group_id`,
+# are the device step markers XProf's step database is built from. tsl declares it `constexpr int = 0xdeadbeef`, so
+# as the int64 line id it is compared with, it is negative.
+STEPS_LINE_ID = 0xDEADBEEF - 2**32
+# Host events that launch device work: the kernel's step is the step of its launch.
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime"})
+
+
+def _step_number(name: str) -> int | None:
+    if name.startswith("ProfilerStep#") and name[len("ProfilerStep#") :].isdigit():
+        return int(name[len("ProfilerStep#") :])
+    return None
+
+
+def tf_op_fullname(op: str) -> str:
+    """XProf's `tf_op` stat for a PyTorch op: the op's own name. XProf parses it as "name:type" split at the first ':';
+    `aten::mm` is neither a TensorFlow nor a JAX op type, so XProf keeps the whole string as the op name with an
+    unknown type (its tables show `aten::mm`, type "Unknown")."""
+    return op
+
+
+def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> None:
+    """Add the stats XProf's step, op and kernel tools read, as its own grouping pass would have written them.
+
+    XProf groups events into steps only when no plane has a `group_id` stat yet (tsl's IsXSpaceGrouped), from
+    TensorFlow/JAX root events PyTorch does not write; so the grouping is done here, the way `hloscope trace stats`
+    assigns steps (hloscope/trace/steps.py):
+    - every `ProfilerStep#N` gets `group_id` N and `step_name` N (XProf's implicit host step marker); every host event
+      that starts inside a step's marker gets that step's `group_id` (host-only traces: XProf's step is the marker);
+    - a device event gets the `group_id` of the step in which its launch (same `correlation_id`) started, or, without
+      a launch record, of the last step that started before it; each GPU plane gets a "Steps" line (XProf's derived
+      step line) with one event per step spanning that step's device events (GPU traces: XProf's step time);
+    - `tf_op` ("name:type", see `tf_op_fullname`) on every `cpu_op` event (framework op stats' host side) and on
+      every device event: the innermost `cpu_op` around its launch on the launching thread (device side, op profile,
+      kernel stats' op name).
+    """
+    from hloscope.trace.steps import StepLocator, step_windows
+
+    markers = []
+    for line in host_plane.lines.values():
+        for start, duration_ps, name, _ in line.events:
+            number = _step_number(name)
+            if number is not None:
+                markers.append((number, start, start + duration_ps // 1000))
+    windows = step_windows(markers)
+    locator = StepLocator(windows)
+    launches: dict[int, tuple[int, str | None]] = {}  # correlation id -> (launch start ns, innermost cpu_op)
+    for line in host_plane.lines.values():
+        ops: list[tuple[int, int]] = []  # stack of open cpu_ops: (end ns, index into line.events)
+        for index, (start, duration_ps, name, args) in enumerate(sorted(line.events, key=lambda e: (e[0], -e[1]))):
+            number = _step_number(name)
+            if number is not None:
+                args["group_id"] = number
+                args["step_name"] = str(number)
+            elif windows:
+                step = locator.index_at(start)
+                if step is not None:
+                    args["group_id"] = windows[step].number
+            while ops and ops[-1][0] <= start:
+                ops.pop()
+            category = args.get("kineto_category")
+            if category == "cpu_op":
+                args["tf_op"] = tf_op_fullname(name)
+                ops.append((start + duration_ps // 1000, name))
+            elif category in LAUNCH_CATEGORIES:
+                correlation = args.get("correlation_id")
+                if isinstance(correlation, int) and correlation > 0:
+                    launches[correlation] = (start, ops[-1][1] if ops else None)
+    for plane in gpu_planes.values():
+        spans: dict[int, list[int]] = {}  # step number -> [first start ns, last end ns]
+        for line in plane.lines.values():
+            for start, duration_ps, _, args in line.events:
+                if args.get("kineto_category") == "gpu_user_annotation":
+                    continue
+                launch = launches.get(args.get("correlation_id"))
+                if launch is not None and launch[1] is not None:
+                    args["tf_op"] = tf_op_fullname(launch[1])
+                if not windows:
+                    continue
+                step = locator.index_at(launch[0]) if launch is not None else None
+                if step is None:
+                    step = locator.last_started(start)
+                if step is None:
+                    continue
+                number = windows[step].number
+                args["group_id"] = number
+                end = start + duration_ps // 1000
+                span = spans.setdefault(number, [start, end])
+                span[0], span[1] = min(span[0], start), max(span[1], end)
+        if spans:
+            steps = plane.line("xprof steps", "Steps")
+            steps.id = STEPS_LINE_ID
+            for number, (start, end) in sorted(spans.items()):
+                steps.events.append((start, (end - start) * 1000, str(number), {"group_id": number}))
 
 
 def _remember_name(event: Mapping[str, Any], threads: dict, processes: dict) -> None:
