@@ -47,7 +47,7 @@ def hand_stepper(mode: str, model: str, batch_size: int):
         return step
     import torch
 
-    from hloscope.backends.torch_common import build_model
+    from hloscope.backends.torch_workload import build_model
 
     if mode.startswith("torch_xla"):
         import torch_xla

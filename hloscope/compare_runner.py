@@ -20,7 +20,8 @@ from typing import Callable
 
 from hloscope.backends.base import RunOptions
 from hloscope.errors import InputError
-from hloscope.rundir import MODE_DIRS, RUN_FILE, SCHEMA_VERSION, load_run, write_comparison, write_run
+from hloscope.modes import get_mode
+from hloscope.rundir import RUN_FILE, SCHEMA_VERSION, load_run, write_comparison, write_run
 
 STDERR_TAIL_LINES = 15
 
@@ -35,13 +36,13 @@ class ModeOutcome:
 
 def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     """`python -m hloscope run ...` for one mode, writing its run directory inside the comparison directory."""
-    framework, _, compiled = options.mode.partition("+")
-    command = [sys.executable, "-m", "hloscope", "run", "--mode", framework, "--model", options.model,
+    mode = get_mode(options.mode)
+    command = [sys.executable, "-m", "hloscope", "run", "--mode", mode.framework, "--model", options.model,
                "--batch-size", str(options.batch_size), "--steps", str(options.steps), "--warmup", str(options.warmup),
                "--precision", options.precision, "--device", options.device, "--data", options.data,
-               "--seed", str(options.seed), "--out", str(comparison_dir), "--run-id", MODE_DIRS[options.mode],
+               "--seed", str(options.seed), "--out", str(comparison_dir), "--run-id", mode.dir_name,
                "--profile-steps", str(options.profile_steps), "--json"]
-    command += ["--compile-model"] if compiled else []
+    command += ["--compile-model"] if mode.compile else []
     command += ["--dump-hlo"] if options.dump_hlo else []
     command += ["--profile"] if options.profile else []
     command += ["--keep-all"] if options.keep_all else []
@@ -88,7 +89,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     A Ctrl-C reaches the child too (same process group): the child records `interrupted`, we wait for it, re-raise."""
     logs = comparison_dir / "logs"
     logs.mkdir(exist_ok=True)
-    stderr_log = logs / f"{MODE_DIRS[options.mode]}.stderr.log"
+    stderr_log = logs / f"{get_mode(options.mode).dir_name}.stderr.log"
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
     start = time.perf_counter()
     with open(stderr_log, "wb") as err:
@@ -104,7 +105,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
                         child.kill()
                         child.wait()
                         break
-                    on_poll(child_phase(comparison_dir / MODE_DIRS[options.mode]))
+                    on_poll(child_phase(comparison_dir / get_mode(options.mode).dir_name))
         except KeyboardInterrupt:
             try:
                 child.wait(timeout=30)
@@ -118,7 +119,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
 def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome | None, status: str = "failed",
                reason: str | None = None) -> dict:
     """The mode's final run record. A child that died before writing its final run.json gets one written for it."""
-    run_dir = comparison_dir / MODE_DIRS[options.mode]
+    run_dir = comparison_dir / get_mode(options.mode).dir_name
     record = None
     if (run_dir / RUN_FILE).is_file():
         try:
@@ -204,7 +205,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         for mode in modes:
             if mode in done:
                 continue
-            started = (comparison_dir / MODE_DIRS[mode]).is_dir()
+            started = (comparison_dir / get_mode(mode).dir_name).is_dir()
             record = settle_run(options_for(mode), comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
                                 "not started: the comparison was interrupted (Ctrl-C)")

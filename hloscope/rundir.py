@@ -22,14 +22,6 @@ SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
 COMPARISON_FILE = "comparison.json"
 
-# Mode name (what the user types) -> directory name inside a comparison (filesystem- and shell-friendly).
-MODE_DIRS: dict[str, str] = {
-    "pytorch": "pytorch",
-    "pytorch+compile": "pytorch_compile",
-    "torch_xla": "torch_xla",
-    "torch_xla+compile": "torch_xla_compile",
-    "jax": "jax",
-}
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled")
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
                   "memory_analysis", "live_range", "llvm_ir", "object_file", "other")

@@ -35,7 +35,7 @@ UNSAFE_ATTRIBUTE_CALLS = {("torch", "load"), ("np", "load"), ("numpy", "load"), 
 # importlib.import_module is used with fixed tables of hloscope's own module names only:
 IMPORT_MODULE_ALLOWED = {
     "hloscope/cli/__init__.py": "COMMANDS[name][0]",  # the CLI's fixed command table
-    "hloscope/backends/driver.py": "MODE_MODULES[options.mode]",  # the fixed mode -> backend module table
+    "hloscope/modes.py": "module_name",  # the mode registry's own "module:attribute" paths
     "hloscope/tensorboard/xplane_proto.py": "module_name",  # loops over the constant PYTHON_MODULES tuple
     # kind is "diff" or "explain" (the calling command), form one of click's --format choices
     "hloscope/render/output.py": "f\"hloscope.render.{kind}_{('term' if form == 'terminal' else form)}\"",

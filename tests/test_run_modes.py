@@ -71,6 +71,18 @@ def test_each_run_json_is_complete_and_the_loss_falls(runs, mode):
     assert record["memory"]["peak_host_rss_bytes"] > 0
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_each_run_is_what_its_registry_entry_says(runs, mode):
+    from hloscope.modes import get_mode
+
+    entry, record = get_mode(mode), runs[mode]
+    assert record["config"]["compile_model"] is entry.compile
+    assert Path(record["_dir"]).name == entry.dir_name
+    assert record["graph"]["kind"] == entry.dumps
+    assert entry.trace_format in {a.get("format") for a in record["artifacts"] if a["kind"] == "trace"}
+    assert set(record["environment"]["frameworks_imported"]) - {"jax"} <= set(entry.imports)
+
+
 def test_each_process_imports_only_its_own_framework(runs):
     imported = {mode: set(record["environment"]["frameworks_imported"]) for mode, record in runs.items()}
     assert imported["jax"] == {"jax"}

@@ -70,7 +70,7 @@ def test_torch_xla_wait_syncs_and_waits_for_device_ops(monkeypatch):
     session = TorchXlaSession.__new__(TorchXlaSession)
     session.options = type("O", (), {"warmup": 0, "compile_model": True})()
     session.current_index = 5
-    session.torch_xla = type("T", (), {"sync": staticmethod(lambda: calls.append("sync"))})()
+    session.workload = type("W", (), {"sync": staticmethod(lambda: calls.append("sync"))})()  # torch_xla.sync
     session.xm = type("X", (), {"wait_device_ops": staticmethod(lambda: calls.append("wait_device_ops"))})()
     session.wait(object())
     assert calls == ["sync", "wait_device_ops"]

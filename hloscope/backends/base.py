@@ -9,14 +9,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ContextManager
 
 from hloscope.models.presets import VitPreset, get_preset
+from hloscope.modes import get_mode
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    mode: str = "jax"                 # one of hloscope.backends.ALL_MODES
+    mode: str = "jax"                 # a name in the mode registry (hloscope.modes)
     model: str = "vit-base"
     batch_size: int = 32
     steps: int = 50
@@ -38,7 +39,7 @@ class RunOptions:
 
     @property
     def compile_model(self) -> bool:
-        return self.mode.endswith("+compile")
+        return get_mode(self.mode).compile
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -83,9 +84,21 @@ class ProfileResult:
 
 class Session:
     """One mode's training loop pieces. The shared driver calls: setup, step/wait/loss_of (timed loop), compile_counts
-    (before and after the timed window), memory, profile, artifacts, info, close."""
+    (before and after the timed window), memory, profile, artifacts, info, close.
+
+    `memory` and `profile` are written once, here; a mode supplies their hooks: `device_memory`, and `profiler` (start
+    and stop its profiler around the profiled steps), `step_marker` (its per-step marker) and the `profile_*`
+    descriptions."""
 
     profiling = False  # True while profile() runs (the driver sets it): the host phases are annotated only then
+
+    # run.json `profile`: how this mode's step marker is named, the host phases it annotates, notes
+    profile_step_marker = ""
+    profile_annotations: dict[str, str] = {"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION}
+    profile_notes: tuple[str, ...] = ()
+    profile_lead_in_steps = 0  # steps the profiler runs before it records (Kineto's schedule warm-up): not recorded
+    # run.json `memory.source` when the device reports no memory statistics
+    host_memory_source = "peak host RSS (the device reports no memory statistics)"
 
     def __init__(self, options: RunOptions, run_dir: Path):
         self.options = options
@@ -128,11 +141,52 @@ class Session:
     def window_starting(self) -> None:
         """Called after the warm-up, just before the timed window (outside the timed region)."""
 
+    # -- memory -------------------------------------------------------------------------------------------------------
+    def device_memory(self) -> dict | None:
+        """The device's peak memory as run.json `memory` fields (with `source`), or None where it reports none."""
+        return None
+
     def memory(self) -> dict:
-        return host_memory()
+        """run.json `memory`: this process's peak RSS, and the device's peak where the framework reports it."""
+        memory = host_memory()
+        device = self.device_memory()
+        if device:
+            memory.update(device)
+        else:
+            memory["source"] = self.host_memory_source
+        return memory
+
+    # -- profile ------------------------------------------------------------------------------------------------------
+    def profiler(self, result: ProfileResult, first: int, steps: int) -> ContextManager:
+        """Context manager that records a trace of the steps run inside it into the run directory and, on a normal
+        exit, lists the files written in `result.artifacts`. `first` is the first profiled step's index."""
+        raise NotImplementedError
+
+    def step_marker(self, index: int) -> ContextManager:
+        """Context manager that marks profiled step `index` in the trace (its step marker)."""
+        raise NotImplementedError
 
     def profile(self, steps: int) -> ProfileResult:
-        raise NotImplementedError
+        """`steps` more steps after the timed window, under the mode's profiler. In every mode the step marker wraps
+        exactly the timed step: marker opens, timer starts, batch, step, wait, timer stops, marker closes. Steps are
+        numbered like the run's (the first profiled step is `warmup + steps`), so the profiler's warm-up step is the
+        marker with the smallest number."""
+        result = ProfileResult(step_marker=self.profile_step_marker, annotations=dict(self.profile_annotations),
+                               notes=list(self.profile_notes))
+        first = self.options.warmup + self.options.steps
+        lead_in = self.profile_lead_in_steps
+        with self.profiler(result, first, steps):
+            for offset in range(lead_in + steps):
+                index = first + offset
+                with self.step_marker(index):
+                    start = time.perf_counter()
+                    outputs = self.step(index)
+                    self.wait(outputs)
+                    seconds = time.perf_counter() - start
+                if offset >= lead_in:
+                    result.step_times_s.append(seconds)
+                    result.step_numbers.append(index)
+        return result
 
     def artifacts(self) -> list[dict]:
         """Artifacts written during the run (HLO, kernels), after the timed window. Paths relative to run_dir."""

@@ -7,7 +7,6 @@ or `interrupted` (Ctrl-C) with every step measured so far. Writes are atomic (se
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
 import signal
@@ -17,11 +16,11 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from hloscope.backends import MODE_MODULES
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
 from hloscope.environment import collect_environment, env_vars
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -35,7 +34,9 @@ TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
 TEST_HOST_DELAY_ENV = "HLOSCOPE_TEST_HOST_DELAY_S"
 
 
-FRAMEWORK_MODULES = ("torch", "torch_xla", "jax", "tensorflow")
+# The frameworks a run process may have loaded (environment.frameworks_imported): every mode's, and TensorFlow, which
+# none needs (transformers would load it if let).
+FRAMEWORK_MODULES = (*FRAMEWORK_IMPORTS, "tensorflow")
 
 
 class ModeFailed(HloscopeError):
@@ -84,9 +85,8 @@ def host_delay_hook() -> float | None:
 
 
 def load_session(options: RunOptions, run_dir: Path) -> Session:
-    """Import the mode's module (which imports its framework) and build its Session."""
-    module = importlib.import_module(MODE_MODULES[options.mode])
-    return module.create_session(options, run_dir)
+    """Import the mode's Session class (its module imports its framework) and build it."""
+    return resolve(get_mode(options.mode).session)(options, run_dir)
 
 
 def _crash_hook(mode: str) -> str | None:

@@ -7,15 +7,14 @@ its backend. StableHLO comes from `jit(...).lower(...).as_text()`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
 from hloscope.backends import xla_dump
-from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, WAIT_ANNOTATION, ProfileResult, RunOptions, Session,
-                                    host_memory, thread_settings)
+from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, WAIT_ANNOTATION, ProfileResult, Session,
+                                    thread_settings)
 from hloscope.errors import MissingDependency, UsageError
 
 try:
@@ -27,10 +26,6 @@ from hloscope.backends.data import POOL_SIZE, synthetic_pool, torch_loader
 from hloscope.backends.jax_workload import build_jax_workload, to_nhwc
 
 DUMP_DIR = ".xla_dump"  # inside the run directory while the run lasts; its kept files move to hlo/
-
-
-def create_session(options: RunOptions, run_dir: Path) -> "JaxSession":
-    return JaxSession(options, run_dir)
 
 
 def pick_device(choice: str):
@@ -56,6 +51,8 @@ def keep_transformers_off_torch() -> None:
 
 
 class JaxSession(Session):
+    profile_step_marker = f"{STEP_MARKER} (jax.profiler.StepTraceAnnotation, step_num = N)"
+
     def setup(self) -> None:
         options = self.options
         if options.data == "device":
@@ -115,32 +112,24 @@ class JaxSession(Session):
     def compile_counts(self) -> dict[str, int]:
         return {"xla_compiles": self.compiles, "jit_cache_entries": self.train_step._cache_size()}
 
-    def memory(self) -> dict:
-        memory = host_memory()
+    def device_memory(self) -> dict | None:
         stats = self.device.memory_stats()  # None on the CPU
-        if stats:
-            memory.update({"device_peak_bytes": stats.get("peak_bytes_in_use"),
-                           "device_bytes_limit": stats.get("bytes_limit"), "source": "jax Device.memory_stats()"})
-        else:
-            memory["source"] = "peak host RSS (the device reports no memory statistics)"
-        return memory
+        if not stats:
+            return None
+        return {"device_peak_bytes": stats.get("peak_bytes_in_use"), "device_bytes_limit": stats.get("bytes_limit"),
+                "source": "jax Device.memory_stats()"}
 
-    def profile(self, steps: int) -> ProfileResult:
-        """Trace `steps` more steps with JAX's profiler. Each step's StepTraceAnnotation wraps exactly the timed part:
-        fetching the batch (hloscope/input), the dispatch and the device wait (hloscope/wait)."""
-        result = ProfileResult(step_marker=f"{STEP_MARKER} (jax.profiler.StepTraceAnnotation, step_num = N)",
-                               annotations={"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION})
+    @contextlib.contextmanager
+    def profiler(self, result: ProfileResult, first: int, steps: int):
+        """JAX's profiler (xplane.pb under <run>/plugins/profile/<timestamp>/)."""
         before = xla_dump.list_profile_files(self.run_dir)
         with jax.profiler.trace(str(self.run_dir)):
-            for offset in range(steps):
-                index = self.options.warmup + self.options.steps + offset
-                with jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=index):
-                    start = time.perf_counter()
-                    self.wait(self.step(index))
-                    result.step_times_s.append(time.perf_counter() - start)
-                result.step_numbers.append(index)
+            yield
         result.artifacts = xla_dump.find_profile_files(self.run_dir, before)
-        return result
+
+    def step_marker(self, index: int):
+        """StepTraceAnnotation around the batch (hloscope/input), the dispatch and the device wait (hloscope/wait)."""
+        return jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=index)
 
     def artifacts(self) -> list[dict]:
         if not self.options.dump_hlo:

@@ -1,14 +1,13 @@
-"""Pieces shared by the PyTorch and PyTorch/XLA modes: the HuggingFace model, SGD, synthetic batches, precision."""
+"""Pieces shared by the PyTorch and PyTorch/XLA modes: importing torch, precision checks, and their common Session
+(the step itself is `hloscope.backends.torch_workload`)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from hloscope.backends.base import INPUT_ANNOTATION, Session, thread_settings
 from hloscope.errors import MissingDependency, UsageError
-from hloscope.models.presets import VitPreset
-
-LEARNING_RATE = 0.01  # same as the JAX mode
 
 
 def import_torch():
@@ -28,27 +27,6 @@ def keep_transformers_off_jax() -> None:
         os.environ.setdefault("USE_TF", "0")
 
 
-def build_model(preset: VitPreset, seed: int):
-    """HuggingFace ViTForImageClassification (NCHW input) with eager attention, on the CPU, seeded."""
-    torch = import_torch()
-    try:
-        from transformers import ViTConfig, ViTForImageClassification
-    except ImportError as error:
-        raise MissingDependency("transformers<5", str(error)) from None
-    torch.manual_seed(seed)
-    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
-    return ViTForImageClassification(config)
-
-
-def device_pool(preset: VitPreset, batch_size: int, seed: int, device):
-    """The shared synthetic pool (same numbers as the JAX mode) as torch tensors on `device`."""
-    torch = import_torch()
-    from hloscope.backends.data import synthetic_pool
-
-    return [(torch.from_numpy(images).to(device), torch.from_numpy(labels).long().to(device))
-            for images, labels in synthetic_pool(preset, batch_size, seed)]
-
-
 def check_precision(precision: str) -> None:
     if precision not in ("fp32", "tf32", "bf16"):
         raise UsageError(f"unknown precision {precision!r}; choose fp32, tf32 or bf16")
@@ -56,3 +34,36 @@ def check_precision(precision: str) -> None:
 
 def loss_of(outputs) -> float:
     return float(outputs.detach().float().cpu().item())
+
+
+class TorchSession(Session):
+    """A mode whose step is the shared PyTorch workload (`self.workload`, built in the subclass's setup): fetch the
+    batch (hloscope/input), the test hook's host delay, then the train step, returned without waiting."""
+
+    workload = None  # hloscope.backends.torch_workload.TorchWorkload, set by setup()
+
+    def batch_count(self) -> int:
+        """Batches a --data loader run draws: every warm-up, timed and profiled step, and Kineto's lead-in step."""
+        return self.options.warmup + self.options.steps + self.options.profile_steps + 2
+
+    def step(self, index: int):
+        with self.annotate(INPUT_ANNOTATION):
+            images, labels = self.workload.batch(index)
+        self.test_host_delay()
+        return self.workload.train_step(images, labels)
+
+    def loss_of(self, outputs) -> float:
+        return loss_of(outputs)
+
+    @property
+    def model(self):
+        return self.workload.model
+
+    @property
+    def attn_implementation(self) -> str | None:
+        return self.workload.attn_implementation if self.workload is not None else None
+
+    def torch_threads(self) -> dict:
+        torch = import_torch()
+        return thread_settings(torch_num_threads=torch.get_num_threads(),
+                               torch_num_interop_threads=torch.get_num_interop_threads())

@@ -14,26 +14,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from importlib import metadata
 from pathlib import Path
 
 from hloscope.backends import check_torch_xla_cuda, xla_dump
 from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, SYNC_ANNOTATION, WAIT_ANNOTATION, ProfileResult,
-                                    RunOptions, Session, host_memory, thread_settings)
-from hloscope.backends.torch_common import (LEARNING_RATE, build_model, check_precision, device_pool, import_torch,
-                                           keep_transformers_off_jax, loss_of)
+                                    RunOptions)
+from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
+from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import MissingDependency
 
-torch = import_torch()
+import_torch()  # a missing torch fails here, with its install line, before any setup
 
 DUMP_DIR = ".xla_dump"
 PRECISIONS = {"fp32": "highest", "tf32": "high", "bf16": "default"}  # torch_xla.backends.set_mat_mul_precision
 COMPILE_KWARGS = {"backend": "openxla", "mode": None, "fullgraph": False, "dynamic": None}  # torch.compile's defaults
-
-
-def create_session(options: RunOptions, run_dir: Path) -> "TorchXlaSession":
-    return TorchXlaSession(options, run_dir)
 
 
 def torch_xla_version() -> str:
@@ -65,7 +60,10 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
     return os.environ["PJRT_DEVICE"]
 
 
-class TorchXlaSession(Session):
+class TorchXlaSession(TorchSession):
+    profile_step_marker = f"{STEP_MARKER} (torch_xla profiler TraceMe, step_num = N, as xp.StepTrace)"
+    profile_annotations = {"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION, "wait": WAIT_ANNOTATION}
+
     def setup(self) -> None:
         options = self.options
         keep_transformers_off_jax()
@@ -85,38 +83,17 @@ class TorchXlaSession(Session):
         self.device = torch_xla.device()
         self.module_phase: dict[str, str] = {}  # dump module name -> phase it was compiled in ("setup", "step 3", ...)
         self.step_hashes: dict[int, str] = {}
-        model = build_model(options.preset, options.seed).to(self.device)
-        model.train()
-        self.optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-        if options.compile_model:
-            model = torch.compile(model, **COMPILE_KWARGS)
-        self.attn_implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
-        self.model = model
-        if options.data == "device":
-            self.pool = device_pool(options.preset, options.batch_size, options.seed, self.device)
-        else:
-            from hloscope.backends.data import torch_loader
-
-            n_batches = options.warmup + options.steps + options.profile_steps + 2
-            self.batches = iter(torch_loader(options.preset, options.batch_size, n_batches, options.seed))
+        self.workload = build_torch_workload(options.preset, options.batch_size, options.seed, self.device,
+                                             precision=options.precision, autocast_device="xla",
+                                             compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
+                                             sync=torch_xla.sync, data=options.data, n_batches=self.batch_count())
         torch_xla.sync()
         xm.wait_device_ops()
         self._note_new_modules("setup")
         self.graph = {"kind": "xla", "module": "SyncTensorsGraph" if not options.compile_model else "dynamo/openxla"}
         self.current_index = -1
 
-    # -- the step ----------------------------------------------------------------------------------------------------
-    def _batch(self, index: int):
-        if self.options.data == "device":
-            return self.pool[index % len(self.pool)]
-        images, labels = next(self.batches)
-        return images.to(self.device), labels.to(self.device)
-
-    def _autocast(self):
-        if self.options.precision != "bf16":
-            return contextlib.nullcontext()
-        return torch.autocast("xla", dtype=torch.bfloat16)
-
+    # -- the step (hloscope.backends.torch_workload; the graph is cut and dispatched in wait) ---------------------------
     def annotation(self, name: str, **metadata):
         # torch_xla's profiler event (what xp.Trace / xp.StepTrace record) without xp.Trace's IR scope and JAX named
         # scope, so that annotating a profiled step cannot change the graph it traces.
@@ -124,15 +101,7 @@ class TorchXlaSession(Session):
 
     def step(self, index: int):
         self.current_index = index
-        with self.annotate(INPUT_ANNOTATION):
-            images, labels = self._batch(index)
-        self.test_host_delay()
-        self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            loss = self.model(pixel_values=images, labels=labels).loss
-        loss.backward()
-        self.optimizer.step()
-        return loss
+        return super().step(index)
 
     def wait(self, outputs) -> None:
         in_warmup = self.current_index < self.options.warmup
@@ -140,14 +109,11 @@ class TorchXlaSession(Session):
             tensors = [outputs] + [p for p in self.model.parameters()]
             self.step_hashes[self.current_index] = self.torch_xla._XLAC._get_graph_hash(tensors).hex()
         with self.annotate(SYNC_ANNOTATION):
-            self.torch_xla.sync()
+            self.workload.sync()
         with self.annotate(WAIT_ANNOTATION):
             self.xm.wait_device_ops()
         if in_warmup:
             self._note_new_modules(f"step {self.current_index}")
-
-    def loss_of(self, outputs) -> float:
-        return loss_of(outputs)
 
     def window_starting(self) -> None:
         # The graphs the window runs were compiled (with their op_name metadata) during the warm-up; recording Python
@@ -194,48 +160,36 @@ class TorchXlaSession(Session):
                                 extra=lambda entry: {"phase": self.module_phase.get(entry["module"], "after window")})
 
     # -- memory, profile, info ----------------------------------------------------------------------------------------
-    def memory(self) -> dict:
-        memory = host_memory()
+    def device_memory(self) -> dict | None:
         try:
             info = self.xm.get_memory_info(self.device)
         except RuntimeError:  # the CPU client implements no allocator statistics
-            info = None
-        if info and info.get("peak_bytes_used") is not None:
-            memory.update({"device_peak_bytes": info["peak_bytes_used"], "device_bytes_limit": info.get("bytes_limit"),
-                           "source": "xm.get_memory_info()"})
-        else:
-            memory["source"] = "peak host RSS (the device reports no memory statistics)"
-        return memory
+            return None
+        if not info or info.get("peak_bytes_used") is None:
+            return None
+        return {"device_peak_bytes": info["peak_bytes_used"], "device_bytes_limit": info.get("bytes_limit"),
+                "source": "xm.get_memory_info()"}
 
-    def profile(self, steps: int) -> ProfileResult:
-        """XLA profiler (xplane.pb under <run>/plugins/profile/<timestamp>/). Each step's marker is the event
-        xp.StepTrace records (`train_step`, step_num N) and wraps exactly the timed part, as in the other modes: the
-        batch (hloscope/input), tracing the step, the graph sync (hloscope/sync) and the device wait (hloscope/wait).
-        xp.StepTrace itself would sync on exit, after the work it marks; the sync here is the step's own, inside."""
+    @contextlib.contextmanager
+    def profiler(self, result: ProfileResult, first: int, steps: int):
+        """XLA profiler (xplane.pb under <run>/plugins/profile/<timestamp>/), through torch_xla's profiler server."""
         import torch_xla.debug.profiler as xp
 
-        result = ProfileResult(step_marker=f"{STEP_MARKER} (torch_xla profiler TraceMe, step_num = N, as xp.StepTrace)",
-                               annotations={"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION,
-                                            "wait": WAIT_ANNOTATION})
         before = xla_dump.list_profile_files(self.run_dir)
         if not getattr(TorchXlaSession, "_profiler_server", None):
             TorchXlaSession._profiler_server = xp.start_server(_free_port())
-        first = self.options.warmup + self.options.steps
         xp.start_trace(str(self.run_dir))
         try:
-            for offset in range(steps):
-                index = first + offset
-                with self.annotation(STEP_MARKER, _r=1, step_num=index):  # _r=1: a step marker, like xp.StepTrace
-                    start = time.perf_counter()
-                    outputs = self.step(index)
-                    self.wait(outputs)
-                    result.step_times_s.append(time.perf_counter() - start)
-                result.step_numbers.append(index)
-            del outputs
+            yield
         finally:
             xp.stop_trace()
         result.artifacts = xla_dump.find_profile_files(self.run_dir, before)
-        return result
+
+    def step_marker(self, index: int):
+        """The event xp.StepTrace records (`train_step`, step_num N; _r=1 makes it a step marker), around the batch
+        (hloscope/input), tracing the step, the graph sync (hloscope/sync) and the device wait (hloscope/wait).
+        xp.StepTrace itself would sync on exit, after the work it marks; the sync here is the step's own, inside."""
+        return self.annotation(STEP_MARKER, _r=1, step_num=index)
 
     def info(self) -> dict:
         import torch_xla.runtime as xr
@@ -251,12 +205,11 @@ class TorchXlaSession(Session):
                 "precision": {"requested": self.options.precision,
                               "mat_mul_precision": mat_mul_precision, "matmul_precision": mat_mul_precision,
                               "autocast": autocast, "compute_dtype": autocast or "float32", "param_dtype": "float32"},
-                "attention": {"implementation": getattr(self, "attn_implementation", None),
+                "attention": {"implementation": self.attn_implementation,
                               "source": "transformers ViTConfig._attn_implementation"},
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
-                "threads": thread_settings(torch_num_threads=torch.get_num_threads(),
-                                           torch_num_interop_threads=torch.get_num_interop_threads())}
+                "threads": self.torch_threads()}
 
 
 def _free_port() -> int:

@@ -13,21 +13,20 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hloscope.cli.run import build_options, common_options
+from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
 
 
 def available_modes() -> tuple[list[str], list[str]]:
     """(modes whose packages are installed, modes that are not) - checked without importing any framework."""
-    from hloscope.backends import ALL_MODES, MODE_PACKAGES
-
     available, missing = [], []
-    for mode in ALL_MODES:
-        (available if all(find_spec(p) is not None for p in MODE_PACKAGES[mode]) else missing).append(mode)
+    for mode in MODES:
+        (available if all(find_spec(p) is not None for p in mode.packages) else missing).append(mode.name)
     return available, missing
 
 
 @click.command(name="compare")
 @click.option("--modes", default=None,
-              help="Comma-separated modes: pytorch,pytorch+compile,torch_xla,torch_xla+compile,jax "
+              help=f"Comma-separated modes: {','.join(MODE_NAMES)} "
                    "(default: every mode whose framework is installed).")
 @common_options
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
@@ -35,9 +34,9 @@ def available_modes() -> tuple[list[str], list[str]]:
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
 def command(modes: str | None, timeout_s: float | None, as_json: bool, **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
-    from hloscope.backends import parse_modes
     from hloscope.compare_runner import run_comparison
     from hloscope.models.presets import get_preset
+    from hloscope.modes import parse_modes
     from hloscope.run_tables import comparison_table
     from hloscope.rundir import create_run_dir
 
@@ -53,7 +52,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
     if values.get("target"):
         selected = _target_modes(selected, values["target"], console)
     if not selected:
-        raise click.UsageError("no mode to run: install torch, torch_xla or jax (with flax, optax, transformers)")
+        raise click.UsageError(f"no mode to run: install {_packages_hint()}")
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
@@ -105,18 +104,26 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
 
 
 def _target_modes(selected: list[str], target: str, console: Console) -> list[str]:
-    """--target compiles XLA graphs only (jax, torch_xla): skip the other modes; refuse a bad target file up front."""
-    from hloscope.targets.compile import supports_target
+    """--target compiles the modes that have a target capture (hloscope.modes.TARGET_MODES): skip the other modes;
+    refuse a bad target file up front."""
     from hloscope.targets.run_target import check_target_run
 
-    kept = [mode for mode in selected if supports_target(mode)]
+    kept = [mode for mode in selected if mode in TARGET_MODES]
     for mode in selected:
         if mode not in kept:
-            console.print(f"[yellow]skipping {mode}[/yellow]: --target needs an XLA graph (jax, torch_xla)",
-                          highlight=False)
+            console.print(f"[yellow]skipping {mode}[/yellow]: --target needs an XLA graph "
+                          f"({', '.join(sorted(TARGET_MODES))})", highlight=False)
     if kept:
         check_target_run(kept[0], target)
     return kept
+
+
+def _packages_hint() -> str:
+    """`torch, torch_xla or jax (with flax, optax, transformers)`: the frameworks, then the other packages."""
+    main = list(FRAMEWORK_IMPORTS)
+    extra = sorted({p for m in MODES for p in m.packages} - set(main))
+    named = ", ".join(main[:-1]) + f" or {main[-1]}" if len(main) > 1 else main[0]
+    return f"{named} (with {', '.join(extra)})" if extra else named
 
 
 def _print_compiled(comparison: dict, comparison_dir) -> None:

@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-
-FRAMEWORKS = ("pytorch", "torch_xla", "jax")
+from hloscope.modes import CLI_CHOICES, TARGET_MODES
 
 
 def common_options(function):
@@ -40,8 +39,9 @@ def common_options(function):
                      help="Profiled steps; the first is the profiler's warm-up, marked in run.json `profile`."),
         click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
-                     help="Do not time: compile the train step for this GPU with XLA's deviceless compile (jax, "
-                          "torch_xla) and keep what the compiler says; PATH is a GpuTargetConfigProto text file. "
+                     help="Do not time: compile the train step for this GPU with XLA's deviceless compile "
+                          f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
+                          "GpuTargetConfigProto text file. "
                           "See docs/gpu-target.md."),
     ]
     for option in reversed(options):
@@ -60,8 +60,7 @@ def build_options(mode: str, **values):
 
 
 @click.command(name="run")
-@click.option("--mode", required=True, type=click.Choice(["pytorch", "torch_xla", "jax", "pytorch+compile",
-                                                          "torch_xla+compile"]),
+@click.option("--mode", required=True, type=click.Choice(list(CLI_CHOICES)),
               help="Framework; add --compile-model for torch.compile (inductor for pytorch, openxla for torch_xla).")
 @click.option("--compile-model", is_flag=True, help="torch.compile the model (JAX is always jitted).")
 @common_options
@@ -69,19 +68,20 @@ def build_options(mode: str, **values):
 @click.option("--json", "as_json", is_flag=True, help="Print run.json to stdout instead of the summary table.")
 def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, **values) -> None:
     """Time one mode's full training step and record everything in a run directory."""
-    from hloscope.backends import mode_name, preflight
+    from hloscope.backends import preflight
     from hloscope.models.presets import get_preset
-    from hloscope.rundir import MODE_DIRS, create_run_dir
+    from hloscope.modes import BY_NAME, get_mode, mode_name
+    from hloscope.rundir import create_run_dir
 
-    if "+compile" in mode:
-        mode, compile_model = mode.split("+")[0], True
+    if mode in BY_NAME:  # a full mode name (`pytorch+compile`) is its framework plus --compile-model
+        mode, compile_model = BY_NAME[mode].framework, compile_model or BY_NAME[mode].compile
     mode = mode_name(mode, compile_model)
     get_preset(values["model"])  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
     preflight(mode, options.device)
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
-    run_dir = create_run_dir(values["out"], run_id, prefix=MODE_DIRS[mode])
+    run_dir = create_run_dir(values["out"], run_id, prefix=get_mode(mode).dir_name)
     console = Console(stderr=True)
     console.print(Text.assemble((mode, "bold"), f": {options.model}, batch {options.batch_size}, {options.warmup} "
                                 f"warm-up + {options.steps} timed steps -> {run_dir}"), highlight=False)
@@ -110,11 +110,12 @@ def _print_run_json(run_dir: Path) -> None:
 
 def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
     """--target: compile instead of timing (hloscope.targets.run_target); run.json says `compiled`."""
-    from hloscope.rundir import MODE_DIRS, create_run_dir
+    from hloscope.modes import get_mode
+    from hloscope.rundir import create_run_dir
     from hloscope.targets.run_target import check_target_run, compiled_table, execute_target
 
     check_target_run(options.mode, options.target)  # bad mode, target file or missing plugin: before any directory
-    run_dir = create_run_dir(out, run_id, prefix=MODE_DIRS[options.mode])
+    run_dir = create_run_dir(out, run_id, prefix=get_mode(options.mode).dir_name)
     Console(stderr=True).print(Text.assemble((options.mode, "bold"), f": {options.model}, batch {options.batch_size}, "
                                              f"compiling for {options.target} (not timed) -> {run_dir}"), highlight=False)
     record = execute_target(options, options.target, run_dir)

@@ -10,6 +10,23 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
+                       work_dir: Path) -> tuple[Path, dict]:
+    """The mode registry's `target_capture` for jax: lowered in this process (no scratch files in work_dir)."""
+    from hloscope.errors import HloscopeError
+    from hloscope.targets.compile import TargetCompileError, _first_line
+
+    graph_file = input_dir / "jit_train_step.cuda.stablehlo.mlir"
+    try:
+        info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file)
+    except HloscopeError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a framework error becomes a failed run with its reason
+        raise TargetCompileError(f"lowering the JAX train step failed: {type(error).__name__}: "
+                                 f"{_first_line(str(error))}") from None
+    return graph_file, info
+
+
 def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
     """Write the train step's StableHLO (MLIR text) to `out_file`; returns facts about it for the run record."""
     import os

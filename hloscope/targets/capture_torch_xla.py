@@ -5,11 +5,13 @@ PyTorch/XLA 2.9 has no CUDA backend, but the graph it hands XLA does not depend 
 the `before_optimizations.txt` of the graph the steady state reuses: the one compiled during the last step that
 compiled anything, provided the following steps compiled nothing (plain SGD creates no optimizer state, so on ViT the
 first step's graph is already the steady one). The model, optimizer, batches, precision and step are the ones
-`hloscope run --mode torch_xla` times (`hloscope.backends.torch_common`, `hloscope.backends.torch_xla_mode`).
+`hloscope run --mode torch_xla` times: both build them with `hloscope.backends.torch_workload.build_torch_workload`,
+with the matmul precision of `hloscope.backends.torch_xla_mode.PRECISIONS`.
 
-Run as `python -m hloscope.targets.capture_torch_xla --model M --batch-size B --precision P --seed S --out DIR`
-(a subprocess: XLA_FLAGS must be set before torch_xla starts its runtime). Writes DIR/train_step.hlo.txt and
-DIR/capture.json; exits 1 with the reason in capture.json when there is no steady graph.
+`capture_for_target` (the mode registry's `target_capture` for torch_xla) runs this module as
+`python -m hloscope.targets.capture_torch_xla --model M --batch-size B --precision P --seed S --out DIR`
+(a subprocess: XLA_FLAGS must be set before torch_xla starts its runtime). It writes DIR/train_step.hlo.txt and
+DIR/capture.json, and exits 1 with the reason in capture.json when there is no steady graph.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 STEPS = 3  # the graph compiled in step 1 must be reused by steps 2 and 3
+CAPTURE_TIMEOUT_S = 3600
 
 
 def _dumped_graphs(dump_dir: Path) -> set[str]:
@@ -37,39 +41,27 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     os.environ["PJRT_DEVICE"] = "CPU"
     # op_name/source metadata on every instruction (aten op names): measured to leave the graph itself unchanged.
     os.environ.setdefault("XLA_HLO_DEBUG", "1")
-    import contextlib
-
     import torch
     import torch_xla
     import torch_xla.backends
 
-    from hloscope.backends.torch_common import LEARNING_RATE, build_model, device_pool
+    from hloscope.backends.torch_workload import build_torch_workload
     from hloscope.backends.torch_xla_mode import PRECISIONS
     from hloscope.models.presets import get_preset
 
-    # Exactly what `hloscope run --mode torch_xla` builds and steps (hloscope.backends.torch_xla_mode).
-    preset = get_preset(model_name)
+    # What `hloscope run --mode torch_xla` builds and steps (TorchXlaSession.setup / step / wait), from the same code.
     if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[precision]:
         torch_xla.backends.set_mat_mul_precision(PRECISIONS[precision])
-    device = torch_xla.device()
-    model = build_model(preset, seed).to(device)
-    model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
-    pool = device_pool(preset, batch_size, seed, device)
-    autocast = (lambda: torch.autocast("xla", dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
+    workload = build_torch_workload(get_preset(model_name), batch_size, seed, torch_xla.device(), precision=precision,
+                                    autocast_device="xla", sync=torch_xla.sync)
     torch_xla.sync()
 
     seen = _dumped_graphs(dump_dir)
     new_per_step: list[list[str]] = []
     losses = []
     for step in range(STEPS):
-        images, labels = pool[step % len(pool)]
-        optimizer.zero_grad(set_to_none=True)
-        with autocast():
-            loss = model(pixel_values=images, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        torch_xla.sync()
+        loss = workload.train_step(*workload.batch(step))
+        workload.sync()
         losses.append(float(loss.item()))
         now = _dumped_graphs(dump_dir)
         new_per_step.append(sorted(now - seen))
@@ -87,6 +79,31 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     info["source_file"] = graph_file.name
     shutil.rmtree(dump_dir, ignore_errors=True)
     return info
+
+
+def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
+                       work_dir: Path) -> tuple[Path, dict]:
+    """The mode registry's `target_capture` for torch_xla: `capture` in a fresh Python on the CPU (torch_xla reads
+    XLA_FLAGS when its runtime starts), then the graph moved into input_dir."""
+    from hloscope.targets.compile import TargetCompileError, _last_line
+
+    command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
+               str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work_dir)]
+    env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE") or "CPU"}
+    env.pop("USE_TORCH", None)  # USE_TORCH=0 (set for JAX runs) would hide torch from transformers
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise TargetCompileError(f"capturing the torch_xla train step took over {CAPTURE_TIMEOUT_S} s") from None
+    info_file = work_dir / "capture.json"
+    if not info_file.is_file():
+        raise TargetCompileError(f"capturing the torch_xla train step failed: {_last_line(done.stderr)}")
+    info = json.loads(info_file.read_text(encoding="utf-8"))
+    if "error" in info:
+        raise TargetCompileError(f"capturing the torch_xla train step failed: {info['error']}")
+    graph_file = input_dir / f"{info['module']}.torch_xla.hlo.txt"
+    shutil.move(str(work_dir / "train_step.hlo.txt"), graph_file)
+    return graph_file, info
 
 
 def main(argv: list[str] | None = None) -> int:

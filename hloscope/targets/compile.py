@@ -14,16 +14,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.modes import TARGET_MODES, get_mode, resolve
 from hloscope.targets.spec import GpuTarget, resolve_target
-
-TARGET_MODES = ("jax", "torch_xla")
 WORKER = Path(__file__).with_name("gpu_compile_worker.py")
-CAPTURE_TIMEOUT_S = 3600
 COMPILE_TIMEOUT_S = 3600
 _DUMP = ".gpu_dump"       # XLA's dump while the compile runs; kept files move to hlo/
 _KEEP_ALL_ONLY = (".ll", ".ptx", ".o", ".mlir")
@@ -33,13 +30,15 @@ _COMPILER_STATE = (".config.pbtxt", ".debug_options", ".autotune_results.pbtxt",
 
 
 def supports_target(mode: str) -> bool:
-    """Whether `mode` produces an XLA graph that can be compiled for a GPU target."""
+    """Whether `mode` can capture one XLA graph of its train step to compile for a GPU target (its registry entry has a
+    `target_capture`)."""
     return mode in TARGET_MODES
 
 
 def require_target_mode(mode: str) -> None:
     if not supports_target(mode):
-        raise UsageError(f"--target compiles XLA graphs: use it with --mode {' or '.join(TARGET_MODES)}, not {mode}")
+        raise UsageError(f"--target compiles XLA graphs: use it with --mode {' or '.join(sorted(TARGET_MODES))}, "
+                         f"not {mode}")
 
 
 class TargetCompileError(HloscopeError):
@@ -98,38 +97,13 @@ def _first_line(text: str | None) -> str:
 
 
 def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int, run_dir: Path) -> tuple[Path, dict]:
+    """The mode's registry `target_capture(preset, batch_size, precision, seed, input_dir, work_dir)` writes the
+    train step's graph into input_dir and returns (graph file, facts with `format` and `module`)."""
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if mode == "jax":
-        from hloscope.targets.capture_jax import lower_jax_train_step
-
-        graph_file = input_dir / "jit_train_step.cuda.stablehlo.mlir"
-        try:
-            info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file)
-        except HloscopeError:
-            raise
-        except Exception as error:  # noqa: BLE001 - a framework error becomes a failed run with its reason
-            raise TargetCompileError(f"lowering the JAX train step failed: {type(error).__name__}: "
-                                     f"{_first_line(str(error))}") from None
-    else:
-        work = run_dir / _DUMP / "capture"
-        command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
-                   str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work)]
-        env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE") or "CPU"}
-        env.pop("USE_TORCH", None)  # USE_TORCH=0 (set for JAX runs) would hide torch from transformers
-        try:
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=CAPTURE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise TargetCompileError(f"capturing the torch_xla train step took over {CAPTURE_TIMEOUT_S} s") from None
-        info_file = work / "capture.json"
-        if not info_file.is_file():
-            raise TargetCompileError(f"capturing the torch_xla train step failed: {_last_line(done.stderr)}")
-        info = json.loads(info_file.read_text(encoding="utf-8"))
-        if "error" in info:
-            raise TargetCompileError(f"capturing the torch_xla train step failed: {info['error']}")
-        graph_file = input_dir / f"{info['module']}.torch_xla.hlo.txt"
-        shutil.move(str(work / "train_step.hlo.txt"), graph_file)
+    capture = resolve(get_mode(mode).target_capture)
+    graph_file, info = capture(preset, batch_size, precision, seed, input_dir, run_dir / _DUMP / "capture")
     info["seconds"] = round(time.perf_counter() - start, 3)
     return graph_file, info
 

@@ -1,0 +1,112 @@
+"""The PyTorch training step, shared by `run --mode pytorch[+compile]`, `run --mode torch_xla[+compile]` and the
+GPU-target capture of PyTorch/XLA's graph (`hloscope.targets.capture_torch_xla`), as `jax_workload.py` is for JAX.
+
+HuggingFace's ViTForImageClassification (NCHW input, eager attention), seeded; SGD; the model's own cross-entropy
+loss; the synthetic batches every framework shares (`hloscope.backends.data`). What differs between the modes is a
+parameter, never a copy: the device, the autocast device type, the compile wrapper (`torch.compile` keyword arguments
+or None) and the sync hook (`torch_xla.sync`, which cuts and dispatches a lazy graph; nothing for eager PyTorch).
+Each mode sets its framework's matmul precision itself (different APIs) before building.
+Importing this module imports nothing; `build_torch_workload` imports torch and transformers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hloscope.errors import MissingDependency
+from hloscope.models.presets import VitPreset
+
+LEARNING_RATE = 0.01  # same as the JAX mode
+
+
+def build_model(preset: VitPreset, seed: int):
+    """HuggingFace ViTForImageClassification (NCHW input) with eager attention, on the CPU, seeded."""
+    from hloscope.backends.torch_common import import_torch
+
+    torch = import_torch()
+    try:
+        from transformers import ViTConfig, ViTForImageClassification
+    except ImportError as error:
+        raise MissingDependency("transformers<5", str(error)) from None
+    torch.manual_seed(seed)
+    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
+    return ViTForImageClassification(config)
+
+
+def device_pool(preset: VitPreset, batch_size: int, seed: int, device):
+    """The shared synthetic pool (same numbers as the JAX mode) as torch tensors on `device`."""
+    from hloscope.backends.data import synthetic_pool
+    from hloscope.backends.torch_common import import_torch
+
+    torch = import_torch()
+    return [(torch.from_numpy(images).to(device), torch.from_numpy(labels).long().to(device))
+            for images, labels in synthetic_pool(preset, batch_size, seed)]
+
+
+@dataclass
+class TorchWorkload:
+    model: Any                      # the module the step calls (torch.compile'd when asked)
+    optimizer: Any                  # SGD over the model's parameters
+    device: Any                     # torch.device the model and batches live on
+    autocast_dtype: Any             # torch.bfloat16 for --precision bf16, else None
+    autocast_device: str            # torch.autocast's device_type: "cpu", "cuda", "xla"
+    sync: Callable[[], None]        # the mode's device sync hook (torch_xla.sync); a no-op for eager PyTorch
+    pool: list | None = None        # --data device: batches already on the device, cycled
+    batches: Any = None             # --data loader: an iterator over the DataLoader
+
+    @property
+    def attn_implementation(self) -> str | None:
+        return getattr(getattr(self.model, "config", None), "_attn_implementation", None)
+
+    def batch(self, index: int):
+        """Step `index`'s (images, labels) on the device: a pool lookup, or the DataLoader's next batch moved over."""
+        if self.pool is not None:
+            return self.pool[index % len(self.pool)]
+        images, labels = next(self.batches)
+        return images.to(self.device), labels.to(self.device)
+
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(device_type=self.autocast_device, dtype=self.autocast_dtype)
+
+    def train_step(self, images, labels):
+        """One training step: forward with the loss, backward, SGD update. Returns the loss tensor without waiting
+        for the device (and, under torch_xla, without cutting the graph: that is `sync`)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = self.model(pixel_values=images, labels=labels).loss
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+
+def build_torch_workload(preset: VitPreset, batch_size: int, seed: int, device, *, precision: str,
+                         autocast_device: str, compile_kwargs: dict | None = None,
+                         sync: Callable[[], None] = lambda: None, data: str = "device",
+                         n_batches: int = 0) -> TorchWorkload:
+    """Model on `device` in training mode, SGD, then `torch.compile(model, **compile_kwargs)` when given, and the
+    batches: the shared synthetic pool (`data="device"`) or the benchmark's DataLoader of `n_batches` batches."""
+    from hloscope.backends.torch_common import check_precision, import_torch
+
+    torch = import_torch()
+    check_precision(precision)
+    model = build_model(preset, seed).to(device)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    if compile_kwargs is not None:
+        model = torch.compile(model, **compile_kwargs)
+    workload = TorchWorkload(model=model, optimizer=optimizer, device=device,
+                             autocast_dtype=torch.bfloat16 if precision == "bf16" else None,
+                             autocast_device=autocast_device, sync=sync)
+    if data == "device":
+        workload.pool = device_pool(preset, batch_size, seed, device)
+    else:
+        from hloscope.backends import data as data_module
+
+        workload.batches = iter(data_module.torch_loader(preset, batch_size, n_batches, seed))
+    return workload

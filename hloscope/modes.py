@@ -1,0 +1,134 @@
+"""The registry of modes: the one place that says what `--mode` / `--modes` can be and what each mode is.
+
+Everything that needs a mode list or a per-mode fact reads it from here: the CLI's `--mode` choices and `--modes`
+parsing, compare's default set (the modes whose packages are installed), the run-directory names, which frameworks a
+run process may import, the Session class the driver builds, the pre-flight check, and `--target`'s graph capture.
+Adding a mode is one `Mode(...)` entry below plus its session module (and, if it can be compiled for a GPU target, its
+capture function).
+
+This module imports no framework (nor anything heavy): the paths to code (`"module:attribute"`) are imported only
+when `resolve` is called, by the one run process that needs them.
+
+Where each mode can run (CPU / GPU / TPU) is said in `runs_on`; in short: eager PyTorch and inductor run on the CPU
+and CUDA GPUs; PyTorch/XLA 2.9 (pinned) runs on the CPU and TPUs and has no CUDA backend (on a GPU it needs torch_xla
+<= 2.8 with its CUDA plugin); JAX runs on the CPU, CUDA GPUs (jax[cuda12]) and TPUs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+# Kinds of graph a mode dumps with --dump-hlo (run.json `graph.kind`).
+DUMPS_XLA_HLO = "xla"            # XLA HLO text (before/after optimizations), buffer assignment, memory report
+DUMPS_INDUCTOR = "inductor"      # inductor's generated code (output_code.py); no XLA HLO
+DUMPS_NONE = "none"              # eager: no graph at all
+# Profile formats written by --profile (run.json artifact `format`).
+TRACE_XPLANE = "xplane"          # <run>/plugins/profile/<timestamp>/<host>.xplane.pb (XLA profiler)
+TRACE_KINETO = "kineto"          # <run>/kineto/<host>_<pid>.<n>.pt.trace.json (torch.profiler)
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str                       # what the user types: `--mode NAME`, `--modes A,B`; run.json `mode`
+    dir_name: str                   # run-directory prefix and its folder inside a comparison (filesystem-friendly)
+    framework: str                  # `run --mode FRAMEWORK [--compile-model]` names it with this and `compile`
+    compile: bool                   # torch.compile'd (run.json `config.compile_model`)
+    packages: tuple[str, ...]       # import names that must be installed (compare skips the mode without them)
+    imports: tuple[str, ...]        # the framework modules a run process of this mode loads (and no other)
+    session: str                    # "module:Class" of its Session (hloscope.backends.base), imported lazily
+    dumps: str                      # DUMPS_XLA_HLO | DUMPS_INDUCTOR | DUMPS_NONE: what --dump-hlo keeps
+    trace_format: str               # TRACE_XPLANE | TRACE_KINETO: what --profile writes
+    devices: tuple[str, ...]        # where it runs with the pinned versions: "cpu", "cuda", "tpu"
+    runs_on: str                    # the same in one line for people, with the version caveats
+    target_capture: str | None = None  # "module:function" capturing its train-step graph for --target, or None
+    preflight: str | None = None    # "module:function(device)" refusing an impossible device before anything starts
+
+    @property
+    def xla(self) -> bool:
+        """Whether the mode's train step is an XLA graph (HLO dumps, xplane traces)."""
+        return self.dumps == DUMPS_XLA_HLO
+
+
+_TORCH_XLA_WHERE = ("CPU and TPU with the pinned torch_xla 2.9 (PJRT_DEVICE=CPU|TPU); no CUDA in 2.9: on a GPU only "
+                    "with torch_xla <= 2.8 and its CUDA plugin (PJRT_DEVICE=CUDA)")
+
+MODES: tuple[Mode, ...] = (
+    Mode(name="pytorch", dir_name="pytorch", framework="pytorch", compile=False,
+         packages=("torch", "transformers"), imports=("torch",),
+         session="hloscope.backends.pytorch_mode:PytorchSession",
+         dumps=DUMPS_NONE, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
+         runs_on="CPU and CUDA GPUs (torch.cuda); not TPU"),
+    Mode(name="pytorch+compile", dir_name="pytorch_compile", framework="pytorch", compile=True,
+         packages=("torch", "transformers"), imports=("torch",),
+         session="hloscope.backends.pytorch_mode:PytorchSession",
+         dumps=DUMPS_INDUCTOR, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
+         runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU"),
+    Mode(name="torch_xla", dir_name="torch_xla", framework="torch_xla", compile=False,
+         packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
+         session="hloscope.backends.torch_xla_mode:TorchXlaSession",
+         dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "tpu"), runs_on=_TORCH_XLA_WHERE,
+         target_capture="hloscope.targets.capture_torch_xla:capture_for_target",
+         preflight="hloscope.backends:torch_xla_preflight"),
+    Mode(name="torch_xla+compile", dir_name="torch_xla_compile", framework="torch_xla", compile=True,
+         packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
+         session="hloscope.backends.torch_xla_mode:TorchXlaSession",
+         dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "tpu"), runs_on=_TORCH_XLA_WHERE,
+         # no target capture: dynamo splits the step into several graphs (forward, backward, optimizer)
+         preflight="hloscope.backends:torch_xla_preflight"),
+    Mode(name="jax", dir_name="jax", framework="jax", compile=False,
+         packages=("jax", "flax", "optax", "transformers"), imports=("jax",),
+         session="hloscope.backends.jax_mode:JaxSession",
+         dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
+         runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
+         target_capture="hloscope.targets.capture_jax:capture_for_target"),
+)
+
+BY_NAME: dict[str, Mode] = {mode.name: mode for mode in MODES}
+MODE_NAMES: tuple[str, ...] = tuple(BY_NAME)
+FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(mode.framework for mode in MODES))
+# What `run --mode` accepts: each framework (its plain mode) and every compiled mode by its full name.
+CLI_CHOICES: tuple[str, ...] = tuple(dict.fromkeys([*FRAMEWORKS, *(m.name for m in MODES if m.compile)]))
+TARGET_MODES: tuple[str, ...] = tuple(mode.name for mode in MODES if mode.target_capture)
+FRAMEWORK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys(name for mode in MODES for name in mode.imports))
+
+
+def get_mode(name: str) -> Mode:
+    from hloscope.errors import UsageError
+
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise UsageError(f"unknown mode(s) {name}; choose from {', '.join(MODE_NAMES)}") from None
+
+
+def mode_name(framework: str, compile_model: bool) -> str:
+    """`run --mode pytorch --compile-model` -> `pytorch+compile`. A framework without a compiled variant (JAX, which
+    is always jitted) ignores --compile-model."""
+    plain = [m for m in MODES if m.framework == framework]
+    if not plain:
+        get_mode(framework)  # raises: unknown
+    for mode in plain:
+        if mode.compile == compile_model:
+            return mode.name
+    return plain[0].name
+
+
+def parse_modes(text: str) -> list[str]:
+    """`--modes a,b`: known names, each once, in the order given."""
+    from hloscope.errors import UsageError
+
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in BY_NAME]
+    if unknown:
+        raise UsageError(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODE_NAMES)}")
+    if not modes:
+        raise UsageError("no modes given")
+    return list(dict.fromkeys(modes))
+
+
+def resolve(path: str) -> Any:
+    """Import `"package.module:attribute"` (a path from this registry) and return the attribute."""
+    module_name, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
