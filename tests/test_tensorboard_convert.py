@@ -183,22 +183,22 @@ COMPARISON = [
 ]
 
 
-def test_runs_are_named_comparison_slash_mode(tmp_path):
+def test_runs_are_named_mode_slash_comparison(tmp_path):
     make_layout(tmp_path, COMPARISON)
     names = {s.name: s.format for s in find_sessions(tmp_path)}
-    assert names == {"cmp/jax": "xplane", "cmp/torch_xla": "xplane", "cmp/pytorch": "kineto",
-                     "cmp/pytorch_compile": "kineto", "single": "xplane"}  # fmt: skip
+    assert names == {"jax/cmp": "xplane", "torch_xla/cmp": "xplane", "pytorch/cmp": "kineto",
+                     "pytorch_compile/cmp": "kineto", "single": "xplane"}  # fmt: skip
     # Pointed at the comparison itself, or at one of its runs, the names stay the same.
-    assert {s.name for s in find_sessions(tmp_path / "cmp")} == {"cmp/jax", "cmp/torch_xla", "cmp/pytorch",
-                                                                 "cmp/pytorch_compile"}  # fmt: skip
-    assert [s.name for s in find_sessions(tmp_path / "cmp" / "jax")] == ["cmp/jax"]
+    assert {s.name for s in find_sessions(tmp_path / "cmp")} == {"jax/cmp", "torch_xla/cmp", "pytorch/cmp",
+                                                                 "pytorch_compile/cmp"}  # fmt: skip
+    assert [s.name for s in find_sessions(tmp_path / "cmp" / "jax")] == ["jax/cmp"]
 
 
 def test_several_sessions_of_one_run_keep_their_session_names(tmp_path):
     make_layout(tmp_path, ["cmp/jax/plugins/profile/2026_a/vm.xplane.pb", "cmp/jax/plugins/profile/2026_b/vm.xplane.pb",
                            "cmp/jax/plugins/profile/2026_b/other.xplane.pb"])  # fmt: skip
     sessions = find_sessions(tmp_path)
-    assert [(s.name, len(s.files)) for s in sessions] == [("cmp/jax/2026_a", 1), ("cmp/jax/2026_b", 2)]
+    assert [(s.name, len(s.files)) for s in sessions] == [("jax/cmp/2026_a", 1), ("jax/cmp/2026_b", 2)]
 
 
 def test_no_profiles_or_no_directory_is_an_input_error(tmp_path):
@@ -218,21 +218,22 @@ def test_view_links_xplanes_and_skips_a_bad_kineto_trace(tmp_path, fixtures_dir)
     before = sorted(p for p in (tmp_path / "src").rglob("*"))
     view = ViewLogdir(tmp_path / "src", tmp_path / "view")
     shown = view.sync()
-    assert [s.name for s in shown] == ["cmp/jax", "cmp/pytorch"]
-    assert list(view.problems) == ["cmp/pytorch_compile"]
-    link = tmp_path / "view/cmp/plugins/profile/jax/vm.xplane.pb"
+    assert [s.name for s in shown] == ["jax/cmp", "pytorch/cmp"]
+    assert list(view.problems) == ["pytorch_compile/cmp"]
+    link = tmp_path / "view/jax/plugins/profile/cmp/vm.xplane.pb"
     assert link.is_symlink() and link.resolve() == (tmp_path / "src/cmp/jax/plugins/profile/2026_a/vm.xplane.pb")
-    assert (tmp_path / "view/cmp/plugins/profile/pytorch/rank-0.xplane.pb").stat().st_size > 0
-    assert not (tmp_path / "view/cmp/plugins/profile/pytorch_compile").exists()
+    assert (tmp_path / "view/pytorch/plugins/profile/cmp/rank-0.xplane.pb").stat().st_size > 0
+    assert not (tmp_path / "view/pytorch_compile/plugins/profile/cmp").exists()
     assert sorted(p for p in (tmp_path / "src").rglob("*")) == before  # nothing written next to the user's files
 
 
 def test_view_follows_runs_added_and_removed(tmp_path):
     make_layout(tmp_path / "src", ["cmp/jax/plugins/profile/2026_a/vm.xplane.pb"])
     view = ViewLogdir(tmp_path / "src", tmp_path / "view")
-    assert [s.name for s in view.sync()] == ["cmp/jax"]
+    assert [s.name for s in view.sync()] == ["jax/cmp"]
     make_layout(tmp_path / "src", ["cmp/torch_xla/plugins/profile/2026_b/vm.xplane.pb"])
-    assert [s.name for s in view.sync()] == ["cmp/jax", "cmp/torch_xla"]
+    assert [s.name for s in view.sync()] == ["jax/cmp", "torch_xla/cmp"]
     shutil.rmtree(tmp_path / "src/cmp/jax")
-    assert [s.name for s in view.sync()] == ["cmp/torch_xla"]
-    assert sorted(p.name for p in (tmp_path / "view/cmp/plugins/profile").iterdir()) == ["torch_xla"]
+    assert [s.name for s in view.sync()] == ["torch_xla/cmp"]
+    assert not (tmp_path / "view/jax/plugins/profile/cmp").exists()
+    assert (tmp_path / "view/torch_xla/plugins/profile/cmp").is_dir()

@@ -129,13 +129,13 @@ def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
     with hloscope_tensorboard(fixture_traces, host=None) as (_, url, stdout):
         # Without --host, TensorBoard listens on 127.0.0.1 only (little-endian hex in /proc/net/tcp).
         assert listening_addresses(urllib.parse.urlsplit(url).port) == {"0100007F"}
-        assert sorted(http_json(url + "data/plugin/profile/runs")) == ["gpu-cmp/jax", "gpu-cmp/pytorch"]
-        assert "gpu-cmp/pytorch" in "".join(stdout) and "Kineto -> XSpace" in "".join(stdout)
-        tools = http_json(url + "data/plugin/profile/run_tools?run=gpu-cmp/pytorch")
+        assert sorted(http_json(url + "data/plugin/profile/runs")) == ["jax/gpu-cmp", "pytorch/gpu-cmp"]
+        assert "pytorch/gpu-cmp" in "".join(stdout) and "Kineto -> XSpace" in "".join(stdout)
+        tools = http_json(url + "data/plugin/profile/run_tools?run=pytorch/gpu-cmp")
         assert "trace_viewer@" in tools and "kernel_stats" in tools
-        hosts = http_json(url + "data/plugin/profile/hosts?run=gpu-cmp/pytorch&tag=trace_viewer@")
+        hosts = http_json(url + "data/plugin/profile/hosts?run=pytorch/gpu-cmp&tag=trace_viewer@")
         assert hosts == [{"hostname": "a100_1"}]
-        query = urllib.parse.urlencode({"run": "gpu-cmp/pytorch", "tag": "trace_viewer@", "host": "a100_1"})
+        query = urllib.parse.urlencode({"run": "pytorch/gpu-cmp", "tag": "trace_viewer@", "host": "a100_1"})
         trace = http_json(url + "data/plugin/profile/data?" + query)
         names = {e.get("name") for e in trace["traceEvents"]}
         assert "ampere_sgemm_32x32_sliced1x4_tn" in names  # a cuBLAS kernel of the A100 trace, on its stream line
@@ -172,13 +172,13 @@ def served_comparison(comparison):
 @pytest.mark.slow
 def test_runs_endpoint_lists_every_mode(served_comparison, comparison):
     runs = http_json(served_comparison + "data/plugin/profile/runs")
-    assert sorted(runs) == sorted(f"{comparison.name}/{mode}" for mode in MODE_DIRS)
+    assert sorted(runs) == sorted(f"{mode}/{comparison.name}" for mode in MODE_DIRS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODE_DIRS)
 def test_tools_endpoint_offers_the_trace_viewer(served_comparison, comparison, mode):
-    tools = http_json(served_comparison + f"data/plugin/profile/run_tools?run={comparison.name}/{mode}")
+    tools = http_json(served_comparison + f"data/plugin/profile/run_tools?run={mode}/{comparison.name}")
     assert {"trace_viewer", "trace_viewer@"} & set(tools), tools
 
 
@@ -186,7 +186,7 @@ def test_tools_endpoint_offers_the_trace_viewer(served_comparison, comparison, m
 def test_pytorch_step_is_in_the_trace_viewer(served_comparison, comparison):
     kineto = next((comparison / "pytorch" / "kineto").glob("*.pt.trace.json*"))
     host = kineto.name.split(".")[0]
-    query = urllib.parse.urlencode({"run": f"{comparison.name}/pytorch", "tag": "trace_viewer@", "host": host})
+    query = urllib.parse.urlencode({"run": f"pytorch/{comparison.name}", "tag": "trace_viewer@", "host": host})
     trace = http_json(served_comparison + "data/plugin/profile/data?" + query)
     names = [e.get("name") for e in trace["traceEvents"] if e.get("ph") == "X"]
     assert len([n for n in names if n.startswith("ProfilerStep#")]) == PROFILE_STEPS
@@ -222,7 +222,7 @@ def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_pa
 def _trace_viewer_page(url: str, comparison: Path) -> str:
     kineto = next((comparison / "pytorch" / "kineto").glob("*.pt.trace.json*"))
     data = "/data/plugin/profile/data?" + urllib.parse.urlencode(
-        {"run": f"{comparison.name}/pytorch", "tag": "trace_viewer@", "host": kineto.name.split(".")[0]}
+        {"run": f"pytorch/{comparison.name}", "tag": "trace_viewer@", "host": kineto.name.split(".")[0]}
     )
     query = urllib.parse.urlencode({"is_streaming": "true", "is_oss": "true", "trace_data_url": data})
     return url + "data/plugin/profile/trace_viewer_index.html?" + query

@@ -1,4 +1,4 @@
-"""`hloscope tensorboard`: every mode's traces in TensorBoard's profile plugin (XProf), runs named `<comparison>/<mode>`."""
+"""`hloscope tensorboard`: every mode's traces in TensorBoard's profile plugin (XProf), runs named `<mode>/<comparison>`."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
     """Open every profile under DIRECTORY (default: traces/) in TensorBoard's profile plugin.
 
     Finds JAX and torch_xla xplane.pb sessions (plugins/profile/<session>/) and PyTorch Kineto traces
-    (kineto/*.pt.trace.json[.gz], converted to XSpace), and names each run `<comparison>/<mode>`.
+    (kineto/*.pt.trace.json[.gz], converted to XSpace), and names each run `<mode>/<comparison>`.
     Nothing under DIRECTORY is written: TensorBoard reads a generated logdir of links in a temporary directory.
     Stop with Ctrl-C.
     """
@@ -57,6 +57,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
             server.wait_ready()
             page = server.url + "#profile"
             _print_sessions(sessions)
+            _print_tool_notes(sessions, view)
             click.echo(f"TensorBoard {version} with the profile plugin: {page}")
             click.echo("Press Ctrl-C to stop.")
             sys.stdout.flush()
@@ -94,6 +95,15 @@ def _print_sessions(sessions) -> None:
         fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
         table.add_row(Text(session.name), fmt, Text(session.source.name))
     Console(soft_wrap=True).print(table)
+
+
+def _print_tool_notes(sessions, view) -> None:
+    """Say which runs XProf's device-op tools cannot show (CPU profiles), so an empty page is not a mystery."""
+    from hloscope.tensorboard.tools import CPU_NOTE, is_cpu_only
+
+    cpu = [s.name for s in sessions if is_cpu_only(sorted(view.session_dir(s.name).glob("*.xplane.pb")))]
+    if cpu:
+        click.echo(f"note: {CPU_NOTE}: " + ", ".join(cpu))
 
 
 def _warn_problems(problems: dict[str, str]) -> None:

@@ -83,8 +83,12 @@ def _is_record_dir(directory: Path) -> bool:
 
 
 def _run_name(run_dir: Path, base: Path, directory: Path) -> str:
-    relative = run_dir.resolve().relative_to(base.resolve()).as_posix()
-    return directory.resolve().name if relative == "." else relative
+    """`<mode>/<comparison>`: the mode first, so that the profile plugin's narrow session list, which cuts long names
+    at the end, still shows it (`jax/compare-20261201-045931`); a lone run keeps its own name."""
+    relative = run_dir.resolve().relative_to(base.resolve()).parts
+    if not relative:
+        return directory.resolve().name
+    return "/".join((relative[-1], *relative[:-1]))
 
 
 def _kineto_label(path: Path) -> str:
