@@ -94,6 +94,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     start = time.perf_counter()
     with open(stderr_log, "wb") as err:
         child = subprocess.Popen(run_command(options, comparison_dir), stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _CHILDREN.append(child)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             returncode = None
@@ -181,6 +182,40 @@ def add_ratios(entries: list[dict]) -> None:
         entry["ratio_to_fastest"] = entry["median_s"] / fastest if ok else None
 
 
+_CHILDREN: list[subprocess.Popen] = []  # the mode running now: a SIGTERM / SIGHUP to compare is passed on to it
+
+
+def _terminate_like_ctrl_c() -> dict:
+    """SIGTERM and SIGHUP (a closed terminal, `kill`, a batch system) end `compare` the way Ctrl-C does: the running
+    child gets SIGINT (it records `interrupted` with its steps), the modes that finished stay listed, and
+    comparison.json says `interrupted`. Returns the previous handlers (main thread only)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum, frame):
+        for child in _CHILDREN:
+            if child.poll() is None:
+                try:
+                    child.send_signal(signal.SIGINT)
+                except OSError:
+                    pass
+        raise KeyboardInterrupt
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, handler)
+    return previous
+
+
+def _restore_signals(previous: dict) -> None:
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+
+
 def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
@@ -190,6 +225,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     comparison = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
     write_comparison(comparison_dir, comparison)
+    previous = _terminate_like_ctrl_c()
     try:
         for mode in modes:
             options = options_for(mode)
@@ -214,7 +250,11 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         write_comparison(comparison_dir, comparison)
         raise
-    comparison.update(status="ok" if all(e["status"] == "ok" for e in comparison["modes"]) else "partial",
+    finally:
+        _restore_signals(previous)
+    statuses = [e["status"] for e in comparison["modes"]]
+    comparison.update(status="ok" if all(s in ("ok", "compiled") for s in statuses) else
+                      "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     write_comparison(comparison_dir, comparison)
     return comparison

@@ -9,6 +9,7 @@ foreign file is reported by name instead of failing later inside an analysis.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -81,7 +82,8 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
         # mkstemp makes the file private (0600); a run record gets the permissions of any file the user creates.
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False, default=_json_default)
+            # strict JSON: a NaN or infinite figure (a broken clock) is written as null, never as bare NaN
+            json.dump(_finite(data), handle, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -89,6 +91,17 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _umask() -> int:
@@ -121,25 +134,18 @@ def write_comparison(comparison_dir: str | os.PathLike, record: dict) -> Path:
 
 
 def _read_json(path: Path, what: str) -> dict:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, f"no {what} here (is this a hloscope run directory?)") from None
-    except IsADirectoryError:
-        raise InputError(path, f"is a directory, expected the {what} file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror}") from None
+    from hloscope import files  # the reading layer: regular files only, bounded nesting and integers
+
+    if not os.path.lexists(path):
+        raise InputError(path, f"no {what} here (is this a hloscope run directory?)")
+    raw = files.read_bytes(path, f"the {what} file", max_bytes=256 << 20)
     if not raw.strip():
         raise InputError(path, f"empty {what}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(path, f"not a {what}: binary data (byte {error.start} is not UTF-8)") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(path, f"not valid JSON ({error.msg}); truncated or not a {what}?",
-                         error.lineno, error.colno) from None
+    data = files.loads(text, path, what)
     if not isinstance(data, dict):
         raise InputError(path, f"not a {what}: the top level is a JSON {type(data).__name__}, expected an object")
     return data
@@ -177,6 +183,7 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
             raise InputError(run_json, f"not a valid run.json: '{key}' is missing or not a {kind.__name__}")
     if record["status"] not in STATUSES:
         raise InputError(run_json, f"not a valid run.json: unknown status {record['status']!r}")
+    _check_times(run_json, record)
     artifacts = record.setdefault("artifacts", [])
     if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str)
                                                   and isinstance(a.get("kind", ""), str) for a in artifacts):
@@ -192,8 +199,24 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
     return record
 
 
+def _check_times(run_json: Path, record: dict) -> None:
+    """Step times are durations: a negative, NaN or infinite one (a hand-edited or broken record) is refused, since
+    it would rank a mode fastest with a negative ratio."""
+    timing = record.get("timing")
+    if not isinstance(timing, dict):
+        return
+    for key, value in timing.items():
+        values = value if isinstance(value, list) and key.endswith("_s") else [value] if key.endswith("_s") else []
+        for item in values:
+            if isinstance(item, (int, float)) and not isinstance(item, bool) and not (0 <= item < 1e9):
+                raise InputError(run_json, f"not a valid run.json: 'timing.{key}' holds {item!r}, not a duration "
+                                           "(negative, NaN or infinite)")
+
+
 def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
     """Resolve an artifact path, refusing one outside the run directory (a hand-edited or hostile record)."""
+    if "\0" in relative:
+        raise InputError(run_json, f"artifact path {relative!r} holds a NUL byte")
     target = (run_dir / relative).resolve()
     if not target.is_relative_to(run_dir.resolve()):
         raise InputError(run_json, f"artifact path {relative!r} points outside the run directory")

@@ -50,7 +50,8 @@ class LoadedModule:
 def _siblings(file: Path) -> dict[str, str | None]:
     stem = str(file)[: -len(".txt")] if file.name.endswith(".txt") else str(file)
     found = {"buffer_assignment": stem + "-buffer-assignment.txt", "memory_report": stem + "-memory-usage-report.txt"}
-    siblings = {key: (value if os.path.isfile(value) else None) for key, value in found.items()}
+    # lexists, not isfile: a FIFO or unreadable report is listed, then refused in one line by the reading layer
+    siblings = {key: (value if os.path.lexists(value) else None) for key, value in found.items()}
     thunk_sequence = dump_sibling(file, "thunk_sequence.txt")
     if thunk_sequence is not None:
         siblings["thunk_sequence"] = str(thunk_sequence)

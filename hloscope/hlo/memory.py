@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from hloscope.errors import InputError
+from hloscope.files import bounded_int
 from hloscope.hlo.model import HloModule
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*)$")
@@ -44,12 +45,13 @@ def parse_buffer_assignment(text: str, path: str = "<string>") -> dict:
     allocations = []
     total_used = None
     current = None
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), start=1):
         match = _ALLOCATION.match(line)
         if match:
             tail = match.group(3)
             shape = re.search(r"shape \|(.*?)\|", tail)
-            current = {"index": int(match.group(1)), "size": int(match.group(2)), "kind": _allocation_kind(tail),
+            current = {"index": bounded_int(match.group(1), path, lineno, 1, "allocation index"),
+                       "size": bounded_int(match.group(2), path, lineno, 1, "allocation size"), "kind": _allocation_kind(tail),
                        "shape": shape.group(1) if shape else None, "values": []}
             allocations.append(current)
             continue
@@ -60,7 +62,7 @@ def parse_buffer_assignment(text: str, path: str = "<string>") -> dict:
             continue
         total = _TOTAL_USED.match(line)
         if total:
-            total_used = int(total.group(1))
+            total_used = bounded_int(total.group(1), path, lineno, 1, "byte count")
     by_kind: dict[str, int] = {}
     for alloc in allocations:
         by_kind[alloc["kind"]] = by_kind.get(alloc["kind"], 0) + alloc["size"]
@@ -79,16 +81,16 @@ def parse_memory_report(text: str, path: str = "<string>") -> dict:
     """`*-memory-usage-report.txt`: total bytes per memory space."""
     spaces = {}
     space = None
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if line.startswith("Memory Space:"):
             space = line.split(":", 1)[1].strip()
         total = _REPORT_TOTAL.match(line)
         if total and space is not None:
-            spaces[space] = int(total.group(1))
+            spaces[space] = bounded_int(total.group(1), path, lineno, 1, "byte count")
     if not spaces:
         # Older XLA (torch_xla 2.9's) prints one "Total bytes used: N (...)" line and no memory spaces.
         used = re.search(r"^Total bytes used: (\d+)", text, re.MULTILINE)
         if used:
-            return {"total_bytes": int(used.group(1)), "by_memory_space": {}}
+            return {"total_bytes": bounded_int(used.group(1), path, None, None, "byte count"), "by_memory_space": {}}
         raise InputError(path, "not an XLA memory-usage report (no 'Memory Space:' / 'Total bytes:' lines)")
     return {"total_bytes": sum(spaces.values()), "by_memory_space": spaces}

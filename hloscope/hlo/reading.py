@@ -26,11 +26,10 @@ def available_memory() -> int | None:
 
 
 def check_readable(path: str) -> None:
-    if not os.path.exists(path):
-        raise InputError(path, "no such file")
-    if os.path.isdir(path):
-        raise InputError(path, "is a directory, expected an HLO text file")
-    size = os.path.getsize(path)
+    from hloscope import files
+
+    # the reading layer: a missing or unreadable file, a NUL in the name, a FIFO or a device is one line
+    size = files.regular_file(path, "an HLO text file", "save the HLO text to a file first").st_size
     if size == 0:
         raise ParseError(path, "empty file: expected 'HloModule <name>'", 1, 1)
     limit = os.environ.get("HLOSCOPE_HLO_MAX_BYTES")
@@ -47,8 +46,11 @@ def check_readable(path: str) -> None:
             f"({PEAK_BYTES_PER_TEXT_BYTE}x the file), over the limit set by {why}; refusing rather than running out of "
             "memory (set HLOSCOPE_HLO_MAX_BYTES to the largest file size to accept)",
         )
-    with open(path, "rb") as f:
-        head = f.read(65536)
+    with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:
+        try:
+            head = f.read(65536)
+        except OSError as error:
+            raise InputError(path, f"cannot read: {error.strerror or error}") from None
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ParseError(path, "UTF-16 text (byte-order mark); hloscope reads XLA's UTF-8 HLO text: convert it to UTF-8", 1, 1)
     if b"\0" in head:

@@ -66,11 +66,18 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
             ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
         ]
-        if "buffer_assignment" in mem:
-            ba = mem["buffer_assignment"]
+        ba = mem.get("buffer_assignment")
+        if ba and "error" in ba:  # a broken sibling report: named, the rest of the analysis stands
+            rows.append(("buffer assignment", "unreadable", "", ba["error"]))
+        elif ba:
             rows.append(("buffers total", _bytes(ba["total_bytes"]), "temp", _bytes(ba["temp_bytes"])))
+        report = mem.get("memory_report")
+        if report and "error" in report:
+            rows.append(("memory report", "unreadable", "", report["error"]))
         thunk = result.get("thunk_sequence")
-        if thunk and "error" not in thunk:
+        if thunk and "error" in thunk:
+            rows.append(("XLA thunk sequence", "unreadable", "", thunk["error"]))
+        elif thunk:
             verdict = "agrees" if thunk["agrees"] else f"DIFFERS: {thunk['reason']}"
             kinds = ", ".join(f"{k} {n}" for k, n in thunk["by_kind"].items())
             rows.append(("XLA thunk sequence", kinds, "vs hloscope's launches", verdict))

@@ -14,13 +14,15 @@ def _read_sibling(path: str | None, parse) -> dict | None:
     """A file XLA wrote beside the module; a broken one is reported in the result, not fatal to the analysis."""
     if not path:
         return None
+    from hloscope import files
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return parse(f.read(), path)
-    except (OSError, UnicodeDecodeError) as error:
-        return {"error": f"{path}: cannot read: {error}"}
+        return parse(files.read_text(path, "an XLA report", max_bytes=SIBLING_MAX_BYTES), path)
     except InputError as error:
         return {"error": str(error)}
+
+
+SIBLING_MAX_BYTES = 1 << 30  # XLA's largest reports beside a 500 MB module are ~100 MB
 
 
 def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> dict | None:

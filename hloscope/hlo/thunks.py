@@ -24,7 +24,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope import files
 from hloscope.errors import InputError, ParseError
+from hloscope.files import bounded_int
 from hloscope.hlo.load import dump_sibling
 
 # Thunks that launch a kernel XLA generated, library calls, and pure data movement. Anything else (control flow,
@@ -111,7 +113,7 @@ def _dims(text: str, path: str, line: int, col: int) -> tuple[int, int, int]:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         raise ParseError(path, f"expected three dimensions, got [{text}]", line, col)
-    return int(parts[0]), int(parts[1]), int(parts[2])
+    return tuple(bounded_int(part, path, line, col, "launch dimension") for part in parts)
 
 
 def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequence:
@@ -129,16 +131,18 @@ def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequenc
         if launch:
             col = m.start("rest") + 1
             seq.thunks.append(Thunk(
-                index=int(m["index"]), kind=kind, name=launch["name"],
+                index=bounded_int(m["index"], path, lineno, 1, "thunk index"), kind=kind, name=launch["name"],
                 grid=_dims(launch["grid"], path, lineno, col + launch.start("grid")),
                 block=_dims(launch["block"], path, lineno, col + launch.start("block")),
-                shared_memory_bytes=int(launch["shmem"]), depth=depth, line=lineno))
+                shared_memory_bytes=bounded_int(launch["shmem"], path, lineno, col, "shared memory size"), depth=depth,
+                line=lineno))
         else:
             if "grid:" in rest:
                 raise ParseError(path, f"malformed launch dimensions: {rest[:80]!r}", lineno, m.start("rest") + 1)
             # Library calls and copies repeat their kind as the name; keep None for "no name".
             name = rest if rest and rest != kind else None
-            seq.thunks.append(Thunk(index=int(m["index"]), kind=kind, name=name, depth=depth, line=lineno))
+            seq.thunks.append(Thunk(index=bounded_int(m["index"], path, lineno, 1, "thunk index"), kind=kind, name=name,
+                                    depth=depth, line=lineno))
     if not seq.thunks:
         raise InputError(path, "no thunks found (empty or not a thunk_sequence.txt)")
     return seq
@@ -149,7 +153,7 @@ def parse_thunk_metadata_text(text: str) -> dict[int, tuple[str, str]]:
     out: dict[int, tuple[str, str]] = {}
     for m in _METADATA.finditer(text):
         tid, op = _THUNK_ID.search(m["info"]), _ANNOTATION.search(m["info"])
-        if tid and op:
+        if tid and op and len(tid["id"]) <= 30:  # an absurd id names no thunk
             out[int(tid["id"])] = (m["kind"], op["op"])
     return out
 
@@ -162,16 +166,12 @@ def metadata_path_for(thunk_sequence_path: str | os.PathLike) -> Path:
 def parse_thunk_sequence(path: str | os.PathLike) -> ThunkSequence:
     """Read `*.thunk_sequence.txt` (and its sibling thunk_metadata.txt, when XLA wrote one, for HLO op names)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(p, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(p, f"cannot read: {e}") from None
+    text = files.read_text(p, "a thunk_sequence.txt", max_bytes=1 << 30)
     seq = parse_thunk_sequence_text(text, os.fspath(p))
     meta_path = metadata_path_for(p)
-    if meta_path != p and meta_path.is_file():
-        meta = parse_thunk_metadata_text(meta_path.read_text(encoding="utf-8", errors="replace"))
+    if meta_path != p and files.is_regular(meta_path):
+        meta = parse_thunk_metadata_text(files.read_bytes(meta_path, "a thunk_metadata.txt", max_bytes=1 << 30)
+                                         .decode("utf-8", "replace"))
         seq.thunks = [_with_op(t, meta.get(t.index)) for t in seq.thunks]
     return seq
 

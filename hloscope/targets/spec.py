@@ -7,12 +7,14 @@ derive peak rates for the roofline; XLA itself gets the file's text unchanged.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from hloscope import files
 from hloscope.errors import InputError, ParseError
 
 # --target NAME -> file shipped in hloscope/data/gpu_specs/
@@ -51,7 +53,10 @@ def _tokenize(text: str, path: str) -> list[tuple[str, str, int, int]]:
     return tokens
 
 
-def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0)):
+MAX_DEPTH = 16  # GpuTargetConfigProto nests 3 deep
+
+
+def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0), depth=0):
     out: dict = {}
     while pos < len(tokens):
         kind, value, line, col = tokens[pos]
@@ -68,9 +73,14 @@ def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0)):
             raise ParseError(path, f"field {value!r} has no value", line, col)
         vkind, vtext, vline, vcol = tokens[pos]
         if vtext == "{":
-            pos, item = _parse_fields(tokens, pos + 1, path, opened_at=(vline, vcol))
+            if depth >= MAX_DEPTH:
+                raise ParseError(path, f"braces nested more than {MAX_DEPTH} deep: not a GpuTargetConfigProto", vline, vcol)
+            pos, item = _parse_fields(tokens, pos + 1, path, opened_at=(vline, vcol), depth=depth + 1)
         elif vkind == "str":
-            item, pos = bytes(vtext[1:-1], "utf-8").decode("unicode_escape"), pos + 1
+            try:
+                item, pos = bytes(vtext[1:-1], "utf-8").decode("unicode_escape"), pos + 1
+            except UnicodeDecodeError as error:
+                raise ParseError(path, f"bad escape in string: {error.reason}", vline, vcol) from None
         elif vkind == "word":
             item, pos = _scalar(vtext), pos + 1
         else:
@@ -89,6 +99,8 @@ def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0)):
 
 
 def _scalar(text: str):
+    if len(text) > 40:  # a 5,000-digit "number" is not a spec value (and int() refuses it with a ValueError)
+        return text
     for convert in (int, float):
         try:
             return convert(text)
@@ -143,10 +155,12 @@ def _rates(unit: dict | None, cores: int) -> dict[str, float]:
         if dtype is None:  # a type newer than this table: not needed for ViT-sized dtypes
             continue
         try:
-            out[dtype] = 2.0 * cores * float(value["units_per_core"]) * float(value["ops_per_clock"]) * \
+            rate = 2.0 * cores * float(value["units_per_core"]) * float(value["ops_per_clock"]) * \
                 float(value["clock_rate_ghz"]) * 1e9
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
+        if math.isfinite(rate) and rate > 0:  # a negative or absurd rate is no peak: no roofline from it
+            out[dtype] = rate
     return out
 
 
@@ -165,8 +179,14 @@ def target_from_text(text: str, name: str, path: str) -> GpuTarget:
         capability = rocm.get("gcn_arch_name", "rocm") if isinstance(rocm, dict) else "unknown"
     cores = info.get("core_count")
     clock = info.get("clock_rate_ghz")
-    if clock is None and info.get("clock_rate_khz"):  # older spec files
+    if clock is None and isinstance(info.get("clock_rate_khz"), (int, float)):  # older spec files
         clock = info["clock_rate_khz"] / 1e6
+    for field, value in (("core_count", cores), ("clock_rate_ghz", clock),
+                         ("memory_bandwidth", info.get("memory_bandwidth")), ("fpus_per_core", info.get("fpus_per_core"))):
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                      and math.isfinite(value) and value > 0):
+            raise InputError(path, f"not a usable GpuTargetConfigProto: gpu_device_info.{field} is {value!r}, "
+                                   "expected a positive number")
     vector = _rates(info.get("scalar_unit_description"), cores or 0)
     if not vector and cores and clock and info.get("fpus_per_core"):
         # Without a rate table, fpus_per_core is the f32 FMA units per SM (A100: 64*108*1.41e9*2 = 19.5 TFLOP/s).
@@ -184,12 +204,22 @@ def resolve_target(target: str | os.PathLike) -> GpuTarget:
     if key.lower() in PRESET_FILES:
         spec = resources.files("hloscope") / "data" / "gpu_specs" / PRESET_FILES[key.lower()]
         return target_from_text(spec.read_text(encoding="utf-8"), key.lower(), str(spec))
+    if key in _READ_ONCE:  # `--target <(cat spec)`: a pipe can be read once only
+        return _READ_ONCE[key]
+    files.check_path(key)
     path = Path(key)
-    if not path.exists():
+    if not os.path.lexists(path):
         raise InputError(path, f"no such GPU target file (use {', '.join(PRESET_FILES)} or the path of a "
                                "GpuTargetConfigProto .txtpb)")
+    # a regular file, or a pipe read to its end once (bounded in time and size); a device is refused
+    data = files.read_stream_once(path, "a GPU target file", max_bytes=4 << 20)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(path, f"cannot read GPU target file: {e}") from None
-    return target_from_text(text, path.stem, str(path))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"cannot read GPU target file: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    target = target_from_text(text, path.stem, str(path))
+    _READ_ONCE[key] = target
+    return target
+
+
+_READ_ONCE: dict[str, GpuTarget] = {}

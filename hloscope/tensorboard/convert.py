@@ -65,8 +65,19 @@ def _backend(ijson: Any) -> Any:
         return ijson
 
 
+def _check_streaming(source: Path) -> None:
+    """Read the trace once with `hloscope trace`'s streaming reader before converting it: only a regular file,
+    nesting, gzip, JSON and impossible event times are refused or counted there in bounded memory (a 200 KB file of
+    nested arrays once grew past 8 GB in ijson)."""
+    from hloscope.trace.load import load_trace
+
+    for _ in load_trace(source).events:
+        pass
+
+
 def convert_kineto_file(source: Path, session_dir: Path) -> tuple[Path, Conversion]:
     """Write `session_dir/<host>.xplane.pb` for one Kineto trace; returns its path and the conversion summary."""
+    _check_streaming(source)
     trace, events = read_kineto(source)
     host = host_name(source)
     try:

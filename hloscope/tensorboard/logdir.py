@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.errors import InputError
+from hloscope.files import is_regular
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, convert_kineto_file, is_kineto_file
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -45,16 +46,23 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
     if not directory.is_dir():
         raise InputError(directory, "is a file, expected a directory of runs" if directory.exists() else "no such directory")
     excluded = exclude.resolve() if exclude is not None else None
+    inside = directory.resolve()
+
+    def contained(path: Path) -> bool:
+        """Never serve what a symlink points to outside `directory` (a link to /etc/hostname is not a profile)."""
+        return path.resolve().is_relative_to(inside)
+
     found: dict[Path, list[tuple[str, Path, str, tuple[Path, ...]]]] = {}  # run dir -> (label, source, format, files)
     for current, subdirs, files in os.walk(directory):
         here = Path(current)
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and (here / d).resolve() != excluded)
-        xplanes = tuple(sorted(here / f for f in files if f.endswith(XPLANE_SUFFIX)))
+        xplanes = tuple(sorted(here / f for f in files if f.endswith(XPLANE_SUFFIX) and contained(here / f)
+                               and is_regular(here / f)))  # TensorBoard would block on a FIFO
         if xplanes and here.parent.name == "profile" and here.parent.parent.name == "plugins":
             found.setdefault(here.parent.parent.parent, []).append((here.name, here, "xplane", xplanes))
         for name in sorted(files):
             path = here / name
-            if is_kineto_file(path):
+            if is_kineto_file(path) and contained(path):  # a FIFO is kept: its conversion refuses it in one line
                 run_dir = here.parent if here.name == "kineto" else here
                 found.setdefault(run_dir, []).append((_kineto_label(path), path, "kineto", (path,)))
     if not found:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gzip
 import os
+import sys
 import zlib
 from pathlib import Path
 
+from hloscope import files
 from hloscope.errors import InputError
 from hloscope.rundir import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
@@ -97,17 +99,53 @@ def _listed_traces(run: Path, record: dict) -> list[Path]:
 def load_trace(path: str | os.PathLike) -> Trace:
     """One trace file: *.pb is an xplane; JSON traces are told apart (Kineto or JAX's Chrome export) by content."""
     path = Path(path)
+    # the reading layer: only a regular file is opened (a FIFO named *.trace.json would block forever)
+    files.regular_file(path, "a trace file", "save the trace to a file first")
     if path.name.endswith(".pb"):
-        return Trace(file=str(path), format="xplane", events=xplane.XSpaceEvents(path))
+        return Trace(file=str(path), format="xplane", events=CheckedEvents(path, xplane.XSpaceEvents(path)))
     head = _head(path)
     if not head:
         raise InputError(path, "empty file: not a trace")
     if head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] in (b"{", b"["):
         kind = "chrome" if (b'"/host:' in head or b'"/device:' in head) else "kineto"
-        return Trace(file=str(path), format=kind, events=EventStream(lambda: kineto.iter_events(path)))
+        return Trace(file=str(path), format=kind,
+                     events=CheckedEvents(path, EventStream(lambda: kineto.iter_events(path))))
     if path.name.endswith((".json", ".gz")) or head[:1] in (b"{", b"["):
         raise InputError(path, "not a JSON trace: it does not start with '{' or '['")
-    return Trace(file=str(path), format="xplane", events=xplane.XSpaceEvents(path))
+    return Trace(file=str(path), format="xplane", events=CheckedEvents(path, xplane.XSpaceEvents(path)))
+
+
+# A single event longer than a day, or a timestamp beyond the year 5000 (in microseconds since 1970), is not a
+# measurement: a corrupt or hand-edited trace.
+MAX_EVENT_US = 86_400e6
+MAX_TIME_US = 1e17
+_warned: set[str] = set()
+
+
+class CheckedEvents:
+    """The events of one trace with impossible times left out: a negative, NaN, infinite or day-long duration, or a
+    start that is not a finite time. They would give "device time -307 ms" or "inf ms" and shift idle attribution.
+    The rest of the trace is used; one warning per file says how many were skipped."""
+
+    def __init__(self, path: Path, events):
+        self.path = path
+        self._events = events
+        self.skipped = 0
+
+    def __iter__(self):
+        skipped = 0
+        for event in self._events:
+            duration, start = event.dur_us, event.start_us
+            if not (0 <= duration <= MAX_EVENT_US and -MAX_TIME_US <= start <= MAX_TIME_US):
+                skipped += 1  # also False for NaN
+                continue
+            yield event
+        self.skipped = skipped
+        if skipped and str(self.path) not in _warned:
+            _warned.add(str(self.path))
+            message = (f"hloscope: warning: {self.path}: {skipped:,} event(s) with impossible times (negative, NaN, "
+                       "infinite or longer than a day) skipped")
+            print(message.replace("\n", "\\n"), file=sys.stderr, flush=True)
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
