@@ -41,5 +41,58 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
     graph_a, graph_b = graph_from_module(side_a.loaded.module), graph_from_module(side_b.loaded.module)
     report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
                          side_a.run, side_b.run, side_a.trace, side_b.trace)
+    report["match_rate"] = stage_match_rates(side_a, side_b, report, module)
+    report["compared"] = compared_line(side_a, side_b, report)
     report["notes"] = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
+    hint = other_stage_hint(report["match_rate"], side_a.loaded.stage)
+    if hint:
+        report["notes"].append(hint)
     deliver(report, form, output, force, "diff")
+
+
+def _rate(matched: int, a: int, b: int) -> dict:
+    return {"matched": matched, "a_instructions": a, "b_instructions": b,
+            "rate": matched / max(a, b) if max(a, b) else None}
+
+
+def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
+    """Match rate (matched / the larger side's graph instructions) of the compared stage and, when both sides have
+    it, of the other stage's largest module."""
+    from hloscope.diff.adapt import graph_from_module
+    from hloscope.diff.inputs import pick_module
+    from hloscope.diff.match import match_graphs
+
+    stage = side_a.loaded.stage
+    m = report["matching"]
+    rates = {stage: _rate(report["matched"], m["a_instructions"], m["b_instructions"])}
+    other = "before" if stage == "after_optimizations" else "after"
+    try:
+        ma = pick_module(side_a.modules, side_a.path, module, other)
+        mb = pick_module(side_b.modules, side_b.path, module, other)
+    except Exception:  # noqa: BLE001 - one side lacks the other stage: nothing to suggest
+        return rates
+    ga, gb = graph_from_module(ma.module), graph_from_module(mb.module)
+    rates[ma.stage] = _rate(len(match_graphs(ga, gb).pairs), len(ga.nodes), len(gb.nodes))
+    return rates
+
+
+def other_stage_hint(rates: dict, stage: str) -> str | None:
+    compared = rates.get(stage, {}).get("rate")
+    for other, rate in rates.items():
+        better = rate.get("rate") is not None and compared is not None and round(rate["rate"], 2) > round(compared, 2)
+        if other != stage and better:
+            flag = "--stage before" if other == "before_optimizations" else "--stage after"
+            return (f"the other stage matches better: {rate['rate']:.0%} of instructions {other.replace('_', ' ')} "
+                    f"against {compared:.0%} {stage.replace('_', ' ')} (try {flag})")
+    return None
+
+
+def compared_line(side_a, side_b, report: dict) -> str:
+    """What was compared, said in every output."""
+    m = report["matching"]
+    def one(side, label, count):
+        mod = side.loaded
+        return f"{label} {mod.module.name} ({mod.stage.replace('_', ' ')}, {count:,} graph instructions)"
+    return (one(side_a, "A", m["a_instructions"]) + " against " + one(side_b, "B", m["b_instructions"])
+            + "; graph instructions are the entry computation and the control-flow bodies it calls (top level), "
+              "while 'instructions' in the table counts every instruction, fusion bodies included")

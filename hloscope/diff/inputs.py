@@ -17,6 +17,7 @@ class Side:
     run: dict | None = None
     trace: dict | None = None
     notes: list[str] = field(default_factory=list)
+    modules: list = field(default_factory=list)  # every module read from the path (both stages)
 
 
 def pick_module(loaded: list, path: str, module: str | None = None, stage: str | None = None):
@@ -64,9 +65,17 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
     from hloscope.hlo.stats import stats_record
 
     path = Path(path)
-    chosen = pick_module(load_modules(path), str(path), module, stage)
+    modules = load_modules(path)
+    chosen = pick_module(modules, str(path), module, stage)
     # exactly the record `hloscope hlo stats --json` prints for this module
-    side = Side(path=str(path), loaded=chosen, stats=stats_record(chosen, xla_cost=xla_cost))
+    side = Side(path=str(path), loaded=chosen, stats=stats_record(chosen, xla_cost=xla_cost), modules=modules)
+    same_stage = list({m.module.name: m for m in modules
+                       if m.stage == chosen.stage and m.module.name != chosen.module.name}.values())
+    if same_stage and module is None:
+        graphs = ", ".join(f"{m.module.name} ({m.module.instruction_count:,})" for m in same_stage[:8])
+        side.notes.append(f"{len(same_stage) + 1} modules at this stage; only the largest, {chosen.module.name} "
+                          f"({chosen.module.instruction_count:,} instructions), is compared, not the others: {graphs} "
+                          "(torch_xla+compile runs one train step as several graphs; pick one with --module)")
     if path.is_dir() and (path / "run.json").is_file():
         from hloscope.rundir import load_run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import svg
-from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
 from hloscope.render.html_page import page, table
 
 
@@ -19,7 +19,7 @@ def render(report: dict) -> str:
     body.append(svg.stacked_chart("Fusions by kind", kinds, "fusions"))
     body += ["<h2>Largest opcode changes</h2>",
              table(["opcode", "A", "B", "B - A"], opcode_changes(report)),
-             "<h2>Structural matching</h2>", f"<p>{escape(matching_line(report))}</p>"]
+             "<h2>Structural matching</h2>", f"<p>{escape(report.get('compared', ''))}</p>", f"<p>{escape(match_rate_line(report))}</p>", f"<p>{escape(matching_line(report))}</p>"]
     for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
         body += [f"<h3>{title}</h3>", table(["source op", "count", "opcodes", "examples"], group_rows(report[side], 30))]
     if report.get("traces"):

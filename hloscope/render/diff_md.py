@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
 
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -26,7 +26,7 @@ def render(report: dict) -> str:
     lines += [_row(r) for r in side_by_side(report)]
     lines += ["", "## Largest opcode changes", "", _row(["opcode", "A", "B", "B - A"]), "|---|---|---|---|"]
     lines += [_row(r) for r in opcode_changes(report)]
-    lines += ["", "## Structural matching", "", _text(matching_line(report))]
+    lines += ["", "## Structural matching", "", _text(report.get("compared", "")), "", _text(match_rate_line(report)), "", _text(matching_line(report))]
     for side, title in (("only_in_a", "Only in A"), ("only_in_b", "Only in B")):
         lines += ["", f"### {title}, by source op", "", _row(["source op", "count", "opcodes", "examples"]),
                   "|---|---|---|---|"]

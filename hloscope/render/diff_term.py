@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hloscope.render.diff_views import group_rows, kernel_changes, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
 
 
 def _table(title: str, headers: list[str], rows) -> Table:
@@ -21,6 +21,8 @@ def _table(title: str, headers: list[str], rows) -> Table:
 def render(report: dict, console: Console) -> None:
     console.print(_table("Side by side", ["", "A", "B", "B - A"], side_by_side(report, full_paths=False)))
     console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"], opcode_changes(report)))
+    console.print(escape(report.get("compared", "")), highlight=False)
+    console.print(escape(match_rate_line(report)), highlight=False)
     console.print(escape(matching_line(report)), highlight=False)
     for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
         if report[side]:

@@ -11,6 +11,10 @@ GROUPS = (("kernel_breakdown", "kernels"), ("fusions", "fusion"), ("custom_calls
           ("precision", "dots"), ("memory", "memory"), ("collectives", "collectives"), ("xla_cost", "XLA cost"))
 
 
+STEP_LABELS = (("median_s", "step time median"), ("p10_s", "step time p10"), ("p90_s", "step time p90"),
+               ("first_step_s", "first step (with compilation)"))
+
+
 def _num(value) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return fmt.big(value) if abs(value) >= 1e5 else fmt.count(value)
@@ -31,10 +35,10 @@ def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, 
         rows[1] = ("file", str(a.get("file", "-")).rsplit("/", 1)[-1], str(b.get("file", "-")).rsplit("/", 1)[-1], "")
     runs = report.get("runs")
     if runs:
-        for key in ("median_s", "p10_s", "p90_s", "first_step_s"):
+        for key, label in STEP_LABELS:
             ra, rb = runs["a"].get(key), runs["b"].get(key)
-            rows.append((f"step {key[:-2]}", fmt.ms(ra), fmt.ms(rb),
-                         f"{(rb - ra) * 1e3:+.3f} ms" if ra is not None and rb is not None else ""))
+            rows.append((label, fmt.ms(ra), fmt.ms(rb), fmt.signed_ms(rb - ra) if ra is not None and rb is not None
+                         else ""))
     for key in SCALARS:
         if key in a or key in b:
             label = "top-level copies" if key == "copies" else key
@@ -88,6 +92,14 @@ def kernel_changes(report: dict, limit: int | None = None) -> list[tuple[str, st
     """(kernel, A us, B us, signed change) for the kernels whose total time changed most; [] without traces."""
     rows = (report.get("traces") or {}).get("kernels_changed_most") or []
     return [(r["name"], f"{r['a_us']:.1f}", f"{r['b_us']:.1f}", f"{r['delta_us']:+.1f}") for r in rows[:limit]]
+
+
+def match_rate_line(report: dict) -> str:
+    """`match rate: after optimizations 60% (192 of 318), before optimizations 60% (666 of 1,115)`."""
+    parts = [f"{stage.replace('_', ' ')} {fmt.share(r['matched'], max(r['a_instructions'], r['b_instructions']))} "
+             f"({fmt.count(r['matched'])} of {fmt.count(max(r['a_instructions'], r['b_instructions']))})"
+             for stage, r in (report.get("match_rate") or {}).items()]
+    return "match rate: " + ", ".join(parts) if parts else ""
 
 
 def matching_line(report: dict) -> str:
