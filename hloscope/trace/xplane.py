@@ -9,7 +9,8 @@ Which rows are device executions:
 - TPU and other device planes: the "XLA Ops" line. Op names there are HLO text ("%fusion.3 = f32[...] fusion(...)"):
   the event gets the instruction name, and its module from the enclosing "XLA Modules" event.
 - Host threads: an event named after its own `hlo_op` stat is XLA's CPU runtime executing that op (the CPU is the
-  device), e.g. `wrapped_tanh` or `loop_add_fusion` on a `tf_XLAEigen` / `tf_XLAPjRtCpuClient` thread.
+  device), e.g. `wrapped_tanh` or `loop_add_fusion` on a `tf_XLAEigen` / `tf_XLAPjRtCpuClient` thread. Any other
+  host event with a `correlation_id` stat is a runtime call (launch, async copy) of the device work it correlates to.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from hloscope.trace.model import (
     FLOW_CORRELATION_BASE,
     HOST_OP,
     KERNEL,
+    MEMCPY,
+    MEMSET,
     OTHER,
     RUNTIME,
     STEP,
@@ -39,7 +42,6 @@ from hloscope.trace.model import (
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
 _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w-]+)\(")
 _MODULE_SUFFIX = re.compile(r"\(\d+\)$")  # "jit_step(123456)" -> "jit_step"
-_LAUNCH = re.compile(r"launch|cuGraphLaunch|cudaGraphLaunch", re.IGNORECASE)
 # Bytes of memory per byte of xplane.pb while it is read: the file's bytes plus XLA's parsed copy (measured ~2x).
 XPLANE_MEMORY_FACTOR = 3
 
@@ -134,6 +136,14 @@ def _device_plane_events(plane) -> list[Event]:
             step = None
             if executes:
                 kind = execution_kind(name)
+                # ROCm xplanes put copies on "Stream #N(MemcpyOther)" lines as events named "CopyDeviceToDevice":
+                # the profiler's memcpy_details / memset_details stat says what they are (XProf's kernel_stats counts
+                # only events with kernel_details).
+                if kind == KERNEL and "kernel_details" not in stats:
+                    if "memcpy_details" in stats:
+                        kind = MEMCPY
+                    elif "memset_details" in stats:
+                        kind = MEMSET
                 opcode = None
                 parsed = _HLO_TEXT.match(name) if name.startswith("%") else None
                 if parsed:
@@ -204,7 +214,11 @@ def _host_plane_events(plane) -> list[Event]:
                 kind, device = KERNEL, True  # XLA's CPU runtime executing an op
                 if correlation is None and region is not None:
                     correlation = FLOW_CORRELATION_BASE + _flow_root(region, flow_parent)
-            elif correlation is not None and _LAUNCH.search(name):
+            elif correlation is not None:
+                # A host runtime call that the profiler correlated with device work: kernel launches (cuLaunchKernel,
+                # hipModuleLaunchKernel, hipExtModuleLaunchKernel; older ROCm xplanes name the launch after its
+                # kernel), async copies (cuMemcpyHtoDAsync, hipMemcpyDtoDAsync), stream waits. Which of them
+                # launched device work is decided by the correlation ids of the device executions (trace_stats).
                 kind = RUNTIME
             elif stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
                 kind, correlation = RUNTIME, FLOW_CORRELATION_BASE + int(stats["_p"])  # work handed to a thread pool
