@@ -73,6 +73,11 @@ def render_stats(console: Console, stats: dict) -> None:
                 _ms(step["host_runtime_us"]),
             )
         console.print(steps)
+    early = stats.get("before_window") or {}
+    if early.get("executions"):
+        console.print(
+            f"launched before the profiling window (in no step above): {early['executions']:,} device executions "
+            f"({early['kernels']:,} kernels), {_ms(early['device_time_us'])} ms of device time", highlight=False)
     host = stats.get("host_ops") or {}
     if host.get("ops"):
         parts = host["parts_us"]

@@ -184,7 +184,7 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
     # XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event queries).
     acc.dispatched = frozenset(acc.exec_corr)
     host_launch = sum(d for c, d in zip(acc.launch_corr, acc.launch_dur) if c in acc.dispatched)
-    per_step, step_source = _per_step(acc)
+    per_step, step_source, before_window = _per_step(acc)
     return {
         "file": trace.file,
         "format": trace.format,
@@ -220,10 +220,15 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
             for (module, op), (count, total) in sorted(acc.by_hlo_op.items(), key=lambda item: -item[1][1])[:top]
         ],
         "per_step": per_step,
+        "before_window": before_window,
     }
 
 
-def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
+def _before_window(executions: int = 0, kernels: int = 0, time_us: float = 0.0) -> dict:
+    return {"executions": executions, "kernels": kernels, "device_time_us": round(time_us, 3)}
+
+
+def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
     host_windows = step_windows(acc.host_markers)
     windows = host_windows or step_windows(acc.device_markers)
     source = "markers" if windows else None
@@ -234,7 +239,7 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
         windows = step_windows([(number, start, end) for number, (start, end) in enumerate(ordered)])
         source = f"executions of {module}"
     if not windows:
-        return [], None
+        return [], None, _before_window()
     locator = StepLocator(windows)
     launches = _LaunchSteps(acc, locator, len(windows))
     # A device event is in the step its launch was in; without a launch record, in the last step started before its
@@ -245,9 +250,22 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
     kernels = [0] * len(windows)
     category_counts = [[0] * len(CATEGORIES) for _ in windows]
     category_time = [[0.0] * len(CATEGORIES) for _ in windows]
+    early_executions = early_kernels = 0
+    early_time = 0.0
     executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor, acc.exec_category)
     for start, end, correlation, is_kernel, anchor, category in executions:
-        index = launches.step_of(correlation) if use_launches and correlation != _NO_CORRELATION else None
+        index = None
+        if use_launches and correlation != _NO_CORRELATION:
+            index = launches.step_of(correlation)
+            if index is None and correlation < FLOW_CORRELATION_BASE:
+                # Launched before the profiler started recording (its launch is not in the trace: its correlation id
+                # is below every captured launch, or missing): work of no captured step, reported apart.
+                early_executions += 1
+                early_kernels += is_kernel
+                early_time += end - start
+                continue
+            if index == _OUTSIDE_STEPS:
+                index = None
         if index is None:
             index = locator.last_started(anchor)
         if index is None:
@@ -277,7 +295,10 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None]:
                 "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, category_time[index])},
             }
         )
-    return out, source
+    return out, source, _before_window(early_executions, early_kernels, early_time)
+
+
+_OUTSIDE_STEPS = -1  # a launch in the trace, made outside every step marker
 
 
 class _LaunchSteps:
@@ -298,6 +319,8 @@ class _LaunchSteps:
                 if correlation in acc.dispatched:  # a launch of device work, not a synchronize
                     self.time_per_step[index] += duration
                 self._add(correlation, index)
+            else:
+                self._add(correlation, _OUTSIDE_STEPS)
         self.any = bool(self._runs or self._others)
 
     def _add(self, correlation: int, index: int) -> None:
@@ -312,6 +335,8 @@ class _LaunchSteps:
             self._others[correlation] = index
 
     def step_of(self, correlation: int) -> int | None:
+        """The step index of the launch with this correlation id; _OUTSIDE_STEPS when that launch was made outside
+        every step; None when the trace holds no such launch."""
         for correlations, indices in self._runs:
             position = bisect_left(correlations, correlation)
             if position < len(correlations) and correlations[position] == correlation:
