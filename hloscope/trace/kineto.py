@@ -55,17 +55,22 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _LOCATE_ERRORS_BELOW = 64 << 20
 
 
-def _ijson():
+def _ijson(name: str = "yajl2_c"):
     """(backend, JSONError, IncompleteJSONError): the yajl2_c backend when built, else ijson's default."""
     try:
         import ijson
     except ImportError as error:  # pragma: no cover - ijson is a declared dependency
         raise MissingDependency("ijson", "to stream Kineto JSON traces") from error
     try:
-        backend = ijson.get_backend("yajl2_c")
+        backend = ijson.get_backend(name)
     except ImportError:  # a platform without the C extension: the pure-Python backend is slower but correct
         backend = ijson
     return backend, ijson.JSONError, ijson.IncompleteJSONError
+
+
+# yajl's integers are 64-bit signed: it refuses larger ones ("integer overflow"), which are valid JSON (rocprofiler
+# writes 64-bit unsigned ids). Such files are re-read with ijson's pure-Python tokenizer, which gives Python ints.
+_YAJL_INTEGER_OVERFLOW = "integer overflow"
 
 
 def open_trace_bytes(path: Path) -> io.BufferedIOBase:
@@ -166,8 +171,8 @@ def _as_input_errors(path: Path):
         raise InputError(path, f"truncated or corrupt gzip data ({_first_line(error)})") from error
 
 
-def _stream_with_ijson(path: Path, stream, prefix: str, skip: int) -> Iterator[Event]:
-    ijson, json_error, incomplete_json_error = _ijson()
+def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str = "yajl2_c") -> Iterator[Event]:
+    ijson, json_error, incomplete_json_error = _ijson(backend)
     builder = _EventBuilder()
     try:
         with _as_input_errors(path):
@@ -178,6 +183,11 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int) -> Iterator[E
         if builder.items == 0:
             raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
     except json_error as error:
+        if backend != "python" and _YAJL_INTEGER_OVERFLOW in _first_line(error):
+            # every complete event counted so far was produced (or skipped as already produced)
+            with _open(path) as again:
+                yield from _stream_with_ijson(path, again, prefix, max(skip, builder.complete_events), "python")
+            return
         if isinstance(error, incomplete_json_error) and "premature EOF" in str(error):
             raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
         line, col, message = _locate_json_error(path)

@@ -29,6 +29,7 @@ from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 TOP_N = 10
 _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
 _NO_CORRELATION = -1
+_INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
 _CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 
 
@@ -92,13 +93,16 @@ class _Accumulator:
             self.devices.add(event.process)
             self.exec_start.append(event.start_us)
             self.exec_end.append(event.start_us + duration)
-            self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
+            try:
+                self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
+            except OverflowError:  # an id beyond 64 bits (valid JSON) links nothing that a launch could name
+                self.exec_corr.append(_NO_CORRELATION)
             self.exec_is_kernel.append(is_kernel)
             self.exec_category.append(_CATEGORY_INDEX[category])
             self.exec_anchor.append(self._execution_start(event))
         elif kind == RUNTIME:
             self.host_runtime += event.dur_us
-            if event.correlation is not None:
+            if event.correlation is not None and -_INT64 <= event.correlation < _INT64:
                 self.launch_corr.append(event.correlation)
                 self.launch_start.append(event.start_us)
                 self.launch_dur.append(event.dur_us)

@@ -1,0 +1,61 @@
+"""issue 13: JSON integers above 2^63 are valid JSON (rocprofiler-sdk writes 64-bit unsigned ids) and are read as
+Python ints, never refused as "integer overflow". Checked against `json.load`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from hloscope.errors import InputError
+from hloscope.trace.load import load_trace
+from hloscope.trace.stats import trace_stats
+
+ROCPROF = "tracelens/rocprof__908_results.json.gz"
+ALEXNET = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+HUGE = 17332996360099338395  # from the rocprofiler file: above 2^63, below 2^64
+HUGER = 2**70 + 1
+
+
+def test_rocprofiler_output_is_json_but_not_a_trace(fixtures_dir):
+    path = fixtures_dir / ROCPROF
+    if not path.is_file():
+        pytest.skip(f"{ROCPROF} not in the fixtures")
+    document = json.load(gzip.open(path))  # the reference: valid JSON with integers above 2^63
+    assert "traceEvents" not in document and HUGE > 2**63
+    assert str(HUGE) in gzip.open(path).read().decode()
+    with pytest.raises(InputError, match="no 'traceEvents' list"):  # not "integer overflow"
+        list(load_trace(path).events)
+
+
+@pytest.mark.parametrize("layout", ["object", "array"])
+def test_a_kineto_trace_with_huge_integers(fixtures_dir, tmp_path, layout):
+    """The real A100 alexnet trace with 64-bit-unsigned and larger integers added to its args; both the fast decoder
+    (a {"traceEvents": [...]} document) and the streaming one (a bare event array) read it as json.load does."""
+    document = json.load(gzip.open(fixtures_dir / ALEXNET))
+    for index, event in enumerate(document["traceEvents"]):
+        if isinstance(event.get("args"), dict):
+            event["args"]["rocprof_id"] = HUGE + index
+            event["args"]["bigger"] = HUGER
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document if layout == "object" else document["traceEvents"]))
+    reference = json.loads(path.read_text())
+    events = reference["traceEvents"] if layout == "object" else reference
+    complete = [e for e in events if e.get("ph") == "X"]
+    kernels = [e for e in complete if e.get("cat") == "kernel"]
+    stats = trace_stats(load_trace(path))
+    assert stats["events"] == len(complete)
+    assert stats["kernels"] == len(kernels) == 79
+    assert stats["device_time_us"] == pytest.approx(
+        sum(e["dur"] for e in complete if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), abs=1e-3)
+
+
+def test_a_correlation_id_beyond_64_bits_links_nothing(fixtures_dir, tmp_path):
+    document = json.load(gzip.open(fixtures_dir / ALEXNET))
+    kernel = next(e for e in document["traceEvents"] if e.get("cat") == "kernel")
+    kernel["args"]["correlation"] = HUGER
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document))
+    stats = trace_stats(load_trace(path))
+    assert stats["kernels"] == 79
