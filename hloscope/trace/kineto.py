@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,13 @@ _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mt
 _KINETO_HOST_CATS = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
                      **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
+# Categories known not to be device executions although their events may name a stream: device-side sync markers,
+# annotations, profiler ranges and bookkeeping.
+_NOT_DEVICE_WORK_CATS = {"cuda_sync", "gpu_user_annotation", "cuda_profiler_range", "overhead", "Trace", "ac2g",
+                         "external_correlation", "cpu_instant_event", "mtia_insight", "glow_runtime", "collective_comm"}
+# A category that no rule knows looks like device work when it names one, or when its events carry a stream.
+_DEVICE_LIKE_CAT = re.compile(r"kernel|memcpy|memset|gpu|device|ccp|[hnxt]pu_|accelerator", re.IGNORECASE)
+_warned_unclassified: set[str] = set()
 _NO_ARGS: dict = {}
 _GZIP_MAGIC = b"\x1f\x8b"
 # Above this much JSON text, a syntax error the streaming parser finds is reported without line:column (finding it
@@ -144,6 +152,7 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
                             yield event
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
+                _warn_unclassified(path, builder.unclassified)
                 return
             except kineto_chunks.Malformed as error:
                 if error.truncated:
@@ -182,6 +191,7 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str 
                     yield event
         if builder.items == 0:
             raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
+        _warn_unclassified(path, builder.unclassified)
     except json_error as error:
         if backend != "python" and _YAJL_INTEGER_OVERFLOW in _first_line(error):
             # every complete event counted so far was produced (or skipped as already produced)
@@ -194,6 +204,19 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str 
         raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
     except UnicodeDecodeError as error:
         raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
+
+
+def _warn_unclassified(path: Path, unclassified: dict[str, int]) -> None:
+    """One warning per file: complete events that look like device work but that no category rule reads as such
+    (a vendor's device category hloscope does not know yet) are counted as host events, not device time."""
+    if not unclassified or str(path) in _warned_unclassified:
+        return
+    _warned_unclassified.add(str(path))
+    total = sum(unclassified.values())
+    listed = ", ".join(f"{category!r}: {count:,}" for category, count in sorted(unclassified.items(), key=lambda i: -i[1]))
+    message = (f"hloscope: warning: {path}: {total:,} event(s) look like device work but no rule classifies their "
+               f"category ({listed}): counted as host events, not device time")
+    print(message.replace("\n", "\\n"), file=sys.stderr, flush=True)
 
 
 # Trace events nest a few levels (event -> args -> shape lists). Deeper input is not a trace, and building it would
@@ -250,6 +273,7 @@ class _EventBuilder:
         self.pid_names: dict = {}  # pid -> str(pid) for processes without a name
         self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
         self.places: dict = {}  # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
+        self.unclassified: dict[str, int] = {}  # category -> device-like events that no rule classifies
 
     def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
         index = self.items
@@ -392,6 +416,10 @@ class _EventBuilder:
             kind = ANNOTATION
         else:
             kind = HOST_OP
+            if category is not None and category not in _KINETO_HOST_CATS and category not in _NOT_DEVICE_WORK_CATS and (
+                    stream is not None or _DEVICE_LIKE_CAT.search(str(category))):
+                key = str(category)
+                self.unclassified[key] = self.unclassified.get(key, 0) + 1
         if name.startswith("ProfilerStep#"):
             marker = _STEP_NAME.match(name)
             if marker:
