@@ -27,8 +27,8 @@ def stats(path: str, as_json: bool, top: int) -> None:
     HLO it executes; other executions are categorised by kernel name."""
     from rich.console import Console
 
-    from hloscope.trace.load import load_trace, trace_files
-    from hloscope.trace.report import render_stats
+    from hloscope.trace.load import load_trace, trace_files, trace_rank
+    from hloscope.trace.report import rank_summary, render_ranks, render_stats
     from hloscope.trace.stats import trace_stats
 
     results: list[dict] = []
@@ -41,11 +41,15 @@ def stats(path: str, as_json: bool, top: int) -> None:
         except InputError as error:  # one broken trace does not hide the others
             failures.append(error)
             continue
+        result["rank"] = trace_rank(file)
         results.append(result)
         if not as_json:
             render_stats(console, result)
+    ranks = rank_summary(results)
     if as_json:
-        click.echo(json.dumps({"traces": results}, indent=1))
+        click.echo(json.dumps({"traces": results, **({"ranks": ranks} if ranks else {})}, indent=1))
+    elif ranks:
+        render_ranks(console, ranks)
     if failures:
         for error in failures[:-1]:
             click.echo(f"hloscope: error: {error}", err=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -42,18 +43,67 @@ def trace_files(path: str | os.PathLike) -> list[Path]:
     if path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file():
         files = _traces_of_runs(path)
     else:
-        files = find_trace_files(path)
+        files = find_trace_files(path, any_json=True)
     if not files:
-        raise InputError(path, f"no traces found (looked for *{XPLANE_SUFFIX}, *.trace.json and *.trace.json.gz)")
+        raise InputError(path, f"no traces found (looked for *{XPLANE_SUFFIX} and Kineto / Chrome trace JSON, "
+                               "*.json and *.json.gz)")
     return files
 
 
-def find_trace_files(directory: Path) -> list[Path]:
-    """xplane.pb and *.trace.json[.gz] files under `directory`."""
+def find_trace_files(directory: Path, any_json: bool = False) -> list[Path]:
+    """xplane.pb and *.trace.json[.gz] files under `directory`. With `any_json` (a directory that is no run: HTA's
+    layout, `rank-0.json.gz`, `rank-1.json.gz`, ...), also every other *.json[.gz] whose beginning holds a Kineto /
+    Chrome trace; the other JSON files are skipped with one note each on stderr."""
     found = []
     for root, _, names in os.walk(directory):
-        found += [Path(root, name) for name in names if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES))]
+        for name in names:
+            if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES)):
+                found.append(Path(root, name))
+            elif any_json and name.endswith(OTHER_JSON_SUFFIXES) and name not in (RUN_FILE, COMPARISON_FILE):
+                file = Path(root, name)
+                why = _not_a_trace(file)
+                if why is None:
+                    found.append(file)
+                else:
+                    print(f"hloscope: note: {file}: skipped, {why}".replace("\n", "\\n"), file=sys.stderr, flush=True)
     return _without_duplicate_profiles(sorted(found))
+
+
+OTHER_JSON_SUFFIXES = (".json", ".json.gz")
+# How much of a JSON file is looked at to tell a trace: Kineto writes "traceEvents" after its small header
+# (schemaVersion, deviceProperties, distributedInfo, ...).
+_SNIFF_BYTES = 1 << 20
+_RANK_IN_HEADER = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def _not_a_trace(file: Path) -> str | None:
+    """Why a JSON file found in a directory is not a Kineto / Chrome trace (None: it is one)."""
+    try:
+        head = _head(file, _SNIFF_BYTES)
+    except InputError as error:
+        return error.message
+    start = head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
+    if start == b"{" and b'"traceEvents"' in head:
+        return None
+    if start == b"[" and b'"ph"' in head:
+        return None
+    return "not a Kineto / Chrome trace (no traceEvents near its start)"
+
+
+def trace_rank(file: str | os.PathLike) -> int | None:
+    """The distributed rank a Kineto trace was recorded on: its header's `distributedInfo.rank`, else a `rank-N` /
+    `rank_N` / `rankN` in its file name; None for neither (xplanes included)."""
+    path = Path(file)
+    if not path.name.endswith(XPLANE_SUFFIX):
+        try:
+            match = _RANK_IN_HEADER.search(_head(path, _SNIFF_BYTES))
+        except InputError:
+            match = None
+        if match:
+            return int(match.group(1))
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
 
 
 def _without_duplicate_profiles(files: list[Path]) -> list[Path]:
