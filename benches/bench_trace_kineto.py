@@ -65,8 +65,25 @@ def child_hta(path: str) -> dict:
     return {"seconds": seconds, "kernel_types": len(kernel_types), "rows": len(kernels)}
 
 
+def child_whole(path: str) -> dict:
+    """`hloscope trace stats --json PATH` as a user runs it: a whole process, interpreter start-up and imports
+    included, timed from outside."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", "--json", path], capture_output=True)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(done.stderr.decode()[-300:])
+    stats = json.loads(done.stdout)["traces"][0]
+    return {"seconds": seconds, "kernels": stats["kernels"]}
+
+
+# The interpreter of HTA's side: HTA pins pandas and friends, so it may live in an environment of its own
+# (`python -m venv benches/out/.venv-hta; benches/out/.venv-hta/bin/pip install HolisticTraceAnalysis==0.5.0`).
+HTA_PYTHON = os.environ.get("HTA_PYTHON", sys.executable)
+
+
 def run_child(side: str, path: Path) -> dict:
-    command = [sys.executable, __file__, "--child", side, str(path)]
+    command = [HTA_PYTHON if side == "hta" else sys.executable, __file__, "--child", side, str(path)]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PJRT_DEVICE="CPU"))
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["?"])[-1], "returncode": done.returncode}
@@ -130,7 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         side, path = args.child
-        result = child_hloscope(path) if side == "hloscope" else child_hta(path)
+        result = {"hloscope": child_hloscope, "whole": child_whole, "hta": child_hta}[side](path)
         result["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(result))
         return
@@ -144,13 +161,17 @@ def main() -> None:
     for path in traces:
         # Interleaved repeats, best time of each side: the machine is shared, and load comes and goes.
         repeats = args.repeat if args.repeat else (3 if path.stat().st_size < 100e6 else 1)
-        ours, theirs = {}, {"error": "not run"}
+        ours, whole, theirs = {}, {}, {"error": "not run"}
         for _ in range(repeats):
             ours = _best(ours, run_child("hloscope", path))
+            whole = _best(whole, run_child("whole", path))
             if not args.only_hloscope:
                 theirs = _best(theirs if "seconds" in theirs else {}, run_child("hta", path))
         print(f"| {describe(path)} | hloscope | {ours.get('seconds', float('nan')):.2f} | "
               f"{ours.get('peak_rss_mb', float('nan')):.0f} | | |")
+        whole_ratio = f"{theirs['seconds'] / whole['seconds']:.1f}x" if "seconds" in theirs and "seconds" in whole else ""
+        print(f"| {describe(path)} | `hloscope trace stats --json`, whole process | "
+              f"{whole.get('seconds', float('nan')):.2f} | | {whole_ratio} | |")
         if "error" in theirs:
             print(f"| {describe(path)} | HTA | {theirs['error']} | | | |")
         else:

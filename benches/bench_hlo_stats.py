@@ -1,0 +1,95 @@
+"""`hloscope hlo stats --json --no-xla-cost` end to end against XLA's C++ parse plus its cost analysis, on the same
+file, in one run (issue 13's speed target).
+
+    .venv/bin/python benches/bench_hlo_stats.py [FIXTURES_DIR] [--repeat 5] [--file PATH]
+
+Each measurement runs in a fresh subprocess, the two sides alternating; the best time of each is kept. Times exclude
+interpreter start-up and imports ("past start-up"): hloscope's side is the CLI's own `main([...])` call with stdout
+discarded (read, parse, validation, cost walk, kernels, attribution, JSON); XLA's side reads the file, runs
+`jaxlib._hlo.hlo_module_from_text` and `_jax.hlo_module_cost_analysis` on a CPU client made beforehand. Peak memory is
+the growth of the process's peak RSS (VmHWM) over its RSS after imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LLAMA = "openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo"
+
+CHILD = r"""
+import contextlib, io, json, os, sys, time
+def rss(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+which, path = sys.argv[1], sys.argv[2]
+if which == "hloscope":
+    from hloscope.cli import main
+    import hloscope.hlo.stats, hloscope.hlo.load  # imports outside the timing
+    sink = io.StringIO()
+    before = rss("VmRSS:")
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(sink):
+        try:
+            main(["hlo", "stats", "--json", "--no-xla-cost", path])
+        except SystemExit as done:
+            assert not done.code, done.code
+    seconds = time.perf_counter() - start
+    instructions = sum(m["instructions"] for m in json.loads(sink.getvalue())["modules"]) if sink.getvalue() else None
+else:
+    from jaxlib import _hlo, _jax
+    client = _jax.get_tfrt_cpu_client()
+    before = rss("VmRSS:")
+    start = time.perf_counter()
+    with open(path) as f:
+        text = f.read()
+    module = _hlo.hlo_module_from_text(text)
+    cost = _jax.hlo_module_cost_analysis(client, module)
+    seconds = time.perf_counter() - start
+    instructions = sum(len(c.instructions()) for c in module.computations())
+print(json.dumps({"seconds": seconds, "peak_bytes": rss("VmHWM:") - before, "instructions": instructions}))
+"""
+
+
+def run(which: str, path: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, which, str(path)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if done.returncode:
+        raise SystemExit(f"{which} failed: {done.stderr[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("fixtures", nargs="?", type=Path, default=REPO.parent / "shared" / "fixtures")
+    parser.add_argument("--file", type=Path, action="append", help="HLO file(s) (default: the Llama 3.1 fixture)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    files = args.file or [args.fixtures / LLAMA]
+    print("| file | MB | hloscope hlo stats s | XLA parse + cost s | ratio (XLA / hloscope) | hloscope peak MB (x text) "
+          "| XLA peak MB (x text) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for path in files:
+        ours, theirs = [], []
+        for _ in range(args.repeat):
+            ours.append(run("hloscope", path))
+            theirs.append(run("xla", path))
+        best_ours = min(ours, key=lambda r: r["seconds"])
+        best_theirs = min(theirs, key=lambda r: r["seconds"])
+        megabytes = path.stat().st_size / 1e6
+        print(f"| {path.name} | {megabytes:.1f} | {best_ours['seconds']:.3f} | {best_theirs['seconds']:.3f} | "
+              f"{best_theirs['seconds'] / best_ours['seconds']:.2f} | {best_ours['peak_bytes'] / 1e6:.0f} "
+              f"({best_ours['peak_bytes'] / 1e6 / megabytes:.1f}x) | {best_theirs['peak_bytes'] / 1e6:.0f} "
+              f"({best_theirs['peak_bytes'] / 1e6 / megabytes:.1f}x) |")
+        print(f"#   all runs: hloscope {[round(r['seconds'], 3) for r in ours]}; "
+              f"XLA {[round(r['seconds'], 3) for r in theirs]}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
