@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
+from hloscope.render import markdown
+from hloscope.render.diff_views import (
+    group_rows,
+    kernel_changes,
+    match_rate_line,
+    matching_line,
+    opcode_changes,
+    side_by_side,
+)
 
-
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_BACKSLASHED = set("\\`*_[]|~#")
-
-
-def _text(value: object) -> str:
-    """A user-provided string (op name, kernel name, path) as Markdown inline text that shows exactly as written:
-    HTML is escaped (`<script>` stays text), Markdown punctuation backslashed, newlines folded."""
-    raw = " ".join(str(value).split()) if value is not None else "-"
-    return "".join(_ENTITIES.get(c) or ("\\" + c if c in _BACKSLASHED else c) for c in raw)
+_text = markdown.text
 
 
 def _row(cells) -> str:
-    return "| " + " | ".join(_text(c) for c in cells) + " |"
+    return markdown.row(_text(c) for c in cells)
 
 
 def render(report: dict) -> str:

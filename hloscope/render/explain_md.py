@@ -7,50 +7,26 @@ emphasis, code or a table cell is backslash-escaped, and line breaks become spac
 
 from __future__ import annotations
 
-import re
+from hloscope.render import markdown
+from hloscope.render.explain_views import (
+    MODE_ANNOTATIONS_LABEL,
+    OP_HEADERS,
+    RESIDUAL_LABEL,
+    ModeView,
+    baseline_line,
+    compiled_table,
+    config_text,
+    is_compiled,
+    method_lines,
+    mode_views,
+    notes,
+    step_rows,
+)
 
-from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, ModeView,
-                                           baseline_line, compiled_table, config_text, is_compiled, method_lines,
-                                           mode_views, notes, step_rows)
-
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_BACKSLASHED = set("\\`*[]|~")
-# An underscore run that could open or close emphasis: not between two letters or digits (intraword `_`, as in
-# `torch_xla`, never emphasises in CommonMark).
-_EDGE_UNDERSCORES = re.compile(r"(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
-
-
-def text(value: object) -> str:
-    """A user-provided string as Markdown inline text that shows exactly as written."""
-    raw = " ".join(str(value).split()) if value is not None else "-"
-    out = []
-    for char in raw:
-        if char in _ENTITIES:
-            out.append(_ENTITIES[char])
-        elif char in _BACKSLASHED:
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    escaped = "".join(out)
-    opens = re.search(r"(?<![0-9A-Za-z_])_+(?=\S)", raw)
-    closes = re.search(r"(?<=\S)_+(?![0-9A-Za-z_])", raw)
-    if opens and closes:  # only a pair can emphasise: a lone leading `__cudnn$conv...` prints as written
-        escaped = _EDGE_UNDERSCORES.sub(lambda m: "\\_" * len(m.group()), escaped)
-    return escaped
-
-
+text = markdown.text
 _cell = text
-
-
-def _start(line: str) -> str:
-    """A line that begins with escaped user text: what would make it a heading, list, quote or rule is escaped."""
-    if re.match(r"[-+=#>]", line):
-        return "\\" + line
-    return re.sub(r"^(\d+)([.)])", r"\1\\\2", line)
-
-
-def _row(cells) -> str:
-    return "| " + " | ".join(cells) + " |"
+_start = markdown.line_start
+_row = markdown.row
 
 
 def render(report: dict) -> str:
