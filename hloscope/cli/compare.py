@@ -111,8 +111,8 @@ def _target_modes(selected: list[str], target: str, console: Console) -> list[st
     kept = [mode for mode in selected if mode in TARGET_MODES]
     for mode in selected:
         if mode not in kept:
-            console.print(f"[yellow]skipping {mode}[/yellow]: --target needs an XLA graph "
-                          f"({', '.join(sorted(TARGET_MODES))})", highlight=False)
+            console.print(Text.assemble((f"skipping {mode}", "yellow"), ": --target needs an XLA graph "
+                                        f"({', '.join(sorted(TARGET_MODES))})"), highlight=False)
     if kept:
         check_target_run(kept[0], target)
     return kept
