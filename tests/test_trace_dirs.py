@@ -29,7 +29,7 @@ def hta_dir(fixtures_dir, tmp_path):
 
 
 def _reference(path) -> dict:
-    document = json.load(gzip.open(path))
+    document = json.loads(gzip.decompress((path).read_bytes()))
     events = [e for e in document["traceEvents"] if e.get("ph") == "X"]
     return {"rank": document["distributedInfo"]["rank"], "kernels": sum(e.get("cat") == "kernel" for e in events),
             "events": len(events)}

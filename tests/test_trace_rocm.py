@@ -133,7 +133,7 @@ def test_mi300_kineto_launches_against_json(fixtures_dir):
     """ROCm Kineto traces put hipLaunchKernel / hipMemcpyWithStream / hipExtModuleLaunchKernel under cuda_runtime:
     host dispatch is every such call whose correlation id is a device execution's."""
     path = _fixture(fixtures_dir, RESNET)
-    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
+    events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     correlations = {e["args"]["correlation"] for e in device}
     runtime = [e for e in events if e.get("cat") == "cuda_runtime"]

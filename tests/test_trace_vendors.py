@@ -31,7 +31,7 @@ def _mtia(fixtures_dir):
 
 def test_mtia_device_time(fixtures_dir, capsys):
     path = _mtia(fixtures_dir)
-    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
+    events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     device = [e for e in events if e.get("cat") == "mtia_ccp_events"]
     runtime = [e for e in events if e.get("cat") == "mtia_runtime"]
     stats = trace_stats(load_trace(path))
@@ -43,7 +43,7 @@ def test_mtia_device_time(fixtures_dir, capsys):
 
 def test_unknown_device_category_gets_one_warning(fixtures_dir, tmp_path, capsys):
     """The MTIA trace as a vendor hloscope does not know would write it: the device events' category renamed."""
-    document = json.load(gzip.open(_mtia(fixtures_dir)))
+    document = json.loads(gzip.decompress((_mtia(fixtures_dir)).read_bytes()))
     for event in document["traceEvents"]:
         if event.get("cat") == "mtia_ccp_events":
             event["cat"] = "acme_queue_activity"  # carries args.stream, like every Kineto device activity

@@ -21,7 +21,7 @@ RUNTIME = ("cuda_runtime", "cuda_driver")
 
 def _expected(path) -> tuple[dict, dict[int, int]]:
     """From the raw JSON: what has no launch in the trace, and per step the kernels whose launch lies in its marker."""
-    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
+    events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in RUNTIME and "correlation" in e["args"]}
     first_launch = min(launches)
     device = [e for e in events if e.get("cat") in DEVICE]
