@@ -10,6 +10,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # CI clones the repository with shared/ beside it; a checkout under /work/main has it at /work/shared.
 FIXTURES = Path(os.environ.get("HLOSCOPE_FIXTURES", REPO.parent / "shared" / "fixtures"))
+# Real files fetched from public repositories for this project's tests (tests/data/fetched/SOURCES.md): in git,
+# unlike ../shared/fixtures, which is read-only input.
+FETCHED = REPO / "tests" / "data" / "fetched"
 # Screenshots and other artifacts tests leave for a person to look at.
 ARTIFACTS = REPO / "test-artifacts"
 
@@ -19,6 +22,18 @@ def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.skip(f"real fixtures not found at {FIXTURES}")
     return FIXTURES
+
+
+@pytest.fixture
+def real_file(fixtures_dir):
+    """A real file by its fixtures-relative name (`tracelens/...`): the repository's fetched copy, else the shared
+    fixtures'."""
+
+    def find(relative: str) -> Path:
+        fetched = FETCHED / relative
+        return fetched if fetched.exists() else fixtures_dir / relative
+
+    return find
 
 
 @pytest.fixture

@@ -15,16 +15,16 @@ ROCPROF = "tracelens/rocprof__908_results.json.gz"
 
 
 @pytest.fixture
-def hta_dir(fixtures_dir, tmp_path):
-    source = fixtures_dir / RANKS
+def hta_dir(real_file, tmp_path):
+    source = real_file(RANKS)
     if not source.is_dir():
         pytest.skip(f"{RANKS} not in the fixtures")
     directory = tmp_path / "traces"
     shutil.copytree(source, directory)
     (directory / "sampled_rank-1.json.gz").rename(directory / "rank-1.json.gz")  # HTA's own naming, no .trace.
     (directory / "config.json").write_text('{"world_size": 2}')
-    if (fixtures_dir / ROCPROF).is_file():
-        shutil.copy(fixtures_dir / ROCPROF, directory / "rocprof.json.gz")
+    if real_file(ROCPROF).is_file():
+        shutil.copy(real_file(ROCPROF), directory / "rocprof.json.gz")
     return directory
 
 
@@ -60,10 +60,10 @@ def test_hta_directory_tables(hta_dir, cli_run):
     assert "Per rank" in out
 
 
-def test_run_directories_still_ignore_other_json(fixtures_dir, tmp_path):
+def test_run_directories_still_ignore_other_json(real_file, tmp_path):
     """Inside a run directory only *.trace.json[.gz] and xplanes are traces, as before."""
     from hloscope.trace.load import find_trace_files
 
-    shutil.copy(fixtures_dir / RANKS / "sampled_rank-0.json.gz", tmp_path / "rank-0.json.gz")
+    shutil.copy(real_file(RANKS) / "sampled_rank-0.json.gz", tmp_path / "rank-0.json.gz")
     assert find_trace_files(tmp_path) == []
     assert find_trace_files(tmp_path, any_json=True) == [tmp_path / "rank-0.json.gz"]

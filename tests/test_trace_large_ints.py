@@ -18,8 +18,8 @@ HUGE = 17332996360099338395  # from the rocprofiler file: above 2^63, below 2^64
 HUGER = 2**70 + 1
 
 
-def test_rocprofiler_output_is_json_but_not_a_trace(fixtures_dir):
-    path = fixtures_dir / ROCPROF
+def test_rocprofiler_output_is_json_but_not_a_trace(real_file):
+    path = real_file(ROCPROF)
     if not path.is_file():
         pytest.skip(f"{ROCPROF} not in the fixtures")
     document = json.loads(gzip.decompress((path).read_bytes()))  # the reference: valid JSON with integers above 2^63

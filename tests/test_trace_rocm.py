@@ -20,8 +20,8 @@ MI355 = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xpla
 RESNET = "tracelens/traces__mi300__resnet_act_checkpoint.json.gz"
 
 
-def _fixture(fixtures_dir, relative):
-    path = fixtures_dir / relative
+def _fixture(real_file, relative):
+    path = real_file(relative)
     if not path.is_file():
         pytest.skip(f"{relative} not in the fixtures")
     return path
@@ -66,9 +66,9 @@ def _profile_facts(path) -> dict:
     return facts
 
 
-def test_rocm_memcpy_lines_are_copies_not_kernels(fixtures_dir, tmp_path):
+def test_rocm_memcpy_lines_are_copies_not_kernels(real_file, tmp_path):
     """Older ROCm xplanes: `Stream #N(MemcpyOther)` lines of `CopyDeviceToDevice` events with memcpy_details."""
-    path = _fixture(fixtures_dir, LEGACY)
+    path = _fixture(real_file, LEGACY)
     kernels, kernel_us = _xprof_kernel_stats(path, tmp_path)
     facts = _profile_facts(path)
     stats = trace_stats(load_trace(path))
@@ -81,10 +81,10 @@ def test_rocm_memcpy_lines_are_copies_not_kernels(fixtures_dir, tmp_path):
 
 
 @pytest.mark.parametrize("relative", [LEGACY, NEWER, MI355])
-def test_rocm_xplane_host_launch_time_is_every_correlated_call(fixtures_dir, relative, tmp_path):
+def test_rocm_xplane_host_launch_time_is_every_correlated_call(real_file, relative, tmp_path):
     """hipModuleLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyDtoDAsync and the older profiler's launches named
     after their kernel: every host call correlated with device work is host dispatch, as for Kineto."""
-    path = _fixture(fixtures_dir, relative)
+    path = _fixture(real_file, relative)
     facts = _profile_facts(path)
     stats = trace_stats(load_trace(path))
     assert facts["correlated_host_calls"] > 0
@@ -116,23 +116,23 @@ def _device_names(path) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("relative,prefix,category", AMD_KERNELS)
-def test_amd_kernel_names_are_classified(fixtures_dir, relative, prefix, category):
-    names = [name for name in _device_names(_fixture(fixtures_dir, relative)) if name.startswith(prefix)]
+def test_amd_kernel_names_are_classified(real_file, relative, prefix, category):
+    names = [name for name in _device_names(_fixture(real_file, relative)) if name.startswith(prefix)]
     assert names, prefix
     assert {category_of(name) for name in names} == {category}
 
 
 @pytest.mark.parametrize("relative", [LEGACY, NEWER, MI355, RESNET])
-def test_amd_kernels_left_to_no_rule_are_negligible(fixtures_dir, relative):
-    totals = _device_names(_fixture(fixtures_dir, relative))
+def test_amd_kernels_left_to_no_rule_are_negligible(real_file, relative):
+    totals = _device_names(_fixture(real_file, relative))
     unmatched = sum(us for name, us in totals.items() if category_of(name) == "other")
     assert unmatched <= 0.005 * sum(totals.values())
 
 
-def test_mi300_kineto_launches_against_json(fixtures_dir):
+def test_mi300_kineto_launches_against_json(real_file):
     """ROCm Kineto traces put hipLaunchKernel / hipMemcpyWithStream / hipExtModuleLaunchKernel under cuda_runtime:
     host dispatch is every such call whose correlation id is a device execution's."""
-    path = _fixture(fixtures_dir, RESNET)
+    path = _fixture(real_file, RESNET)
     events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     correlations = {e["args"]["correlation"] for e in device}

@@ -22,15 +22,15 @@ FIXTURES_WITHOUT_WARNINGS = [
 ]
 
 
-def _mtia(fixtures_dir):
-    path = fixtures_dir / MTIA
+def _mtia(real_file):
+    path = real_file(MTIA)
     if not path.is_file():
         pytest.skip(f"{MTIA} not in the fixtures")
     return path
 
 
-def test_mtia_device_time(fixtures_dir, capsys):
-    path = _mtia(fixtures_dir)
+def test_mtia_device_time(real_file, capsys):
+    path = _mtia(real_file)
     events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     device = [e for e in events if e.get("cat") == "mtia_ccp_events"]
     runtime = [e for e in events if e.get("cat") == "mtia_runtime"]
@@ -41,9 +41,9 @@ def test_mtia_device_time(fixtures_dir, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
-def test_unknown_device_category_gets_one_warning(fixtures_dir, tmp_path, capsys):
+def test_unknown_device_category_gets_one_warning(real_file, tmp_path, capsys):
     """The MTIA trace as a vendor hloscope does not know would write it: the device events' category renamed."""
-    document = json.loads(gzip.decompress((_mtia(fixtures_dir)).read_bytes()))
+    document = json.loads(gzip.decompress((_mtia(real_file)).read_bytes()))
     for event in document["traceEvents"]:
         if event.get("cat") == "mtia_ccp_events":
             event["cat"] = "acme_queue_activity"  # carries args.stream, like every Kineto device activity
@@ -60,8 +60,8 @@ def test_unknown_device_category_gets_one_warning(fixtures_dir, tmp_path, capsys
 
 
 @pytest.mark.parametrize("relative", FIXTURES_WITHOUT_WARNINGS)
-def test_known_traces_get_no_warning(fixtures_dir, relative, capsys):
-    path = fixtures_dir / relative
+def test_known_traces_get_no_warning(real_file, relative, capsys):
+    path = real_file(relative)
     if not path.is_file():
         pytest.skip(f"{relative} not in the fixtures")
     trace_stats(load_trace(path))

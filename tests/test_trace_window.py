@@ -46,8 +46,8 @@ def _expected(path) -> tuple[dict, dict[int, int]]:
 
 
 @pytest.mark.parametrize("relative,first_step", [(V100_DDP, 1555), (MI300_DDP, 746)])
-def test_work_launched_before_the_window_is_in_no_step(fixtures_dir, relative, first_step):
-    path = fixtures_dir / relative
+def test_work_launched_before_the_window_is_in_no_step(real_file, relative, first_step):
+    path = real_file(relative)
     if not path.is_file():
         pytest.skip(f"{relative} not in the fixtures")
     before, per_step = _expected(path)
@@ -63,7 +63,7 @@ def test_work_launched_before_the_window_is_in_no_step(fixtures_dir, relative, f
         stats["executions_by_category"].values())
 
 
-def test_a_trace_without_early_work_reports_none(fixtures_dir):
-    stats = trace_stats(load_trace(fixtures_dir / NO_EARLY_WORK))
+def test_a_trace_without_early_work_reports_none(real_file):
+    stats = trace_stats(load_trace(real_file(NO_EARLY_WORK)))
     assert stats["before_window"] == {"executions": 0, "kernels": 0, "device_time_us": 0.0}
     assert [s["kernels"] for s in stats["per_step"]] == [870] * 5
