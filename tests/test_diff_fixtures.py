@@ -76,7 +76,7 @@ def test_vit_base_h100_against_a100(cli_run, fixtures_dir):
     assert report["b"]["roofline"]["device"] == "NVIDIA A100-SXM4-80GB"
     assert report["delta"]["roofline"]["serial_s"] == pytest.approx(
         report["b"]["roofline"]["serial_s"] - report["a"]["roofline"]["serial_s"])
-    code, out, err = cli_run("diff", str(a), str(b), "--no-xla-cost", "--format", "md")
+    _code, out, _err = cli_run("diff", str(a), str(b), "--no-xla-cost", "--format", "md")
     row = next(line for line in out.splitlines() if line.startswith("| roofline LOWER BOUND serial |"))
     assert f"{report['b']['roofline']['serial_s'] * 1e3:.3f} ms" in row
 
@@ -167,7 +167,7 @@ def test_side_by_side_rows_cover_what_the_issue_lists(cli_run, fixtures_dir):
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in out.splitlines() if line.startswith("| ")}
     expected = {"kernels": ["1,034", "1,129", "+95 |"], "fusion kInput": ["354", "486", "+132 |"],
                 "custom-call __cublas$lt$matmul": ["243", "243", " |"], "transpose instructions": ["150", "270", "+120 |"],
-                "copy instructions": ["60", "24", "-36 |"], "dots f32 x f32 -> f32 [ALG_UNSET]": ["243", "243", " |"],
+                "copy instructions": ["60", "24", "-36 |"], "dots f32 x f32 -&gt; f32 \\[ALG_UNSET\\]": ["243", "243", " |"],  # Markdown-escaped
                 "collectives count": ["0", "0", " |"]}
     for label, cells in expected.items():
         assert rows[label] == cells, (label, rows.get(label))

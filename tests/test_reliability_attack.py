@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from test_reliability_inputs import (BAD, FIXTURES, _good_run, assert_refused, hloscope, needs_fixtures)
+from test_reliability_inputs import BAD, FIXTURES, _good_run, assert_refused, hloscope, needs_fixtures
 
 HOSTILE_NAMES = ["[/]", "neg[/]", "[bold]x[/bold]", "convert_element_type[new_dtype=float32 weak_type=True]",
                  "<script>alert(1)</script>", "a|b`c*d_e_", "tail\\"]
@@ -271,7 +270,9 @@ def test_tensorboard_conversion_refuses_deep_nesting_in_bounded_memory(tmp_path)
 # ---------------------------------------------------------------------------------------- 5. values range-checked
 
 
-@given(durations=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6)),
+# JSON has no NaN or infinity (RFC 8259): a file with those tokens is not JSON and is refused (the next test); any
+# number JSON can hold, however impossible as a duration, is skipped with a count.
+@given(durations=st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-10**6, 10**6)),
                           min_size=1, max_size=6))
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_impossible_kineto_durations_are_skipped_with_one_counted_warning(tmp_path, durations):
@@ -286,6 +287,14 @@ def test_impossible_kineto_durations_are_skipped_with_one_counted_warning(tmp_pa
     bad = sum(1 for d in durations if not (0 <= d <= load.MAX_EVENT_US))
     assert trace.events.skipped == bad
     assert all(0 <= e.dur_us <= load.MAX_EVENT_US for e in kept)
+
+
+def test_non_json_infinity_is_refused_naming_the_file_line_and_column(tmp_path):
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": Infinity}]}')
+    result = hloscope("trace", "stats", path, timeout=120)
+    _no_traceback(result)
+    assert result.code == 2 and f"{path}:1:" in result.stderr and result.stderr.count("\n") == 1, result.stderr
 
 
 def test_negative_durations_never_give_negative_device_time(tmp_path):
@@ -350,7 +359,7 @@ def test_sigterm_to_compare_is_handled_like_ctrl_c_and_keeps_finished_runs(tmp_p
         _fake_compare(tmp_path, monkeypatch, {"jax": "ok", "pytorch": "sigterm", "torch_xla": "ok"})
     comparison = json.loads((tmp_path / "comparison.json").read_text())
     assert comparison["status"] == "interrupted"
-    assert [(e["mode"], e["status"]) for e in comparison["modes"]][0] == ("jax", "ok")
+    assert next((e["mode"], e["status"]) for e in comparison["modes"]) == ("jax", "ok")
     assert {e["mode"] for e in comparison["modes"]} == {"jax", "pytorch", "torch_xla"}
 
 

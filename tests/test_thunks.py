@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from hloscope.errors import InputError, ParseError
-from hloscope.hlo.thunks import (find_thunk_sequence, parse_thunk_metadata_text, parse_thunk_sequence,
-                                 parse_thunk_sequence_text)
+from hloscope.hlo.thunks import (
+    find_thunk_sequence,
+    parse_thunk_metadata_text,
+    parse_thunk_sequence,
+    parse_thunk_sequence_text,
+)
 
 FOLDERS = ["mlp_sm90_triton", "vit_tiny_sm90_triton", "vit_base_sm90_cublas", "vit_base_sm80_cublas"]
 
@@ -122,7 +126,7 @@ def test_bad_input_names_file_line_and_column(tmp_path):
     assert err.value.line == 1
     with pytest.raises(InputError, match="no thunks"):
         parse_thunk_sequence_text("\n\n", "empty.txt")
-    with pytest.raises(InputError, match="file not found"):
+    with pytest.raises(InputError, match="no such file"):
         parse_thunk_sequence(tmp_path / "missing.thunk_sequence.txt")
 
 
@@ -153,6 +157,6 @@ def test_hlo_launches_join_the_thunk_sequence_one_to_one(fixtures_dir, folder):
     # a launch list that does not match is reported, not silently joined
     broken = attach_launches(rows[1:], parse_thunk_sequence(_thunk_file(fixtures_dir, folder)))
     assert broken["agrees"] is False and "thunks" in broken["reason"]
-    swapped = attach_launches([{**rows[0], "kind": "cublas"}] + rows[1:],
+    swapped = attach_launches([{**rows[0], "kind": "cublas"}, *rows[1:]],
                               parse_thunk_sequence(_thunk_file(fixtures_dir, folder)))
     assert swapped["agrees"] is False and swapped["reason"].startswith("launch 1:")

@@ -335,7 +335,10 @@ class _Parser:
         segment = text[pos:end]
         if "/*" in segment:
             segment = scan._COMMENT.sub("", segment)
-        pieces = scan._split_top_level(segment)
+        try:
+            pieces = scan._split_top_level(segment)
+        except ValueError as error:  # unbalanced brackets in the operand list: the text is not HLO
+            raise instr._error(f"bad operands of '{instr.name}': {error}") from None
         names = []
         changed = False
         for piece in pieces:
