@@ -34,8 +34,8 @@ OUT = REPO / "benches" / "out"
 FIXTURES = Path(os.environ.get("HLOSCOPE_FIXTURES", REPO.parent / "shared" / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_hlo_parse  # noqa: E402  (the sibling benchmarks' generators, so every benchmark measures the same files)
-import bench_trace_kineto  # noqa: E402
+import bench_hlo_parse
+import bench_trace_kineto
 
 
 def generate_hlo(megabytes: int) -> Path:
@@ -59,7 +59,7 @@ def measure(label: str, path: Path, args: list[str], env: dict | None = None) ->
         command = ["/usr/bin/time", "-v", "-o", str(report), sys.executable, "-m", "hloscope", *args, str(path)]
         started = time.perf_counter()
         done = subprocess.run(command, cwd=REPO, env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              capture_output=True, text=True)
         seconds = time.perf_counter() - started
         timing = report.read_text()
     peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", timing).group(1))

@@ -15,8 +15,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from hloscope.hlo.thunks import parse_thunk_sequence  # noqa: E402
-from hloscope.targets.roofline import roofline_for_module_file  # noqa: E402
+from hloscope.hlo.thunks import parse_thunk_sequence
+from hloscope.targets.roofline import roofline_for_module_file
 
 
 def best_of(n: int, fn) -> float:
@@ -40,10 +40,10 @@ def main(argv: list[str]) -> int:
         (hlo,) = folder.glob("*gpu_after_optimizations.txt")
         (thunks,) = folder.glob("*thunk_sequence.txt")
         count = len(parse_thunk_sequence(thunks).thunks)
-        parse_s = best_of(3, lambda: parse_thunk_sequence(thunks))
-        roofline_s = best_of(3, lambda: roofline_for_module_file(hlo))
+        parse_s = best_of(3, lambda thunks=thunks: parse_thunk_sequence(thunks))
+        roofline_s = best_of(3, lambda hlo=hlo: roofline_for_module_file(hlo))
         text = hlo.read_text()
-        xla_s = best_of(3, lambda: _hlo.hlo_module_from_text(text)) if _hlo else float("nan")
+        xla_s = best_of(3, lambda text=text: _hlo.hlo_module_from_text(text)) if _hlo else float("nan")
         print(f"| {folder.name} | {hlo.stat().st_size / 1e6:.1f} | {count:,} | {parse_s:.3f} | {roofline_s:.2f} | "
               f"{xla_s:.2f} |")
     return 0

@@ -43,10 +43,10 @@ def main(fixtures: Path) -> None:
     for relative in TRACES:
         source = fixtures / relative
         with tempfile.TemporaryDirectory() as out:
-            load_s, document = best_of(3, lambda: json.load(gzip.open(source, "rt")))
-            convert_s, (xplane, conversion) = best_of(3, lambda: convert_kineto_file(source, Path(out)))
-            viewer_s, _ = best_of(3, lambda: raw_to_tool_data.xspace_to_tool_data([str(xplane)], "trace_viewer", {}))
-            raw_mb = len(gzip.open(source).read()) / 1e6
+            load_s, document = best_of(3, lambda source=source: json.loads(gzip.decompress(source.read_bytes())))
+            convert_s, (xplane, conversion) = best_of(3, lambda source=source, out=out: convert_kineto_file(source, Path(out)))
+            viewer_s, _ = best_of(3, lambda xplane=xplane: raw_to_tool_data.xspace_to_tool_data([str(xplane)], "trace_viewer", {}))
+            raw_mb = len(gzip.decompress(source.read_bytes())) / 1e6
             print(f"| {source.name} | {len(document['traceEvents']):,} | {conversion.events:,} | {raw_mb:.1f} | "
                   f"{load_s:.2f} | {convert_s:.2f} | {xplane.stat().st_size / 1e6:.1f} | {viewer_s:.2f} |")
 

@@ -37,7 +37,6 @@ def peak_rss_mb() -> float:
 
 
 def child_hloscope(path: str) -> dict:
-    from hloscope.trace import kineto_chunks  # noqa: F401  imports are outside the timing, as for HTA
     from hloscope.trace.load import load_trace
     from hloscope.trace.stats import trace_stats
 

@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="explain-known-answers-"))
-    hits = {name: 0 for name in EXPERIMENTS}
+    hits = dict.fromkeys(EXPERIMENTS, 0)
     for repeat in range(args.repeats):
         baseline = run(out, f"baseline-{repeat}")
         for name in EXPERIMENTS:

@@ -14,9 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from hloscope.backends.base import RunOptions
 from hloscope.errors import InputError
@@ -230,7 +230,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         for mode in modes:
             options = options_for(mode)
             on_mode_start(mode)
-            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=lambda phase: on_mode_phase(mode, phase))
+            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=lambda phase, mode=mode: on_mode_phase(mode, phase))
             entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
             comparison["modes"].append(entry)
             add_ratios(comparison["modes"])

@@ -18,7 +18,6 @@ import re
 import select
 import stat
 import time
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from hloscope.errors import InputError
@@ -164,10 +163,7 @@ def read_stream_once(path: str | os.PathLike, what: str, max_bytes: int = 16 << 
 def json_depth_error(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> int | None:
     """The offset where the JSON text nests deeper than `max_depth`, or None. Strings are skipped, so brackets
     inside them do not count. Linear time, constant memory."""
-    if isinstance(text, str):
-        data = text.encode("utf-8", "surrogatepass")
-    else:
-        data = text
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     depth, i, n = 0, 0, len(data)
     while i < n:
         # jump to the next byte that matters

@@ -8,8 +8,15 @@ import sys
 from pathlib import Path
 
 from hloscope.backends.base import RunOptions
-from hloscope.compare_runner import (ModeOutcome, add_ratios, describe_exit, run_command, settle_run, stderr_tail,
-                                     summary_entry)
+from hloscope.compare_runner import (
+    ModeOutcome,
+    add_ratios,
+    describe_exit,
+    run_command,
+    settle_run,
+    stderr_tail,
+    summary_entry,
+)
 from hloscope.rundir import load_run, write_run
 
 

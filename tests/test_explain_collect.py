@@ -250,7 +250,7 @@ def _host_steps(events: list[dict]) -> list[dict]:
     for i, (start, marker_end) in enumerate(markers):
         end = markers[i + 1][0] if i + 1 < len(markers) else marker_end
 
-        def clipped(selected):
+        def clipped(selected, start=start, end=end):
             return [(max(e["ts"], start), min(e["ts"] + e["dur"], end)) for e in selected
                     if e["ts"] + e["dur"] > start and e["ts"] < end]
 
@@ -330,7 +330,7 @@ def test_a_step_program_that_runs_after_its_marker_is_in_the_timeline():
     """JAX and PyTorch/XLA run a step's program after its marker ends: as in `trace stats`, the device work of the
     middle step is what starts before the next step does, not only what starts inside the marker."""
     from hloscope.explain.collect import step_timeline
-    from hloscope.trace.model import HOST_OP, KERNEL, MATMUL, LAYOUT, Event
+    from hloscope.trace.model import HOST_OP, KERNEL, LAYOUT, MATMUL, Event
 
     def kernel(name, start, dur, category=MATMUL):
         return Event(name, start, dur, KERNEL, True, "XLA Ops", "/host:CPU", category=category)

@@ -3,6 +3,7 @@ profiles. The figures in the report are checked against run.json and the hlo/tra
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -11,7 +12,6 @@ from pathlib import Path
 from statistics import median
 
 import pytest
-
 from conftest import ARTIFACTS, REPO
 from test_report_render import CHROMIUM_FLAGS, _chromium
 
@@ -91,7 +91,7 @@ def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
         assert str(per_step[0]["step"]) in ledger["dropped"] and "warm-up" in ledger["dropped"][str(per_step[0]["step"])]
         kept = [s for s in per_step if str(s["step"]) not in ledger["dropped"]]
         assert len(kept) == ledger["kept_steps"] == len(ledger["step_s"]) >= 4
-        following = {s["step"]: n["start_us"] for s, n in zip(per_step, per_step[1:])}
+        following = {s["step"]: n["start_us"] for s, n in itertools.pairwise(per_step)}
         for step, length in zip(kept, ledger["step_s"]):
             if step["step"] in following:
                 assert length == pytest.approx((following[step["step"]] - step["start_us"]) / 1e6, abs=1e-9)
@@ -136,17 +136,17 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
     _hloscope("explain", str(comparison), "--format", "html", "-o", str(page))
     html = page.read_text()
     medians = _medians(comparison)
-    for mode, median in medians.items():
-        assert f"{median * 1e3:.3f} ms" in html
+    for value in medians.values():
+        assert f"{value * 1e3:.3f} ms" in html
     assert html.count("<svg") >= 3
     chromium = _chromium()
     if chromium is None:
         pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
-    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    for mode, median in medians.items():
-        assert f"{median * 1e3:.3f} ms" in dom.stdout and mode in dom.stdout
+    for mode, value in medians.items():
+        assert f"{value * 1e3:.3f} ms" in dom.stdout and mode in dom.stdout
     gap = {m["mode"]: m for m in report["modes"]}["torch_xla"]["gap_s"]
     assert f"+{gap * 1e3:.3f} ms per step" in dom.stdout
     ARTIFACTS.mkdir(exist_ok=True)

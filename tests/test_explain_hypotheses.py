@@ -16,10 +16,10 @@ from hloscope.explain.summary import ModeSummary
 
 def _base(mode: str, **overrides) -> ModeSummary:
     """A GPU run with everything the hypotheses read, the same on both sides unless overridden."""
-    values = dict(mode=mode, platform="gpu", step_time_s=0.010, step_times_s=[0.010] * 20, compiles_in_window=0,
-                  data="device", precision="fp32", matmul_precision="default", compute_dtype="float32", kernels=400,
-                  transposes=10, copies=5, converts=3, dot_precision={"default": 100}, flops=1e12, bytes_accessed=5e9,
-                  settings={"attention": "eager"})
+    values = {"mode": mode, "platform": "gpu", "step_time_s": 0.010, "step_times_s": [0.010] * 20, "compiles_in_window": 0,
+                  "data": "device", "precision": "fp32", "matmul_precision": "default", "compute_dtype": "float32", "kernels": 400,
+                  "transposes": 10, "copies": 5, "converts": 3, "dot_precision": {"default": 100}, "flops": 1e12, "bytes_accessed": 5e9,
+                  "settings": {"attention": "eager"}}
     values.update(overrides)
     return ModeSummary(**values)
 

@@ -4,10 +4,10 @@ printer writes parses back to the same module."""
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
 from hloscope.errors import ParseError
 from hloscope.hlo import attribution, kernels, memory, ops
 from hloscope.hlo.cost import module_cost

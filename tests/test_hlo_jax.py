@@ -7,14 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from test_hlo_parser import our_view, xla_view
 
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.stats import module_stats
-from test_hlo_parser import our_view, xla_view
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,9 @@ def _xla_total(cost_analysis) -> dict:
 def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
     """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes against compiled.cost_analysis()."""
     pytest.importorskip("flax")
-    from hloscope.backends.jax_workload import build_jax_workload
     import jax
+
+    from hloscope.backends.jax_workload import build_jax_workload
 
     workload = build_jax_workload("vit-tiny", batch_size=8)
     compiled = jax.jit(workload.train_step).lower(workload.state, *workload.batch).compile()
@@ -35,7 +37,7 @@ def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
     (module,) = parse_hlo_text(text)
     _hlo = pytest.importorskip("jaxlib._hlo")
     assert our_view(module) == xla_view(_hlo.hlo_module_from_text(text))
-    ours, analysis = module_cost(module)
+    ours, _analysis = module_cost(module)
     theirs = _xla_total(compiled.cost_analysis())
     assert ours.flops == pytest.approx(theirs["flops"], rel=0.05)
     assert ours.bytes_accessed == pytest.approx(theirs["bytes accessed"], rel=0.05)
@@ -79,7 +81,7 @@ def test_jax_dump_directory(tmp_path, cli_run):
     _hlo = pytest.importorskip("jaxlib._hlo")
     for item in modules:
         (module,) = parse_hlo_file(item.file)
-        assert our_view(module) == xla_view(_hlo.hlo_module_from_text(open(item.file).read()))
+        assert our_view(module) == xla_view(_hlo.hlo_module_from_text(Path(item.file).read_text()))
     stats = module_stats(after)
     # w1, b1, w2 and their SGD state (none for plain sgd), x, y: parameters 32*64 + 64 + 64*10 floats + x + y
     assert stats["memory"]["parameter_bytes"] == 4 * (32 * 64 + 64 + 64 * 10 + 16 * 32 + 16)

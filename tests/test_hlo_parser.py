@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.printer import module_text
@@ -95,7 +95,8 @@ def test_parses_jax_compiled_module():
     import jax.numpy as jnp
 
     def step(w, x, y):
-        loss = lambda w: jnp.mean((jnp.tanh(x @ w[0]) @ w[1] - y) ** 2)
+        def loss(w):
+            return jnp.mean((jnp.tanh(x @ w[0]) @ w[1] - y) ** 2)
         grads = jax.grad(loss)(w)
         return [a - 0.1 * g for a, g in zip(w, grads)]
 

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_hlo_parser import our_view, split_for_xla, xla_view
 
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.rundir import find_runs, load_run
-from test_hlo_parser import our_view, split_for_xla, xla_view
 
 pytestmark = pytest.mark.slow
 

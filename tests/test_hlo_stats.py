@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+from test_hlo_parser import hlo_fixture_files, split_for_xla
+
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.hlo.stats import module_stats
-from test_hlo_parser import hlo_fixture_files, split_for_xla
 
 GPU_AOT = sorted((FIXTURES / "gpu_aot").glob("*/")) if (FIXTURES / "gpu_aot").is_dir() else []
 REQUIRED_KEYS = ["name", "file", "stage", "platform", "computations", "instructions", "opcodes", "fusions", "kernels",
@@ -93,7 +93,7 @@ def test_gpu_aot_facts_from_sources_md():
     assert fusions["kCustom:__triton"] == 4
     assert stats["custom_calls"] == {"__cudnn$convBiasActivationForward": 2}
     assert stats["kernels"] == 168 and stats["copies"] == 13
-    base = [m for m in load_modules(FIXTURES / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations"][0]
+    base = next(m for m in load_modules(FIXTURES / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations")
     base_stats = module_stats(base)
     assert base_stats["custom_calls"]["__cublas$lt$matmul"] == 243
     assert (base_stats["fusions"]["kLoop"], base_stats["fusions"]["kInput"]) == (399, 354)
@@ -200,7 +200,7 @@ def test_no_roofline_without_a_target_config(cli_run, tmp_path):
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent / "data/bad").glob("hlo_*")))
 def test_bad_hlo_inputs_exit_2_with_one_line(cli_run, name):
     path = Path(__file__).parent / "data/bad" / name
-    code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(path))
+    code, _out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(path))
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err

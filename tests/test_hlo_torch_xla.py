@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from test_hlo_parser import our_view, xla_view
 
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.stats import module_stats
-from test_hlo_parser import our_view, xla_view
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,7 @@ def test_torch_xla_dump_directory(tmp_path, cli_run):
     assert [m.stage for m in modules[:2]] == ["before_optimizations", "after_optimizations"]
     for item in modules:
         assert item.platform == "cpu"
-        assert our_view(item.module) == xla_view(_hlo.hlo_module_from_text(open(item.file).read()))
+        assert our_view(item.module) == xla_view(_hlo.hlo_module_from_text(Path(item.file).read_text()))
     after = [m for m in modules if m.stage == "after_optimizations"]
     for item in after:
         stats = module_stats(item)

@@ -17,8 +17,9 @@ from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 
 pytest.importorskip("jaxlib._hlo")
-from hloscope.hlo.xla import run_isolated  # noqa: E402
-from test_hlo_parser import xla_opcode  # noqa: E402
+from test_hlo_parser import xla_opcode
+
+from hloscope.hlo.xla import run_isolated
 
 DATA = Path(__file__).parent / "data" / "hlo"
 
@@ -35,8 +36,7 @@ def theirs(view: dict) -> dict:
     return {c: sorted((n, xla_opcode(type("O", (), {"name": o})), tuple(ops)) for n, o, ops in v) for c, v in view.items()}
 
 
-ACCEPTED = sorted((DATA / "xla_accepts").glob("*.hlo")) + [DATA / "jax_h100x8_async_collectives.hlo",
-                                                            DATA / "jax_cpu_sharded_collectives.after.hlo"]
+ACCEPTED = [*sorted((DATA / "xla_accepts").glob("*.hlo")), DATA / "jax_h100x8_async_collectives.hlo", DATA / "jax_cpu_sharded_collectives.after.hlo"]
 
 
 @pytest.mark.parametrize("path", ACCEPTED, ids=lambda p: p.name)

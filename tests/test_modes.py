@@ -10,8 +10,8 @@ import sys
 from importlib.util import find_spec
 
 import pytest
-
 from conftest import REPO
+
 from hloscope import modes
 from hloscope.modes import MODES, Mode, get_mode, mode_name, parse_modes, resolve
 

@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
 from hloscope.errors import HloscopeError, InputError
 
 KINETO = FIXTURES / "hta" / "triton_example__triton_example.json.gz"  # 71 events from an A100, 2 KB gzip'd
@@ -112,10 +112,10 @@ WEIRD_VALUES = st.sampled_from([None, "x", "1.5", -1, 0, 10**30, 1e308, float("n
 def _leaf_paths(value, path=()):
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _leaf_paths(item, path + (key,))
+            yield from _leaf_paths(item, (*path, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _leaf_paths(item, path + (index,))
+            yield from _leaf_paths(item, (*path, index))
     if path:
         yield path
 
@@ -173,7 +173,7 @@ def test_locating_a_json_syntax_error_loads_at_most_the_limit(tmp_path, monkeypa
     loaded: list[int] = []
     real_loads = json.loads
     monkeypatch.setattr(kineto.json, "loads", lambda text, *a, **k: loaded.append(len(text)) or real_loads(text, *a, **k))
-    events = ",\n".join('{"ph": "X", "name": "k", "ts": %d, "dur": 1}' % i for i in range(500))
+    events = ",\n".join(f'{{"ph": "X", "name": "k", "ts": {i}, "dur": 1}}' for i in range(500))
     broken = gzip.compress(('{"traceEvents": [\n' + events + ',\n{"ph": "X" "ts": 1}\n]}\n').encode())
     assert len(broken) < limit  # small compressed, ~20 KB decompressed
     path = tmp_path / "broken.pt.trace.json.gz"

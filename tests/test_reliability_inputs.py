@@ -13,7 +13,6 @@ import gzip
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, REPO
 
 BAD = Path(__file__).parent / "data" / "bad"
@@ -49,19 +47,19 @@ class Result:
     stderr: str
 
 
-def _limit_memory(limit: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
+# The child sets its own address-space limit before importing hloscope: no preexec_fn (Python code run between fork
+# and exec, unsafe once this test process has imported JAX and started its threads).
+_LIMITED_MAIN = ("import resource, runpy, sys; limit = int(sys.argv.pop(1)); "
+                 "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); sys.argv[0] = 'hloscope'; "
+                 "runpy.run_module('hloscope', run_name='__main__', alter_sys=True)")
 
 
 def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int = MEMORY_LIMIT_BYTES) -> Result:
     """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed."""
     env = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200"}
-    process = subprocess.Popen([sys.executable, "-m", "hloscope", *map(str, args)], cwd=REPO, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                               preexec_fn=_limit_memory(memory_limit))
+    process = subprocess.Popen([sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)], cwd=REPO,
+                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -9,15 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ARTIFACTS
 from rich.console import Console
 
 from hloscope.explain.engine import explain
 from hloscope.explain.ledger import OpSeries, RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
-
-from conftest import ARTIFACTS
-
 
 WOBBLE = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.015, 0.985, 1.005, 0.995]  # a timed window's small spread
 
@@ -285,7 +283,7 @@ def _layout(chromium: str, html: str, width: int, tmp_path: Path) -> dict:
 
     page = tmp_path / f"layout-{width}.html"
     page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
-    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-layout="([^"]*)"', dom.stdout)
@@ -301,7 +299,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path):
     report = _report()
     page = tmp_path / "explain.html"
     page.write_text(explain_html.render(report), encoding="utf-8")
-    flags = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     _figures_shown(re.sub(r"<[^>]+>", " ", dom.stdout).replace("&nbsp;", " ").replace("\xa0", " ")

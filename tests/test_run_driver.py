@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import ClassVar
 
 import pytest
 
@@ -14,7 +15,7 @@ from hloscope.rundir import create_run_dir, load_run
 class FakeSession(Session):
     """Losses fall by 0.1 a step; `compiles` grows when the step index is in `recompile_at`."""
 
-    recompile_at: set[int] = set()
+    recompile_at: ClassVar[set[int]] = set()
     fail_at: int | None = None
 
     def setup(self) -> None:

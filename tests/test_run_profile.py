@@ -8,7 +8,6 @@ with hloscope's own readers.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

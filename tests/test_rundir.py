@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 
 from hloscope.errors import InputError, UsageError
-from hloscope.rundir import (create_run_dir, find_runs, load_comparison, load_run, write_comparison, write_json_atomic,
-                             write_run)
+from hloscope.rundir import (
+    create_run_dir,
+    find_runs,
+    load_comparison,
+    load_run,
+    write_comparison,
+    write_json_atomic,
+    write_run,
+)
 
 BROKEN = Path(__file__).parent / "data" / "runs"
 
@@ -84,7 +91,7 @@ def test_truncated_json_reports_line_and_column():
 
 
 def test_missing_run_directory_is_reported(tmp_path):
-    with pytest.raises(InputError, match="no run.json here"):
+    with pytest.raises(InputError, match=r"no run\.json here"):
         load_run(tmp_path)
     with pytest.raises(InputError, match="no such file"):
         find_runs(tmp_path / "nowhere")
@@ -116,7 +123,7 @@ def test_missing_artifacts_can_be_tolerated_on_request(tmp_path):
 
 
 def test_cli_refuses_an_escaping_run_id_in_one_line(cli_run, tmp_path):
-    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--out", str(tmp_path), "--run-id", "../x")
+    code, _out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--out", str(tmp_path), "--run-id", "../x")
     assert code == 2
     assert err.count("\n") == 1 and "invalid run id" in err and "Traceback" not in err
     assert not (tmp_path.parent / "x").exists()

@@ -56,7 +56,7 @@ def test_total_flops_agree_with_xla_cost_analysis(fixtures_dir, rooflines, folde
 def test_a_cublas_gemm_by_hand(fixtures_dir, rooflines):
     """The first QKV projection of ViT-Base on H100: f32[6304,768] x f32[768,2304], DEFAULT precision (TF32)."""
     after = _files(fixtures_dir, "vit_base_sm90_cublas")[0]
-    line = next(l for l in after.read_text().splitlines() if "%custom-call.284 = " in l)
+    line = next(text for text in after.read_text().splitlines() if "%custom-call.284 = " in text)
     m, n = map(int, re.search(r"\(f32\[(\d+),(\d+)\]", line).groups())
     assert (m, n) == (6304, 2304)
     k = 768

@@ -158,7 +158,7 @@ def test_bad_kineto_file_is_one_input_error_naming_it(tmp_path, content, message
 def test_corrupt_gzip_is_an_input_error(tmp_path, fixtures_dir):
     truncated = tmp_path / "worker.1.pt.trace.json.gz"
     truncated.write_bytes((fixtures_dir / ALEXNET).read_bytes()[:5000])
-    with pytest.raises(InputError, match="worker.1.pt.trace.json.gz"):
+    with pytest.raises(InputError, match=r"worker\.1\.pt\.trace\.json\.gz"):
         convert_kineto_file(truncated, tmp_path / "out")
 
 

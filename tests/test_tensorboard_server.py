@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
 from conftest import ARTIFACTS
 
 MODE_DIRS = ("pytorch", "pytorch_compile", "torch_xla", "torch_xla_compile", "jax")
@@ -165,7 +164,7 @@ def comparison(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def served_comparison(comparison):
-    with hloscope_tensorboard(comparison.parent) as (process, url, stdout):
+    with hloscope_tensorboard(comparison.parent) as (_process, url, _stdout):
         yield url
 
 
@@ -231,7 +230,7 @@ def _trace_viewer_page(url: str, comparison: Path) -> str:
 @pytest.mark.slow
 def test_ctrl_c_stops_tensorboard_and_leaves_nothing_behind(comparison):
     before = tree_state(comparison)
-    with hloscope_tensorboard(comparison) as (process, url, stdout):
+    with hloscope_tensorboard(comparison) as (process, _url, stdout):
         assert f"{comparison.name}/jax" in "".join(stdout)  # pointed at the comparison itself: same names
         children = child_pids(process.pid)
         assert children, "TensorBoard runs as a child process"

@@ -33,7 +33,6 @@ def tool(xplane: Path, name: str, **params):
 
 
 def trace_stats(path: Path) -> dict:
-    from hloscope.trace.stats import trace_stats as stats  # noqa: F401  (import check only)
 
     result = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", str(path), "--json"],
                             capture_output=True, text=True, check=True)  # fmt: skip
@@ -95,7 +94,7 @@ def test_kernel_stats_count_every_kernel_with_its_aten_op(converted, key):
     assert sum(row["occurrences"] for row in rows) == trace_stats(source)["kernels"]
     raw = raw_events(source)
     assert Counter(e["name"] for e in raw if e.get("cat") == "kernel") == Counter(
-        {name: count for name, count in _sum_by(rows, "kernel_name", "occurrences").items()}
+        dict(_sum_by(rows, "kernel_name", "occurrences").items())
     )
     cpu_ops = {e["name"] for e in raw if e.get("cat") == "cpu_op"}
     named = [row for row in rows if row["op_name"]]

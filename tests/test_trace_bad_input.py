@@ -39,7 +39,7 @@ def test_every_bad_trace_file_has_a_case():
 def test_bad_trace_is_refused_in_one_line(cli_run, name, as_json):
     path = BAD / name
     args = ["trace", "stats", str(path)] + (["--json"] if as_json else [])
-    code, stdout, stderr = cli_run(*args)
+    code, _stdout, stderr = cli_run(*args)
     assert code == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr

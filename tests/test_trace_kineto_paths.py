@@ -26,7 +26,7 @@ def test_fast_path_and_streaming_parser_give_the_same_events(fixtures_dir, relat
     path = fixtures_dir / relative
     with gzip.open(path) as stream:
         chunks = list(kineto_chunks.event_chunks(stream))  # the fast path takes these files whole
-    assert sum(len(chunk) for chunk in chunks) == len(json.loads(gzip.open(path).read())["traceEvents"])
+    assert sum(len(chunk) for chunk in chunks) == len(json.loads(gzip.decompress(path.read_bytes()))["traceEvents"])
     assert list(kineto.iter_events(path)) == _ijson_only(path)
 
 
@@ -34,7 +34,7 @@ def test_fallback_midway_yields_every_event_once(fixtures_dir, tmp_path):
     """An event the fast path cannot type (a string timestamp) deep in the file: the events already produced are
     skipped by the streaming parser, which reads the rest."""
     source = fixtures_dir / "hta/nccl_parser_config__nccl_data.json.gz"
-    document = json.loads(gzip.open(source).read())
+    document = json.loads(gzip.decompress(source.read_bytes()))
     events = document["traceEvents"]
     complete = [event for event in events if event.get("ph") == "X"]
     complete[-10]["ts"] = str(complete[-10]["ts"])  # valid for Chrome's viewer, not for the typed decoder
@@ -54,7 +54,7 @@ def test_fallback_midway_yields_every_event_once(fixtures_dir, tmp_path):
 
 def test_minified_trace_is_cut_between_events(tmp_path, fixtures_dir, monkeypatch):
     source = fixtures_dir / "hta/trace_filter__sampled_rank-0.json.gz"
-    document = json.loads(gzip.open(source).read())
+    document = json.loads(gzip.decompress(source.read_bytes()))
     path = tmp_path / "min.trace.json"
     path.write_text(json.dumps(document, separators=(",", ":")))  # no newline anywhere
     monkeypatch.setattr(kineto_chunks, "BLOCK_BYTES", 64 << 10)

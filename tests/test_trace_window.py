@@ -35,7 +35,7 @@ def _expected(path) -> tuple[dict, dict[int, int]]:
             number = int(e["name"].split("#")[1])
             if number not in markers or e["ts"] < markers[number][0]:
                 markers[number] = (e["ts"], e["ts"] + e["dur"])
-    per_step = {number: 0 for number in markers}
+    per_step = dict.fromkeys(markers, 0)
     for kernel in device:
         launch = launches.get(kernel["args"]["correlation"])
         if kernel["cat"] == "kernel" and launch is not None:

@@ -7,9 +7,10 @@ import os
 import resource
 import sys
 import time
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager
+from typing import Any, ClassVar
 
 from hloscope.models.presets import VitPreset, get_preset
 from hloscope.modes import get_mode
@@ -94,7 +95,7 @@ class Session:
 
     # run.json `profile`: how this mode's step marker is named, the host phases it annotates, notes
     profile_step_marker = ""
-    profile_annotations: dict[str, str] = {"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION}
+    profile_annotations: ClassVar[dict[str, str]] = {"input": INPUT_ANNOTATION, "wait": WAIT_ANNOTATION}
     profile_notes: tuple[str, ...] = ()
     profile_lead_in_steps = 0  # steps the profiler runs before it records (Kineto's schedule warm-up): not recorded
     # run.json `memory.source` when the device reports no memory statistics

@@ -13,8 +13,8 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
@@ -121,7 +121,7 @@ def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
     timing.update(step_statistics(log.step_times_s, batch_size, log.window_s))
     if log.window_s is None and log.step_times_s:  # interrupted inside the window: the steps that finished
         timing["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
-    losses = [x for x in log.losses]
+    losses = list(log.losses)
     if losses:
         first, last = losses[0], losses[-1]
         record["loss"] = {"first": first, "last": last, "finite": all(math.isfinite(x) for x in losses),
@@ -161,7 +161,7 @@ def execute(options: RunOptions, run_dir: Path,
         if status != "ok" and session is not None and "framework" not in record["environment"]:
             try:  # device and precision facts, when setup got far enough to know them
                 record["environment"].update(session.info())
-            except Exception:  # noqa: BLE001 - a half-set-up session cannot always answer
+            except Exception:
                 pass
         # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
         record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
@@ -231,7 +231,7 @@ def execute(options: RunOptions, run_dir: Path,
     except HloscopeError as error:  # missing package, impossible option: the user's one-line message, its exit code
         finish("failed", str(error))
         raise
-    except Exception as error:  # noqa: BLE001 - any framework error becomes a failed run, with the reason recorded
+    except Exception as error:
         record["error_traceback"] = traceback.format_exc(limit=20)
         sys.stderr.write(record["error_traceback"])
         message = f"{type(error).__name__}: {error}".strip()
@@ -242,5 +242,5 @@ def execute(options: RunOptions, run_dir: Path,
         if session is not None:
             try:
                 session.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the run's own outcome
+            except Exception:
                 pass

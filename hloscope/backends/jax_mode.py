@@ -13,8 +13,14 @@ import sys
 from typing import Any
 
 from hloscope.backends import xla_dump
-from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, WAIT_ANNOTATION, ProfileResult, Session,
-                                    thread_settings)
+from hloscope.backends.base import (
+    INPUT_ANNOTATION,
+    STEP_MARKER,
+    WAIT_ANNOTATION,
+    ProfileResult,
+    Session,
+    thread_settings,
+)
 from hloscope.errors import MissingDependency, UsageError
 
 try:

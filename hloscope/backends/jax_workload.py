@@ -7,8 +7,9 @@ Importing this module imports JAX, Flax, optax and transformers; callers import 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hloscope.errors import MissingDependency, UsageError
 from hloscope.models.presets import VitPreset, get_preset

@@ -12,8 +12,9 @@ Importing this module imports nothing; `build_torch_workload` imports torch and 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import VitPreset

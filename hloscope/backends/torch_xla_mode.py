@@ -16,10 +16,17 @@ import contextlib
 import os
 from importlib import metadata
 from pathlib import Path
+from typing import ClassVar
 
 from hloscope.backends import check_torch_xla_cuda, xla_dump
-from hloscope.backends.base import (INPUT_ANNOTATION, STEP_MARKER, SYNC_ANNOTATION, WAIT_ANNOTATION, ProfileResult,
-                                    RunOptions)
+from hloscope.backends.base import (
+    INPUT_ANNOTATION,
+    STEP_MARKER,
+    SYNC_ANNOTATION,
+    WAIT_ANNOTATION,
+    ProfileResult,
+    RunOptions,
+)
 from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
 from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import MissingDependency
@@ -62,7 +69,7 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
 
 class TorchXlaSession(TorchSession):
     profile_step_marker = f"{STEP_MARKER} (torch_xla profiler TraceMe, step_num = N, as xp.StepTrace)"
-    profile_annotations = {"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION, "wait": WAIT_ANNOTATION}
+    profile_annotations: ClassVar[dict[str, str]] = {"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION, "wait": WAIT_ANNOTATION}
 
     def setup(self) -> None:
         options = self.options
@@ -106,7 +113,7 @@ class TorchXlaSession(TorchSession):
     def wait(self, outputs) -> None:
         in_warmup = self.current_index < self.options.warmup
         if in_warmup and not self.options.compile_model:
-            tensors = [outputs] + [p for p in self.model.parameters()]
+            tensors = [outputs, *list(self.model.parameters())]
             self.step_hashes[self.current_index] = self.torch_xla._XLAC._get_graph_hash(tensors).hex()
         with self.annotate(SYNC_ANNOTATION):
             self.workload.sync()
@@ -198,7 +205,7 @@ class TorchXlaSession(TorchSession):
         mat_mul_precision = self.torch_xla.backends.get_mat_mul_precision()
         try:
             device_kind = self.xm.xla_device_kind(self.device)
-        except Exception:  # noqa: BLE001 - a runtime that cannot say
+        except Exception:
             device_kind = None
         return {"framework": "torch_xla", "device": str(self.device), "pjrt_device": self.pjrt_device,
                 "device_type": xr.device_type(), "device_kind": device_kind, "torch_xla": torch_xla_version(),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 # Module names are one word, optionally with numeric suffixes (`jit_train_step`, `SyncTensorsGraph.66`).
 _NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?P<what>.+)$")

@@ -8,9 +8,9 @@ from importlib.util import find_spec
 
 import click
 from rich.console import Console
-from rich.text import Text
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from hloscope.cli.run import build_options, common_options
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES

@@ -29,7 +29,6 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
-
     from hloscope.trace.hlo_map import measured_instructions
     from hloscope.trace.load import device_events_by_run
 

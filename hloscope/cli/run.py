@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.text import Text
 from rich.table import Table
+from rich.text import Text
 
 from hloscope.errors import InputError
 

@@ -48,10 +48,7 @@ def split_operands(segment: str) -> list[str]:
         segment = _COMMENT.sub("", segment)
     if not segment.strip():
         return []
-    if "[" in segment or "(" in segment or "{" in segment:
-        pieces = _split_top_level(segment)
-    else:
-        pieces = segment.split(",")
+    pieces = _split_top_level(segment) if "[" in segment or "(" in segment or "{" in segment else segment.split(",")
     names = []
     for piece in pieces:
         words = piece.split()

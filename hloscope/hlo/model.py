@@ -34,7 +34,7 @@ class HloInstruction:
 
     # _end, _ops and _attrs are caches left unset until first use: a million instructions are created per 100 MB of
     # text, and every store in __init__ counts (measured: this __init__ takes 40% less time than one that sets them).
-    __slots__ = ("name", "shape_text", "opcode", "text", "pos", "lineno", "computation", "_end", "_ops", "_attrs")
+    __slots__ = ("_attrs", "_end", "_ops", "computation", "lineno", "name", "opcode", "pos", "shape_text", "text")
 
     def __init__(self, name, shape_text, opcode, text, pos, lineno, computation):
         self.name = name
@@ -112,9 +112,9 @@ class HloInstruction:
 
     def validate(self) -> None:
         """Parse everything that is otherwise parsed on demand, so malformed text is reported now."""
-        self.shape
+        _ = self.shape
         for operand in self.operands:
-            operand.shape
+            _ = operand.shape
         if not hasattr(self, "_attrs"):  # check the attributes without keeping them: most are never asked for
             attrs = self._scan_attributes()
             predecessors = attrs.get("control-predecessors")
@@ -129,7 +129,7 @@ class HloInstruction:
                                           f"'{comp.name}'", self.text.find("control-predecessors")) from None
             if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
                 self._attrs = attrs
-                self.called_computations
+                _ = self.called_computations
 
     def attr(self, key: str, default: str | None = None) -> str | None:
         return self.attrs.get(key, default)
@@ -207,7 +207,7 @@ class HloInstruction:
 
 
 class HloComputation:
-    __slots__ = ("name", "is_entry", "instructions", "lineno", "module", "signature", "_by_name", "root", "renames")
+    __slots__ = ("_by_name", "instructions", "is_entry", "lineno", "module", "name", "renames", "root", "signature")
 
     def __init__(self, name: str, is_entry: bool, lineno: int, module: HloModule, signature: str = ""):
         self.name = name
@@ -270,7 +270,7 @@ class HloModule:
 
     def validate(self) -> None:
         """Parse every lazily parsed part of every instruction (raises ParseError on malformed text)."""
-        self.attrs
+        _ = self.attrs
         for comp in self.computations:
             for instr in comp.instructions:
                 instr.validate()

@@ -14,20 +14,7 @@ opcodes are counted exactly as `jaxlib._hlo.hlo_module_from_text` counts them.
 
 from __future__ import annotations
 
-OPCODES = frozenset("""
-abs acos acosh add add-dependency after-all all-gather all-gather-done all-gather-start all-reduce all-reduce-done
-all-reduce-start all-to-all and asin asinh async-done async-start async-update atan2 atanh batch-norm-grad
-batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call cbrt ceil cholesky clamp
-count-leading-zeros collective-broadcast collective-permute collective-permute-done collective-permute-start compare
-complex concatenate conditional constant convert convolution copy copy-done copy-start cosine cosh custom-call divide
-domain dot dynamic-reshape dynamic-slice dynamic-update-slice erf exponential exponential-minus-one fft floor fusion
-gather get-dimension-size get-tuple-element imag infeed iota is-finite log log-plus-one logistic map maximum minimum
-mulhi multiply negate not opt-barrier or outfeed pad parameter partition-id popcnt power ragged-all-to-all ragged-dot
-real recv recv-done reduce reduce-precision reduce-scatter reduce-window remainder replica-id reshape reverse rng
-rng-bit-generator rng-get-and-update-state round-nearest-afz round-nearest-even rsqrt scaled-dot scan scatter select
-select-and-scatter send send-done set-dimension-size shift-left shift-right-arithmetic shift-right-logical sign sine
-sinh slice sort sqrt stochastic-convert subtract tan tanh topk transpose triangular-solve tuple while xor
-""".split())
+OPCODES = frozenset(["abs", "acos", "acosh", "add", "add-dependency", "after-all", "all-gather", "all-gather-done", "all-gather-start", "all-reduce", "all-reduce-done", "all-reduce-start", "all-to-all", "and", "asin", "asinh", "async-done", "async-start", "async-update", "atan2", "atanh", "batch-norm-grad", "batch-norm-inference", "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call", "cbrt", "ceil", "cholesky", "clamp", "count-leading-zeros", "collective-broadcast", "collective-permute", "collective-permute-done", "collective-permute-start", "compare", "complex", "concatenate", "conditional", "constant", "convert", "convolution", "copy", "copy-done", "copy-start", "cosine", "cosh", "custom-call", "divide", "domain", "dot", "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "erf", "exponential", "exponential-minus-one", "fft", "floor", "fusion", "gather", "get-dimension-size", "get-tuple-element", "imag", "infeed", "iota", "is-finite", "log", "log-plus-one", "logistic", "map", "maximum", "minimum", "mulhi", "multiply", "negate", "not", "opt-barrier", "or", "outfeed", "pad", "parameter", "partition-id", "popcnt", "power", "ragged-all-to-all", "ragged-dot", "real", "recv", "recv-done", "reduce", "reduce-precision", "reduce-scatter", "reduce-window", "remainder", "replica-id", "reshape", "reverse", "rng", "rng-bit-generator", "rng-get-and-update-state", "round-nearest-afz", "round-nearest-even", "rsqrt", "scaled-dot", "scan", "scatter", "select", "select-and-scatter", "send", "send-done", "set-dimension-size", "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sinh", "slice", "sort", "sqrt", "stochastic-convert", "subtract", "tan", "tanh", "topk", "transpose", "triangular-solve", "tuple", "while", "xor"])
 
 # Opcodes with a native async form: `X-start` of these is not sugar (and `X-start` is refused where it is no opcode).
 NATIVE_ASYNC = frozenset({"all-gather", "all-reduce", "collective-permute", "copy", "recv", "send"})
@@ -46,15 +33,8 @@ def async_sugar(opcode: str) -> tuple[str, str] | None:
     return None
 
 
-UNARY_ELEMENTWISE = frozenset("""
-abs acos acosh asin asinh atanh cbrt ceil count-leading-zeros cosine cosh erf exponential exponential-minus-one floor
-log log-plus-one logistic negate not popcnt reduce-precision round-nearest-afz round-nearest-even
-rsqrt sign sine sinh sqrt tan tanh copy
-""".split())
-BINARY_ELEMENTWISE = frozenset("""
-add and atan2 divide maximum minimum multiply or power remainder shift-left shift-right-arithmetic shift-right-logical
-subtract xor
-""".split())
+UNARY_ELEMENTWISE = frozenset(["abs", "acos", "acosh", "asin", "asinh", "atanh", "cbrt", "ceil", "count-leading-zeros", "cosine", "cosh", "erf", "exponential", "exponential-minus-one", "floor", "log", "log-plus-one", "logistic", "negate", "not", "popcnt", "reduce-precision", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine", "sinh", "sqrt", "tan", "tanh", "copy"])
+BINARY_ELEMENTWISE = frozenset(["add", "and", "atan2", "divide", "maximum", "minimum", "multiply", "or", "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical", "subtract", "xor"])
 
 
 def infer_shape(opcode: str, operand_shapes: list, attrs: dict[str, str]) -> str | None:

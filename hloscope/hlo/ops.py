@@ -32,7 +32,7 @@ def executed_computations(module: HloModule) -> list[HloComputation]:
             continue
         seen[comp.name] = comp
         for instr in comp.instructions:
-            if instr.opcode in _CONTROL_FLOW or instr.opcode.endswith("-start") and "calls" in instr.attrs:
+            if instr.opcode in _CONTROL_FLOW or (instr.opcode.endswith("-start") and "calls" in instr.attrs):
                 stack.extend(instr.called_computations)
     return list(seen.values())
 

@@ -129,9 +129,8 @@ class _Parser:
         comp = None
         for lineno, line in enumerate(lines, self.first_line):
             if comp is not None:
-                if self.pending is not None or self.pending_head is not None:
-                    if self._continue(line, lineno, comp):
-                        continue
+                if (self.pending is not None or self.pending_head is not None) and self._continue(line, lineno, comp):
+                    continue
                 match = match_instruction(line)
                 if match is not None:
                     root, name, shape, opcode = match.groups()

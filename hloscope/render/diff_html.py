@@ -5,7 +5,14 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import svg
-from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import (
+    group_rows,
+    kernel_changes,
+    match_rate_line,
+    matching_line,
+    opcode_changes,
+    side_by_side,
+)
 from hloscope.render.html_page import page, table
 
 

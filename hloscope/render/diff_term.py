@@ -6,7 +6,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hloscope.render.diff_views import group_rows, kernel_changes, match_rate_line, matching_line, opcode_changes, side_by_side
+from hloscope.render.diff_views import (
+    group_rows,
+    kernel_changes,
+    match_rate_line,
+    matching_line,
+    opcode_changes,
+    side_by_side,
+)
 
 
 def _table(title: str, headers: list[str], rows) -> Table:

@@ -113,5 +113,5 @@ def group_rows(groups: list[dict], limit: int = 15, examples: bool = True) -> li
     rows = []
     for g in groups[:limit]:
         row = (g["op_name"], str(g["count"]), ", ".join(f"{op} {n}" for op, n in g["opcodes"].items()))
-        rows.append(row + (", ".join(g["examples"][:3]),) if examples else row)
+        rows.append((*row, ", ".join(g["examples"][:3])) if examples else row)
     return rows

@@ -5,10 +5,24 @@ from __future__ import annotations
 from html import escape
 
 from hloscope.render import svg
-from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, AnnotationView,
-                                           ModeView, baseline_line, compiled_table, config_text,
-                                           device_time_by_category, is_compiled, kernels_by_category, method_lines,
-                                           mode_rows, mode_views, notes, step_rows)
+from hloscope.render.explain_views import (
+    MODE_ANNOTATIONS_LABEL,
+    OP_HEADERS,
+    RESIDUAL_LABEL,
+    AnnotationView,
+    ModeView,
+    baseline_line,
+    compiled_table,
+    config_text,
+    device_time_by_category,
+    is_compiled,
+    kernels_by_category,
+    method_lines,
+    mode_rows,
+    mode_views,
+    notes,
+    step_rows,
+)
 from hloscope.render.html_page import evidence, page, table
 
 # The report's own layout, on top of the shared page style: its tables fit an 800 px window (figures keep their unit
@@ -182,7 +196,7 @@ def _compiled(report: dict) -> list[str]:
             "(per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) of the target GPU).</p>"]
     if fastest:
         body.append(f"<p>Lowest roofline lower bound: <b>{escape(fastest)}</b></p>")
-    body.append(table([""] + modes, [[label.strip()] + values for label, values in rows], figures=True))
+    body.append(table(["", *modes], [[label.strip(), *values] for label, values in rows], figures=True))
     return body
 
 

@@ -12,8 +12,19 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render.explain_views import (MODE_ANNOTATIONS_LABEL, OP_HEADERS, RESIDUAL_LABEL, AnnotationView, ModeView,
-                                           baseline_line, compiled_table, is_compiled, mode_views, notes, step_rows)
+from hloscope.render.explain_views import (
+    MODE_ANNOTATIONS_LABEL,
+    OP_HEADERS,
+    RESIDUAL_LABEL,
+    AnnotationView,
+    ModeView,
+    baseline_line,
+    compiled_table,
+    is_compiled,
+    mode_views,
+    notes,
+    step_rows,
+)
 
 
 def _ms(text: str) -> str:

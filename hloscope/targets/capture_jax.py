@@ -21,7 +21,7 @@ def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, 
         info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file)
     except HloscopeError:
         raise
-    except Exception as error:  # noqa: BLE001 - a framework error becomes a failed run with its reason
+    except Exception as error:
         raise TargetCompileError(f"lowering the JAX train step failed: {type(error).__name__}: "
                                  f"{_first_line(str(error))}") from None
     return graph_file, info
@@ -43,9 +43,9 @@ def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int
 
 
 def _lower(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
-    from hloscope.backends.jax_workload import build_jax_workload
-
     import jax
+
+    from hloscope.backends.jax_workload import build_jax_workload
 
     workload = build_jax_workload(preset, batch_size, precision, seed)
     traced = jax.jit(workload.train_step).trace(workload.state, *workload.batch)

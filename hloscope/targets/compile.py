@@ -20,6 +20,7 @@ from pathlib import Path
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.modes import TARGET_MODES, get_mode, resolve
 from hloscope.targets.spec import GpuTarget, resolve_target
+
 WORKER = Path(__file__).with_name("gpu_compile_worker.py")
 COMPILE_TIMEOUT_S = 3600
 _DUMP = ".gpu_dump"       # XLA's dump while the compile runs; kept files move to hlo/

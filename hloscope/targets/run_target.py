@@ -57,7 +57,7 @@ def execute_target(options, target: str, run_dir: Path) -> dict:
     except HloscopeError as error:
         finish("failed", str(error))
         raise
-    except Exception as error:  # noqa: BLE001 - recorded, then one line for the user (no traceback)
+    except Exception as error:
         message = f"{type(error).__name__}: {error}".strip().splitlines()[0]
         finish("failed", message)
         raise TargetCompileFailed(f"{options.mode}: {message} (run.json in {run_dir})") from None

@@ -181,11 +181,11 @@ def target_from_text(text: str, name: str, path: str) -> GpuTarget:
     clock = info.get("clock_rate_ghz")
     if clock is None and isinstance(info.get("clock_rate_khz"), (int, float)):  # older spec files
         clock = info["clock_rate_khz"] / 1e6
-    for field, value in (("core_count", cores), ("clock_rate_ghz", clock),
+    for key, value in (("core_count", cores), ("clock_rate_ghz", clock),
                          ("memory_bandwidth", info.get("memory_bandwidth")), ("fpus_per_core", info.get("fpus_per_core"))):
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
                                       and math.isfinite(value) and value > 0):
-            raise InputError(path, f"not a usable GpuTargetConfigProto: gpu_device_info.{field} is {value!r}, "
+            raise InputError(path, f"not a usable GpuTargetConfigProto: gpu_device_info.{key} is {value!r}, "
                                    "expected a positive number")
     vector = _rates(info.get("scalar_unit_description"), cores or 0)
     if not vector and cores and clock and info.get("fpus_per_core"):

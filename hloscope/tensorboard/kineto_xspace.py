@@ -221,7 +221,7 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
     launches: dict[int, tuple[int, str | None]] = {}  # correlation id -> (launch start ns, innermost cpu_op)
     for line in host_plane.lines.values():
         ops: list[tuple[int, int]] = []  # stack of open cpu_ops: (end ns, index into line.events)
-        for index, (start, duration_ps, name, args) in enumerate(sorted(line.events, key=lambda e: (e[0], -e[1]))):
+        for start, duration_ps, name, args in sorted(line.events, key=lambda e: (e[0], -e[1])):
             number = _step_number(name)
             if number is not None:
                 args["group_id"] = number

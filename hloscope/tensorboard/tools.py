@@ -27,5 +27,5 @@ def is_cpu_only(xplanes: list[Path]) -> bool:
     """True when no plane of the session is a GPU or TPU: XProf's device-op tools have nothing to read."""
     try:
         return not any(name.startswith(DEVICE_PREFIXES) for name in plane_names(xplanes))
-    except (OSError, ValueError, Exception):  # noqa: BLE001 - unreadable here: the plugin will say so itself
+    except (OSError, ValueError, Exception):
         return False

@@ -45,7 +45,7 @@ def xspace_class() -> Any:
             continue
         try:
             return importlib.import_module(module_name).XSpace
-        except Exception:  # noqa: BLE001 - a missing or broken optional module just means: try the next source
+        except Exception:
             continue
     for package, library in NATIVE_LIBRARIES:
         path = _package_file(package, library)
@@ -91,7 +91,7 @@ def read_embedded_descriptor(library: Path) -> bytes | None:
                 parsed = descriptor_pb2.FileDescriptorProto()
                 try:
                     parsed.ParseFromString(blob)
-                except Exception:  # noqa: BLE001 - not the descriptor: keep looking
+                except Exception:
                     parsed = None
                 if parsed is not None and parsed.package == PROTO_PACKAGE and parsed.message_type:
                     return blob

@@ -146,7 +146,7 @@ def step_parts(
                 host[index].setdefault(cause, []).append((event.start_us, event.end_us))
             if event.name.startswith("aten::"):
                 aten[index].append((event.start_us, event.end_us, event.lane + event.process, event.name))
-    ends = starts[1:] + [last_end]
+    ends = [*starts[1:], last_end]
     # Device time inside each step: every execution clipped to the steps it overlaps.
     intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
     by_category: list[dict[str, float]] = [{} for _ in range(n)]
