@@ -12,7 +12,7 @@ from importlib import metadata
 
 from hloscope import __version__
 
-PACKAGES = ("torch", "torch_xla", "jax", "jaxlib", "flax", "optax", "transformers", "numpy", "tensorboard",
+PACKAGES = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax", "transformers", "numpy", "tensorboard",
             "tensorboard-plugin-profile", "xprof", "click", "rich")
 ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
             "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_HLO_DEBUG", "XLA_IR_DEBUG",

@@ -11,7 +11,8 @@ when `resolve` is called, by the one run process that needs them.
 
 Where each mode can run (CPU / GPU / TPU) is said in `runs_on`; in short: eager PyTorch and inductor run on the CPU
 and CUDA GPUs; PyTorch/XLA 2.9 (pinned) runs on the CPU and TPUs and has no CUDA backend (on a GPU it needs torch_xla
-<= 2.8 with its CUDA plugin); JAX runs on the CPU, CUDA GPUs (jax[cuda12]) and TPUs.
+<= 2.8 with its CUDA plugin); JAX runs on the CPU, CUDA GPUs (jax[cuda12]) and TPUs, and so does torchax (the PyTorch
+model traced into JAX).
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ MODES: tuple[Mode, ...] = (
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
          target_capture="hloscope.targets.capture_jax:capture_for_target"),
+    # PyTorch on XLA that still has a future: the PyTorch model traced by torchax into one jax.jit step (optax SGD).
+    Mode(name="torchax", dir_name="torchax", framework="torchax", compile=False,
+         packages=("torch", "torchax", "jax", "optax", "transformers"), imports=("torch", "torchax", "jax"),
+         session="hloscope.backends.torchax_mode:TorchaxSession",
+         dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
+         runs_on="wherever JAX runs: CPU, CUDA GPUs (jax[cuda12], from PyPI wheels) and TPU; always jitted",
+         target_capture="hloscope.targets.capture_torchax:capture_for_target"),
 )
 
 BY_NAME: dict[str, Mode] = {mode.name: mode for mode in MODES}

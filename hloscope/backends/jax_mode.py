@@ -59,15 +59,29 @@ def keep_transformers_off_torch() -> None:
 class JaxSession(Session):
     profile_step_marker = f"{STEP_MARKER} (jax.profiler.StepTraceAnnotation, step_num = N)"
 
+    def prepare_imports(self) -> None:
+        """Before the workload is built: environment variables that keep unneeded frameworks out of the process."""
+        if self.options.data == "device":
+            keep_transformers_off_torch()
+
+    def build_workload(self):
+        """The step to jit and its state (`train_step`, `state`, `batch`, `dtype`): Flax's ViT here, the PyTorch ViT
+        through torchax in the torchax mode (a subclass)."""
+        options = self.options
+        return build_jax_workload(options.preset, options.batch_size, options.precision, options.seed)
+
+    def images(self, images_nchw):
+        """The shared NCHW images in the layout the model takes (Flax's ViT: NHWC)."""
+        return to_nhwc(images_nchw)
+
     def setup(self) -> None:
         options = self.options
-        if options.data == "device":
-            keep_transformers_off_torch()
+        self.prepare_imports()
         self.device = pick_device(options.device)
         jax.config.update("jax_default_device", self.device)
         self.compiles = 0
         jax.monitoring.register_event_duration_secs_listener(self._count_compile)
-        workload = build_jax_workload(options.preset, options.batch_size, options.precision, options.seed)
+        workload = self.build_workload()
         self.workload = workload
         # Commit the state to the device like the batches: jit keys its cache on committedness, and the step's outputs
         # are committed, so uncommitted inputs would make the second step compile again.
@@ -80,7 +94,7 @@ class JaxSession(Session):
         self.train_step_compiler_options = compiler_options
         self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None)
         if options.data == "device":
-            self.pool = [(jax.device_put(to_nhwc(images), self.device), jax.device_put(labels, self.device))
+            self.pool = [(jax.device_put(self.images(images), self.device), jax.device_put(labels, self.device))
                          for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)]
         else:
             n_batches = options.warmup + options.steps + options.profile_steps + 1
@@ -95,7 +109,7 @@ class JaxSession(Session):
         if self.options.data == "device":
             return self.pool[index % POOL_SIZE]
         images, labels = next(self.batches)
-        return (jax.device_put(to_nhwc(images.numpy()), self.device),
+        return (jax.device_put(self.images(images.numpy()), self.device),
                 jax.device_put(labels.numpy().astype("int32"), self.device))
 
     def annotation(self, name: str):

@@ -22,8 +22,9 @@ from hloscope.models.presets import VitPreset
 LEARNING_RATE = 0.01  # same as the JAX mode
 
 
-def build_model(preset: VitPreset, seed: int):
-    """HuggingFace ViTForImageClassification (NCHW input) with eager attention, on the CPU, seeded."""
+def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
+    """HuggingFace ViTForImageClassification (NCHW input), on the CPU, seeded; `attention` is transformers'
+    `attn_implementation` (eager by default, as the benchmark)."""
     from hloscope.backends.torch_common import import_torch
 
     torch = import_torch()
@@ -32,7 +33,7 @@ def build_model(preset: VitPreset, seed: int):
     except ImportError as error:
         raise MissingDependency("transformers<5", str(error)) from None
     torch.manual_seed(seed)
-    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
+    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation=attention)
     return ViTForImageClassification(config)
 
 

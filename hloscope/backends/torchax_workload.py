@@ -1,0 +1,121 @@
+"""The torchax training step, shared by `hloscope run --mode torchax` and the GPU-target capture of its graph.
+
+The PyTorch model of the PyTorch modes (`torch_workload.build_model`: HuggingFace's ViTForImageClassification, NCHW
+input, seeded, the model's own cross-entropy loss) runs through torchax's JAX interop: its parameters and buffers
+become JAX arrays, and `torch.func`-style functional calls of the module, inside a torchax environment, trace into JAX
+operations. The whole step (forward, loss, `jax.value_and_grad`, optimizer) is one `jax.jit` function, like the JAX
+mode's, so its graph is one XLA module `jit_train_step` that meets the same XLA compiler.
+
+Optimizer: optax SGD (learning rate 0.01, no momentum, as every other mode), not torch.optim through torchax: the
+update is then the same JAX code as the JAX mode's, and the comparison with it isolates the model's two
+implementations (PyTorch modules traced by torchax against Flax modules).
+
+--precision: fp32 / tf32 set `jax_default_matmul_precision` like the JAX mode (`highest` / `tensorfloat32`); bf16 runs
+the forward under torchax's autocast (`torchax.amp.autocast`, PyTorch's CUDA autocast policy: matmuls and
+convolutions in bf16) with fp32 parameters, like `torch.autocast` in the PyTorch modes.
+
+Importing this module imports nothing; `build_torchax_workload` imports torch, torchax, JAX, optax and transformers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hloscope.errors import MissingDependency
+from hloscope.models.presets import VitPreset, get_preset
+
+LEARNING_RATE = 0.01  # same as every mode
+OPTIMIZER = "optax.sgd (learning rate 0.01) on the JAX arrays of the torch parameters"
+
+
+def keep_transformers_off_flax() -> None:
+    """transformers imports Flax (and TensorFlow) whenever installed; a torchax run needs torch and JAX, not Flax.
+    Only effective before transformers is first imported; lasts for the process (a run process)."""
+    if "transformers" not in sys.modules:
+        os.environ.setdefault("USE_FLAX", "0")
+        os.environ.setdefault("USE_TF", "0")
+
+
+def import_torchax():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise MissingDependency("torch") from None
+    try:
+        import torchax
+    except ImportError:
+        raise MissingDependency("torchax==0.0.13") from None
+    try:
+        import optax
+    except ImportError:
+        raise MissingDependency("optax") from None
+    return torchax, optax
+
+
+@dataclass
+class TorchaxWorkload:
+    train_step: Callable[..., Any]  # (state, images, labels) -> (state, loss); pure, not jitted
+    state: Any                      # (params, buffers, opt_state): dicts of JAX arrays named like the state dict
+    batch: tuple[Any, Any]          # (images NCHW, labels) on the default device
+    matmul_precision: str | None
+    dtype: str                      # compute dtype: float32, or bfloat16 under torchax's autocast
+    attn_implementation: str | None
+    model: Any = None               # the torch module (its weights are the JAX arrays in `state`)
+
+
+def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
+                           attention: str = "eager") -> TorchaxWorkload:
+    """The PyTorch model of `seed`, its weights as JAX arrays, optax SGD state and one batch, ready to jit and time."""
+    keep_transformers_off_flax()
+    torchax, optax = import_torchax()
+    import jax
+    import jax.numpy as jnp
+    import torch
+    from torchax.interop import JittableModule
+
+    from hloscope.backends.data import synthetic_pool
+    from hloscope.backends.jax_workload import apply_precision
+    from hloscope.backends.torch_workload import build_model
+
+    if isinstance(preset, str):
+        preset = get_preset(preset)
+    matmul_precision, dtype = apply_precision(precision)
+    model = build_model(preset, seed, attention=attention)
+    model.train()
+    module = JittableModule(model)  # parameters and buffers by name; tied weights once
+    env = torchax.default_env()
+    params = env.t2j_copy(dict(module.params))
+    buffers = env.t2j_copy(dict(module.buffers))
+    tx = optax.sgd(LEARNING_RATE)
+    autocast_dtype = torch.bfloat16 if dtype == "bfloat16" else None
+
+    def loss_fn(params, buffers, images, labels):
+        t_params, t_buffers, t_images, t_labels = env.j2t_iso((params, buffers, images, labels))
+        with env:
+            if autocast_dtype is not None:
+                from torchax.amp import autocast
+
+                with autocast("jax", dtype=autocast_dtype, env=env):
+                    loss = module.functional_call("forward", t_params, t_buffers, pixel_values=t_images,
+                                                  labels=t_labels).loss
+            else:
+                loss = module.functional_call("forward", t_params, t_buffers, pixel_values=t_images,
+                                              labels=t_labels).loss
+        return env.t2j_iso(loss).astype(jnp.float32)
+
+    def train_step(state, images, labels):
+        params, buffers, opt_state = state
+        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, images, labels)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), buffers, opt_state), loss
+
+    state = (params, buffers, tx.init(params))
+    images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
+    batch = (jax.device_put(images), jax.device_put(labels))
+    return TorchaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision,
+                           dtype=dtype, attn_implementation=getattr(model.config, "_attn_implementation", None),
+                           model=model)

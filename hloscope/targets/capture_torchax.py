@@ -1,0 +1,41 @@
+"""The torchax train step as StableHLO lowered for CUDA, built exactly as `hloscope run --mode torchax` builds the timed
+step (the PyTorch ViT traced by torchax, optax SGD, one `jax.jit` function), as `capture_jax` does for the Flax step.
+
+Lowering needs no CUDA plugin; the compile for the target GPU then happens in the CUDA-plugin environment like every
+other mode's, so the torchax graph meets the same XLA GPU compiler as JAX's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
+                       work_dir: Path) -> tuple[Path, dict]:
+    """The mode registry's `target_capture` for torchax: lowered in this process (no scratch files in work_dir)."""
+    from hloscope.errors import HloscopeError
+    from hloscope.targets.compile import TargetCompileError, _first_line
+
+    graph_file = input_dir / "jit_train_step.torchax.cuda.stablehlo.mlir"
+    try:
+        info = lower_torchax_train_step(preset, batch_size, precision, seed, graph_file)
+    except HloscopeError:
+        raise
+    except Exception as error:  # a framework error becomes a failed run with its reason
+        raise TargetCompileError(f"lowering the torchax train step failed: {type(error).__name__}: "
+                                 f"{_first_line(str(error))}") from None
+    return graph_file, info
+
+
+def lower_torchax_train_step(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
+    """Write the train step's StableHLO (MLIR text) to `out_file`; returns facts about it for the run record."""
+    import jax
+
+    from hloscope.backends.torchax_workload import build_torchax_workload
+
+    workload = build_torchax_workload(preset, batch_size, precision, seed)
+    traced = jax.jit(workload.train_step).trace(workload.state, *workload.batch)
+    lowered = traced.lower(lowering_platforms=("cuda",))
+    out_file.write_text(lowered.as_text(debug_info=True), encoding="utf-8")
+    return {"framework": "torchax", "format": "mlir", "lowered_for": "cuda", "module": "jit_train_step",
+            "matmul_precision": workload.matmul_precision, "dtype": workload.dtype}
