@@ -1,0 +1,39 @@
+"""`hloscope replay PATH`: run a captured train-step program alone through jaxlib's XLA and time it."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("replay")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--steps", type=int, default=50, show_default=True, help="timed executions")
+@click.option("--warmup", type=int, default=10, show_default=True, help="untimed executions first (the first compiles)")
+@click.option("--profile", is_flag=True, help="also write an xplane of the replay beside the run's own")
+@click.option("--profile-steps", type=int, default=6, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the replay record as JSON")
+def command(path: str, device: str, steps: int, warmup: int, profile: bool, profile_steps: int, seed: int,
+            as_json: bool) -> None:
+    """Replay PATH (a run directory made with --dump-hlo, or an HLO / StableHLO module file) with jaxlib's XLA on
+    one device, timed as `run` times a step; writes replay.json (a new name if one exists) in the run directory."""
+    import os
+
+    if device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
+    from hloscope.replay.runner import replay
+
+    record, written = replay(path, device=device, steps=steps, warmup=warmup, profile=profile,
+                             profile_steps=profile_steps, seed=seed,
+                             on_skip=lambda line: click.echo(f"hloscope replay: {line}", err=True))
+    if as_json:
+        click.echo(json.dumps({**record, "written": str(written) if written else None}, indent=1, default=str))
+    else:
+        from hloscope.replay.report import render_text
+
+        click.echo(render_text(record, written))
+    if record["status"] == "not_replayable":
+        raise SystemExit(1)

@@ -1,0 +1,237 @@
+"""One XLA module to replay: read it (HLO text or StableHLO), say whether it can run here, compile it with jaxlib's
+XLA for one device, build realistic inputs for its entry parameters, and thread its aliased outputs back as the next
+step's inputs (as the training loop does with donated parameters and optimizer state)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hloscope.errors import HloscopeError, InputError
+
+# custom calls that call back into the host process (a Python callback has no Python to call in a replay)
+HOST_CALLBACKS = ("xla_python_cpu_callback", "xla_python_gpu_callback", "xla_ffi_python_cpu_callback",
+                  "xla_ffi_python_gpu_callback", "xla_ffi_partial_python_cpu_callback", "SendToHost", "RecvFromHost")
+_SHAPE = re.compile(r"\b(pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128)\[([\d,]*)\]")
+_DTYPES = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8",
+           "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
+           "f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128"}
+
+
+class NotReplayable(HloscopeError):
+    """This module cannot run alone here; the message says which module and why, in one line."""
+
+
+@dataclass
+class Shape:
+    dtype: str  # HLO element type: f32, s64, ...
+    dims: tuple[int, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+@dataclass
+class Program:
+    """A compiled module and what its compiled HLO says about its entry: parameter and output shapes, and which output
+    feeds which parameter at the next step."""
+
+    name: str
+    file: str
+    fmt: str  # "hlo" | "mlir"
+    executable: object
+    compiled_hlo: str
+    parameters: list[Shape]
+    outputs: list[Shape]
+    feeds: dict[int, int]  # parameter index -> output index threaded into it at the next step
+    feeds_from: str  # "input_output_alias" | "matching shapes" | "none"
+    donors: int = 0
+    compile_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def module_format(path: str | os.PathLike) -> str:
+    """'mlir' for StableHLO/MHLO text, 'hlo' for HLO text, from the file's beginning."""
+    from hloscope.files import regular_file
+
+    regular_file(path, "HLO module")
+    with open(path, "rb") as f:
+        head = f.read(1 << 16).decode("utf-8", "replace").lstrip()
+    if head.startswith("HloModule"):
+        return "hlo"
+    if head.startswith(("module", "#loc", "func.func")) or "func.func" in head:
+        return "mlir"
+    raise InputError(path, "neither HLO text (`HloModule ...`) nor StableHLO MLIR (`module ...`): cannot replay it")
+
+
+def check_replayable(name: str, text: str, fmt: str, devices: int) -> None:
+    """Raise NotReplayable (one line: module and reason) for what jaxlib cannot run alone on `devices` devices."""
+    for target in HOST_CALLBACKS:
+        if target in text:
+            raise NotReplayable(f"{name}: calls back into the host ({target}): the framework's Python is not there to "
+                                "answer it")
+    if fmt == "hlo":
+        header = text[: text.find("\n")]
+        parts = re.search(r"num_partitions=(\d+)", header)
+        replicas = re.search(r"replica_count=(\d+)", header)
+        needed = max(int(parts.group(1)) if parts else 1, 1) * max(int(replicas.group(1)) if replicas else 1, 1)
+        sharded = "sharding={devices=[" in text or needed > 1
+    else:
+        parts = re.search(r"mhlo\.num_partitions = (\d+)", text)
+        replicas = re.search(r"mhlo\.num_replicas = (\d+)", text)
+        needed = max(int(parts.group(1)) if parts else 1, 1) * max(int(replicas.group(1)) if replicas else 1, 1)
+        sharded = needed > 1
+    if sharded and needed > devices:
+        raise NotReplayable(f"{name}: a sharded module for {needed} devices; {devices} device(s) here")
+    if sharded:
+        raise NotReplayable(f"{name}: a sharded module (SPMD partitions or replicas): replay runs one device's program")
+
+
+def _stablehlo(path: str, fmt: str) -> tuple[str | bytes, list[int]]:
+    """The module as StableHLO and its donated parameters, the way `--target` converts torch_xla's HLO
+    (hloscope.targets.gpu_compile_worker: jaxlib parses HLO text and converts it with hlo_to_stablehlo)."""
+    saved = os.environ.get("JAX_PLATFORMS")
+    from hloscope.targets import gpu_compile_worker as worker  # its import sets JAX_PLATFORMS for its own process
+
+    if saved is None:
+        os.environ.pop("JAX_PLATFORMS", None)
+    else:
+        os.environ["JAX_PLATFORMS"] = saved
+    return worker._stablehlo_text(path, fmt)
+
+
+def compile_program(path: str | os.PathLike, device, name: str | None = None, fmt: str | None = None) -> Program:
+    """Compile the module at `path` with jaxlib's XLA for `device` (a jax Device). Raises NotReplayable."""
+    import time
+
+    from jax._src import compiler
+    from jax._src.interpreters import mlir
+    from jax._src.lib import xla_client as xc
+    from jax._src.lib.mlir import ir
+
+    from hloscope.files import read_text
+    from hloscope.targets.gpu_compile_worker import _mark_donors
+
+    path = str(path)
+    fmt = fmt or module_format(path)
+    name = name or Path(path).name
+    text = read_text(path, "HLO module")
+    check_replayable(name, text, fmt, len(device.client.devices()))
+    try:
+        module_text, donors = _stablehlo(path, fmt)
+    except Exception as error:  # jaxlib's parser: one line
+        raise NotReplayable(f"{name}: jaxlib cannot read it as {fmt}: {_first_line(error)}") from None
+    start = time.perf_counter()
+    try:
+        with mlir.make_ir_context():
+            module = ir.Module.parse(module_text)
+            _mark_donors(module, donors)
+            options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+            executable = device.client.compile_and_load(module, xc.DeviceList((device,)), options)
+    except Exception as error:
+        message = _first_line(error)
+        if "custom" in message.lower() and "call" in message.lower():
+            raise NotReplayable(f"{name}: a custom call has no {device.platform} implementation in jaxlib: "
+                                f"{message}") from None
+        raise NotReplayable(f"{name}: jaxlib's XLA cannot compile it for {device.platform}: {message}") from None
+    compile_s = time.perf_counter() - start
+    compiled = executable.hlo_modules()[0].to_string()
+    parameters, outputs = entry_shapes(compiled)
+    feeds, how = _feeds(compiled, parameters, outputs)
+    return Program(name=name, file=path, fmt=fmt, executable=executable, compiled_hlo=compiled,
+                   parameters=parameters, outputs=outputs, feeds=feeds, feeds_from=how, donors=len(donors),
+                   compile_s=compile_s)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return (lines[0] if lines else type(error).__name__)[:300]
+
+
+def entry_shapes(hlo_text: str) -> tuple[list[Shape], list[Shape]]:
+    """Parameter and output shapes from the compiled module's `entry_computation_layout={(params)->outputs}`."""
+    header = hlo_text[: hlo_text.find("\n")]
+    match = re.search(r"entry_computation_layout=\{\((.*)\)->(.*)\}", header)
+    if match is None:
+        raise NotReplayable("the compiled module has no entry_computation_layout")
+    params = [Shape(d, tuple(int(x) for x in dims.split(",") if x)) for d, dims in _SHAPE.findall(match.group(1))]
+    outs = [Shape(d, tuple(int(x) for x in dims.split(",") if x)) for d, dims in _SHAPE.findall(match.group(2))]
+    return params, outs
+
+
+def _feeds(hlo_text: str, parameters: list[Shape], outputs: list[Shape]) -> tuple[dict[int, int], str]:
+    """Which output becomes which parameter at the next step: XLA's input_output_alias where the module donates
+    (torch_xla's buffer_donor, jax's donate_argnums); otherwise the outputs that repeat the parameters' shapes in order
+    (a functional train step returns its new state first, in the order it took it: JAX's `(state, batch) -> (state,
+    loss)`)."""
+    header = hlo_text[: hlo_text.find("\n")]
+    aliases = re.findall(r"\{(\d*)\}: \((\d+), \{\}", header[header.find("input_output_alias="):]
+                         if "input_output_alias=" in header else "")
+    feeds = {int(p): int(o or 0) for o, p in aliases}
+    if feeds:
+        return feeds, "input_output_alias"
+    feeds = {}
+    for index, (param, out) in enumerate(zip(parameters, outputs)):
+        if param != out:
+            break
+        feeds[index] = index
+    if any(out.dims for out in outputs[len(feeds):]):  # not a state-in, state-out step (a forward graph, say)
+        feeds = {}
+    return feeds, ("matching shapes" if feeds else "none")
+
+
+def make_inputs(program: Program, device, batch_size: int | None, num_labels: int | None, seed: int = 0) -> list:
+    """Realistic values for every entry parameter, on `device`: the batch of images ~ N(0, 1), weights and optimizer
+    state ~ N(0, 0.02), float scalars (learning rate, scales) 0.01, integer vectors of the batch's length (labels)
+    uniform in [0, num_labels), integer scalars (step counters) 0, unsigned scalars (RNG seeds) a fixed seed."""
+    import jax
+
+    if any(shape.dtype in ("s64", "u64", "f64", "c128") for shape in program.parameters):
+        jax.config.update("jax_enable_x64", True)  # else device_put narrows int64 labels to int32
+    rng = np.random.default_rng(seed)
+    classes = max(int(num_labels or 2), 1)
+    arrays = []
+    for shape in program.parameters:
+        dtype = _numpy_dtype(shape.dtype)
+        dims = shape.dims
+        if shape.dtype == "pred":
+            value = np.zeros(dims, dtype=bool)
+        elif shape.dtype.startswith(("s", "u")):
+            if len(dims) == 1 and batch_size and dims[0] == batch_size:
+                value = rng.integers(0, classes, size=dims).astype(dtype)
+            elif not dims and shape.dtype.startswith("u"):
+                value = np.array(20260101 + seed, dtype=dtype)
+            else:
+                value = np.zeros(dims, dtype=dtype)
+        elif not dims:
+            value = np.array(0.01, dtype=dtype)
+        elif batch_size and len(dims) == 4 and dims[0] == batch_size:
+            value = rng.standard_normal(dims).astype(dtype)
+        else:
+            value = (0.02 * rng.standard_normal(dims)).astype(dtype)
+        arrays.append(jax.device_put(value, device))
+    return arrays
+
+
+def _numpy_dtype(hlo_type: str):
+    if hlo_type == "bf16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    if hlo_type not in _DTYPES:
+        raise NotReplayable(f"parameters of type {hlo_type} are not supported by replay")
+    return np.dtype(_DTYPES[hlo_type])
+
+
+def loss_index(program: Program) -> int | None:
+    """The output most likely to be the loss: the first floating-point scalar that is not fed back."""
+    fed = set(program.feeds.values())
+    for index, shape in enumerate(program.outputs):
+        if not shape.dims and shape.dtype.startswith(("f", "bf")) and index not in fed:
+            return index
+    return None

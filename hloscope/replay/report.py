@@ -1,0 +1,54 @@
+"""The terminal summary of a replay record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def render_text(record: dict, written: Path | None) -> str:
+    source, lines = record["source"], []
+    what = f"{source.get('mode')} run {source.get('run_id')}" if source.get("run_id") else source["path"]
+    device = record["device"]
+    lines.append(f"replay of {what} on {device['platform']} ({device['kind']}), compiled by "
+                 f"{record['compiler']['replay']['xla']}")
+    run_xla = (record["compiler"].get("run") or {}).get("xla")
+    if run_xla:
+        lines.append(f"  the run was compiled by {run_xla}")
+    for skipped in record["skipped"]:
+        lines.append(f"  not replayed: {skipped['reason']}")
+    timing = record.get("timing")
+    if timing:
+        lines.append(f"  replayed step: median {_ms(timing['median_s'])} (p10 {_ms(timing['p10_s'])}, p90 "
+                     f"{_ms(timing['p90_s'])}, {timing['steps']} steps after {record['config']['warmup']} warm-up; "
+                     f"first {_ms(timing['first_step_s'])})")
+    for module in record["modules"]:
+        parts = [f"{module['parameters']} parameters", f"{module['fed_back']} fed back ({module['fed_back_from']})",
+                 f"{module['replay_fusions']} fusions in jaxlib's compile"]
+        if "run_fusions" in module:
+            parts.append(f"{module['run_fusions']} in the run's")
+        if "median_s" in module:
+            parts.insert(0, f"median {_ms(module['median_s'])} alone")
+        lines.append(f"  module {module['module']}: " + ", ".join(parts))
+    comparison = record.get("comparison")
+    if comparison:
+        low, high = comparison["overhead_ci_s"]
+        lines.append(f"  run's step {_ms(comparison['run_median_s'])} - program {_ms(comparison['replay_median_s'])} "
+                     f"= framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} .. {_ms(high)}); "
+                     f"replay/run {comparison['replay_over_run']:.2f}")
+    framework = record.get("framework_device") or {}
+    if "device_busy_s" in framework:
+        lines.append(f"  the run's own device time per profiled step {_ms(framework['device_busy_s'])} (its XLA) vs "
+                     f"replay {_ms(framework['replay_median_s'])} (jaxlib's XLA)")
+    elif framework.get("note"):
+        lines.append(f"  {framework['note']}")
+    profile = record.get("profile")
+    if profile:
+        lines.append(f"  profile: {', '.join(profile['xplane']) or 'no xplane written'}")
+    for warning in record["warnings"]:
+        lines.append(f"  warning: {warning}")
+    lines.append(f"  recorded in {written}" if written else "  not recorded (the directory is not writable)")
+    return "\n".join(lines)
