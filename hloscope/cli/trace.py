@@ -19,37 +19,54 @@ def command() -> None:
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print {\"traces\": [...]} as JSON instead of tables.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="How many kernels to list.")
-def stats(path: str, as_json: bool, top: int) -> None:
+@click.option("--rank", "rank", type=click.IntRange(0), multiple=True, help="Only this rank (repeatable).")
+@click.option("--ranks", "ranks_spec", default=None, help="Only these ranks: 0-7, 0,3,5-6.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
+              help="Processes reading traces in parallel [default: every core].")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Send the per-file work to the Dask distributed scheduler at ADDRESS (tcp://host:8786).")
+@click.option("--state", "state_dir", default=None, type=click.Path(path_type=str),
+              help="Keep each file's summary in DIR: an interrupted run restarts where it stopped.")
+@click.option("--progress/--no-progress", default=None, help="A progress bar over files [default: on a terminal].")
+def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec: str | None, jobs: int | None,
+          scheduler: str | None, state_dir: str | None, progress: bool | None) -> None:
     """Steps, kernel counts, device time by category and top kernels of every trace at PATH
-    (a trace file, a run directory or a TensorBoard log directory).
+    (a trace file, a run directory or a TensorBoard log directory); for a directory of several ranks' or hosts'
+    profiles, the job view too: per-rank steps and busy/idle, the slowest rank per step, collectives' waiting vs
+    transfer, ranks whose kernel mix differs.
 
     A trace inside a run directory that recorded its optimized HLO (--dump-hlo) gets each XLA op's category from the
     HLO it executes; other executions are categorised by kernel name."""
     from rich.console import Console
 
-    from hloscope.trace.load import load_trace, trace_files, trace_rank
+    from hloscope.render.job_term import render_job
+    from hloscope.trace import job
     from hloscope.trace.report import rank_summary, render_ranks, render_stats
-    from hloscope.trace.stats import trace_stats
 
-    results: list[dict] = []
-    failures: list[HloscopeError] = []
+    files, ranks = _selected_files(path, rank, ranks_spec)
+    state = job.StateDir(state_dir, {"top": top}) if state_dir else None
+    names = [str(file) for file in files]
+    summaries = job.run_per_file(
+        job.summarize_file, names, kwargs={"top": top}, jobs=jobs, scheduler=scheduler,
+        progress=sys.stderr.isatty() if progress is None else progress,
+        done=state.load(names) if state else None,
+        on_result=(lambda index, result: state.save(names[index], result)) if state else None)
+    results = [summary["stats"] for summary in summaries if "error" not in summary]
+    failures = [job.summary_error(summary) for summary in summaries if "error" in summary]
     console = Console(markup=False)  # names and paths from the trace are text, never rich markup
-    resolvers: dict = {}
-    for file in trace_files(path):
-        try:
-            result = trace_stats(load_trace(file), top=top, categories=_resolver_for(file, resolvers))
-        except InputError as error:  # one broken trace does not hide the others
-            failures.append(error)
-            continue
-        result["rank"] = trace_rank(file)
-        results.append(result)
-        if not as_json:
-            render_stats(console, result)
-    ranks = rank_summary(results)
+    view = job.job_view(summaries, ranks, top=top) if len(results) >= 2 else None
+    ranks_table = rank_summary(results)
     if as_json:
-        click.echo(json.dumps({"traces": results, **({"ranks": ranks} if ranks else {})}, indent=1))
-    elif ranks:
-        render_ranks(console, ranks)
+        document = {"traces": results, **({"ranks": ranks_table} if ranks_table else {}),
+                    **({"job": view} if view else {})}
+        click.echo(json.dumps(document, indent=1))
+    else:
+        for result in results:
+            render_stats(console, result)
+        if ranks_table:
+            render_ranks(console, ranks_table)
+        if view:
+            render_job(console, view)
     if failures:
         for error in failures[:-1]:
             click.echo(f"hloscope: error: {error}", err=True)
@@ -57,18 +74,58 @@ def stats(path: str, as_json: bool, top: int) -> None:
     sys.stdout.flush()
 
 
-def _resolver_for(file, cache: dict):
-    """The HLO category resolver of the run directory `file` lies in (one per run), or None: no run, no HLO, or HLO
-    that cannot be read (then a warning, and categories by name)."""
-    from hloscope.trace.program_categories import resolver_for_run, run_dir_of
+def _selected_files(path: str, rank: tuple[int, ...], ranks_spec: str | None):
+    """The trace files at PATH with their job ranks, only the ranks asked for (--rank, --ranks)."""
+    from hloscope.errors import UsageError
+    from hloscope.trace import job
+    from hloscope.trace.load import trace_files
 
-    run = run_dir_of(file)
-    if run is None:
-        return None
-    if run not in cache:
+    files = trace_files(path)
+    ranks, _ = job.job_ranks(files)
+    wanted = set(rank)
+    if ranks_spec:
         try:
-            cache[run] = resolver_for_run(run)
-        except HloscopeError as error:
-            click.echo(f"hloscope: warning: {error}: categories of {run} by kernel name only", err=True)
-            cache[run] = None
-    return cache[run]
+            wanted |= job.parse_ranks(ranks_spec)
+        except ValueError as error:
+            raise UsageError(f"--ranks: {error}") from error
+    if wanted:
+        kept = [(file, r) for file, r in zip(files, ranks) if r in wanted]
+        if not kept:
+            raise UsageError(f"no trace at {path} has rank {', '.join(map(str, sorted(wanted)[:8]))} "
+                             f"(ranks there: {', '.join(map(str, sorted(ranks)[:16]))})")
+        files, ranks = [f for f, _ in kept], [r for _, r in kept]
+    return files, ranks
+
+
+@command.command(name="export")
+@click.argument("path", type=click.Path(path_type=str))
+@click.argument("out", type=click.Path(path_type=str))
+@click.option("--rank", "rank", type=click.IntRange(0), multiple=True, help="Only this rank (repeatable).")
+@click.option("--ranks", "ranks_spec", default=None, help="Only these ranks: 0-7, 0,3,5-6.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
+              help="Processes exporting traces in parallel [default: every core].")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Send the per-file work to the Dask distributed scheduler at ADDRESS (tcp://host:8786).")
+@click.option("--progress/--no-progress", default=None, help="A progress bar over files [default: on a terminal].")
+def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, jobs: int | None,
+           scheduler: str | None, progress: bool | None) -> None:
+    """Every event of every trace at PATH as Parquet under OUT/rank=N/ (one file per trace; docs/trace.md has the
+    schema and DuckDB queries). A file already exported from the same trace is kept: an interrupted export restarts
+    where it stopped."""
+    from hloscope.trace import export as exporting
+    from hloscope.trace import job
+
+    files, ranks = _selected_files(path, rank, ranks_spec)
+    tasks = exporting.plan(files, ranks, out)
+    results = job.run_per_file(
+        exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
+        progress=sys.stderr.isatty() if progress is None else progress)
+    failures = [job.summary_error(result) for result in results if "error" in result]
+    written = [result for result in results if "error" not in result]
+    rows = sum(result["rows"] for result in written)
+    reused = sum(result["reused"] for result in written)
+    click.echo(f"{rows:,} events of {len(written)} trace(s) in {out} ({reused} already exported, kept)")
+    if failures:
+        for error in failures[:-1]:
+            click.echo(f"hloscope: error: {error}", err=True)
+        raise failures[-1]

@@ -1,0 +1,69 @@
+"""Rich terminal tables of the job view (`hloscope.trace.job.job_view`): ranks, steps, collectives, kernel mix."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000.0:,.3f}"
+
+
+def render_job(console: Console, view: dict, rows: int = 16) -> None:
+    ranks = Table(title=f"Job: {len(view['ranks'])} ranks", title_justify="left")
+    for column in ("rank", "host", "steps", "step ms (median)", "busy ms", "idle ms", "kernels", "collective wait ms",
+                   "last to arrive"):
+        ranks.add_column(column, justify="left" if column == "host" else "right", overflow="fold")
+    for row in view["ranks"]:
+        ranks.add_row(str(row["rank"]), Text(row["host"]), str(row["steps"]), _ms(row["median_step_us"]),
+                      _ms(row["busy_us"]), _ms(row["idle_us"]), f"{row['kernels']:,}", _ms(row["collective_wait_us"]),
+                      str(row["last_to_arrive"]))
+    console.print(ranks)
+    if view["steps"]:
+        steps = Table(title="Slowest rank per step", title_justify="left")
+        for column in ("step", "ranks", "slowest rank", "its step ms", "median ms", "behind median ms",
+                       "behind next ms", "next rank"):
+            steps.add_column(column, justify="right")
+        for row in view["steps"][:rows]:
+            steps.add_row(str(row["step"]), str(row["ranks"]), str(row["slowest_rank"]), _ms(row["slowest_us"]),
+                          _ms(row["median_us"]), _ms(row["behind_median_us"]), _ms(row["behind_next_us"]),
+                          str(row["next_rank"]))
+        console.print(steps)
+    collectives = view["collectives"]
+    if collectives["matched"]:
+        console.print(
+            f"collectives matched on all {collectives['ranks']} ranks: {collectives['matched']:,} "
+            f"({collectives['unmatched']:,} not on every rank); waiting (start spread) "
+            f"{_ms(collectives['start_spread_us'])} ms, transfer (shortest duration) "
+            f"{_ms(collectives['transfer_us'])} ms", highlight=False)
+        top = Table(title="Collectives with the widest start spread", title_justify="left")
+        top.add_column("collective (kernel, no arguments)", overflow="ellipsis", no_wrap=True, max_width=48)
+        for column in ("call", "spread ms", "transfer ms", "longest ms", "first rank", "last rank"):
+            top.add_column(column, justify="right")
+        for row in collectives["top"]:
+            name = row["name"].split("(", 1)[0] or row["name"]
+            top.add_row(Text(name), str(row["occurrence"]), _ms(row["start_spread_us"]), _ms(row["shortest_us"]),
+                        _ms(row["longest_us"]), str(row["first_rank"]), str(row["last_rank"]))
+        console.print(top)
+    mix = view["kernel_mix"]
+    if mix["ranks"]:
+        differs = mix["differs"]
+        if differs:
+            console.print(f"kernel mix differs from the median rank's (distance > {mix['threshold']:g}) on rank(s) "
+                          f"{', '.join(map(str, differs))}", highlight=False)
+            table = Table(title="Ranks whose kernel mix differs", title_justify="left")
+            for column in ("rank", "distance", "more than the median", "less than the median"):
+                table.add_column(column, justify="right" if column in ("rank", "distance") else "left",
+                                 overflow="fold")
+            by_rank = {row["rank"]: row for row in mix["ranks"]}
+            for rank in differs[:rows]:
+                row = by_rank[rank]
+                table.add_row(str(rank), f"{row['distance']:.3f}",
+                              Text("\n".join(f"{m['name'][:50]} (+{m['share_delta']:.1%})" for m in row["more"])),
+                              Text("\n".join(f"{m['name'][:50]} ({m['share_delta']:.1%})" for m in row["less"])))
+            console.print(table)
+        else:
+            console.print(f"kernel mix: every rank within {mix['threshold']:g} of the median rank's", highlight=False)
+    console.print()

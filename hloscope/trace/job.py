@@ -1,0 +1,462 @@
+"""A whole job's profiles: one trace per rank or host, read in parallel, merged into one job view.
+
+Each file is summarised on its own (`summarize_file`: the `trace_stats` object plus the file's kernel counts by name
+and its collectives' start/duration), in this process, a local process pool (`jobs`) or a Dask distributed cluster
+(`scheduler`); only those small summaries travel back. `job_view` merges them in file order, so the result does not
+depend on where or in which order the files were read. `--state DIR` keeps each summary in its own file, written
+atomically, so an interrupted analysis restarts where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from statistics import median
+
+from hloscope.errors import HloscopeError, InputError
+from hloscope.trace.model import COLLECTIVE, KERNEL, EventStream, Trace
+
+SUMMARY_VERSION = 1
+MIX_THRESHOLD = 0.05  # a rank's kernel mix "differs" when half the L1 distance of its shares to the median is above this
+TOP_COLLECTIVES = 10
+
+
+# ---------------------------------------------------------------------------------------------------- ranks of files
+
+
+def job_ranks(files: Sequence[Path]) -> tuple[list[int], str]:
+    """The rank of each file in a job: the traces' own ranks (`distributedInfo.rank`, `rank-N` in the name) when every
+    file has one and no two share it; otherwise each file's position in the (sorted) file list: per-host xplanes of a
+    TensorBoard logdir, torch.profiler's `<host>_<pid>` files. Returns (ranks, "trace" | "file order")."""
+    from hloscope.trace.load import trace_rank
+
+    own = [trace_rank(file) for file in files]
+    if all(rank is not None for rank in own) and len(set(own)) == len(own):
+        return own, "trace"
+    return list(range(len(files))), "file order"
+
+
+def parse_ranks(spec: str) -> set[int]:
+    """`0-7`, `0,3,5-6` -> the set of ranks; ValueError for anything else."""
+    ranks: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip()
+        match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not match:
+            raise ValueError(f"not a rank or range of ranks: {part!r} (expected e.g. 0-7 or 0,3,5-6)")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last < first:
+            raise ValueError(f"empty range of ranks: {part!r}")
+        ranks.update(range(first, last + 1))
+    return ranks
+
+
+def host_of(file: str | os.PathLike) -> str:
+    """The host a profile names in its file name: TensorBoard's `<host>.xplane.pb`, torch.profiler's
+    `<host>_<pid>.<time>.pt.trace.json`, HTA's `rank-N.json.gz` (then the name stem)."""
+    return Path(file).name.split(".", 1)[0]
+
+
+# ------------------------------------------------------------------------------------------------ one file's summary
+
+
+def _resolver(file: Path, cache: dict = {}):  # noqa: B006 - one cache per process (workers included)
+    """The HLO category resolver of the run directory `file` lies in, or None (as `trace stats` always did)."""
+    from hloscope.trace.program_categories import resolver_for_run, run_dir_of
+
+    run = run_dir_of(file)
+    if run is None:
+        return None
+    if run not in cache:
+        try:
+            cache[run] = resolver_for_run(run)
+        except HloscopeError as error:
+            print(f"hloscope: warning: {error}: categories of {run} by kernel name only", file=sys.stderr, flush=True)
+            cache[run] = None
+    return cache[run]
+
+
+class _Observer:
+    """Watches the events `trace_stats` reads (same pass, no second read of the file): kernel counts by name and the
+    collectives (device executions of category collective/communication) in file order."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.kernel_counts: dict[str, int] = {}
+        self.collective_names: list[str] = []
+        self.collective_index: dict[str, int] = {}
+        self.collective_name = array("i")
+        self.collective_start = array("d")
+        self.collective_dur = array("d")
+
+    def wrap(self, trace: Trace) -> Trace:
+        def events():
+            self.reset()  # trace_stats may read twice (host-only traces): count the last full pass
+            counts = self.kernel_counts
+            for event in trace.events:
+                if event.device and event.kind == KERNEL:
+                    counts[event.name] = counts.get(event.name, 0) + 1
+                if event.is_device_exec and event.category == COLLECTIVE:
+                    index = self.collective_index.get(event.name)
+                    if index is None:
+                        index = self.collective_index[event.name] = len(self.collective_names)
+                        self.collective_names.append(event.name)
+                    self.collective_name.append(index)
+                    self.collective_start.append(event.start_us)
+                    self.collective_dur.append(event.dur_us)
+                yield event
+
+        return Trace(file=trace.file, format=trace.format, events=EventStream(events), metadata=dict(trace.metadata))
+
+
+def summarize_file(file: str, top: int = 10) -> dict:
+    """One trace's summary for the job view (picklable, JSON-able): {"file", "stats": the `trace_stats` object with
+    its "rank", "kernel_counts": {name: count}, "collectives": {"names": [...], "name": [...], "start_us": [...],
+    "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
+    file is reachable at the same path (a pool worker, a Dask worker)."""
+    from hloscope.trace.load import load_trace, trace_rank
+    from hloscope.trace.program_categories import categorized
+    from hloscope.trace.stats import trace_stats
+
+    path = Path(file)
+    try:
+        trace = load_trace(path)
+        resolver = _resolver(path)
+        if resolver is not None:
+            trace = categorized(trace, resolver)
+        observer = _Observer()
+        stats = trace_stats(observer.wrap(trace), top=top)
+    except InputError as error:  # one broken trace does not hide the others
+        return {"file": str(file), "error": error.message, "error_path": error.path, "line": error.line,
+                "col": error.col}
+    stats["rank"] = trace_rank(path)
+    # in start order, so the n-th occurrence of a collective is its n-th call on this rank
+    order = sorted(range(len(observer.collective_start)), key=observer.collective_start.__getitem__)
+    return {
+        "file": str(file),
+        "stats": stats,
+        "kernel_counts": observer.kernel_counts,
+        "collectives": {
+            "names": observer.collective_names,
+            "name": [observer.collective_name[i] for i in order],
+            "start_us": [observer.collective_start[i] for i in order],
+            "dur_us": [observer.collective_dur[i] for i in order],
+        },
+    }
+
+
+def summary_error(summary: dict) -> InputError | None:
+    if "error" not in summary:
+        return None
+    return InputError(summary["error_path"], summary["error"], summary.get("line"), summary.get("col"))
+
+
+# ------------------------------------------------------------------------------------------ running over many files
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_per_file(
+    function: Callable[..., dict],
+    files: Sequence[str],
+    *,
+    kwargs: dict | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = False,
+    done: dict[int, dict] | None = None,
+    on_result: Callable[[int, dict], None] | None = None,
+    label: str = "traces",
+) -> list[dict]:
+    """`function(file, **kwargs)` for every file, results in file order: serially in this process (`jobs` 1, or one
+    file), in a process pool of `jobs` workers (default: every core this process may use), or on the Dask
+    distributed cluster at `scheduler` (an address such as tcp://host:8786, or a `distributed.Client`); the workers
+    must see the files at the same paths. `done`: results already known (resumed), by index; `on_result(index,
+    result)` is called in this process as each result arrives (to save it). `progress`: a rich bar on stderr."""
+    kwargs = kwargs or {}
+    results: list[dict | None] = [None] * len(files)
+    for index, result in (done or {}).items():
+        results[index] = result
+    todo = [index for index, result in enumerate(results) if result is None]
+    jobs = default_jobs() if jobs is None else jobs
+
+    bar = _Progress(progress, len(files), len(files) - len(todo), label)
+
+    def arrived(index: int, result: dict) -> None:
+        results[index] = result
+        if on_result is not None:
+            on_result(index, result)
+        bar.advance()
+
+    with bar:
+        if scheduler is not None:
+            _run_dask(function, files, todo, kwargs, scheduler, arrived)
+        elif jobs <= 1 or len(todo) <= 1:
+            for index in todo:
+                arrived(index, function(files[index], **kwargs))
+        else:
+            _run_pool(function, files, todo, kwargs, min(jobs, len(todo)), arrived)
+    return results  # type: ignore[return-value]
+
+
+def _run_pool(function, files, todo, kwargs, workers: int, arrived) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # forkserver: workers start from a clean, single-threaded process (this one may run the progress bar's thread)
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        # at most 2 tasks queued per worker: results arrive (and are saved) as files finish
+        pending: dict = {}
+        queue = iter(todo)
+        try:
+            for index in queue:
+                pending[pool.submit(function, files[index], **kwargs)] = index
+                if len(pending) >= 2 * workers:
+                    break
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=pending.__getitem__):
+                    index = pending.pop(future)
+                    arrived(index, future.result())
+                    following = next(queue, None)
+                    if following is not None:
+                        pending[pool.submit(function, files[following], **kwargs)] = following
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _run_dask(function, files, todo, kwargs, scheduler, arrived) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as error:
+        from hloscope.errors import MissingDependency
+
+        raise MissingDependency("distributed", "--scheduler sends the per-file work to a Dask cluster") from error
+    own_client = not isinstance(scheduler, Client)
+    client = Client(scheduler, set_as_default=False) if own_client else scheduler
+    try:
+        futures = client.map(function, [files[i] for i in todo], pure=False, **kwargs)
+        index_of = {future.key: index for future, index in zip(futures, todo)}
+        for future in as_completed(futures):
+            arrived(index_of[future.key], future.result())
+            future.release()
+    finally:
+        if own_client:
+            client.close()
+
+
+class _Progress:
+    """A rich progress bar over files on stderr (a no-op when not asked for)."""
+
+    def __init__(self, enabled: bool, total: int, completed: int, label: str):
+        self._bar = None
+        if enabled and total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                                 transient=True)
+            self._task = self._bar.add_task(label, total=total, completed=completed)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+
+# ----------------------------------------------------------------------------------------------- resumable state
+
+
+class StateDir:
+    """Per-file results kept under DIR, one JSON file each, written atomically (temporary file + rename), keyed by
+    the file's absolute path, size, modification time and the options: a restart reuses what is there and reads only
+    the files still missing or changed."""
+
+    def __init__(self, directory: str | os.PathLike, options: dict):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.options = options
+
+    def _identity(self, file: str) -> dict:
+        stat = os.stat(file)
+        return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                "options": self.options, "version": SUMMARY_VERSION}
+
+    def _path(self, file: str) -> Path:
+        key = hashlib.sha256(os.path.abspath(file).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        return self.directory / f"{key}.json"
+
+    def load(self, files: Sequence[str]) -> dict[int, dict]:
+        done = {}
+        for index, file in enumerate(files):
+            path = self._path(file)
+            try:
+                record = json.loads(path.read_bytes())
+                if record.get("identity") == self._identity(file) and "error" not in record["result"]:
+                    done[index] = record["result"]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # absent, or a leftover of another version: read the file again
+        return done
+
+    def save(self, file: str, result: dict) -> None:
+        if "error" in result:
+            return  # an unreadable file is tried again next time
+        path = self._path(file)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"identity": self._identity(file), "result": result}))
+        os.replace(temporary, path)
+
+
+# --------------------------------------------------------------------------------------------------- the job view
+
+
+def job_view(summaries: Sequence[dict], ranks: Sequence[int], top: int = TOP_COLLECTIVES,
+             mix_threshold: float = MIX_THRESHOLD) -> dict:
+    """The job across its ranks, from the per-file summaries (errors left out) and each one's job rank:
+
+    - `ranks`: per rank, steps, median step time, device busy and idle over its steps, kernels, time waiting in
+      collectives for later ranks, how often it was the last to arrive;
+    - `steps`: per step number present on two or more ranks, the slowest rank, its step time, the median and how
+      far the slowest is behind the median and behind the next slowest;
+    - `collectives`: each collective matched across ranks (same kernel name, n-th call on every rank): the spread of
+      its start (latest start - earliest: waiting) apart from its shortest duration on any rank (the transfer,
+      once all have arrived); totals and the `top` by spread;
+    - `kernel_mix`: per rank, how far its kernel mix (each kernel name's share of its kernels) is from the median mix
+      (half the L1 distance: 0 same, 1 disjoint), with the kernels it runs more or less than the median; `differs`:
+      the ranks above `mix_threshold`.
+    Deterministic: the same summaries give the same view, whatever order they were computed in."""
+    rows = sorted(((rank, summary) for rank, summary in zip(ranks, summaries) if "error" not in summary),
+                  key=lambda pair: (pair[0], pair[1]["file"]))
+    collectives = _collectives(rows, top)
+    per_rank = []
+    for rank, summary in rows:
+        stats = summary["stats"]
+        steps = stats["per_step"]
+        durations = [step["host_duration_us"] for step in steps]
+        per_rank.append({
+            "rank": rank, "file": summary["file"], "host": host_of(summary["file"]), "steps": stats["steps"],
+            "kernels": stats["kernels"], "device_time_us": stats["device_time_us"],
+            "median_step_us": round(median(durations), 3) if durations else None,
+            "busy_us": round(sum(step["device_busy_us"] for step in steps), 3),
+            "idle_us": round(sum(step["device_idle_us"] for step in steps), 3),
+            "collective_wait_us": collectives["wait_by_rank"].get(rank, 0.0),
+            "last_to_arrive": collectives["last_by_rank"].get(rank, 0),
+        })
+    return {"ranks": per_rank, "steps": _steps(rows), "collectives": collectives["view"],
+            "kernel_mix": _kernel_mix(rows, mix_threshold)}
+
+
+def _steps(rows) -> list[dict]:
+    by_step: dict[int, list[tuple[float, int, float]]] = {}
+    for rank, summary in rows:
+        for step in summary["stats"]["per_step"]:
+            by_step.setdefault(step["step"], []).append((step["host_duration_us"], rank, step["device_busy_us"]))
+    out = []
+    for number in sorted(by_step):
+        times = by_step[number]
+        if len(times) < 2:
+            continue
+        ordered = sorted(times, key=lambda t: (-t[0], t[1]))
+        slowest, following = ordered[0], ordered[1]
+        middle = median(t[0] for t in times)
+        out.append({"step": number, "ranks": len(times), "slowest_rank": slowest[1],
+                    "slowest_us": round(slowest[0], 3), "slowest_busy_us": round(slowest[2], 3),
+                    "median_us": round(middle, 3), "fastest_us": round(ordered[-1][0], 3),
+                    "behind_median_us": round(slowest[0] - middle, 3),
+                    "behind_next_us": round(slowest[0] - following[0], 3), "next_rank": following[1]})
+    return out
+
+
+def _collectives(rows, top: int) -> dict:
+    """Match each rank's collectives by (kernel name, occurrence): the n-th call of a collective kernel on one rank
+    is the n-th on every other (NCCL/RCCL and XLA issue collectives in the same order on every rank of a group)."""
+    calls: dict[tuple[str, int], dict[int, tuple[float, float]]] = {}
+    ranks_with = []
+    for rank, summary in rows:
+        record = summary["collectives"]
+        if not record["name"]:
+            continue
+        ranks_with.append(rank)
+        seen: dict[int, int] = {}
+        names = record["names"]
+        for name_index, start, duration in zip(record["name"], record["start_us"], record["dur_us"]):
+            occurrence = seen.get(name_index, 0)
+            seen[name_index] = occurrence + 1
+            calls.setdefault((names[name_index], occurrence), {})[rank] = (start, duration)
+    wanted = len(ranks_with)
+    matched = []
+    wait_by_rank = dict.fromkeys(ranks_with, 0.0)
+    last_by_rank = dict.fromkeys(ranks_with, 0)
+    for (name, occurrence), by_rank in calls.items():
+        if wanted < 2 or len(by_rank) != wanted:
+            continue
+        starts = sorted((start, rank) for rank, (start, _) in by_rank.items())
+        latest, last_rank = max(starts, key=lambda s: (s[0], -s[1]))
+        for start, rank in starts:
+            wait_by_rank[rank] += latest - start
+        last_by_rank[last_rank] += 1
+        durations = [duration for _, duration in by_rank.values()]
+        matched.append({"name": name, "occurrence": occurrence, "start_us": round(starts[0][0], 3),
+                        "start_spread_us": round(latest - starts[0][0], 3), "first_rank": starts[0][1],
+                        "last_rank": last_rank, "shortest_us": round(min(durations), 3),
+                        "longest_us": round(max(durations), 3)})
+    matched.sort(key=lambda c: (c["start_us"], c["name"], c["occurrence"]))
+    view = {
+        "ranks": wanted,
+        "matched": len(matched),
+        "unmatched": sum(1 for by_rank in calls.values() if len(by_rank) != wanted) if wanted >= 2 else len(calls),
+        "start_spread_us": round(sum(c["start_spread_us"] for c in matched), 3),
+        "transfer_us": round(sum(c["shortest_us"] for c in matched), 3),
+        "top": sorted(matched, key=lambda c: (-c["start_spread_us"], c["start_us"], c["name"]))[:top],
+    }
+    return {"view": view, "wait_by_rank": {rank: round(us, 3) for rank, us in wait_by_rank.items()},
+            "last_by_rank": last_by_rank}
+
+
+def _kernel_mix(rows, threshold: float) -> dict:
+    shares = []
+    for rank, summary in rows:
+        counts = summary["kernel_counts"]
+        total = sum(counts.values())
+        shares.append((rank, {name: count / total for name, count in counts.items()} if total else {}))
+    if len(shares) < 2:
+        return {"ranks": [], "differs": [], "threshold": threshold}
+    names = sorted({name for _, share in shares for name in share})
+    typical = {name: median(share.get(name, 0.0) for _, share in shares) for name in names}
+    out = []
+    for rank, share in shares:
+        deltas = {name: share.get(name, 0.0) - typical[name] for name in names}
+        distance = 0.5 * sum(abs(delta) for delta in deltas.values())
+        more = sorted((n for n in names if deltas[n] > 0), key=lambda n: (-deltas[n], n))[:3]
+        less = sorted((n for n in names if deltas[n] < 0), key=lambda n: (deltas[n], n))[:3]
+        out.append({"rank": rank, "distance": round(distance, 4),
+                    "more": [{"name": n, "share_delta": round(deltas[n], 4)} for n in more],
+                    "less": [{"name": n, "share_delta": round(deltas[n], 4)} for n in less]})
+    return {"ranks": out, "differs": [row["rank"] for row in out if row["distance"] > threshold],
+            "threshold": threshold}
