@@ -1,0 +1,212 @@
+"""`hloscope trace export PATH OUT/`: every event of every trace as Parquet, one schema for Kineto and xplane alike.
+
+Layout: `OUT/rank=N/<trace name>.parquet`, one file per trace (hive partitioning: DuckDB, Spark, Dask and pyarrow
+read `rank` as a column). Each file is written to a temporary name and renamed when complete, and records its source
+(path, size, modification time) in its Parquet metadata: an export that is run again keeps the files already
+written from unchanged traces, so an interrupted export restarts where it stopped.
+
+Each trace is read twice, streamed, in bounded memory: once for its step markers and host launches, once to write
+its events in row groups of `BATCH` events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from array import array
+from pathlib import Path
+
+from hloscope.errors import InputError, MissingDependency
+from hloscope.trace.model import DEVICE_EXEC_KINDS, RUNTIME, STEP
+
+EXPORT_VERSION = 1
+BATCH = 65536
+_INT64 = 1 << 63
+_METADATA_KEY = b"hloscope.source"
+
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise MissingDependency("pyarrow", "trace export writes Parquet") from error
+    return pa, pq
+
+
+def schema():
+    pa, _ = _pyarrow()
+    return pa.schema([
+        ("host", pa.string()),  # the host the file name names (TensorBoard's <host>.xplane.pb, ...)
+        ("file", pa.string()),
+        ("format", pa.string()),  # kineto, xplane, chrome
+        ("process", pa.string()),  # device / process: Kineto pid, xplane plane (/device:GPU:0)
+        ("lane", pa.string()),  # stream or thread
+        ("device", pa.bool_()),  # runs on a device
+        ("kind", pa.string()),  # kernel, memcpy, memset, runtime, host_op, annotation, step
+        ("step", pa.int64()),  # the step the event belongs to (device work: its launch's step), null if none
+        ("name", pa.string()),
+        ("category", pa.string()),  # device executions: the seven categories of docs/trace.md
+        ("start_us", pa.float64()),
+        ("dur_us", pa.float64()),
+        ("correlation", pa.int64()),  # launch <-> device execution; null when none or beyond 64 bits
+        ("hlo_op", pa.string()),
+        ("hlo_module", pa.string()),
+    ])
+
+
+def plan(files, ranks, out: str | os.PathLike) -> list[tuple[str, int, str]]:
+    """(trace file, job rank, Parquet file) for every trace."""
+    out = Path(out)
+    tasks = []
+    used: set[Path] = set()
+    for file, rank in zip(files, ranks):
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(file).name)
+        stem = re.sub(r"(\.pt)?\.(trace\.)?json(\.gz)?$|\.xplane\.pb$|\.pb$", "", stem) or "trace"
+        target = out / f"rank={rank}" / f"{stem}.parquet"
+        counter = 1
+        while target in used:
+            counter += 1
+            target = out / f"rank={rank}" / f"{stem}-{counter}.parquet"
+        used.add(target)
+        tasks.append((str(file), rank, str(target)))
+    return tasks
+
+
+def _identity(file: str) -> dict:
+    stat = os.stat(file)
+    return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+            "version": EXPORT_VERSION}
+
+
+def _already_exported(target: Path, identity: dict) -> int | None:
+    """Rows of `target` when it was written from this very trace; None otherwise."""
+    if not target.is_file():
+        return None
+    _, pq = _pyarrow()
+    try:
+        metadata = pq.read_metadata(target)
+        recorded = json.loads((metadata.metadata or {}).get(_METADATA_KEY, b"null"))
+    except Exception:
+        return None
+    return metadata.num_rows if recorded == identity else None
+
+
+def export_task(task: tuple[str, int, str]) -> dict:
+    """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
+    {"file", "error", ...} for a trace that cannot be read. Runs in pool and Dask workers alike."""
+    file, rank, out = task
+    target = Path(out)
+    try:
+        identity = _identity(file)
+    except OSError as error:
+        return {"file": file, "error": f"cannot read: {error.strerror or error}", "error_path": file}
+    rows = _already_exported(target, identity)
+    if rows is not None:
+        return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 1}
+    try:
+        rows = write_trace(file, target, identity)
+    except InputError as error:
+        return {"file": file, "error": error.message, "error_path": error.path, "line": error.line, "col": error.col}
+    return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 0}
+
+
+class _Steps:
+    """First pass: the step windows of a trace (host markers, else device markers) and its launches' steps."""
+
+    def __init__(self, events):
+        from hloscope.trace.steps import StepLocator, step_windows
+
+        host, device = [], []
+        launch_corr, launch_start = array("q"), array("d")
+        for event in events:
+            if event.kind == STEP and event.step is not None:
+                (device if event.device else host).append((event.step, event.start_us, event.end_us))
+            elif event.kind == RUNTIME and event.correlation is not None and -_INT64 <= event.correlation < _INT64:
+                launch_corr.append(event.correlation)
+                launch_start.append(event.start_us)
+        self.windows = step_windows(host) or step_windows(device)
+        self.locator = StepLocator(self.windows)
+        self.use_launches = bool(host) and len(launch_corr) > 0
+        import numpy as np
+
+        corr = np.frombuffer(launch_corr, dtype=np.int64) if launch_corr else np.zeros(0, dtype=np.int64)
+        order = np.argsort(corr, kind="stable")
+        self._corr = corr[order]
+        self._start = (np.frombuffer(launch_start, dtype=np.float64) if launch_start else np.zeros(0))[order]
+
+    def of(self, event) -> int | None:
+        if not self.windows:
+            return None
+        if event.kind == STEP:
+            return event.step
+        if event.device and event.kind in DEVICE_EXEC_KINDS:
+            correlation = event.correlation
+            if self.use_launches and correlation is not None and -_INT64 <= correlation < _INT64:
+                position = int(self._corr.searchsorted(correlation))
+                if position < len(self._corr) and self._corr[position] == correlation:
+                    index = self.locator.index_at(float(self._start[position]))
+                    return None if index is None else self.windows[index].number
+            index = self.locator.last_started(event.start_us)
+        else:
+            index = self.locator.index_at(event.start_us)
+        return None if index is None else self.windows[index].number
+
+
+def write_trace(file: str, target: Path, identity: dict | None = None) -> int:
+    """Every event of the trace `file` into the Parquet file `target` (atomically); returns the number of rows."""
+    from hloscope.trace.job import _resolver, host_of
+    from hloscope.trace.load import load_trace
+    from hloscope.trace.program_categories import categorized
+
+    pa, pq = _pyarrow()
+    trace = load_trace(file)
+    resolver = _resolver(Path(file))
+    if resolver is not None:
+        trace = categorized(trace, resolver)
+    steps = _Steps(trace.events)
+    host = host_of(file)
+    table_schema = schema().with_metadata({_METADATA_KEY: json.dumps(identity or _identity(file)).encode()})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    names = [field.name for field in table_schema]
+    rows = 0
+    try:
+        with pq.ParquetWriter(temporary, table_schema, compression="zstd") as writer:
+            columns: dict[str, list] = {name: [] for name in names}
+
+            def flush() -> None:
+                writer.write_table(pa.Table.from_pydict(columns, schema=table_schema))
+                for values in columns.values():
+                    values.clear()
+
+            for event in trace.events:
+                correlation = event.correlation
+                if correlation is not None and not -_INT64 <= correlation < _INT64:
+                    correlation = None
+                columns["host"].append(host)
+                columns["file"].append(file)
+                columns["format"].append(trace.format)
+                columns["process"].append(event.process)
+                columns["lane"].append(event.lane)
+                columns["device"].append(event.device)
+                columns["kind"].append(event.kind)
+                columns["step"].append(steps.of(event))
+                columns["name"].append(event.name)
+                columns["category"].append(event.category if event.is_device_exec else None)
+                columns["start_us"].append(event.start_us)
+                columns["dur_us"].append(event.dur_us)
+                columns["correlation"].append(correlation)
+                columns["hlo_op"].append(event.hlo_op)
+                columns["hlo_module"].append(event.hlo_module)
+                rows += 1
+                if len(columns["name"]) >= BATCH:
+                    flush()
+            if columns["name"] or rows == 0:
+                flush()
+        os.replace(temporary, target)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+    return rows
