@@ -198,6 +198,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     summary = from_run_record(run)
+    from hloscope.replay.explain import replay_of
+
+    summary.replay = replay_of(run_dir)
     op_groups, categories = None, None
     kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
     if "hlo" in kinds:

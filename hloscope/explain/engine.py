@@ -79,7 +79,7 @@ def _empty_entry(summary: ModeSummary) -> dict:
             "step_spread": summary.step_spread, "noisy": summary.noisy, "gap_s": None, "gap_ci_s": None,
             "ratio": None, "ratio_ci": None, "significant": None, "verdict": None, "config_differences": [],
             "tests": None, "per_sample": None, "profiled_gap_s": None, "residual_s": None, "contributors": [], "annotations": [],
-            "ops": [], "explained_s": None, "unexplained_s": None, "notes": []}
+            "ops": [], "explained_s": None, "unexplained_s": None, "notes": [], "replay": None}
 
 
 def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> dict:
@@ -88,6 +88,9 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         if summary.status == "ok" and summary.step_times_s:
             entry["notes"].append("its step times are not all positive and finite: it is left out of the comparison")
         return entry
+    from hloscope.replay.explain import split
+
+    entry["replay"] = split(summary, reference)
     interval = median_difference(summary.step_times_s, reference.step_times_s)
     gap = interval.estimate
     base = median(reference.step_times_s)

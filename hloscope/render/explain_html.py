@@ -149,6 +149,8 @@ def _mode(view: ModeView) -> list[str]:
                                                                                       1))]
     if view.per_sample:
         body.append(f"<p>Per sample: {_unit(view.per_sample)}</p>")
+    if view.replay:
+        body.append(f"<p>{_unit(view.replay)}</p>")
     if view.contributors:
         items = []
         for c in view.contributors:

@@ -87,6 +87,8 @@ def _mode(view: ModeView) -> list[str]:
         lines.append("")
     if view.per_sample:
         lines += [f"Per sample: {text(view.per_sample)}", ""]
+    if view.replay:
+        lines += [text(view.replay), ""]
     if view.contributors:
         lines += ["### Measured contributors, ranked", ""]
         for c in view.contributors:

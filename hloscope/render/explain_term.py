@@ -118,6 +118,8 @@ def _mode(view: ModeView, console: Console) -> None:
         console.print(Padding(table, (0, 0, 0, 2)))
     if view.per_sample:
         _line(console, Text(f"per sample: {view.per_sample}"))
+    if view.replay:
+        _line(console, Text(view.replay))
     if view.contributors:
         console.print(Text("  measured contributors, ranked:", style="bold"))
         ranked = Table.grid(padding=(0, 1))

@@ -299,6 +299,7 @@ class ModeView:
     annotations: list[AnnotationView]
     ops: list[OpRow]
     notes: list[str]
+    replay: str | None = None  # program on device vs framework overhead (hloscope.replay.explain)
 
 
 def _annotations(items) -> list[AnnotationView]:
@@ -388,6 +389,8 @@ def mode_views(report: dict) -> list[ModeView]:
     base = baseline_name(report) or "-"
     base_entry = next((e for e in report.get("modes", []) if e.get("mode") == base), {})
     base_step = step_text(base_entry, summaries.get(base) or {}) if base_entry else "-"
+    from hloscope.replay.explain import replay_line
+
     views = []
     for entry in mode_rows(report):
         if entry.get("verdict") in (None, "baseline"):
@@ -400,7 +403,7 @@ def mode_views(report: dict) -> list[ModeView]:
             str(entry["mode"]), str(base), status_text(entry), bool(entry.get("noisy")), step_text(entry, summary),
             base_step, verdict_text(entry), bool(entry.get("significant")), differences, _per_sample(entry, str(base)),
             contributors, noise, _residual(entry), _annotations(entry.get("annotations")), _op_rows(entry),
-            [str(n) for n in entry.get("notes") or []]))
+            [str(n) for n in entry.get("notes") or []], replay=replay_line(entry)))
     return views
 
 
