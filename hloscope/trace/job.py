@@ -252,11 +252,12 @@ def _run_dask(function, files, todo, kwargs, scheduler, arrived) -> None:
     own_client = not isinstance(scheduler, Client)
     client = Client(scheduler, set_as_default=False) if own_client else scheduler
     try:
-        futures = client.map(function, [files[i] for i in todo], pure=False, **kwargs)
-        index_of = {future.key: index for future, index in zip(futures, todo)}
-        for future in as_completed(futures):
-            arrived(index_of[future.key], future.result())
-            future.release()
+        with client.as_current():  # as_completed looks for "the" client
+            futures = client.map(function, [files[i] for i in todo], pure=False, **kwargs)
+            index_of = {future.key: index for future, index in zip(futures, todo)}
+            for future in as_completed(futures):
+                arrived(index_of[future.key], future.result())
+                future.release()
     finally:
         if own_client:
             client.close()
