@@ -18,7 +18,7 @@ from array import array
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency
-from hloscope.trace.model import DEVICE_EXEC_KINDS, RUNTIME, STEP
+from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP
 
 EXPORT_VERSION = 1
 BATCH = 65536
@@ -147,7 +147,10 @@ class _Steps:
                 position = int(self._corr.searchsorted(correlation))
                 if position < len(self._corr) and self._corr[position] == correlation:
                     index = self.locator.index_at(float(self._start[position]))
-                    return None if index is None else self.windows[index].number
+                    if index is not None:
+                        return self.windows[index].number
+                elif correlation < FLOW_CORRELATION_BASE:
+                    return None  # launched before the profiling window (as trace stats' before_window)
             index = self.locator.last_started(event.start_us)
         else:
             index = self.locator.index_at(event.start_us)
