@@ -12,7 +12,6 @@ from pathlib import Path
 from statistics import median
 
 import pytest
-
 from trace_job_data import (
     INJECTED_KERNEL,
     STRAGGLER_DELAY_US,
@@ -28,7 +27,7 @@ def queries() -> dict[str, str]:
     """The ```sql blocks of docs/trace.md, by their first line's comment (`-- top kernels per rank`)."""
     found = {}
     for block in re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.DOTALL):
-        first, _, rest = block.partition("\n")
+        first, _, _rest = block.partition("\n")
         found[first.removeprefix("--").strip()] = block
     return found
 
@@ -191,7 +190,7 @@ def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
 
     state = tmp_path / "state"
     code, out, err = cli_run("trace", "stats", "--json", "--jobs", "1", "--state", str(state), str(job64))
-    assert code == 0 and out == job64_serial
+    assert code == 0 and out == job64_serial, err
     saved = sorted(state.glob("*.json"))
     assert len(saved) == 64 and not list(state.glob(".*tmp"))
     for path in saved[:5]:  # as if interrupted before these five
@@ -199,7 +198,7 @@ def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
     calls = []
     real = job.summarize_file
     monkeypatch.setattr(job, "summarize_file", lambda file, **kw: calls.append(file) or real(file, **kw))
-    code, out, err = cli_run("trace", "stats", "--json", "--jobs", "1", "--state", str(state), str(job64))
+    code, out, _err = cli_run("trace", "stats", "--json", "--jobs", "1", "--state", str(state), str(job64))
     assert code == 0 and out == job64_serial
     assert len(calls) == 5
 

@@ -7,8 +7,6 @@ import sys
 
 import click
 
-from hloscope.errors import HloscopeError, InputError
-
 
 @click.group(name="trace")
 def command() -> None:
