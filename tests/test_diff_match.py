@@ -92,7 +92,17 @@ def test_groups_fold_layer_indices_and_skip_bookkeeping():
                 ("c", "copy", "f32[2]", [])], [])
     groups = group_by_source(g, ["t0", "t1", "g", "c"])
     assert [(x["op_name"], x["count"], x["sources"]) for x in groups] == [
-        ("jit(f)/layer/*/attn/transpose", 2, 2), ("(no source op)", 1, 1)]
+        ("layer/*/attn/transpose", 2, 2), ("(no source op)", 1, 1)]
+
+
+def test_source_groups_are_shortened_as_hlo_stats_shortens_them():
+    from hloscope.hlo.attribution import layer_of
+
+    op_name = "jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/11/attention/attention/dot_general"
+    g = _graph([("d", "dot", "f32[2]", [], op_name)], [])
+    (group,) = group_by_source(g, ["d"])
+    assert group["op_name"] == "ViT/vit/encoder/layer/*/attention/attention/dot_general (backward)"
+    assert layer_of(op_name) == "ViT/vit/encoder/layer/11 (backward)"  # the same path, cut at 5 components
 
 
 def test_same_work_in_another_arrangement_matches_loosely_and_the_extra_transpose_stays():

@@ -227,8 +227,12 @@ _INDEX_COMPONENT = re.compile(r"(?<=/)\d+(?=/|$)")
 
 
 def source_group(op_name: str) -> str:
-    """The source op with numeric path components (layer indices) replaced by '*': `.../layer/3/mlp` -> `.../layer/*/mlp`."""
-    return _INDEX_COMPONENT.sub("*", op_name) if op_name else NO_SOURCE
+    """The source op shortened as `hlo stats` shortens it (JAX's jit/jvp/transpose wrappers unwrapped, `(backward)`
+    said; hloscope.hlo.attribution.short_op_name) with numeric path components (layer indices) replaced by '*':
+    `jit(f)/transpose(jvp(ViT))/layer/3/mlp/add` -> `ViT/layer/*/mlp/add (backward)`."""
+    from hloscope.hlo.attribution import short_op_name
+
+    return _INDEX_COMPONENT.sub("*", short_op_name(op_name)) if op_name else NO_SOURCE
 
 
 def group_by_source(graph: Graph, keys: list[str], examples: int = 5,

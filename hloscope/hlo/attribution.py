@@ -14,11 +14,11 @@ _WRAPPERS = re.compile(r"^(?:jit\([^)]*\)/)+")
 _TRANSFORM = re.compile(r"^(jvp|transpose|vmap|remat|checkpoint|pjit|custom_jvp_call|custom_vjp_call)\((.*)\)$")
 
 
-def layer_of(op_name: str, depth: int = 5) -> str:
-    """`jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general` -> `ViT/vit/encoder (backward)`:
-    JAX's transformation wrappers unwrapped, the primitive dropped, `depth` path components kept."""
-    if not op_name:
-        return "<no op_name>"
+def op_path(op_name: str) -> tuple[list[str], bool]:
+    """The source path of an HLO `op_name` with JAX's wrappers unwrapped, and whether it is the backward pass:
+    `jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general` ->
+    (["ViT", "vit", "encoder", "layer", "0", "attention", "dot_general"], True). The one shortening rule of
+    `hloscope hlo stats` (layer_of), `hloscope diff` and `hloscope explain` (short_op_name)."""
     path = _WRAPPERS.sub("", op_name)
     backward = False
     parts = []
@@ -31,6 +31,26 @@ def layer_of(op_name: str, depth: int = 5) -> str:
             part = match.group(2)
         if part:
             parts.append(part)
+    return parts, backward
+
+
+def short_op_name(op_name: str) -> str:
+    """An op_name shortened as `hlo stats` shortens it, the primitive kept:
+    `jit(train_step)/transpose(jvp(ViT))/vit/layer/0/attention/dot_general` -> `ViT/vit/layer/0/attention/dot_general
+    (backward)`; names without JAX's wrappers (torch_xla's `aten__addmm`) are unchanged."""
+    if not op_name:
+        return op_name
+    parts, backward = op_path(op_name)
+    label = "/".join(parts) or op_name
+    return f"{label} (backward)" if backward else label
+
+
+def layer_of(op_name: str, depth: int = 5) -> str:
+    """`jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general` -> `ViT/vit/encoder (backward)`:
+    JAX's transformation wrappers unwrapped, the primitive dropped, `depth` path components kept."""
+    if not op_name:
+        return "<no op_name>"
+    parts, backward = op_path(op_name)
     if len(parts) == 1:  # a primitive outside any module (optimizer update, loss): say so
         label = f"{parts[0]} (top level)"
     else:
