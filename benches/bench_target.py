@@ -15,8 +15,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from hloscope.hlo.roofline import roofline_for_module_file
 from hloscope.hlo.thunks import parse_thunk_sequence
-from hloscope.targets.roofline import roofline_for_module_file
 
 
 def best_of(n: int, fn) -> float:

@@ -17,11 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hloscope.backends.base import RunOptions
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
 from hloscope.rundir import RUN_FILE, SCHEMA_VERSION, load_run, write_comparison, write_run
+
+if TYPE_CHECKING:  # options are built by the cli and the backends; the runner only passes them on
+    from hloscope.backends.base import RunOptions
 
 STDERR_TAIL_LINES = 15
 

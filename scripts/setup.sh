@@ -13,5 +13,11 @@ if ! cmp -s requirements.txt "$stamp" 2>/dev/null; then
   cp requirements.txt "$stamp"
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+# The checkers of scripts/check.sh (ruff, mypy, import-linter), pinned in requirements-dev.txt.
+dev_stamp=.venv/.hloscope-requirements-dev
+if ! cmp -s requirements-dev.txt "$dev_stamp" 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+  cp requirements-dev.txt "$dev_stamp"
+fi
 # The small second environment for `--target` (deviceless GPU compile with jax's CUDA plugin): docs/gpu-target.md.
 bash scripts/setup-cuda-target.sh

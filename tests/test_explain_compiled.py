@@ -26,7 +26,7 @@ def _thunk_kinds(path: Path) -> Counter:
 
 
 def _compiled_run(run_dir: Path, mode: str, fixture: Path) -> dict:
-    from hloscope.targets.roofline import roofline_for_module_file
+    from hloscope.hlo.roofline import roofline_for_module_file
 
     (run_dir / "hlo").mkdir(parents=True)
     for name in (HLO, THUNKS, CONFIG):

@@ -170,9 +170,9 @@ def test_custom_calls_xla_cannot_cost_are_not_shown_as_negative_figures(cli_run)
                          ids=lambda p: p.name)
 def test_roofline_beside_a_gpu_module_with_its_target_config(cli_run, folder: Path):
     """An optimized GPU module with XLA's gpu_target_config.pbtxt beside it gets the roofline lower bound of
-    hloscope.targets.roofline for that GPU, labelled as a bound; its unoptimized twin and a copy without the config
+    hloscope.hlo.roofline for that GPU, labelled as a bound; its unoptimized twin and a copy without the config
     get none."""
-    from hloscope.targets.roofline import roofline_for_module_file
+    from hloscope.hlo.roofline import roofline_for_module_file
 
     code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(folder))
     assert code == 0, err

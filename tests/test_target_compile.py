@@ -47,8 +47,8 @@ def test_worker_reports_a_module_xla_cannot_read(tmp_path):
     """A bad graph comes back as data (stage and reason), never as a traceback on the terminal."""
     import subprocess
 
+    from hloscope.hlo.gpu_spec import resolve_target
     from hloscope.targets.compile import WORKER
-    from hloscope.targets.spec import resolve_target
 
     (tmp_path / "bad.hlo.txt").write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
     (tmp_path / "t.txtpb").write_text(resolve_target("h100").text)

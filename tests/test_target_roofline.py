@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from hloscope.hlo.gpu_spec import resolve_target
+from hloscope.hlo.roofline import find_target_config, roofline_for_module_file
 from hloscope.hlo.thunks import parse_thunk_sequence
-from hloscope.targets.roofline import find_target_config, roofline_for_module_file
-from hloscope.targets.spec import resolve_target
 
 FOLDERS = ["mlp_sm90_triton", "vit_tiny_sm90_triton", "vit_base_sm90_cublas", "vit_base_sm80_cublas"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hloscope.errors import InputError, ParseError
-from hloscope.targets.spec import PRIMITIVE_TYPES, parse_text_proto, resolve_target
+from hloscope.hlo.gpu_spec import PRIMITIVE_TYPES, parse_text_proto, resolve_target
 
 
 def test_shipped_files_are_the_fixtures(fixtures_dir):

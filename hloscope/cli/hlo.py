@@ -45,6 +45,6 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     if as_json:
         click.echo(json.dumps({"modules": results}, indent=1))
         return
-    from hloscope.hlo.render import render_stats
+    from hloscope.render.hlo_term import render_stats
 
     render_stats(results)

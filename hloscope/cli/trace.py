@@ -38,8 +38,9 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
     from rich.console import Console
 
     from hloscope.render.job_term import render_job
+    from hloscope.render.trace_term import render_ranks, render_stats
     from hloscope.trace import job
-    from hloscope.trace.report import rank_summary, render_ranks, render_stats
+    from hloscope.trace.stats import rank_summary
 
     files, ranks = _selected_files(path, rank, ranks_spec)
     state = job.StateDir(state_dir, {"top": top}) if state_dir else None

@@ -78,7 +78,7 @@ def kernel_launches(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     ks, kf, counted = slow.executed_per_step, fast.executed_per_step, "profile (every executed op, copies included)"
     if ks is None or kf is None:
         ks, kf, counted = slow.kernels, fast.kernels, "compiled program (kernels; copies not counted)"
-    if not _more(ks, kf):
+    if ks is None or kf is None or not _more(ks, kf):
         return None
     claim = f"{slow.mode} executes {ks:g} ops/kernels per step against {kf:g} under {fast.mode} ({ks / kf:.2f}x, from the {counted})"
     if slow.flops and fast.flops:
@@ -156,7 +156,7 @@ def _uncosted(slow: ModeSummary, fast: ModeSummary) -> str:
 
 def more_compute(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     """The slow side's program does more arithmetic (recomputation, unfused duplicates, a different algorithm)."""
-    if not _more(slow.flops, fast.flops):
+    if slow.flops is None or fast.flops is None or not _more(slow.flops, fast.flops):
         return None
     claim = (f"{slow.mode} does {slow.flops:.3g} FLOPs per step against {fast.flops:.3g} "
              f"({slow.flops / fast.flops:.2f}x, XLA's cost analysis of the compiled programs)") + _uncosted(slow, fast)
@@ -167,7 +167,8 @@ def more_compute(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
 
 def memory_traffic(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     """More bytes read and written: less fusion, extra materialised intermediates."""
-    if not _more(slow.bytes_accessed, fast.bytes_accessed):
+    if slow.bytes_accessed is None or fast.bytes_accessed is None or not _more(slow.bytes_accessed,
+                                                                                fast.bytes_accessed):
         return None
     extra = slow.bytes_accessed - fast.bytes_accessed
     bandwidth = ASSUMED_BANDWIDTH_B_S.get(slow.platform, ASSUMED_BANDWIDTH_B_S[""])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
@@ -80,7 +81,7 @@ def kernel_count(breakdown: dict[str, int]) -> int:
     return sum(n for kind, n in breakdown.items() if kind != "copy")
 
 
-def kernel_list(module: HloModule, platform: str) -> list[dict]:
+def kernel_list(module: HloModule, platform: str) -> list[dict[str, Any]]:
     """Each launch in schedule order: name, kind, opcode, fusion kind or custom-call target."""
     return [{"name": instr.name, "kind": kind, "opcode": instr.opcode,
              "detail": instr.fusion_kind or instr.custom_call_target or "", "computation": comp.name}

@@ -7,6 +7,7 @@ few attributes of a few instructions), which is what makes the parser fast and s
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cached_property
 
 from hloscope.errors import ParseError
@@ -275,6 +276,6 @@ class HloModule:
             for instr in comp.instructions:
                 instr.validate()
 
-    def all_instructions(self):
+    def all_instructions(self) -> Iterator[HloInstruction]:
         for comp in self.computations:
             yield from comp.instructions

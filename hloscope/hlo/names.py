@@ -6,6 +6,11 @@ parser renames the later one `name.1`, `name.2`, ... (a numeric suffix is split 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hloscope.hlo.model import HloModule
+
 
 class NameUniquer:
     def __init__(self) -> None:
@@ -32,7 +37,7 @@ class NameUniquer:
         return f"{root}.{suffix}"
 
 
-def uniquify_instruction_names(module) -> None:
+def uniquify_instruction_names(module: HloModule) -> None:
     """Rename instructions whose name is already used in the module, as XLA's parser does (text order)."""
     seen: set[str] = set()
     duplicate = False

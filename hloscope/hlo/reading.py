@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hloscope.errors import InputError, ParseError
@@ -33,6 +34,7 @@ def check_readable(path: str) -> None:
     if size == 0:
         raise ParseError(path, "empty file: expected 'HloModule <name>'", 1, 1)
     limit = os.environ.get("HLOSCOPE_HLO_MAX_BYTES")
+    max_text: int | None
     if limit is not None and limit.isdigit():
         max_text, why = int(limit), f"HLOSCOPE_HLO_MAX_BYTES={limit}"
     else:
@@ -73,7 +75,7 @@ def _decode_error_position(path: str) -> tuple[int, int, int]:
 
 
 @contextmanager
-def open_text_lines(path: str):
+def open_text_lines(path: str) -> Iterator[Iterator[str]]:
     """The open UTF-8 text file, to iterate over its lines; a byte that is not UTF-8 raises ParseError at its line
     and column, and a read error InputError."""
     try:

@@ -28,8 +28,8 @@ import re
 from pathlib import Path
 
 from hloscope.errors import InputError
+from hloscope.hlo.gpu_spec import GpuTarget, target_from_text
 from hloscope.hlo.load import dump_sibling
-from hloscope.targets.spec import GpuTarget, target_from_text
 
 _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
 

@@ -65,11 +65,11 @@ def stats_record(loaded: LoadedModule, top: int = TOP, source_depth: int = SOURC
 
 
 def roofline_beside(loaded: LoadedModule) -> dict | None:
-    """The step's roofline lower bound (`hloscope.targets.roofline`) for the GPU XLA compiled an optimized module for,
+    """The step's roofline lower bound (`hloscope.hlo.roofline`) for the GPU XLA compiled an optimized module for,
     as its dumped gpu_target_config.pbtxt describes it; None when there is no such file."""
     if loaded.platform != "gpu" or loaded.stage != "after_optimizations":
         return None
-    from hloscope.targets import roofline
+    from hloscope.hlo import roofline
 
     if roofline.find_target_config(loaded.file) is None:
         return None

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.hlo.gpu_spec import GpuTarget, resolve_target
 from hloscope.modes import TARGET_MODES, get_mode, resolve
-from hloscope.targets.spec import GpuTarget, resolve_target
 
 WORKER = Path(__file__).with_name("gpu_compile_worker.py")
 COMPILE_TIMEOUT_S = 3600
@@ -216,7 +216,7 @@ def _kernels(run_dir: Path, artifacts: list[dict]) -> dict | None:
 
 
 def _roofline(run_dir: Path, artifacts: list[dict], gpu: GpuTarget, notes: list[str]) -> dict | None:
-    from hloscope.targets.roofline import roofline_for_module_file
+    from hloscope.hlo.roofline import roofline_for_module_file
 
     path = _artifact_path(run_dir, artifacts, "hlo")
     if path is None:

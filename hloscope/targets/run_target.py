@@ -23,9 +23,9 @@ class TargetCompileFailed(HloscopeError):
 
 def check_target_run(mode: str, target: str) -> None:
     """Everything that can be refused before a run directory exists: the mode, the target file, the plugin env."""
+    from hloscope.hlo.gpu_spec import resolve_target
     from hloscope.targets.compile import require_target_mode
     from hloscope.targets.cuda_env import require_target_python
-    from hloscope.targets.spec import resolve_target
 
     require_target_mode(mode)
     resolve_target(target)

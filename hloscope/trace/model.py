@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 # What an event is. Device execution kinds are the ones that occupy a GPU/TPU (or, on the CPU, XLA's CPU runtime).
 KERNEL = "kernel"  # a kernel / XLA op executing on the device
@@ -99,4 +100,4 @@ class Trace:
     file: str
     format: str
     events: Iterable[Event]
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -346,3 +346,23 @@ class _LaunchSteps:
             if position < len(correlations) and correlations[position] == correlation:
                 return indices[position]
         return self._others.get(correlation)
+
+
+def rank_summary(results: list[dict]) -> list[dict]:
+    """One row per trace of a multi-rank directory (two or more traces with a known rank, HTA's layout), by rank:
+    steps, kernels, device time, host dispatch, the median step's device busy time and the work launched before the
+    profiling window. Empty otherwise."""
+    from statistics import median
+
+    ranked = [r for r in results if r.get("rank") is not None]
+    if len(ranked) < 2:
+        return []
+    rows = []
+    for result in sorted(ranked, key=lambda r: (r["rank"], r["file"])):
+        busy = [step["device_busy_us"] for step in result["per_step"]]
+        rows.append({"rank": result["rank"], "file": result["file"], "steps": result["steps"],
+                     "kernels": result["kernels"], "device_time_us": result["device_time_us"],
+                     "host_launch_us": result["host_launch_us"],
+                     "median_step_busy_us": round(median(busy), 3) if busy else None,
+                     "before_window_us": (result.get("before_window") or {}).get("device_time_us", 0.0)})
+    return rows

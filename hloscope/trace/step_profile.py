@@ -21,6 +21,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hloscope.significance import outliers
 from hloscope.trace.model import STEP, Event
@@ -308,7 +309,7 @@ def _subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> lis
     return out
 
 
-def host_op_table(profile: StepProfile, top: int = 20) -> dict:
+def host_op_table(profile: StepProfile, top: int = 20) -> dict[str, Any]:
     """A host-only trace's framework ops over the kept steps: per op, calls per step, the median and longest call,
     and time per step (medians), longest first; with the step split into time inside and outside those ops."""
     from statistics import median
@@ -317,7 +318,7 @@ def host_op_table(profile: StepProfile, top: int = 20) -> dict:
     if not kept:
         return {}
     step_us = median(s.step_s for s in kept) * 1e6
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in {g for s in kept for g in s.ops}:
         samples = [s.ops.get(name) for s in kept]
         durations = sorted(d for sample in samples if sample for d in sample.durations)

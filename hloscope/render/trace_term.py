@@ -99,26 +99,6 @@ def render_stats(console: Console, stats: dict) -> None:
     console.print()
 
 
-def rank_summary(results: list[dict]) -> list[dict]:
-    """One row per trace of a multi-rank directory (two or more traces with a known rank, HTA's layout), by rank:
-    steps, kernels, device time, host dispatch, the median step's device busy time and the work launched before the
-    profiling window. Empty otherwise."""
-    from statistics import median
-
-    ranked = [r for r in results if r.get("rank") is not None]
-    if len(ranked) < 2:
-        return []
-    rows = []
-    for result in sorted(ranked, key=lambda r: (r["rank"], r["file"])):
-        busy = [step["device_busy_us"] for step in result["per_step"]]
-        rows.append({"rank": result["rank"], "file": result["file"], "steps": result["steps"],
-                     "kernels": result["kernels"], "device_time_us": result["device_time_us"],
-                     "host_launch_us": result["host_launch_us"],
-                     "median_step_busy_us": round(median(busy), 3) if busy else None,
-                     "before_window_us": (result.get("before_window") or {}).get("device_time_us", 0.0)})
-    return rows
-
-
 def render_ranks(console: Console, rows: list[dict]) -> None:
     table = Table(title="Per rank", title_justify="left")
     for column in ("rank", "steps", "kernels", "device ms", "launch ms", "busy/step ms", "pre-window ms",
