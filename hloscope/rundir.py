@@ -25,7 +25,7 @@ COMPARISON_FILE = "comparison.json"
 
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled")
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
-                  "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
+                  "thunk_metadata", "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _REQUIRED_RUN_KEYS = {"schema_version": int, "run_id": str, "mode": str, "status": str, "config": dict}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -88,4 +87,4 @@ def test_each_mode_runs_as_a_fresh_python_with_the_same_options(tmp_path):
     assert command[5] == "torch_xla" and "--compile-model" in command
     assert command[command.index("--run-id") + 1] == "torch_xla_compile"
     assert {"--dump-hlo", "--profile", "--json"} <= set(command) and "--keep-all" not in command
-    assert json.dumps(command)  # plain strings only
+    assert all(type(part) is str for part in command)  # plain strings only: no Paths or numbers

@@ -77,11 +77,6 @@ class XSpaceEvents:
                 yield from _host_plane_events(plane)
 
 
-def read_xplane(path: str | os.PathLike) -> list[Event]:
-    """All events of an xplane.pb; raises InputError for empty, truncated, corrupt or non-xplane files."""
-    return list(XSpaceEvents(path))
-
-
 def _parse(path: Path):
     with reading(path, "a trace file"):
         size = path.stat().st_size
