@@ -61,6 +61,14 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Above this much JSON text, a syntax error the streaming parser finds is reported without line:column (finding it
 # would mean loading the whole text).
 _LOCATE_ERRORS_BELOW = 64 << 20
+# The longest JSON token (a string or a number) the streaming parser may meet: yajl and ijson hold a whole token in
+# memory, so a 2 GB string (2 MB of gzip) would take gigabytes. A real trace's longest token is a kernel name or a
+# Python stack, well under 1 MB.
+MAX_TOKEN_BYTES = 16 << 20
+# ijson's read size: yajl re-scans a token that spans reads from its start on each read, so a long token costs
+# (token / read size) scans of itself (a 16 MB string of escaped quotes: 4 scans, ~3 s; with ijson's default 64 KB
+# reads, 256 scans and minutes).
+_READ_BYTES = 4 << 20
 
 
 def _ijson(name: str = "yajl2_c"):
@@ -180,8 +188,52 @@ def _as_input_errors(path: Path):
         raise InputError(path, f"truncated or corrupt gzip data ({_first_line(error)})") from error
 
 
+class TokenTooLong(Exception):
+    """The JSON text runs longer than MAX_TOKEN_BYTES without a string ending: one token that would be held whole."""
+
+
+class _TokenGuard(io.RawIOBase):
+    """A read-through wrapper that refuses a token longer than `limit` before the parser buffers it.
+
+    It counts the bytes since the last `"` not preceded by a backslash: inside a string that is the string's length so
+    far; outside strings, a number's or whitespace's (a trace has names every few hundred bytes). Escaped quotes never
+    reset the count, so a string of `\\"` repeats is measured too. O(1) Python work per block."""
+
+    def __init__(self, stream, limit: int = MAX_TOKEN_BYTES):
+        self._stream = stream
+        self._limit = limit
+        self._since_quote = 0
+        self._last = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        block = self._stream.read(size)
+        if block:
+            self._count(block)
+        return block
+
+    def readinto(self, buffer) -> int:
+        block = self.read(len(buffer))
+        buffer[: len(block)] = block
+        return len(block)
+
+    def _count(self, block: bytes) -> None:
+        clean = (self._last + block).replace(b'\\"', b"")
+        quote = clean.rfind(b'"')
+        if quote < 0:  # no unescaped quote in this block
+            self._since_quote += len(block)
+        else:
+            self._since_quote = len(clean) - quote - 1
+        self._last = block[-1:] if block[-1:] == b"\\" else b""
+        if self._since_quote > self._limit:
+            raise TokenTooLong(self._since_quote)
+
+
 def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str = "yajl2_c") -> Iterator[Event]:
     ijson, json_error, incomplete_json_error = _ijson(backend)
+    stream = _TokenGuard(stream)
     builder = _EventBuilder()
     try:
         with _as_input_errors(path):
@@ -204,6 +256,9 @@ def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str 
         raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
     except UnicodeDecodeError as error:
         raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
+    except TokenTooLong:
+        raise InputError(path, f"not a trace: a JSON token (string or number) longer than {MAX_TOKEN_BYTES >> 20} MB; "
+                               "refusing rather than holding it in memory (a gzip bomb?)") from None
 
 
 def _warn_unclassified(path: Path, unclassified: dict[str, int]) -> None:
@@ -234,7 +289,7 @@ def _event_items(path: Path, ijson, stream, top_is_array: bool) -> Iterator:
     events_depth = 1 if top_is_array else 2
     top_key = None
     builder = None
-    for token, value in ijson.basic_parse(stream, use_float=True):
+    for token, value in ijson.basic_parse(stream, use_float=True, buf_size=_READ_BYTES):
         opening = token == "start_map" or token == "start_array"
         if opening:
             depth += 1
