@@ -118,8 +118,8 @@ def test_renamed_module_with_one_inserted_transpose(fixtures_dir):
     assert all(kb == f"{renamed[ka.split('/')[0]]}/{renamed[ka.split('/')[1]]}" for ka, kb in matching.pairs.items())
     assert len(matching.pairs) == len(truth) == len(graph_a.nodes)
     assert group_by_source(graph_b, matching.only_in_b) == [{
-        "op_name": "jit(train_step)/attention/value/transpose", "count": 1, "opcodes": {"transpose": 1}, "sources": 1,
-        "examples": [renamed["inserted"]]}]
+        "op_name": "attention/value/transpose", "count": 1, "opcodes": {"transpose": 1}, "sources": 1,
+        "graphs": {graph_b.nodes[only].graph: 1}, "examples": [renamed["inserted"]]}]
 
 
 @pytest.mark.parametrize("fmt,marker", [("md", "## Structural matching"), ("html", "<!DOCTYPE html>")])

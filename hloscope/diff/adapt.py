@@ -31,9 +31,10 @@ def _detail(inst) -> str:
 
 
 class _Builder:
-    def __init__(self, module):
+    def __init__(self, module, prefix: str = "", graph_name: str = ""):
         self.module = module
         self.body_fps: dict[str, str] = {}
+        self.prefix, self.graph_name = prefix, graph_name
 
     def body(self, inst) -> str:
         names = inst.called_computation_names
@@ -67,9 +68,11 @@ class _Builder:
             comp = pending.pop()
             for inst in comp.instructions:
                 op_name = inst.metadata.get("op_name", "")
-                graph.add(Node(key=f"{comp.name}/{inst.name}", opcode=inst.opcode, shape=strip_layout(inst.shape_text),
-                               operands=tuple(f"{comp.name}/{o}" for o in inst.operand_names), op_name=op_name,
-                               detail=_detail(inst), body=self.body(inst), name=inst.name))
+                graph.add(Node(key=f"{self.prefix}{comp.name}/{inst.name}", opcode=inst.opcode,
+                               shape=strip_layout(inst.shape_text),
+                               operands=tuple(f"{self.prefix}{comp.name}/{o}" for o in inst.operand_names),
+                               op_name=op_name, detail=_detail(inst), body=self.body(inst), name=inst.name,
+                               graph=self.graph_name))
                 if inst.opcode in CONTROL_FLOW:
                     for name in inst.called_computation_names:
                         callee = self.module.computations_by_name.get(name)
@@ -77,10 +80,24 @@ class _Builder:
                             seen.add(name)
                             pending.append(callee)
             if comp is entry and comp.root is not None:
-                graph.roots = [f"{comp.name}/{comp.root.name}"]
+                graph.roots = [f"{self.prefix}{comp.name}/{comp.root.name}"]
         return graph
 
 
 def graph_from_module(module) -> Graph:
     """The instructions that run (entry plus control-flow bodies), with fused and applied computations folded in."""
-    return _Builder(module).graph()
+    return _Builder(module, graph_name=module.name).graph()
+
+
+def graph_from_modules(modules: list) -> Graph:
+    """One graph holding every module of a train step (torch_xla+compile runs forward, backward and optimizer as
+    separate modules): keys are prefixed by the module's position, each node names its module in `graph`, and every
+    module's entry root is a root, so that the matcher works across the union as on one module."""
+    if len(modules) == 1:
+        return graph_from_module(modules[0])
+    union = Graph()
+    for index, module in enumerate(modules):
+        part = _Builder(module, prefix=f"{index}:", graph_name=module.name).graph()
+        union.nodes.update(part.nodes)
+        union.roots.extend(part.roots)
+    return union

@@ -47,14 +47,20 @@ def compare_stats(a: dict, b: dict) -> dict:
     return out
 
 
-def matching_report(graph_a: Graph, graph_b: Graph, matching: Matching, groups: int = 50) -> dict:
+def matching_report(graph_a: Graph, graph_b: Graph, matching: Matching, groups: int = 50,
+                    times_a=None, times_b=None) -> dict:
+    """Matched counts and the one-sided groups; with both sides' measured times (hloscope.diff.timing.StepTimes) the
+    groups carry their device time per step and are ranked by it."""
+    weighted = times_a is not None and times_b is not None
+    na = node_times(graph_a, times_a) if weighted else None
+    nb = node_times(graph_b, times_b) if weighted else None
     return {
         "matched": len(matching.pairs),
         "matching": {"a_instructions": len(graph_a.nodes), "b_instructions": len(graph_b.nodes),
                      "only_in_a": len(matching.only_in_a), "only_in_b": len(matching.only_in_b),
                      "by_stage": matching.counts()},
-        "only_in_a": group_by_source(graph_a, matching.only_in_a)[:groups],
-        "only_in_b": group_by_source(graph_b, matching.only_in_b)[:groups],
+        "only_in_a": group_by_source(graph_a, matching.only_in_a, times=na)[:groups],
+        "only_in_b": group_by_source(graph_b, matching.only_in_b, times=nb)[:groups],
     }
 
 
@@ -99,12 +105,132 @@ def compare_traces(trace_a: dict, trace_b: dict, top: int = 15) -> dict:
 
 def diff_report(stats_a: dict, stats_b: dict, graph_a: Graph, graph_b: Graph, matching: Matching,
                 run_a: dict | None = None, run_b: dict | None = None,
-                trace_a: dict | None = None, trace_b: dict | None = None) -> dict:
-    """The `hloscope diff --json` document."""
+                trace_a: dict | None = None, trace_b: dict | None = None,
+                records_a: list[dict] | None = None, records_b: list[dict] | None = None,
+                times_a=None, times_b=None) -> dict:
+    """The `hloscope diff --json` document. `records_a/b`: the `hlo stats` record of each graph compared (several
+    when a train step runs as several modules; `stats_a/b` are then their sums); `times_a/b`: measured device time
+    per instruction and step (hloscope.diff.timing.StepTimes), which weight the matching when both sides have it."""
+    weighted = times_a is not None and times_b is not None
     report = {"a": stats_a, "b": stats_b, "delta": compare_stats(stats_a, stats_b),
-              **matching_report(graph_a, graph_b, matching)}
+              **matching_report(graph_a, graph_b, matching, times_a=times_a, times_b=times_b)}
+    reverse = {v: k for k, v in matching.pairs.items()}
+    report["graphs"] = {
+        "a": graph_rows(graph_a, records_a or [stats_a], matching.pairs, graph_b, times_a),
+        "b": graph_rows(graph_b, records_b or [stats_b], reverse, graph_a, times_b)}
+    if weighted:
+        report["time_weighted"] = time_weighted(graph_a, graph_b, matching, times_a, times_b)
     if run_a is not None and run_b is not None:
         report["runs"] = compare_runs(run_a, run_b)
     if trace_a is not None and trace_b is not None:
         report["traces"] = compare_traces(trace_a, trace_b)
     return report
+
+
+# Per-graph figures of the `graphs` table (keys of the `hlo stats` record), summed into the total row.
+GRAPH_KEYS = ("instructions", "kernels", "flops", "transcendentals", "bytes_accessed", "copies")
+_NOT_SUMMED = {"module_index", "is_scheduled", "gpu_arch", "entry", "siblings"}
+
+
+def _sum_into(total: dict, record: dict) -> None:
+    for key, value in record.items():
+        if key in IDENTITY_KEYS or key in _NOT_SUMMED:
+            continue
+        if _is_number(value):
+            total[key] = total.get(key, 0) + value
+        elif isinstance(value, dict):
+            _sum_into(total.setdefault(key, {}), value)
+
+
+def total_record(records: list[dict]) -> dict:
+    """The statistics of several modules (the graphs of one train step) summed key by key: counts, FLOPs, bytes,
+    opcodes, fusions, kernels by kind, XLA's cost figures. Per-instruction lists (top instructions, matmuls, kernels
+    by source) stay in the per-graph records; memory figures are sums over the graphs, not a peak."""
+    total: dict = {}
+    for key in IDENTITY_KEYS:
+        values = list(dict.fromkeys(str(r.get(key)) for r in records if r.get(key) is not None))
+        if key == "file":
+            folders = list(dict.fromkeys(v.rsplit("/", 1)[0] for v in values))
+            total[key] = folders[0] if len(folders) == 1 else " + ".join(values)
+        else:
+            total[key] = " + ".join(values)
+    total["graphs"] = len(records)
+    for record in records:
+        _sum_into(total, record)
+    return total
+
+
+def graph_rows(graph, records: list[dict], matching_pairs: dict[str, str], other_graph,
+               times=None) -> list[dict]:
+    """One row per graph of a side (in the side's order) plus a total row: the `hlo stats` figures, graph
+    instructions, how many of them matched (and into which graphs of the other side), and with a profile the measured
+    device time and executions per step."""
+    nodes_by_graph: dict[str, list[str]] = {}
+    for key, node in graph.nodes.items():
+        nodes_by_graph.setdefault(node.graph, []).append(key)
+    rows = []
+    for record in records:
+        name = record.get("name")
+        keys = nodes_by_graph.get(name, [])
+        matched_to: dict[str, int] = {}
+        for key in keys:
+            if key in matching_pairs:
+                target = other_graph.nodes[matching_pairs[key]].graph
+                matched_to[target] = matched_to.get(target, 0) + 1
+        row = {"graph": name, **{k: record.get(k) for k in GRAPH_KEYS},
+               "xla_flops": (record.get("xla_cost") or {}).get("flops"),
+               "graph_instructions": len(keys), "matched": sum(matched_to.values()), "matched_to": matched_to}
+        if times is not None:
+            row["time_s"] = times.per_module.get(name, 0.0)
+            row["executions"] = times.module_executions.get(name, 0)
+        rows.append(row)
+    total = {"graph": "total"}
+    for key in (*GRAPH_KEYS, "xla_flops", "graph_instructions", "matched", "time_s", "executions"):
+        values = [r.get(key) for r in rows]
+        if any(v is not None for v in values):
+            total[key] = sum(v for v in values if v is not None) if all(v is not None for v in values) else None
+    return [*rows, total]
+
+
+def node_times(graph, times) -> dict[str, float]:
+    """Node key -> measured seconds per step (0 for instructions that did not run in the kept steps)."""
+    if times is None:
+        return {}
+    return {key: times.per_instruction.get((node.graph, node.name), 0.0) for key, node in graph.nodes.items()}
+
+
+def time_weighted(graph_a, graph_b, matching, times_a, times_b, top: int = 50) -> dict:
+    """The matching weighted by what it cost: each matched pair with both sides' measured device time per step, ranked
+    by the time difference (b - a); totals of matched and one-sided time, and the device time of executions that name
+    no instruction of the compared graphs."""
+    from hloscope.diff.match import source_group
+
+    ta, tb = node_times(graph_a, times_a), node_times(graph_b, times_b)
+    pairs = []
+    for ka, kb in matching.pairs.items():
+        a_s, b_s = ta.get(ka, 0.0), tb.get(kb, 0.0)
+        if not a_s and not b_s:
+            continue
+        na, nb = graph_a.nodes[ka], graph_b.nodes[kb]
+        pairs.append({"a": na.name, "b": nb.name, "graph_a": na.graph, "graph_b": nb.graph,
+                      "opcode": na.opcode + (f" {na.detail}" if na.detail and na.opcode == "fusion" else ""),
+                      "source_a": source_group(na.op_name), "source_b": source_group(nb.op_name),
+                      "a_s": a_s, "b_s": b_s, "delta_s": b_s - a_s, "how": matching.how.get(ka)})
+    pairs.sort(key=lambda p: (-abs(p["delta_s"]), p["a"]))
+    matched_a = sum(ta.get(k, 0.0) for k in matching.pairs)
+    matched_b = sum(tb.get(k, 0.0) for k in matching.pairs.values())
+    only_a = sum(ta.get(k, 0.0) for k in matching.only_in_a)
+    only_b = sum(tb.get(k, 0.0) for k in matching.only_in_b)
+    return {
+        "basis": "measured device time per step: per instruction, the median over the kept profiled steps",
+        "steps": {"a": times_a.steps, "b": times_b.steps},
+        "kept_steps": {"a": times_a.kept, "b": times_b.kept},
+        "dropped_steps": {"a": {str(k): v for k, v in times_a.dropped.items()},
+                          "b": {str(k): v for k, v in times_b.dropped.items()}},
+        "totals": {"a": {"matched_s": matched_a, "only_s": only_a, "unplaced_s": times_a.unplaced_s,
+                         "device_s": times_a.device_s},
+                   "b": {"matched_s": matched_b, "only_s": only_b, "unplaced_s": times_b.unplaced_s,
+                         "device_s": times_b.device_s}},
+        "pairs": pairs[:top],
+        "pairs_total": len(pairs),
+    }

@@ -37,6 +37,7 @@ class Node:
     # so that two fusions of one kind whose bodies differ still pair up in the greedy stages.
     body: str = ""
     name: str = ""  # the instruction's name as printed, for reports
+    graph: str = ""  # the module (one of the graphs of a train step) the instruction belongs to
 
 
 @dataclass

@@ -12,12 +12,16 @@ from hloscope.errors import HloscopeError, InputError, UsageError
 @dataclass
 class Side:
     path: str
-    loaded: object  # hloscope.hlo.load.LoadedModule
-    stats: dict
+    loaded: object  # hloscope.hlo.load.LoadedModule: the largest of `graphs`
+    stats: dict  # the `hlo stats` record of the one graph, or the sum over `graphs` (hloscope.diff.compare.total_record)
     run: dict | None = None
     trace: dict | None = None
     notes: list[str] = field(default_factory=list)
     modules: list = field(default_factory=list)  # every module read from the path (both stages)
+    graphs: list = field(default_factory=list)  # the modules compared: every graph of the train step at the stage
+    graph_stats: list[dict] = field(default_factory=list)  # their `hlo stats` records, in the same order
+    trace_data: object = None  # hloscope.trace.model.Trace, for the measured time per instruction
+    warmup_steps: int = 1  # profiled steps that are the profiler's warm-up (run.json profile.warmup_steps)
 
 
 def pick_module(loaded: list, path: str, module: str | None = None, stage: str | None = None):
@@ -42,7 +46,24 @@ def pick_module(loaded: list, path: str, module: str | None = None, stage: str |
     return max(candidates, key=lambda m: m.module.instruction_count)
 
 
-def _trace_stats(run_dir: Path, notes: list[str]) -> dict | None:
+def pick_graphs(loaded: list, path: str, module: str | None = None, stage: str | None = None) -> list:
+    """The modules that make up one train step at the compared stage: with --module, the one module `pick_module`
+    picks; for a run directory (its train-step modules, as run.json lists them), every module at the stage, in the
+    order the run dumped them (torch_xla+compile: forward, backward, optimizer...; a module name dumped twice counts
+    once, its largest copy); for an XLA dump directory or an HLO file, the largest module."""
+    chosen = pick_module(loaded, path, module, stage)
+    if module or not all(m.extra.get("run_dir") for m in loaded):
+        return [chosen]
+    by_name: dict[str, object] = {}
+    for m in loaded:
+        if m.stage == chosen.stage and (m.module.name not in by_name
+                                        or m.module.instruction_count > by_name[m.module.name].module.instruction_count):
+            by_name[m.module.name] = m
+    return list(by_name.values())
+
+
+def _trace(run_dir: Path, notes: list[str]):
+    """(trace, its `trace stats` record) of the first readable trace of the run, or (None, None)."""
     from hloscope.trace.load import load_traces
     from hloscope.trace.stats import trace_stats
 
@@ -50,36 +71,52 @@ def _trace_stats(run_dir: Path, notes: list[str]) -> dict | None:
         traces = load_traces(run_dir)
     except InputError as error:
         notes.append(f"no trace read: {error}")
-        return None
+        return None, None
     for trace in traces:
         try:
-            return trace_stats(trace)
+            return trace, trace_stats(trace)
         except HloscopeError as error:
             notes.append(f"trace {trace.file} not read: {error}")
-    return None
+    return None, None
+
+
+def _warmup_steps(run: dict) -> int:
+    profile = run.get("profile")
+    value = profile.get("warmup_steps") if isinstance(profile, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
 def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
               xla_cost: bool = True) -> Side:
+    from hloscope.diff.compare import total_record
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
 
     path = Path(path)
     modules = load_modules(path)
-    chosen = pick_module(modules, str(path), module, stage)
-    # exactly the record `hloscope hlo stats --json` prints for this module
-    side = Side(path=str(path), loaded=chosen, stats=stats_record(chosen, xla_cost=xla_cost), modules=modules)
-    same_stage = list({m.module.name: m for m in modules
-                       if m.stage == chosen.stage and m.module.name != chosen.module.name}.values())
+    graphs = pick_graphs(modules, str(path), module, stage)
+    chosen = max(graphs, key=lambda m: m.module.instruction_count)
+    # each graph's record is exactly the one `hloscope hlo stats --json` prints for that module
+    records = [stats_record(m, xla_cost=xla_cost) for m in graphs]
+    side = Side(path=str(path), loaded=chosen, stats=records[0] if len(records) == 1 else total_record(records),
+                modules=modules, graphs=graphs, graph_stats=records)
+    if len(graphs) > 1:
+        names = ", ".join(f"{m.module.name} ({m.module.instruction_count:,})" for m in graphs)
+        side.notes.append(f"the train step runs as {len(graphs)} graphs, all compared and summed in the table: "
+                          f"{names} (per-graph rows under 'graphs'; pick one with --module)")
+    same_stage = list({m.module.name: m for m in modules if m.stage == chosen.stage
+                       and all(m.module.name != g.module.name for g in graphs)}.values())
     if same_stage and module is None:
-        graphs = ", ".join(f"{m.module.name} ({m.module.instruction_count:,})" for m in same_stage[:8])
-        side.notes.append(f"{len(same_stage) + 1} modules at this stage; only the largest, {chosen.module.name} "
-                          f"({chosen.module.instruction_count:,} instructions), is compared, not the others: {graphs} "
-                          "(torch_xla+compile runs one train step as several graphs; pick one with --module)")
+        left_out = ", ".join(f"{m.module.name} ({m.module.instruction_count:,})" for m in same_stage[:8])
+        side.notes.append(f"{len(same_stage) + len(graphs)} modules at this stage; only the largest, "
+                          f"{chosen.module.name} ({chosen.module.instruction_count:,} instructions), is compared, not "
+                          f"the others: {left_out} (a dump directory does not say which modules make up the train "
+                          "step; pick one with --module, or pass the run directory)")
     if path.is_dir() and (path / "run.json").is_file():
         from hloscope.rundir import load_run
 
         side.run = load_run(path)
         side.run.pop("_dir", None)
-        side.trace = _trace_stats(path, side.notes)
+        side.warmup_steps = _warmup_steps(side.run)
+        side.trace_data, side.trace = _trace(path, side.notes)
     return side

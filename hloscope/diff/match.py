@@ -236,11 +236,12 @@ def source_group(op_name: str) -> str:
 
 
 def group_by_source(graph: Graph, keys: list[str], examples: int = 5,
-                    ignore: frozenset[str] = BOOKKEEPING) -> list[dict]:
+                    ignore: frozenset[str] = BOOKKEEPING, times: dict[str, float] | None = None) -> list[dict]:
     """Unmatched instructions grouped by source op (layer indices folded together), largest group first.
 
     Each group: op_name (the folded source op), count, opcodes {opcode: n}, sources (how many distinct op_names, e.g.
-    one per layer) and a few example instruction names.
+    one per layer), graphs {module: n} and a few example instruction names. With `times` (node key -> measured device
+    seconds per step), each group also has `time_s`, and the groups are ranked by it instead of by count.
     """
     groups: dict[str, dict] = {}
     for key in keys:
@@ -249,14 +250,23 @@ def group_by_source(graph: Graph, keys: list[str], examples: int = 5,
             continue
         group = groups.setdefault(source_group(node.op_name), {
             "op_name": source_group(node.op_name), "count": 0, "opcodes": defaultdict(int), "sources": set(),
-            "examples": []})
+            "graphs": defaultdict(int), "examples": []})
         group["count"] += 1
         group["opcodes"][node.opcode] += 1
         group["sources"].add(node.op_name)
+        group["graphs"][node.graph] += 1
+        if times is not None:
+            group["time_s"] = group.get("time_s", 0.0) + times.get(key, 0.0)
         if len(group["examples"]) < examples:
             group["examples"].append(node.name or key)
-    result = sorted(groups.values(), key=lambda g: (-g["count"], g["op_name"]))
+    if times is not None:
+        result = sorted(groups.values(), key=lambda g: (-g["time_s"], -g["count"], g["op_name"]))
+    else:
+        result = sorted(groups.values(), key=lambda g: (-g["count"], g["op_name"]))
     for group in result:
         group["opcodes"] = dict(sorted(group["opcodes"].items(), key=lambda kv: (-kv[1], kv[0])))
         group["sources"] = len(group["sources"])
+        graphs = {name: n for name, n in group.pop("graphs").items() if name}
+        if graphs:  # hand-built graphs name no module
+            group["graphs"] = graphs
     return result

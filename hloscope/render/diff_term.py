@@ -7,12 +7,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from hloscope.render.diff_views import (
-    group_rows,
+    GRAPH_HEADERS,
+    PAIR_HEADERS,
+    graph_rows_of,
+    group_headers,
+    group_rows_of,
     kernel_changes,
     match_rate_line,
     matching_line,
     opcode_changes,
     side_by_side,
+    time_pair_rows,
+    time_totals_line,
 )
 
 
@@ -26,14 +32,22 @@ def _table(title: str, headers: list[str], rows) -> Table:
 
 
 def render(report: dict, console: Console) -> None:
-    console.print(_table("Side by side", ["", "A", "B", "B - A"], side_by_side(report, full_paths=False)))
-    console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"], opcode_changes(report)))
     console.print(escape(report.get("compared", "")), highlight=False)
+    console.print(_table("Side by side", ["", "A", "B", "B - A"], side_by_side(report, full_paths=False)))
+    for side, title in (("a", "Graphs of A"), ("b", "Graphs of B")):
+        console.print(_table(title, GRAPH_HEADERS, graph_rows_of(report, side)))
+    console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"], opcode_changes(report)))
     console.print(escape(match_rate_line(report)), highlight=False)
     console.print(escape(matching_line(report)), highlight=False)
+    if report.get("time_weighted"):
+        console.print(escape(time_totals_line(report)), highlight=False)
+        console.print(_table("Matched instructions whose measured time per step changed most", PAIR_HEADERS,
+                             time_pair_rows(report, 10)))
+    ranked = "by measured time per step" if report.get("time_weighted") else "by count"
     for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
         if report[side]:
-            console.print(_table(title, ["source op", "count", "opcodes"], group_rows(report[side], 10, examples=False)))
+            console.print(_table(f"{title}, {ranked}", group_headers(report, examples=False),
+                                 group_rows_of(report, side, 10, examples=False)))
     if report.get("traces"):
         console.print(_table("Kernels whose time changed most (us)", ["kernel", "A", "B", "B - A"],
                              kernel_changes(report, 10)))

@@ -109,9 +109,83 @@ def matching_line(report: dict) -> str:
             f"only in B (stages: " + ", ".join(f"{k} {v:,}" for k, v in m.get("by_stage", {}).items()) + ")")
 
 
-def group_rows(groups: list[dict], limit: int = 15, examples: bool = True) -> list[tuple[str, ...]]:
+GRAPH_HEADERS = ["graph", "instructions", "graph instructions", "matched", "kernels", "FLOPs", "XLA FLOPs",
+                 "bytes accessed", "device time / step", "executions / step"]
+
+
+def graph_rows_of(report: dict, side: str) -> list[tuple[str, ...]]:
+    """The per-graph table of one side (`graphs.a` / `graphs.b`) with its total row; measured columns only with a
+    profile."""
     rows = []
-    for g in groups[:limit]:
-        row = (g["op_name"], str(g["count"]), ", ".join(f"{op} {n}" for op, n in g["opcodes"].items()))
-        rows.append((*row, ", ".join(g["examples"][:3])) if examples else row)
+    for r in (report.get("graphs") or {}).get(side) or []:
+        matched = r.get("matched")
+        rows.append((r["graph"], _num(r.get("instructions")), _num(r.get("graph_instructions")),
+                     f"{_num(matched)} ({fmt.share(matched, r.get('graph_instructions'))})" if matched is not None else "-",
+                     _num(r.get("kernels")), fmt.big(r.get("flops")), fmt.big(r.get("xla_flops")),
+                     fmt.big(r.get("bytes_accessed")), fmt.ms(r.get("time_s")), _num(r.get("executions"))))
+    return rows
+
+
+def several_graphs(report: dict) -> bool:
+    graphs = report.get("graphs") or {}
+    return any(len(graphs.get(side) or []) > 2 for side in ("a", "b"))  # a graph and the total row: one graph
+
+
+def time_totals_line(report: dict) -> str:
+    """`measured device time per step (median over 5 / 4 kept profiled steps): A 0.922 ms ...`."""
+    tw = report.get("time_weighted")
+    if not tw:
+        return ""
+    a, b = tw["totals"]["a"], tw["totals"]["b"]
+    return (f"measured device time per step (per instruction, the median over {tw['steps']['a']} / "
+            f"{tw['steps']['b']} kept profiled steps): matched instructions A {fmt.ms(a['matched_s'])}, "
+            f"B {fmt.ms(b['matched_s'])} ({fmt.signed_ms(b['matched_s'] - a['matched_s'])}); only in A "
+            f"{fmt.ms(a['only_s'])}; only in B {fmt.ms(b['only_s'])}; in no compared instruction A "
+            f"{fmt.ms(a['unplaced_s'])}, B {fmt.ms(b['unplaced_s'])}; whole device time (median of the per-step sums) "
+            f"A {fmt.ms(a['device_s'])}, B {fmt.ms(b['device_s'])}")
+
+
+PAIR_HEADERS = ["A instruction", "B instruction", "opcode", "source op (A | B)", "A / step", "B / step", "B - A"]
+
+
+def time_pair_rows(report: dict, limit: int | None = 15, graphs: bool = False) -> list[tuple[str, ...]]:
+    """Matched pairs ranked by the difference of their measured device time per step."""
+    rows = []
+    for p in ((report.get("time_weighted") or {}).get("pairs") or [])[:limit]:
+        a, b = p["a"], p["b"]
+        if graphs:
+            a, b = f"{a} ({p['graph_a']})", f"{b} ({p['graph_b']})"
+        rows.append((a, b, p["opcode"], f"{p['source_a']} | {p['source_b']}", fmt.us(p["a_s"]), fmt.us(p["b_s"]),
+                     _signed_us(p["delta_s"])))
+    return rows
+
+
+def _signed_us(seconds: float) -> str:
+    text = fmt.us(abs(seconds))
+    return text if text == fmt.us(0.0) else ("+" if seconds > 0 else "-") + text
+
+
+def group_headers(report: dict, examples: bool = True) -> list[str]:
+    headers = ["source op", "count", "opcodes"]
+    if report.get("time_weighted"):
+        headers.append("device time / step")
+    if several_graphs(report):
+        headers.append("graphs")
+    return [*headers, "examples"] if examples else headers
+
+
+def group_rows_of(report: dict, side: str, limit: int = 15, examples: bool = True) -> list[tuple[str, ...]]:
+    """One-sided groups with their measured time per step (when both sides have profiles: then ranked by it) and the
+    graphs they sit in (when a side has several)."""
+    timed, graphs = bool(report.get("time_weighted")), several_graphs(report)
+    rows = []
+    for g in report[side][:limit]:
+        row = [g["op_name"], str(g["count"]), ", ".join(f"{op} {n}" for op, n in g["opcodes"].items())]
+        if timed:
+            row.append(fmt.us(g.get("time_s", 0.0)))
+        if graphs:
+            row.append(", ".join(f"{name} {n}" for name, n in (g.get("graphs") or {}).items()))
+        if examples:
+            row.append(", ".join(g["examples"][:3]))
+        rows.append(tuple(row))
     return rows

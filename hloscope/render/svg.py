@@ -128,3 +128,35 @@ def timeline_strips(title: str, rows: list[tuple[str, list[tuple[float, float, s
         lx += 14 + 7 * len(key) + 18  # ~7 px per character at 12 px
     out.append("</svg>")
     return "".join(out)
+
+
+def paired_bars(title: str, rows: list[tuple[str, float, float]], unit: str, names: tuple[str, str] = ("A", "B"),
+                width: int = 640) -> str:
+    """Two bars per row (A above B) on a shared scale, each with its value: e.g. one matched instruction's measured
+    time per step on both sides."""
+    rows = [r for r in rows if r[1] > 0 or r[2] > 0]
+    if not rows:
+        return ""
+    label_w, bar_h, gap, top = 220, 9, 10, 28
+    height = top + len(rows) * (2 * bar_h + gap) + 24
+    peak = max(max(a, b) for _, a, b in rows) or 1.0
+    span = width - label_w - 90
+    color = (PALETTE[0], PALETTE[1])
+    out = _open(title, width, height)
+    for i, (label, a, b) in enumerate(rows):
+        y = top + i * (2 * bar_h + gap)
+        out.append(f'<text x="{label_w - 6}" y="{y + bar_h + 4}" text-anchor="end">{escape(_short(label, 34))}'
+                   f'<title>{escape(label)}</title></text>')
+        for j, value in enumerate((a, b)):
+            w = max(0.5, span * value / peak)
+            yy = y + j * bar_h
+            out.append(f'<rect x="{label_w}" y="{yy}" width="{w:.1f}" height="{bar_h - 1}" fill="{color[j]}">'
+                       f'<title>{escape(names[j])}: {escape(_fmt(value))} {escape(unit)}</title></rect>'
+                       f'<text x="{label_w + w + 4:.1f}" y="{yy + bar_h - 1}" font-size="10">'
+                       f'{escape(_fmt(value))}</text>')
+    legend_y = top + len(rows) * (2 * bar_h + gap) + 6
+    for j, name in enumerate(names):
+        out.append(f'<rect x="{label_w + j * 80}" y="{legend_y}" width="10" height="10" fill="{color[j]}"/>'
+                   f'<text x="{label_w + j * 80 + 14}" y="{legend_y + 9}">{escape(name)} ({escape(unit)})</text>')
+    out.append("</svg>")
+    return "".join(out)
