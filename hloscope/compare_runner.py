@@ -50,6 +50,8 @@ def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     command += ["--profile"] if options.profile else []
     command += ["--keep-all"] if options.keep_all else []
     command += ["--target", options.target] if options.target else []
+    command += ["--check-parity"] if options.check_parity else []
+    command += ["--attention", options.attention] if options.attention != "eager" else []
     return command
 
 
@@ -166,6 +168,8 @@ def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
         "loss_first": record.get("loss", {}).get("first"), "loss_last": record.get("loss", {}).get("last"),
         "noisy": timing.get("noisy"), "warnings": list(record.get("warnings") or []),
     }
+    if "parity" in record:  # --check-parity: the probe before the first step
+        entry["parity"] = record["parity"]
     if record["status"] == "compiled":  # --target: not timed; what XLA generated and the roofline's lower bound
         entry["kernels"] = (record.get("kernels") or {}).get("kernel_launches")
         entry["roofline_lower_bound_s"] = (record.get("roofline") or {}).get("serial_s")
@@ -259,5 +263,10 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     comparison.update(status="ok" if all(s in ("ok", "compiled") for s in statuses) else
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    if config.get("check_parity"):
+        from hloscope.parity import evaluate
+
+        comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in comparison["modes"]],
+                                        config.get("precision", "fp32"))
     write_comparison(comparison_dir, comparison)
     return comparison

@@ -45,6 +45,9 @@ class Mode:
     runs_on: str                    # the same in one line for people, with the version caveats
     target_capture: str | None = None  # "module:function" capturing its train-step graph for --target, or None
     preflight: str | None = None    # "module:function(device)" refusing an impossible device before anything starts
+    # --attention values the mode honours (transformers' attn_implementation: eager, sdpa, flash = flash_attention_2)
+    attention: tuple[str, ...] = ("eager",)
+    attention_note: str = ""       # why the others are refused, said in the one-line refusal
 
     @property
     def xla(self) -> bool:
@@ -55,42 +58,51 @@ class Mode:
 _TORCH_XLA_WHERE = ("CPU and TPU with the pinned torch_xla 2.9 (PJRT_DEVICE=CPU|TPU); no CUDA in 2.9: on a GPU only "
                     "with torch_xla <= 2.8 and its CUDA plugin (PJRT_DEVICE=CUDA)")
 
+# transformers' attn_implementation for the PyTorch modes: eager, sdpa (F.scaled_dot_product_attention) and flash
+# (flash_attention_2: the flash-attn package on a CUDA GPU; the session refuses it elsewhere)
+_TORCH_ATTENTION = ("eager", "sdpa", "flash")
+_NO_FLASH = "flash_attention_2 needs the flash-attn CUDA extension; PyTorch/XLA 2.9 has no CUDA"
+
 MODES: tuple[Mode, ...] = (
     Mode(name="pytorch", dir_name="pytorch", framework="pytorch", compile=False,
          packages=("torch", "transformers"), imports=("torch",),
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_NONE, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
-         runs_on="CPU and CUDA GPUs (torch.cuda); not TPU"),
+         runs_on="CPU and CUDA GPUs (torch.cuda); not TPU", attention=_TORCH_ATTENTION),
     Mode(name="pytorch+compile", dir_name="pytorch_compile", framework="pytorch", compile=True,
          packages=("torch", "transformers"), imports=("torch",),
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_INDUCTOR, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
-         runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU"),
+         runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU", attention=_TORCH_ATTENTION),
     Mode(name="torch_xla", dir_name="torch_xla", framework="torch_xla", compile=False,
          packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
          session="hloscope.backends.torch_xla_mode:TorchXlaSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "tpu"), runs_on=_TORCH_XLA_WHERE,
          target_capture="hloscope.targets.capture_torch_xla:capture_for_target",
-         preflight="hloscope.backends:torch_xla_preflight"),
+         preflight="hloscope.backends:torch_xla_preflight", attention=("eager", "sdpa"), attention_note=_NO_FLASH),
     Mode(name="torch_xla+compile", dir_name="torch_xla_compile", framework="torch_xla", compile=True,
          packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
          session="hloscope.backends.torch_xla_mode:TorchXlaSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "tpu"), runs_on=_TORCH_XLA_WHERE,
          # no target capture: dynamo splits the step into several graphs (forward, backward, optimizer)
-         preflight="hloscope.backends:torch_xla_preflight"),
+         preflight="hloscope.backends:torch_xla_preflight", attention=("eager", "sdpa"), attention_note=_NO_FLASH),
     Mode(name="jax", dir_name="jax", framework="jax", compile=False,
          packages=("jax", "flax", "optax", "transformers"), imports=("jax",),
          session="hloscope.backends.jax_mode:JaxSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
-         target_capture="hloscope.targets.capture_jax:capture_for_target"),
+         target_capture="hloscope.targets.capture_jax:capture_for_target",
+         attention_note="transformers' FlaxViTSelfAttention has one attention, softmax(QK^T)V written out in jnp "
+                        "(dot_product_attention_weights), with no attn_implementation switch"),
     # PyTorch on XLA that still has a future: the PyTorch model traced by torchax into one jax.jit step (optax SGD).
     Mode(name="torchax", dir_name="torchax", framework="torchax", compile=False,
          packages=("torch", "torchax", "jax", "optax", "transformers"), imports=("torch", "torchax", "jax"),
          session="hloscope.backends.torchax_mode:TorchaxSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="wherever JAX runs: CPU, CUDA GPUs (jax[cuda12], from PyPI wheels) and TPU; always jitted",
-         target_capture="hloscope.targets.capture_torchax:capture_for_target"),
+         target_capture="hloscope.targets.capture_torchax:capture_for_target",
+         attention=("eager", "sdpa"), attention_note="flash_attention_2 calls the flash-attn CUDA extension, which "
+                                                       "torchax cannot trace into JAX"),
 )
 
 BY_NAME: dict[str, Mode] = {mode.name: mode for mode in MODES}

@@ -78,6 +78,11 @@ def run_table(record: dict) -> Table:
                                 for name, total in compiles.get("total", {}).items()))
     if loss:
         add_text_row(table, "loss first -> last", f"{loss['first']:.4f} -> {loss['last']:.4f}")
+    parity = record.get("parity")
+    if parity:  # --check-parity
+        add_text_row(table, "parity probe (first batch)", parity["error"] if parity.get("error") else
+                     f"loss {parity['loss']:.6f}, grad norm {parity['grad_norm']:.6f}, "
+                     f"weights norm {parity['weights_norm']:.6f}")
     precision = record.get("environment", {}).get("precision")
     if precision:
         add_text_row(table, "precision in effect", ", ".join(f"{k}={v}" for k, v in precision.items()))

@@ -11,9 +11,14 @@ from hloscope.modes import MODES, get_mode, mode_name, parse_modes, resolve
 __all__ = ["check_torch_xla_cuda", "mode_name", "parse_modes", "preflight", "torch_xla_preflight"]
 
 
-def preflight(mode: str, device: str) -> None:
+def preflight(mode: str, device: str, attention: str = "eager") -> None:
     """Refuse combinations that cannot work before anything is created or imported (the mode's registry check)."""
-    check = get_mode(mode).preflight
+    entry = get_mode(mode)
+    if attention not in entry.attention:
+        why = f": {entry.attention_note}" if entry.attention_note else ""
+        raise UsageError(f"--attention {attention} --mode {mode}: this mode runs only --attention "
+                         f"{' or '.join(entry.attention)}{why}")
+    check = entry.preflight
     if check:
         resolve(check)(device)
 

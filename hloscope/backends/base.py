@@ -32,6 +32,8 @@ class RunOptions:
     profile_steps: int = 6            # steps in the trace; the first is the profiler's warm-up (PROFILE_WARMUP_STEPS)
     keep_all: bool = False
     target: str | None = None         # --target: compile for this GPU (hloscope.targets) instead of timing
+    check_parity: bool = False        # --check-parity: same weights in every mode; first-step loss and gradient norm
+    attention: str = "eager"          # --attention eager | sdpa | flash (transformers' attn_implementation)
     test_host_delay_s: float | None = None  # test hook only (HLOSCOPE_TEST_HOST_DELAY_S, set by the driver)
 
     @property
@@ -138,6 +140,12 @@ class Session:
     def compile_counts(self) -> dict[str, int]:
         """Cumulative compilation counters; the driver diffs them around the timed window."""
         return {}
+
+    def parity(self) -> dict:
+        """--check-parity, right after setup (the weights are still the initial ones): on the shared first batch
+        (`data.parity_batch`), the loss, the global L2 norm of the gradients and of the weights, without updating the
+        weights. run.json `parity` (see hloscope/parity.py)."""
+        raise NotImplementedError(f"{self.options.mode} has no parity probe")
 
     def window_starting(self) -> None:
         """Called after the warm-up, just before the timed window (outside the timed region)."""

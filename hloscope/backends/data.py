@@ -24,6 +24,14 @@ def synthetic_pool(preset: VitPreset, batch_size: int, seed: int,
              rng.integers(0, preset.num_labels, batch_size, dtype=np.int32)) for _ in range(pool_size)]
 
 
+PARITY_BATCH = "the first batch of the synthetic pool of --seed (images N(0, 1), uniform labels)"
+
+
+def parity_batch(preset: VitPreset, batch_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """--check-parity's batch: the first batch of the pool of `seed` (NCHW float32, int32 labels), whatever --data says."""
+    return synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
+
+
 def torch_loader(preset: VitPreset, batch_size: int, n_batches: int, seed: int):
     """The benchmark's pipeline: DataLoader(batch_size) over a dataset that makes a random image and label per item."""
     try:

@@ -128,6 +128,22 @@ def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
                           "falling": len(losses) > 1 and last < first}
 
 
+def parity_probe(session: Session, options: RunOptions) -> dict:
+    """run.json `parity`: the mode's probe (loss, gradient and weight norms on the shared first batch, initial
+    weights) with what it was computed on; a mode without a probe, or whose probe raised, records why."""
+    from hloscope.backends.data import PARITY_BATCH
+
+    started = time.perf_counter()
+    base = {"precision": options.precision, "seed": options.seed, "batch": PARITY_BATCH, "attention": options.attention}
+    try:
+        probe = session.parity()
+    except NotImplementedError as error:
+        return {**base, "error": str(error)}
+    except Exception as error:  # a probe that fails must not cost the timing; it is a parity failure
+        return {**base, "error": f"{type(error).__name__}: {error}".splitlines()[0]}
+    return {**base, **probe, "seconds": round(time.perf_counter() - started, 3)}
+
+
 def execute(options: RunOptions, run_dir: Path,
             on_step: Callable[[str, int], None] = lambda phase, index: None,
             warn: Callable[[str], None] = lambda message: None) -> dict:
@@ -176,6 +192,9 @@ def execute(options: RunOptions, run_dir: Path,
         session.setup()
         record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
         record["timing"]["setup_s"] = time.perf_counter() - started
+        if options.check_parity:  # before the first step: the weights are still the initial ones
+            record["parity"] = parity_probe(session, options)
+            write_run(run_dir, record)
         if crash and crash != "interrupt":
             _trigger(crash)
         counts: dict[str, dict[str, int]] = {}

@@ -61,14 +61,30 @@ class JaxSession(Session):
 
     def prepare_imports(self) -> None:
         """Before the workload is built: environment variables that keep unneeded frameworks out of the process."""
-        if self.options.data == "device":
+        if self.options.data == "device" and not self.options.check_parity:  # parity converts the torch weights
             keep_transformers_off_torch()
 
     def build_workload(self):
         """The step to jit and its state (`train_step`, `state`, `batch`, `dtype`): Flax's ViT here, the PyTorch ViT
         through torchax in the torchax mode (a subclass)."""
         options = self.options
-        return build_jax_workload(options.preset, options.batch_size, options.precision, options.seed)
+        return build_jax_workload(options.preset, options.batch_size, options.precision, options.seed,
+                                  torch_weights=options.check_parity)
+
+    def parameters(self, state):
+        """The trainable parameters in the step's state (a pytree)."""
+        return state.params
+
+    def parity(self) -> dict:
+        from hloscope.backends.data import parity_batch
+
+        images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
+        images = jax.device_put(self.images(images), self.device)
+        labels = jax.device_put(labels, self.device)
+        loss, grad_norm, weights_norm = jax.jit(self.workload.probe)(self.state, images, labels)
+        return {"loss": float(loss), "grad_norm": float(grad_norm), "weights_norm": float(weights_norm),
+                "parameters": len(jax.tree_util.tree_leaves(self.parameters(self.state))),
+                "weights": self.workload.weights}
 
     def images(self, images_nchw):
         """The shared NCHW images in the layout the model takes (Flax's ViT: NHWC)."""

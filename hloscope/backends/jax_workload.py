@@ -49,6 +49,9 @@ class JaxWorkload:
     batch: tuple[Any, Any]          # (images NHWC, labels) on the default device
     matmul_precision: str | None
     dtype: str
+    # --check-parity: (state, images, labels) -> (loss, gradient global norm, weights global norm), pure, no update
+    probe: Callable[..., Any] | None = None
+    weights: str = "FlaxViTForImageClassification initialised by Flax from --seed"
 
 
 def apply_precision(precision: str) -> tuple[str | None, str]:
@@ -62,8 +65,10 @@ def apply_precision(precision: str) -> tuple[str | None, str]:
     return matmul_precision, dtype
 
 
-def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0) -> JaxWorkload:
-    """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time."""
+def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
+                       torch_weights: bool = False) -> JaxWorkload:
+    """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time. `torch_weights`
+    (--check-parity): start from the seeded PyTorch model's weights, converted to Flax (`parity_weights`)."""
     jax, jnp, optax, TrainState, FlaxViT, ViTConfig = _imports()
 
     from hloscope.backends.data import synthetic_pool
@@ -74,24 +79,48 @@ def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str 
     config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
     model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
                     input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
+    params, weights = model.params, JaxWorkload.weights
+    if torch_weights:
+        params, weights = parity_weights(preset, seed, model)
     # The Flax module itself takes NHWC; the HF wrapper's __call__ would transpose from NCHW first.
-    state = TrainState.create(apply_fn=model.module.apply, params=model.params, tx=optax.sgd(LEARNING_RATE))
+    state = TrainState.create(apply_fn=model.module.apply, params=params, tx=optax.sgd(LEARNING_RATE))
     # TrainState starts with step=0, a weakly typed Python int; after one step it is an int32 array, and jit would
     # compile the step a second time. Start with the array so that the first compile is the only one.
     state = state.replace(step=jnp.asarray(0, dtype=jnp.int32))
 
-    def train_step(state, images, labels):
-        def loss_fn(params):
-            # Dropout probabilities of these configs are 0, so the deterministic forward is the training one.
-            logits = state.apply_fn({"params": params}, images, deterministic=True).logits
-            return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels).mean()
+    def loss_fn(params, images, labels):
+        # Dropout probabilities of these configs are 0, so the deterministic forward is the training one.
+        logits = model.module.apply({"params": params}, images, deterministic=True).logits
+        return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels).mean()
 
-        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    def train_step(state, images, labels):
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, images, labels)
         return state.apply_gradients(grads=grads), loss
+
+    def probe(state, images, labels):
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, images, labels)
+        return loss, optax.global_norm(grads), optax.global_norm(state.params)
 
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
     batch = (jax.device_put(to_nhwc(images)), jax.device_put(labels))
-    return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype)
+    return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype,
+                       probe=probe, weights=weights)
+
+
+def parity_weights(preset: VitPreset, seed: int, flax_model) -> tuple[Any, str]:
+    """The seeded PyTorch model's weights (`torch_workload.build_model`, as every PyTorch mode and torchax start from)
+    as Flax parameters, converted by transformers' own `convert_pytorch_state_dict_to_flax` (Linear kernels
+    transposed, convolution kernels to HWIO, LayerNorm weight -> scale). Imports torch: only under --check-parity."""
+    from hloscope.backends.torch_workload import build_model
+
+    try:
+        from transformers.modeling_flax_pytorch_utils import convert_pytorch_state_dict_to_flax
+    except ImportError as error:
+        raise MissingDependency("transformers<5", f"convert_pytorch_state_dict_to_flax: {error}") from None
+    torch_model = build_model(preset, seed)
+    params = convert_pytorch_state_dict_to_flax(torch_model.state_dict(), flax_model)
+    return params, ("transformers' PyTorch model initialised under torch.manual_seed(--seed), converted to Flax by "
+                    "transformers.modeling_flax_pytorch_utils.convert_pytorch_state_dict_to_flax")
 
 
 def to_nhwc(images_nchw):

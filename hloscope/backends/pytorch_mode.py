@@ -42,6 +42,20 @@ def apply_precision(precision: str) -> None:
         torch.backends.cudnn.allow_tf32 = precision == "tf32"
 
 
+def check_flash(attention: str, device) -> None:
+    """--attention flash is transformers' flash_attention_2: the flash-attn package's CUDA kernels."""
+    if attention != "flash":
+        return
+    from importlib.util import find_spec
+
+    if device.type != "cuda":
+        raise UsageError(f"--attention flash: transformers' flash_attention_2 runs the flash-attn package's CUDA kernels; "
+                         f"the device is {device.type} (use --attention sdpa or eager, or a CUDA GPU)")
+    if find_spec("flash_attn") is None:
+        raise UsageError("--attention flash: transformers' flash_attention_2 needs the flash-attn package "
+                         "(pip install flash-attn); it is not installed")
+
+
 class PytorchSession(TorchSession):
     profile_step_marker = "ProfilerStep#N (torch.profiler schedule)"
     profile_notes = ("Kineto's schedule warm-up step ran before the recorded steps (not in the trace)",)
@@ -52,6 +66,7 @@ class PytorchSession(TorchSession):
         options = self.options
         keep_transformers_off_jax()
         self.device = pick_device(options.device)
+        check_flash(options.attention, self.device)
         apply_precision(options.precision)
         if options.compile_model:
             if options.dump_hlo:
@@ -63,7 +78,8 @@ class PytorchSession(TorchSession):
         self.workload = build_torch_workload(options.preset, options.batch_size, options.seed, self.device,
                                              precision=options.precision, autocast_device=self.device.type,
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
-                                             data=options.data, n_batches=self.batch_count())
+                                             data=options.data, n_batches=self.batch_count(),
+                                             attention=options.attention)
 
     def _enable_inductor_debug(self) -> None:
         """Ask inductor to write its debug trace (FX graphs, IR, output_code.py) under the run directory.

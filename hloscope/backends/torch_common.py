@@ -55,6 +55,33 @@ class TorchSession(Session):
     def loss_of(self, outputs) -> float:
         return loss_of(outputs)
 
+    def parity(self) -> dict:
+        """Forward with the loss and backward on the shared first batch, no optimizer step; gradients cleared after.
+        The weights are the seeded PyTorch model's, as in every mode under --check-parity."""
+        from hloscope.backends.data import parity_batch
+
+        torch = import_torch()
+        workload = self.workload
+        images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
+        images = torch.from_numpy(images).to(workload.device)
+        labels = torch.from_numpy(labels).long().to(workload.device)
+        parameters = [p for p in workload.model.parameters() if p.requires_grad]
+        workload.optimizer.zero_grad(set_to_none=True)
+        with workload.autocast():
+            loss = workload.model(pixel_values=images, labels=labels).loss
+        loss.backward()
+        with torch.no_grad():
+            grad_norm = torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(p.grad.float()) for p in parameters if p.grad is not None]))
+            weights_norm = torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(p.detach().float()) for p in parameters]))
+        workload.sync()  # torch_xla: cut and run the graph
+        result = {"loss": loss_of(loss), "grad_norm": float(grad_norm.cpu()), "weights_norm": float(weights_norm.cpu()),
+                  "parameters": len(parameters),
+                  "weights": "transformers' PyTorch model initialised under torch.manual_seed(--seed)"}
+        workload.optimizer.zero_grad(set_to_none=True)
+        return result
+
     @property
     def model(self):
         return self.workload.model

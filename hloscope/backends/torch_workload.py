@@ -20,6 +20,8 @@ from hloscope.errors import MissingDependency
 from hloscope.models.presets import VitPreset
 
 LEARNING_RATE = 0.01  # same as the JAX mode
+# --attention -> transformers' attn_implementation
+ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
 
 
 def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
@@ -33,7 +35,7 @@ def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
     except ImportError as error:
         raise MissingDependency("transformers<5", str(error)) from None
     torch.manual_seed(seed)
-    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation=attention)
+    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation=ATTN_IMPLEMENTATIONS.get(attention, attention))
     return ViTForImageClassification(config)
 
 
@@ -90,14 +92,14 @@ class TorchWorkload:
 def build_torch_workload(preset: VitPreset, batch_size: int, seed: int, device, *, precision: str,
                          autocast_device: str, compile_kwargs: dict | None = None,
                          sync: Callable[[], None] = lambda: None, data: str = "device",
-                         n_batches: int = 0) -> TorchWorkload:
+                         n_batches: int = 0, attention: str = "eager") -> TorchWorkload:
     """Model on `device` in training mode, SGD, then `torch.compile(model, **compile_kwargs)` when given, and the
     batches: the shared synthetic pool (`data="device"`) or the benchmark's DataLoader of `n_batches` batches."""
     from hloscope.backends.torch_common import check_precision, import_torch
 
     torch = import_torch()
     check_precision(precision)
-    model = build_model(preset, seed).to(device)
+    model = build_model(preset, seed, attention).to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     if compile_kwargs is not None:

@@ -93,7 +93,8 @@ class TorchXlaSession(TorchSession):
         self.workload = build_torch_workload(options.preset, options.batch_size, options.seed, self.device,
                                              precision=options.precision, autocast_device="xla",
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
-                                             sync=torch_xla.sync, data=options.data, n_batches=self.batch_count())
+                                             sync=torch_xla.sync, data=options.data, n_batches=self.batch_count(),
+                                             attention=options.attention)
         torch_xla.sync()
         xm.wait_device_ops()
         self._note_new_modules("setup")

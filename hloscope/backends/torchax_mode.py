@@ -22,7 +22,10 @@ class TorchaxSession(JaxSession):
     def build_workload(self):
         options = self.options
         return build_torchax_workload(options.preset, options.batch_size, options.precision, options.seed,
-                                      attention=getattr(options, "attention", None) or "eager")
+                                      attention=options.attention)
+
+    def parameters(self, state):
+        return state[0]  # (params, buffers, opt_state)
 
     def images(self, images_nchw):
         return images_nchw  # the PyTorch model takes NCHW, like the PyTorch modes

@@ -12,7 +12,15 @@ implementations (PyTorch modules traced by torchax against Flax modules).
 
 --precision: fp32 / tf32 set `jax_default_matmul_precision` like the JAX mode (`highest` / `tensorfloat32`); bf16 runs
 the forward under torchax's autocast (`torchax.amp.autocast`, PyTorch's CUDA autocast policy: matmuls and
-convolutions in bf16) with fp32 parameters, like `torch.autocast` in the PyTorch modes.
+convolutions in bf16) with fp32 parameters, like `torch.autocast` in the PyTorch modes. torchax 0.0.13's autocast
+fails on ops whose "promote" policy gets a list of tensors (`aten.cat`, `aten.stack`: "'list' object has no attribute
+'dtype'"); `_complete_torchax_autocast` replaces its policy function, for this process, with one that promotes the floating
+tensors inside the list to the widest of their dtypes, which is what PyTorch's autocast does for these ops. Its policy
+is also keyed by aten ops, but torchax dispatches `F.linear` and `torch.conv2d` at the torch-function level (and
+convolution as `aten.convolution`), so without help the Linear and patch-embedding layers stayed fp32 (12 of 53 dots in
+bf16 on vit-tiny) and the loss was computed in bf16; those keys are added with PyTorch's policy for them (linear and
+convolution in lower precision, cross-entropy in fp32): then every dot and convolution of the step is bf16 and the
+loss fp32, as under torch.autocast.
 
 Importing this module imports nothing; `build_torchax_workload` imports torch, torchax, JAX, optax and transformers.
 """
@@ -56,6 +64,40 @@ def import_torchax():
     return torchax, optax
 
 
+def _complete_torchax_autocast() -> None:
+    """torchax 0.0.13 `amp.execute_policy(PROMOTE, ...)` reads `.dtype` of every positional argument, so `cat` and
+    `stack` (a list of tensors, then an int) raise. Promote the floating tensors found anywhere in the arguments."""
+    import torch
+    from torch.utils import _pytree as pytree
+    from torchax import amp
+
+    original = amp.execute_policy
+    if getattr(original, "hloscope_fixed", False):
+        return
+
+    def execute_policy(policy, args, kwargs, target_lower_fp):
+        if policy is not amp.CastPolicy.PROMOTE:
+            return original(policy, args, kwargs, target_lower_fp)
+
+        def is_float(a):
+            return isinstance(a, torch.Tensor) and a.is_floating_point()
+
+        floats = [a for a in pytree.tree_leaves((args, kwargs)) if is_float(a)]
+        if not floats:
+            return args, kwargs
+        widest = max((a.dtype.itemsize, str(a.dtype), a.dtype) for a in floats)[2]
+        return pytree.tree_map_only(is_float, lambda a: a.to(widest), (args, kwargs))
+
+    execute_policy.hloscope_fixed = True
+    amp.execute_policy = execute_policy
+    for func in (torch._C._nn.linear, torch.conv2d, torch.ops.aten.convolution.default):
+        amp.autocast_policy.setdefault(func, amp.CastPolicy.LOWER_PRECISION_FP)
+    # PyTorch's autocast runs cross_entropy_loss in fp32; torchax's map has that aten op, but torchax decomposes
+    # F.cross_entropy into these two, which it does not list
+    for func in (torch.ops.aten._log_softmax.default, torch.ops.aten.nll_loss_forward.default):
+        amp.autocast_policy.setdefault(func, amp.CastPolicy.FP32)
+
+
 @dataclass
 class TorchaxWorkload:
     train_step: Callable[..., Any]  # (state, images, labels) -> (state, loss); pure, not jitted
@@ -65,6 +107,9 @@ class TorchaxWorkload:
     dtype: str                      # compute dtype: float32, or bfloat16 under torchax's autocast
     attn_implementation: str | None
     model: Any = None               # the torch module (its weights are the JAX arrays in `state`)
+    # --check-parity: (state, images, labels) -> (loss, gradient global norm, weights global norm), pure, no update
+    probe: Callable[..., Any] | None = None
+    weights: str = "transformers' PyTorch model initialised under torch.manual_seed(--seed), as JAX arrays"
 
 
 def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
@@ -92,6 +137,8 @@ def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: 
     buffers = env.t2j_copy(dict(module.buffers))
     tx = optax.sgd(LEARNING_RATE)
     autocast_dtype = torch.bfloat16 if dtype == "bfloat16" else None
+    if autocast_dtype is not None:
+        _complete_torchax_autocast()
 
     def loss_fn(params, buffers, images, labels):
         t_params, t_buffers, t_images, t_labels = env.j2t_iso((params, buffers, images, labels))
@@ -113,9 +160,14 @@ def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: 
         updates, opt_state = tx.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), buffers, opt_state), loss
 
+    def probe(state, images, labels):
+        params, buffers, _ = state
+        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, images, labels)
+        return loss, optax.global_norm(grads), optax.global_norm(params)
+
     state = (params, buffers, tx.init(params))
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
     batch = (jax.device_put(images), jax.device_put(labels))
     return TorchaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision,
                            dtype=dtype, attn_implementation=getattr(model.config, "_attn_implementation", None),
-                           model=model)
+                           model=model, probe=probe)

@@ -86,6 +86,14 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
         Console().print(comparison_table(comparison))
         if values.get("target"):
             _print_compiled(comparison, comparison_dir)
+        if comparison.get("parity"):  # --check-parity
+            from hloscope.parity import parity_lines
+
+            lines = parity_lines(comparison["parity"])
+            colour = "green" if comparison["parity"]["ok"] else "red"
+            for line in lines[:-1]:
+                console.print(line, highlight=False, markup=False)
+            console.print(Text(lines[-1], style=colour), highlight=False)
         for entry in comparison["modes"]:
             for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
                 console.print(Text.assemble(("warning", "yellow"), f" {entry['mode']}: {warning}"), highlight=False)

@@ -38,6 +38,13 @@ def common_options(function):
         click.option("--profile-steps", type=click.IntRange(min=1), default=6, show_default=True,
                      help="Profiled steps; the first is the profiler's warm-up, marked in run.json `profile`."),
         click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
+        click.option("--check-parity", is_flag=True,
+                     help="Start every mode from the same weights (the seeded PyTorch model's, converted for Flax) and "
+                          "record the first batch's loss and gradient norm before training (run.json `parity`); "
+                          "compare checks they agree within a precision-dependent tolerance."),
+        click.option("--attention", type=click.Choice(["eager", "sdpa", "flash"]), default="eager", show_default=True,
+                     help="Attention implementation (transformers' attn_implementation) where the mode supports it; "
+                          "refused in one line where it does not."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
                      help="Do not time: compile the train step for this GPU with XLA's deviceless compile "
                           f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
@@ -56,7 +63,8 @@ def build_options(mode: str, **values):
                       warmup=values["warmup"], precision=values["precision"], device=values["device"],
                       data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
                       profile_steps=values["profile_steps"], keep_all=values["keep_all"],
-                      target=values.get("target"))
+                      target=values.get("target"), check_parity=values.get("check_parity", False),
+                      attention=values.get("attention") or "eager")
 
 
 @click.command(name="run")
@@ -78,7 +86,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
     mode = mode_name(mode, compile_model)
     get_preset(values["model"])  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
-    preflight(mode, options.device)
+    preflight(mode, options.device, options.attention)
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=get_mode(mode).dir_name)
