@@ -104,6 +104,11 @@ def _print_tool_notes(sessions, view) -> None:
     cpu = [s.name for s in sessions if is_cpu_only(sorted(view.session_dir(s.name).glob("*.xplane.pb")))]
     if cpu:
         click.echo(f"note: {CPU_NOTE}: " + ", ".join(cpu))
+    filtered = [(s.name, *view.module_filters[s.name]) for s in sessions if s.name in view.module_filters]
+    if filtered:
+        click.echo("note: graph viewer and memory viewer list only the XLA modules that ran in the profiled steps: "
+                   + "; ".join(f"{name}: {', '.join(kept)} ({dropped} other modules compiled in the profiling window "
+                               "left out)" for name, kept, dropped in filtered))
 
 
 def _warn_problems(problems: dict[str, str]) -> None:

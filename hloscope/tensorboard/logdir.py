@@ -116,6 +116,8 @@ class ViewLogdir:
         self.root = root
         self.problems: dict[str, str] = {}  # session name -> why it is not in the view (an unreadable Kineto trace)
         self._built: dict[str, tuple] = {}  # session name -> signature it was built from (or failed on)
+        # session name -> the XLA modules its view keeps (those that ran in the profiled steps) and how many it left out
+        self.module_filters: dict[str, tuple[list[str], int]] = {}
 
     def sync(self) -> list[Session]:
         """Add, rebuild or remove the sessions that are new, changed or gone since the last call; returns those shown.
@@ -146,6 +148,23 @@ class ViewLogdir:
         tb_run, _, profile_run = name.rpartition("/")
         return self.root / tb_run / "plugins" / "profile" / profile_run
 
+    def _filtered_copy(self, session: Session, xplane: Path, target: Path) -> bool:
+        """Write a copy of `xplane` whose module list (graph viewer, memory viewer) holds only the XLA modules that
+        ran in the profiled steps (hloscope.tensorboard.modules); False when there is nothing to leave out or the
+        xplane cannot be read that way (then the original is linked, as before)."""
+        from hloscope.tensorboard.modules import keep_step_modules
+
+        self.module_filters.pop(session.name, None)
+        try:
+            kept = keep_step_modules(xplane, target)
+        except Exception:  # not decodable with XProf's schema, or no schema at all: serve the file as it is
+            target.unlink(missing_ok=True)
+            return False
+        if kept is None:
+            return False
+        self.module_filters[session.name] = (kept.kept, kept.dropped)
+        return True
+
     def _build(self, session: Session) -> None:
         target = self.session_dir(session.name)
         if target.exists():  # ours: a session that changed since it was last built
@@ -156,7 +175,8 @@ class ViewLogdir:
                 return
             target.mkdir(parents=True)
             for xplane in session.files:
-                (target / xplane.name).symlink_to(xplane.resolve())
+                if not self._filtered_copy(session, xplane, target / xplane.name):
+                    (target / xplane.name).symlink_to(xplane.resolve())
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)  # no half-built run: the plugin would list it without tools
             raise

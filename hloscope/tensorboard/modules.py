@@ -1,0 +1,94 @@
+"""Keep, in an xplane's list of XLA modules, only those that ran in the profiled steps.
+
+XProf's graph viewer and memory viewer offer every module whose HLO the profile holds: the `/host:metadata` plane has
+one event metadata per compiled program (`jit_train_step(150)`, with its `Hlo Proto` and `program_id` stats), and XProf
+writes each as `<module>.hlo_proto.pb` into the session directory, then lists those files sorted by name
+(xprof/profile_plugin.py `hlo_module_list_impl`). A JAX run compiles ~75 small programs while it builds the model
+(Flax's initialisation jits: `jit_add(112)`, `jit__truncated_normal(20)`...) inside the profiling window, so the train
+step is one entry among 76. The list cannot be reordered (XProf sorts it), but it follows what the xplane holds, so the
+view's copy of the xplane keeps only the programs with an XLA op execution inside a step (from a step marker's start to
+the next one's, as `trace stats` counts steps). Everything else of the xplane is unchanged. Without step markers or XLA
+executions inside steps, nothing is filtered.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METADATA_PLANE = "/host:metadata"
+STEP_MARKERS = ("train_step", "StepMarker")  # hloscope's step annotation (jax.profiler.StepTraceAnnotation, xp.StepTrace)
+
+
+@dataclass
+class ModuleFilter:
+    kept: list[str] = field(default_factory=list)  # program names kept, e.g. "jit_train_step(150)"
+    dropped: int = 0  # programs left out
+
+
+def _stats(plane, holder) -> dict:
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    out = {}
+    for stat in holder.stats:
+        kind = stat.WhichOneof("value")
+        value = getattr(stat, kind) if kind else None
+        if kind == "ref_value":
+            value = names.get(value, value)
+        out[names.get(stat.metadata_id, str(stat.metadata_id))] = value
+    return out
+
+
+def programs_in_steps(space) -> set[int]:
+    """Program ids of the XLA ops that started inside a profiled step (XLA ops: events named after their `hlo_op`)."""
+    markers: list[float] = []
+    ops: list[tuple[float, int]] = []
+    for plane in space.planes:
+        if plane.name == METADATA_PLANE:
+            continue
+        metadata = plane.event_metadata
+        for line in plane.lines:
+            base_ps = line.timestamp_ns * 1000
+            for event in line.events:
+                meta = metadata.get(event.metadata_id)
+                name = meta.name if meta is not None else ""
+                start = base_ps + event.offset_ps
+                if name in STEP_MARKERS:
+                    markers.append(start)
+                    continue
+                stats = _stats(plane, event)
+                if meta is not None:
+                    stats = {**_stats(plane, meta), **stats}
+                program = stats.get("program_id")
+                if program is not None and stats.get("hlo_op") == name:
+                    ops.append((start, int(program)))
+    if not markers:
+        return set()
+    markers.sort()
+    return {program for start, program in ops if bisect.bisect_right(markers, start) > 0}
+
+
+def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
+    """Write `source` (an xplane.pb) to `target` with only the programs that ran in the profiled steps in its metadata
+    plane; None (nothing written) when there is nothing to leave out or nothing to keep."""
+    from hloscope.tensorboard.xplane_proto import xspace_class
+
+    space = xspace_class()()
+    space.ParseFromString(source.read_bytes())
+    metadata = next((p for p in space.planes if p.name == METADATA_PLANE), None)
+    if metadata is None or len(metadata.event_metadata) < 2:
+        return None
+    ran = programs_in_steps(space)
+    if not ran:
+        return None
+    keep, drop = [], []
+    for key, meta in metadata.event_metadata.items():
+        program = _stats(metadata, meta).get("program_id")
+        (keep if program is not None and int(program) in ran else drop).append(key)
+    if not keep or not drop:
+        return None
+    result = ModuleFilter(kept=sorted(metadata.event_metadata[k].name for k in keep), dropped=len(drop))
+    for key in drop:
+        del metadata.event_metadata[key]
+    target.write_bytes(space.SerializeToString())
+    return result
