@@ -170,7 +170,7 @@ def graph_rows(graph, records: list[dict], matching_pairs: dict[str, str], other
         nodes_by_graph.setdefault(node.graph, []).append(key)
     rows = []
     for record in records:
-        name = record.get("name")
+        name = str(record.get("name"))
         keys = nodes_by_graph.get(name, [])
         matched_to: dict[str, int] = {}
         for key in keys:
@@ -184,11 +184,12 @@ def graph_rows(graph, records: list[dict], matching_pairs: dict[str, str], other
             row["time_s"] = times.per_module.get(name, 0.0)
             row["executions"] = times.module_executions.get(name, 0)
         rows.append(row)
-    total = {"graph": "total"}
+    total: dict[str, object] = {"graph": "total"}
     for key in (*GRAPH_KEYS, "xla_flops", "graph_instructions", "matched", "time_s", "executions"):
-        values = [r.get(key) for r in rows]
+        values = [value if isinstance(value, (int, float)) else None for value in (r.get(key) for r in rows)]
         if any(v is not None for v in values):
-            total[key] = sum(v for v in values if v is not None) if all(v is not None for v in values) else None
+            numbers = [v for v in values if v is not None]
+            total[key] = sum(numbers) if len(numbers) == len(values) else None
     return [*rows, total]
 
 

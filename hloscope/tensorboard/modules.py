@@ -81,7 +81,8 @@ def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
     ran = programs_in_steps(space)
     if not ran:
         return None
-    keep, drop = [], []
+    keep: list[int] = []
+    drop: list[int] = []
     for key, meta in metadata.event_metadata.items():
         program = _stats(metadata, meta).get("program_id")
         (keep if program is not None and int(program) in ran else drop).append(key)
