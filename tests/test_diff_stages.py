@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hloscope.cli.diff import _rate, other_stage_hint
+from hloscope.diff.pipeline import _rate, other_stage_hint
 from hloscope.render.diff_views import match_rate_line, side_by_side
 
 

@@ -27,9 +27,8 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
     (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
     baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
-    from hloscope.errors import InputError
-    from hloscope.explain.engine import explain
-    from hloscope.explain.inputs import latest_comparison, load_many
+    from hloscope.api import explain
+    from hloscope.explain.inputs import latest_comparison
 
     to_stdout = output == Path("-")
     output = None if to_stdout else output
@@ -38,12 +37,8 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     if not paths:
         paths = (latest_comparison(Path("traces")),)
         click.echo(f"explaining {paths[0]} (the newest comparison under traces/)", err=True)
-    for path in paths:
-        if not path.exists():
-            raise InputError(path, "no such file or directory")
-    summaries, meta = load_many(list(paths))
-    report = explain(summaries, baseline=baseline, min_gap=min_gap)
-    report["comparison"] = meta
+    summaries: list = []
+    report = explain(*paths, baseline=baseline, min_gap=min_gap, summaries=summaries)
     comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")

@@ -1,0 +1,95 @@
+"""hloscope as a Python library: the analyses the commands print, returned as data, for notebooks and scripts.
+
+    from hloscope import api
+
+    run = api.load_run("traces/compare-20261201-072758/jax")        # run.json, checked
+    modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one record per HLO module (hlo stats --json)
+    traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one record per trace (trace stats --json)
+    report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
+    why = api.explain("traces/compare-20261201-072758")             # explain --json
+    why["modes"][1]["contributors"][0]["title"]
+
+Every function takes paths (str or Path) and returns plain dicts and lists, exactly what the matching command's
+`--json` prints, so a notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
+naming the file), a missing framework `hloscope.errors.MissingFramework`; nothing here prints. The commands in
+`hloscope/cli/` are thin layers over these functions and their renderers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PathLike = str | os.PathLike
+
+
+def load_run(path: PathLike) -> dict:
+    """A run directory's run.json (or the file itself), checked: newer schemas, missing artifacts and impossible
+    values are refused."""
+    from hloscope.rundir import load_run as load
+
+    return load(Path(path))
+
+
+def load_comparison(path: PathLike) -> dict:
+    """A comparison directory's comparison.json, checked, with `_dir` set to the directory."""
+    from hloscope.rundir import load_comparison as load
+
+    return load(Path(path))
+
+
+def hlo_stats(path: PathLike, xla_cost: bool = False, top: int = 10, source_depth: int = 5) -> list[dict]:
+    """One record per HLO module at `path` (an HLO text file, an XLA dump directory or a run directory): kernels,
+    fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis when
+    `xla_cost` (needs jaxlib)."""
+    from hloscope.hlo.load import load_modules
+    from hloscope.hlo.stats import stats_record
+
+    return [stats_record(loaded, top, source_depth, False, xla_cost) for loaded in load_modules(Path(path))]
+
+
+def trace_stats(path: PathLike, top: int = 10) -> list[dict]:
+    """One record per trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir): steps,
+    kernels, busy and idle time, categories (from the run's HLO when it has one), top kernels and HLO ops."""
+    from hloscope.trace.job import summarize_file, summary_error
+    from hloscope.trace.load import trace_files
+
+    results = []
+    for file in trace_files(Path(path)):
+        summary = summarize_file(str(file), top=top)
+        error = summary_error(summary)
+        if error is not None:
+            raise error
+        results.append(summary["stats"])
+    return results
+
+
+def diff(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None,
+         xla_cost: bool = True) -> dict:
+    """Two runs, dump directories or HLO files side by side, with the structural matching (`diff --json`)."""
+    from hloscope.diff.pipeline import diff_paths
+
+    return diff_paths(Path(a), Path(b), module, stage, xla_cost)
+
+
+def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05,
+            summaries: list | None = None) -> dict:
+    """Each run against the baseline (`explain --json`): the gap with its interval and verdict, configuration
+    differences, the measured contributors, the residual and the op table. Paths: comparison directories, run
+    directories or folders of runs. `summaries`, when given a list, receives each run's ModeSummary."""
+    from hloscope.errors import InputError, UsageError
+    from hloscope.explain.engine import explain as explain_runs
+    from hloscope.explain.inputs import load_many
+
+    if not paths:
+        raise UsageError("explain needs at least one comparison or run directory")
+    found = [Path(path) for path in paths]
+    for path in found:
+        if not path.exists():
+            raise InputError(path, "no such file or directory")
+    found_summaries, meta = load_many(found)
+    if summaries is not None:
+        summaries.extend(found_summaries)
+    report = explain_runs(found_summaries, baseline=baseline, min_gap=min_gap)
+    report["comparison"] = meta
+    return report
