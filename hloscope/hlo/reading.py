@@ -12,6 +12,15 @@ from hloscope.errors import InputError, ParseError
 # the whole analysis 8-9x (measured on the generated 100 MB module); the check below refuses a file up front when
 # this bound exceeds the memory available, instead of letting the machine kill the process.
 PEAK_BYTES_PER_TEXT_BYTE = 10
+# ... unless the shapes are dense: every shape (one `[` each: `f32[]`, `bf16[8,8]{1,0}`) becomes objects of its own, about
+# 200 bytes in hloscope's parser (a 21 MB module holding one 3,000,000-element tuple `(f32[], f32[], ...)`: 652 MB
+# peak), which 10x the file does not cover when a shape takes 7 bytes of text. The estimate is the larger of the two.
+PEAK_BYTES_PER_SHAPE = 250
+# XLA's own parser and cost analysis (hlo stats below 50 MB, in a child process): about 11x the text, and about 1.3 KB
+# per shape (the same tuple: 3.3 GB in the child).
+XLA_PEAK_BYTES_PER_TEXT_BYTE = 11
+XLA_PEAK_BYTES_PER_SHAPE = 1400
+_COUNT_BLOCK = 4 << 20
 
 
 def available_memory() -> int | None:
@@ -26,6 +35,59 @@ def available_memory() -> int | None:
     return None
 
 
+def _address_space_left() -> int | None:
+    """What RLIMIT_AS (ulimit -v) leaves to this process beyond its current virtual size; None when unlimited."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            size = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+        return max(0, soft - size)
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def memory_budget() -> tuple[int | None, str]:
+    """(bytes the analysis may take, what sets that figure): HLOSCOPE_HLO_MAX_BYTES (the largest file size to accept,
+    counted as 10x in memory), else MemAvailable and the address-space limit, whichever is smaller; None: unknown."""
+    limit = os.environ.get("HLOSCOPE_HLO_MAX_BYTES")
+    if limit is not None and limit.isdigit():
+        return int(limit) * PEAK_BYTES_PER_TEXT_BYTE, f"HLOSCOPE_HLO_MAX_BYTES={limit}"
+    candidates = []
+    available = available_memory()
+    if available is not None:
+        candidates.append((available, f"{available / 1e9:.1f} GB of memory available"))
+    address_space = _address_space_left()
+    if address_space is not None:
+        candidates.append((address_space, f"the address-space limit ({address_space / 1e9:.1f} GB left)"))
+    if not candidates:
+        return None, ""
+    return min(candidates)
+
+
+def count_shapes(path: str) -> int:
+    """How many shapes the text can hold: its `[` bytes (every array shape has exactly one; a few attributes and names
+    add some, so this is an upper bound). C-speed counting, a few hundred ms per GB."""
+    count = 0
+    with open(path, "rb") as f:
+        while block := f.read(_COUNT_BLOCK):
+            count += block.count(b"[")
+    return count
+
+
+def analysis_bytes(size: int, shapes: int) -> int:
+    """Estimated peak of hloscope's own analysis of `size` bytes of text holding `shapes` shapes."""
+    return max(size * PEAK_BYTES_PER_TEXT_BYTE, shapes * PEAK_BYTES_PER_SHAPE)
+
+
+def xla_analysis_bytes(size: int, shapes: int) -> int:
+    """Estimated peak of XLA's parser and cost analysis (the child process of hlo stats) on the same text."""
+    return max(size * XLA_PEAK_BYTES_PER_TEXT_BYTE, shapes * XLA_PEAK_BYTES_PER_SHAPE)
+
+
 def check_readable(path: str) -> None:
     from hloscope import files
 
@@ -33,21 +95,24 @@ def check_readable(path: str) -> None:
     size = files.regular_file(path, "an HLO text file", "save the HLO text to a file first").st_size
     if size == 0:
         raise ParseError(path, "empty file: expected 'HloModule <name>'", 1, 1)
-    limit = os.environ.get("HLOSCOPE_HLO_MAX_BYTES")
-    max_text: int | None
-    if limit is not None and limit.isdigit():
-        max_text, why = int(limit), f"HLOSCOPE_HLO_MAX_BYTES={limit}"
-    else:
-        available = available_memory()
-        max_text = available // PEAK_BYTES_PER_TEXT_BYTE if available is not None else None
-        why = f"{available / 1e9:.1f} GB of memory available" if available is not None else ""
-    if max_text is not None and size > max_text:
+    budget, why = memory_budget()
+    if budget is not None and size * PEAK_BYTES_PER_TEXT_BYTE > budget:  # refused before reading a byte of it
         raise InputError(
             path,
             f"{size / 1e6:.0f} MB of HLO text needs about {size * PEAK_BYTES_PER_TEXT_BYTE / 1e9:.1f} GB of memory to analyse "
             f"({PEAK_BYTES_PER_TEXT_BYTE}x the file), over the limit set by {why}; refusing rather than running out of "
             "memory (set HLOSCOPE_HLO_MAX_BYTES to the largest file size to accept)",
         )
+    if budget is not None:
+        shapes = count_shapes(path)
+        needed = analysis_bytes(size, shapes)
+        if needed > budget:
+            raise InputError(
+                path,
+                f"{size / 1e6:.0f} MB of HLO text holding {shapes:,} shapes needs about {needed / 1e9:.1f} GB of memory "
+                f"to analyse ({PEAK_BYTES_PER_SHAPE} bytes per shape: shapes this dense are huge tuples), over the limit "
+                f"set by {why}; refusing rather than running out of memory",
+            )
     with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:
         try:
             head = f.read(65536)

@@ -64,7 +64,18 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
         return None
     if os.path.getsize(loaded.file) > MAX_XLA_TEXT_BYTES:
         return {"skipped": f"file over {MAX_XLA_TEXT_BYTES // 1_000_000} MB: XLA's parser would need too much memory"}
-    result = run_isolated([module_text(loaded)], "cost")[0]
+    text = module_text(loaded)
+    from hloscope.hlo.reading import memory_budget, xla_analysis_bytes
+
+    budget, why = memory_budget()
+    needed = xla_analysis_bytes(len(text), text.count("["))
+    if budget is not None and needed > budget:  # shape-aware: a huge tuple costs XLA ~1.3 KB per element
+        import sys
+
+        reason = (f"XLA's parser would need about {needed / 1e9:.1f} GB for this module, over the limit set by {why}")
+        sys.stderr.write(f"hloscope: warning: {loaded.file}: {reason}; XLA's figures left empty\n")
+        return {"skipped": reason}
+    result = run_isolated([text], "cost")[0]
     if "error" in result:  # XLA refused the module or died on it: hloscope's own analysis goes on
         if "crashed" in result["error"]:  # one line, like hloscope's other warnings
             import sys
