@@ -227,10 +227,12 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
-                   timeout_s: float | None = None) -> dict:
+                   timeout_s: float | None = None, audit_before: dict | None = None) -> dict:
     """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
     comparison = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
+    if audit_before is not None:  # compare's fairness audit (hloscope/audit.py), made before timing
+        comparison["audit"] = {"before_timing": audit_before, "ok": audit_before["ok"]}
     write_comparison(comparison_dir, comparison)
     previous = _terminate_like_ctrl_c()
     try:
@@ -263,6 +265,11 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     comparison.update(status="ok" if all(s in ("ok", "compiled") for s in statuses) else
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    if audit_before is not None:
+        from hloscope.audit import timed_audit
+
+        comparison["audit"]["timed_runs"] = timed_audit(comparison, comparison_dir)
+        comparison["audit"]["ok"] = audit_before["ok"] and comparison["audit"]["timed_runs"]["ok"]
     if config.get("check_parity"):
         from hloscope.parity import evaluate
 

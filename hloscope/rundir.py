@@ -23,7 +23,7 @@ SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
 COMPARISON_FILE = "comparison.json"
 
-STATUSES = ("running", "ok", "failed", "interrupted", "compiled")
+STATUSES = ("running", "ok", "failed", "interrupted", "compiled", "setup")  # setup: run --setup-only
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
                   "thunk_metadata", "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
 

@@ -25,7 +25,7 @@ def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_pa
 def test_unknown_modes_are_refused_in_one_line(cli_run, tmp_path):
     code, _, err = cli_run("compare", "--modes", "jax,tensorflow", "--out", str(tmp_path))
     assert code == 2 and err.strip() == ("hloscope: error: unknown mode(s) tensorflow; choose from pytorch, "
-                                         "pytorch+compile, torch_xla, torch_xla+compile, jax")
+                                         "pytorch+compile, torch_xla, torch_xla+compile, jax, torchax")
     with pytest.raises(UsageError):
         parse_modes(" , ")
     assert parse_modes("jax, pytorch,jax") == ["jax", "pytorch"]

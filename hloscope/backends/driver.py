@@ -32,6 +32,10 @@ TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
 # host before its device work is dispatched (a known host delay for checking `explain`). Recorded in run.json as
 # config.test_host_delay_s and as a warning, so that such a run is never mistaken for a real one.
 TEST_HOST_DELAY_ENV = "HLOSCOPE_TEST_HOST_DELAY_S"
+# Test hook (documented in docs/run.md): HLOSCOPE_TEST_PRECISION="<mode>:<precision>[,...]" runs that mode in another
+# --precision than the rest of a comparison: a deliberately unfair comparison, for checking the fairness audit.
+# Recorded in config.precision and as a warning.
+TEST_PRECISION_ENV = "HLOSCOPE_TEST_PRECISION"
 
 
 # The frameworks a run process may have loaded (environment.frameworks_imported): every mode's, and TensorFlow, which
@@ -144,10 +148,19 @@ def parity_probe(session: Session, options: RunOptions) -> dict:
     return {**base, **probe, "seconds": round(time.perf_counter() - started, 3)}
 
 
+def _precision_hook(mode: str) -> str | None:
+    for spec in os.environ.get(TEST_PRECISION_ENV, "").split(","):
+        target, _, precision = spec.strip().partition(":")
+        if target == mode and precision:
+            return precision
+    return None
+
+
 def execute(options: RunOptions, run_dir: Path,
             on_step: Callable[[str, int], None] = lambda phase, index: None,
-            warn: Callable[[str], None] = lambda message: None) -> dict:
-    """Run `options.mode` into `run_dir` (which exists and is empty) and return the final record.
+            warn: Callable[[str], None] = lambda message: None, setup_only: bool = False) -> dict:
+    """Run `options.mode` into `run_dir` (which exists and is empty) and return the final record. `setup_only`
+    (compare's fairness audit): set the mode up, record the settings in effect (status `setup`) and stop: no step.
 
     Raises MissingDependency (framework not installed), ModeFailed (the mode raised) or KeyboardInterrupt, always
     after writing run.json.
@@ -161,7 +174,14 @@ def execute(options: RunOptions, run_dir: Path,
         raise
     if delay is not None:
         options = dataclasses.replace(options, test_host_delay_s=delay)
+    forced_precision = _precision_hook(options.mode)
+    if forced_precision:
+        options = dataclasses.replace(options, precision=forced_precision)
     record = new_record(options, run_dir)
+    if forced_precision:
+        message = f"{TEST_PRECISION_ENV}: {options.mode} runs in {forced_precision} on purpose (test hook)"
+        record["warnings"].append(message)
+        warn(message)
     if delay is not None:
         message = (f"{TEST_HOST_DELAY_ENV}={delay:g}: every step sleeps {delay * 1e3:g} ms on the host on purpose "
                    "(test hook): not a real measurement")
@@ -192,6 +212,10 @@ def execute(options: RunOptions, run_dir: Path,
         session.setup()
         record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
         record["timing"]["setup_s"] = time.perf_counter() - started
+        if setup_only:
+            record["environment"].update(session.info())
+            record["graph"] = getattr(session, "graph", {})
+            return finish("setup")
         if options.check_parity:  # before the first step: the weights are still the initial ones
             record["parity"] = parity_probe(session, options)
             write_run(run_dir, record)

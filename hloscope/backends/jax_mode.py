@@ -200,6 +200,9 @@ class JaxSession(Session):
                 "compile": {"api": "jax.jit", "backend": "xla", "options": {
                     key: value for key, value in (getattr(self, "train_step_compiler_options", None) or {}).items()
                     if not key.startswith("xla_dump")}},
+                # the step returns a new state; without donate_argnums XLA writes it to new buffers
+                "donation": {"state_in_place": False, "how": "jax.jit without donate_argnums: new buffers for the "
+                                                             "updated state every step"},
                 "threads": thread_settings()}
 
     def close(self) -> None:

@@ -171,6 +171,7 @@ class PytorchSession(TorchSession):
                               "source": "transformers ViTConfig._attn_implementation"},
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": None, "backend": "eager"}),
+                "donation": {"state_in_place": True, "how": "optimizer.step() updates the parameters in place"},
                 "threads": self.torch_threads()}
 
 

@@ -217,6 +217,8 @@ class TorchXlaSession(TorchSession):
                               "source": "transformers ViTConfig._attn_implementation"},
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
+                "donation": {"state_in_place": True, "how": "the step's graph takes the parameter buffers as donated "
+                                                            "inputs (in-place update semantics)"},
                 "threads": self.torch_threads()}
 
 

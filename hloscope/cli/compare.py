@@ -32,7 +32,9 @@ def available_modes() -> tuple[list[str], list[str]]:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
               help="Give up on a mode after this many seconds (it is reported as failed).")
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
-def command(modes: str | None, timeout_s: float | None, as_json: bool, **values) -> None:
+@click.option("--no-audit", is_flag=True,
+              help="Skip the fairness audit (every mode set up once before timing to record the settings in effect).")
+def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.compare_runner import run_comparison
     from hloscope.models.presets import get_preset
@@ -56,6 +58,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
+    # the audit comes first: a Ctrl-C during it leaves no comparison directory behind
+    audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
     console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False, markup=False)
 
@@ -79,13 +83,14 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
 
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
                                     on_mode_phase=phase,
-                                    on_mode_done=done, timeout_s=timeout_s)
+                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before)
     if as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
         Console().print(comparison_table(comparison))
         if values.get("target"):
             _print_compiled(comparison, comparison_dir)
+        _print_new_mismatches(comparison, console)
         if comparison.get("parity"):  # --check-parity
             from hloscope.parity import parity_lines
 
@@ -109,6 +114,35 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, **values)
             click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
     if not any(entry["status"] in ("ok", "compiled") for entry in comparison["modes"]):
         sys.exit(1)
+
+
+def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:
+    """The fairness audit before timing (hloscope/audit.py): the table on stderr, each mismatch in red."""
+    from hloscope.audit import audit_table, mismatch_lines, run_audit
+
+    with console.status("fairness audit: setting every mode up") as status:
+        record = run_audit(selected, options_for, timeout_s,
+                           on_mode=lambda mode: status.update(f"fairness audit: setting {mode} up"))
+    console.print(audit_table(record))
+    for line in mismatch_lines(record):
+        console.print(Text(line, style="bold red"), highlight=False)
+    if record["ok"]:
+        console.print(Text("fairness audit: no mismatch (settings that differ by design are marked)", style="green"),
+                      highlight=False)
+    return record
+
+
+def _print_new_mismatches(comparison: dict, console: Console) -> None:
+    """After timing: mismatches in the timed runs that the audit before timing had not seen."""
+    from hloscope.audit import mismatch_lines
+
+    audit = comparison.get("audit") or {}
+    if not audit.get("timed_runs"):
+        return
+    seen = set(mismatch_lines(audit["before_timing"]))
+    for line in mismatch_lines(audit["timed_runs"]):
+        if line not in seen:
+            console.print(Text(f"{line} (in the timed runs)", style="bold red"), highlight=False)
 
 
 def _target_modes(selected: list[str], target: str, console: Console) -> list[str]:

@@ -74,7 +74,11 @@ def build_options(mode: str, **values):
 @common_options
 @click.option("--run-id", default=None, help="Name of the run directory under --out (default: <mode>-<UTC time>).")
 @click.option("--json", "as_json", is_flag=True, help="Print run.json to stdout instead of the summary table.")
-def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, **values) -> None:
+@click.option("--setup-only", is_flag=True,
+              help="Set the mode up and record the settings in effect (run.json status `setup`) without running a "
+                   "step: what compare's fairness audit reads before timing.")
+def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, setup_only: bool = False,
+            **values) -> None:
     """Time one mode's full training step and record everything in a run directory."""
     from hloscope.backends import preflight
     from hloscope.models.presets import get_preset
@@ -94,13 +98,15 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, *
     console.print(Text.assemble((mode, "bold"), f": {options.model}, batch {options.batch_size}, {options.warmup} "
                                 f"warm-up + {options.steps} timed steps -> {run_dir}"), highlight=False)
     try:
-        record = _execute(options, run_dir, console)
+        record = _execute(options, run_dir, console, setup_only)
     except BaseException:
         if as_json:  # --json still prints what run.json says (failed / interrupted) before the error line
             _print_run_json(run_dir)
         raise
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    elif setup_only:
+        click.echo(f"{mode} set up, no step run; settings in effect in {run_dir / 'run.json'}")
     else:
         from hloscope.run_tables import run_table
 
@@ -134,7 +140,7 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
         click.echo(f"run directory: {run_dir}")
 
 
-def _execute(options, run_dir: Path, console: Console) -> dict:
+def _execute(options, run_dir: Path, console: Console, setup_only: bool = False) -> dict:
     from hloscope.backends.driver import execute
 
     total = max(options.warmup, 1) + options.steps
@@ -146,6 +152,6 @@ def _execute(options, run_dir: Path, console: Console) -> dict:
         def on_step(phase: str, index: int) -> None:
             progress.update(task, advance=1, description=f"{options.mode} {phase}")
 
-        return execute(options, run_dir, on_step=on_step,
+        return execute(options, run_dir, on_step=on_step, setup_only=setup_only,
                        warn=lambda message: console.print(Text.assemble(("warning:", "yellow"), f" {message}"),
                                                           highlight=False))

@@ -1,0 +1,190 @@
+"""The fairness audit of `compare`: every setting in effect per mode, and which ones differ.
+
+Before timing, compare sets every mode up in its own process (`run --setup-only --json`: the session's setup and what
+it reports, no step) and builds, from each record, the settings that a fair comparison holds equal: explain's
+`settings()` (model, batch, precision requested, data path, device, attention, machine, package versions, threads, the
+XLA/OMP/MKL/TF/JAX/PJRT/TORCH environment variables), plus the precision in effect normalised across frameworks
+(compute dtype, parameter dtype, matmul precision: PyTorch's `high` and JAX's `tensorfloat32` are both TF32), the
+device platform, compile API and options, and buffer donation. After timing it is built again from the timed runs'
+run.json (dynamo's graph breaks and recompiles are known only then).
+
+A setting is a `mismatch` when two or more modes recorded it with different values (a setting only some frameworks
+record is not one: `PJRT_DEVICE` exists only for torch_xla). Two kinds of setting differ by design and are listed
+apart, not flagged: how the mode compiles (`compile.*`: that is what the comparison compares) and whether the optimizer
+updates the state in place (`donation.*`: a property of the framework's update, reported because it changes memory
+and copies).
+
+Nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+from hloscope.explain.collect import _platform, _precision_setting
+from hloscope.explain.config import settings
+
+BY_DESIGN_PREFIXES = ("compile.", "donation.")
+# Matmul precision names -> one vocabulary (torch: highest/high/medium; JAX: highest/tensorfloat32/bfloat16/default;
+# torch_xla: highest/high/default).
+_MATMUL = {"highest": "fp32", "float32": "fp32", "high": "tf32", "tensorfloat32": "tf32", "medium": "bf16",
+           "bfloat16": "bf16", "default": "default"}
+
+
+def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
+    raw = _precision_setting(environment, "matmul_precision") or _precision_setting(environment, "mat_mul_precision")
+    if compute_dtype and compute_dtype not in ("float32", "fp32"):
+        # Under autocast / a bf16 compute dtype the matmuls take bf16 inputs: the fp32-matmul setting does not apply.
+        return f"{compute_dtype} inputs"
+    if raw is None:
+        return None
+    return _MATMUL.get(raw, raw)
+
+
+def mode_settings(record: dict) -> dict[str, str]:
+    """One mode's settings in effect, `name -> text`, from its run.json (timed, compiled or `--setup-only`)."""
+    environment = record.get("environment") if isinstance(record.get("environment"), dict) else {}
+    compute = _precision_setting(environment, "compute_dtype")
+    out = settings(record, _matmul(environment, compute), compute)
+    precision = environment.get("precision") if isinstance(environment.get("precision"), dict) else {}
+    if precision.get("param_dtype"):
+        out["parameter dtype"] = str(precision["param_dtype"])
+    platform = _platform(environment)
+    if platform:
+        out["machine.device platform"] = platform
+    for section in ("compile", "donation"):
+        values = environment.get(section)
+        if isinstance(values, dict):
+            for key, value in values.items():
+                if key == "how":  # the sentence behind state_in_place: in run.json, too long for the table
+                    continue
+                if isinstance(value, dict):
+                    value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
+                if value is not None and not isinstance(value, list):
+                    out[f"{section}.{key}"] = str(value)
+    compiles = record.get("compiles") if isinstance(record.get("compiles"), dict) else {}
+    total = compiles.get("total") if isinstance(compiles.get("total"), dict) else {}
+    for key in ("dynamo_graph_breaks", "dynamo_recompiles"):
+        if key in total:
+            out[f"compile.{key}"] = str(total[key])
+    # config.target / check_parity are options of the comparison, the same for every mode by construction
+    return out
+
+
+def audit(records: list[tuple[str, dict | None, str | None]], stage: str = "before timing") -> dict:
+    """comparison.json `audit` from `(mode, record or None, error or None)` in the comparison's order."""
+    per_mode: dict[str, dict[str, str]] = {}
+    errors: dict[str, str] = {}
+    for mode, record, error in records:
+        if record is None:
+            errors[mode] = error or "not set up"
+        else:
+            per_mode[mode] = mode_settings(record)
+    names = sorted({name for values in per_mode.values() for name in values})
+    rows, mismatches, by_design = [], [], []
+    for name in names:
+        values = {mode: values[name] for mode, values in per_mode.items() if name in values}
+        distinct = set(values.values())
+        if len(values) < 2 or len(distinct) == 1:
+            status = "same" if len(values) == len(per_mode) and len(distinct) == 1 else "recorded by some"
+        elif name.startswith(BY_DESIGN_PREFIXES):
+            status = "by design"
+        else:
+            status = "mismatch"
+        row = {"setting": name, "values": values, "status": status}
+        rows.append(row)
+        if status == "mismatch":
+            mismatches.append(row)
+        elif status == "by design":
+            by_design.append(row)
+    return {"stage": stage, "modes": list(per_mode), "errors": errors, "rows": rows, "mismatches": mismatches,
+            "by_design": by_design, "ok": not mismatches}
+
+
+def mismatch_lines(audit_record: dict) -> list[str]:
+    """`MISMATCH setting: mode=value, ...` per flagged setting (the terminal's red lines)."""
+    return [f"MISMATCH {row['setting']}: " + ", ".join(f"{mode}={value}" for mode, value in row["values"].items())
+            for row in audit_record["mismatches"]]
+
+
+def audit_table(audit_record: dict):
+    """A rich table: every setting, its value when every mode agrees, else each mode's value; mismatches in red."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"fairness audit ({audit_record['stage']}): settings in effect per mode", title_justify="left",
+                  show_edge=False, pad_edge=False, box=None)
+    table.add_column("setting", overflow="fold", max_width=34)
+    table.add_column("value (all modes) / per mode", overflow="fold")
+    table.add_column("", no_wrap=True)
+    versions = [row for row in audit_record["rows"] if row["setting"].startswith("packages.")
+                and row["status"] == "same"]
+    for row in audit_record["rows"]:
+        if row in versions or row["setting"].startswith("model_config."):
+            continue  # folded below / said by `model`
+        if row["status"] == "same":
+            value = next(iter(row["values"].values()))
+        else:
+            value = "\n".join(f"{mode}: {value}" for mode, value in row["values"].items())
+        style = {"mismatch": "bold red", "by design": "yellow"}.get(row["status"], "")
+        label = {"mismatch": "MISMATCH", "by design": "by design", "recorded by some": "some modes"}.get(row["status"],
+                                                                                                         "")
+        table.add_row(Text(row["setting"]), Text(value), Text(label, style=style))
+    if versions:
+        table.add_row(Text("versions (same in every mode)"),
+                      Text(", ".join(f"{row['setting'].removeprefix('packages.')} {next(iter(row['values'].values()))}"
+                                     for row in versions)), Text(""))
+    for mode, error in audit_record["errors"].items():
+        table.add_row(Text(mode), Text(f"not audited: {error}"), Text("error", style="red"))
+    return table
+
+
+def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
+              on_mode=lambda mode: None) -> dict:
+    """Before timing: set every mode up in its own process (`run --setup-only --json`, in a temporary directory that
+    is removed after) and audit what each reports. A mode that cannot be set up is listed with its error."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from hloscope.compare_runner import run_command
+
+    records: list[tuple[str, dict | None, str | None]] = []
+    env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
+    with tempfile.TemporaryDirectory(prefix="hloscope-audit-") as scratch:
+        for mode in modes:
+            on_mode(mode)
+            command = [*run_command(options_for(mode), Path(scratch)), "--setup-only"]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+            except subprocess.TimeoutExpired:
+                records.append((mode, None, f"setup took over {timeout_s:g} s"))
+                continue
+            try:
+                record = json.loads(done.stdout)
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and record.get("status") == "setup":
+                records.append((mode, record, None))
+            else:
+                lines = [line for line in done.stderr.splitlines() if line.strip()]
+                reason = (record or {}).get("error") if isinstance(record, dict) else None
+                records.append((mode, None, reason or (lines[-1] if lines else f"exit code {done.returncode}")))
+    return audit(records)
+
+
+def timed_audit(comparison: dict, comparison_dir) -> dict:
+    """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error)."""
+    from hloscope.errors import InputError
+    from hloscope.rundir import load_run
+
+    records: list[tuple[str, dict | None, str | None]] = []
+    for entry in comparison["modes"]:
+        if entry.get("status") != "ok":
+            records.append((entry["mode"], None, f"{entry.get('status')}: {entry.get('error')}"))
+            continue
+        try:
+            records.append((entry["mode"], load_run(comparison_dir / entry["dir"], check_artifacts=False), None))
+        except InputError as error:
+            records.append((entry["mode"], None, str(error)))
+    return audit(records, stage="timed runs")
