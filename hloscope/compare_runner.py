@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
-from hloscope.rundir import RUN_FILE, SCHEMA_VERSION, load_run, write_comparison, write_run
+from hloscope.rundir import (
+    RUN_FILE,
+    SCHEMA_VERSION,
+    OutputError,
+    leftover_dumps,
+    load_run,
+    write_comparison,
+    write_run,
+)
 
 if TYPE_CHECKING:  # options are built by the cli and the backends; the runner only passes them on
     from hloscope.backends.base import RunOptions
@@ -51,6 +59,7 @@ def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     command += ["--keep-all"] if options.keep_all else []
     command += ["--target", options.target] if options.target else []
     command += ["--check-parity"] if options.check_parity else []
+    command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
     return command
 
@@ -93,11 +102,16 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     """Run one mode to completion in a child process, reporting its phase to `on_poll` about twice a second.
     A Ctrl-C reaches the child too (same process group): the child records `interrupted`, we wait for it, re-raise."""
     logs = comparison_dir / "logs"
-    logs.mkdir(exist_ok=True)
     stderr_log = logs / f"{get_mode(options.mode).dir_name}.stderr.log"
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
     start = time.perf_counter()
-    with open(stderr_log, "wb") as err:
+    try:
+        logs.mkdir(exist_ok=True)
+        log_file = open(stderr_log, "wb")  # noqa: SIM115 - closed by the `with` below
+    except OSError as error:  # a full disk: the mode still runs, without its stderr log
+        _warn_once(f"cannot write {stderr_log}: {error.strerror or error}; the mode runs without its stderr log")
+        log_file = open(os.devnull, "wb")  # noqa: SIM115
+    with log_file as err:
         child = subprocess.Popen(run_command(options, comparison_dir), stdout=subprocess.DEVNULL, stderr=err, env=env)
         _CHILDREN.append(child)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -135,6 +149,8 @@ def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome |
     if record is not None and record["status"] != "running":
         if record["status"] == "failed" and outcome is not None:
             record["stderr_tail"] = stderr_tail(outcome.stderr_log)
+        if any(a.get("leftover") for a in record.get("artifacts", [])):  # dumps of an interrupted run: list them
+            _write_run_or_warn(run_dir, record)
         return record
     if reason is None and outcome is not None:
         reason = describe_exit(outcome.returncode) if outcome.returncode is not None else "timed out"
@@ -143,13 +159,55 @@ def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome |
                         "config": options.to_json(), "timing": {"step_times_s": []}, "artifacts": []}
     record.pop("_dir", None)
     record.update(status=status, error=reason)
+    listed = {a.get("path") for a in record["artifacts"] if isinstance(a, dict)}
+    record["artifacts"] += [a for a in leftover_dumps(run_dir) if a["path"] not in listed]  # killed or timed out
     if outcome is not None:
         record["stderr_tail"] = stderr_tail(outcome.stderr_log)
         if record["stderr_tail"] and status == "failed":
             record["error"] = f"{reason}; stderr ends with: {record['stderr_tail'].splitlines()[-1]}"
-    write_run(run_dir, record)
+    _write_run_or_warn(run_dir, record)
     record["_dir"] = str(run_dir)
     return record
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"hloscope: warning: {message}".replace("\n", "\\n") + "\n")
+
+
+def _write_run_or_warn(run_dir: Path, record: dict) -> None:
+    """A run record the parent settles: a full disk keeps it in memory (and in comparison.json when that can be
+    written) with one warning, and the next modes are still tried."""
+    try:
+        write_run(run_dir, {k: v for k, v in record.items() if k != "_dir"})
+    except OutputError as error:
+        _warn_once(f"{error}; {record.get('mode')} is recorded as {record.get('status')} in comparison.json only")
+
+
+class _ComparisonWriter:
+    """comparison.json rewritten after each mode. The first write must succeed (nothing has run yet); a later one
+    that fails (disk full) is one warning and the modes go on; the final write raises OutputError (exit 2) if the
+    disk is still full, and readers then find comparison.json `running` with no live writer and read every run
+    directory in it (rundir.load_comparison)."""
+
+    def __init__(self, comparison_dir: Path):
+        self.comparison_dir = comparison_dir
+        self.failed: OutputError | None = None
+
+    def write(self, comparison: dict, final: bool = False) -> None:
+        try:
+            write_comparison(self.comparison_dir, comparison)
+            self.failed = None
+        except OutputError as error:
+            if final:
+                raise OutputError(f"{error} (every finished run is in its run directory under {self.comparison_dir}; "
+                                  "explain, trace stats and hlo stats read them from there)") from None
+            self.failed = error
+            _warn_once(f"{error}; going on with the next modes")
 
 
 def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
@@ -233,7 +291,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
     if audit_before is not None:  # compare's fairness audit (hloscope/audit.py), made before timing
         comparison["audit"] = {"before_timing": audit_before, "ok": audit_before["ok"]}
-    write_comparison(comparison_dir, comparison)
+    writer = _ComparisonWriter(comparison_dir)
+    write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
     previous = _terminate_like_ctrl_c()
     try:
         for mode in modes:
@@ -243,7 +302,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
             comparison["modes"].append(entry)
             add_ratios(comparison["modes"])
-            write_comparison(comparison_dir, comparison)
+            writer.write(comparison)
             on_mode_done(entry)
     except KeyboardInterrupt:
         done = {entry["mode"] for entry in comparison["modes"]}
@@ -257,7 +316,10 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             comparison["modes"].append(summary_entry(record, None))
         add_ratios(comparison["modes"])
         comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        write_comparison(comparison_dir, comparison)
+        try:
+            writer.write(comparison, final=True)
+        except OutputError as error:
+            _warn_once(str(error))
         raise
     finally:
         _restore_signals(previous)
@@ -275,5 +337,5 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
 
         comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in comparison["modes"]],
                                         config.get("precision", "fp32"))
-    write_comparison(comparison_dir, comparison)
+    writer.write(comparison, final=True)
     return comparison

@@ -8,12 +8,16 @@ foreign file is reported by name instead of failing later inside an analysis.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
+import socket
+import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,16 @@ COMPARISON_FILE = "comparison.json"
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled", "setup")  # setup: run --setup-only
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
                   "thunk_metadata", "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
+
+# Test hook (docs/reliability.md): "run.json@3,comparison.json@2" makes the 3rd and every later write of run.json in a
+# process (and the 2nd of comparison.json) fail with OSError(ENOSPC), as a disk that fills up and stays full.
+TEST_ENOSPC_ENV = "HLOSCOPE_TEST_ENOSPC"
+_writes: dict[str, int] = {}
+
+
+class OutputError(UsageError):
+    """A run record could not be written (disk full, quota, read-only): one line naming the file, exit code 2."""
+
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _REQUIRED_RUN_KEYS = {"schema_version": int, "run_id": str, "mode": str, "status": str, "config": dict}
@@ -74,10 +88,25 @@ def create_run_dir(out: str | os.PathLike, run_id: str | None = None, prefix: st
     raise UsageError(f"could not find a free run directory name under {out_path}")
 
 
+def _fault_hook(path: Path) -> None:
+    spec = os.environ.get(TEST_ENOSPC_ENV)
+    if not spec:
+        return
+    count = _writes[path.name] = _writes.get(path.name, 0) + 1
+    for item in spec.split(","):
+        name, _, start = item.strip().partition("@")
+        if name == path.name and count >= int(start or 1):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write JSON so that readers see either the old file or the complete new one, never a torn write."""
+    """Write JSON so that readers see either the old file or the complete new one, never a torn write. A write the
+    file system refuses (disk full, quota, read-only) is an OutputError naming the file; the old file stays."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
     try:
         # mkstemp makes the file private (0600); a run record gets the permissions of any file the user creates.
         os.fchmod(fd, 0o666 & ~_umask())
@@ -85,9 +114,13 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
             # strict JSON: a NaN or infinite figure (a broken clock) is written as null, never as bare NaN
             json.dump(_finite(data), handle, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
             handle.write("\n")
+            _fault_hook(path)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -118,16 +151,127 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def _proc_stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux /proc), telling a reused pid from the writer."""
+    fields = _proc_stat(pid)
+    try:
+        return int(fields[19]) if fields else None
+    except (ValueError, IndexError):
+        return None
+
+
+def _with_writer(record: dict) -> dict:
+    """A `running` record names the process writing it, so that a reader can tell a live run from one cut short."""
+    if record.get("status") == "running":
+        return {**record, "writer": {"pid": os.getpid(), "host": socket.gethostname(),
+                                     "start_ticks": _start_ticks(os.getpid())}}
+    return {key: value for key, value in record.items() if key != "writer"} if "writer" in record else record
+
+
 def write_run(run_dir: str | os.PathLike, record: dict) -> Path:
     path = Path(run_dir) / RUN_FILE
-    write_json_atomic(path, record)
+    write_json_atomic(path, _with_writer(record))
     return path
 
 
 def write_comparison(comparison_dir: str | os.PathLike, record: dict) -> Path:
     path = Path(comparison_dir) / COMPARISON_FILE
-    write_json_atomic(path, record)
+    write_json_atomic(path, _with_writer(record))
     return path
+
+
+def writer_alive(record: dict) -> bool | None:
+    """For a `running` record: True while the process that wrote it runs, False once it is gone, None when that
+    cannot be told (no writer recorded, or written on another host)."""
+    writer = record.get("writer")
+    if not isinstance(writer, dict) or not isinstance(writer.get("pid"), int) or writer.get("host") != socket.gethostname():
+        return None
+    pid = writer["pid"]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's live process
+    except (OSError, OverflowError):
+        return None
+    fields = _proc_stat(pid)
+    if fields and fields[0] in (b"Z", b"X"):  # killed, not yet reaped by its parent
+        return False
+    started = writer.get("start_ticks")
+    return started is None or _start_ticks(pid) in (None, started)
+
+
+_warned_stale: set[str] = set()
+
+
+def stale_running(file: Path, record: dict, what: str, found: str) -> bool:
+    """True when `record` says `running` but no process is writing it any more (killed, timed out, disk full); says so
+    once per file on stderr. `found` tells what the reader does with it."""
+    if record.get("status") != "running":
+        return False
+    alive = writer_alive(record)
+    if alive:
+        return False
+    if str(file) not in _warned_stale:
+        _warned_stale.add(str(file))
+        writer = record.get("writer")
+        writer = writer if isinstance(writer, dict) else {}
+        why = (f"the {what} that wrote it (pid {writer.get('pid')}) is no longer running: it was cut short (killed, "
+               "timed out, or the disk was full)" if alive is False else
+               "no live writer can be checked (written elsewhere or by an older hloscope): if nothing is running, it "
+               "was cut short")
+        message = f"hloscope: warning: {file}: says 'running' but {why}; {found}"
+        sys.stderr.write(message.replace("\r", "\\r").replace("\n", "\\n") + "\n")
+    return True
+
+
+# XLA's dump file names (hloscope/backends/xla_dump.py, which moves them into hlo/ when a run finishes): a run that was
+# killed, timed out or interrupted leaves them in the hidden dump directory, where they are listed as found.
+DUMP_DIR = ".xla_dump"
+_DUMP_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:[a-z][a-z0-9_.]*_)?"
+                        r"(?P<stage>before_optimizations|after_optimizations)(?P<extra>-[a-z-]+)?\.txt$")
+_DUMP_EXTRA = {None: "hlo", "-buffer-assignment": "buffer_assignment", "-buffer-assignment-values": "buffer_assignment",
+               "-memory-usage-report": "memory_report", "-live-range": "live_range"}
+
+
+def leftover_dumps(run_dir: Path, listed: Collection[str] = ()) -> list[dict]:
+    """Artifact entries for the HLO text an interrupted run left in `run_dir/.xla_dump` (not moved, not listed).
+    The train step is `jit_train_step` for JAX and torchax; for PyTorch/XLA's numbered graphs, the largest one."""
+    dump = run_dir / DUMP_DIR
+    if not dump.is_dir():
+        return []
+    entries = []
+    try:
+        names = sorted(os.listdir(dump))
+    except OSError:
+        return []
+    for name in names:
+        match = _DUMP_NAME.match(name)
+        path = f"{DUMP_DIR}/{name}"
+        if not match or path in listed or match["extra"] not in _DUMP_EXTRA or not os.path.isfile(dump / name):
+            continue
+        entries.append({"kind": _DUMP_EXTRA[match["extra"]], "path": path, "module": str(match["module"]),
+                        "module_id": int(match["id"]), "stage": match["stage"], "format": "text",
+                        "train_step": False, "leftover": True})
+    modules = {str(e["module"]) for e in entries}
+    train = {m for m in modules if m.endswith("train_step")}
+    if not train and entries:  # PyTorch/XLA: SyncTensorsGraph.N; the step is the largest graph compiled
+        hlo = [e for e in entries if e["kind"] == "hlo"]
+        if hlo:
+            train = {str(max(hlo, key=lambda e: os.path.getsize(dump / Path(str(e["path"])).name))["module"])}
+    for entry in entries:
+        entry["train_step"] = entry["module"] in train
+    return entries
 
 
 # ---------------------------------------------------------------------------------------------------------- reading
@@ -189,6 +333,10 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
                                                   and isinstance(a.get("kind", ""), str) for a in artifacts):
         raise InputError(run_json, "not a valid run.json: 'artifacts' must be objects with a 'path' and a 'kind'")
     run_dir = run_json.parent
+    if record["status"] in ("running", "interrupted", "failed"):
+        stale_running(run_json, record, "run", "its steps and files are read as found")
+        listed = {a["path"] for a in artifacts}
+        artifacts.extend(leftover_dumps(run_dir, listed))
     if check_artifacts:
         for artifact in artifacts:
             target = _inside(run_dir, artifact["path"], run_json)
@@ -241,8 +389,35 @@ def load_comparison(path: str | os.PathLike) -> dict:
         check_dir = entry["dir"]
         if "/" in check_dir or "\\" in check_dir or check_dir in ("", ".", ".."):
             raise InputError(file, f"mode directory {check_dir!r} is not a plain name")
+    if record.get("status") == "running":
+        unlisted = _unlisted_runs(file.parent, {entry["dir"] for entry in modes})
+        if stale_running(file, record, "compare", f"reading the {len(modes) + len(unlisted)} run director"
+                         f"{'y' if len(modes) + len(unlisted) == 1 else 'ies'} found in it "
+                         f"({len(unlisted)} not listed in it)"):
+            modes.extend(unlisted)
     record["_dir"] = str(file.parent)
     return record
+
+
+def _unlisted_runs(directory: Path, listed: set[str]) -> list[dict]:
+    """Entries for the run directories of a comparison that comparison.json does not list (it was cut short)."""
+    entries = []
+    for run_json in sorted(directory.glob(f"*/{RUN_FILE}")):
+        name = run_json.parent.name
+        if name in listed:
+            continue
+        try:
+            run = _read_json(run_json, "run.json")
+        except InputError as error:
+            entries.append({"mode": name, "dir": name, "status": "failed", "error": str(error), "recovered": True})
+            continue
+        timing = run.get("timing")
+        timing = timing if isinstance(timing, dict) else {}
+        entries.append({"mode": run.get("mode") if isinstance(run.get("mode"), str) else name, "dir": name,
+                        "status": run.get("status") if run.get("status") in STATUSES else "failed",
+                        "error": run.get("error") if isinstance(run.get("error"), str) else None,
+                        "median_s": timing.get("median_s"), "recovered": True})
+    return entries
 
 
 def find_runs(path: str | os.PathLike) -> list[Path]:
