@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hloscope.models.presets import VitPreset, get_preset
+from hloscope.models.presets import TextPreset, VitPreset, get_preset
 from hloscope.modes import get_mode
 
 
@@ -34,11 +34,12 @@ class RunOptions:
     target: str | None = None         # --target: compile for this GPU (hloscope.targets) instead of timing
     check_parity: bool = False        # --check-parity: same weights in every mode; first-step loss and gradient norm
     attention: str = "eager"          # --attention eager | sdpa | flash (transformers' attn_implementation)
+    seq_len: int | None = None        # --seq-len for text presets (None: the preset's default)
     test_host_delay_s: float | None = None  # test hook only (HLOSCOPE_TEST_HOST_DELAY_S, set by the driver)
 
     @property
-    def preset(self) -> VitPreset:
-        return get_preset(self.model)
+    def preset(self) -> VitPreset | TextPreset:
+        return get_preset(self.model, self.seq_len)
 
     @property
     def compile_model(self) -> bool:
@@ -47,7 +48,7 @@ class RunOptions:
     def to_json(self) -> dict:
         data = asdict(self)
         data["compile_model"] = self.compile_model
-        data["model_config"] = self.preset.vit_config_kwargs()
+        data["model_config"] = self.preset.config_kwargs()
         return data
 
 

@@ -19,6 +19,14 @@ def synthetic_pool(preset: VitPreset, batch_size: int, seed: int,
                    pool_size: int = POOL_SIZE) -> list[tuple[np.ndarray, np.ndarray]]:
     """`pool_size` batches of (images NCHW float32 in N(0,1), labels int32), deterministic in `seed`."""
     rng = np.random.default_rng(seed)
+    if preset.kind == "text":  # uniform token ids; a causal LM predicts its own input, shifted (labels = ids)
+        pool = []
+        for _ in range(pool_size):
+            ids = rng.integers(0, preset.vocab_size, (batch_size, preset.seq_len), dtype=np.int32)
+            labels = ids if preset.task == "causal_lm" else rng.integers(0, preset.num_labels, batch_size,
+                                                                          dtype=np.int32)
+            pool.append((ids, labels))
+        return pool
     shape = (batch_size, preset.num_channels, preset.image_size, preset.image_size)
     return [(rng.standard_normal(shape, dtype=np.float32),
              rng.integers(0, preset.num_labels, batch_size, dtype=np.int32)) for _ in range(pool_size)]
@@ -39,6 +47,11 @@ def torch_loader(preset: VitPreset, batch_size: int, n_batches: int, seed: int):
         from torch.utils.data import DataLoader, Dataset
     except ImportError:
         raise MissingDependency("torch", "--data loader uses torch's DataLoader") from None
+    if preset.kind != "image":
+        from hloscope.errors import UsageError
+
+        raise UsageError(f"--data loader: the benchmark's DataLoader makes random images; {preset.name} takes token "
+                         "ids (use --data device)")
 
     class RandomImages(Dataset):
         def __len__(self) -> int:

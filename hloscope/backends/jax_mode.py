@@ -87,8 +87,8 @@ class JaxSession(Session):
                 "weights": self.workload.weights}
 
     def images(self, images_nchw):
-        """The shared NCHW images in the layout the model takes (Flax's ViT: NHWC)."""
-        return to_nhwc(images_nchw)
+        """The shared NCHW images in the layout the model takes (Flax's ViT: NHWC); token ids as they are."""
+        return to_nhwc(images_nchw) if self.options.preset.kind == "image" else images_nchw
 
     def setup(self) -> None:
         options = self.options

@@ -76,9 +76,12 @@ def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str 
     if isinstance(preset, str):
         preset = get_preset(preset)
     matmul_precision, dtype = apply_precision(precision)
-    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
-    model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
-                    input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
+    if preset.kind == "text":
+        model = _flax_text_model(preset, seed, getattr(jnp, dtype))
+    else:
+        config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
+        model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
+                        input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
     params, weights = model.params, JaxWorkload.weights
     if torch_weights:
         params, weights = parity_weights(preset, seed, model)
@@ -90,6 +93,11 @@ def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str 
 
     def loss_fn(params, images, labels):
         # Dropout probabilities of these configs are 0, so the deterministic forward is the training one.
+        if preset.kind == "text":  # the HF wrapper builds the attention mask and positions; train=False: no dropout
+            logits = model(images, params=params, train=False).logits.astype(jnp.float32)
+            if preset.task == "causal_lm":  # next-token prediction, as the PyTorch models shift inside their loss
+                logits, labels = logits[:, :-1], labels[:, 1:]
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
         logits = model.module.apply({"params": params}, images, deterministic=True).logits
         return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels).mean()
 
@@ -102,9 +110,22 @@ def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str 
         return loss, optax.global_norm(grads), optax.global_norm(state.params)
 
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
-    batch = (jax.device_put(to_nhwc(images)), jax.device_put(labels))
+    batch = (jax.device_put(to_nhwc(images) if preset.kind == "image" else images), jax.device_put(labels))
     return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype,
                        probe=probe, weights=weights)
+
+
+def _flax_text_model(preset, seed: int, dtype):
+    """The Flax class paired with the text preset's PyTorch class (transformers 4.57: FlaxGPT2LMHeadModel,
+    FlaxLlamaForCausalLM, FlaxBertForSequenceClassification), randomly initialised from `seed`."""
+    try:
+        import transformers
+
+        config = getattr(transformers, preset.config_class)(**preset.transformers_config_kwargs())
+        model_class = getattr(transformers, preset.flax_class)
+    except (ImportError, AttributeError) as error:
+        raise MissingDependency("transformers<5", f"{preset.flax_class}: {error}") from None
+    return model_class(config, seed=seed, dtype=dtype, input_shape=(1, preset.seq_len))
 
 
 def parity_weights(preset: VitPreset, seed: int, flax_model) -> tuple[Any, str]:
@@ -117,8 +138,13 @@ def parity_weights(preset: VitPreset, seed: int, flax_model) -> tuple[Any, str]:
         from transformers.modeling_flax_pytorch_utils import convert_pytorch_state_dict_to_flax
     except ImportError as error:
         raise MissingDependency("transformers<5", f"convert_pytorch_state_dict_to_flax: {error}") from None
+    from flax.traverse_util import flatten_dict, unflatten_dict
+
     torch_model = build_model(preset, seed)
     params = convert_pytorch_state_dict_to_flax(torch_model.state_dict(), flax_model)
+    # The state dict also holds tied copies (GPT-2's lm_head.weight = wte): keep only what the Flax model has
+    own = flatten_dict(flax_model.params)
+    params = unflatten_dict({key: value for key, value in flatten_dict(params).items() if key in own})
     return params, ("transformers' PyTorch model initialised under torch.manual_seed(--seed), converted to Flax by "
                     "transformers.modeling_flax_pytorch_utils.convert_pytorch_state_dict_to_flax")
 

@@ -63,12 +63,14 @@ class TorchSession(Session):
         torch = import_torch()
         workload = self.workload
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
-        images = torch.from_numpy(images).to(workload.device)
+        from hloscope.backends.torch_workload import as_input
+
+        images = as_input(torch, images, self.options.preset).to(workload.device)
         labels = torch.from_numpy(labels).long().to(workload.device)
         parameters = [p for p in workload.model.parameters() if p.requires_grad]
         workload.optimizer.zero_grad(set_to_none=True)
         with workload.autocast():
-            loss = workload.model(pixel_values=images, labels=labels).loss
+            loss = workload.model(**{workload.input_name: images}, labels=labels).loss
         loss.backward()
         with torch.no_grad():
             grad_norm = torch.linalg.vector_norm(torch.stack(

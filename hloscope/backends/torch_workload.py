@@ -25,18 +25,23 @@ ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attent
 
 
 def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
-    """HuggingFace ViTForImageClassification (NCHW input), on the CPU, seeded; `attention` is transformers'
-    `attn_implementation` (eager by default, as the benchmark)."""
+    """The preset's PyTorch model (ViTForImageClassification, NCHW input, for the ViTs; `preset.torch_class` for the
+    text presets), on the CPU, seeded; `attention` is transformers' `attn_implementation` (eager by default, as the
+    benchmark)."""
     from hloscope.backends.torch_common import import_torch
 
     torch = import_torch()
     try:
-        from transformers import ViTConfig, ViTForImageClassification
-    except ImportError as error:
+        import transformers
+
+        config_class = getattr(transformers, preset.config_class)
+        model_class = getattr(transformers, preset.torch_class)
+    except (ImportError, AttributeError) as error:
         raise MissingDependency("transformers<5", str(error)) from None
     torch.manual_seed(seed)
-    config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation=ATTN_IMPLEMENTATIONS.get(attention, attention))
-    return ViTForImageClassification(config)
+    config = config_class(**preset.transformers_config_kwargs(),
+                          attn_implementation=ATTN_IMPLEMENTATIONS.get(attention, attention))
+    return model_class(config)
 
 
 def device_pool(preset: VitPreset, batch_size: int, seed: int, device):
@@ -45,8 +50,14 @@ def device_pool(preset: VitPreset, batch_size: int, seed: int, device):
     from hloscope.backends.torch_common import import_torch
 
     torch = import_torch()
-    return [(torch.from_numpy(images).to(device), torch.from_numpy(labels).long().to(device))
+    return [(as_input(torch, images, preset).to(device), torch.from_numpy(labels).long().to(device))
             for images, labels in synthetic_pool(preset, batch_size, seed)]
+
+
+def as_input(torch, array, preset):
+    """The model's input as a torch tensor: float images, or token ids as int64 (what embeddings take)."""
+    tensor = torch.from_numpy(array)
+    return tensor.long() if preset.kind == "text" else tensor
 
 
 @dataclass
@@ -59,6 +70,7 @@ class TorchWorkload:
     sync: Callable[[], None]        # the mode's device sync hook (torch_xla.sync); a no-op for eager PyTorch
     pool: list | None = None        # --data device: batches already on the device, cycled
     batches: Any = None             # --data loader: an iterator over the DataLoader
+    input_name: str = "pixel_values"  # the model's keyword for its input (input_ids for the text presets)
 
     @property
     def attn_implementation(self) -> str | None:
@@ -83,7 +95,7 @@ class TorchWorkload:
         for the device (and, under torch_xla, without cutting the graph: that is `sync`)."""
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.model(pixel_values=images, labels=labels).loss
+            loss = self.model(**{self.input_name: images}, labels=labels).loss
         loss.backward()
         self.optimizer.step()
         return loss
@@ -100,13 +112,17 @@ def build_torch_workload(preset: VitPreset, batch_size: int, seed: int, device, 
     torch = import_torch()
     check_precision(precision)
     model = build_model(preset, seed, attention).to(device)
+    # Moving a module to an XLA device unties shared parameters (GPT-2's embedding and LM head: 29 parameters instead
+    # of 28 under torch_xla, found by --check-parity); transformers re-ties them. A no-op on the CPU and CUDA.
+    if getattr(model, "tie_weights", None) is not None:
+        model.tie_weights()
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     if compile_kwargs is not None:
         model = torch.compile(model, **compile_kwargs)
     workload = TorchWorkload(model=model, optimizer=optimizer, device=device,
                              autocast_dtype=torch.bfloat16 if precision == "bf16" else None,
-                             autocast_device=autocast_device, sync=sync)
+                             autocast_device=autocast_device, sync=sync, input_name=preset.input_name)
     if data == "device":
         workload.pool = device_pool(preset, batch_size, seed, device)
     else:

@@ -147,10 +147,10 @@ def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: 
                 from torchax.amp import autocast
 
                 with autocast("jax", dtype=autocast_dtype, env=env):
-                    loss = module.functional_call("forward", t_params, t_buffers, pixel_values=t_images,
+                    loss = module.functional_call("forward", t_params, t_buffers, **{preset.input_name: t_images},
                                                   labels=t_labels).loss
             else:
-                loss = module.functional_call("forward", t_params, t_buffers, pixel_values=t_images,
+                loss = module.functional_call("forward", t_params, t_buffers, **{preset.input_name: t_images},
                                               labels=t_labels).loss
         return env.t2j_iso(loss).astype(jnp.float32)
 

@@ -42,7 +42,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     from hloscope.run_tables import comparison_table
     from hloscope.rundir import create_run_dir
 
-    get_preset(values["model"])
+    get_preset(values["model"], values.get("seq_len"))
     console = Console(stderr=True)
     if modes is None:
         selected, missing = available_modes()

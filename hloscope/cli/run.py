@@ -19,7 +19,10 @@ def common_options(function):
     """Options shared by `run` and `compare` (compare passes them on to every mode)."""
     options = [
         click.option("--model", default="vit-base", show_default=True,
-                     help="Model preset: vit-base (the benchmark's ViT-B/16), vit-small, vit-tiny (CPU tests)."),
+                     help="Model preset: vit-base (the benchmark's ViT-B/16), vit-small, vit-tiny (CPU tests); text: "
+                          "gpt2-small, gpt2-tiny, llama-1b, llama-tiny, bert-base, bert-tiny (docs/run.md)."),
+        click.option("--seq-len", type=click.IntRange(min=2), default=None,
+                     help="Tokens per sequence for the text presets (default: the preset's)."),
         click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
         click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True, help="Timed steps."),
         click.option("--warmup", type=click.IntRange(min=1), default=10, show_default=True,
@@ -64,7 +67,7 @@ def build_options(mode: str, **values):
                       data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
                       profile_steps=values["profile_steps"], keep_all=values["keep_all"],
                       target=values.get("target"), check_parity=values.get("check_parity", False),
-                      attention=values.get("attention") or "eager")
+                      attention=values.get("attention") or "eager", seq_len=values.get("seq_len"))
 
 
 @click.command(name="run")
@@ -88,7 +91,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     if mode in BY_NAME:  # a full mode name (`pytorch+compile`) is its framework plus --compile-model
         mode, compile_model = BY_NAME[mode].framework, compile_model or BY_NAME[mode].compile
     mode = mode_name(mode, compile_model)
-    get_preset(values["model"])  # unknown presets fail before a directory is made
+    get_preset(values["model"], values.get("seq_len"))  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
     preflight(mode, options.device, options.attention)
     if options.target:
