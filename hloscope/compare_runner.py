@@ -62,6 +62,7 @@ def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
+    command += ["--devices", str(options.devices)] if options.devices > 1 else []
     return command
 
 

@@ -48,6 +48,9 @@ class Mode:
     # --attention values the mode honours (transformers' attn_implementation: eager, sdpa, flash = flash_attention_2)
     attention: tuple[str, ...] = ("eager",)
     attention_note: str = ""       # why the others are refused, said in the one-line refusal
+    # --devices N > 1: how the mode runs data-parallel over N devices, in one line for run.json and people; "" where it
+    # does not (refused in one line naming the mode). hloscope/backends/devices.py checks and prepares it.
+    data_parallel: str = ""
 
     @property
     def xla(self) -> bool:
@@ -61,6 +64,9 @@ _TORCH_XLA_WHERE = ("CPU and TPU with the pinned torch_xla 2.9 (PJRT_DEVICE=CPU|
 # transformers' attn_implementation for the PyTorch modes: eager, sdpa (F.scaled_dot_product_attention) and flash
 # (flash_attention_2: the flash-attn package on a CUDA GPU; the session refuses it elsewhere)
 _TORCH_ATTENTION = ("eager", "sdpa", "flash")
+# --devices N: one process, a jax.sharding.Mesh over N devices (hloscope/backends/sharding.py)
+_JAX_DATA_PARALLEL = ("jax.sharding.Mesh over N devices (axis 'data'), the batch sharded on it, parameters and optimizer "
+                      "state replicated, one jax.jit step: XLA's SPMD partitioner inserts the gradient all-reduce")
 _NO_FLASH = "flash_attention_2 needs the flash-attn CUDA extension; PyTorch/XLA 2.9 has no CUDA"
 
 MODES: tuple[Mode, ...] = (
@@ -92,6 +98,7 @@ MODES: tuple[Mode, ...] = (
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
          target_capture="hloscope.targets.capture_jax:capture_for_target",
+         data_parallel=_JAX_DATA_PARALLEL,
          attention_note="transformers' FlaxViTSelfAttention has one attention, softmax(QK^T)V written out in jnp "
                         "(dot_product_attention_weights), with no attn_implementation switch"),
     # PyTorch on XLA that still has a future: the PyTorch model traced by torchax into one jax.jit step (optax SGD).
@@ -111,6 +118,7 @@ FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(mode.framework for mode in MOD
 # What `run --mode` accepts: each framework (its plain mode) and every compiled mode by its full name.
 CLI_CHOICES: tuple[str, ...] = tuple(dict.fromkeys([*FRAMEWORKS, *(m.name for m in MODES if m.compile)]))
 TARGET_MODES: tuple[str, ...] = tuple(mode.name for mode in MODES if mode.target_capture)
+DATA_PARALLEL_MODES: tuple[str, ...] = tuple(mode.name for mode in MODES if mode.data_parallel)
 FRAMEWORK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys(name for mode in MODES for name in mode.imports))
 
 

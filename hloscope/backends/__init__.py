@@ -11,9 +11,12 @@ from hloscope.modes import MODES, get_mode, mode_name, parse_modes, resolve
 __all__ = ["check_torch_xla_cuda", "mode_name", "parse_modes", "preflight", "torch_xla_preflight"]
 
 
-def preflight(mode: str, device: str, attention: str = "eager") -> None:
+def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1, batch_size: int = 1) -> None:
     """Refuse combinations that cannot work before anything is created or imported (the mode's registry check)."""
+    from hloscope.backends.devices import check_devices
+
     entry = get_mode(mode)
+    check_devices(mode, devices, batch_size)
     if attention not in entry.attention:
         why = f": {entry.attention_note}" if entry.attention_note else ""
         raise UsageError(f"--attention {attention} --mode {mode}: this mode runs only --attention "

@@ -36,6 +36,7 @@ class RunOptions:
     attention: str = "eager"          # --attention eager | sdpa | flash (transformers' attn_implementation)
     seq_len: int | None = None        # --seq-len for text presets (None: the preset's default)
     test_host_delay_s: float | None = None  # test hook only (HLOSCOPE_TEST_HOST_DELAY_S, set by the driver)
+    devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
 
     @property
     def preset(self) -> VitPreset | TextPreset:

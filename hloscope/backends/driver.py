@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hloscope.backends.base import RunOptions, Session
+from hloscope.backends.devices import prepare_environment
 from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
 from hloscope.environment import collect_environment, env_vars
 from hloscope.errors import HloscopeError, UsageError
@@ -208,6 +209,7 @@ def execute(options: RunOptions, run_dir: Path,
 
     try:
         started = time.perf_counter()
+        prepare_environment(options.mode, options.devices)  # --devices N: XLA_FLAGS before JAX is imported
         session = load_session(options, run_dir)
         session.setup()
         record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)

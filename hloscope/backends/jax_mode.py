@@ -30,6 +30,7 @@ except ImportError:
 
 from hloscope.backends.data import POOL_SIZE, synthetic_pool, torch_loader
 from hloscope.backends.jax_workload import build_jax_workload, to_nhwc
+from hloscope.backends.sharding import placement_for
 
 DUMP_DIR = ".xla_dump"  # inside the run directory while the run lasts; its kept files move to hlo/
 
@@ -79,8 +80,8 @@ class JaxSession(Session):
         from hloscope.backends.data import parity_batch
 
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
-        images = jax.device_put(self.images(images), self.device)
-        labels = jax.device_put(labels, self.device)
+        images = self.placement.put_batch(self.images(images))
+        labels = self.placement.put_batch(labels)
         loss, grad_norm, weights_norm = jax.jit(self.workload.probe)(self.state, images, labels)
         return {"loss": float(loss), "grad_norm": float(grad_norm), "weights_norm": float(weights_norm),
                 "parameters": len(jax.tree_util.tree_leaves(self.parameters(self.state))),
@@ -95,22 +96,25 @@ class JaxSession(Session):
         self.prepare_imports()
         self.device = pick_device(options.device)
         jax.config.update("jax_default_device", self.device)
+        # --devices N: a mesh over N devices, batch sharded, state replicated (hloscope/backends/sharding.py)
+        self.placement = placement_for(self.device, options.devices, options.batch_size)
         self.compiles = 0
         jax.monitoring.register_event_duration_secs_listener(self._count_compile)
         workload = self.build_workload()
         self.workload = workload
         # Commit the state to the device like the batches: jit keys its cache on committedness, and the step's outputs
         # are committed, so uncommitted inputs would make the second step compile again.
-        self.state = jax.device_put(workload.state, self.device)
+        self.state = self.placement.put_state(workload.state)
         compiler_options = {}
         if options.dump_hlo:
             self.dump_dir = self.run_dir / DUMP_DIR
             compiler_options = {"xla_dump_to": str(self.dump_dir), "xla_dump_hlo_module_re": "jit_train_step",
                                 "xla_dump_hlo_as_text": True}
         self.train_step_compiler_options = compiler_options
-        self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None)
+        self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None,
+                                  **self.placement.jit_kwargs())
         if options.data == "device":
-            self.pool = [(jax.device_put(self.images(images), self.device), jax.device_put(labels, self.device))
+            self.pool = [(self.placement.put_batch(self.images(images)), self.placement.put_batch(labels))
                          for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)]
         else:
             n_batches = options.warmup + options.steps + options.profile_steps + 1
@@ -125,8 +129,8 @@ class JaxSession(Session):
         if self.options.data == "device":
             return self.pool[index % POOL_SIZE]
         images, labels = next(self.batches)
-        return (jax.device_put(self.images(images.numpy()), self.device),
-                jax.device_put(labels.numpy().astype("int32"), self.device))
+        return (self.placement.put_batch(self.images(images.numpy())),
+                self.placement.put_batch(labels.numpy().astype("int32")))
 
     def annotation(self, name: str):
         return jax.profiler.TraceAnnotation(name)
@@ -203,7 +207,13 @@ class JaxSession(Session):
                 # the step returns a new state; without donate_argnums XLA writes it to new buffers
                 "donation": {"state_in_place": False, "how": "jax.jit without donate_argnums: new buffers for the "
                                                              "updated state every step"},
-                "threads": thread_settings()}
+                "threads": thread_settings(), **self.devices_info()}
+
+    def devices_info(self) -> dict:
+        """run.json `environment.devices` with --devices N > 1: mesh, shardings, how the devices were made."""
+        placement = getattr(self, "placement", None)
+        described = placement.describe() if placement is not None else None
+        return {"devices": described} if described else {}
 
     def close(self) -> None:
         try:

@@ -53,6 +53,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         selected = parse_modes(modes)
     if values.get("target"):
         selected = _target_modes(selected, values["target"], console)
+    selected = _devices_modes(selected, values.get("devices") or 1, values["batch_size"], modes is None, console)
     if not selected:
         raise click.UsageError(f"no mode to run: install {_packages_hint()}")
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
@@ -181,3 +182,19 @@ def _print_compiled(comparison: dict, comparison_dir) -> None:
             continue
     if records:
         Console().print(compiled_comparison_table(records))
+
+
+def _devices_modes(selected: list[str], devices: int, batch_size: int, by_default: bool, console: Console) -> list[str]:
+    """--devices N > 1: modes named with --modes must all support it (else one line naming the mode); the default
+    set keeps those that do, saying which it skips."""
+    from hloscope.backends.devices import check_devices
+    from hloscope.modes import get_mode
+
+    if devices > 1 and by_default:
+        for mode in [m for m in selected if not get_mode(m).data_parallel]:
+            console.print(Text.assemble((f"skipping {mode}", "yellow"), f": runs on one device only (--devices {devices})"),
+                          highlight=False)
+        selected = [m for m in selected if get_mode(m).data_parallel]
+    for mode in selected:
+        check_devices(mode, devices, batch_size)
+    return selected

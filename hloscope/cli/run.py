@@ -29,6 +29,9 @@ def common_options(function):
                      help="Untimed steps before the timed window, counting the first (compiling) step."),
         click.option("--precision", type=click.Choice(["fp32", "tf32", "bf16"]), default="fp32", show_default=True),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Data parallel over N devices, same global batch (must divide by N); modes that support it: "
+                          "docs/run.md. On a CPU-only host: N virtual CPU devices."),
         click.option("--data", type=click.Choice(["device", "loader"]), default="device", show_default=True,
                      help="device: a fixed pool of batches already on the device; loader: a torch DataLoader of random "
                           "tensors every step (the input pipeline is part of the step)."),
@@ -67,7 +70,8 @@ def build_options(mode: str, **values):
                       data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
                       profile_steps=values["profile_steps"], keep_all=values["keep_all"],
                       target=values.get("target"), check_parity=values.get("check_parity", False),
-                      attention=values.get("attention") or "eager", seq_len=values.get("seq_len"))
+                      attention=values.get("attention") or "eager", seq_len=values.get("seq_len"),
+                      devices=values.get("devices") or 1)
 
 
 @click.command(name="run")
@@ -93,7 +97,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     mode = mode_name(mode, compile_model)
     get_preset(values["model"], values.get("seq_len"))  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
-    preflight(mode, options.device, options.attention)
+    preflight(mode, options.device, options.attention, options.devices, options.batch_size)
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=get_mode(mode).dir_name)
