@@ -10,7 +10,6 @@ import ast
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.machine import free_port
 from hloscope.rundir import find_runs, load_comparison, load_run
 
 pytestmark = pytest.mark.slow
@@ -175,14 +175,8 @@ def test_pytorch_profiles_are_kineto_json_with_profiler_steps(runs):
         assert len(steps) == PROFILE_STEPS
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_tensorboard_lists_the_profiled_runs(comparison):
-    port = _free_port()
+    port = free_port()
     tensorboard = Path(sys.executable).with_name("tensorboard")
     server = subprocess.Popen([str(tensorboard), "--logdir", comparison["_dir"], "--host", "127.0.0.1",
                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -30,6 +30,7 @@ from hloscope.backends.base import (
 from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
 from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import MissingDependency
+from hloscope.machine import free_port
 
 import_torch()  # a missing torch fails here, with its install line, before any setup
 
@@ -185,7 +186,7 @@ class TorchXlaSession(TorchSession):
 
         before = xla_dump.list_profile_files(self.run_dir)
         if not getattr(TorchXlaSession, "_profiler_server", None):
-            TorchXlaSession._profiler_server = xp.start_server(_free_port())
+            TorchXlaSession._profiler_server = xp.start_server(free_port())
         xp.start_trace(str(self.run_dir))
         try:
             yield
@@ -222,9 +223,4 @@ class TorchXlaSession(TorchSession):
                 "threads": self.torch_threads()}
 
 
-def _free_port() -> int:
-    import socket
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

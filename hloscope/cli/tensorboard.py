@@ -35,8 +35,9 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
     Nothing under DIRECTORY is written: TensorBoard reads a generated logdir of links in a temporary directory.
     Stop with Ctrl-C.
     """
+    from hloscope.machine import free_port
     from hloscope.tensorboard.logdir import ViewLogdir
-    from hloscope.tensorboard.server import TensorBoardProcess, check_installed, free_port, is_loopback
+    from hloscope.tensorboard.server import TensorBoardProcess, check_installed, is_loopback
 
     version = check_installed()
     if not is_loopback(host):

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hloscope.errors import InputError, ParseError
+from hloscope.machine import _mem_available, address_space_left, gb
 
 # Peak memory of `hloscope hlo stats` per byte of HLO text: parsing alone takes 5-6x (benches/bench_hlo_parse.py),
 # the whole analysis 8-9x (measured on the generated 100 MB module); the check below refuses a file up front when
@@ -23,33 +24,6 @@ XLA_PEAK_BYTES_PER_SHAPE = 1400
 _COUNT_BLOCK = 4 << 20
 
 
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), or None where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _address_space_left() -> int | None:
-    """What RLIMIT_AS (ulimit -v) leaves to this process beyond its current virtual size; None when unlimited."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft == resource.RLIM_INFINITY:
-            return None
-        with open("/proc/self/status") as f:
-            size = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
-        return max(0, soft - size)
-    except (ImportError, OSError, ValueError):
-        return None
-
-
 def memory_budget() -> tuple[int | None, str]:
     """(bytes the analysis may take, what sets that figure): HLOSCOPE_HLO_MAX_BYTES (the largest file size to accept,
     counted as 10x in memory), else MemAvailable and the address-space limit, whichever is smaller; None: unknown."""
@@ -57,12 +31,12 @@ def memory_budget() -> tuple[int | None, str]:
     if limit is not None and limit.isdigit():
         return int(limit) * PEAK_BYTES_PER_TEXT_BYTE, f"HLOSCOPE_HLO_MAX_BYTES={limit}"
     candidates = []
-    available = available_memory()
+    available = _mem_available()
     if available is not None:
-        candidates.append((available, f"{available / 1e9:.1f} GB of memory available"))
-    address_space = _address_space_left()
+        candidates.append((available, f"{gb(available)} of memory available"))
+    address_space = address_space_left()
     if address_space is not None:
-        candidates.append((address_space, f"the address-space limit ({address_space / 1e9:.1f} GB left)"))
+        candidates.append((address_space, f"the address-space limit ({gb(address_space)} left)"))
     if not candidates:
         return None, ""
     return min(candidates)

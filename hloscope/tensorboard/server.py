@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import ipaddress
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from hloscope.errors import HloscopeError, MissingDependency, UsageError
+from hloscope.errors import HloscopeError, MissingDependency
 
 RUNS_PATH = "/data/plugin/profile/runs"
 
@@ -35,17 +34,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def free_port(host: str) -> int:
-    """A port nobody listens on right now (the OS picks it); TensorBoard binds it a moment later."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            return probe.getsockname()[1]
-    except OSError as error:  # an unknown name, or an address this machine does not have
-        raise UsageError(f"cannot listen on --host {host}: {error.strerror or error}") from None
 
 
 def url_host(host: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency, reading
+from hloscope.machine import available_memory, gb
 from hloscope.native_stderr import quiet_native_stderr
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
@@ -97,16 +98,15 @@ def _parse(path: Path):
 
 def _check_memory(path: Path, size: int) -> None:
     """Refuse, rather than be killed, when the file and its parsed copy cannot both fit in available memory."""
-    try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+    available = available_memory()
+    if available is None:
         return
     needed = XPLANE_MEMORY_FACTOR * size
     if needed > available:
         raise InputError(
             path,
             f"too large to read here: an xplane.pb is read whole by XLA's reader, which needs about "
-            f"{needed / 2**30:.1f} GiB for this {size / 2**30:.1f} GiB file, and {available / 2**30:.1f} GiB is free",
+            f"{gb(needed)} for this {gb(size)} file, and {gb(available)} is available",
         )
 
 

@@ -1,0 +1,58 @@
+"""What this machine gives a process: memory it may still use, and a free port. One answer to each question for
+every part of hloscope (HLO and xplane readers, TensorBoard, the torch_xla backend, tests)."""
+
+from __future__ import annotations
+
+import socket
+
+from hloscope.errors import UsageError
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still use: Linux's MemAvailable (what can be had without swapping; SC_AVPHYS_PAGES,
+    free pages only, is about half of it on a machine with a page cache), capped by what the address-space limit
+    (ulimit -v) leaves; None where neither is known."""
+    figures = [figure for figure in (_mem_available(), address_space_left()) if figure is not None]
+    return min(figures) if figures else None
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def address_space_left() -> int | None:
+    """What RLIMIT_AS (ulimit -v) leaves to this process beyond its current virtual size; None when unlimited."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            size = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+        return max(0, soft - size)
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def gb(n: float) -> str:
+    """Bytes in GB (10^9), the one unit hloscope's messages use for memory."""
+    return f"{n / 1e9:.1f} GB"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now on `host` (the OS picks it); the caller binds it a moment later."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            return int(probe.getsockname()[1])
+    except OSError as error:  # an unknown name, or an address this machine does not have
+        raise UsageError(f"cannot listen on --host {host}: {error.strerror or error}") from None
