@@ -6,6 +6,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from hloscope import units
+
 
 def add_text_row(table: Table, *cells) -> None:
     """A row whose strings are plain text, never rich markup: mode names, errors, paths and warnings come from
@@ -13,18 +15,7 @@ def add_text_row(table: Table, *cells) -> None:
     table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
 
 
-def ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
-
-
-def step_time(seconds: float | None) -> str:
-    """Milliseconds below a second (three decimals below 1 ms: a tiny model's GPU roofline bound), seconds above (a
-    12 s CPU step of vit-base stays narrow)."""
-    if seconds is None:
-        return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return ms(seconds) if seconds < 1 else f"{seconds:.3f} s"
+ms = step_time = units.ms
 
 
 def ratio(value: float) -> str:

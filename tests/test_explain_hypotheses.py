@@ -43,7 +43,7 @@ def test_recompilation_counts_compiles_and_the_slow_steps():
     slow = _base("pytorch+compile", step_times_s=times, compiles_in_window=2)
     found = _fires(h.recompilation, slow, _base("jax"))
     assert "compiled 2 time(s) inside the timed window (jax: 0)" in found.claim
-    assert "2 of 20 timed steps took over twice the median (slowest 610 ms)" in found.claim
+    assert "2 of 20 timed steps took over twice the median (slowest 610.000 ms)" in found.claim
     assert found.evidence["steps_over_twice_median"] == 2 and found.kind == "measured"
     assert "idle:compilation" in found.nodes
     assert h.recompilation(_base("a", compiles_in_window=2), _base("b", compiles_in_window=2)) is None

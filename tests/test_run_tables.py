@@ -29,7 +29,7 @@ def test_a_five_mode_table_fits_80_columns_without_cutting_anything():
     ]
     text = render({"config": CONFIG, "modes": modes})
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
-    for cell in ("torch_xla+compile", "pytorch+compile", "interrupted", "12.34 ms", "1.48x", "12.235 s", "1467x",
+    for cell in ("torch_xla+compile", "pytorch+compile", "interrupted", "12.340 ms", "1.48x", "12.235 s", "1467x",
                  "24120 MiB", "125.50 s", "0.648"):
         assert cell in text, cell
 
@@ -43,7 +43,7 @@ def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
     text = render({"config": {**CONFIG, "target": "h100"}, "modes": [entry, failed]})
     assert "…" not in text
     row = next(line for line in text.splitlines() if line.startswith("jax"))
-    assert row.split() == ["jax", "12.35", "ms", "1312", "compiled"]
+    assert row.split() == ["jax", "12.346", "ms", "1312", "compiled"]
     assert "lower bound" in text and "compiled for h100" in text
     tiny = render({"config": CONFIG, "modes": [{**entry, "roofline_lower_bound_s": 8.2e-6}]})
     assert "0.008 ms" in tiny  # a tiny model's bound is not rounded to 0.01 ms

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from hloscope import units
 from hloscope.explain.config import differences
 from hloscope.explain.hypotheses import HYPOTHESES, Annotation
 from hloscope.explain.ledger import (
@@ -238,8 +239,7 @@ def _steps_needed() -> int:
     return next(n for n in range(1, 50) if _smallest_p(n) < ALPHA)
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
+_ms = units.ms
 
 
 def _explain_compiled(summaries: list[ModeSummary]) -> dict:

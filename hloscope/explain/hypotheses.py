@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
 
+from hloscope import units
 from hloscope.explain.summary import ModeSummary
 
 # Assumed memory bandwidth, only to give the size of extra bytes a scale; labelled an estimate wherever it is used.
@@ -42,17 +43,8 @@ def _more(x: float | None, y: float | None) -> bool:
     return x is not None and y is not None and x > y * (1 + TOLERANCE) and x - y > 0
 
 
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds:.3g} s" if abs(seconds) >= 1 else f"{seconds * 1e3:.3g} ms"
-
-
-def _bytes(n: float) -> str:
-    for factor, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if n >= factor:
-            return f"{n / factor:.3g} {unit}"
-    return f"{n:.0f} B"
+_ms = units.ms
+_bytes = units.size
 
 
 def recompilation(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:

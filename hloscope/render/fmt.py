@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 def ms(seconds: float | None) -> str:
+    """Always milliseconds (tables keep one unit per column): `12.300 ms`; units.ms switches to seconds."""
     return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
 
 
