@@ -108,6 +108,7 @@ MODES: tuple[Mode, ...] = (
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="wherever JAX runs: CPU, CUDA GPUs (jax[cuda12], from PyPI wheels) and TPU; always jitted",
          target_capture="hloscope.targets.capture_torchax:capture_for_target",
+         data_parallel=_JAX_DATA_PARALLEL + " (the torch parameters' JAX arrays, through torchax)",
          attention=("eager", "sdpa"), attention_note="flash_attention_2 calls the flash-attn CUDA extension, which "
                                                        "torchax cannot trace into JAX"),
 )

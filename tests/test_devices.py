@@ -1,0 +1,108 @@
+"""--devices N (issue 18): the registry's data-parallel modes, the one-line refusals, and a JAX step over 2 virtual CPU
+devices (XLA_FLAGS --xla_force_host_platform_device_count) whose optimized HLO holds the gradient all-reduce, checked
+with XLA's own parser (jaxlib._hlo) beside hloscope's collective count."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.backends.base import RunOptions
+from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, host_device_flags
+from hloscope.errors import UsageError
+from hloscope.modes import DATA_PARALLEL_MODES, MODES
+
+
+def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
+    env.pop("XLA_FLAGS", None)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_the_registry_says_which_modes_run_data_parallel():
+    assert "jax" in DATA_PARALLEL_MODES
+    assert "pytorch" not in DATA_PARALLEL_MODES
+    assert all(bool(mode.data_parallel) == (mode.name in DATA_PARALLEL_MODES) for mode in MODES)
+
+
+def test_one_device_is_todays_run():
+    assert RunOptions().devices == 1
+    assert RunOptions().to_json()["devices"] == 1
+    check_devices("pytorch", 1, 7)  # every mode, any batch
+
+
+def test_refusals_are_one_line_naming_the_mode_or_the_batch():
+    with pytest.raises(UsageError, match="--mode pytorch: this mode runs on one device only"):
+        check_devices("pytorch", 2, 8)
+    with pytest.raises(UsageError, match="must divide by the device count"):
+        check_devices("jax", 3, 8)
+
+
+def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
+    flags = host_device_flags(f"--xla_dump_to=/x {HOST_DEVICE_COUNT_FLAG}=4", 2)
+    assert flags.split() == ["--xla_dump_to=/x", f"{HOST_DEVICE_COUNT_FLAG}=2"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("run", "--mode", "jax", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
+    (("run", "--mode", "pytorch", "--devices", "2", "--batch-size", "8"), "--mode pytorch"),
+    (("compare", "--modes", "jax,pytorch", "--devices", "2", "--batch-size", "8", "--no-audit"), "--mode pytorch"),
+])
+def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
+    result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _run(tmp_path: Path, devices: int, mode: str = "jax") -> dict:
+    result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "8", "--warmup",
+                      "3", "--devices", str(devices), "--dump-hlo", "--out", str(tmp_path), "--run-id",
+                      f"{mode}{devices}", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["jax", "torchax"])
+def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode):
+    pytest.importorskip(mode)
+    record = _run(tmp_path, 2, mode)
+    assert record["status"] == "ok"
+    assert record["config"]["devices"] == 2
+    assert record["loss"]["finite"] and record["loss"]["falling"]
+    devices = record["environment"]["devices"]
+    assert devices["count"] == 2 and devices["mesh_shape"] == {"data": 2} and devices["per_device_batch"] == 4
+    assert f"{HOST_DEVICE_COUNT_FLAG}=2" in record["environment"]["env"]["XLA_FLAGS"]
+    assert record["compiles"]["recompiled_in_window"] is False
+
+    optimized = [a for a in record["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")
+                 and a.get("stage") == "after_optimizations"]
+    assert optimized, record["artifacts"]
+    path = tmp_path / f"{mode}2" / optimized[0]["path"]
+    # XLA's own parser: the partitioned step has an all-reduce (the gradients, combined)
+    from jaxlib import _hlo
+
+    module = _hlo.hlo_module_from_text(path.read_text())
+    opcodes = [i.opcode.name for c in module.computations() for i in c.instructions()]
+    assert sum(name in ("kAllReduce", "kAllReduceStart") for name in opcodes) >= 1, sorted(set(opcodes))
+    # hloscope's count agrees
+    stats = hloscope("hlo", "stats", str(path), "--json", "--no-xla-cost")
+    assert stats.returncode == 0, stats.stderr
+    collectives = json.loads(stats.stdout)["modules"][0]["collectives"]
+    assert collectives["count"] >= 1 and collectives["bytes"] > 0, collectives
+
+
+@pytest.mark.slow
+def test_one_device_records_no_mesh(tmp_path):
+    record = _run(tmp_path, 1)
+    assert record["status"] == "ok" and record["config"]["devices"] == 1
+    assert "devices" not in record["environment"]
+    assert HOST_DEVICE_COUNT_FLAG not in (record["environment"]["env"].get("XLA_FLAGS") or "")
