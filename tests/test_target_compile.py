@@ -26,7 +26,7 @@ REQUIRED_KINDS = {"hlo", "buffer_assignment", "memory_report", "memory_analysis"
 
 
 def test_modes_without_an_xla_graph_are_refused(tmp_path):
-    with pytest.raises(UsageError, match="--mode jax or torch_xla, not pytorch"):
+    with pytest.raises(UsageError, match="--mode jax or torch_xla or torchax, not pytorch"):
         compile_for_target("pytorch", "vit-tiny", 8, "fp32", "h100", tmp_path)
     with pytest.raises(UsageError, match="GEMM backend"):
         compile_for_target("jax", "vit-tiny", 8, "fp32", "h100", tmp_path, gemm="magic")
