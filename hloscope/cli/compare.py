@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from importlib.util import find_spec
@@ -59,10 +60,14 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
-    # the audit comes first: a Ctrl-C during it leaves no comparison directory behind
-    audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
     console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False, markup=False)
+    try:
+        audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
+    except KeyboardInterrupt:  # a Ctrl-C during the audit leaves no empty comparison directory behind
+        with contextlib.suppress(OSError):
+            comparison_dir.rmdir()
+        raise
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
