@@ -60,7 +60,6 @@ def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
     command += ["--target", options.target] if options.target else []
     command += ["--check-parity"] if options.check_parity else []
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
-    command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
     command += ["--devices", str(options.devices)] if options.devices > 1 else []
     return command
