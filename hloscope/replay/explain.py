@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 from statistics import median
 
-XLA_MODES = ("jax", "torch_xla", "torchax")
+from hloscope.modes import MODES
+
+XLA_MODES = tuple(mode.name for mode in MODES if mode.xla)  # the modes whose step is an XLA program to replay
 INFERRED_NOTE = ("no replay.json: the program/overhead split is inferred from the profile's device busy and idle time "
                  "(run `hloscope replay RUN_DIR` to measure it)")
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hloscope.errors import InputError, MissingDependency, UsageError
+from hloscope.modes import BY_NAME
 from hloscope.replay.program import NotReplayable, Program, compile_program, loss_index, make_inputs
 
 SCHEMA_VERSION = 1
@@ -79,7 +80,7 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
                                                                                  dict) else None
     record: dict = {
         "schema_version": SCHEMA_VERSION, "kind": "replay", "status": "running",
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "source": {"path": str(path), "run_id": (run or {}).get("run_id"), "mode": (run or {}).get("mode"),
                    "batch_size": batch, "num_labels": labels},
         "config": {"device": device, "steps": steps, "warmup": warmup, "seed": seed, "profile": profile},
@@ -237,9 +238,10 @@ def _compiler(run: dict | None, device) -> dict:
     if run is not None:
         mode = str(run.get("mode") or "")
         packages = ((run.get("environment") or {}).get("packages") or {})
-        if mode.startswith("torch_xla"):
+        registered = BY_NAME.get(mode)
+        if registered is not None and registered.framework == "torch_xla":
             xla = f"torch_xla {packages.get('torch_xla')}'s bundled XLA (built into torch_xla's _XLAC extension)"
-        elif mode.startswith(("jax", "torchax")):
+        elif registered is not None and registered.xla:  # JAX's own programs and torchax's, compiled by jaxlib
             xla = f"jaxlib {packages.get('jaxlib')}"
         else:
             xla = None
