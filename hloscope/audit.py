@@ -19,8 +19,7 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
-from hloscope.explain.collect import _platform, _precision_setting
-from hloscope.explain.config import settings
+from hloscope.run_settings import device_platform, precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
 # Matmul precision names -> one vocabulary (torch: highest/high/medium; JAX: highest/tensorfloat32/bfloat16/default;
@@ -30,7 +29,7 @@ _MATMUL = {"highest": "fp32", "float32": "fp32", "high": "tf32", "tensorfloat32"
 
 
 def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
-    raw = _precision_setting(environment, "matmul_precision") or _precision_setting(environment, "mat_mul_precision")
+    raw = precision_setting(environment, "matmul_precision") or precision_setting(environment, "mat_mul_precision")
     if compute_dtype and compute_dtype not in ("float32", "fp32"):
         # Under autocast / a bf16 compute dtype the matmuls take bf16 inputs: the fp32-matmul setting does not apply.
         return f"{compute_dtype} inputs"
@@ -42,12 +41,12 @@ def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
 def mode_settings(record: dict) -> dict[str, str]:
     """One mode's settings in effect, `name -> text`, from its run.json (timed, compiled or `--setup-only`)."""
     environment = record.get("environment") if isinstance(record.get("environment"), dict) else {}
-    compute = _precision_setting(environment, "compute_dtype")
+    compute = precision_setting(environment, "compute_dtype")
     out = settings(record, _matmul(environment, compute), compute)
     precision = environment.get("precision") if isinstance(environment.get("precision"), dict) else {}
     if precision.get("param_dtype"):
         out["parameter dtype"] = str(precision["param_dtype"])
-    platform = _platform(environment)
+    platform = device_platform(environment)
     if platform:
         out["machine.device platform"] = platform
     for section in ("compile", "donation"):

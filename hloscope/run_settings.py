@@ -1,4 +1,5 @@
-"""What was set differently between two runs: the configuration a fair comparison must hold equal.
+"""What a run was set to, and what was set differently between two runs: the configuration a fair comparison must
+hold equal (explain lists the differences first; compare's fairness audit tabulates them before timing).
 
 `settings(run)` flattens the fields of run.json that change what a step computes or how fast it can run (model and
 its size, batch, precision and matmul precision in effect, data path, attention, device, threads, library versions,
@@ -73,3 +74,26 @@ def differences(a: dict[str, str], b: dict[str, str]) -> list[dict]:
     recorded is not a difference: frameworks record different things (PyTorch has no compute-dtype field, hloscope
     sets XLA_FLAGS only for the XLA modes' dumps)."""
     return [{"field": name, "a": a[name], "b": b[name]} for name in sorted(set(a) & set(b)) if a[name] != b[name]]
+
+
+def device_platform(environment: dict) -> str:
+    """cpu | gpu | tpu | "" from the device fields the backends record (their names differ by framework)."""
+    for key in ("backend", "device_type", "pjrt_device", "device_kind", "device", "device_name", "platform"):
+        text = str(environment.get(key) or "").lower()
+        if "cuda" in text or "gpu" in text or "rocm" in text:
+            return "gpu"
+        if "tpu" in text:
+            return "tpu"
+        if text.startswith("cpu"):
+            return "cpu"
+    return ""
+
+
+def precision_setting(environment: dict, name: str) -> str | None:
+    """The first setting under environment.precision whose key contains `name` (frameworks name them differently)."""
+    precision = environment.get("precision")
+    if isinstance(precision, dict):
+        for key, value in precision.items():
+            if name in key and isinstance(value, str) and value:
+                return value
+    return None

@@ -63,7 +63,7 @@ def test_a_setting_only_one_framework_records_is_not_a_mismatch_and_errors_are_l
 
 def test_settings_reuse_explains_and_add_the_audit_fields():
     settings = mode_settings(_record("jax", "bf16", compute="bfloat16"))
-    assert settings["precision"] == "bf16" and settings["attention"] == "eager"  # explain.config.settings
+    assert settings["precision"] == "bf16" and settings["attention"] == "eager"  # run_settings.settings
     assert settings["matmul precision in effect"] == "bfloat16 inputs"
     assert settings["parameter dtype"] == "float32" and settings["donation.state_in_place"] == "True"
 

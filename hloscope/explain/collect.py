@@ -9,39 +9,16 @@ from pathlib import Path
 from statistics import median
 
 from hloscope.errors import HloscopeError
-from hloscope.explain.config import settings
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.run_fields import RunFields
+from hloscope.run_settings import device_platform, precision_setting, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
 from hloscope.trace.step_profile import profile_steps, step_parts
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
 TIMELINE_LIMIT = 4000
-
-
-def _platform(environment: dict) -> str:
-    """cpu | gpu | tpu | "" from the device fields the backends record (their names differ by framework)."""
-    for key in ("backend", "device_type", "pjrt_device", "device_kind", "device", "device_name", "platform"):
-        text = str(environment.get(key) or "").lower()
-        if "cuda" in text or "gpu" in text or "rocm" in text:
-            return "gpu"
-        if "tpu" in text:
-            return "tpu"
-        if text.startswith("cpu"):
-            return "cpu"
-    return ""
-
-
-def _precision_setting(environment: dict, name: str) -> str | None:
-    """The first setting under environment.precision whose key contains `name` (frameworks name them differently)."""
-    precision = environment.get("precision")
-    if isinstance(precision, dict):
-        for key, value in precision.items():
-            if name in key and isinstance(value, str) and value:
-                return value
-    return None
 
 
 def _compiles(in_window) -> int | None:
@@ -58,15 +35,15 @@ def from_run_record(run: dict) -> ModeSummary:
     fields = RunFields(run)
     environment, compiles = fields.section("environment"), fields.section("compiles")
     summary = ModeSummary(
-        mode=run.get("mode", "?"), status=run.get("status", "?"), platform=_platform(environment),
+        mode=run.get("mode", "?"), status=run.get("status", "?"), platform=device_platform(environment),
         step_time_s=fields.number("timing", "median_s"), mean_s=fields.number("timing", "mean_s"),
         step_times_s=fields.numbers("timing", "step_times_s"), first_step_s=fields.number("timing", "first_step_s"),
         throughput_img_s=fields.number("timing", "throughput_img_s"),
         compiles_in_window=_compiles(compiles.get("in_window")),
         data=fields.text("config", "data"), precision=fields.text("config", "precision"),
-        matmul_precision=(_precision_setting(environment, "matmul_precision")
-                          or _precision_setting(environment, "mat_mul_precision")),
-        compute_dtype=_precision_setting(environment, "compute_dtype"),
+        matmul_precision=(precision_setting(environment, "matmul_precision")
+                          or precision_setting(environment, "mat_mul_precision")),
+        compute_dtype=precision_setting(environment, "compute_dtype"),
     )
     summary.step_spread = spread(summary.step_times_s)
     noisy = fields.section("timing").get("noisy")

@@ -18,7 +18,6 @@ from __future__ import annotations
 from statistics import median
 
 from hloscope import units
-from hloscope.explain.config import differences
 from hloscope.explain.hypotheses import HYPOTHESES, Annotation
 from hloscope.explain.ledger import (
     WITHIN_NOISE,
@@ -28,6 +27,7 @@ from hloscope.explain.ledger import (
     op_deltas,
 )
 from hloscope.explain.summary import ModeSummary
+from hloscope.run_settings import differences
 from hloscope.significance import ALPHA, median_difference, median_ratio, spread
 
 MIN_GAP = 0.05  # a gap smaller than this fraction of the baseline's step is no practical difference
