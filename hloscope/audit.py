@@ -40,10 +40,10 @@ def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
 
 def mode_settings(record: dict) -> dict[str, str]:
     """One mode's settings in effect, `name -> text`, from its run.json (timed, compiled or `--setup-only`)."""
-    environment = record.get("environment") if isinstance(record.get("environment"), dict) else {}
+    environment: dict = record["environment"] if isinstance(record.get("environment"), dict) else {}
     compute = precision_setting(environment, "compute_dtype")
     out = settings(record, _matmul(environment, compute), compute)
-    precision = environment.get("precision") if isinstance(environment.get("precision"), dict) else {}
+    precision: dict = environment["precision"] if isinstance(environment.get("precision"), dict) else {}
     if precision.get("param_dtype"):
         out["parameter dtype"] = str(precision["param_dtype"])
     platform = device_platform(environment)
@@ -59,8 +59,8 @@ def mode_settings(record: dict) -> dict[str, str]:
                     value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
                 if value is not None and not isinstance(value, list):
                     out[f"{section}.{key}"] = str(value)
-    compiles = record.get("compiles") if isinstance(record.get("compiles"), dict) else {}
-    total = compiles.get("total") if isinstance(compiles.get("total"), dict) else {}
+    compiles: dict = record["compiles"] if isinstance(record.get("compiles"), dict) else {}
+    total: dict = compiles["total"] if isinstance(compiles.get("total"), dict) else {}
     for key in ("dynamo_graph_breaks", "dynamo_recompiles"):
         if key in total:
             out[f"compile.{key}"] = str(total[key])

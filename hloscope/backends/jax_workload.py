@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import MissingDependency, UsageError
-from hloscope.models.presets import VitPreset, get_preset
+from hloscope.models.presets import Preset, TextPreset, get_preset
 
 LEARNING_RATE = 0.01
 
@@ -65,7 +65,7 @@ def apply_precision(precision: str) -> tuple[str | None, str]:
     return matmul_precision, dtype
 
 
-def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
+def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
                        torch_weights: bool = False) -> JaxWorkload:
     """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time. `torch_weights`
     (--check-parity): start from the seeded PyTorch model's weights, converted to Flax (`parity_weights`)."""
@@ -76,7 +76,7 @@ def build_jax_workload(preset: VitPreset | str, batch_size: int, precision: str 
     if isinstance(preset, str):
         preset = get_preset(preset)
     matmul_precision, dtype = apply_precision(precision)
-    if preset.kind == "text":
+    if isinstance(preset, TextPreset):
         model = _flax_text_model(preset, seed, getattr(jnp, dtype))
     else:
         config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
@@ -128,7 +128,7 @@ def _flax_text_model(preset, seed: int, dtype):
     return model_class(config, seed=seed, dtype=dtype, input_shape=(1, preset.seq_len))
 
 
-def parity_weights(preset: VitPreset, seed: int, flax_model) -> tuple[Any, str]:
+def parity_weights(preset: Preset, seed: int, flax_model) -> tuple[Any, str]:
     """The seeded PyTorch model's weights (`torch_workload.build_model`, as every PyTorch mode and torchax start from)
     as Flax parameters, converted by transformers' own `convert_pytorch_state_dict_to_flax` (Linear kernels
     transposed, convolution kernels to HWIO, LayerNorm weight -> scale). Imports torch: only under --check-parity."""

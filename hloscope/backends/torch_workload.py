@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import MissingDependency
-from hloscope.models.presets import VitPreset
+from hloscope.models.presets import Preset
 
 LEARNING_RATE = 0.01  # same as the JAX mode
 # --attention -> transformers' attn_implementation
 ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
 
 
-def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
+def build_model(preset: Preset, seed: int, attention: str = "eager"):
     """The preset's PyTorch model (ViTForImageClassification, NCHW input, for the ViTs; `preset.torch_class` for the
     text presets), on the CPU, seeded; `attention` is transformers' `attn_implementation` (eager by default, as the
     benchmark)."""
@@ -44,7 +44,7 @@ def build_model(preset: VitPreset, seed: int, attention: str = "eager"):
     return model_class(config)
 
 
-def device_pool(preset: VitPreset, batch_size: int, seed: int, device):
+def device_pool(preset: Preset, batch_size: int, seed: int, device):
     """The shared synthetic pool (same numbers as the JAX mode) as torch tensors on `device`."""
     from hloscope.backends.data import synthetic_pool
     from hloscope.backends.torch_common import import_torch
@@ -101,7 +101,7 @@ class TorchWorkload:
         return loss
 
 
-def build_torch_workload(preset: VitPreset, batch_size: int, seed: int, device, *, precision: str,
+def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, precision: str,
                          autocast_device: str, compile_kwargs: dict | None = None,
                          sync: Callable[[], None] = lambda: None, data: str = "device",
                          n_batches: int = 0, attention: str = "eager") -> TorchWorkload:

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, InputError, UsageError
+from hloscope.hlo.load import LoadedModule
 
 
 @dataclass
 class Side:
     path: str
-    loaded: object  # hloscope.hlo.load.LoadedModule: the largest of `graphs`
+    loaded: LoadedModule  # the largest of `graphs`
     stats: dict  # the `hlo stats` record of the one graph, or the sum over `graphs` (hloscope.diff.compare.total_record)
     run: dict | None = None
     trace: dict | None = None

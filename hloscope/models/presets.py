@@ -146,16 +146,19 @@ TEXT_PRESETS: dict[str, TextPreset] = {
 ALL_PRESETS: dict[str, VitPreset | TextPreset] = {**PRESETS, **TEXT_PRESETS}
 
 
-def get_preset(name: str, seq_len: int | None = None) -> VitPreset | TextPreset:
+Preset = VitPreset | TextPreset  # what --model names: an image (ViT) or a text (causal LM, masked LM) preset
+
+
+def get_preset(name: str, seq_len: int | None = None) -> Preset:
     try:
         preset = ALL_PRESETS[name]
     except KeyError:
         raise UsageError(f"unknown model preset '{name}'; choose one of: {', '.join(ALL_PRESETS)}") from None
     if seq_len is not None:
-        if preset.kind != "text":
+        if not isinstance(preset, TextPreset):
             raise UsageError(f"--seq-len {seq_len}: {name} takes images, not sequences (text presets: "
                              f"{', '.join(TEXT_PRESETS)})")
-        limit = preset.config.get("n_positions") or preset.config.get("max_position_embeddings")
+        limit = int(preset.config.get("n_positions") or preset.config.get("max_position_embeddings") or 0)
         if not 2 <= seq_len <= limit:
             raise UsageError(f"--seq-len {seq_len}: {name} takes sequences of 2 to {limit} tokens")
         preset = dataclasses.replace(preset, seq_len=seq_len)
