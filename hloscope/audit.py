@@ -19,7 +19,7 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
-from hloscope.run_settings import device_platform, precision_setting, settings
+from hloscope.run_settings import precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
 # Matmul precision names -> one vocabulary (torch: highest/high/medium; JAX: highest/tensorfloat32/bfloat16/default;
@@ -46,9 +46,6 @@ def mode_settings(record: dict) -> dict[str, str]:
     precision: dict = environment["precision"] if isinstance(environment.get("precision"), dict) else {}
     if precision.get("param_dtype"):
         out["parameter dtype"] = str(precision["param_dtype"])
-    platform = device_platform(environment)
-    if platform:
-        out["machine.device platform"] = platform
     for section in ("compile", "donation"):
         values = environment.get(section)
         if isinstance(values, dict):

@@ -49,15 +49,20 @@ def check_path(path: str | os.PathLike) -> str:
     return text
 
 
-def regular_file(path: str | os.PathLike, what: str = "file", hint: str = "") -> os.stat_result:
-    """stat(path), refusing a missing file, a NUL in the name, a permission error and anything not a regular file."""
-    name = check_path(path)
+def _stat(name: str) -> os.stat_result:
+    """stat(name), a missing or unreadable file being one InputError naming it."""
     try:
-        info = os.stat(name)
+        return os.stat(name)
     except FileNotFoundError:
         raise InputError(name, "no such file") from None
     except OSError as error:
         raise InputError(name, f"cannot read: {error.strerror or error}") from None
+
+
+def regular_file(path: str | os.PathLike, what: str = "file", hint: str = "") -> os.stat_result:
+    """stat(path), refusing a missing file, a NUL in the name, a permission error and anything not a regular file."""
+    name = check_path(path)
+    info = _stat(name)
     if not stat.S_ISREG(info.st_mode):
         if stat.S_ISDIR(info.st_mode):
             raise InputError(name, f"is a directory, expected {what}")
@@ -125,12 +130,7 @@ def read_stream_once(path: str | os.PathLike, what: str, max_bytes: int = 16 << 
     """A regular file, or a pipe such as `<(cat spec)` read to its end exactly once: never blocking longer than
     `timeout_s` (a FIFO nobody writes to reads as empty at once), never more than `max_bytes`. Devices are refused."""
     name = check_path(path)
-    try:
-        info = os.stat(name)
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except OSError as error:
-        raise InputError(name, f"cannot read: {error.strerror or error}") from None
+    info = _stat(name)
     if not stat.S_ISFIFO(info.st_mode):
         return read_bytes(name, what, max_bytes)
     fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)

@@ -48,6 +48,9 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
     for key in _MACHINE:
         if environment.get(key) not in (None, "", [], {}):
             out[f"machine.{key}"] = _text(environment[key])
+    platform = device_platform(environment)
+    if platform:
+        out["machine.device platform"] = platform
     if matmul_precision:
         out["matmul precision in effect"] = matmul_precision
     if compute_dtype:

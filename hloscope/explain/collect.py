@@ -51,8 +51,6 @@ def from_run_record(run: dict) -> ModeSummary:
     batch = fields.number("config", "batch_size")
     summary.batch_size = int(batch) if batch else None
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
-    if summary.platform:
-        summary.settings["machine.device platform"] = summary.platform
     if summary.status == "compiled":
         add_compiled(summary, fields)
     return summary
