@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import ARTIFACTS
 
-MODE_DIRS = ("pytorch", "pytorch_compile", "torch_xla", "torch_xla_compile", "jax")
+from hloscope.modes import MODES
+
+# compare's default modes (every registered mode; all are installed here), by run-directory name
+MODE_DIRS = tuple(mode.dir_name for mode in MODES)
 A100_KINETO = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 AMD_JAX_XPLANE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
 URL_PREFIX = "TensorBoard "
