@@ -199,7 +199,8 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
     XProf groups events into steps only when no plane has a `group_id` stat yet (tsl's IsXSpaceGrouped), from
     TensorFlow/JAX root events PyTorch does not write; so the grouping is done here, the way `hloscope trace stats`
     assigns steps (hloscope/trace/steps.py):
-    - every `ProfilerStep#N` gets `group_id` N and `step_name` N (XProf's implicit host step marker); every host event
+    - every `ProfilerStep#N` gets `group_id` N and `step_name` "ProfilerStep#N" (XProf's implicit host step marker;
+      its trace viewer draws an event under its `step_name`, so the marker keeps its own name there); every host event
       that starts inside a step's marker gets that step's `group_id` (host-only traces: XProf's step is the marker);
     - a device event gets the `group_id` of the step in which its launch (same `correlation_id`) started, or, without
       a launch record, of the last step that started before it; each GPU plane gets a "Steps" line (XProf's derived
@@ -225,7 +226,7 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
             number = _step_number(name)
             if number is not None:
                 args["group_id"] = number
-                args["step_name"] = str(number)
+                args["step_name"] = name  # the trace viewer shows this name; the step number is the group_id
             elif windows:
                 step = locator.index_at(start)
                 if step is not None:
