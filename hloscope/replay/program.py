@@ -191,8 +191,17 @@ def make_inputs(program: Program, device, batch_size: int | None, num_labels: in
     uniform in [0, num_labels), integer scalars (step counters) 0, unsigned scalars (RNG seeds) a fixed seed."""
     import jax
 
-    if any(shape.dtype in ("s64", "u64", "f64", "c128") for shape in program.parameters):
-        jax.config.update("jax_enable_x64", True)  # else device_put narrows int64 labels to int32
+    # 64-bit parameters need x64 while their arrays are placed (device_put narrows int64 labels to int32 otherwise);
+    # the arrays keep their type after it. Only for this: a global switch would change every later JAX program of the
+    # process (a notebook's, or another command's in the same process: it changed the --target capture's arguments).
+    wide = any(shape.dtype in ("s64", "u64", "f64", "c128") for shape in program.parameters)
+    with jax.enable_x64(wide):
+        return _place_inputs(program, device, batch_size, num_labels, seed)
+
+
+def _place_inputs(program: Program, device, batch_size: int | None, num_labels: int | None, seed: int) -> list:
+    import jax
+
     rng = np.random.default_rng(seed)
     classes = max(int(num_labels or 2), 1)
     arrays = []
