@@ -1,1 +1,2 @@
-"""Rank what explains the step-time gap between modes: pure rules over per-mode summaries (see docs/diff-explain.md)."""
+"""Explain step-time gaps: significance of each gap, the measured ledger of each run's profiled steps, and hypotheses
+that annotate the parts that differ (see docs/diff-explain.md)."""
