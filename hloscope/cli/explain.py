@@ -52,13 +52,10 @@ def _fail_on_unreadable_runs(summaries) -> None:
     unreadable = [summary for summary in summaries if summary.status == "unreadable"]
     for summary in unreadable:
         click.echo(f"hloscope: error: {summary.notes[0]}", err=True)
-    # a corrupt trace of a readable run: the report shows the run without its trace part; the file is named here
-    corrupt = [note.removeprefix(_TRACE_NOT_READ) for summary in summaries if summary.status != "unreadable"
-               for note in summary.notes if note.startswith(_TRACE_NOT_READ)]
-    for note in corrupt:
-        click.echo(f"hloscope: error: {note}".replace("\n", "\\n"), err=True)
+    # a corrupt file of a readable run: the report shows the run without that part; the file is named here
+    corrupt = [error for summary in summaries if summary.status != "unreadable" for error in summary.unreadable_files]
+    for error in corrupt:
+        click.echo(f"hloscope: error: {error}".replace("\n", "\\n"), err=True)
     if unreadable or corrupt:
         sys.exit(2)
 
-
-_TRACE_NOT_READ = "trace not read: "  # hloscope.explain.collect's note for a trace it could not read

@@ -210,6 +210,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")
+            summary.unreadable_files.append(str(error))
     elif summary.status != "compiled":  # a run compiled for a target GPU never ran: there is nothing to profile
         summary.notes.append("no profiler trace in this run (run with --profile)")
     return summary

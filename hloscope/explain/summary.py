@@ -70,6 +70,8 @@ class ModeSummary:
     replay: dict | None = None
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
+    # the errors of files the run lists but that cannot be read (bad input: explain names them and exits 2)
+    unreadable_files: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         ledger = self.ledger
