@@ -26,14 +26,14 @@ PathLike = str | os.PathLike
 def load_run(path: PathLike) -> dict:
     """A run directory's run.json (or the file itself), checked: newer schemas, missing artifacts and impossible
     values are refused."""
-    from hloscope.rundir import load_run as load
+    from hloscope.runs.rundir import load_run as load
 
     return load(Path(path))
 
 
 def load_comparison(path: PathLike) -> dict:
     """A comparison directory's comparison.json, checked, with `_dir` set to the directory."""
-    from hloscope.rundir import load_comparison as load
+    from hloscope.runs.rundir import load_comparison as load
 
     return load(Path(path))
 

@@ -1,4 +1,4 @@
-"""The fairness audit of `compare` (hloscope/audit.py): every setting in effect per mode, mismatches flagged."""
+"""The fairness audit of `compare` (hloscope/runs/audit.py): every setting in effect per mode, mismatches flagged."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from hloscope.audit import audit, audit_table, mismatch_lines, mode_settings
+from hloscope.render.run_tables import audit_table
+from hloscope.runs.audit import audit, mismatch_lines, mode_settings
 
 
 def _record(mode: str, precision: str = "fp32", *, compute="float32", matmul="highest", key="matmul_precision",
@@ -58,7 +60,11 @@ def test_a_setting_only_one_framework_records_is_not_a_mismatch_and_errors_are_l
     assert result["ok"] and result["errors"] == {"jax": "jax could not be set up"}
     (row,) = [row for row in result["rows"] if row["setting"] == "env.PJRT_DEVICE"]
     assert row["status"] == "recorded by some"
-    audit_table(result)  # renders
+    console = Console(width=200, record=True)
+    console.print(audit_table(result))
+    text = console.export_text()
+    assert "not audited: jax could not be set up" in text
+    assert "some modes" in text and "MISMATCH" not in text
 
 
 def test_settings_reuse_explains_and_add_the_audit_fields():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.rundir import load_comparison, load_run
+from hloscope.runs.rundir import load_comparison, load_run
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from hloscope.backends.base import RunOptions
-from hloscope.compare_runner import (
+from hloscope.runs.rundir import load_run, write_run
+from hloscope.runs.runner import (
     ModeOutcome,
     add_ratios,
     describe_exit,
@@ -16,7 +17,6 @@ from hloscope.compare_runner import (
     stderr_tail,
     summary_entry,
 )
-from hloscope.rundir import load_run, write_run
 
 
 def test_exits_are_described_for_people():

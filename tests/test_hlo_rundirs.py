@@ -14,7 +14,7 @@ import pytest
 from test_hlo_parser import our_view, split_for_xla, xla_view
 
 from hloscope.hlo.parser import parse_hlo_file
-from hloscope.rundir import find_runs, load_run
+from hloscope.runs.rundir import find_runs, load_run
 
 pytestmark = pytest.mark.slow
 

@@ -218,7 +218,7 @@ def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
     """A run directory as the harness writes it (rundir.write_run), holding the MLP GPU dump as its artifacts."""
     import shutil
 
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = rundir.create_run_dir(root, run_id=mode.replace("+", "_"))
     artifacts = []
@@ -242,7 +242,7 @@ def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
 def test_run_and_comparison_directories(tmp_path, cli_run):
     if not (FIXTURES / "gpu_aot/mlp_sm90_triton").is_dir():
         pytest.skip("fixtures not present")
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     jax_run = _make_run(tmp_path, "jax", with_hlo=True)
     code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(jax_run))

@@ -1,4 +1,4 @@
-"""--check-parity: the comparison of the modes' first-step probes (hloscope/parity.py), and, slow, a real comparison
+"""--check-parity: the comparison of the modes' first-step probes (hloscope/runs/parity.py), and, slow, a real comparison
 in which every mode starts from the same weights and agrees on the first batch's loss and gradient norm."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.parity import evaluate, parity_lines, tolerances
+from hloscope.runs.parity import evaluate, parity_lines, tolerances
 
 
 def _probe(loss=2.366469, grad=5.150369, weights=18.766718, **extra):

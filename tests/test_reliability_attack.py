@@ -86,7 +86,7 @@ def test_run_and_comparison_tables_show_user_strings_as_written():
 
     from rich.console import Console
 
-    from hloscope.run_tables import comparison_table, run_table
+    from hloscope.render.run_tables import comparison_table, run_table
 
     record = {"mode": "jax[/]", "status": "failed", "error": "[bold]boom[/bold] in neg[/]", "config": {"model": "m[x]"},
               "timing": {}, "memory": {}, "artifacts": []}
@@ -307,7 +307,7 @@ def test_negative_durations_never_give_negative_device_time(tmp_path):
 
 
 def test_run_json_is_strict_json_even_with_a_nan_clock(tmp_path):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     rundir.write_run(tmp_path, {"timing": {"median_s": math.nan, "steps": [1.0, math.inf]}})
     text = (tmp_path / "run.json").read_text()
@@ -323,8 +323,9 @@ def _fake_compare(tmp_path, monkeypatch, outcomes):
     the parent receive SIGTERM while that mode runs."""
     import signal
 
-    from hloscope import compare_runner, rundir
     from hloscope.backends.base import RunOptions
+    from hloscope.runs import rundir
+    from hloscope.runs import runner as compare_runner
 
     def fake_run_mode(options, comparison_dir, timeout_s=None, on_poll=None):
         run = comparison_dir / options.mode

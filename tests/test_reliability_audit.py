@@ -213,7 +213,7 @@ def test_report_appearing_during_the_work_is_not_overwritten(tmp_path, monkeypat
 
 _MAKE_DIR = """
 import sys, time
-from hloscope.rundir import create_run_dir
+from hloscope.runs.rundir import create_run_dir
 start = float(sys.argv[2])
 while time.time() < start:
     time.sleep(0.001)

@@ -108,7 +108,7 @@ def _dead_pid() -> int:
 
 
 def test_a_failed_write_is_an_output_error_and_leaves_the_old_record(tmp_path, monkeypatch):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     rundir.write_run(tmp_path, {"status": "ok", "n": 1})
     monkeypatch.setenv(rundir.TEST_ENOSPC_ENV, "run.json@1")
@@ -156,7 +156,7 @@ def test_a_child_on_a_full_disk_fails_in_one_line_and_compare_reports_it(tmp_pat
 
 
 def test_a_running_comparison_with_a_dead_writer_is_said_and_its_runs_recovered(tmp_path, capsys):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     for mode in ("jax", "pytorch"):
         (tmp_path / mode).mkdir()
@@ -178,7 +178,7 @@ def test_a_running_comparison_with_a_dead_writer_is_said_and_its_runs_recovered(
 
 
 def test_a_running_run_with_a_dead_writer_is_said_once(tmp_path, capsys):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     rundir.write_json_atomic(tmp_path / "run.json", {
         "schema_version": 1, "run_id": "r", "mode": "jax", "status": "running", "config": {}, "artifacts": [],
@@ -190,7 +190,7 @@ def test_a_running_run_with_a_dead_writer_is_said_once(tmp_path, capsys):
 
 
 def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tmp_path):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = tmp_path / "jax"
     (run / ".xla_dump").mkdir(parents=True)
@@ -264,7 +264,7 @@ def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
 
 
 def rundir_load(path: Path) -> dict:
-    from hloscope.rundir import load_comparison
+    from hloscope.runs.rundir import load_comparison
 
     return load_comparison(path)
 

@@ -278,7 +278,7 @@ def test_a_file_where_a_directory_is_expected(tmp_path, command):
 
 def _good_run(root: Path, name: str = "jax") -> Path:
     """A run directory as the harness writes it (rundir.write_run), holding a real XLA GPU dump and a real xplane."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = rundir.create_run_dir(root, run_id=name)
     (run / "hlo").mkdir()
@@ -382,7 +382,7 @@ def test_truncated_xplane_inside_a_run_is_named(tmp_path):
 @pytest.mark.parametrize("command", ["hlo stats", "trace stats", "explain", "diff"])
 @needs_fixtures
 def test_newer_comparison_is_refused_saying_so(tmp_path, command):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
     _good_run(comparison, "jax")
@@ -397,7 +397,7 @@ def test_newer_comparison_is_refused_saying_so(tmp_path, command):
 @needs_fixtures
 def test_explain_shows_the_readable_runs_and_fails_on_the_broken_one(tmp_path):
     """One broken run never hides the others (its row says why), and the command still exits 2 naming the file."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
     _good_run(comparison, "jax")
@@ -641,7 +641,7 @@ def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, 
 @needs_fixtures
 def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
     """These once reached rich's table as non-strings (NotRenderableError traceback), or gave an empty report, exit 0."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
     _good_run(comparison, "jax")

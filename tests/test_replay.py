@@ -116,7 +116,8 @@ def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):
 
 def test_explain_split_measured_and_inferred():
     from hloscope.explain.summary import ModeSummary
-    from hloscope.replay.explain import replay_line, split
+    from hloscope.render.explain_views import replay_line
+    from hloscope.replay.explain import split
 
     steps = [0.010 + 0.0001 * i for i in range(10)]
     program = [0.002 + 0.00005 * i for i in range(10)]

@@ -9,7 +9,7 @@ import pytest
 
 from hloscope.backends import driver
 from hloscope.backends.base import RunOptions, Session
-from hloscope.rundir import create_run_dir, load_run
+from hloscope.runs.rundir import create_run_dir, load_run
 
 
 class FakeSession(Session):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.machine import free_port
-from hloscope.rundir import find_runs, load_comparison, load_run
+from hloscope.runs.rundir import find_runs, load_comparison, load_run
 
 pytestmark = pytest.mark.slow
 

@@ -83,7 +83,7 @@ def test_bf16_with_the_loader_is_in_effect(tmp_path, mode, precision_key, expect
     import subprocess
     import sys
 
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "vit-tiny",
                              "--batch-size", "4", "--steps", "3", "--warmup", "1", "--precision", "bf16",

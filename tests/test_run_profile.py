@@ -69,7 +69,7 @@ def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, ste
     result = subprocess.run(args, capture_output=True, text=True, timeout=600,
                             env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})})
     assert result.returncode == 0, result.stderr[-3000:]
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     return load_run(out / run_id)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from hloscope.compare_runner import summary_entry
-from hloscope.run_tables import comparison_table
+from hloscope.render.run_tables import comparison_table
+from hloscope.runs.runner import summary_entry
 
 CONFIG = {"model": "vit-tiny", "batch_size": 8, "steps": 20, "precision": "fp32", "data": "loader"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.errors import InputError, UsageError
-from hloscope.rundir import (
+from hloscope.runs.rundir import (
     create_run_dir,
     find_runs,
     load_comparison,
@@ -139,7 +139,7 @@ def test_run_json_gets_the_permissions_of_an_ordinary_file(tmp_path):
     import os
     import stat
 
-    from hloscope.rundir import write_json_atomic
+    from hloscope.runs.rundir import write_json_atomic
 
     old = os.umask(0o022)
     try:

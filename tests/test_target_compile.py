@@ -182,7 +182,7 @@ def test_cli_refuses_before_making_a_directory(cli_run, tmp_path):
 @pytest.mark.slow
 @needs_plugin
 def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target", "h100",
                              "--out", str(tmp_path), "--run-id", "jax-h100", "--json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.rundir import load_run
+from hloscope.runs.rundir import load_run
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(find_spec("torchax") is None, reason="torchax is not installed")]

@@ -33,7 +33,7 @@ def _run_record(artifacts: list[dict]) -> dict:
 
 def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
     """A run directory holds a PyTorch trace and a JAX-style TensorBoard logdir, listed in run.json; both are read."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
@@ -65,7 +65,7 @@ def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
 def test_comparison_directory_reads_the_traces_of_its_modes_in_its_order(cli_run, fixtures_dir, tmp_path):
     """A comparison directory: the traces of the runs comparison.json lists, in its order; a failed mode with no run
     directory is skipped, and a run directory not listed is not read."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     comparison = tmp_path / "cmp"
     for mode, fixture, name in [
@@ -90,7 +90,7 @@ def test_comparison_directory_reads_the_traces_of_its_modes_in_its_order(cli_run
 
 
 def test_a_run_that_lists_no_trace_is_searched(cli_run, fixtures_dir, tmp_path):
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = tmp_path / "run"
     run.mkdir()

@@ -204,11 +204,14 @@ def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
 
 
 def test_progress_bar_counts_files(job64, capsys):
+    from hloscope.render.progress import FileProgressBar
     from hloscope.trace import job
 
     files = [str(f) for f in sorted(job64.glob("rank-*.json.gz"))][:3]
-    results = job.run_per_file(job.summarize_file, files, jobs=1, progress=True)
+    bar = FileProgressBar()
+    results = job.run_per_file(job.summarize_file, files, jobs=1, progress=bar, done={0: {"file": files[0]}})
     assert [r["file"] for r in results] == files
+    assert bar.completed == 3  # one resumed, two read
 
 
 def test_export_duckdb_matches_trace_stats(job64, job64_serial, tmp_path, cli_run):

@@ -183,7 +183,7 @@ def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_
 
     from jax.profiler import ProfileData
 
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     run = tmp_path / "run"
     (run / "hlo").mkdir(parents=True)

@@ -146,7 +146,7 @@ class Session:
     def parity(self) -> dict:
         """--check-parity, right after setup (the weights are still the initial ones): on the shared first batch
         (`data.parity_batch`), the loss, the global L2 norm of the gradients and of the weights, without updating the
-        weights. run.json `parity` (see hloscope/parity.py)."""
+        weights. run.json `parity` (see hloscope/runs/parity.py)."""
         raise NotImplementedError(f"{self.options.mode} has no parity probe")
 
     def window_starting(self) -> None:

@@ -19,10 +19,10 @@ from pathlib import Path
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.devices import prepare_environment
 from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
-from hloscope.environment import collect_environment, env_vars
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
-from hloscope.rundir import SCHEMA_VERSION, write_run
+from hloscope.runs.environment import collect_environment, env_vars
+from hloscope.runs.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
 # purpose right after its setup, so tests can check that compare reports the failure and completes the other modes.

@@ -37,11 +37,11 @@ def available_modes() -> tuple[list[str], list[str]]:
               help="Skip the fairness audit (every mode set up once before timing to record the settings in effect).")
 def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
-    from hloscope.compare_runner import run_comparison
     from hloscope.models.presets import get_preset
     from hloscope.modes import parse_modes
-    from hloscope.run_tables import comparison_table
-    from hloscope.rundir import create_run_dir
+    from hloscope.render.run_tables import comparison_table
+    from hloscope.runs.rundir import create_run_dir
+    from hloscope.runs.runner import run_comparison
 
     get_preset(values["model"], values.get("seq_len"))
     console = Console(stderr=True)
@@ -98,7 +98,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             _print_compiled(comparison, comparison_dir)
         _print_new_mismatches(comparison, console)
         if comparison.get("parity"):  # --check-parity
-            from hloscope.parity import parity_lines
+            from hloscope.runs.parity import parity_lines
 
             lines = parity_lines(comparison["parity"])
             colour = "green" if comparison["parity"]["ok"] else "red"
@@ -123,8 +123,9 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
 
 
 def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:
-    """The fairness audit before timing (hloscope/audit.py): the table on stderr, each mismatch in red."""
-    from hloscope.audit import audit_table, mismatch_lines, run_audit
+    """The fairness audit before timing (hloscope/runs/audit.py): the table on stderr, each mismatch in red."""
+    from hloscope.render.run_tables import audit_table
+    from hloscope.runs.audit import mismatch_lines, run_audit
 
     with console.status("fairness audit: setting every mode up") as status:
         record = run_audit(selected, options_for, timeout_s,
@@ -140,7 +141,7 @@ def _audit(selected: list[str], options_for, timeout_s: float | None, console: C
 
 def _print_new_mismatches(comparison: dict, console: Console) -> None:
     """After timing: mismatches in the timed runs that the audit before timing had not seen."""
-    from hloscope.audit import mismatch_lines
+    from hloscope.runs.audit import mismatch_lines
 
     audit = comparison.get("audit") or {}
     if not audit.get("timed_runs"):
@@ -176,8 +177,8 @@ def _packages_hint() -> str:
 
 def _print_compiled(comparison: dict, comparison_dir) -> None:
     from hloscope.errors import InputError
-    from hloscope.rundir import load_run
-    from hloscope.targets.run_target import compiled_comparison_table
+    from hloscope.render.run_tables import compiled_comparison_table
+    from hloscope.runs.rundir import load_run
 
     records = []
     for entry in comparison["modes"]:

@@ -90,7 +90,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     from hloscope.backends import preflight
     from hloscope.models.presets import get_preset
     from hloscope.modes import BY_NAME, get_mode, mode_name
-    from hloscope.rundir import create_run_dir
+    from hloscope.runs.rundir import create_run_dir
 
     if mode in BY_NAME:  # a full mode name (`pytorch+compile`) is its framework plus --compile-model
         mode, compile_model = BY_NAME[mode].framework, compile_model or BY_NAME[mode].compile
@@ -115,7 +115,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     elif setup_only:
         click.echo(f"{mode} set up, no step run; settings in effect in {run_dir / 'run.json'}")
     else:
-        from hloscope.run_tables import run_table
+        from hloscope.render.run_tables import run_table
 
         Console().print(run_table(record))
         click.echo(f"run directory: {run_dir}")
@@ -132,8 +132,9 @@ def _print_run_json(run_dir: Path) -> None:
 def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
     """--target: compile instead of timing (hloscope.targets.run_target); run.json says `compiled`."""
     from hloscope.modes import get_mode
-    from hloscope.rundir import create_run_dir
-    from hloscope.targets.run_target import check_target_run, compiled_table, execute_target
+    from hloscope.render.run_tables import compiled_run_table
+    from hloscope.runs.rundir import create_run_dir
+    from hloscope.targets.run_target import check_target_run, execute_target
 
     check_target_run(options.mode, options.target)  # bad mode, target file or missing plugin: before any directory
     run_dir = create_run_dir(out, run_id, prefix=get_mode(options.mode).dir_name)
@@ -143,7 +144,7 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:
-        Console().print(compiled_table(record))
+        Console().print(compiled_run_table(record))
         click.echo(f"run directory: {run_dir}")
 
 

@@ -47,7 +47,7 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
     names = [str(file) for file in files]
     summaries = job.run_per_file(
         job.summarize_file, names, kwargs={"top": top}, jobs=jobs, scheduler=scheduler,
-        progress=sys.stderr.isatty() if progress is None else progress,
+        progress=_progress_bar(progress),
         done=state.load(names) if state else None,
         on_result=(lambda index, result: state.save(names[index], result)) if state else None)
     results = [summary["stats"] for summary in summaries if "error" not in summary]
@@ -71,6 +71,13 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
             click.echo(f"hloscope: error: {error}", err=True)
         raise failures[-1]
     sys.stdout.flush()
+
+
+def _progress_bar(asked: bool | None):
+    """A bar over files on stderr when asked (--progress), or by default when stderr is a terminal."""
+    from hloscope.render.progress import FileProgressBar
+
+    return FileProgressBar() if (sys.stderr.isatty() if asked is None else asked) else None
 
 
 def _selected_files(path: str, rank: tuple[int, ...], ranks_spec: str | None):
@@ -118,7 +125,7 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     tasks = exporting.plan(files, ranks, out)
     results = job.run_per_file(
         exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
-        progress=sys.stderr.isatty() if progress is None else progress)
+        progress=_progress_bar(progress))
     failures = [job.summary_error(result) for result in results if "error" in result]
     written = [result for result in results if "error" not in result]
     rows = sum(result["rows"] for result in written)

@@ -114,7 +114,7 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
                           f"the others: {left_out} (a dump directory does not say which modules make up the train "
                           "step; pick one with --module, or pass the run directory)")
     if path.is_dir() and (path / "run.json").is_file():
-        from hloscope.rundir import load_run
+        from hloscope.runs.rundir import load_run
 
         side.run = load_run(path)
         side.run.pop("_dir", None)

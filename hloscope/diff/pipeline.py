@@ -11,7 +11,7 @@ def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = 
     from hloscope.diff.compare import TIMING_KEYS, diff_report
     from hloscope.diff.inputs import load_side
     from hloscope.diff.match import match_graphs
-    from hloscope.run_fields import RunFields
+    from hloscope.runs.fields import RunFields
 
     side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
     for side in (side_a, side_b):  # a wrong-typed timing field is one line naming run.json, not a crash later

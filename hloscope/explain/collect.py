@@ -11,8 +11,8 @@ from statistics import median
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
-from hloscope.run_fields import RunFields
-from hloscope.run_settings import device_platform, precision_setting, settings
+from hloscope.runs.fields import RunFields
+from hloscope.runs.settings import device_platform, precision_setting, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
 from hloscope.trace.step_profile import profile_steps, step_parts
@@ -168,7 +168,7 @@ def step_timeline(events, window: dict, next_start_us: float | None = None) -> l
 
 def summarize_run(run_dir: str | Path) -> ModeSummary:
     """Everything known about one mode's run directory (I/O happens here, not in the rules)."""
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     run_dir = Path(run_dir)
     run = load_run(run_dir)

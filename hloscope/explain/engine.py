@@ -27,7 +27,7 @@ from hloscope.explain.ledger import (
     op_deltas,
 )
 from hloscope.explain.summary import ModeSummary
-from hloscope.run_settings import differences
+from hloscope.runs.settings import differences
 from hloscope.significance import ALPHA, median_difference, median_ratio, spread
 
 MIN_GAP = 0.05  # a gap smaller than this fraction of the baseline's step is no practical difference

@@ -11,7 +11,7 @@ from hloscope.explain.summary import ModeSummary
 
 def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     """(one summary per mode, comparison metadata {path, id, config}) for a comparison or a folder of runs."""
-    from hloscope.rundir import COMPARISON_FILE, find_runs, load_comparison
+    from hloscope.runs.rundir import COMPARISON_FILE, find_runs, load_comparison
 
     path = Path(path)
     meta: dict = {"path": str(path)}
@@ -64,7 +64,7 @@ def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
 
 def latest_comparison(root: Path) -> Path:
     """The comparison directory under `root` whose comparison.json was written last."""
-    from hloscope.rundir import COMPARISON_FILE
+    from hloscope.runs.rundir import COMPARISON_FILE
 
     found = list(root.glob(f"*/{COMPARISON_FILE}")) if root.is_dir() else []
     if not found:

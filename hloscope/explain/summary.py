@@ -23,7 +23,7 @@ class ModeSummary:
     step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
     noisy: bool | None = None  # run.json flagged its timed window as noisy
     batch_size: int | None = None
-    settings: dict[str, str] = field(default_factory=dict)  # what a fair comparison holds equal (hloscope/run_settings.py)
+    settings: dict[str, str] = field(default_factory=dict)  # what a fair comparison holds equal (hloscope/runs/settings.py)
     first_step_s: float | None = None
     throughput_img_s: float | None = None
     compiles_in_window: int | None = None

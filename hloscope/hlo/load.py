@@ -100,7 +100,7 @@ def dump_files(directory: Path) -> list[Path]:
 
 def load_run_dir(run_dir: Path) -> list[LoadedModule]:
     """The train-step HLO modules a run directory lists in run.json (artifacts of kind 'hlo' with train_step true)."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     record = rundir.load_run(run_dir)
     chosen = [a for a in record["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")]
@@ -139,7 +139,7 @@ def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
     if not path.is_dir():  # a pipe (`<(zcat dump.gz)`), a device, a socket
         raise InputError(path, "not a regular file or directory: save the HLO text to a file first")
     if (path / "run.json").is_file() or (path / "comparison.json").is_file():
-        from hloscope.rundir import find_runs
+        from hloscope.runs.rundir import find_runs
 
         runs = find_runs(path)
         if len(runs) == 1:

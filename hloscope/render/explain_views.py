@@ -389,8 +389,6 @@ def mode_views(report: dict) -> list[ModeView]:
     base = baseline_name(report) or "-"
     base_entry = next((e for e in report.get("modes", []) if e.get("mode") == base), {})
     base_step = step_text(base_entry, summaries.get(base) or {}) if base_entry else "-"
-    from hloscope.replay.explain import replay_line
-
     views = []
     for entry in mode_rows(report):
         if entry.get("verdict") in (None, "baseline"):
@@ -430,3 +428,27 @@ def step_rows(report: dict) -> list[dict]:
             "compiles": fmt.count(row["compiles_in_window"]) if _number(row.get("compiles_in_window")) else "-",
         })
     return rows
+
+
+def replay_line(entry: dict) -> str | None:
+    """One line for the renderers: the measured split (and against the baseline), or that the split is inferred."""
+    data = entry.get("replay")
+    if not isinstance(data, dict):
+        return None
+    if not data.get("measured"):
+        if "program_s" in data:
+            return (f"program vs framework overhead (inferred from the profile, no replay): device busy "
+                    f"{fmt.ms(data['program_s'])}, idle {fmt.ms(data['overhead_s'])} per profiled step")
+        return "program vs framework overhead: inferred only (no replay.json; run `hloscope replay RUN_DIR`)"
+    low, high = data["overhead_ci_s"]
+    line = (f"replayed (measured, {data.get('compiler')}): program on device {fmt.ms(data['program_s'])}, framework "
+            f"overhead {fmt.ms(data['overhead_s'])} (95% {fmt.ms(low)} to {fmt.ms(high)})")
+    if "inferred_overhead_s" in data:
+        agree = "within" if data["inferred_within_interval"] else "outside"
+        line += f"; the profile's idle estimate {fmt.ms(data['inferred_overhead_s'])} is {agree} that interval"
+    gap = data.get("against_baseline")
+    if gap:
+        line += (f"; against the baseline: program {fmt.signed_ms(gap['program_gap_s'])} "
+                 f"(95% {fmt.ms_interval(gap['program_gap_ci_s'])}), overhead "
+                 f"{fmt.signed_ms(gap['overhead_gap_s'])} (95% {fmt.ms_interval(gap['overhead_gap_ci_s'])})")
+    return line

@@ -93,36 +93,3 @@ def _overhead_gap(step_a: list[float], prog_a: list[float], step_b: list[float],
     tail = (1 - CONFIDENCE) / 2
     low, high = np.quantile(samples, [tail, 1 - tail])
     return {"overhead_gap_s": estimate, "overhead_gap_ci_s": [float(low), float(high)]}
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
-
-
-def _signed(seconds: float) -> str:
-    return f"{seconds * 1e3:+.3f} ms"
-
-
-def replay_line(entry: dict) -> str | None:
-    """One line for the renderers: the measured split (and against the baseline), or that the split is inferred."""
-    data = entry.get("replay")
-    if not isinstance(data, dict):
-        return None
-    if not data.get("measured"):
-        if "program_s" in data:
-            return (f"program vs framework overhead (inferred from the profile, no replay): device busy "
-                    f"{_ms(data['program_s'])}, idle {_ms(data['overhead_s'])} per profiled step")
-        return "program vs framework overhead: inferred only (no replay.json; run `hloscope replay RUN_DIR`)"
-    low, high = data["overhead_ci_s"]
-    line = (f"replayed (measured, {data.get('compiler')}): program on device {_ms(data['program_s'])}, framework "
-            f"overhead {_ms(data['overhead_s'])} (95% {_ms(low)} .. {_ms(high)})")
-    if "inferred_overhead_s" in data:
-        agree = "within" if data["inferred_within_interval"] else "outside"
-        line += f"; the profile's idle estimate {_ms(data['inferred_overhead_s'])} is {agree} that interval"
-    gap = data.get("against_baseline")
-    if gap:
-        line += (f"; against the baseline: program {_signed(gap['program_gap_s'])} "
-                 f"(95% {_signed(gap['program_gap_ci_s'][0])} .. {_signed(gap['program_gap_ci_s'][1])}), overhead "
-                 f"{_signed(gap['overhead_gap_s'])} (95% {_signed(gap['overhead_gap_ci_s'][0])} .. "
-                 f"{_signed(gap['overhead_gap_ci_s'][1])})")
-    return line

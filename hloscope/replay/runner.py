@@ -45,7 +45,7 @@ def select_device(name: str):
 def modules_of(path: Path) -> tuple[dict | None, Path | None, list[tuple[str, Path, str]]]:
     """(run record or None, run directory or None, [(module name, file, format)] in execution order)."""
     from hloscope.replay.program import module_format
-    from hloscope.rundir import artifact_path, load_run
+    from hloscope.runs.rundir import artifact_path, load_run
 
     if path.is_dir() or path.name == "run.json":
         run = load_run(path)
@@ -316,7 +316,7 @@ def output_path(run_dir: Path | None, source: Path) -> Path:
 
 
 def _write(record: dict, run_dir: Path | None, source: Path) -> Path | None:
-    from hloscope.rundir import write_json_atomic
+    from hloscope.runs.rundir import write_json_atomic
 
     target = output_path(run_dir, source)
     try:

@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import median
+from typing import Protocol
 
 from hloscope.errors import HloscopeError, InputError
 from hloscope.trace.model import COLLECTIVE, KERNEL, EventStream, Trace
@@ -170,6 +171,27 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class FileProgress(Protocol):
+    """What run_per_file reports progress to: the number of files and those already done, then one call per file."""
+
+    def start(self, total: int, completed: int, label: str) -> None: ...
+
+    def advance(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class _NoProgress:
+    def start(self, total: int, completed: int, label: str) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
 def run_per_file(
     function: Callable[..., dict],
     files: Sequence[str],
@@ -177,7 +199,7 @@ def run_per_file(
     kwargs: dict | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
-    progress: bool = False,
+    progress: FileProgress | None = None,
     done: dict[int, dict] | None = None,
     on_result: Callable[[int, dict], None] | None = None,
     label: str = "traces",
@@ -186,7 +208,8 @@ def run_per_file(
     file), in a process pool of `jobs` workers (default: every core this process may use), or on the Dask
     distributed cluster at `scheduler` (an address such as tcp://host:8786, or a `distributed.Client`); the workers
     must see the files at the same paths. `done`: results already known (resumed), by index; `on_result(index,
-    result)` is called in this process as each result arrives (to save it). `progress`: a rich bar on stderr."""
+    result)` is called in this process as each result arrives (to save it). `progress`: told the total at the
+    start and each file as it arrives (the CLI passes a rich bar, hloscope.render.progress)."""
     kwargs = kwargs or {}
     results: list[dict | None] = [None] * len(files)
     for index, result in (done or {}).items():
@@ -194,7 +217,7 @@ def run_per_file(
     todo = [index for index, result in enumerate(results) if result is None]
     jobs = default_jobs() if jobs is None else jobs
 
-    bar = _Progress(progress, len(files), len(files) - len(todo), label)
+    bar = progress or _NoProgress()
 
     def arrived(index: int, result: dict) -> None:
         results[index] = result
@@ -202,7 +225,8 @@ def run_per_file(
             on_result(index, result)
         bar.advance()
 
-    with bar:
+    bar.start(len(files), len(files) - len(todo), label)
+    try:
         if scheduler is not None:
             _run_dask(function, files, todo, kwargs, scheduler, arrived)
         elif jobs <= 1 or len(todo) <= 1:
@@ -210,6 +234,8 @@ def run_per_file(
                 arrived(index, function(files[index], **kwargs))
         else:
             _run_pool(function, files, todo, kwargs, min(jobs, len(todo)), arrived)
+    finally:
+        bar.stop()
     return results  # type: ignore[return-value]
 
 
@@ -261,34 +287,6 @@ def _run_dask(function, files, todo, kwargs, scheduler, arrived) -> None:
     finally:
         if own_client:
             client.close()
-
-
-class _Progress:
-    """A rich progress bar over files on stderr (a no-op when not asked for)."""
-
-    def __init__(self, enabled: bool, total: int, completed: int, label: str):
-        self._bar = None
-        if enabled and total:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeRemainingColumn(), console=Console(stderr=True),
-                                 transient=True)
-            self._task = self._bar.add_task(label, total=total, completed=completed)
-
-    def __enter__(self):
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.stop()
-
-    def advance(self) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task)
 
 
 # ----------------------------------------------------------------------------------------------- resumable state

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hloscope import files
 from hloscope.errors import InputError
-from hloscope.rundir import COMPARISON_FILE, RUN_FILE
+from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
 from hloscope.trace.model import EventStream, Trace
 
@@ -121,7 +121,7 @@ def _without_duplicate_profiles(files: list[Path]) -> list[Path]:
 
 def _traces_of_runs(path: Path) -> list[Path]:
     """The traces of the hloscope runs at `path`, with their run.json (and comparison.json) validated."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     files = []
     for run in rundir.find_runs(path):
@@ -215,7 +215,7 @@ def device_events_by_run(path: str | os.PathLike) -> tuple[dict[Path, list], lis
     """({run directory: the device executions of its traces}, [why a run's traces could not be read]) for a run or
     comparison directory (for `hloscope hlo stats`, which shows them beside the HLO of the same run); ({}, []) for
     anything else. A broken trace costs only its run's measured time."""
-    from hloscope import rundir
+    from hloscope.runs import rundir
 
     path = Path(path)
     if not ((path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):

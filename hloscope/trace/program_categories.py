@@ -310,7 +310,7 @@ def resolver_for_run(run_dir: str | os.PathLike) -> CategoryResolver | None:
     """The resolver of a run directory's optimized train-step modules; None when the run recorded no HLO after
     optimization. Raises HloscopeError when the HLO it lists cannot be read."""
     from hloscope.hlo.load import load_run_dir
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     record = load_run(Path(run_dir), check_artifacts=False)
     if not any(a.get("kind") == "hlo" and a.get("train_step") and a.get("stage") != "before_optimizations"
@@ -322,7 +322,7 @@ def resolver_for_run(run_dir: str | os.PathLike) -> CategoryResolver | None:
 
 def run_dir_of(path: str | os.PathLike, levels: int = 8) -> Path | None:
     """The run directory (holding run.json) that a trace file lies in, if any."""
-    from hloscope.rundir import RUN_FILE
+    from hloscope.runs.rundir import RUN_FILE
 
     current = Path(path).resolve()
     for parent in [current, *current.parents][: levels + 1]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
-from hloscope.rundir import (
+from hloscope.runs.rundir import (
     RUN_FILE,
     SCHEMA_VERSION,
     OutputError,
@@ -290,7 +290,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
     comparison = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
-    if audit_before is not None:  # compare's fairness audit (hloscope/audit.py), made before timing
+    if audit_before is not None:  # compare's fairness audit (hloscope/runs/audit.py), made before timing
         comparison["audit"] = {"before_timing": audit_before, "ok": audit_before["ok"]}
     writer = _ComparisonWriter(comparison_dir)
     write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
@@ -329,12 +329,12 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     if audit_before is not None:
-        from hloscope.audit import timed_audit
+        from hloscope.runs.audit import timed_audit
 
         comparison["audit"]["timed_runs"] = timed_audit(comparison, comparison_dir)
         comparison["audit"]["ok"] = audit_before["ok"] and comparison["audit"]["timed_runs"]["ok"]
     if config.get("check_parity"):
-        from hloscope.parity import evaluate
+        from hloscope.runs.parity import evaluate
 
         comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in comparison["modes"]],
                                         config.get("precision", "fp32"))

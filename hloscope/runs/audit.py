@@ -19,7 +19,7 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
-from hloscope.run_settings import precision_setting, settings
+from hloscope.runs.settings import precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
 # Matmul precision names -> one vocabulary (torch: highest/high/medium; JAX: highest/tensorfloat32/bfloat16/default;
@@ -101,38 +101,6 @@ def mismatch_lines(audit_record: dict) -> list[str]:
             for row in audit_record["mismatches"]]
 
 
-def audit_table(audit_record: dict):
-    """A rich table: every setting, its value when every mode agrees, else each mode's value; mismatches in red."""
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"fairness audit ({audit_record['stage']}): settings in effect per mode", title_justify="left",
-                  show_edge=False, pad_edge=False, box=None)
-    table.add_column("setting", overflow="fold", max_width=34)
-    table.add_column("value (all modes) / per mode", overflow="fold")
-    table.add_column("", no_wrap=True)
-    versions = [row for row in audit_record["rows"] if row["setting"].startswith("packages.")
-                and row["status"] == "same"]
-    for row in audit_record["rows"]:
-        if row in versions or row["setting"].startswith("model_config."):
-            continue  # folded below / said by `model`
-        if row["status"] == "same":
-            value = next(iter(row["values"].values()))
-        else:
-            value = "\n".join(f"{mode}: {value}" for mode, value in row["values"].items())
-        style = {"mismatch": "bold red", "by design": "yellow"}.get(row["status"], "")
-        label = {"mismatch": "MISMATCH", "by design": "by design", "recorded by some": "some modes"}.get(row["status"],
-                                                                                                         "")
-        table.add_row(Text(row["setting"]), Text(value), Text(label, style=style))
-    if versions:
-        table.add_row(Text("versions (same in every mode)"),
-                      Text(", ".join(f"{row['setting'].removeprefix('packages.')} {next(iter(row['values'].values()))}"
-                                     for row in versions)), Text(""))
-    for mode, error in audit_record["errors"].items():
-        table.add_row(Text(mode), Text(f"not audited: {error}"), Text("error", style="red"))
-    return table
-
-
 def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
               on_mode=lambda mode: None) -> dict:
     """Before timing: set every mode up in its own process (`run --setup-only --json`, in a temporary directory that
@@ -143,7 +111,7 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
     import tempfile
     from pathlib import Path
 
-    from hloscope.compare_runner import run_command
+    from hloscope.runs.runner import run_command
 
     records: list[tuple[str, dict | None, str | None]] = []
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
@@ -172,7 +140,7 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
 def timed_audit(comparison: dict, comparison_dir) -> dict:
     """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error)."""
     from hloscope.errors import InputError
-    from hloscope.rundir import load_run
+    from hloscope.runs.rundir import load_run
 
     records: list[tuple[str, dict | None, str | None]] = []
     for entry in comparison["modes"]:
