@@ -114,6 +114,80 @@ def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):
     assert result.stderr.strip().count("\n") == 0 and "--device cuda: no GPU here" in result.stderr
 
 
+def _tiny_training(tmp_path: Path):
+    """A jitted train step with an int32 counter and a bf16 scale in its state, run 4 steps with its inputs saved the
+    way the JAX modes save them under --dump-hlo; returns (saved artifact entry, StableHLO file, run record, step,
+    state after the first step, batches)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from hloscope.backends.step_inputs import StepInputs
+
+    def step(state, x, y):
+        loss, grad = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(state["w"])
+        scale = state["scale"].astype(jnp.float32)
+        return {"count": state["count"] + 1, "scale": state["scale"], "w": state["w"] - 0.2 * scale * grad}, loss
+
+    rng = np.random.default_rng(0)
+    state = {"count": jnp.int32(0), "scale": jnp.asarray(0.5, jnp.bfloat16),
+             "w": jnp.asarray(rng.standard_normal((3, 2)), jnp.float32)}
+    batches = [(jnp.asarray(rng.standard_normal((4, 3)), jnp.float32),
+                jnp.asarray(rng.standard_normal((4, 2)), jnp.float32)) for _ in range(4)]
+    jitted = jax.jit(step)
+    saved = StepInputs(state)
+    current, after_first = state, None
+    for index, (x, y) in enumerate(batches):
+        current, loss = jitted(current, x, y)
+        after_first = after_first or current
+        saved.record(index, (x, y), loss)
+    entry = saved.save(tmp_path, "jit_step")
+    module = tmp_path / "jit_step.stablehlo.mlir"
+    module.write_text(jitted.lower(state, *batches[0]).as_text(), encoding="utf-8")
+    run = {"_dir": str(tmp_path), "config": {"precision": "fp32"}, "artifacts": [entry]}
+    return entry, module, run, jitted, after_first, batches
+
+
+def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
+    import numpy as np
+
+    from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
+    from hloscope.replay.program import compile_program
+    from hloscope.replay.report import trajectory_line
+    from hloscope.replay.runner import select_device
+    from hloscope.replay.trajectory import check_trajectory
+
+    entry, module, run, _, after_first, batches = _tiny_training(tmp_path)
+    assert entry["steps"] == 3 and entry["state_parameters"] == 3 and entry["batch_parameters"] == 2
+    with np.load(tmp_path / INPUTS_FILE, allow_pickle=False) as data:  # numpy's own reader, no pickle
+        assert sorted(data.files) == sorted(["state_0", "state_1", "state_2", "losses", "dtypes",
+                                             *[f"batch{k}_{j}" for k in range(3) for j in range(2)]])
+        assert data["losses"].tolist() == entry["losses"] and data["state_1"].dtype == np.uint16  # bf16's bits
+        assert np.array_equal(data["batch2_0"], np.asarray(batches[2][0]))
+    assert len(set(entry["losses"])) == 3  # the trajectory moves: equal losses would prove nothing
+    device = select_device("cpu")
+    program = compile_program(module, device)
+    result = check_trajectory(program, run, entry, device)
+    assert result["ok"], result
+    assert result["replay_losses"] == pytest.approx(entry["losses"], rel=1e-6)
+    assert "same as the run" in trajectory_line(result)
+
+    # started one step late, the same program and batches give another trajectory, and the check says so
+    late = tmp_path / "late"
+    late.mkdir()
+    shifted = StepInputs(after_first)
+    for index, batch in enumerate(batches[:3]):
+        shifted.record(index, batch, entry["losses"][index])
+    wrong = shifted.save(late, "jit_step")
+    failed = check_trajectory(program, {**run, "_dir": str(late)}, wrong, device)
+    assert not failed["ok"] and failed["max_relative_difference"] > 1e-3
+    assert "DIFFERS from the run" in trajectory_line(failed)
+
+    (late / INPUTS_FILE).write_bytes(b"not a zip")
+    broken = check_trajectory(program, {**run, "_dir": str(late)}, wrong, device)
+    assert not broken["ok"] and str(late / INPUTS_FILE) in broken["error"] and "\n" not in broken["error"]
+
+
 def test_explain_split_measured_and_inferred():
     from hloscope.explain.summary import ModeSummary
     from hloscope.render.explain_views import replay_line
@@ -142,11 +216,11 @@ def test_explain_split_measured_and_inferred():
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("replay")
-    result = _hloscope("compare", "--modes", "jax,torch_xla,torch_xla+compile", "--model", "vit-tiny", "--batch-size",
+    result = _hloscope("compare", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny", "--batch-size",
                        "8", "--steps", "20", "--warmup", "5", "--dump-hlo", "--profile", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     (path,) = out.glob("compare-*")
-    for mode in ("jax", "torch_xla", "torch_xla_compile"):
+    for mode in ("jax", "torch_xla", "torch_xla_compile", "torchax"):
         replayed = _hloscope("replay", str(path / mode), "--steps", "20", "--warmup", "5", "--json")
         assert replayed.returncode == 0, replayed.stderr[-3000:]
     return path
@@ -166,6 +240,29 @@ def test_jax_replay_matches_the_run(comparison):
     close = 0.85 <= ratio <= 1.15 or (device and 0.85 <= record["timing"]["median_s"] / device <= 1.15)
     assert close, record["comparison"]
     assert record["compiler"]["same_compiler"] is True and record["loss"]["finite"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["jax", "torchax"])
+def test_replay_from_the_saved_state_gives_the_runs_loss_trajectory(comparison, mode):
+    import re
+
+    import numpy as np
+
+    run = json.loads((comparison / mode / "run.json").read_text())
+    (saved,) = [a for a in run["artifacts"] if a["kind"] == "program_inputs"]
+    assert saved["losses"][0] == run["loss"]["first"]  # the timing loop's own record of the first step
+    assert saved["steps"] == 3 and len(set(saved["losses"])) == 3
+    file = comparison / mode / saved["path"]
+    assert saved["bytes"] == file.stat().st_size < 1_000_000  # small for a tiny preset
+    stablehlo = (comparison / mode / "hlo" / "jit_train_step.stablehlo.mlir").read_text()
+    main = next(line for line in stablehlo.splitlines() if "@main(" in line)
+    with np.load(file, allow_pickle=False) as data:  # one saved array per entry parameter of the program
+        arrays = [n for n in data.files if n.startswith(("state_", "batch0_"))]
+        assert len(arrays) == len(re.findall(r"%arg\d+:", main))
+    trajectory = _replay(comparison / mode)["trajectory"]
+    assert trajectory["ok"] and trajectory["run_losses"] == saved["losses"]
+    assert trajectory["replay_losses"] == pytest.approx(saved["losses"], rel=1e-5)
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ except ImportError:
 from hloscope.backends.data import POOL_SIZE, synthetic_pool, torch_loader
 from hloscope.backends.jax_workload import build_jax_workload, to_nhwc
 from hloscope.backends.sharding import placement_for
+from hloscope.backends.step_inputs import StepInputs
 
 DUMP_DIR = ".xla_dump"  # inside the run directory while the run lasts; its kept files move to hlo/
 
@@ -105,6 +106,9 @@ class JaxSession(Session):
         # Commit the state to the device like the batches: jit keys its cache on committedness, and the step's outputs
         # are committed, so uncommitted inputs would make the second step compile again.
         self.state = self.placement.put_state(workload.state)
+        # --dump-hlo: the initial state now (host copies, before any step) and the first steps' batches and losses,
+        # saved with the program for replay's loss-trajectory check (hloscope/backends/step_inputs.py)
+        self.step_inputs = StepInputs(self.state) if options.dump_hlo else None
         compiler_options = {}
         if options.dump_hlo:
             self.dump_dir = self.run_dir / DUMP_DIR
@@ -140,6 +144,8 @@ class JaxSession(Session):
             images, labels = self._batch(index)
         self.test_host_delay()
         self.state, loss = self.train_step(self.state, images, labels)
+        if self.step_inputs is not None:
+            self.step_inputs.record(index, (images, labels), loss)
         return self.state, loss
 
     def wait(self, outputs) -> None:
@@ -183,7 +189,8 @@ class JaxSession(Session):
                     "stage": "stablehlo", "train_step": True, "format": "mlir"}]
         entries += xla_dump.collect(self.dump_dir, self.run_dir, self.options.keep_all,
                                     is_train_step=lambda entry: entry["module"] == "jit_train_step")
-        return entries
+        saved = self.step_inputs.save(self.run_dir, "jit_train_step") if self.step_inputs is not None else None
+        return entries + ([saved] if saved else [])
 
     def _pool_or_fresh_batch(self):
         if self.options.data == "device":

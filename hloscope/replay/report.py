@@ -9,6 +9,16 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
 
 
+def trajectory_line(trajectory: dict) -> str:
+    """One line for the terminal."""
+    if "error" in trajectory:
+        return f"loss trajectory not checked: {trajectory['error']}"
+    pairs = ", ".join(f"{a:.6f}/{b:.6f}" for a, b in zip(trajectory["run_losses"], trajectory["replay_losses"]))
+    verdict = "same as the run" if trajectory["ok"] else "DIFFERS from the run"
+    return (f"loss trajectory from the run's saved state and batches (run/replay): {pairs}: {verdict} (largest "
+            f"relative difference {trajectory['max_relative_difference']:.1e}, tolerance {trajectory['rtol']:g})")
+
+
 def render_text(record: dict, written: Path | None) -> str:
     source, lines = record["source"], []
     what = f"{source.get('mode')} run {source.get('run_id')}" if source.get("run_id") else source["path"]
@@ -39,6 +49,8 @@ def render_text(record: dict, written: Path | None) -> str:
         lines.append(f"  run's step {_ms(comparison['run_median_s'])} - program {_ms(comparison['replay_median_s'])} "
                      f"= framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} .. {_ms(high)}); "
                      f"replay/run {comparison['replay_over_run']:.2f}")
+    if record.get("trajectory"):
+        lines.append(f"  {trajectory_line(record['trajectory'])}")
     framework = record.get("framework_device") or {}
     if "device_busy_s" in framework:
         lines.append(f"  the run's own device time per profiled step {_ms(framework['device_busy_s'])} (its XLA) vs "

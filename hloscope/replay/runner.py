@@ -17,6 +17,7 @@ from pathlib import Path
 from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.modes import BY_NAME
 from hloscope.replay.program import NotReplayable, Program, compile_program, loss_index, make_inputs
+from hloscope.replay.trajectory import check_trajectory, saved_inputs
 
 SCHEMA_VERSION = 1
 REPLAY_FILE = "replay.json"
@@ -100,6 +101,9 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     if not programs:
         record["status"] = "not_replayable"
         return record, _write(record, run_dir, path)
+    saved = saved_inputs(run)
+    if saved is not None and run is not None and len(programs) == 1:  # jax, torchax: the run's own start, checked
+        record["trajectory"] = check_trajectory(programs[0], run, saved, dev)
     inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
     hosts = [[None] * len(args) for args in inputs]  # host copies of donated inputs that are not fed back
     state = {"outputs": [None] * len(programs)}

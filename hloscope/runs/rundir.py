@@ -29,7 +29,7 @@ COMPARISON_FILE = "comparison.json"
 
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled", "setup")  # setup: run --setup-only
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
-                  "thunk_metadata", "memory_analysis", "live_range", "llvm_ir", "object_file", "other")
+                  "thunk_metadata", "memory_analysis", "live_range", "llvm_ir", "object_file", "program_inputs", "other")
 
 # Test hook (docs/reliability.md): "run.json@3,comparison.json@2" makes the 3rd and every later write of run.json in a
 # process (and the 2nd of comparison.json) fail with OSError(ENOSPC), as a disk that fills up and stays full.
