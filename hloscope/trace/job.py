@@ -21,6 +21,7 @@ from statistics import median
 from typing import Protocol
 
 from hloscope.errors import HloscopeError, InputError
+from hloscope.trace.load import XPLANE_SUFFIX
 from hloscope.trace.model import COLLECTIVE, KERNEL, EventStream, Trace
 
 SUMMARY_VERSION = 1
@@ -60,9 +61,13 @@ def parse_ranks(spec: str) -> set[int]:
 
 
 def host_of(file: str | os.PathLike) -> str:
-    """The host a profile names in its file name: TensorBoard's `<host>.xplane.pb`, torch.profiler's
-    `<host>_<pid>.<time>.pt.trace.json`, HTA's `rank-N.json.gz` (then the name stem)."""
-    return Path(file).name.split(".", 1)[0]
+    """The host a profile names in its file name: TensorBoard's `<host>.xplane.pb` (the whole host name, dots
+    included: `10.0.0.7_6003`, `node7.cluster.example`), torch.profiler's `<host>_<pid>.<time>.pt.trace.json` (up to
+    the first dot), HTA's `rank-N.json.gz` (then the name stem)."""
+    name = Path(file).name
+    if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX):
+        return name[: -len(XPLANE_SUFFIX)]
+    return name.split(".", 1)[0]
 
 
 # ------------------------------------------------------------------------------------------------ one file's summary
