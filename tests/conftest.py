@@ -1,20 +1,24 @@
-"""Shared test helpers: where the real fixtures are, and how to run the CLI in-process."""
+"""Shared fixtures: the real files, the CLI in-process, a real comparison made once per session; and the rule that a
+CI run without the real fixtures fails instead of skipping a third of the suite (helpers.py has the plain helpers)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from helpers import FETCHED, FIXTURES
 
-REPO = Path(__file__).resolve().parent.parent
-# CI clones the repository with shared/ beside it; a checkout under /work/main has it at /work/shared.
-FIXTURES = Path(os.environ.get("HLOSCOPE_FIXTURES", REPO.parent / "shared" / "fixtures"))
-# Real files fetched from public repositories for this project's tests (tests/data/fetched/SOURCES.md): in git,
-# unlike ../shared/fixtures, which is read-only input.
-FETCHED = REPO / "tests" / "data" / "fetched"
-# Screenshots and other artifacts tests leave for a person to look at.
-ARTIFACTS = REPO / "test-artifacts"
+# Set by .ci/run: without the shared fixtures the suite would pass by skipping every real-file test.
+REQUIRE_FIXTURES_ENV = "HLOSCOPE_REQUIRE_FIXTURES"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(REQUIRE_FIXTURES_ENV) == "1" and not (FIXTURES.is_dir() and any(FIXTURES.iterdir())):
+        raise pytest.UsageError(f"{REQUIRE_FIXTURES_ENV}=1 and the real fixtures are missing at {FIXTURES} "
+                                "(clone the repository with shared/ beside it, or set HLOSCOPE_FIXTURES)")
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +61,21 @@ def cli_run():
         main(list(ctx.args))
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def comparison(tmp_path_factory) -> Path:
+    """A real comparison (jax and torch_xla+compile, vit-tiny, --dump-hlo --profile), made once per session; or the one
+    at $HLOSCOPE_TEST_COMPARISON."""
+    given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
+    if given and (Path(given) / "torch_xla_compile" / "run.json").is_file():
+        return Path(given)
+    root = tmp_path_factory.mktemp("traces")
+    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
+               "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
+               "--out", str(root)]  # fmt: skip
+    result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1800, capture_output=True,
+                            text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
+    return found

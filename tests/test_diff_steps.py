@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,22 +25,6 @@ import pytest
 pytestmark = pytest.mark.slow
 
 CONTROL_FLOW = {"kWhile", "kConditional", "kCall"}
-
-
-@pytest.fixture(scope="module")
-def comparison(tmp_path_factory) -> Path:
-    given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
-    if given and (Path(given) / "torch_xla_compile" / "run.json").is_file():
-        return Path(given)
-    root = tmp_path_factory.mktemp("traces")
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
-               "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
-               "--out", str(root)]  # fmt: skip
-    result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1800, capture_output=True,
-                            text=True)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
-    return found
 
 
 @pytest.fixture(scope="module")

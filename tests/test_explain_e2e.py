@@ -12,8 +12,7 @@ from pathlib import Path
 from statistics import median
 
 import pytest
-from conftest import ARTIFACTS, REPO
-from test_report_render import CHROMIUM_FLAGS, _chromium
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, REPO, chromium_binary
 
 pytestmark = pytest.mark.slow
 
@@ -139,7 +138,7 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
     for value in medians.values():
         assert f"{value * 1e3:.3f} ms" in html.replace("&nbsp;", " ")
     assert html.count("<svg") >= 3
-    chromium = _chromium()
+    chromium = chromium_binary()
     if chromium is None:
         pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]

@@ -4,7 +4,7 @@ printer writes parses back to the same module."""
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -2,58 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, hlo_fixture_files, our_view, split_for_xla, xla_view
 
 from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.printer import module_text
 
 _hlo = pytest.importorskip("jaxlib._hlo")
-
-# XLA opcode enum names whose text form is not the plain kebab-case of the name.
-_OPCODE_TEXT = {
-    "Exp": "exponential", "Expm1": "exponential-minus-one", "Log1p": "log-plus-one", "Cos": "cosine", "Sin": "sine",
-    "Clz": "count-leading-zeros", "PopulationCount": "popcnt", "OptimizationBarrier": "opt-barrier", "TopK": "topk",
-}
-
-
-def xla_opcode(opcode) -> str:
-    name = opcode.name[1:]
-    return _OPCODE_TEXT.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
-
-
-def hlo_fixture_files() -> list[Path]:
-    """Every HLO text file among the shared fixtures: *.hlo, and *.txt files that hold an HloModule."""
-    if not FIXTURES.is_dir():
-        return []
-    files = []
-    for path in sorted(FIXTURES.rglob("*")):
-        if path.suffix in (".hlo", ".txt") and path.is_file() and path.name != "SOURCES.md":
-            with open(path, "rb") as f:
-                if b"HloModule" in f.read(4096):
-                    files.append(path)
-    return files
-
-
-def split_for_xla(text: str) -> list[str]:
-    """XLA test files hold several modules separated by `// -----`; XLA parses one at a time."""
-    return [chunk for chunk in re.split(r"(?m)^// -----.*$", text) if "HloModule" in chunk]
-
-
-def xla_view(module) -> dict:
-    return {
-        c.name: sorted((i.name, xla_opcode(i.opcode), tuple(o.name for o in i.operands())) for i in c.instructions())
-        for c in module.computations()
-    }
-
-
-def our_view(module) -> dict:
-    return {c.name: sorted((i.name, i.opcode, tuple(i.operand_names)) for i in c.instructions) for c in module.computations}
-
 
 def test_fixture_files_found():
     files = hlo_fixture_files()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_hlo_parser import our_view, split_for_xla, xla_view
+from helpers import our_view, split_for_xla, xla_view
 
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.runs.rundir import find_runs, load_run

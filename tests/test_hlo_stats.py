@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from test_hlo_parser import hlo_fixture_files, split_for_xla
+from helpers import FIXTURES, hlo_fixture_files, split_for_xla
 
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_hlo_parser import our_view, xla_view
+from helpers import our_view, xla_view
 
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.stats import module_stats

@@ -17,7 +17,7 @@ from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 
 pytest.importorskip("jaxlib._hlo")
-from test_hlo_parser import xla_opcode
+from helpers import xla_opcode
 
 from hloscope.hlo.xla import run_isolated
 

@@ -10,7 +10,7 @@ import sys
 from importlib.util import find_spec
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from hloscope import modes
 from hloscope.modes import MODES, Mode, get_mode, mode_name, parse_modes, resolve

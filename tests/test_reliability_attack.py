@@ -19,9 +19,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import BAD, FIXTURES, assert_refused, first_good_hlo, good_run, hloscope, needs_fixtures
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reliability_inputs import BAD, FIXTURES, _good_run, assert_refused, hloscope, needs_fixtures
 
 HOSTILE_NAMES = ["[/]", "neg[/]", "[bold]x[/bold]", "convert_element_type[new_dtype=float32 weak_type=True]",
                  "<script>alert(1)</script>", "a|b`c*d_e_", "tail\\"]
@@ -120,7 +120,7 @@ def _write_run_json(run: Path, text: str) -> Path:
 @pytest.mark.parametrize("case", ["deep", "huge_int", "nan", "nul_artifact"])
 @needs_fixtures
 def test_hostile_run_json_is_one_line_for_every_command(tmp_path, case):
-    run = _good_run(tmp_path / "runs")
+    run = good_run(tmp_path / "runs")
     record = json.loads((run / "run.json").read_text())
     if case == "deep":
         text = '{"schema_version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
@@ -141,7 +141,7 @@ def test_hostile_run_json_is_one_line_for_every_command(tmp_path, case):
 @pytest.mark.parametrize("value", ["-0.002", "1e400"])
 @needs_fixtures
 def test_impossible_step_times_are_refused(tmp_path, value):
-    run = _good_run(tmp_path / "runs")
+    run = good_run(tmp_path / "runs")
     text = (run / "run.json").read_text().replace('"median_s": 0.002', f'"median_s": {value}')
     named = _write_run_json(run, text)
     assert_refused(hloscope("explain", run.parent, timeout=120), named, words=("timing.median_s",))
@@ -152,10 +152,8 @@ def test_impossible_step_times_are_refused(tmp_path, value):
     ("-memory-usage-report.txt", "Memory Space: 0\nTotal bytes: " + "9" * 5000), ("-buffer-assignment.txt", None)])
 @needs_fixtures
 def test_broken_or_hostile_sibling_reports_are_named_inside_the_result(tmp_path, sibling, content):
-    from test_reliability_inputs import _first_good_hlo
-
-    module = tmp_path / _first_good_hlo().name
-    shutil.copy(_first_good_hlo(), module)
+    module = tmp_path / first_good_hlo().name
+    shutil.copy(first_good_hlo(), module)
     report = Path(str(module)[: -len(".txt")] + sibling)
     if content is None:
         os.mkfifo(report)  # a FIFO sibling: never opened for a blocking read
@@ -190,7 +188,7 @@ def test_a_fifo_among_traces_is_refused_without_blocking(tmp_path, where):
         os.mkfifo(fifo)
         target = directory
     else:
-        run = _good_run(tmp_path / "runs")
+        run = good_run(tmp_path / "runs")
         fifo = next((run / "plugins").rglob("*.xplane.pb"))
         fifo.unlink()
         os.mkfifo(fifo)
@@ -380,7 +378,7 @@ def test_tensorboard_never_follows_symlinks_out_of_its_directory(tmp_path):
 
 @needs_fixtures
 def test_explain_names_a_corrupt_trace_on_stderr_with_exit_2(tmp_path):
-    run = _good_run(tmp_path / "runs")
+    run = good_run(tmp_path / "runs")
     trace = next((run / "plugins").rglob("*.xplane.pb"))
     trace.write_bytes(trace.read_bytes()[:1000])
     result = hloscope("explain", run.parent, timeout=180)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 PACKAGE = REPO / "hloscope"
 

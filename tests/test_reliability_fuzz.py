@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

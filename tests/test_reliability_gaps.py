@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_reliability_inputs import assert_refused, hloscope
+from helpers import assert_refused, hloscope
 
 # ------------------------------------------------------------------------ (a) gzip bombs of one huge token
 

@@ -12,78 +12,25 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
-
-BAD = Path(__file__).parent / "data" / "bad"
-
-# Real files the broken inputs are cut from (../shared/fixtures, SOURCES.md).
-HLO_FIXTURE = "openxla_xla/gpu_tests/kernel_reuse.hlo"
-GOOD_DUMP = "gpu_aot/mlp_sm90_triton"  # a real XLA GPU dump directory (the other side of `diff`)
-KINETO_FIXTURE = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
-XPLANE_FIXTURE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
-STABLEHLO_FIXTURE = "pytorch_xla/stablehlo/resnet18_qdq_stablehlo.txt"
-TORCH_XLA_IR_FIXTURE = "pytorch_xla/keep_rolled_script/save1.0"
-
-# Address-space cap for each hloscope subprocess: jaxlib and XProf map a few GB of virtual memory at import, the
-# analyses of these small inputs need well under 1 GB of it.
-MEMORY_LIMIT_BYTES = 6 << 30
-
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"real fixtures not found at {FIXTURES}")
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-
-# The child sets its own address-space limit before importing hloscope: no preexec_fn (Python code run between fork
-# and exec, unsafe once this test process has imported JAX and started its threads).
-_LIMITED_MAIN = ("import resource, runpy, sys; limit = int(sys.argv.pop(1)); "
-                 "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); sys.argv[0] = 'hloscope'; "
-                 "runpy.run_module('hloscope', run_name='__main__', alter_sys=True)")
-
-
-def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int = MEMORY_LIMIT_BYTES) -> Result:
-    """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed."""
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200"}
-    process = subprocess.Popen([sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)], cwd=REPO,
-                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail(f"hloscope {' '.join(map(str, args))} did not finish in {timeout} s")
-    return Result(process.returncode, stdout, stderr)
-
-
-def assert_refused(result: Result, path: Path, *, position: bool = False, words: tuple[str, ...] = (),
-                   code: int = 2) -> str:
-    """Exit code 2 and exactly one line on stderr, `hloscope: error: PATH[:LINE:COL]: ...`; returns that line."""
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.code == code, f"exit {result.code}, stderr: {result.stderr[-2000:]}"
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{result.stderr[-2000:]}"
-    line = lines[0]
-    assert line.startswith("hloscope: error: "), line
-    assert str(path) in line, f"{path} not named in: {line}"
-    if position:
-        assert re.search(re.escape(str(path)) + r":\d+:\d+: \S", line), f"no line:column after the file in: {line}"
-    for word in words:
-        assert word in line, f"{word!r} not in: {line}"
-    return line
+from helpers import (
+    BAD,
+    FIXTURES,
+    GOOD_DUMP,
+    HLO_FIXTURE,
+    KINETO_FIXTURE,
+    STABLEHLO_FIXTURE,
+    TORCH_XLA_IR_FIXTURE,
+    XPLANE_FIXTURE,
+    assert_refused,
+    first_good_hlo,
+    good_run,
+    hloscope,
+    needs_fixtures,
+)
 
 
 def _half(source: Path, target: Path) -> Path:
@@ -91,10 +38,6 @@ def _half(source: Path, target: Path) -> Path:
     data = source.read_bytes()
     target.write_bytes(data[: len(data) // 2])
     return target
-
-
-def _first_good_hlo() -> Path:
-    return next((FIXTURES / GOOD_DUMP).glob("*gpu_after_optimizations.txt"))
 
 
 # ------------------------------------------------------------------------------------------------- HLO text files
@@ -142,7 +85,7 @@ HLO_COMMANDS = {
 @needs_fixtures
 def test_broken_hlo_file_is_refused_by_every_hlo_reader(name, command):
     path = BAD / name
-    result = hloscope(*HLO_COMMANDS[command](path, _first_good_hlo()))
+    result = hloscope(*HLO_COMMANDS[command](path, first_good_hlo()))
     assert_refused(result, path, position=True, words=(HLO_FILES[name],))
 
 
@@ -158,7 +101,7 @@ def test_broken_hlo_file_is_refused_by_every_hlo_reader(name, command):
 @needs_fixtures
 def test_real_files_cut_or_misnamed_are_refused_as_hlo(tmp_path, case, words, command):
     path = _generated_hlo_inputs(tmp_path)[case]
-    result = hloscope(*HLO_COMMANDS[command](path, _first_good_hlo()))
+    result = hloscope(*HLO_COMMANDS[command](path, first_good_hlo()))
     assert_refused(result, path, position=True, words=words)
 
 
@@ -276,34 +219,6 @@ def test_a_file_where_a_directory_is_expected(tmp_path, command):
 # --------------------------------------------------------------------------------------------------- run directories
 
 
-def _good_run(root: Path, name: str = "jax") -> Path:
-    """A run directory as the harness writes it (rundir.write_run), holding a real XLA GPU dump and a real xplane."""
-    from hloscope.runs import rundir
-
-    run = rundir.create_run_dir(root, run_id=name)
-    (run / "hlo").mkdir()
-    artifacts = []
-    for file in sorted((FIXTURES / GOOD_DUMP).glob("module_0001.*optimizations*.txt")):
-        shutil.copy(file, run / "hlo" / file.name)
-        if file.name.endswith("optimizations.txt"):
-            stage = "before_optimizations" if "before" in file.name else "after_optimizations"
-            artifacts.append({"kind": "hlo", "path": f"hlo/{file.name}", "module": "jit_train_step", "stage": stage,
-                              "train_step": True})
-    profile = run / "plugins" / "profile" / "2026_11_30_05_00_00"
-    profile.mkdir(parents=True)
-    shutil.copy(FIXTURES / XPLANE_FIXTURE, profile / "host.xplane.pb")
-    artifacts.append({"kind": "trace", "path": str((profile / "host.xplane.pb").relative_to(run)), "format": "xplane",
-                      "module": None, "stage": "profile", "train_step": True})
-    steps = [0.002, 0.0021, 0.0019, 0.002]
-    rundir.write_run(run, {"schema_version": 1, "run_id": name, "mode": "jax", "status": "ok", "error": None,
-                           "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32"},
-                           "environment": {"platform": "cpu"},
-                           "timing": {"step_times_s": steps, "median_s": 0.002, "mean_s": sum(steps) / 4,
-                                      "first_step_s": 1.0},
-                           "artifacts": artifacts})
-    return run
-
-
 RUN_COMMANDS = {
     "hlo stats": lambda run, good: ["hlo", "stats", "--no-xla-cost", run],
     "trace stats": lambda run, good: ["trace", "stats", run],
@@ -353,8 +268,8 @@ RUN_JSON_CASES = ["empty", "truncated", "garbage", "png", "list", "newer_schema"
 ])
 @needs_fixtures
 def test_broken_run_json_is_refused_by_every_command(tmp_path, case, command):
-    good = _good_run(tmp_path / "good")
-    run = _good_run(tmp_path / "broken")
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
     named, position, words = _break_run_json(run, case)
     result = hloscope(*RUN_COMMANDS[command](run, good))
     assert_refused(result, named, position=position, words=words)
@@ -363,8 +278,8 @@ def test_broken_run_json_is_refused_by_every_command(tmp_path, case, command):
 @pytest.mark.parametrize("command", ["hlo stats", "diff"])
 @needs_fixtures
 def test_truncated_hlo_inside_a_run_is_named_with_its_position(tmp_path, command):
-    good = _good_run(tmp_path / "good")
-    run = _good_run(tmp_path / "broken")
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
     hlo = next((run / "hlo").glob("*after_optimizations.txt"))
     _half(hlo, hlo.with_suffix(".half")).replace(hlo)
     result = hloscope(*RUN_COMMANDS[command](run, good))
@@ -373,7 +288,7 @@ def test_truncated_hlo_inside_a_run_is_named_with_its_position(tmp_path, command
 
 @needs_fixtures
 def test_truncated_xplane_inside_a_run_is_named(tmp_path):
-    run = _good_run(tmp_path / "broken")
+    run = good_run(tmp_path / "broken")
     xplane = next(run.rglob("*.xplane.pb"))
     _half(xplane, xplane.with_suffix(".half")).replace(xplane)
     assert_refused(hloscope("trace", "stats", run), xplane, words=("not a valid xplane.pb",))
@@ -385,7 +300,7 @@ def test_newer_comparison_is_refused_saying_so(tmp_path, command):
     from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
-    _good_run(comparison, "jax")
+    good_run(comparison, "jax")
     rundir.write_comparison(comparison, {"schema_version": 7, "comparison_id": "compare-1", "config": {},
                                          "modes": [{"mode": "jax", "dir": "jax", "status": "ok"}]})
     args = {"hlo stats": ["hlo", "stats", "--no-xla-cost", comparison], "trace stats": ["trace", "stats", comparison],
@@ -400,8 +315,8 @@ def test_explain_shows_the_readable_runs_and_fails_on_the_broken_one(tmp_path):
     from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
-    _good_run(comparison, "jax")
-    broken = _good_run(comparison, "torch_xla")
+    good_run(comparison, "jax")
+    broken = good_run(comparison, "torch_xla")
     (broken / "run.json").write_text('{"schema_version": 1, "run_id": ')
     rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
                                          "modes": [{"mode": "jax", "dir": "jax", "status": "ok"},
@@ -547,8 +462,8 @@ def test_a_newline_in_the_file_name_keeps_the_error_on_one_line(tmp_path, comman
 @needs_fixtures
 def test_an_artifact_path_outside_the_run_is_refused(tmp_path, command):
     """A hand-edited or hostile run.json cannot make hloscope read files outside its run directory."""
-    good = _good_run(tmp_path / "good")
-    run = _good_run(tmp_path / "broken")
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
     record = json.loads((run / "run.json").read_text())
     for artifact in record["artifacts"]:
         artifact["path"] = "../../../../../../etc/hostname"
@@ -620,8 +535,8 @@ def test_xplane_with_a_corrupt_name_is_refused_in_one_line(real_run, tmp_path):
 def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, value, words):
     """Found by mutating the values of a real run.json: a hand-edited field of the wrong type crashed explain's
     collector and the renderers; now it is one line naming run.json and the field."""
-    good = _good_run(tmp_path / "good")
-    run = _good_run(tmp_path / "broken")
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
     record = json.loads((run / "run.json").read_text())
     if key is None:
         record[section] = value
@@ -644,7 +559,7 @@ def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
     from hloscope.runs import rundir
 
     comparison = tmp_path / "compare-1"
-    _good_run(comparison, "jax")
+    good_run(comparison, "jax")
     rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
                                          "modes": modes})
     assert_refused(hloscope("explain", comparison), comparison / "comparison.json", words=(words,))
@@ -654,8 +569,8 @@ def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
 @needs_fixtures
 def test_an_artifact_kind_of_the_wrong_type_is_named(tmp_path, command):
     """A list as an artifact's kind crashed explain (unhashable type) before rundir checked it."""
-    good = _good_run(tmp_path / "good")
-    run = _good_run(tmp_path / "broken")
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
     record = json.loads((run / "run.json").read_text())
     record["artifacts"][0]["kind"] = ["hlo"]
     (run / "run.json").write_text(json.dumps(record))

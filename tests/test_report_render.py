@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium_binary
 from rich.console import Console
 
 from hloscope.explain.engine import explain
@@ -255,13 +254,6 @@ def test_user_strings_are_text_in_every_format():
     assert f"torch_xla {HOSTILE}" in text and f"op {HOSTILE}" in text and f"traces/{HOSTILE}" in text
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
 # Injected into a copy of the page for the test only (the report itself has no script): what the browser laid out.
 MEASURE = """<script>
 (function () {
@@ -293,7 +285,7 @@ def _layout(chromium: str, html: str, width: int, tmp_path: Path) -> dict:
 
 @pytest.mark.browser
 def test_html_report_renders_in_headless_chromium(tmp_path: Path):
-    chromium = _chromium()
+    chromium = chromium_binary()
     if chromium is None:
         pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
     report = _report()
@@ -321,7 +313,7 @@ def test_html_tables_fit_the_window(tmp_path: Path, width: int):
     """At 800 px (and wider) the page never scrolls sideways and no table is cut off or needs its own scroll bar:
     intervals wrap under their figures, op groups wrap, the op table names each side once. The hostile report has
     the longest mode names and op groups."""
-    chromium = _chromium()
+    chromium = chromium_binary()
     if chromium is None:
         pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
     for report in (_report(), _hostile_report()):

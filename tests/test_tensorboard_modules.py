@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_diff_steps import comparison  # noqa: F401  (the shared real-comparison fixture)
-
 pytestmark = pytest.mark.slow
 
 
@@ -44,7 +42,7 @@ def _raw_programs_in_steps(xplane: Path) -> set[tuple[str, int]]:
     return {(module, program) for start, module, program in ops if bisect.bisect_right(markers, start) > 0}
 
 
-def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp_path):  # noqa: F811
+def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp_path):
     from hloscope.tensorboard.logdir import ViewLogdir
 
     view = ViewLogdir(comparison / "jax", tmp_path / "logdir")
@@ -64,7 +62,7 @@ def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp
     assert kept == expected and dropped == len(before) - len(expected)
 
 
-def test_multi_graph_run_keeps_every_graph(comparison, tmp_path):  # noqa: F811
+def test_multi_graph_run_keeps_every_graph(comparison, tmp_path):
     from hloscope.tensorboard.logdir import ViewLogdir
 
     view = ViewLogdir(comparison / "torch_xla_compile", tmp_path / "logdir")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS
+from helpers import ARTIFACTS
 
 from hloscope.modes import MODES
 

@@ -1,0 +1,178 @@
+"""Helpers shared by the test modules (imported as `helpers`: pyproject's pytest `pythonpath`), so that no test module
+imports another: where the real fixtures are, XLA's and hloscope's views of an HLO module, running the CLI as a user
+does (a subprocess, stderr checked), a run directory made from real files, and headless chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# ------------------------------------------------------------------------------------------------------ where files are
+
+REPO = Path(__file__).resolve().parent.parent
+# CI clones the repository with shared/ beside it; a checkout under /work/main has it at /work/shared.
+FIXTURES = Path(os.environ.get("HLOSCOPE_FIXTURES", REPO.parent / "shared" / "fixtures"))
+# Real files fetched from public repositories for this project's tests (tests/data/fetched/SOURCES.md): in git,
+# unlike ../shared/fixtures, which is read-only input.
+FETCHED = REPO / "tests" / "data" / "fetched"
+# Screenshots and other artifacts tests leave for a person to look at.
+ARTIFACTS = REPO / "test-artifacts"
+
+
+# ---------------------------------------------------------------------------- HLO modules as XLA's parser and ours see them
+
+# XLA opcode enum names whose text form is not the plain kebab-case of the name.
+_OPCODE_TEXT = {
+    "Exp": "exponential", "Expm1": "exponential-minus-one", "Log1p": "log-plus-one", "Cos": "cosine", "Sin": "sine",
+    "Clz": "count-leading-zeros", "PopulationCount": "popcnt", "OptimizationBarrier": "opt-barrier", "TopK": "topk",
+}
+
+
+def xla_opcode(opcode) -> str:
+    name = opcode.name[1:]
+    return _OPCODE_TEXT.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+def hlo_fixture_files() -> list[Path]:
+    """Every HLO text file among the shared fixtures: *.hlo, and *.txt files that hold an HloModule."""
+    if not FIXTURES.is_dir():
+        return []
+    files = []
+    for path in sorted(FIXTURES.rglob("*")):
+        if path.suffix in (".hlo", ".txt") and path.is_file() and path.name != "SOURCES.md":
+            with open(path, "rb") as f:
+                if b"HloModule" in f.read(4096):
+                    files.append(path)
+    return files
+
+
+def split_for_xla(text: str) -> list[str]:
+    """XLA test files hold several modules separated by `// -----`; XLA parses one at a time."""
+    return [chunk for chunk in re.split(r"(?m)^// -----.*$", text) if "HloModule" in chunk]
+
+
+def xla_view(module) -> dict:
+    return {
+        c.name: sorted((i.name, xla_opcode(i.opcode), tuple(o.name for o in i.operands())) for i in c.instructions())
+        for c in module.computations()
+    }
+
+
+def our_view(module) -> dict:
+    return {c.name: sorted((i.name, i.opcode, tuple(i.operand_names)) for i in c.instructions) for c in module.computations}
+
+
+# ---------------------------------------------------------------- the CLI as a user runs it: one subprocess, stderr checked
+
+BAD = Path(__file__).parent / "data" / "bad"
+
+# Real files the broken inputs are cut from (../shared/fixtures, SOURCES.md).
+HLO_FIXTURE = "openxla_xla/gpu_tests/kernel_reuse.hlo"
+GOOD_DUMP = "gpu_aot/mlp_sm90_triton"  # a real XLA GPU dump directory (the other side of `diff`)
+KINETO_FIXTURE = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+XPLANE_FIXTURE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
+STABLEHLO_FIXTURE = "pytorch_xla/stablehlo/resnet18_qdq_stablehlo.txt"
+TORCH_XLA_IR_FIXTURE = "pytorch_xla/keep_rolled_script/save1.0"
+
+# Address-space cap for each hloscope subprocess: jaxlib and XProf map a few GB of virtual memory at import, the
+# analyses of these small inputs need well under 1 GB of it.
+MEMORY_LIMIT_BYTES = 6 << 30
+
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"real fixtures not found at {FIXTURES}")
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+# The child sets its own address-space limit before importing hloscope: no preexec_fn (Python code run between fork
+# and exec, unsafe once this test process has imported JAX and started its threads).
+_LIMITED_MAIN = ("import resource, runpy, sys; limit = int(sys.argv.pop(1)); "
+                 "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); sys.argv[0] = 'hloscope'; "
+                 "runpy.run_module('hloscope', run_name='__main__', alter_sys=True)")
+
+
+def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int = MEMORY_LIMIT_BYTES) -> Result:
+    """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed."""
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200"}
+    process = subprocess.Popen([sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)], cwd=REPO,
+                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail(f"hloscope {' '.join(map(str, args))} did not finish in {timeout} s")
+    return Result(process.returncode, stdout, stderr)
+
+
+def assert_refused(result: Result, path: Path, *, position: bool = False, words: tuple[str, ...] = (),
+                   code: int = 2) -> str:
+    """Exit code 2 and exactly one line on stderr, `hloscope: error: PATH[:LINE:COL]: ...`; returns that line."""
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.code == code, f"exit {result.code}, stderr: {result.stderr[-2000:]}"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{result.stderr[-2000:]}"
+    line = lines[0]
+    assert line.startswith("hloscope: error: "), line
+    assert str(path) in line, f"{path} not named in: {line}"
+    if position:
+        assert re.search(re.escape(str(path)) + r":\d+:\d+: \S", line), f"no line:column after the file in: {line}"
+    for word in words:
+        assert word in line, f"{word!r} not in: {line}"
+    return line
+
+
+def first_good_hlo() -> Path:
+    """A real XLA GPU module after optimizations (the other side of `diff` in the bad-input tests)."""
+    return next((FIXTURES / GOOD_DUMP).glob("*gpu_after_optimizations.txt"))
+
+
+def good_run(root: Path, name: str = "jax") -> Path:
+    """A run directory as the harness writes it (rundir.write_run), holding a real XLA GPU dump and a real xplane."""
+    from hloscope.runs import rundir
+
+    run = rundir.create_run_dir(root, run_id=name)
+    (run / "hlo").mkdir()
+    artifacts = []
+    for file in sorted((FIXTURES / GOOD_DUMP).glob("module_0001.*optimizations*.txt")):
+        shutil.copy(file, run / "hlo" / file.name)
+        if file.name.endswith("optimizations.txt"):
+            stage = "before_optimizations" if "before" in file.name else "after_optimizations"
+            artifacts.append({"kind": "hlo", "path": f"hlo/{file.name}", "module": "jit_train_step", "stage": stage,
+                              "train_step": True})
+    profile = run / "plugins" / "profile" / "2026_11_30_05_00_00"
+    profile.mkdir(parents=True)
+    shutil.copy(FIXTURES / XPLANE_FIXTURE, profile / "host.xplane.pb")
+    artifacts.append({"kind": "trace", "path": str((profile / "host.xplane.pb").relative_to(run)), "format": "xplane",
+                      "module": None, "stage": "profile", "train_step": True})
+    steps = [0.002, 0.0021, 0.0019, 0.002]
+    rundir.write_run(run, {"schema_version": 1, "run_id": name, "mode": "jax", "status": "ok", "error": None,
+                           "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32"},
+                           "environment": {"platform": "cpu"},
+                           "timing": {"step_times_s": steps, "median_s": 0.002, "mean_s": sum(steps) / 4,
+                                      "first_step_s": 1.0},
+                           "artifacts": artifacts})
+    return run
+
+
+# ------------------------------------------------------------------------------------------------------ headless chromium
+
+def chromium_binary() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
