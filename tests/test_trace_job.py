@@ -6,6 +6,7 @@ against json.load of each rank."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -164,11 +165,17 @@ def test_pool_equals_serial(job64, job64_serial, cli_run):
 
 
 def test_dask_local_cluster_equals_serial(job64, job64_serial, cli_run):
+    """Two worker processes (not threads of this one): the per-file tasks are pickled, run in other interpreters
+    and their summaries sent back over TCP, as on a real cluster."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1", protocol="tcp",
-                                  dashboard_address=":0") as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tcp",
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         code, out, err = cli_run("trace", "stats", "--json", "--scheduler", cluster.scheduler_address, str(job64))
+        pids = client.run(os.getpid)
+        executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
     assert code == 0, err
+    assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+    assert sum(executed.values()) == 64  # every file summarised in a worker process
     assert out == job64_serial
 
 
