@@ -67,6 +67,10 @@ _TORCH_ATTENTION = ("eager", "sdpa", "flash")
 # --devices N: one process, a jax.sharding.Mesh over N devices (hloscope/backends/sharding.py)
 _JAX_DATA_PARALLEL = ("jax.sharding.Mesh over N devices (axis 'data'), the batch sharded on it, parameters and optimizer "
                       "state replicated, one jax.jit step: XLA's SPMD partitioner inserts the gradient all-reduce")
+# --devices N for the PyTorch modes: N processes (hloscope/backends/ddp.py)
+_DDP_DATA_PARALLEL = ("torch.nn.parallel.DistributedDataParallel over N processes started like torchrun's (RANK, "
+                      "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT): gloo on the CPU, NCCL on CUDA GPUs; each rank steps "
+                      "on batch / N samples of the same global batch, DDP all-reduces the gradients in backward")
 _NO_FLASH = "flash_attention_2 needs the flash-attn CUDA extension; PyTorch/XLA 2.9 has no CUDA"
 
 MODES: tuple[Mode, ...] = (
@@ -74,12 +78,15 @@ MODES: tuple[Mode, ...] = (
          packages=("torch", "transformers"), imports=("torch",),
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_NONE, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
-         runs_on="CPU and CUDA GPUs (torch.cuda); not TPU", attention=_TORCH_ATTENTION),
+         runs_on="CPU and CUDA GPUs (torch.cuda); not TPU", attention=_TORCH_ATTENTION,
+         data_parallel=_DDP_DATA_PARALLEL),
     Mode(name="pytorch+compile", dir_name="pytorch_compile", framework="pytorch", compile=True,
          packages=("torch", "transformers"), imports=("torch",),
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_INDUCTOR, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
-         runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU", attention=_TORCH_ATTENTION),
+         runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU", attention=_TORCH_ATTENTION,
+         data_parallel=_DDP_DATA_PARALLEL + " (torch.compile of the DDP module: dynamo's DDPOptimizer splits the "
+                                            "graph at the gradient buckets)"),
     Mode(name="torch_xla", dir_name="torch_xla", framework="torch_xla", compile=False,
          packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
          session="hloscope.backends.torch_xla_mode:TorchXlaSession",

@@ -21,3 +21,20 @@ def quiet_native_stderr():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def native_stdout_to_stderr():
+    """Send what native (C++) code writes to file descriptor 1 to 2 instead, where logs go: gloo announces its
+    connections on stdout, which is where `run --json` prints its record."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

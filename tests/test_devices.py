@@ -15,7 +15,7 @@ import pytest
 from hloscope.backends.base import RunOptions
 from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, host_device_flags
 from hloscope.errors import UsageError
-from hloscope.modes import DATA_PARALLEL_MODES, MODES
+from hloscope.modes import BY_NAME, DATA_PARALLEL_MODES, MODES
 
 
 def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -25,9 +25,21 @@ def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           env=env)
 
 
+# a mode that runs on one device only, for the refusals (None once every mode runs data-parallel)
+ONE_DEVICE = next((mode.name for mode in MODES if not mode.data_parallel), None)
+needs_one_device_mode = pytest.mark.skipif(ONE_DEVICE is None, reason="every mode runs data-parallel")
+
+
+def _mode_args(name: str | None) -> list[str]:
+    """`run`'s spelling of a mode: `--mode FRAMEWORK [--compile-model]`."""
+    if name is None:
+        return ["none"]
+    mode = BY_NAME[name]
+    return [mode.framework, *(["--compile-model"] if mode.compile else [])]
+
+
 def test_the_registry_says_which_modes_run_data_parallel():
-    assert "jax" in DATA_PARALLEL_MODES
-    assert "pytorch" not in DATA_PARALLEL_MODES
+    assert {"jax", "torchax", "pytorch", "pytorch+compile"} <= set(DATA_PARALLEL_MODES)
     assert all(bool(mode.data_parallel) == (mode.name in DATA_PARALLEL_MODES) for mode in MODES)
 
 
@@ -38,10 +50,16 @@ def test_one_device_is_todays_run():
 
 
 def test_refusals_are_one_line_naming_the_mode_or_the_batch():
-    with pytest.raises(UsageError, match="--mode pytorch: this mode runs on one device only"):
-        check_devices("pytorch", 2, 8)
     with pytest.raises(UsageError, match="must divide by the device count"):
         check_devices("jax", 3, 8)
+    with pytest.raises(UsageError, match="must divide by the device count"):
+        check_devices("pytorch", 3, 8)
+
+
+@needs_one_device_mode
+def test_a_one_device_mode_is_refused_by_name():
+    with pytest.raises(UsageError, match=f"--mode {ONE_DEVICE}: this mode runs on one device only"):
+        check_devices(ONE_DEVICE, 2, 8)
 
 
 def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
@@ -51,8 +69,11 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
 
 @pytest.mark.parametrize("args, expected", [
     (("run", "--mode", "jax", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
-    (("run", "--mode", "pytorch", "--devices", "2", "--batch-size", "8"), "--mode pytorch"),
-    (("compare", "--modes", "jax,pytorch", "--devices", "2", "--batch-size", "8", "--no-audit"), "--mode pytorch"),
+    (("run", "--mode", "pytorch", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
+    pytest.param(("run", "--mode", *_mode_args(ONE_DEVICE), "--devices", "2", "--batch-size", "8"),
+                 f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
+    pytest.param(("compare", "--modes", f"jax,{ONE_DEVICE}", "--devices", "2", "--batch-size", "8", "--no-audit"),
+                 f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
 ])
 def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
     result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)

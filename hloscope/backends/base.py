@@ -152,6 +152,11 @@ class Session:
     def window_starting(self) -> None:
         """Called after the warm-up, just before the timed window (outside the timed region)."""
 
+    def rank_step_times(self, step_times_s: list[float]) -> list[list[float]] | None:
+        """Multi-process data parallelism (DDP ranks): every rank's timed step times, by rank, gathered after the timed
+        window (every rank calls it); None for a mode that runs in one process."""
+        return None
+
     # -- memory -------------------------------------------------------------------------------------------------------
     def device_memory(self) -> dict | None:
         """The device's peak memory as run.json `memory` fields (with `source`), or None where it reports none."""

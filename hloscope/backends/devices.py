@@ -53,6 +53,17 @@ def prepare_environment(mode: str, devices: int) -> None:
         os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), devices)
 
 
+def how_ranks_are_made(platform: str, devices: int, backend: str) -> str:
+    """run.json `environment.devices.made_by` for DDP: N processes started like torchrun's, and what a GPU host changes."""
+    started = (f"{devices} processes on this host started like torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, "
+               f"MASTER_PORT; rank 0 is the run process), torch.distributed {backend}")
+    if platform == "cpu":
+        return (f"{started} on the CPU: the ranks share this host's cores and memory and the all-reduce goes through "
+                "gloo over loopback TCP; on a GPU host each rank takes one GPU (cuda:LOCAL_RANK) and the all-reduce is "
+                "NCCL's (NVLink / PCIe), overlapped with the backward pass by DDP's gradient buckets")
+    return f"{started}, rank r on {platform}:r (the all-reduce is NCCL's, overlapped with backward by DDP's buckets)"
+
+
 def how_devices_are_made(platform: str, devices: int) -> str:
     """run.json `environment.devices.made_by`: where the N devices came from, and what differs on a GPU host."""
     if platform == "cpu":

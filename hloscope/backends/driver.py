@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.devices import prepare_environment
-from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
+from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs.environment import collect_environment, env_vars
@@ -157,6 +157,25 @@ def _precision_hook(mode: str) -> str | None:
     return None
 
 
+def rank_sequence(options: RunOptions, run_dir: Path) -> None:
+    """A data-parallel rank other than 0 (hloscope.backends.ddp): what `execute` runs, in the same order (every
+    collective of a step is matched across ranks), without run.json: setup, the parity probe, the warm-up and timed
+    steps, the gathering of step times, the profile."""
+    session = load_session(options, run_dir)
+    try:
+        session.setup()
+        if options.check_parity:
+            session.parity()
+        log = StepLog()
+        run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log)
+        session.rank_step_times(list(log.step_times_s))
+        if options.profile:
+            session.profiling = True
+            session.profile(options.profile_steps)
+    finally:
+        session.close()
+
+
 def execute(options: RunOptions, run_dir: Path,
             on_step: Callable[[str, int], None] = lambda phase, index: None,
             warn: Callable[[str], None] = lambda message: None, setup_only: bool = False) -> dict:
@@ -239,6 +258,10 @@ def execute(options: RunOptions, run_dir: Path,
 
         run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
                  on_window_start=window_start, on_step=step_done)
+        per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
+        if per_rank:
+            log.step_times_s[:], record["timing"]["ranks"] = rank_timing(per_rank, options.batch_size // len(per_rank))
+            record["timing"]["step_is"] = "the slowest rank's time of each step (timing.ranks: each rank's own)"
         after = session.compile_counts()
         in_window = _diff_counts(after, counts["before"])
         record["compiles"] = {"before_window": counts["before"], "in_window": in_window, "total": after,

@@ -1,6 +1,8 @@
 """`--mode pytorch` (eager) and `pytorch+compile` (torch.compile with inductor).
 
 On CUDA the step is timed until `torch.cuda.synchronize()` returns; on the CPU PyTorch runs synchronously.
+With --devices N (N > 1), DistributedDataParallel over N processes (hloscope.backends.ddp): this process is rank 0,
+each rank steps on its slice of the global batch, and writes its Kineto trace under `<run>/kineto/rank-N/`.
 With --dump-hlo, inductor's generated code (`output_code.py`: Triton kernels on CUDA, C++ kernels on the CPU) is copied
 into `<run>/hlo/inductor/` so that the kernels inductor generated can be counted. Eager PyTorch has no graph.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -62,11 +65,26 @@ class PytorchSession(TorchSession):
     profile_lead_in_steps = 1  # Kineto's schedule warm-up step: run, not recorded
     host_memory_source = "peak host RSS (CPU)"
 
+    group = None  # hloscope.backends.ddp.ProcessGroup with --devices N > 1
+
     def setup(self) -> None:
         options = self.options
         keep_transformers_off_jax()
         self.device = pick_device(options.device)
         check_flash(options.attention, self.device)
+        wrap = shard = None
+        if options.devices > 1:  # DDP: start (or join) the N ranks before the model is built
+            from hloscope.backends.ddp import ProcessGroup
+
+            group = self.group = ProcessGroup(options, self.run_dir, self.device.type)
+            self.device = group.device
+            shard = group.shard
+
+            def wrap(model):
+                from torch.nn.parallel import DistributedDataParallel
+
+                return DistributedDataParallel(model, device_ids=[group.local_rank] if group.backend == "nccl"
+                                               else None)
         apply_precision(options.precision)
         if options.compile_model:
             if options.dump_hlo:
@@ -79,7 +97,7 @@ class PytorchSession(TorchSession):
                                              precision=options.precision, autocast_device=self.device.type,
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
                                              data=options.data, n_batches=self.batch_count(),
-                                             attention=options.attention)
+                                             attention=options.attention, wrap=wrap, shard=shard)
 
     def _enable_inductor_debug(self) -> None:
         """Ask inductor to write its debug trace (FX graphs, IR, output_code.py) under the run directory.
@@ -100,6 +118,14 @@ class PytorchSession(TorchSession):
         with self.annotate(WAIT_ANNOTATION):  # on the CPU the step has already finished: an empty annotation
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
+
+    def loss_of(self, outputs) -> float:
+        """The global batch's loss: with DDP, the mean of the ranks' losses (each over its equal slice)."""
+        loss = super().loss_of(outputs)
+        return self.group.mean(loss) if self.group is not None else loss
+
+    def rank_step_times(self, step_times_s: list[float]) -> list[list[float]] | None:
+        return self.group.gather_step_times(step_times_s) if self.group is not None else None
 
     def compile_counts(self) -> dict[str, int]:
         if not self.options.compile_model:
@@ -129,6 +155,8 @@ class PytorchSession(TorchSession):
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
         out = self.run_dir / "kineto"
+        if self.group is not None:  # one folder per rank; the rank is also in each trace's distributedInfo
+            out = out / f"rank-{self.group.rank}"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
         cycle = schedule(wait=0, warmup=1, active=steps)
         profiler = profile(activities=activities, schedule=lambda number: cycle(max(number - first, 0)),
@@ -140,9 +168,12 @@ class PytorchSession(TorchSession):
         self._kineto = profiler
         with profiler:
             yield
+        if self.group is not None:
+            self.group.barrier()  # every rank has written its trace
+            out = self.run_dir / "kineto"
         result.artifacts = [{"kind": "trace", "path": str(path.relative_to(self.run_dir)), "format": TRACE_KINETO,
                              "module": None, "stage": "profile", "train_step": True}
-                            for path in sorted(out.glob("*.json*"))]
+                            for path in sorted(out.rglob("*.json*"))]
 
     @contextlib.contextmanager
     def step_marker(self, index: int):
@@ -172,7 +203,14 @@ class PytorchSession(TorchSession):
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": None, "backend": "eager"}),
                 "donation": {"state_in_place": True, "how": "optimizer.step() updates the parameters in place"},
-                "threads": self.torch_threads()}
+                "threads": self.torch_threads(),
+                **({"devices": self.group.describe(self.options.batch_size)} if self.group is not None else {})}
+
+    def close(self) -> None:
+        if self.group is not None:
+            for failure in self.group.close():
+                print(f"hloscope: {self.options.mode} --devices {self.options.devices}: {failure}", file=sys.stderr,
+                      flush=True)
 
 
 def _tf32_switches() -> dict:

@@ -94,6 +94,17 @@ def step_statistics(step_times_s: list[float], batch_size: int, window_s: float 
     return stats
 
 
+def rank_timing(per_rank: list[list[float]], batch_size: int) -> tuple[list[float], list[dict]]:
+    """Several processes' step times (one list per rank, step by step): the job's step, which ends when the slowest
+    rank has finished it (the longest rank time of each step), and each rank's own figures (`batch_size`: its share
+    of the global batch)."""
+    steps = min(len(times) for times in per_rank)
+    slowest = [max(times[index] for times in per_rank) for index in range(steps)]
+    ranks = [{"rank": rank, "step_times_s": list(times), **step_statistics(list(times), batch_size)}
+             for rank, times in enumerate(per_rank)]
+    return slowest, ranks
+
+
 NOISY_P90_OVER_P10 = 2.0
 NOISY_MAX_OVER_MEDIAN = 10.0
 

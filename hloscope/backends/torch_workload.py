@@ -71,6 +71,7 @@ class TorchWorkload:
     pool: list | None = None        # --data device: batches already on the device, cycled
     batches: Any = None             # --data loader: an iterator over the DataLoader
     input_name: str = "pixel_values"  # the model's keyword for its input (input_ids for the text presets)
+    shard: Callable[[Any], Any] | None = None  # --devices N under DDP: this rank's slice of a global batch
 
     @property
     def attn_implementation(self) -> str | None:
@@ -81,6 +82,8 @@ class TorchWorkload:
         if self.pool is not None:
             return self.pool[index % len(self.pool)]
         images, labels = next(self.batches)
+        if self.shard is not None:
+            images, labels = self.shard(images), self.shard(labels)
         return images.to(self.device), labels.to(self.device)
 
     def autocast(self):
@@ -104,9 +107,11 @@ class TorchWorkload:
 def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, precision: str,
                          autocast_device: str, compile_kwargs: dict | None = None,
                          sync: Callable[[], None] = lambda: None, data: str = "device",
-                         n_batches: int = 0, attention: str = "eager") -> TorchWorkload:
-    """Model on `device` in training mode, SGD, then `torch.compile(model, **compile_kwargs)` when given, and the
-    batches: the shared synthetic pool (`data="device"`) or the benchmark's DataLoader of `n_batches` batches."""
+                         n_batches: int = 0, attention: str = "eager", wrap: Callable[[Any], Any] | None = None,
+                         shard: Callable[[Any], Any] | None = None) -> TorchWorkload:
+    """Model on `device` in training mode, `wrap(model)` when given (DistributedDataParallel), SGD, then
+    `torch.compile(model, **compile_kwargs)` when given, and the batches: the shared synthetic pool (`data="device"`)
+    or the benchmark's DataLoader of `n_batches` batches, each cut to `shard(batch)` when given (a rank's slice)."""
     from hloscope.backends.torch_common import check_precision, import_torch
 
     torch = import_torch()
@@ -117,14 +122,18 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
     if getattr(model, "tie_weights", None) is not None:
         model.tie_weights()
     model.train()
+    if wrap is not None:
+        model = wrap(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
     if compile_kwargs is not None:
         model = torch.compile(model, **compile_kwargs)
     workload = TorchWorkload(model=model, optimizer=optimizer, device=device,
                              autocast_dtype=torch.bfloat16 if precision == "bf16" else None,
-                             autocast_device=autocast_device, sync=sync, input_name=preset.input_name)
+                             autocast_device=autocast_device, sync=sync, input_name=preset.input_name, shard=shard)
     if data == "device":
         workload.pool = device_pool(preset, batch_size, seed, device)
+        if shard is not None:
+            workload.pool = [(shard(images), shard(labels)) for images, labels in workload.pool]
     else:
         from hloscope.backends import data as data_module
 

@@ -1,0 +1,92 @@
+"""--mode pytorch --devices 2 (issue 18): DistributedDataParallel over 2 gloo processes on the CPU. The per-rank Kineto
+traces are found and read by `trace stats` as a job (ranks 0 and 1, checked against json.load of each trace's own
+distributedInfo), the gloo all-reduces are in every rank's trace, the loss equals the one-device run on the same global
+batch, and the reported step is the slowest rank's of each step."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.backends.timing import rank_timing
+from hloscope.modes import DATA_PARALLEL_MODES
+
+pytest.importorskip("torch")
+
+
+def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_the_pytorch_modes_are_data_parallel():
+    assert {"pytorch", "pytorch+compile"} <= set(DATA_PARALLEL_MODES)
+
+
+def test_the_job_step_is_the_slowest_rank_of_each_step():
+    slowest, ranks = rank_timing([[1.0, 5.0, 2.0], [3.0, 1.0, 2.5]], batch_size=4)
+    assert slowest == [3.0, 5.0, 2.5]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert ranks[0]["median_s"] == 2.0 and ranks[1]["median_s"] == 2.5
+    assert ranks[1]["throughput_img_s"] == 4 / 2.5
+
+
+def _run(out: Path, devices: int, *extra: str) -> dict:
+    result = hloscope("run", "--mode", "pytorch", "--model", "vit-tiny", "--batch-size", "8", "--steps", "6",
+                      "--warmup", "2", "--devices", str(devices), "--out", str(out), "--run-id", f"ddp{devices}",
+                      "--json", *extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)  # stdout is the record alone: gloo's connection lines went to stderr
+
+
+@pytest.mark.slow
+def test_ddp_on_two_processes(tmp_path):
+    one = _run(tmp_path, 1)
+    two = _run(tmp_path, 2, "--profile", "--profile-steps", "3")
+    assert two["status"] == "ok" and two["config"]["devices"] == 2
+
+    # the same global batch, split over the ranks: the loss of the global batch is the one-device run's
+    assert two["loss"]["first"] == pytest.approx(one["loss"]["first"], rel=1e-5)
+    assert two["loss"]["last"] == pytest.approx(one["loss"]["last"], rel=1e-5)
+
+    devices = two["environment"]["devices"]
+    assert devices["count"] == 2 and devices["backend"] == "gloo" and devices["per_device_batch"] == 4
+    assert devices["processes"] == 2 and "torchrun" in devices["made_by"]
+
+    # every rank's own step times, and the job's step: the slowest rank of each step
+    timing = two["timing"]
+    ranks = timing["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert all(len(r["step_times_s"]) == 6 for r in ranks)
+    assert timing["step_times_s"] == [max(a, b) for a, b in zip(ranks[0]["step_times_s"], ranks[1]["step_times_s"])]
+
+    # one Kineto trace per rank, each under kineto/rank-N/, with its rank in distributedInfo and gloo's all-reduces
+    traces = [a["path"] for a in two["artifacts"] if a["kind"] == "trace"]
+    assert [Path(p).parent.name for p in traces] == ["rank-0", "rank-1"]
+    for rank, path in enumerate(traces):
+        document = json.loads((tmp_path / "ddp2" / path).read_text())
+        info = document["distributedInfo"]
+        assert info["rank"] == rank and info["world_size"] == 2 and info["backend"] == "gloo"
+        names = [event.get("name") for event in document["traceEvents"]]
+        steps = [name for name in names if str(name).startswith("ProfilerStep#")]
+        assert len(steps) == 3
+        # DDP's gradient buckets: at least one all-reduce per step (vit-tiny's 81k parameters fit one 25 MB bucket)
+        assert names.count("gloo:all_reduce") >= len(steps), sorted({n for n in names if "gloo" in str(n)})
+
+    # trace stats reads the run directory as a job of ranks 0 and 1
+    stats = hloscope("trace", "stats", str(tmp_path / "ddp2"), "--json", "--jobs", "1")
+    assert stats.returncode == 0, stats.stderr[-2000:]
+    document = json.loads(stats.stdout)
+    assert [t["rank"] for t in document["traces"]] == [0, 1]
+    job = document["job"]
+    assert [r["rank"] for r in job["ranks"]] == [0, 1]
+    assert all(r["steps"] == 3 for r in job["ranks"])  # the 3 profiled steps
+    assert {s["ranks"] for s in job["steps"]} == {2}
