@@ -93,3 +93,13 @@ def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
     # the audit's set-up processes leave nothing in the comparison directory
     assert sorted(p.name for p in (Path(tmp_path) / comparison["comparison_id"]).iterdir()) == [
         "comparison.json", "jax", "logs", "pytorch", "torchax"]
+    # explain lists the mismatch first, in every renderer (terminal, Markdown, HTML) and in its JSON
+    directory = str(Path(tmp_path) / comparison["comparison_id"])
+    explain = [sys.executable, "-m", "hloscope", "explain", directory]
+    report = json.loads(subprocess.run([*explain, "--json"], capture_output=True, text=True, check=True).stdout)
+    assert "MISMATCH precision: pytorch=fp32, torchax=fp32, jax=bf16" in report["comparison"]["audit_mismatches"]
+    for form, then in (([], "Step time"), (["--format", "md"], "Comparison: "),
+                       (["--format", "html", "-o", "-"], "Comparison: ")):
+        out = subprocess.run([*explain, *form], capture_output=True, text=True, check=True).stdout
+        heading = out.index("The modes did not run the same settings")
+        assert heading < out.index("MISMATCH precision: pytorch=fp32, torchax=fp32, jax=bf16") < out.index(then)

@@ -11,6 +11,7 @@ from hloscope.explain.summary import ModeSummary
 
 def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     """(one summary per mode, comparison metadata {path, id, config}) for a comparison or a folder of runs."""
+    from hloscope.runs.audit import recorded_mismatch_lines
     from hloscope.runs.rundir import COMPARISON_FILE, find_runs, load_comparison
 
     path = Path(path)
@@ -18,6 +19,9 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     if path.is_dir() and (path / COMPARISON_FILE).is_file():
         comparison = load_comparison(path)
         meta.update(id=_text(comparison, "comparison_id", path), config=comparison.get("config") or {})
+        mismatches = recorded_mismatch_lines(comparison, path / COMPARISON_FILE)
+        if mismatches:  # compare's fairness audit: the modes did not run the same settings (explain lists them first)
+            meta["audit_mismatches"] = mismatches
         if not isinstance(meta["config"], dict):
             raise InputError(path / COMPARISON_FILE, "not a valid comparison.json: 'config' is not an object")
         if not comparison["modes"]:
@@ -45,11 +49,12 @@ def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
     that no two runs share a name: the mode, then its directory where the mode repeats."""
     if len(paths) == 1:
         return load_summaries(paths[0])
-    summaries, sources = [], []
+    summaries, sources, mismatches = [], [], []
     for path in paths:
-        found, _ = load_summaries(path)
+        found, meta = load_summaries(path)
         summaries += found
         sources += [path] * len(found)
+        mismatches += [f"{path.name}: {line}" for line in meta.get("audit_mismatches", [])]
     labels = [s.mode for s in summaries]
     for summary, path in zip(summaries, sources):
         if labels.count(summary.mode) > 1:
@@ -59,7 +64,10 @@ def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
         seen[summary.mode] = seen.get(summary.mode, 0) + 1
         if seen[summary.mode] > 1:
             summary.mode = f"{summary.mode} #{seen[summary.mode]}"
-    return summaries, {"path": ", ".join(str(p) for p in paths), "paths": [str(p) for p in paths]}
+    meta = {"path": ", ".join(str(p) for p in paths), "paths": [str(p) for p in paths]}
+    if mismatches:
+        meta["audit_mismatches"] = mismatches
+    return summaries, meta
 
 
 def latest_comparison(root: Path) -> Path:

@@ -6,11 +6,13 @@ from html import escape
 
 from hloscope.render import svg
 from hloscope.render.explain_views import (
+    AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
     AnnotationView,
     ModeView,
+    audit_mismatches,
     baseline_line,
     compiled_table,
     config_text,
@@ -44,6 +46,7 @@ table.ops td.group{min-width:8em}table.ops th.side{text-align:center;overflow-wr
 ol.contributors>li{margin-bottom:.7em}.figures-line{color:#333}
 ul.annotations{margin:.2em 0;padding-left:1.2em}ul.annotations li{color:#333}
 .kind{color:#555;font-style:italic}tr.significant td{font-weight:bold}
+.audit{border:2px solid #b00020;background:#fdecea;color:#7a0014;padding:.4em .8em;margin:.6em 0}
 </style>"""
 
 
@@ -61,6 +64,9 @@ def render(report: dict) -> str:
     summaries = report.get("summaries", {})
     rows = mode_rows(report)
     body = [CSS, "<h1>Why the runs differ</h1>"]
+    if audit_mismatches(report):  # first: the modes did not run the same settings
+        body.append(f'<div class="audit" id="audit"><p><b>{escape(AUDIT_HEADING)}</b></p><ul>'
+                    + "".join(f"<li>{escape(line)}</li>" for line in audit_mismatches(report)) + "</ul></div>")
     if meta.get("path"):
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
     if config_text(meta):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from hloscope.render import markdown
 from hloscope.render.explain_views import (
+    AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
     ModeView,
+    audit_mismatches,
     baseline_line,
     compiled_table,
     config_text,
@@ -32,6 +34,8 @@ _row = markdown.row
 def render(report: dict) -> str:
     meta = report.get("comparison") or {}
     lines = ["# Why the runs differ", ""]
+    if audit_mismatches(report):  # first: the modes did not run the same settings
+        lines += [f"**{text(AUDIT_HEADING)}**", ""] + [f"- {text(line)}" for line in audit_mismatches(report)] + [""]
     if meta.get("path"):
         lines += [f"Comparison: {text(meta['path'])}", ""]
     if config_text(meta):

@@ -13,11 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.render.explain_views import (
+    AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
     AnnotationView,
     ModeView,
+    audit_mismatches,
     baseline_line,
     compiled_table,
     is_compiled,
@@ -59,7 +61,18 @@ def _notes(report: dict, console: Console) -> None:
         console.print(Text(f"note: {mode}: {note}", style="yellow"))
 
 
+def _audit(report: dict, console: Console) -> None:
+    """The fairness audit's mismatches, in red, before anything else."""
+    mismatches = audit_mismatches(report)
+    if mismatches:
+        console.print(Text(AUDIT_HEADING, style="bold red"))
+        for line in mismatches:
+            _line(console, Text(line, style="red"))
+        console.print()
+
+
 def render(report: dict, console: Console) -> None:
+    _audit(report, console)
     if is_compiled(report):
         render_compiled(report, console)
         _notes(report, console)

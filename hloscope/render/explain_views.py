@@ -122,6 +122,16 @@ def config_text(meta: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in (meta.get("config") or {}).items() if not isinstance(v, (dict, list)))
 
 
+AUDIT_HEADING = "The modes did not run the same settings (compare's fairness audit):"
+
+
+def audit_mismatches(report: dict) -> list[str]:
+    """The fairness audit's mismatches recorded in the comparison (`MISMATCH setting: mode=value, ...`), which every
+    renderer shows first: a gap between modes that ran different settings is not only the frameworks'."""
+    lines = (report.get("comparison") or {}).get("audit_mismatches")
+    return [str(line) for line in lines] if isinstance(lines, list) else []
+
+
 def notes(report: dict) -> list[tuple[str, str]]:
     """(mode, note) for everything a mode could not read."""
     return [(mode, note) for mode, summary in report.get("summaries", {}).items() for note in summary.get("notes", [])]

@@ -101,6 +101,31 @@ def mismatch_lines(audit_record: dict) -> list[str]:
             for row in audit_record["mismatches"]]
 
 
+def recorded_mismatch_lines(comparison: dict, file) -> list[str]:
+    """Every mismatch a comparison.json's audit recorded, for explain to list first: the audit before timing, then
+    the timed runs' mismatches it had not seen (`... (in the timed runs)`). [] without an audit or a mismatch. An
+    audit of the wrong shape is an InputError naming `file`."""
+    from hloscope.errors import InputError
+
+    section = comparison.get("audit")
+    if section is None:
+        return []
+    lines: list[str] = []
+    for stage, suffix in (("before_timing", ""), ("timed_runs", " (in the timed runs)")):
+        record = section.get(stage) if isinstance(section, dict) else None
+        if record is None and isinstance(section, dict):
+            continue
+        rows = record.get("mismatches") if isinstance(record, dict) else None
+        if not isinstance(record, dict) or not isinstance(rows, list) or not all(
+                isinstance(row, dict) and isinstance(row.get("setting"), str) and isinstance(row.get("values"), dict)
+                for row in rows):
+            raise InputError(file, f"not a valid comparison.json: 'audit.{stage}.mismatches' must be a list of "
+                                   "objects with a 'setting' and its 'values'")
+        lines += [line + suffix for line in mismatch_lines(record)
+                  if line not in lines and line + suffix not in lines]
+    return lines
+
+
 def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
               on_mode=lambda mode: None) -> dict:
     """Before timing: set every mode up in its own process (`run --setup-only --json`, in a temporary directory that
