@@ -134,7 +134,8 @@ def read_stream_once(path: str | os.PathLike, what: str, max_bytes: int = 16 << 
     if not stat.S_ISFIFO(info.st_mode):
         return read_bytes(name, what, max_bytes)
     fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
-    chunks, size, deadline = [], 0, time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + timeout_s
     try:
         while True:
             left = deadline - time.monotonic()

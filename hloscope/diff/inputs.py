@@ -55,7 +55,7 @@ def pick_graphs(loaded: list, path: str, module: str | None = None, stage: str |
     chosen = pick_module(loaded, path, module, stage)
     if module or not all(m.extra.get("run_dir") for m in loaded):
         return [chosen]
-    by_name: dict[str, object] = {}
+    by_name: dict[str, LoadedModule] = {}
     for m in loaded:
         if m.stage == chosen.stage and (m.module.name not in by_name
                                         or m.module.instruction_count > by_name[m.module.name].module.instruction_count):

@@ -217,9 +217,9 @@ def resolve_target(target: str | os.PathLike) -> GpuTarget:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(path, f"cannot read GPU target file: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    target = target_from_text(text, path.stem, str(path))
-    _READ_ONCE[key] = target
-    return target
+    read = target_from_text(text, path.stem, str(path))
+    _READ_ONCE[key] = read
+    return read
 
 
 _READ_ONCE: dict[str, GpuTarget] = {}

@@ -81,7 +81,9 @@ def load_file(path: str | os.PathLike, stage: str | None = None) -> list[LoadedM
                 platform=detect_platform(file.name, module),
                 gpu_arch=gpu_arch,
                 index=index,
-                **siblings,
+                buffer_assignment=siblings.get("buffer_assignment"),
+                memory_report=siblings.get("memory_report"),
+                thunk_sequence=siblings.get("thunk_sequence"),
             )
         )
     return out

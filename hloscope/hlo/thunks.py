@@ -113,7 +113,8 @@ def _dims(text: str, path: str, line: int, col: int) -> tuple[int, int, int]:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         raise ParseError(path, f"expected three dimensions, got [{text}]", line, col)
-    return tuple(bounded_int(part, path, line, col, "launch dimension") for part in parts)
+    x, y, z = (bounded_int(part, path, line, col, "launch dimension") for part in parts)
+    return x, y, z
 
 
 def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequence:
@@ -214,7 +215,7 @@ def attach_launches(kernel_rows: list[dict], seq: ThunkSequence) -> dict:
                 "reason": f"{len(kernel_rows)} launches in the HLO, {len(top)} thunks in {seq.path}"}
     rows = []
     for position, (row, thunk) in enumerate(zip(kernel_rows, top)):
-        expected = _CATEGORY_OF_KERNEL_KIND.get(row.get("kind"), "kernel")
+        expected = _CATEGORY_OF_KERNEL_KIND.get(str(row.get("kind")), "kernel")
         if expected != thunk.category or (thunk.hlo_op is not None and thunk.hlo_op != row.get("name")):
             return {"agrees": False, "launches": [],
                     "reason": f"launch {position + 1}: HLO {row.get('name')} ({row.get('kind')}) vs thunk "

@@ -16,7 +16,7 @@ def main() -> int:
     from hloscope.native_stderr import quiet_native_stderr
 
     with quiet_native_stderr():
-        from jaxlib import _hlo, _jax
+        from jaxlib import _hlo, _jax  # type: ignore[attr-defined]  # private modules without stubs
 
         client = _jax.get_tfrt_cpu_client() if hasattr(_jax, "get_tfrt_cpu_client") else None
     for line in sys.stdin:

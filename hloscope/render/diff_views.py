@@ -116,7 +116,7 @@ GRAPH_HEADERS = ["graph", "instructions", "graph instructions", "matched", "kern
 def graph_rows_of(report: dict, side: str) -> list[tuple[str, ...]]:
     """The per-graph table of one side (`graphs.a` / `graphs.b`) with its total row; measured columns only with a
     profile."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in (report.get("graphs") or {}).get(side) or []:
         matched = r.get("matched")
         rows.append((r["graph"], _num(r.get("instructions")), _num(r.get("graph_instructions")),
@@ -150,7 +150,7 @@ PAIR_HEADERS = ["A instruction", "B instruction", "opcode", "source op (A | B)",
 
 def time_pair_rows(report: dict, limit: int | None = 15, graphs: bool = False) -> list[tuple[str, ...]]:
     """Matched pairs ranked by the difference of their measured device time per step."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for p in ((report.get("time_weighted") or {}).get("pairs") or [])[:limit]:
         a, b = p["a"], p["b"]
         if graphs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 
 CSS = """
@@ -22,7 +23,7 @@ def page(title: str, body: list[str]) -> str:
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def table(headers: list[str], rows: list[list[object]], figures: bool = False) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], figures: bool = False) -> str:
     """`figures`: cells hold short names and numbers that must not break across lines (`torch_x|la`, `0.000|ms`)."""
     head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)

@@ -24,7 +24,7 @@ ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES",
 
 
 def package_versions(names=PACKAGES) -> dict[str, str | None]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in names:
         try:
             versions[name] = metadata.version(name)

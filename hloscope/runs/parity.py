@@ -44,7 +44,8 @@ def evaluate(probes: list[tuple[str, dict | None]], precision: str) -> dict:
     whose modes may not compute the same thing is not a comparison)."""
     limits = tolerances(precision)
     measured = [(mode, probe) for mode, probe in probes if probe and all(_finite(probe.get(q)) for q in QUANTITIES)]
-    reference_mode, reference = measured[0] if measured else (None, None)
+    # every mode that reaches the comparison below has a probe, so `measured` is not empty there
+    reference_mode, reference = measured[0] if measured else (None, {})
     modes, failures = [], []
     for mode, probe in probes:
         entry: dict = {"mode": mode}

@@ -25,10 +25,16 @@ def _text(value) -> str:
     return str(value)
 
 
+def _section(record: dict, key: str) -> dict:
+    """record[key] when it is a dict (run.json is user-editable: anything else counts as absent)."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
     """The run's settings that matter for a comparison, flattened to text."""
     out: dict[str, str] = {}
-    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    config = _section(run, "config")
     for key, value in config.items():
         if key in _NOT_CONFIG or value is None:
             continue
@@ -38,13 +44,12 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
                     out[f"{key}.{inner}"] = _text(item)
         elif not isinstance(value, list):
             out[key] = _text(value)
-    model_config = config.get("model_config") if isinstance(config.get("model_config"), dict) else {}
-    environment_attention = (run.get("environment") or {}).get("attention") if isinstance(run.get("environment"), dict) else None
-    recorded = environment_attention.get("implementation") if isinstance(environment_attention, dict) else None
+    model_config = _section(config, "model_config")
+    environment = _section(run, "environment")
+    recorded = _section(environment, "attention").get("implementation")
     out.setdefault("attention", _text(recorded or config.get("attention") or model_config.get("attn_implementation")
                                       or "eager"))
     out.pop("model_config.attn_implementation", None)
-    environment = run.get("environment") if isinstance(run.get("environment"), dict) else {}
     for key in _MACHINE:
         if environment.get(key) not in (None, "", [], {}):
             out[f"machine.{key}"] = _text(environment[key])

@@ -221,7 +221,7 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
     locator = StepLocator(windows)
     launches: dict[int, tuple[int, str | None]] = {}  # correlation id -> (launch start ns, innermost cpu_op)
     for line in host_plane.lines.values():
-        ops: list[tuple[int, int]] = []  # stack of open cpu_ops: (end ns, index into line.events)
+        ops: list[tuple[int, str]] = []  # stack of open cpu_ops: (end ns, name)
         for start, duration_ps, name, args in sorted(line.events, key=lambda e: (e[0], -e[1])):
             number = _step_number(name)
             if number is not None:
@@ -290,7 +290,7 @@ def _name_host_lines(plane: _Plane, threads: dict, processes: dict) -> None:
 
 
 def _stats(event: Mapping[str, Any]) -> dict[str, Any]:
-    args = dict(event.get("args") or {})
+    args: dict[str, Any] = {str(key): value for key, value in (event.get("args") or {}).items()}
     stats = {STAT_RENAMES.get(key, key): value for key, value in args.items()}
     if event.get("cat"):
         stats["kineto_category"] = event["cat"]

@@ -80,9 +80,9 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
     sessions = []
     for run_dir, entries in sorted(found.items()):
         run_name = _run_name(run_dir, base, directory)
-        for label, source, fmt, files in sorted(entries):
+        for label, source, trace_format, session_files in sorted(entries):
             name = run_name if len(entries) == 1 else f"{run_name}/{label}"
-            sessions.append(Session(name=name, source=source, format=fmt, files=files))
+            sessions.append(Session(name=name, source=source, format=trace_format, files=session_files))
     return sessions
 
 

@@ -62,12 +62,17 @@ class TensorBoardProcess:
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
+    def _started(self) -> subprocess.Popen:
+        if self.process is None:
+            raise RuntimeError("TensorBoard has not been started (call start() first)")
+        return self.process
+
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Poll the profile plugin's runs endpoint until it answers; fail with TensorBoard's last words if it exits."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy: it is local
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if self._started().poll() is not None:
                 raise self.exit_error()
             try:
                 with opener.open(self.url.rstrip("/") + RUNS_PATH, timeout=5) as response:
@@ -81,7 +86,7 @@ class TensorBoardProcess:
     def wait(self, timeout_s: float) -> int | None:
         """Wait up to `timeout_s` for the child to exit; its exit code, or None while it still runs."""
         try:
-            return self.process.wait(timeout=timeout_s)
+            return self._started().wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return None
 
@@ -98,7 +103,7 @@ class TensorBoardProcess:
 
     def exit_error(self) -> HloscopeError:
         """What to tell the user when TensorBoard exited on its own: its exit code and the last line it logged."""
-        return HloscopeError(f"TensorBoard exited with code {self.process.returncode}: {self.last_log_line()}")
+        return HloscopeError(f"TensorBoard exited with code {self._started().returncode}: {self.last_log_line()}")
 
     def last_log_line(self) -> str:
         try:

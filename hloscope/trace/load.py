@@ -102,8 +102,8 @@ def trace_rank(file: str | os.PathLike) -> int | None:
             match = None
         if match:
             return int(match.group(1))
-    match = _RANK_IN_NAME.search(path.name)
-    return int(match.group(1)) if match else None
+    named = _RANK_IN_NAME.search(path.name)
+    return int(named.group(1)) if named else None
 
 
 def _without_duplicate_profiles(files: list[Path]) -> list[Path]:

@@ -122,7 +122,7 @@ def fusion_backend_kind(instr: HloInstruction) -> str | None:
 
 def _called(instr: HloInstruction) -> list[HloComputation]:
     try:
-        return instr.called_computations
+        return list(instr.called_computations)
     except Exception:  # a module whose text names a computation it does not define: nothing to look into
         return []
 
