@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import MissingDependency
-from hloscope.models.presets import VitPreset, get_preset
+from hloscope.models.presets import Preset, get_preset
 
 LEARNING_RATE = 0.01  # same as every mode
 OPTIMIZER = "optax.sgd (learning rate 0.01) on the JAX arrays of the torch parameters"
@@ -112,7 +112,7 @@ class TorchaxWorkload:
     weights: str = "transformers' PyTorch model initialised under torch.manual_seed(--seed), as JAX arrays"
 
 
-def build_torchax_workload(preset: VitPreset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
+def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
                            attention: str = "eager") -> TorchaxWorkload:
     """The PyTorch model of `seed`, its weights as JAX arrays, optax SGD state and one batch, ready to jit and time."""
     keep_transformers_off_flax()

@@ -33,7 +33,8 @@ def _dumped_graphs(dump_dir: Path) -> set[str]:
         if dump_dir.is_dir() else set()
 
 
-def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir: Path) -> dict:
+def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir: Path,
+            seq_len: int | None = None) -> dict:
     dump_dir = out_dir / "cpu_dump"
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                f" --xla_dump_to={dump_dir} --xla_dump_hlo_module_re=SyncTensorsGraph"
@@ -52,7 +53,8 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     # What `hloscope run --mode torch_xla` builds and steps (TorchXlaSession.setup / step / wait), from the same code.
     if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[precision]:
         torch_xla.backends.set_mat_mul_precision(PRECISIONS[precision])
-    workload = build_torch_workload(get_preset(model_name), batch_size, seed, torch_xla.device(), precision=precision,
+    workload = build_torch_workload(get_preset(model_name, seq_len), batch_size, seed, torch_xla.device(),
+                                    precision=precision,
                                     autocast_device="xla", sync=torch_xla.sync)
     torch_xla.sync()
 
@@ -82,13 +84,14 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
 
 
 def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
-                       work_dir: Path) -> tuple[Path, dict]:
+                       work_dir: Path, seq_len: int | None = None) -> tuple[Path, dict]:
     """The mode registry's `target_capture` for torch_xla: `capture` in a fresh Python on the CPU (torch_xla reads
     XLA_FLAGS when its runtime starts), then the graph moved into input_dir."""
     from hloscope.targets.compile import TargetCompileError, _last_line
 
     command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
                str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work_dir)]
+    command += ["--seq-len", str(seq_len)] if seq_len else []
     env = {**os.environ, "PJRT_DEVICE": os.environ.get("PJRT_DEVICE") or "CPU"}
     env.pop("USE_TORCH", None)  # USE_TORCH=0 (set for JAX runs) would hide torch from transformers
     try:
@@ -112,10 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, required=True)
     parser.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seq-len", type=int, default=None)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    info = capture(args.model, args.batch_size, args.precision, args.seed, args.out)
+    info = capture(args.model, args.batch_size, args.precision, args.seed, args.out, args.seq_len)
     (args.out / "capture.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return 1 if "error" in info else 0
 

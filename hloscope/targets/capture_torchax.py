@@ -11,14 +11,14 @@ from pathlib import Path
 
 
 def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
-                       work_dir: Path) -> tuple[Path, dict]:
+                       work_dir: Path, seq_len: int | None = None) -> tuple[Path, dict]:
     """The mode registry's `target_capture` for torchax: lowered in this process (no scratch files in work_dir)."""
     from hloscope.errors import HloscopeError
     from hloscope.targets.compile import TargetCompileError, _first_line
 
     graph_file = input_dir / "jit_train_step.torchax.cuda.stablehlo.mlir"
     try:
-        info = lower_torchax_train_step(preset, batch_size, precision, seed, graph_file)
+        info = lower_torchax_train_step(preset, batch_size, precision, seed, graph_file, seq_len)
     except HloscopeError:
         raise
     except Exception as error:  # a framework error becomes a failed run with its reason
@@ -27,13 +27,16 @@ def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, 
     return graph_file, info
 
 
-def lower_torchax_train_step(preset: str, batch_size: int, precision: str, seed: int, out_file: Path) -> dict:
-    """Write the train step's StableHLO (MLIR text) to `out_file`; returns facts about it for the run record."""
+def lower_torchax_train_step(preset: str, batch_size: int, precision: str, seed: int, out_file: Path,
+                             seq_len: int | None = None) -> dict:
+    """Write the train step's StableHLO (MLIR text) to `out_file` (text presets: sequences of `seq_len` tokens, None:
+    the preset's default); returns facts about it for the run record."""
     import jax
 
     from hloscope.backends.torchax_workload import build_torchax_workload
+    from hloscope.models.presets import get_preset
 
-    workload = build_torchax_workload(preset, batch_size, precision, seed)
+    workload = build_torchax_workload(get_preset(preset, seq_len), batch_size, precision, seed)
     traced = jax.jit(workload.train_step).trace(workload.state, *workload.batch)
     lowered = traced.lower(lowering_platforms=("cuda",))
     out_file.write_text(lowered.as_text(debug_info=True), encoding="utf-8")

@@ -47,8 +47,10 @@ class TargetCompileError(HloscopeError):
 
 
 def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, target: str | os.PathLike,
-                       run_dir: str | os.PathLike, seed: int = 0, gemm: str = "auto", keep_all: bool = False) -> dict:
-    """Compile `mode`'s train step for `target` (h100 | a100 | path of a GpuTargetConfigProto text file).
+                       run_dir: str | os.PathLike, seed: int = 0, gemm: str = "auto", keep_all: bool = False,
+                       seq_len: int | None = None) -> dict:
+    """Compile `mode`'s train step for `target` (h100 | a100 | path of a GpuTargetConfigProto text file); a text
+    preset's sequences are `seq_len` tokens long (--seq-len; None: the preset's default).
 
     Returns the pieces of run.json for a compiled run: status ("compiled" or "failed"), error, target, compiles,
     memory, artifacts (paths relative to run_dir), kernels (thunk counts), roofline, notes. Raises UsageError for a mode
@@ -66,7 +68,7 @@ def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, 
     record: dict = {"status": "failed", "error": None, "target": gpu.to_json(), "compiles": {}, "memory": {},
                     "artifacts": [], "kernels": None, "roofline": None, "notes": []}
     try:
-        graph_file, graph = _capture(mode, preset, batch_size, precision, seed, run_dir)
+        graph_file, graph = _capture(mode, preset, batch_size, precision, seed, run_dir, seq_len)
         record["compiles"]["capture"] = graph
         record["artifacts"].append(_input_artifact(graph_file, run_dir, graph))
         result = _run_worker(python, graph_file, graph["format"], gpu, run_dir, gemm)
@@ -97,14 +99,16 @@ def _first_line(text: str | None) -> str:
     return lines[0] if lines else "unknown error"
 
 
-def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int, run_dir: Path) -> tuple[Path, dict]:
-    """The mode's registry `target_capture(preset, batch_size, precision, seed, input_dir, work_dir)` writes the
-    train step's graph into input_dir and returns (graph file, facts with `format` and `module`)."""
+def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int, run_dir: Path,
+             seq_len: int | None = None) -> tuple[Path, dict]:
+    """The mode's registry `target_capture(preset, batch_size, precision, seed, input_dir, work_dir, seq_len=)` writes
+    the train step's graph into input_dir and returns (graph file, facts with `format` and `module`)."""
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     capture = resolve(get_mode(mode).target_capture)
-    graph_file, info = capture(preset, batch_size, precision, seed, input_dir, run_dir / _DUMP / "capture")
+    graph_file, info = capture(preset, batch_size, precision, seed, input_dir, run_dir / _DUMP / "capture",
+                               seq_len=seq_len)
     info["seconds"] = round(time.perf_counter() - start, 3)
     return graph_file, info
 

@@ -50,7 +50,7 @@ def execute_target(options, target: str, run_dir: Path) -> dict:
 
     try:
         result = compile_for_target(options.mode, options.model, options.batch_size, options.precision, target,
-                                    run_dir, seed=options.seed, keep_all=options.keep_all)
+                                    run_dir, seed=options.seed, keep_all=options.keep_all, seq_len=options.seq_len)
     except KeyboardInterrupt:
         finish("interrupted", "interrupted by the user (Ctrl-C) before the GPU compile finished")
         raise

@@ -1,0 +1,92 @@
+"""`--target` on a text preset captures the train step at the run's --seq-len, not the preset's default (issue 17).
+
+The captured program is read back by XLA's own parser (jaxlib._hlo; JAX's and torchax's StableHLO converted to HLO by
+jaxlib's `mlir_module_to_xla_computation` first): the entry computation's token-id parameters (input ids and labels)
+are [batch, seq-len] integers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+SEQ_LEN, BATCH = 48, 2  # gpt2-tiny's default sequence is 32 tokens
+
+
+def _entry_parameters(graph_file: Path) -> list[str]:
+    """`s32[2,48]`-style shapes of the entry computation's parameters, as XLA's parser reads them."""
+    from jaxlib import _hlo
+
+    text = graph_file.read_text()
+    if graph_file.name.endswith(".mlir"):
+        from jax._src.lib import _jax
+
+        text = _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False).as_hlo_text()
+    module = _hlo.hlo_module_from_text(text)
+    entry = list(module.computations())[-1]  # XLA prints the entry computation last
+    shapes = []
+    for instruction in entry.instructions():
+        if instruction.opcode == _hlo.HloOpcode.kParameter:
+            shapes.append(re.search(r"= (\w+\[[\d,]*\])", instruction.to_string()).group(1))
+    return shapes
+
+
+def _token_parameters(shapes: list[str]) -> list[str]:
+    """The integer parameters of rank 2: input ids and labels (the only ones a causal LM's step takes)."""
+    return [shape for shape in shapes if re.fullmatch(r"[su](32|64)\[\d+,\d+\]", shape)]
+
+
+CAPTURE = """
+import sys
+from pathlib import Path
+from hloscope.modes import get_mode, resolve
+out = Path(sys.argv[2])
+(out / "input").mkdir()
+graph_file, _ = resolve(get_mode(sys.argv[1]).target_capture)("gpt2-tiny", {batch}, "fp32", 0, out / "input",
+                                                               out / "work", seq_len={seq_len})
+print(graph_file)
+"""
+
+
+def _clean_env() -> dict:
+    """The environment without transformers' framework switches (a torchax or jax import earlier in this process
+    may have set USE_FLAX=0 / USE_TORCH=0, which would hide the other framework's models from the capture)."""
+    return {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
+
+
+@pytest.mark.parametrize("mode", ["jax", "torchax", "torch_xla"])
+def test_the_captured_step_takes_sequences_of_the_runs_length(mode, tmp_path):
+    """Each capture in its own process, as `run --target` makes it (the mode registry's `target_capture`)."""
+    done = subprocess.run([sys.executable, "-c", CAPTURE.format(batch=BATCH, seq_len=SEQ_LEN), mode, str(tmp_path)],
+                          capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    graph_file = Path(done.stdout.strip().splitlines()[-1])
+    tokens = _token_parameters(_entry_parameters(graph_file))
+    assert tokens, _entry_parameters(graph_file)
+    int_type = "s64" if mode == "torch_xla" else "s32"  # torch's token ids are int64
+    assert set(tokens) == {f"{int_type}[{BATCH},{SEQ_LEN}]"}
+
+
+def test_run_target_records_and_compiles_the_seq_len(tmp_path):
+    """`hloscope run --target h100 --seq-len 48`: run.json's config says 48 and the compiled input graph takes it."""
+    from hloscope.targets.cuda_env import find_target_python
+
+    if find_target_python() is None:
+        pytest.skip("no environment with jax's CUDA plugin (scripts/setup.sh makes .venv-cuda)")
+    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "gpt2-tiny",
+                           "--seq-len", str(SEQ_LEN), "--batch-size", str(BATCH), "--target", "h100",
+                           "--out", str(tmp_path), "--run-id", "t", "--json"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((tmp_path / "t" / "run.json").read_text())
+    assert record["status"] == "compiled" and record["config"]["seq_len"] == SEQ_LEN
+    (graph,) = [a for a in record["artifacts"] if a["stage"] == "input"]
+    assert set(_token_parameters(_entry_parameters(tmp_path / "t" / graph["path"]))) == {f"s32[{BATCH},{SEQ_LEN}]"}
