@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from conftest import REPO
 
 # A train step in miniature, as torch_xla writes it: the weight is donated (buffer_donor), the labels are s64.
 TRAIN_HLO = """HloModule SyncTensorsGraph.7, buffer_donor={ (1, {}) }, entry_computation_layout={(s64[4]{0}, f32[4,3]{1,0}, f32[4,3]{1,0})->(f32[], f32[4,3]{1,0})}
@@ -216,13 +216,11 @@ def test_explain_split_measured_and_inferred():
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("replay")
-    result = _hloscope("compare", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny", "--batch-size",
-                       "8", "--steps", "20", "--warmup", "5", "--dump-hlo", "--profile", "--out", str(out))
+    result = _hloscope("compare", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny",
+                       "--batch-size", "8", "--steps", "20", "--warmup", "5", "--dump-hlo", "--profile", "--replay",
+                       "--no-audit", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     (path,) = out.glob("compare-*")
-    for mode in ("jax", "torch_xla", "torch_xla_compile", "torchax"):
-        replayed = _hloscope("replay", str(path / mode), "--steps", "20", "--warmup", "5", "--json")
-        assert replayed.returncode == 0, replayed.stderr[-3000:]
     return path
 
 
@@ -273,6 +271,72 @@ def test_torch_xla_replay_is_well_below_its_step(comparison):
     assert "torch_xla" in record["compiler"]["run"]["xla"] and record["compiler"]["same_compiler"] is False
     graphs = _replay(comparison / "torch_xla_compile")
     assert len(graphs["modules"]) >= 3 and all("median_s" in m for m in graphs["modules"])
+
+
+@pytest.mark.slow
+def test_compare_replay_records_each_xla_mode(comparison):
+    from hloscope.modes import BY_NAME
+
+    record = json.loads((comparison / "comparison.json").read_text())
+    assert record["status"] == "ok" and record["replay"]["steps"] == 20
+    for entry in record["modes"]:
+        assert BY_NAME[entry["mode"]].xla
+        replay = entry["replay"]
+        written = _replay(comparison / entry["dir"])
+        assert replay["status"] == "ok" and replay["file"] == "replay.json", replay
+        assert replay["median_s"] == written["timing"]["median_s"] and len(written["timing"]["step_times_s"]) == 20
+        assert replay["overhead_s"] == written["comparison"]["overhead_s"]
+        assert (comparison / replay["log"]).is_file()
+    by_mode = {entry["mode"]: entry["replay"] for entry in record["modes"]}
+    assert by_mode["jax"]["trajectory_ok"] is True and "trajectory_ok" not in by_mode["torch_xla"]
+
+
+@pytest.mark.slow
+def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_path):
+    import shutil
+
+    from hloscope.runs.replays import replay_comparison
+    from hloscope.runs.rundir import load_comparison
+
+    copy = tmp_path / comparison.name
+    shutil.copytree(comparison, copy)
+    run = json.loads((copy / "torch_xla" / "run.json").read_text())
+    (graph,) = [a["path"] for a in run["artifacts"] if a.get("train_step") and a.get("stage") == "before_optimizations"]
+    text = (copy / "torch_xla" / graph).read_text()
+    (copy / "torch_xla" / graph).write_text(text[: len(text) // 2])  # truncated: jaxlib cannot parse it
+    result = _hloscope("replay", str(copy), "--steps", "3", "--warmup", "1", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    replays = {r["mode"]: r for r in json.loads(result.stdout)}
+    assert set(replays) == {"jax", "torch_xla", "torch_xla+compile", "torchax"}
+    assert replays["torch_xla"]["status"] == "not_replayable"
+    assert replays["torch_xla"]["error"].startswith(Path(graph).name.split(".before")[0].split(".", 1)[1])
+    for mode in ("jax", "torch_xla+compile", "torchax"):
+        assert replays[mode]["status"] == "ok" and replays[mode]["file"] == "replay-2.json"
+    assert (copy / "jax" / "replay.json").read_bytes() == (comparison / "jax" / "replay.json").read_bytes()
+
+    # a replay that hangs (here: a limit no replay can meet) is recorded with its error; the others still run
+    record = load_comparison(copy)
+    done = replay_comparison(copy, record, 3, 1, "cpu", timeout_s=0.2)
+    assert [e["replay"]["status"] for e in done] == ["failed"] * 4
+    assert all(e["replay"]["error"].startswith("timed out after 0.2 s") for e in done)
+
+
+def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path):
+    from hloscope.runs.replays import replayable_entries
+
+    modes = [{"mode": "pytorch", "dir": "pytorch", "status": "ok"}, {"mode": "jax", "dir": "jax", "status": "failed"}]
+    (tmp_path / "comparison.json").write_text(json.dumps({"schema_version": 1, "modes": modes}))
+    result = _hloscope("replay", str(tmp_path), timeout=300)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and f"{tmp_path}: no run of an XLA mode" in result.stderr
+    assert replayable_entries({"modes": [*modes, {"mode": "torchax", "dir": "torchax", "status": "ok"}]}) == [
+        {"mode": "torchax", "dir": "torchax", "status": "ok"}]
+
+
+def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):
+    result = _hloscope("compare", "--modes", "jax", "--replay", "--target", "h100", "--out", str(tmp_path), timeout=300)
+    assert result.returncode == 2 and "--replay times the programs on this machine" in result.stderr
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.slow

@@ -35,7 +35,11 @@ def available_modes() -> tuple[list[str], list[str]]:
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
 @click.option("--no-audit", is_flag=True,
               help="Skip the fairness audit (every mode set up once before timing to record the settings in effect).")
-def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, **values) -> None:
+@click.option("--replay", "replay", is_flag=True,
+              help="After timing, replay each XLA mode's program alone (hloscope replay, one subprocess each) so that "
+                   "explain splits its step into program and framework overhead, measured. Implies --dump-hlo.")
+def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, replay: bool = False,
+            **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
     from hloscope.modes import parse_modes
@@ -45,6 +49,13 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
 
     get_preset(values["model"], values.get("seq_len"))
     console = Console(stderr=True)
+    if replay and values.get("target"):
+        raise click.UsageError("--replay times the programs on this machine; --target compiles for another GPU "
+                               "without running anything: use one or the other")
+    if replay and not values.get("dump_hlo"):
+        values["dump_hlo"] = True  # replay runs the dumped program
+        console.print("--replay: dumping the HLO (--dump-hlo) so that it can be replayed", highlight=False,
+                      markup=False)
     if modes is None:
         selected, missing = available_modes()
         for mode in missing:
@@ -90,6 +101,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
                                     on_mode_phase=phase,
                                     on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before)
+    if replay:
+        _replay(comparison, comparison_dir, values, timeout_s, console)
     if as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
@@ -120,6 +133,23 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
     if not any(entry["status"] in ("ok", "compiled") for entry in comparison["modes"]):
         sys.exit(1)
+
+
+def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | None, console: Console) -> None:
+    """compare --replay: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one line each;
+    comparison.json rewritten with the replays (a replay that fails is recorded with its error, nothing else lost)."""
+    from hloscope.render.run_tables import replay_summary_line
+    from hloscope.runs.replays import replay_comparison
+    from hloscope.runs.rundir import write_comparison
+
+    with console.status("replaying") as status:
+        replay_comparison(comparison_dir, comparison, values["steps"], values["warmup"], values["device"], timeout_s,
+                          on_start=lambda mode: status.update(f"replaying {mode}'s program alone"),
+                          on_done=lambda entry: console.print(replay_summary_line(entry), highlight=False,
+                                                              markup=False))
+    comparison["replay"] = {"steps": values["steps"], "warmup": values["warmup"], "device": values["device"],
+                            "how": "hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"}
+    write_comparison(comparison_dir, {k: v for k, v in comparison.items() if k != "_dir"})
 
 
 def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:

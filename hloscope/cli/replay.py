@@ -18,9 +18,18 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="print the replay record as JSON")
 def command(path: str, device: str, steps: int, warmup: int, profile: bool, profile_steps: int, seed: int,
             as_json: bool) -> None:
-    """Replay PATH (a run directory made with --dump-hlo, or an HLO / StableHLO module file) with jaxlib's XLA on
-    one device, timed as `run` times a step; writes replay.json (a new name if one exists) in the run directory."""
+    """Replay PATH (a run directory made with --dump-hlo, a comparison directory: each XLA mode's run in turn, or an
+    HLO / StableHLO module file) with jaxlib's XLA on one device, timed as `run` times a step; writes replay.json (a
+    new name if one exists) in the run directory."""
     import os
+    from pathlib import Path
+
+    from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
+
+    folder = Path(path)
+    if folder.is_dir() and not (folder / RUN_FILE).exists() and (folder / COMPARISON_FILE).exists():
+        _comparison(folder, device, steps, warmup, profile, as_json)
+        return
 
     if device == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
@@ -36,4 +45,26 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
 
         click.echo(render_text(record, written))
     if record["status"] == "not_replayable":
+        raise SystemExit(1)
+
+
+def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_json: bool) -> None:
+    """A comparison directory: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one
+    line each; comparison.json is left as it is (each replay.json sits in its run directory, where explain reads it)."""
+    from hloscope.errors import UsageError
+    from hloscope.modes import MODES
+    from hloscope.render.run_tables import replay_summary_line
+    from hloscope.runs.replays import replay_comparison, replayable_entries
+    from hloscope.runs.rundir import load_comparison
+
+    comparison = load_comparison(folder)
+    if not replayable_entries(comparison):
+        xla = ", ".join(mode.name for mode in MODES if mode.xla)
+        raise UsageError(f"{folder}: no run of an XLA mode ({xla}) finished in this comparison: nothing to replay")
+    done = replay_comparison(folder, comparison, steps, warmup, device, profile=profile,
+                             on_done=lambda entry: None if as_json else click.echo(replay_summary_line(entry)))
+    if as_json:
+        click.echo(json.dumps([{"mode": entry["mode"], "dir": entry["dir"], **entry["replay"]} for entry in done],
+                              indent=1))
+    if not any(entry["replay"]["status"] in ("ok", "partial") for entry in done):
         raise SystemExit(1)

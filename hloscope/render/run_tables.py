@@ -220,3 +220,21 @@ def compiled_comparison_table(records: list[dict]) -> Table:
     row("roofline LOWER BOUND ms", lambda r: "-" if get(r, "roofline", "serial_s") is None
         else f"{get(r, 'roofline', 'serial_s') * 1e3:.3f}")
     return table
+
+
+def replay_summary_line(entry: dict) -> str:
+    """One line for a mode entry's `replay` (compare --replay, hloscope replay COMPARISON_DIR): the program's time and
+    the framework's measured overhead, or why the replay failed."""
+    replay = entry.get("replay") or {}
+    status = replay.get("status")
+    if status in ("ok", "partial"):
+        line = f"  {entry['mode']} replayed: program {ms(replay.get('median_s'))}"
+        if replay.get("overhead_s") is not None:
+            low, high = replay.get("overhead_ci_s") or (None, None)
+            line += f", framework overhead {ms(replay['overhead_s'])} (95% {ms(low)} .. {ms(high)})"
+        if replay.get("trajectory_ok") is not None:
+            line += ", loss trajectory " + ("as the run's" if replay["trajectory_ok"] else "DIFFERS from the run's")
+        if status == "partial":
+            line += f"; not replayed: {'; '.join(replay.get('skipped') or [])}"
+        return line + f" ({replay.get('file')})"
+    return f"  {entry['mode']} replay {status}: {replay.get('error')}"

@@ -1,0 +1,126 @@
+"""`compare --replay` and `hloscope replay COMPARISON_DIR`: each XLA mode's run of a comparison replayed in its own
+subprocess (`python -m hloscope replay RUN_DIR --json`), one after another, so that a replay that fails, crashes or
+hangs costs only its own entry: the comparison and the other replays are kept. Each replay writes its replay.json in
+its run directory (which explain reads); comparison.json's mode entry gets a `replay` summary, or the error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hloscope.modes import BY_NAME
+from hloscope.runs.rundir import RUN_FILE
+
+STDERR_TAIL_LINES = 15
+
+
+def replayable_entries(comparison: dict) -> list[dict]:
+    """The mode entries of a comparison that a replay applies to: XLA modes (hloscope.modes `xla=True`) that ran."""
+    return [entry for entry in comparison.get("modes", [])
+            if BY_NAME.get(str(entry.get("mode"))) is not None and BY_NAME[str(entry["mode"])].xla
+            and entry.get("status") == "ok"]
+
+
+def replay_device(run_dir: Path, device: str) -> str:
+    """cpu | cuda for the replay of a run: --device cuda/cpu as given; auto: the platform the run ran on."""
+    if device in ("cpu", "cuda"):
+        return device
+    try:
+        environment = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")).get("environment") or {}
+    except (OSError, ValueError, AttributeError):
+        return "cpu"
+    return "cuda" if str(environment.get("platform")).lower() in ("gpu", "cuda") else "cpu"
+
+
+def replay_run(run_dir: Path, steps: int, warmup: int, device: str, timeout_s: float | None, log: Path,
+               profile: bool = False) -> dict:
+    """Replay one run in a child process; its summary for comparison.json (status ok, partial, not_replayable,
+    failed)."""
+    command = [sys.executable, "-m", "hloscope", "replay", str(run_dir), "--steps", str(steps), "--warmup",
+               str(warmup), "--device", device, "--json"] + (["--profile"] if profile else [])
+    env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    try:
+        with open(log, "wb") as err:
+            child = subprocess.run(command, stdout=subprocess.PIPE, stderr=err, env=env, timeout=timeout_s,
+                                   check=False)
+    except subprocess.TimeoutExpired:
+        return _failed(f"timed out after {timeout_s:g} s", log, start)
+    except OSError as error:
+        return {"status": "failed", "error": f"could not start the replay: {error.strerror or error}"}
+    try:
+        record = json.loads(child.stdout.decode("utf-8", "replace"))
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or child.returncode not in (0, 1):
+        return _failed(_describe(child.returncode), log, start)
+    return _summary(record, log, start)
+
+
+def _summary(record: dict, log: Path, start: float) -> dict:
+    timing = record.get("timing") or {}
+    comparison = record.get("comparison") or {}
+    written = record.get("written")
+    out = {"status": record.get("status"), "file": Path(written).name if written else None,
+           "median_s": timing.get("median_s"), "overhead_s": comparison.get("overhead_s"),
+           "overhead_ci_s": comparison.get("overhead_ci_s"), "wall_s": time.perf_counter() - start,
+           "log": f"{log.parent.name}/{log.name}"}
+    skipped = [s.get("reason") for s in record.get("skipped") or [] if isinstance(s, dict)]
+    if skipped:
+        out["skipped"] = skipped
+    if record.get("status") == "not_replayable":
+        out["error"] = "; ".join(str(s) for s in skipped) or "nothing in the run could be replayed"
+    trajectory = record.get("trajectory")
+    if isinstance(trajectory, dict):
+        out["trajectory_ok"] = trajectory.get("ok")
+    return out
+
+
+def _failed(reason: str, log: Path, start: float) -> dict:
+    from hloscope.runs.runner import stderr_tail
+
+    tail = stderr_tail(log, STDERR_TAIL_LINES)
+    last = tail.splitlines()[-1] if tail else ""
+    return {"status": "failed", "error": f"{reason}; stderr ends with: {last}" if last else reason,
+            "stderr_tail": tail, "wall_s": time.perf_counter() - start, "log": f"{log.parent.name}/{log.name}"}
+
+
+def _describe(returncode: int) -> str:
+    from hloscope.runs.runner import describe_exit
+
+    return f"the replay {describe_exit(returncode)}"
+
+
+def replay_comparison(comparison_dir: Path, comparison: dict, steps: int, warmup: int, device: str = "auto",
+                      timeout_s: float | None = None, profile: bool = False,
+                      on_start: Callable[[str], None] = lambda mode: None,
+                      on_done: Callable[[dict], None] = lambda entry: None) -> list[dict]:
+    """Replay every XLA mode's run of the comparison in turn; sets each mode entry's `replay` and returns those
+    entries (in place: the caller writes comparison.json)."""
+    done = []
+    logs = comparison_dir / "logs"
+    with contextlib.suppress(OSError):  # a full disk: the replay that cannot open its log says so in its entry
+        logs.mkdir(exist_ok=True)
+    for entry in replayable_entries(comparison):
+        run_dir = comparison_dir / entry["dir"]
+        on_start(entry["mode"])
+        entry["replay"] = replay_run(run_dir, steps, warmup, replay_device(run_dir, device), timeout_s,
+                                     _new_log(logs, entry["dir"]), profile)
+        done.append(entry)
+        on_done(entry)
+    return done
+
+
+def _new_log(logs: Path, name: str) -> Path:
+    """logs/<mode dir>.replay.stderr.log, or -2, -3, ... when an earlier replay's log is there (never overwritten)."""
+    candidate, n = logs / f"{name}.replay.stderr.log", 2
+    while candidate.exists():
+        candidate, n = logs / f"{name}.replay-{n}.stderr.log", n + 1
+    return candidate
