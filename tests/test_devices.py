@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_refusals_are_one_line_naming_the_mode_or_the_batch():
 
 @needs_one_device_mode
 def test_a_one_device_mode_is_refused_by_name():
-    with pytest.raises(UsageError, match=f"--mode {ONE_DEVICE}: this mode runs on one device only"):
+    with pytest.raises(UsageError, match=re.escape(f"--mode {ONE_DEVICE}: this mode runs on one device only")):
         check_devices(ONE_DEVICE, 2, 8)
 
 

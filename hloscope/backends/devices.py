@@ -20,6 +20,7 @@ from hloscope.errors import UsageError
 from hloscope.modes import DATA_PARALLEL_MODES, get_mode
 
 HOST_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+CPU_DEVICE_COUNT_ENV = "CPU_NUM_DEVICES"  # torch_xla's PJRT CPU client
 _FLAG_PATTERN = re.compile(re.escape(HOST_DEVICE_COUNT_FLAG) + r"=\S*")
 
 
@@ -29,9 +30,11 @@ def check_devices(mode: str, devices: int, batch_size: int) -> None:
         raise UsageError(f"--devices {devices}: expected a device count >= 1")
     if devices == 1:
         return
-    if not get_mode(mode).data_parallel:
-        raise UsageError(f"--devices {devices} --mode {mode}: this mode runs on one device only; --devices > 1 works "
-                         f"with --mode {', '.join(DATA_PARALLEL_MODES)}")
+    entry = get_mode(mode)
+    if not entry.data_parallel:
+        why = f" ({entry.data_parallel_note})" if entry.data_parallel_note else ""
+        raise UsageError(f"--devices {devices} --mode {mode}: this mode runs on one device only{why}; --devices > 1 "
+                         f"works with --mode {', '.join(DATA_PARALLEL_MODES)}")
     if batch_size % devices:
         raise UsageError(f"--devices {devices} --batch-size {batch_size}: the global batch must divide by the device "
                          f"count (each device takes batch / devices samples); try --batch-size "
@@ -46,11 +49,13 @@ def host_device_flags(flags: str, devices: int) -> str:
 
 def prepare_environment(mode: str, devices: int) -> None:
     """In a run process, before the mode's framework is imported: for a JAX-based mode with N > 1 devices, let XLA's
-    CPU platform have N devices (read once, when JAX starts its backends)."""
+    CPU platform have N devices (read once, when JAX starts its backends); for torch_xla, its PJRT CPU client."""
     if devices <= 1 or not get_mode(mode).data_parallel:
         return
     if "jax" in get_mode(mode).imports:
         os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), devices)
+    elif "torch_xla" in get_mode(mode).imports:  # PJRT's CPU client makes this many devices (read when it starts)
+        os.environ[CPU_DEVICE_COUNT_ENV] = str(devices)
 
 
 def how_ranks_are_made(platform: str, devices: int, backend: str) -> str:

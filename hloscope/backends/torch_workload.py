@@ -72,6 +72,7 @@ class TorchWorkload:
     batches: Any = None             # --data loader: an iterator over the DataLoader
     input_name: str = "pixel_values"  # the model's keyword for its input (input_ids for the text presets)
     shard: Callable[[Any], Any] | None = None  # --devices N under DDP: this rank's slice of a global batch
+    place: Callable[[Any], Any] | None = None  # --devices N under torch_xla SPMD: a batch on the device, sharded
 
     @property
     def attn_implementation(self) -> str | None:
@@ -84,7 +85,10 @@ class TorchWorkload:
         images, labels = next(self.batches)
         if self.shard is not None:
             images, labels = self.shard(images), self.shard(labels)
-        return images.to(self.device), labels.to(self.device)
+        images, labels = images.to(self.device), labels.to(self.device)
+        if self.place is not None:
+            images, labels = self.place(images), self.place(labels)
+        return images, labels
 
     def autocast(self):
         if self.autocast_dtype is None:
@@ -108,10 +112,12 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
                          autocast_device: str, compile_kwargs: dict | None = None,
                          sync: Callable[[], None] = lambda: None, data: str = "device",
                          n_batches: int = 0, attention: str = "eager", wrap: Callable[[Any], Any] | None = None,
-                         shard: Callable[[Any], Any] | None = None) -> TorchWorkload:
+                         shard: Callable[[Any], Any] | None = None,
+                         place: Callable[[Any], Any] | None = None) -> TorchWorkload:
     """Model on `device` in training mode, `wrap(model)` when given (DistributedDataParallel), SGD, then
     `torch.compile(model, **compile_kwargs)` when given, and the batches: the shared synthetic pool (`data="device"`)
-    or the benchmark's DataLoader of `n_batches` batches, each cut to `shard(batch)` when given (a rank's slice)."""
+    or the benchmark's DataLoader of `n_batches` batches, each cut to `shard(batch)` when given (a rank's slice) and
+    passed through `place(tensor)` once on the device when given (SPMD's sharding annotation)."""
     from hloscope.backends.torch_common import check_precision, import_torch
 
     torch = import_torch()
@@ -129,11 +135,14 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
         model = torch.compile(model, **compile_kwargs)
     workload = TorchWorkload(model=model, optimizer=optimizer, device=device,
                              autocast_dtype=torch.bfloat16 if precision == "bf16" else None,
-                             autocast_device=autocast_device, sync=sync, input_name=preset.input_name, shard=shard)
+                             autocast_device=autocast_device, sync=sync, input_name=preset.input_name, shard=shard,
+                             place=place)
     if data == "device":
         workload.pool = device_pool(preset, batch_size, seed, device)
         if shard is not None:
             workload.pool = [(shard(images), shard(labels)) for images, labels in workload.pool]
+        if place is not None:
+            workload.pool = [(place(images), place(labels)) for images, labels in workload.pool]
     else:
         from hloscope.backends import data as data_module
 

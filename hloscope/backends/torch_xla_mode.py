@@ -88,6 +88,12 @@ class TorchXlaSession(TorchSession):
         self.torch_xla, self.xm, self.metrics = torch_xla, xm, metrics
         if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[options.precision]:
             torch_xla.backends.set_mat_mul_precision(PRECISIONS[options.precision])
+        # --devices N: SPMD over a mesh of N devices (use_spmd must come before the first XLA tensor)
+        self.spmd = None
+        if options.devices > 1:
+            from hloscope.backends.torch_xla_spmd import Spmd
+
+            self.spmd = Spmd(options.devices, options.batch_size)
         self.device = torch_xla.device()
         self.module_phase: dict[str, str] = {}  # dump module name -> phase it was compiled in ("setup", "step 3", ...)
         self.step_hashes: dict[int, str] = {}
@@ -95,7 +101,8 @@ class TorchXlaSession(TorchSession):
                                              precision=options.precision, autocast_device="xla",
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
                                              sync=torch_xla.sync, data=options.data, n_batches=self.batch_count(),
-                                             attention=options.attention)
+                                             attention=options.attention,
+                                             place=self.spmd.place if self.spmd is not None else None)
         torch_xla.sync()
         xm.wait_device_ops()
         self._note_new_modules("setup")
@@ -220,7 +227,8 @@ class TorchXlaSession(TorchSession):
                             else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
                 "donation": {"state_in_place": True, "how": "the step's graph takes the parameter buffers as donated "
                                                             "inputs (in-place update semantics)"},
-                "threads": self.torch_threads()}
+                "threads": self.torch_threads(),
+                **({"devices": self.spmd.describe()} if getattr(self, "spmd", None) is not None else {})}
 
 
 

@@ -17,9 +17,10 @@ PACKAGES = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax", "
 ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
             "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_HLO_DEBUG", "XLA_IR_DEBUG",
             # thread settings: OpenMP/MKL/OpenBLAS (PyTorch's CPU ops, inductor's C++ kernels), TensorFlow-style
-            # thread pools (XLA/TSL), JAX's CPU device count
+            # thread pools (XLA/TSL), JAX's and torch_xla's CPU device counts, DDP's torchrun variables
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "KMP_AFFINITY",
-            "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "JAX_NUM_CPU_DEVICES",
+            "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "JAX_NUM_CPU_DEVICES", "CPU_NUM_DEVICES",
+            "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
             "HLOSCOPE_TEST_HOST_DELAY_S")
 
 

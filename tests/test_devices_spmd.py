@@ -1,0 +1,80 @@
+"""--mode torch_xla --devices 2 (issue 18): PyTorch/XLA SPMD over 2 PJRT CPU devices (CPU_NUM_DEVICES). The train
+step's optimized HLO, read by XLA's own parser (jaxlib._hlo), holds the gradient all-reduces, and hloscope's
+collective bytes equal the model's gradient bytes (counted from the PyTorch model's parameters) plus the loss's
+scalars; the loss equals the one-device run on the same global batch. torch_xla+compile is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.backends.devices import CPU_DEVICE_COUNT_ENV, check_devices
+from hloscope.errors import UsageError
+
+pytest.importorskip("torch_xla")
+
+
+def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1", "PJRT_DEVICE": "CPU"}
+    env.pop(CPU_DEVICE_COUNT_ENV, None)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_torch_xla_compile_is_refused_saying_why():
+    with pytest.raises(UsageError, match=r"torch_xla\+compile: this mode runs on one device only .*openxla"):
+        check_devices("torch_xla+compile", 2, 8)
+    check_devices("torch_xla", 2, 8)
+
+
+def _run(out: Path, devices: int) -> dict:
+    result = hloscope("run", "--mode", "torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "4",
+                      "--warmup", "3", "--devices", str(devices), "--dump-hlo", "--out", str(out), "--run-id",
+                      f"xla{devices}", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+def _gradient_bytes() -> int:
+    from hloscope.backends.torch_workload import build_model
+    from hloscope.models.presets import get_preset
+
+    model = build_model(get_preset("vit-tiny"), seed=0)
+    return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.slow
+def test_spmd_on_two_cpu_devices(tmp_path):
+    one = _run(tmp_path, 1)
+    two = _run(tmp_path, 2)
+    assert two["status"] == "ok" and two["compiles"]["recompiled_in_window"] is False
+    assert two["loss"]["first"] == pytest.approx(one["loss"]["first"], rel=1e-5)
+    assert two["loss"]["last"] == pytest.approx(one["loss"]["last"], rel=1e-5)
+    devices = two["environment"]["devices"]
+    assert devices["count"] == 2 and devices["mesh_shape"] == {"data": 2} and devices["per_device_batch"] == 4
+    assert two["environment"]["env"].get(CPU_DEVICE_COUNT_ENV) == "2"
+
+    optimized = [a for a in two["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")
+                 and a.get("stage") == "after_optimizations"]
+    assert len(optimized) == 1, optimized
+    path = tmp_path / "xla2" / optimized[0]["path"]
+    from jaxlib import _hlo
+
+    module = _hlo.hlo_module_from_text(path.read_text())
+    all_reduces = [i for c in module.computations() for i in c.instructions()
+                   if i.opcode.name in ("kAllReduce", "kAllReduceStart")]
+    assert all_reduces
+
+    stats = hloscope("hlo", "stats", str(path), "--json", "--no-xla-cost")
+    assert stats.returncode == 0, stats.stderr
+    by_opcode = json.loads(stats.stdout)["modules"][0]["collectives"]["by_opcode"]
+    assert by_opcode["all-reduce"]["count"] == len(all_reduces)
+    assert by_opcode["all-reduce"]["replica_groups"] == {"{{0,1}}": len(all_reduces)}
+    # every gradient once (fp32), plus a few scalars of the loss (its sum and count over the sharded batch)
+    extra = by_opcode["all-reduce"]["bytes"] - _gradient_bytes()
+    assert 0 <= extra <= 16, (by_opcode["all-reduce"]["bytes"], _gradient_bytes())
