@@ -1,7 +1,10 @@
 """`hloscope hlo stats --json --no-xla-cost` end to end against XLA's C++ parse plus its cost analysis, on the same
 file, in one run (issue 13's speed target).
 
-    .venv/bin/python benches/bench_hlo_stats.py [FIXTURES_DIR] [--repeat 5] [--file PATH]
+    .venv/bin/python benches/bench_hlo_stats.py [FIXTURES_DIR] [--repeat 5] [--file PATH] [--generated-mb 110]
+
+With --generated-mb, a module of about that size is generated into benches/out/ (git-ignored) from renamed copies of
+the Llama fixture (bench_hlo_parse.generate: one valid module for XLA) and measured too, with --large-repeat runs.
 
 Each measurement runs in a fresh subprocess, the two sides alternating; the best time of each is kept. Times exclude
 interpreter start-up and imports ("past start-up"): hloscope's side is the CLI's own `main([...])` call with stdout
@@ -70,14 +73,21 @@ def main() -> None:
     parser.add_argument("fixtures", nargs="?", type=Path, default=REPO.parent / "shared" / "fixtures")
     parser.add_argument("--file", type=Path, action="append", help="HLO file(s) (default: the Llama 3.1 fixture)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--generated-mb", type=float, default=0.0, help="also a generated module of this size (MB)")
+    parser.add_argument("--large-repeat", type=int, default=1, help="runs of each side on files over 20 MB")
     args = parser.parse_args()
     files = args.file or [args.fixtures / LLAMA]
+    if args.generated_mb:
+        from bench_hlo_parse import OUT, generate
+
+        size = args.generated_mb
+        files.append(generate(args.fixtures / LLAMA, OUT / f"generated_{int(size)}mb.hlo", size))
     print("| file | MB | hloscope hlo stats s | XLA parse + cost s | ratio (XLA / hloscope) | hloscope peak MB (x text) "
           "| XLA peak MB (x text) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for path in files:
         ours, theirs = [], []
-        for _ in range(args.repeat):
+        for _ in range(args.repeat if path.stat().st_size < 20e6 else args.large_repeat):
             ours.append(run("hloscope", path))
             theirs.append(run("xla", path))
         best_ours = min(ours, key=lambda r: r["seconds"])
@@ -87,6 +97,7 @@ def main() -> None:
               f"{best_theirs['seconds'] / best_ours['seconds']:.2f} | {best_ours['peak_bytes'] / 1e6:.0f} "
               f"({best_ours['peak_bytes'] / 1e6 / megabytes:.1f}x) | {best_theirs['peak_bytes'] / 1e6:.0f} "
               f"({best_theirs['peak_bytes'] / 1e6 / megabytes:.1f}x) |")
+        assert best_ours["instructions"] == best_theirs["instructions"], (best_ours, best_theirs)
         print(f"#   all runs: hloscope {[round(r['seconds'], 3) for r in ours]}; "
               f"XLA {[round(r['seconds'], 3) for r in theirs]}", file=sys.stderr)
 

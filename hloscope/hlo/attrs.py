@@ -13,6 +13,40 @@ _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _NAME = re.compile(r"%?([A-Za-z_\-.$][\w.\-$]*)\Z")
 _METADATA_ITEM = re.compile(r'\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s"}]+)')
 _OPENERS = "{(["
+
+
+def _nested(depth: int) -> str:
+    """Text inside brackets nested at most `depth` deep, brackets of any kind closing any other (as _value_end
+    counts them), quoted strings skipped."""
+    inner = r'(?:[^"{}()\[\]]++|"(?:[^"\\]|\\.)*+")*+'
+    for _ in range(depth):
+        inner = r'(?:[^"{}()\[\]]++|"(?:[^"\\]|\\.)*+"|[{(\[]' + inner + r"[})\]])*+"
+    return inner
+
+
+# A whole attribute list as split_attributes reads it, in one match for the common case (values nested at most 5
+# brackets deep): `, key=value` repeated, each value non-empty and ending at a top-level comma, or a comment alone.
+_TOP_VALUE = r'(?:[^"{}()\[\],]++|"(?:[^"\\]|\\.)*+"|[{(\[]' + _nested(4) + r"[})\]])*+"
+
+
+def attribute_list_pattern(excluded_keys: tuple[str, ...] = ()) -> str:
+    """Regular expression (re.S) of an attribute list that split_attributes accepts, to the end of the text; with
+    `excluded_keys`, only lists without those keys."""
+    key = r"[A-Za-z_][\w.\-]*"
+    if excluded_keys:
+        key = r"(?!(?:" + "|".join(re.escape(k) for k in excluded_keys) + r")\s*=)" + key
+    return r"(?:\s*//.*|(?:\s*,\s*" + key + r"\s*=\s*(?=[^\s,])" + _TOP_VALUE + r")*+\s*)\Z"
+
+
+_PLAIN_ATTRIBUTES = re.compile(attribute_list_pattern(), re.S)
+_VALUE = re.compile(_TOP_VALUE, re.S)
+OPERAND_NAMES_PATTERN = r"%?[A-Za-z_\-.$][\w.\-$]*(?:, %?[A-Za-z_\-.$][\w.\-$]*)*"
+
+
+def plain_attributes(text: str, start: int) -> bool:
+    """Is `text[start:]` an attribute list split_attributes accepts? True is certain; False means "ask
+    split_attributes" (it may still accept it, or it gives the error)."""
+    return _PLAIN_ATTRIBUTES.match(text, start) is not None
 _CLOSERS = {"}": "{", ")": "(", "]": "["}
 
 
@@ -42,8 +76,13 @@ def _split_top_level(segment: str) -> list[str]:
         pos = end + 1
 
 
+_PLAIN_OPERANDS = re.compile(OPERAND_NAMES_PATTERN + r"\Z")
+
+
 def split_operands(segment: str) -> list[str]:
     """Operand names of `a, b` (new format) or `f32[2]{0} %a, (f32[], s32[]) %b` (older format with shapes)."""
+    if _PLAIN_OPERANDS.match(segment) is not None:  # `%a, %b` as XLA prints it: no name holds '%' or ', '
+        return segment.replace("%", "").split(", ")
     if "/*" in segment:
         segment = _COMMENT.sub("", segment)
     if not segment.strip():
@@ -60,6 +99,16 @@ def split_operands(segment: str) -> list[str]:
 
 
 def _value_end(text: str, pos: int) -> int:
+    """Index of the ',' ending the value that starts at `pos` (brackets of any kind balanced, strings skipped), or
+    the end of `text`."""
+    match = _VALUE.match(text, pos)  # C speed when the value is nested at most 5 deep (it always matches, maybe empty)
+    end = match.end() if match is not None else pos
+    if end == len(text) or text[end] == ",":
+        return end
+    return _value_end_scan(text, pos)  # deeper, or malformed: the scan finds the end or says what is wrong
+
+
+def _value_end_scan(text: str, pos: int) -> int:
     depth = 0
     search = _INTERESTING.search
     while True:

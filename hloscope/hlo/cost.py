@@ -33,7 +33,7 @@ ELEMENTWISE = TRANSCENDENTAL | {
 ZERO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "add-dependency"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Cost:
     flops: float = 0.0
     transcendentals: float = 0.0
@@ -48,6 +48,10 @@ class Cost:
         if with_bytes:
             self.bytes_accessed += other.bytes_accessed * scale
             self.library_bytes += other.library_bytes * scale
+
+
+# The cost of the many instructions that cost nothing, shared (instruction costs are never changed in place).
+_ZERO = Cost()
 
 
 def shape_size(shape: Shape) -> int:
@@ -152,10 +156,11 @@ class CostAnalysis:
 
     def __init__(self, module: HloModule):
         self.module = module
-        self.costs: dict[int, Cost] = {}
+        self.costs: dict[HloInstruction, Cost] = {}  # keyed by the instruction itself (identity): no id() integers
         self.uncosted: list[str] = []
         self._computation_costs: dict[str, Cost] = {}
         self._in_progress: set[str] = set()
+        self._facts_by_text: dict[str, tuple[int, int, int]] = {}
 
     def computation_cost(self, comp: HloComputation) -> Cost:
         cached = self._computation_costs.get(comp.name)
@@ -163,9 +168,20 @@ class CostAnalysis:
             if comp.name in self._in_progress:  # XLA refuses call graphs with cycles; so do we, without recursing
                 raise ParseError(self.module.path, f"computation '{comp.name}' calls itself", comp.lineno, 1)
             self._in_progress.add(comp.name)
-            cached = Cost()
+            flops = transcendentals = bytes_accessed = library_flops = library_bytes = 0.0
+            costs = self.costs
+            instruction_cost = self.instruction_cost
             for instr in comp.instructions:
-                cached.add(self.instruction_cost(instr))
+                cost = costs.get(instr)
+                if cost is None:
+                    cost = instruction_cost(instr)
+                if cost is not _ZERO:
+                    flops += cost.flops
+                    transcendentals += cost.transcendentals
+                    bytes_accessed += cost.bytes_accessed
+                    library_flops += cost.library_flops
+                    library_bytes += cost.library_bytes
+            cached = Cost(flops, transcendentals, bytes_accessed, library_flops, library_bytes)
             self._in_progress.discard(comp.name)
             self._computation_costs[comp.name] = cached
         return cached
@@ -199,8 +215,7 @@ class CostAnalysis:
         return order
 
     def instruction_cost(self, instr: HloInstruction) -> Cost:
-        key = id(instr)
-        cost = self.costs.get(key)
+        cost = self.costs.get(instr)
         if cost is None:
             try:
                 cost = self._cost(instr)
@@ -210,21 +225,34 @@ class CostAnalysis:
                 raise ParseError(
                     self.module.path, f"cannot cost '{instr.name}' ({instr.opcode}): {error!r}", instr.lineno, 1
                 ) from None
-            self.costs[key] = cost
+            self.costs[instr] = cost
         return cost
+
+    def _facts(self, instr: HloInstruction) -> tuple[int, int, int]:
+        """(output bytes as XLA's Preprocess counts them, shape_size, elements) of an instruction's shape, computed
+        once per distinct shape text: modules repeat a few hundred shapes thousands of times."""
+        facts = self._facts_by_text.get(instr.shape_text)
+        if facts is None:
+            shape = instr.shape
+            out = shape_size(shape) if not shape.is_tuple else sum(shape_size(s) for s in shape.leaves())
+            facts = self._facts_by_text[instr.shape_text] = (out, shape_size(shape), shape.elements)
+        return facts
 
     def _default_bytes(self, instr: HloInstruction) -> float:
         """XLA's HloCostAnalysis::Preprocess: every leaf of the output (a tuple-shaped result such as
         batch-norm-training's, sort's, topk's or rng-bit-generator's counts all its arrays, not its index table), plus
         each operand's size (a tuple operand counts only its index table)."""
-        shape = instr.shape
-        out = shape_size(shape) if not shape.is_tuple else sum(shape_size(s) for s in shape.leaves())
-        return out + sum(shape_size(o.shape) for o in instr.operands)
+        facts_by_text = self._facts_by_text
+        total = self._facts(instr)[0]
+        for operand in instr.operands:
+            facts = facts_by_text.get(operand.shape_text)
+            total += (facts if facts is not None else self._facts(operand))[1]
+        return total
 
     def _cost(self, instr: HloInstruction) -> Cost:
         op = instr.opcode
         if op in ZERO_BYTES:
-            return Cost()
+            return _ZERO
         if op == "custom-call":
             flops = self._library_flops(instr)
             if flops is None:
@@ -232,14 +260,13 @@ class CostAnalysis:
                 return Cost()
             size = self._default_bytes(instr)
             return Cost(flops=flops, bytes_accessed=size, library_flops=flops, library_bytes=size)
-        cost = Cost(bytes_accessed=self._default_bytes(instr))
-        if op in ELEMENTWISE:
-            count = instr.shape.elements
+        if op in ELEMENTWISE:  # the commonest case first
+            count = self._facts(instr)[2]
             if op in TRANSCENDENTAL:
-                cost.transcendentals = count
-            else:
-                cost.flops = count
-        elif op == "dot" or op == "scaled-dot":
+                return Cost(0.0, count, self._default_bytes(instr))
+            return Cost(count, 0.0, self._default_bytes(instr))
+        cost = Cost(bytes_accessed=self._default_bytes(instr))
+        if op == "dot" or op == "scaled-dot":
             cost.flops = _dot_flops(instr)
         elif op == "convolution":
             cost.flops = _conv_flops(instr)
@@ -249,7 +276,7 @@ class CostAnalysis:
             cost.bytes_accessed = shape_size(instr.shape) + instr.shape.byte_size
         elif op == "transpose":
             if _transpose_is_bitcast(instr):
-                return Cost()
+                return _ZERO
         elif op == "slice":
             cost.bytes_accessed = shape_size(instr.shape) * 2
         elif op == "dynamic-slice":

@@ -7,7 +7,8 @@ few attributes of a few instructions), which is what makes the parser fast and s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 
 from hloscope.errors import ParseError
@@ -28,16 +29,31 @@ CALLED_COMPUTATION_ATTRS = (
     "called_computations",
     "async_computation",
 )
+# Where an attribute list may name other instructions or computations: `, to_apply=`, `, control-predecessors=`, ...
+# (a hit inside a quoted string only sends the instruction down the slower, exact path).
+_CALLED_KEYS = "|".join(CALLED_COMPUTATION_ATTRS)
+_REFERENCE_KEY = re.compile(r"[\s,](?:" + _CALLED_KEYS + r"|control-predecessors)\s*=")
+_CALLS_KEY = re.compile(r"[\s,](?:" + _CALLED_KEYS + r")\s*=")
+# Validation's fast path, one match per instruction from just after `opcode(`: the operand list without brackets
+# (a literal for constant and parameter), the ')' and an attribute list naming no instruction or computation; then
+# the operands must read `a, b` or `%a, %b` exactly, each the name of an instruction of the computation. What does not
+# pass takes the exact path (HloInstruction.validate), which reports any error.
+_PLAIN_ATTRIBUTE_LIST = scan.attribute_list_pattern((*CALLED_COMPUTATION_ATTRS, "control-predecessors"))
+_PLAIN_TAIL = re.compile(r'([^()"{}\[\]]*)\)' + _PLAIN_ATTRIBUTE_LIST, re.S)
+_PLAIN_LITERAL_TAIL = re.compile(r'[^()"]*\)' + _PLAIN_ATTRIBUTE_LIST, re.S)
+_NO_CALLS: tuple = ()
 
 
 class HloInstruction:
     """One line `[ROOT] name = shape opcode(operands), attr=value, ...`."""
 
-    # _end, _ops and _attrs are caches left unset until first use: a million instructions are created per 100 MB of
-    # text, and every store in __init__ counts (measured: this __init__ takes 40% less time than one that sets them).
-    __slots__ = ("_attrs", "_end", "_ops", "computation", "lineno", "name", "opcode", "pos", "shape_text", "text")
+    # Caches, filled on first use: the index of the ')' closing the operands (-1: not known yet), the attributes, the
+    # resolved operand instructions (their names are read from them: no list of name strings is kept) and the called
+    # computations. Validation fills the last two for every instruction; the attributes stay unsplit unless asked for.
+    __slots__ = ("_attrs", "_calls", "_end", "_operands", "computation", "lineno", "name", "opcode", "pos",
+                 "shape_text", "text")
 
-    def __init__(self, name, shape_text, opcode, text, pos, lineno, computation):
+    def __init__(self, name, shape_text, opcode, text, pos, lineno, computation, end=-1):
         self.name = name
         self.shape_text = shape_text
         self.opcode = opcode
@@ -45,9 +61,20 @@ class HloInstruction:
         self.pos = pos  # index in `text` just after `opcode(`
         self.lineno = lineno
         self.computation = computation
+        self._end = end
+        self._attrs: dict[str, str] | None = None
+        self._operands: tuple[HloInstruction, ...] | None = None
+        self._calls: Sequence[HloComputation] | None = None
 
     def __repr__(self) -> str:
         return f"<HloInstruction {self.name} = {self.shape_text} {self.opcode}(...) line {self.lineno}>"
+
+    def reset_caches(self, end: int = -1) -> None:
+        """Forget what was parsed from the text (the parser calls this when it rewrites the text)."""
+        self._end = end
+        self._attrs = None
+        self._operands = None
+        self._calls = None
 
     # -- lazy parsing ---------------------------------------------------------------------------------------------
     def _error(self, message: str, index: int | None = None) -> ParseError:
@@ -60,10 +87,9 @@ class HloInstruction:
 
     def _operand_end(self) -> int:
         """Index of the ')' that closes the operand list."""
-        try:
-            return self._end
-        except AttributeError:
-            pass
+        end = self._end
+        if end >= 0:
+            return end
         end = scan.find_closing(self.text, self.pos)
         if end < 0:
             raise self._error(f"expected ')' closing the operands of '{self.name}'", len(self.text.rstrip()))
@@ -77,32 +103,30 @@ class HloInstruction:
     @property
     def operand_names(self) -> list[str]:
         """Operand instruction names, in order (constants and parameters have none)."""
-        try:
-            return self._ops
-        except AttributeError:
-            pass
+        operands = self._operands
+        if operands is not None:
+            return [operand.name for operand in operands]
+        return self._operand_names()
+
+    def _operand_names(self) -> list[str]:
         if self.opcode in ("constant", "parameter"):
-            ops = []
-        else:
-            try:
-                ops = scan.split_operands(self.operand_text)
-            except ValueError as error:
-                raise self._error(f"bad operand list of '{self.name}': {error}") from None
-            renames = self.computation.renames
-            if renames:
-                ops = [renames.get(n, n) for n in ops]
-        self._ops = ops
+            return []
+        try:
+            ops = scan.split_operands(self.operand_text)
+        except ValueError as error:
+            raise self._error(f"bad operand list of '{self.name}': {error}") from None
+        renames = self.computation.renames
+        if renames:
+            ops = [renames.get(n, n) for n in ops]
         return ops
 
     @property
     def attrs(self) -> dict[str, str]:
         """Attribute name -> raw value text (`kind` -> `kLoop`, `metadata` -> `{op_name="..." ...}`)."""
-        try:
-            return self._attrs
-        except AttributeError:
-            pass
-        self._attrs = self._scan_attributes()
-        return self._attrs
+        attrs = self._attrs
+        if attrs is None:
+            attrs = self._attrs = self._scan_attributes()
+        return attrs
 
     def _scan_attributes(self) -> dict[str, str]:
         start = self._operand_end() + 1
@@ -116,21 +140,32 @@ class HloInstruction:
         _ = self.shape
         for operand in self.operands:
             _ = operand.shape
-        if not hasattr(self, "_attrs"):  # check the attributes without keeping them: most are never asked for
-            attrs = self._scan_attributes()
-            predecessors = attrs.get("control-predecessors")
-            if predecessors:
-                comp = self.computation
-                for name in scan.name_list(predecessors):
-                    name = comp.renames.get(name, name) if comp.renames else name
-                    try:
-                        comp.instruction(name)
-                    except KeyError:
-                        raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined in computation "
-                                          f"'{comp.name}'", self.text.find("control-predecessors")) from None
-            if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
-                self._attrs = attrs
-                _ = self.called_computations
+        self._validate_attributes()
+
+    def _validate_attributes(self) -> None:
+        if self._attrs is not None:
+            return
+        start = self._operand_end() + 1
+        text = self.text
+        if scan.plain_attributes(text, start) and _REFERENCE_KEY.search(text, start) is None:
+            self._calls = _NO_CALLS  # well-formed, and naming nothing to resolve: nothing is kept
+            return
+        attrs = self._scan_attributes()  # check the attributes without keeping them: most are never asked for
+        predecessors = attrs.get("control-predecessors")
+        if predecessors:
+            comp = self.computation
+            for name in scan.name_list(predecessors):
+                name = comp.renames.get(name, name) if comp.renames else name
+                try:
+                    comp.instruction(name)
+                except KeyError:
+                    raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined in computation "
+                                      f"'{comp.name}'", self.text.find("control-predecessors")) from None
+        if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
+            self._attrs = attrs
+            _ = self.called_computations
+        else:
+            self._calls = _NO_CALLS
 
     def attr(self, key: str, default: str | None = None) -> str | None:
         return self.attrs.get(key, default)
@@ -145,15 +180,32 @@ class HloInstruction:
             raise self._error(f"bad shape '{shown}' of '{self.name}': {error}", max(self.text.find(self.shape_text), 0)) from None
 
     @property
-    def operands(self) -> list[HloInstruction]:
+    def operands(self) -> tuple[HloInstruction, ...]:
+        operands = self._operands
+        if operands is not None:
+            return operands
         comp = self.computation
+        names = self._operand_names()
+        if not names:
+            self._operands = ()
+            return ()
+        by_name = comp._by_name
+        if by_name is None:
+            by_name = comp._by_name = {i.name: i for i in comp.instructions}
         try:
-            return [comp.instruction(n) for n in self.operand_names]
+            operands = tuple([by_name[n] for n in names])  # a tuple: one allocation, a third smaller than a list
         except KeyError as error:
             raise self._error(f"operand {error} of '{self.name}' is not defined in computation '{comp.name}'") from None
+        self._operands = operands
+        return operands
 
     @property
     def called_computation_names(self) -> list[str]:
+        calls = self._calls
+        if calls is not None:
+            return [comp.name for comp in calls]
+        if self._attrs is None and _CALLS_KEY.search(self.text, self._operand_end() + 1) is None:
+            return []
         names: list[str] = []
         attrs = self.attrs
         for key in CALLED_COMPUTATION_ATTRS:
@@ -163,14 +215,22 @@ class HloInstruction:
         return names
 
     @property
-    def called_computations(self) -> list[HloComputation]:
-        module = self.computation.module
+    def called_computations(self) -> Sequence[HloComputation]:
+        calls = self._calls
+        if calls is not None:
+            return calls
+        names = self.called_computation_names
+        if not names:
+            self._calls = _NO_CALLS
+            return _NO_CALLS
+        by_name = self.computation.module.computations_by_name
         out = []
-        for name in self.called_computation_names:
-            comp = module.computations_by_name.get(name)
+        for name in names:
+            comp = by_name.get(name)
             if comp is None:
                 raise self._error(f"'{self.name}' calls computation '{name}', which is not defined in the module")
             out.append(comp)
+        self._calls = out
         return out
 
     @property
@@ -198,6 +258,8 @@ class HloInstruction:
 
     @property
     def metadata(self) -> dict[str, str]:
+        if "metadata" not in self.text:  # most instructions: no need to split the attributes
+            return {}
         value = self.attrs.get("metadata")
         if not value:
             return {}
@@ -243,6 +305,7 @@ class HloModule:
         self.stack_tables: dict[str, dict[int, str]] = {}
         # Async syntax sugar the parser rewrote (opcodes.py): instruction name -> (wrapped opcode, wrapper computation).
         self.async_chains: dict[str, tuple[str, str]] = {}
+        self.executed: list[HloComputation] | None = None  # ops.executed_computations, once asked for
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
@@ -270,11 +333,59 @@ class HloModule:
         return sum(len(c.instructions) for c in self.computations)
 
     def validate(self) -> None:
-        """Parse every lazily parsed part of every instruction (raises ParseError on malformed text)."""
+        """Parse every lazily parsed part of every instruction (raises ParseError on malformed text).
+
+        The same checks, in the same order, as HloInstruction.validate on each instruction, with each distinct shape
+        text parsed once (instructions share their shape strings, see the parser)."""
         _ = self.attrs
+        parsed: set[str] = set()
+        plain_tail = _PLAIN_TAIL.match
+        literal_tail = _PLAIN_LITERAL_TAIL.match
         for comp in self.computations:
+            renames = comp.renames
+            by_name = None
             for instr in comp.instructions:
-                instr.validate()
+                if instr.shape_text not in parsed:
+                    _ = instr.shape
+                    parsed.add(instr.shape_text)
+                if instr._operands is None and instr._attrs is None and not renames:
+                    if instr.opcode in ("constant", "parameter"):
+                        match = literal_tail(instr.text, instr.pos)
+                        if match is not None:
+                            instr._operands = ()
+                            instr._calls = _NO_CALLS
+                            continue
+                    else:
+                        match = plain_tail(instr.text, instr.pos)
+                        if match is not None:
+                            names = match.group(1)
+                            if not names:
+                                operands = ()
+                            else:
+                                if names[0] == "%":
+                                    names = names[1:].replace(", %", ", ")
+                                if by_name is None:
+                                    by_name = comp._by_name
+                                    if by_name is None:
+                                        by_name = comp._by_name = {i.name: i for i in comp.instructions}
+                                try:  # names hold no '%', ',' or space: any other text fails the look-up
+                                    operands = None if "%" in names else tuple([by_name[n] for n in names.split(", ")])
+                                except KeyError:  # the exact path reports it
+                                    operands = None
+                            if operands is not None:
+                                for operand in operands:
+                                    if operand.shape_text not in parsed:
+                                        _ = operand.shape
+                                        parsed.add(operand.shape_text)
+                                instr._operands = operands
+                                instr._calls = _NO_CALLS
+                                continue
+                for operand in instr.operands:
+                    if operand.shape_text not in parsed:
+                        _ = operand.shape
+                        parsed.add(operand.shape_text)
+                instr._validate_attributes()
+            comp._by_name = None  # every operand is resolved now: the name index is rebuilt only if asked for again
 
     def all_instructions(self) -> Iterator[HloInstruction]:
         for comp in self.computations:

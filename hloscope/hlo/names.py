@@ -61,3 +61,4 @@ def uniquify_instruction_names(module: HloModule) -> None:
                 instr.name = new
         if renames:
             comp.renames = renames
+            comp._by_name = None  # built under the old names

@@ -23,7 +23,10 @@ def opcode_histogram(module: HloModule) -> dict[str, int]:
 
 def executed_computations(module: HloModule) -> list[HloComputation]:
     """The entry computation and the computations it runs as code of their own: while bodies and conditions,
-    conditional branches, calls and async computations; not fusion bodies nor reduction functions (to_apply)."""
+    conditional branches, calls and async computations; not fusion bodies nor reduction functions (to_apply).
+    Computed once per module (every analysis of `hlo stats` walks them)."""
+    if module.executed is not None:
+        return module.executed
     seen: dict[str, HloComputation] = {}
     stack = [module.entry]
     while stack:
@@ -32,9 +35,11 @@ def executed_computations(module: HloModule) -> list[HloComputation]:
             continue
         seen[comp.name] = comp
         for instr in comp.instructions:
-            if instr.opcode in _CONTROL_FLOW or (instr.opcode.endswith("-start") and "calls" in instr.attrs):
+            opcode = instr.opcode
+            if opcode in _CONTROL_FLOW or (opcode.endswith("-start") and "calls" in instr.attrs):
                 stack.extend(instr.called_computations)
-    return list(seen.values())
+    module.executed = list(seen.values())
+    return module.executed
 
 
 def entry_opcode_histogram(module: HloModule) -> dict[str, int]:

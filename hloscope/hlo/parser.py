@@ -134,14 +134,17 @@ class _Parser:
                 match = match_instruction(line)
                 if match is not None:
                     root, name, shape, opcode = match.groups()
-                    instr = HloInstruction(name, share(shape, shape), share(opcode, opcode), line, match.end(), lineno, comp)
+                    pos = match.end()
+                    close = line.find(")", pos)
+                    nested = line.find("(", pos, close) >= 0
+                    instr = HloInstruction(name, share(shape, shape), share(opcode, opcode), line, pos, lineno, comp,
+                                           -1 if nested else close)
                     instructions.append(instr)
                     if root is not None:
                         self._set_root(comp, instr, lineno, line)
                     if opcode not in plain:
                         self._special(instr, match.start(4))
-                    close = line.find(")", instr.pos)
-                    if line.find("(", instr.pos, close) >= 0 and opcode != "constant":
+                    if nested and opcode != "constant":
                         self.deferred.append(instr)  # a nested operand, or older text's tuple-shaped operand
                     if line.endswith(continues) and _is_open(line):
                         self.pending = instr
@@ -300,11 +303,7 @@ class _Parser:
         instr.text = text
         if pos is not None:
             instr.pos = pos
-        for cache in ("_end", "_ops", "_attrs"):
-            try:
-                delattr(instr, cache)
-            except AttributeError:
-                pass
+        instr.reset_caches()
 
     def _unique_instruction_name(self, base: str, comp: HloComputation) -> str:
         names = {i.name for i in comp.instructions}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import os
 
 from hloscope.errors import InputError
@@ -140,14 +141,16 @@ def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int
 
 def top_instructions(loaded: LoadedModule, analysis, n: int = 10) -> list[dict]:
     """The top-level instructions (entry and control-flow bodies) with the most FLOPs, then bytes accessed."""
-    rows = []
+    costed = []
+    known = analysis.costs  # every executed instruction is costed already: a look-up, not a call, for each
     for comp in ops.executed_computations(loaded.module):
         for instr in comp.instructions:
-            cost = analysis.instruction_cost(instr)
+            cost = known.get(instr) or analysis.instruction_cost(instr)
             if cost.flops or cost.bytes_accessed or cost.transcendentals:
-                rows.append({"name": instr.name, "opcode": instr.opcode, "flops": cost.flops,
-                             "transcendentals": cost.transcendentals, "library_flops": cost.library_flops,
-                             "library_bytes": cost.library_bytes, "bytes_accessed": cost.bytes_accessed,
-                             "op_name": instr.metadata.get("op_name", "")})
-    rows.sort(key=lambda r: (-r["flops"], -r["bytes_accessed"]))
-    return rows[:n]
+                costed.append((instr, cost))
+    # the first n of a stable sort, without sorting (or making a row of) every instruction
+    top = heapq.nsmallest(n, costed, key=lambda pair: (-pair[1].flops, -pair[1].bytes_accessed))
+    return [{"name": instr.name, "opcode": instr.opcode, "flops": cost.flops, "transcendentals": cost.transcendentals,
+             "library_flops": cost.library_flops, "library_bytes": cost.library_bytes,
+             "bytes_accessed": cost.bytes_accessed, "op_name": instr.metadata.get("op_name", "")}
+            for instr, cost in top]
