@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 # A train step in miniature, as torch_xla writes it: the weight is donated (buffer_donor), the labels are s64.
 TRAIN_HLO = """HloModule SyncTensorsGraph.7, buffer_donor={ (1, {}) }, entry_computation_layout={(s64[4]{0}, f32[4,3]{1,0}, f32[4,3]{1,0})->(f32[], f32[4,3]{1,0})}

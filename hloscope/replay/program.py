@@ -92,30 +92,12 @@ def check_replayable(name: str, text: str, fmt: str, devices: int) -> None:
         raise NotReplayable(f"{name}: a sharded module (SPMD partitions or replicas): replay runs one device's program")
 
 
-def _stablehlo(path: str, fmt: str) -> tuple[str | bytes, list[int]]:
-    """The module as StableHLO and its donated parameters, the way `--target` converts torch_xla's HLO
-    (hloscope.targets.gpu_compile_worker: jaxlib parses HLO text and converts it with hlo_to_stablehlo)."""
-    saved = os.environ.get("JAX_PLATFORMS")
-    from hloscope.targets import gpu_compile_worker as worker  # its import sets JAX_PLATFORMS for its own process
-
-    if saved is None:
-        os.environ.pop("JAX_PLATFORMS", None)
-    else:
-        os.environ["JAX_PLATFORMS"] = saved
-    return worker._stablehlo_text(path, fmt)
-
-
 def compile_program(path: str | os.PathLike, device, name: str | None = None, fmt: str | None = None) -> Program:
     """Compile the module at `path` with jaxlib's XLA for `device` (a jax Device). Raises NotReplayable."""
     import time
 
-    from jax._src import compiler
-    from jax._src.interpreters import mlir
-    from jax._src.lib import xla_client as xc
-    from jax._src.lib.mlir import ir
-
     from hloscope.files import read_text
-    from hloscope.targets.gpu_compile_worker import _mark_donors
+    from hloscope.targets.gpu_compile_worker import compile_stablehlo, stablehlo_from_text
 
     path = str(path)
     fmt = fmt or module_format(path)
@@ -123,16 +105,12 @@ def compile_program(path: str | os.PathLike, device, name: str | None = None, fm
     text = read_text(path, "HLO module")
     check_replayable(name, text, fmt, len(device.client.devices()))
     try:
-        module_text, donors = _stablehlo(path, fmt)
+        module_text, donors = stablehlo_from_text(text, fmt)
     except Exception as error:  # jaxlib's parser: one line
         raise NotReplayable(f"{name}: jaxlib cannot read it as {fmt}: {_first_line(error)}") from None
     start = time.perf_counter()
     try:
-        with mlir.make_ir_context():
-            module = ir.Module.parse(module_text)
-            _mark_donors(module, donors)
-            options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
-            executable = device.client.compile_and_load(module, xc.DeviceList((device,)), options)
+        executable = compile_stablehlo(device.client, (device,), module_text, donors, load=True)
     except Exception as error:
         message = _first_line(error)
         if "custom" in message.lower() and "call" in message.lower():

@@ -13,6 +13,12 @@ made from the target file, the same path `jax.jit(...).lower(<ShapeDtypeStructs 
 With "gemm": "auto", a failure of XLA's default (Triton) GEMM path is retried with `xla_gpu_enable_triton_gemm=false`
 (cuBLAS GEMMs); every attempt is recorded. XLA writes the optimized GPU HLO, buffer assignment, memory-usage report and
 thunk_sequence.txt under dump_dir/<attempt>.
+
+This is the one module of hloscope that uses JAX's private modules (`jax._src`: compiler, interpreters.mlir,
+lib.xla_client, lib.mlir.ir, lib._jax), for what JAX has no public API for: converting XLA HLO text to StableHLO and
+compiling a StableHLO module with XLA options for given devices. `replay` (hloscope/replay/program.py) imports
+`stablehlo_from_text` and `compile_stablehlo` from here. They are checked against the pinned jax (requirements.txt):
+a jax upgrade re-checks these names first (tests/test_target_compile.py and tests/test_replay.py exercise both paths).
 """
 
 from __future__ import annotations
@@ -23,10 +29,6 @@ import re
 import sys
 import time
 import traceback
-
-# The CUDA plugin must not try to open a GPU (there is none; cuInit fails and the plugin never registers); the
-# compile-only topology below does not need one.
-os.environ["JAX_PLATFORMS"] = "cpu"
 
 
 def _versions() -> dict:
@@ -41,10 +43,8 @@ def _versions() -> dict:
     return out
 
 
-def _stablehlo_text(module_path: str, fmt: str) -> tuple[str | bytes, list[int]]:
+def stablehlo_from_text(text: str, fmt: str) -> tuple[str | bytes, list[int]]:
     """The module as StableHLO, and the entry parameters the HLO marks as donatable (`buffer_donor`)."""
-    with open(module_path, encoding="utf-8") as f:
-        text = f.read()
     if fmt == "mlir":
         return text, []
     from jax._src.lib import _jax
@@ -55,6 +55,24 @@ def _stablehlo_text(module_path: str, fmt: str) -> tuple[str | bytes, list[int]]
     donor_text = re.search(r"buffer_donor=\{(.*?)\}\s*(?:,\s*\w+=|$)", header)
     donors = [int(n) for n in re.findall(r"\((\d+),", donor_text.group(1))] if donor_text else []
     return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto()), donors
+
+
+def compile_stablehlo(client, devices: tuple, module_text: str | bytes, donors: list[int],
+                      overrides: dict | None = None, load: bool = False):
+    """XLA's compile of a StableHLO module for `devices` of `client`, with the donated parameters marked and XLA debug
+    options `overrides`; `load`: also load it onto the devices, to execute it (replay), else compile only (--target)."""
+    from jax._src import compiler
+    from jax._src.interpreters import mlir
+    from jax._src.lib import xla_client as xc
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(module_text)
+        _mark_donors(module, donors)
+        options = compiler.get_compile_options(num_replicas=1, num_partitions=1,
+                                               env_options_overrides=overrides or {})
+        compile_method = client.compile_and_load if load else client.compile
+        return compile_method(module, xc.DeviceList(tuple(devices)), options)
 
 
 def _mark_donors(module, donors: list[int]) -> None:
@@ -87,10 +105,6 @@ def _memory(executable) -> dict:
 
 
 def compile_module(request: dict) -> dict:
-    from jax._src import compiler
-    from jax._src.interpreters import mlir
-    from jax._src.lib import xla_client as xc
-    from jax._src.lib.mlir import ir
     from jax.experimental import topologies
 
     with open(request["target_config"], encoding="utf-8") as f:
@@ -106,7 +120,8 @@ def compile_module(request: dict) -> dict:
     result["device_kind"] = device.device_kind
     client = device.client
     try:
-        module_text, donors = _stablehlo_text(request["module"], request["format"])
+        with open(request["module"], encoding="utf-8") as f:
+            module_text, donors = stablehlo_from_text(f.read(), request["format"])
         result["buffer_donors"] = len(donors)
     except Exception as error:
         result["error"] = f"cannot read {request['module']} as {request['format']}: {error}"
@@ -124,12 +139,7 @@ def compile_module(request: dict) -> dict:
         result["attempts"].append(attempt)
         start = time.perf_counter()
         try:
-            with mlir.make_ir_context():
-                module = ir.Module.parse(module_text)
-                _mark_donors(module, donors)
-                options = compiler.get_compile_options(num_replicas=1, num_partitions=1,
-                                                       env_options_overrides=overrides)
-                executable = client.compile(module, xc.DeviceList(tuple(topology.devices)), options)
+            executable = compile_stablehlo(client, tuple(topology.devices), module_text, donors, overrides)
         except Exception as error:
             attempt["seconds"] = round(time.perf_counter() - start, 3)
             attempt["error"] = f"{type(error).__name__}: {error}"
@@ -146,6 +156,10 @@ def compile_module(request: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    # The CUDA plugin must not try to open a GPU (there is none; cuInit fails and the plugin never registers); the
+    # compile-only topology does not need one. Set here, before jax is imported, not at import: replay imports this
+    # module into a process whose platforms are its own.
+    os.environ["JAX_PLATFORMS"] = "cpu"
     with open(argv[1], encoding="utf-8") as f:
         request = json.load(f)
     try:
