@@ -11,12 +11,33 @@ from hloscope.modes import MODES, get_mode, mode_name, parse_modes, resolve
 __all__ = ["check_torch_xla_cuda", "mode_name", "parse_modes", "preflight", "torch_xla_preflight"]
 
 
-def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1, batch_size: int = 1) -> None:
+# Model families torch_xla 2.9's openxla dynamo backend cannot train (torch.compile(model, backend="openxla")), with the
+# error it raises. Cause, upstream (torch_xla/_dynamo/dynamo_bridge.py): the bridge dedups the forward graph's outputs
+# when it traces them (Deduper, by IR/data id) and maps the compiled graph's run-time outputs back through that
+# permutation, but the graph returns a different number of outputs at run time: GPT-2's forward traces 60 distinct
+# outputs and returns 58 (recover() indexes past the end); BERT's traces 68, dedups them to 67 and returns 68, so every
+# output after the duplicate shifts by one and the `loss` slot receives the (batch, 2) logits. Measured on gpt2-tiny and
+# bert-tiny (docs/run.md); llama and the ViTs compile and train.
+OPENXLA_DYNAMO_BROKEN = {
+    "gpt2": "IndexError: list index out of range (in torch_xla/_dynamo/dynamo_bridge.py Deduper.recover: the compiled "
+            "forward returns 58 of the 60 outputs its bridge traced)",
+    "bert": "RuntimeError: grad can be implicitly created only for scalar outputs (torch_xla/_dynamo/dynamo_bridge.py "
+            "maps 68 run-time outputs through a 67-output dedup: the loss slot gets the logits)",
+}
+
+
+def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1, batch_size: int = 1,
+              preset=None) -> None:
     """Refuse combinations that cannot work before anything is created or imported (the mode's registry check)."""
     from hloscope.backends.devices import check_devices
 
     entry = get_mode(mode)
     check_devices(mode, devices, batch_size)
+    family = getattr(preset, "family", None)
+    if entry.framework == "torch_xla" and entry.compile and family in OPENXLA_DYNAMO_BROKEN:
+        raise UsageError(f"--mode {mode} --model {preset.name}: torch_xla's openxla dynamo backend cannot train "
+                         f"{family} models (torch_xla 2.9 fails with {OPENXLA_DYNAMO_BROKEN[family]}); use --mode "
+                         "torch_xla (lazy) or torchax")
     if attention not in entry.attention:
         why = f": {entry.attention_note}" if entry.attention_note else ""
         raise UsageError(f"--attention {attention} --mode {mode}: this mode runs only --attention "

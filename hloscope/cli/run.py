@@ -97,7 +97,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     mode = mode_name(mode, compile_model)
     get_preset(values["model"], values.get("seq_len"))  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
-    preflight(mode, options.device, options.attention, options.devices, options.batch_size)
+    preflight(mode, options.device, options.attention, options.devices, options.batch_size, options.preset)
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=get_mode(mode).dir_name)
