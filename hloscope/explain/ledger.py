@@ -35,6 +35,9 @@ NODE_TITLES = {
     "idle:autograd and optimizer": "Device idle while the host runs the autograd engine / optimizer (outside aten ops)",
     "host:inside compiled graphs, outside aten ops": "Host time in torch.compile's generated code (outside aten ops)",
     "idle:compiled graphs": "Device idle while the host runs torch.compile's generated code (outside aten ops)",
+    "device:collective/communication, exposed":
+        "Exposed communication: collectives on the device with no compute or copy beside them",
+    "device:collective/communication": "Device time in collectives overlapped by compute",
 }
 WITHIN_NOISE = "within noise"
 

@@ -60,8 +60,10 @@ def render_stats(console: Console, stats: dict) -> None:
         console.print(ops)
     if stats["per_step"]:
         steps = Table(title="Steps", title_justify="left")
+        # collectives' columns only where the trace has collectives (a data-parallel step)
+        communication = any(step.get("collective_us") for step in stats["per_step"])
         for column in ("step", "host ms", "kernels", "copy/transpose ops", "device busy ms", "device idle ms",
-                       "idle gaps", "launch ms"):
+                       "idle gaps", "launch ms", *(("collective ms", "exposed ms") if communication else ())):
             steps.add_column(column, justify="right")
         for step in stats["per_step"]:
             steps.add_row(
@@ -73,6 +75,7 @@ def render_stats(console: Console, stats: dict) -> None:
                 _ms(step["device_idle_us"]),
                 f"{step['idle_gaps']:,}",
                 _ms(step["host_runtime_us"]),
+                *((_ms(step["collective_us"]), _ms(step["collective_exposed_us"])) if communication else ()),
             )
         console.print(steps)
     early = stats.get("before_window") or {}

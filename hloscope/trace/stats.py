@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from hloscope.trace.model import (
     CATEGORIES,
+    COLLECTIVE,
     DEVICE_EXEC_KINDS,
     FLOW_CORRELATION_BASE,
     KERNEL,
@@ -24,6 +25,7 @@ from hloscope.trace.model import (
     Event,
     Trace,
 )
+from hloscope.trace.step_profile import exposed_time
 from hloscope.trace.steps import StepLocator, busy_summary, step_windows
 
 TOP_N = 10
@@ -31,6 +33,7 @@ _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a trainin
 _NO_CORRELATION = -1
 _INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
 _CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
+_COLLECTIVE_INDEX = _CATEGORY_INDEX[COLLECTIVE]
 
 
 class _Accumulator:
@@ -251,6 +254,7 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
     use_launches = bool(host_windows) and launches.any
     starts = [array("d") for _ in windows]
     ends = [array("d") for _ in windows]
+    collective = [array("b") for _ in windows]  # 1 where the execution is a collective
     kernels = [0] * len(windows)
     category_counts = [[0] * len(CATEGORIES) for _ in windows]
     category_time = [[0.0] * len(CATEGORIES) for _ in windows]
@@ -276,13 +280,15 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
             continue
         starts[index].append(start)
         ends[index].append(end)
+        collective[index].append(category == _COLLECTIVE_INDEX)
         kernels[index] += is_kernel
         category_counts[index][category] += 1
         category_time[index][category] += end - start
     out = []
     for index, window in enumerate(windows):
         busy = busy_summary(list(zip(starts[index], ends[index])))  # one step's intervals at a time
-        starts[index] = ends[index] = None
+        communication = _collective_time(starts[index], ends[index], collective[index])
+        starts[index] = ends[index] = collective[index] = None
         out.append(
             {
                 "step": window.number,
@@ -297,9 +303,21 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
                 "host_runtime_us": round(launches.time_per_step[index], 3),
                 "executions_by_category": dict(zip(CATEGORIES, category_counts[index])),
                 "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, category_time[index])},
+                # wall time with a collective running (union), and the part of it with no other device work beside it
+                "collective_us": round(communication[0], 3),
+                "collective_exposed_us": round(communication[1], 3),
             }
         )
     return out, source, _before_window(early_executions, early_kernels, early_time)
+
+
+def _collective_time(starts, ends, flags) -> tuple[float, float]:
+    """(union of the collectives' intervals, its part that no other execution overlaps) of one step, in us."""
+    if not any(flags):
+        return 0.0, 0.0
+    collective = [(s, e) for s, e, flag in zip(starts, ends, flags) if flag]
+    other = [(s, e) for s, e, flag in zip(starts, ends, flags) if not flag]
+    return busy_summary(collective).busy_us, exposed_time(collective, other)
 
 
 _OUTSIDE_STEPS = -1  # a launch in the trace, made outside every step marker

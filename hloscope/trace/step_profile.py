@@ -5,7 +5,8 @@ One step lasts from its marker's start to the next step's start: the loop's peri
 measure (the host's work between markers included). Busy time is the union of the device executions clipped to that
 window, so that per step `busy + idle == step` exactly and no device time falls between steps. Counts and the op
 table take each execution in the step it started in. On a device that runs several ops at once (XLA's CPU thread pool,
-GPU streams), each category's share of the busy time is apportioned by its summed op durations.
+GPU streams), each category's share of the busy time is apportioned by its summed op durations, except the
+collectives' exposed part (collectives running with no other device work beside them), which is its own node.
 
 Idle time is attributed to the host activity that covers it, first match wins: the input pipeline, compilation,
 graph tracing and sync (PyTorch/XLA), Python before the graph sync (PyTorch/XLA), runtime dispatch (PjRt execute,
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.significance import outliers
-from hloscope.trace.model import STEP, Event
+from hloscope.trace.model import COLLECTIVE, STEP, Event
 
 # Host-side causes of device idle time, in the order they claim it. Names: hloscope's own annotations
 # (backends: hloscope/input, hloscope/sync), PyTorch's DataLoader records, torch_xla's and XLA's own TraceMe names.
@@ -45,6 +46,8 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # torch.compile's generated code (inductor's kernels, outside the aten ops it still calls).
     ("compiled graphs", re.compile(r"CompiledFxGraph|CompiledFunction|Torch-Compiled Region")),
 )
+# The part of a step's collectives that no other device work overlaps (device:collective/communication is the rest)
+EXPOSED_COLLECTIVES = f"device:{COLLECTIVE}, exposed"
 OTHER_HOST = "other host"
 FRAMEWORK_OPS = "framework ops"
 # Host annotations that are not work: the step markers themselves, hloscope's device wait, profiler bookkeeping.
@@ -150,25 +153,33 @@ def step_parts(
     ends = [*starts[1:], last_end]
     # Device time inside each step: every execution clipped to the steps it overlaps.
     intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    collective: list[list[tuple[float, float]]] = [[] for _ in range(n)]
     by_category: list[dict[str, float]] = [{} for _ in range(n)]
     for begin, finish, category in device:
         index = max(0, bisect.bisect_right(starts, begin) - 1)
         while index < n and starts[index] < finish:
             s, e = max(begin, starts[index]), min(finish, ends[index])
             if e > s:
-                intervals[index].append((s, e))
+                (collective if category == COLLECTIVE else intervals)[index].append((s, e))
                 by_category[index][category] = by_category[index].get(category, 0.0) + (e - s)
             index += 1
     any_device = bool(device)
     out = []
     for index, (number, start, _) in enumerate(windows):
         end = ends[index]
-        merged = _merge(intervals[index])
+        merged = _merge(intervals[index] + collective[index])
         busy = _length(merged)
         nodes: dict[str, float] = {}
-        total_durations = sum(by_category[index].values())
-        for category, duration in sorted(by_category[index].items()):
-            nodes[f"device:{category}"] = busy * duration / total_durations / 1e6 if total_durations else 0.0
+        # Collectives with nothing else running are exposed communication, a node of their own; the rest of the busy
+        # time is shared by the categories' summed durations (the collectives' less their exposed part).
+        exposed = exposed_time(collective[index], intervals[index])
+        shares = dict(by_category[index])
+        if exposed > 0:
+            shares[COLLECTIVE] = max(0.0, shares[COLLECTIVE] - exposed)
+            nodes[EXPOSED_COLLECTIVES] = exposed / 1e6
+        total_durations = sum(shares.values())
+        for category, duration in sorted(shares.items()):
+            nodes[f"device:{category}"] = (busy - exposed) * duration / total_durations / 1e6 if total_durations else 0.0
         remaining = _complement(merged, start, end)
         prefix = "idle" if any_device else "host"
         for cause in CAUSE_ORDER:
@@ -259,6 +270,13 @@ def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
         else:
             merged.append([s, e])
     return [(s, e) for s, e in merged]
+
+
+def exposed_time(collective: list[tuple[float, float]], other: list[tuple[float, float]]) -> float:
+    """How long collectives ran with no other device work beside them: the union of the `collective` intervals minus
+    the union of the `other` (compute, copies) intervals. On a trace of several devices (GPU streams, XLA's CPU
+    devices of one process), overlap with any of them counts as overlapped."""
+    return _length(_subtract(_merge(collective), _merge(other))) if collective else 0.0
 
 
 def _length(intervals: list[tuple[float, float]]) -> float:
