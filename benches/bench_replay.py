@@ -1,15 +1,19 @@
-"""Replay benchmark (issue 20): per XLA mode, the run's step time, the replayed program's time (jaxlib's XLA, the
-program alone) and the measured framework overhead (step - replay, 95% bootstrap interval).
+"""Replay benchmark (issue 20): per preset and XLA mode, the run's step time, the replayed program's time (jaxlib's
+XLA, the program alone) and the measured framework overhead (step - replay, 95% bootstrap interval), beside the run's
+own profiled device time and explain's idle-based estimate.
 
-    python benches/bench_replay.py [COMPARISON_DIR]
+    python benches/bench_replay.py [--presets vit-tiny,vit-small] [--batch-size 8] [--steps 20] [--warmup 5]
+                                   [COMPARISON_DIR ...]
 
-Without an argument it runs `hloscope compare --modes jax,torch_xla,torch_xla+compile --model vit-tiny --batch-size 8
---steps 20 --warmup 5 --dump-hlo --profile` first; then `hloscope replay` on each run (same steps and warm-up) and
-prints the Markdown table of benches/README.md.
+Without comparison directories it runs, per preset, `hloscope compare --modes jax,torchax,torch_xla,torch_xla+compile
+--model PRESET --batch-size 8 --steps 20 --warmup 5 --dump-hlo --profile --replay --no-audit` (the replays are
+compare's own, one subprocess per mode); a comparison given without replays is replayed with `hloscope replay DIR`.
+Prints the Markdown table of benches/README.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -17,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("jax", "torch_xla", "torch_xla+compile")
+MODES = ("jax", "torchax", "torch_xla", "torch_xla+compile")
 
 
 def _hloscope(*args: str) -> None:
@@ -25,29 +29,59 @@ def _hloscope(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "hloscope", *args], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        comparison = Path(argv[1])
-    else:
-        out = Path(tempfile.mkdtemp(prefix="bench-replay-"))
-        _hloscope("compare", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", "8", "--steps", "20",
-                  "--warmup", "5", "--dump-hlo", "--profile", "--out", str(out))
-        (comparison,) = out.glob("compare-*")
-    print("| mode | step (run) | replayed program | overhead (step - replay), 95% | run's own device time | "
-          "idle-based estimate | compiled by (run / replay) |")
-    print("|---|---|---|---|---|---|---|")
-    for mode in MODES:
-        run_dir = comparison / mode.replace("+", "_")
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
+
+
+def _rows(comparison: Path) -> list[str]:
+    record = json.loads((comparison / "comparison.json").read_text())
+    preset = record["config"]["model"]
+    rows = []
+    for entry in record["modes"]:
+        run_dir = comparison / entry["dir"]
+        if entry["status"] != "ok":
+            rows.append(f"| {preset} | {entry['mode']} | failed: {entry.get('error')} | | | | | | |")
+            continue
         if not (run_dir / "replay.json").exists():
-            _hloscope("replay", str(run_dir), "--steps", "20", "--warmup", "5")
-        record = json.loads((run_dir / "replay.json").read_text())
-        c, f = record["comparison"], record.get("framework_device") or {}
-        low, high = c["overhead_ci_s"]
-        idle = f.get("device_idle_s")
-        print(f"| {mode} | {c['run_median_s'] * 1e3:.2f} ms | {c['replay_median_s'] * 1e3:.2f} ms | "
-              f"{c['overhead_s'] * 1e3:.2f} ms ({low * 1e3:.2f} .. {high * 1e3:.2f}) | "
-              f"{(f.get('device_busy_s') or 0) * 1e3:.2f} ms | {(idle or 0) * 1e3:.2f} ms | "
-              f"{record['compiler']['run']['xla']} / {record['compiler']['replay']['xla']} |")
+            _hloscope("replay", str(comparison), "--steps", str(record["config"]["steps"]), "--warmup",
+                      str(record["config"]["warmup"]))
+        replay = json.loads((run_dir / "replay.json").read_text())
+        c, f = replay.get("comparison") or {}, replay.get("framework_device") or {}
+        low, high = c.get("overhead_ci_s") or (None, None)
+        trajectory = replay.get("trajectory")
+        same = "-" if not trajectory else ("same" if trajectory.get("ok") else "DIFFERS")
+        compiler = replay["compiler"]
+        rows.append(f"| {preset} | {entry['mode']} | {_ms(c.get('run_median_s'))} | {_ms(c.get('replay_median_s'))} | "
+                    f"{_ms(c.get('overhead_s'))} ({_ms(low)} .. {_ms(high)}) | {_ms(f.get('device_busy_s'))} | "
+                    f"{_ms(f.get('device_idle_s'))} | {same} | "
+                    f"{compiler['run']['xla'].split(' (')[0]} / {compiler['replay']['xla']} |")
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("comparisons", nargs="*", type=Path)
+    parser.add_argument("--presets", default="vit-tiny,vit-small")
+    parser.add_argument("--batch-size", default="8")
+    parser.add_argument("--steps", default="20")
+    parser.add_argument("--warmup", default="5")
+    args = parser.parse_args(argv[1:])
+    comparisons = list(args.comparisons)
+    if not comparisons:
+        for preset in args.presets.split(","):
+            out = Path(tempfile.mkdtemp(prefix=f"bench-replay-{preset}-"))
+            _hloscope("compare", "--modes", ",".join(MODES), "--model", preset, "--batch-size", args.batch_size,
+                      "--steps", args.steps, "--warmup", args.warmup, "--dump-hlo", "--profile", "--replay",
+                      "--no-audit", "--out", str(out))
+            (comparison,) = out.glob("compare-*")
+            print(f"{preset}: {comparison}", file=sys.stderr)
+            comparisons.append(comparison)
+    print("| preset | mode | step (run) | replayed program | overhead (step - replay), 95% | run's own device time | "
+          "idle-based estimate | loss trajectory | compiled by (run / replay) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for comparison in comparisons:
+        for row in _rows(comparison):
+            print(row)
 
 
 if __name__ == "__main__":
