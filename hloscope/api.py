@@ -6,11 +6,12 @@
     modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one record per HLO module (hlo stats --json)
     traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one record per trace (trace stats --json)
     report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
-    why = api.explain("traces/compare-20261201-072758")             # explain --json
-    why["modes"][1]["contributors"][0]["title"]
+    why = api.explain("traces/compare-20261201-072758")             # typed; why.to_dict() is explain --json
+    why.modes[1].contributors[0].title
 
-Every function takes paths (str or Path) and returns plain dicts and lists, exactly what the matching command's
-`--json` prints, so a notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
+Every function takes paths (str or Path) and returns exactly what the matching command's `--json` prints (plain dicts
+and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
+notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), a missing framework `hloscope.errors.MissingFramework`; nothing here prints. The commands in
 `hloscope/cli/` are thin layers over these functions and their renderers.
 """
@@ -19,6 +20,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hloscope.explain.report import ExplainReport
 
 PathLike = str | os.PathLike
 
@@ -73,10 +78,11 @@ def diff(a: PathLike, b: PathLike, module: str | None = None, stage: str | None 
 
 
 def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05,
-            summaries: list | None = None) -> dict:
-    """Each run against the baseline (`explain --json`): the gap with its interval and verdict, configuration
-    differences, the measured contributors, the residual and the op table. Paths: comparison directories, run
-    directories or folders of runs. `summaries`, when given a list, receives each run's ModeSummary."""
+            summaries: list | None = None) -> ExplainReport:
+    """Each run against the baseline: the gap with its interval and verdict, configuration differences, the measured
+    contributors, the residual and the op table, as typed data (hloscope.explain.report; `.to_dict()` is the
+    `explain --json` document). Paths: comparison directories, run directories or folders of runs. `summaries`, when
+    given a list, receives each run's ModeSummary."""
     from hloscope.errors import InputError, UsageError
     from hloscope.explain.engine import explain as explain_runs
     from hloscope.explain.inputs import load_many
@@ -91,5 +97,5 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
     if summaries is not None:
         summaries.extend(found_summaries)
     report = explain_runs(found_summaries, baseline=baseline, min_gap=min_gap)
-    report["comparison"] = meta
+    report.comparison = meta
     return report

@@ -42,7 +42,8 @@ def test_diff_and_explain_return_reports(fixtures_dir, tmp_path):
     (run / "run.json").write_text(json.dumps(record))
     assert api.load_run(run)["mode"] == "jax"
     why = api.explain(run)
-    assert why["baseline"] == "jax" and why["modes"][0]["verdict"] == "baseline"
+    assert why.baseline == "jax" and why.modes[0].verdict == "baseline" and why.summaries["jax"].batch_size == 8
+    assert why.to_dict()["modes"][0]["verdict"] == "baseline"
 
 
 def test_bad_input_raises_one_input_error(tmp_path):

@@ -158,7 +158,7 @@ def test_explain_between_two_real_gpu_runs_adds_up_and_annotates_the_right_nodes
     slow = summarize_run(_run_dir(tmp_path, "a100", fixtures_dir / A100_TRACE, slow_times))
     fast = summarize_run(_run_dir(tmp_path, "a100-fast", fast_trace, fast_times))
     assert fast.executed_per_step == median(s["executions"] for s in fast_raw[1:]) == 1428
-    report = explain([fast, slow])
+    report = explain([fast, slow]).to_dict()  # as `explain --json` prints it
     assert report["baseline"] == "a100-fast"
     entry = {m["mode"]: m for m in report["modes"]}["a100"]
     assert entry["gap_s"] == pytest.approx(median(slow_times) - median(fast_times), abs=1e-12)
@@ -316,7 +316,7 @@ def test_explain_of_host_only_pytorch_with_too_few_profiled_steps(fixtures_dir, 
                             3, {"0": "profiler warm-up"}, True, [0.20, 0.21])
     fast = ModeSummary(mode="jax", platform="cpu", step_times_s=[0.25, 0.26, 0.25, 0.255, 0.26, 0.25],
                        step_time_s=0.2525, kernels=300, ledger=fast_ledger)
-    entry = {m["mode"]: m for m in explain([fast, slow])["modes"]}["pytorch"]
+    entry = {m["mode"]: m for m in explain([fast, slow]).to_dict()["modes"]}["pytorch"]
     assert entry["significant"] is True and entry["gap_s"] == pytest.approx(median([s["step_s"] for s in raw]) - 0.2525)
     assert not any(c["significant"] for c in entry["contributors"])
     assert any("too few" in note for note in entry["notes"])

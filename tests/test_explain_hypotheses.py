@@ -11,6 +11,7 @@ import pytest
 from hloscope.explain import hypotheses as h
 from hloscope.explain.engine import explain
 from hloscope.explain.ledger import RunLedger
+from hloscope.explain.report import ExplainReport
 from hloscope.explain.summary import ModeSummary
 
 
@@ -204,8 +205,9 @@ def _run(mode: str, ms: float, nodes: dict[str, float], **fields) -> ModeSummary
                        ledger=_ledger({node: _series(s) for node, s in nodes.items()}), **fields)
 
 
-def _entry(report: dict, mode: str) -> dict:
-    return {m["mode"]: m for m in report["modes"]}[mode]
+def _entry(report: ExplainReport, mode: str) -> dict:
+    """One run's result as `explain --json` prints it."""
+    return {m["mode"]: m for m in report.to_dict()["modes"]}[mode]
 
 
 def test_a_hypothesis_annotates_the_largest_significant_node_it_names():

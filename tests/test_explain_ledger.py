@@ -135,7 +135,7 @@ def test_identical_runs_are_no_significant_difference_and_get_no_causes():
     ledger = _ledger({"device:matmul/conv": [4e-4] * 6, "idle:other host": [6e-4] * 6})
     a = _summary("jax (a)", _times(1.0), ledger)
     b = _summary("jax (b)", [t * 1.01 for t in _times(1.0)], ledger)
-    entry = {m["mode"]: m for m in explain([a, b])["modes"]}["jax (b)"]
+    entry = {m["mode"]: m for m in explain([a, b]).to_dict()["modes"]}["jax (b)"]
     assert entry["verdict"] == "no significant difference" and entry["significant"] is False
     assert entry["gap_ci_s"][0] <= entry["gap_s"] <= entry["gap_ci_s"][1]
     assert entry["contributors"] == [] and entry["residual_s"] == pytest.approx(entry["gap_s"])
@@ -144,9 +144,9 @@ def test_identical_runs_are_no_significant_difference_and_get_no_causes():
 def test_a_real_but_small_gap_under_min_gap_is_no_difference():
     a = _summary("a", _times(1.0))
     b = _summary("b", _times(1.03))  # 3%: outside the noise, inside the 5% practical threshold
-    entry = explain([a, b])["modes"][1]
+    entry = explain([a, b]).to_dict()["modes"][1]
     assert entry["gap_ci_s"][0] > 0 and entry["verdict"] == "no significant difference"
-    assert explain([a, b], min_gap=0.01)["modes"][1]["verdict"] == "slower"
+    assert explain([a, b], min_gap=0.01).to_dict()["modes"][1]["verdict"] == "slower"
 
 
 def test_the_input_pipeline_node_is_the_contributor_and_everything_adds_up():
@@ -157,23 +157,25 @@ def test_the_input_pipeline_node_is_the_contributor_and_everything_adds_up():
                            "idle:input pipeline": [2.0e-3, 2.1e-3, 1.9e-3, 2.0e-3, 2.05e-3, 1.95e-3]})
     fast = _summary("jax (device)", _times(1.0), fast_ledger, data="device")
     slow = _summary("jax (loader)", _times(3.1), slow_ledger, data="loader")
-    report = explain([fast, slow])
-    entry = report["modes"][1]
-    assert report["baseline"] == "jax (device)" and entry["verdict"] == "slower"
-    first = entry["contributors"][0]
-    assert first["node"] == "idle:input pipeline" and first["significant"] and first["kind"] == "measured"
-    assert first["seconds"] == pytest.approx(2.0e-3, rel=0.02)
-    assert first["p_value"] == pytest.approx(2 / comb(12, 6))
-    assert [a["rule"] for a in first["annotations"]] == ["input_pipeline"]
-    total = sum(c["seconds"] for c in entry["contributors"]) + entry["residual_s"]
-    assert total == pytest.approx(entry["gap_s"], abs=1e-12)
-    assert entry["residual_s"] == pytest.approx(entry["gap_s"] - entry["profiled_gap_s"])
+    report = explain([fast, slow])  # typed (hloscope.explain.report): what the renderers read
+    entry = report.modes[1]
+    assert report.baseline == "jax (device)" and entry.verdict == "slower"
+    first = entry.contributors[0]
+    assert first.node == "idle:input pipeline" and first.significant and first.kind == "measured"
+    assert first.seconds == pytest.approx(2.0e-3, rel=0.02)
+    assert first.p_value == pytest.approx(2 / comb(12, 6))
+    assert [a.rule for a in first.annotations] == ["input_pipeline"]
+    assert entry.residual_s is not None and entry.gap_s is not None and entry.profiled_gap_s is not None
+    total = sum(c.seconds for c in entry.contributors) + entry.residual_s
+    assert total == pytest.approx(entry.gap_s, abs=1e-12)
+    assert entry.residual_s == pytest.approx(entry.gap_s - entry.profiled_gap_s)
+    assert report.to_dict()["modes"][1]["contributors"][0]["annotations"][0]["also_nodes"] == []  # the JSON form
 
 
 def test_a_faster_run_against_a_chosen_baseline_has_a_negative_gap():
     a = _summary("a", _times(1.0))
     b = _summary("b", _times(2.0))
-    entry = {m["mode"]: m for m in explain([a, b], baseline="b")["modes"]}["a"]
+    entry = {m["mode"]: m for m in explain([a, b], baseline="b").to_dict()["modes"]}["a"]
     assert entry["verdict"] == "faster" and entry["gap_s"] < 0 and entry["gap_ci_s"][1] < 0
     with pytest.raises(Exception, match="not a timed run"):
         explain([a, b], baseline="c")
@@ -182,7 +184,7 @@ def test_a_faster_run_against_a_chosen_baseline_has_a_negative_gap():
 def test_batch_difference_is_listed_and_compared_per_sample():
     a = _summary("b8", _times(1.0), batch_size=8, settings={"batch_size": "8", "model": "vit-tiny"})
     b = _summary("b16", _times(2.32), batch_size=16, settings={"batch_size": "16", "model": "vit-tiny"})
-    entry = explain([a, b])["modes"][1]
+    entry = explain([a, b]).to_dict()["modes"][1]
     assert entry["config_differences"] == [{"field": "batch_size", "a": "16", "b": "8"}]
     assert entry["ratio"] == pytest.approx(2.32, rel=0.01)
     assert entry["per_sample"]["ratio"] == pytest.approx(1.16, rel=0.01)
@@ -192,7 +194,7 @@ def test_batch_difference_is_listed_and_compared_per_sample():
 def test_too_few_profiled_steps_are_said_not_hidden():
     small = _ledger({"device:matmul/conv": [4e-4, 4e-4], "idle:other host": [6e-4, 6e-4]})
     big = _ledger({"device:matmul/conv": [4e-4, 4e-4], "idle:other host": [3e-3, 3e-3]})
-    entry = explain([_summary("a", _times(1.0), small), _summary("b", _times(3.4), big)])["modes"][1]
+    entry = explain([_summary("a", _times(1.0), small), _summary("b", _times(3.4), big)]).to_dict()["modes"][1]
     assert entry["verdict"] == "slower"
     assert not any(c["significant"] for c in entry["contributors"])
     assert any("too few" in note for note in entry["notes"])
@@ -201,7 +203,7 @@ def test_too_few_profiled_steps_are_said_not_hidden():
 def test_estimates_are_labelled_and_name_their_assumption():
     a = _summary("a", _times(1.0), bytes_accessed=1e6)
     b = _summary("b", _times(2.0), bytes_accessed=3e6)
-    entry = explain([a, b])["modes"][1]
+    entry = explain([a, b]).to_dict()["modes"][1]
     memory = next(x for x in entry["annotations"] if x["rule"] == "memory_traffic")
     assert memory["kind"] == "estimate" and memory["evidence"]["assumed"] == {"memory_bandwidth_B_s": 2.0e10}
     assert "(estimate)" in memory["claim"]

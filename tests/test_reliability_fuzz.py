@@ -149,7 +149,7 @@ def test_run_record_with_values_of_other_types_never_crashes_explain(tmp_path, c
     except HloscopeError:
         return
     report = explain(summaries)
-    report["comparison"] = meta
+    report.comparison = meta
     try:
         json.dumps(report, default=str)
         explain_md.render(report)

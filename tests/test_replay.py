@@ -189,6 +189,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
 
 
 def test_explain_split_measured_and_inferred():
+    from hloscope.explain.report import ModeResult
     from hloscope.explain.summary import ModeSummary
     from hloscope.render.explain_views import replay_line
     from hloscope.replay.explain import split
@@ -206,10 +207,10 @@ def test_explain_split_measured_and_inferred():
     assert low <= data["overhead_s"] <= high
     gap = data["against_baseline"]
     assert gap["program_gap_s"] + gap["overhead_gap_s"] == pytest.approx(data["program_s"] + data["overhead_s"] - 0.003)
-    assert "framework overhead" in replay_line({"replay": data})
+    assert "framework overhead" in replay_line(ModeResult("torch_xla", "ok", replay=data))
     inferred = split(ModeSummary(mode="jax", step_times_s=[0.003], device_busy_s=0.002, profiled_step_s=0.003), base)
     assert not inferred["measured"] and "inferred" in inferred["note"]
-    assert "inferred" in replay_line({"replay": inferred})
+    assert "inferred" in replay_line(ModeResult("jax", "ok", replay=inferred))
     assert split(ModeSummary(mode="pytorch", step_times_s=[0.003]), base) is None
 
 

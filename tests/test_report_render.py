@@ -13,6 +13,7 @@ from rich.console import Console
 
 from hloscope.explain.engine import explain
 from hloscope.explain.ledger import OpSeries, RunLedger
+from hloscope.explain.report import ExplainReport
 from hloscope.explain.summary import ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
 
@@ -42,7 +43,7 @@ SLOW_OPS = {"vit/encoder/layer/*/mlp/gelu": (12, 2.8), "vit/encoder/layer/*/atte
 FAST_OPS = {"vit/encoder/layer/*/mlp/gelu": (12, 0.4), "vit/encoder/layer/*/attention/dot": (24, 1.0)}
 
 
-def _report(baseline: str | None = None) -> dict:
+def _report(baseline: str | None = None) -> ExplainReport:
     """jax (the baseline), torch_xla (slower: batch 16 and bf16 against 8 and fp32, a measured ledger with significant
     parts), pytorch (flagged noisy, within the noise of jax) and a failed mode."""
     settings = {"model": "vit-base", "batch_size": "8", "precision": "fp32", "data": "device"}
@@ -68,15 +69,16 @@ def _report(baseline: str | None = None) -> dict:
                         step_times_s=_steps(0.0103, [1.0, 0.5, 1.6, 0.8, 1.3, 0.9, 1.1, 0.7, 1.5, 0.95]), noisy=True)
     failed = ModeSummary(mode="pytorch+compile", status="failed", notes=["RuntimeError: inductor crashed"])
     report = explain([fast, slow, noisy, failed], baseline=baseline)
-    report["comparison"] = {"path": "traces/compare-1", "config": {"model": "vit-base", "batch_size": 32}}
+    report.comparison = {"path": "traces/compare-1", "config": {"model": "vit-base", "batch_size": 32}}
     return report
 
 
-def _modes(report: dict) -> dict:
-    return {m["mode"]: m for m in report["modes"]}
+def _modes(report: ExplainReport) -> dict:
+    """Each run's result as the JSON document has it (`explain --json`), by mode."""
+    return {m["mode"]: m for m in report.to_dict()["modes"]}
 
 
-def _expected(report: dict) -> dict:
+def _expected(report: ExplainReport) -> dict:
     """The figures every format must show, formatted here independently of hloscope.render.fmt."""
     slow, noisy = _modes(report)["torch_xla"], _modes(report)["pytorch"]
     (r_lo, r_hi), (g_lo, g_hi) = slow["ratio_ci"], slow["gap_ci_s"]
@@ -128,7 +130,7 @@ def _sections_in_order(text: str) -> None:
     assert order == sorted(order), order
 
 
-def _figures_shown(text: str, report: dict) -> None:
+def _figures_shown(text: str, report: ExplainReport) -> None:
     flowing = " ".join(text.split())
     expected = _expected(report)
     for key in ("slow_verdict", "noisy_verdict", "within_noise", "residual", "step"):
@@ -158,7 +160,7 @@ def test_markdown_report_shows_the_comparison_figures():
     assert "    - *More memory traffic (estimate)*: torch_xla accesses 65 GB" in text  # indented beneath its part
 
 
-def _terminal(report: dict, width: int) -> str:
+def _terminal(report: ExplainReport, width: int) -> str:
     buffer = io.StringIO()
     explain_term.render(report, Console(file=buffer, width=width, color_system=None))
     return buffer.getvalue()
@@ -223,20 +225,19 @@ def test_faster_runs_against_a_chosen_baseline():
 HOSTILE = "<script>alert(1)</script> [/red] [bold]x[/bold] **y** `z` | _w_"
 
 
-def _hostile_report() -> dict:
+def _hostile_report() -> ExplainReport:
     """Every user-provided string carries HTML, rich markup and Markdown: mode names, an op group, a setting, the
     claims that quote them, the path and a note."""
     report = _report()
-    for entry in report["modes"]:
-        if entry["mode"] == "torch_xla":
-            entry["mode"] = f"torch_xla {HOSTILE}"
-            entry["ops"][0]["group"] = f"op {HOSTILE}"
-            entry["config_differences"].append({"field": f"env.X {HOSTILE}", "a": HOSTILE, "b": "<b>"})
-            entry["contributors"][0]["claim"] += HOSTILE
-            entry["annotations"][0]["claim"] += HOSTILE
-            entry["notes"].append(HOSTILE)
-    report["summaries"][f"torch_xla {HOSTILE}"] = report["summaries"].pop("torch_xla")
-    report["comparison"]["path"] = f"traces/{HOSTILE}"
+    entry = report.mode("torch_xla")
+    entry.mode = f"torch_xla {HOSTILE}"
+    entry.ops[0].group = f"op {HOSTILE}"
+    entry.config_differences.append({"field": f"env.X {HOSTILE}", "a": HOSTILE, "b": "<b>"})
+    entry.contributors[0].claim += HOSTILE
+    entry.annotations[0].claim += HOSTILE
+    entry.notes.append(HOSTILE)
+    report.summaries[f"torch_xla {HOSTILE}"] = report.summaries.pop("torch_xla")
+    report.comparison["path"] = f"traces/{HOSTILE}"
     return report
 
 

@@ -42,7 +42,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")
-    deliver(report, form, output, force, "explain")
+    deliver(report.to_dict() if form == "json" else report, form, output, force, "explain")
     _fail_on_unreadable_runs(summaries)
 
 

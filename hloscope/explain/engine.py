@@ -22,10 +22,12 @@ from hloscope.explain.hypotheses import HYPOTHESES, Annotation
 from hloscope.explain.ledger import (
     WITHIN_NOISE,
     NodeDelta,
+    OpDelta,
     node_deltas,
     node_title,
     op_deltas,
 )
+from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs.settings import differences
 from hloscope.significance import ALPHA, median_difference, median_ratio, spread
@@ -38,7 +40,7 @@ NODE_MIN_FRACTION = 0.01  # a ledger node's delta smaller than this fraction of 
 
 
 def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: float = MIN_GAP,
-            hypotheses=HYPOTHESES) -> dict:
+            hypotheses=HYPOTHESES) -> ExplainReport:
     """The explain report: the baseline, then per run its gap (with interval and verdict), configuration
     differences, contributors, residual and op table."""
     timed = [s for s in summaries if s.status == "ok" and _valid_times(s.step_times_s)]
@@ -53,23 +55,17 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
             raise UsageError(f"--baseline {baseline!r} is not a timed run here (timed runs: {names})")
         reference = chosen[0]
     else:
-        reference = min(timed, key=lambda s: s.step_time_s)
+        reference = min(timed, key=lambda s: s.step_time_s if s.step_time_s is not None else median(s.step_times_s))
     modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses) for summary in summaries]
-    return {
-        "fastest": reference.mode,  # kept for readers of earlier reports: the reference every gap is measured to
-        "baseline": reference.mode,
-        "baseline_chosen": baseline is not None,
-        "basis": "step_time",
-        "method": {"gap": "difference of medians of the timed steps, 95% percentile-bootstrap interval",
-                   "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, and the gap "
-                                  "exceeds both runs' interquartile range or each median lies outside the other's "
-                                  "p10-p90",
-                   "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
-                            f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
-                   "min_gap": min_gap},
-        "modes": modes,
-        "summaries": {s.mode: s.to_dict() for s in summaries},
-    }
+    method = {"gap": "difference of medians of the timed steps, 95% percentile-bootstrap interval",
+              "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, and the gap "
+                             "exceeds both runs' interquartile range or each median lies outside the other's p10-p90",
+              "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
+                       f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
+              "min_gap": min_gap}
+    return ExplainReport(baseline=reference.mode, basis="step_time", modes=modes,
+                         summaries={s.mode: s for s in summaries}, baseline_chosen=baseline is not None,
+                         method=method)
 
 
 def _valid_times(times: list[float]) -> bool:
@@ -78,61 +74,58 @@ def _valid_times(times: list[float]) -> bool:
     return bool(times) and all(isinstance(t, (int, float)) and 0 < t < float("inf") for t in times)
 
 
-def _empty_entry(summary: ModeSummary) -> dict:
-    return {"mode": summary.mode, "status": summary.status, "step_time_s": summary.step_time_s,
-            "step_spread": summary.step_spread, "noisy": summary.noisy, "gap_s": None, "gap_ci_s": None,
-            "ratio": None, "ratio_ci": None, "significant": None, "verdict": None, "config_differences": [],
-            "tests": None, "per_sample": None, "profiled_gap_s": None, "residual_s": None, "contributors": [], "annotations": [],
-            "ops": [], "explained_s": None, "unexplained_s": None, "notes": [], "replay": None}
+def _empty_entry(summary: ModeSummary) -> ModeResult:
+    return ModeResult(summary.mode, summary.status, step_time_s=summary.step_time_s, step_spread=summary.step_spread,
+                      noisy=summary.noisy)
 
 
-def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> dict:
+def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> ModeResult:
     entry = _empty_entry(summary)
     if not timed:
         if summary.status == "ok" and summary.step_times_s:
-            entry["notes"].append("its step times are not all positive and finite: it is left out of the comparison")
+            entry.notes.append("its step times are not all positive and finite: it is left out of the comparison")
         return entry
     from hloscope.replay.explain import split
 
-    entry["replay"] = split(summary, reference)
+    entry.replay = split(summary, reference)
     interval = median_difference(summary.step_times_s, reference.step_times_s)
+    ratio = median_ratio(summary.step_times_s, reference.step_times_s)
+    assert interval is not None and ratio is not None  # timed runs: positive, finite steps on both sides
     gap = interval.estimate
     base = median(reference.step_times_s)
-    ratio = median_ratio(summary.step_times_s, reference.step_times_s)
-    entry.update(gap_s=gap, gap_ci_s=interval.as_list(), ratio=ratio.estimate, ratio_ci=ratio.as_list())
-    entry["config_differences"] = differences(summary.settings, reference.settings)
+    entry.gap_s, entry.gap_ci_s, entry.ratio, entry.ratio_ci = gap, interval.as_list(), ratio.estimate, ratio.as_list()
     if summary.batch_size and reference.batch_size and summary.batch_size != reference.batch_size:
-        entry["per_sample"] = _per_sample(summary, reference, summary.batch_size, reference.batch_size)
+        entry.per_sample = _per_sample(summary, reference, summary.batch_size, reference.batch_size)
     if summary is reference:
-        entry.update(verdict="baseline", significant=False, residual_s=0.0, explained_s=0.0, unexplained_s=0.0,
-                     config_differences=[])
+        entry.verdict, entry.significant = "baseline", False
+        entry.residual_s = entry.explained_s = entry.unexplained_s = 0.0
         return entry
+    entry.config_differences = differences(summary.settings, reference.settings)
     beyond_spread = _beyond_spread(summary.step_times_s, reference.step_times_s)
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
     significant = interval.excludes_zero and abs(gap) >= min_gap * base and beyond_spread
-    entry["significant"] = significant
-    entry["tests"] = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
-                      "beyond_step_spread": beyond_spread}
-    entry["verdict"] = ("no significant difference" if not significant
-                        else "slower" if gap > 0 else "faster")
+    entry.significant = significant
+    entry.tests = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
+                   "beyond_step_spread": beyond_spread}
+    entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
     annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]
     if not significant:
         # No causes for a difference that is not there; the configuration differences are still listed above.
-        entry.update(residual_s=gap, explained_s=0.0, unexplained_s=gap)
+        entry.residual_s, entry.explained_s, entry.unexplained_s = gap, 0.0, gap
         return entry
     if summary.ledger is None or reference.ledger is None:
         missing = summary.mode if summary.ledger is None else reference.mode
-        entry["notes"].append(f"{missing} has no usable profile: the gap cannot be split into measured parts "
-                              "(run with --profile)")
-        entry.update(residual_s=gap, explained_s=0.0, unexplained_s=gap,
-                     annotations=[a.to_dict() for a in annotations])
+        entry.notes.append(f"{missing} has no usable profile: the gap cannot be split into measured parts "
+                           "(run with --profile)")
+        entry.residual_s, entry.explained_s, entry.unexplained_s = gap, 0.0, gap
+        entry.annotations = annotations
         return entry
     practical = NODE_MIN_FRACTION * median(reference.ledger.step_s or [base])
     fewest = min(len(summary.ledger.step_s), len(reference.ledger.step_s))
     if _smallest_p(fewest) >= ALPHA:
-        entry["notes"].append(
+        entry.notes.append(
             f"only {fewest} profiled step(s) kept on one side: too few for any part of the step to differ "
             f"significantly ({_steps_needed()} or more kept per run are needed; the first profiled step is dropped as "
             "the profiler's warm-up)")
@@ -140,70 +133,68 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     profiled_gap = sum(d.seconds for d in deltas)
     contributors = _contributors(deltas, summary, reference, gap)
     attached = _attach(annotations, contributors, gap)
-    entry.update(profiled_gap_s=profiled_gap, residual_s=gap - profiled_gap, contributors=contributors,
-                 annotations=[a.to_dict() for a in annotations if a.rule not in attached])
-    explained = sum(c["seconds"] for c in contributors if c["significant"])
-    entry.update(explained_s=explained, unexplained_s=gap - explained)
-    entry["ops"] = [_op_row(d) for d in op_deltas(summary.ledger, reference.ledger, practical)]
-    entry["notes"] += _profile_notes(summary) + _profile_notes(reference)
+    entry.profiled_gap_s, entry.residual_s, entry.contributors = profiled_gap, gap - profiled_gap, contributors
+    entry.annotations = [a for a in annotations if a.rule not in attached]
+    explained = sum(c.seconds for c in contributors if c.significant)
+    entry.explained_s, entry.unexplained_s = explained, gap - explained
+    entry.ops = [_op_change(d) for d in op_deltas(summary.ledger, reference.ledger, practical)]
+    entry.notes += _profile_notes(summary) + _profile_notes(reference)
     return entry
 
 
-def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: ModeSummary, gap: float) -> list[dict]:
+def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: ModeSummary,
+                  gap: float) -> list[Contributor]:
     """The significant nodes, largest in the gap's direction first, then one line for the rest (within noise)."""
+    assert summary.ledger is not None and reference.ledger is not None  # checked by the caller
+    run_ledger, base_ledger = summary.ledger, reference.ledger
     sign = 1.0 if gap >= 0 else -1.0
     significant = sorted((d for d in deltas if d.significant), key=lambda d: -sign * d.seconds)
-    out = [{
-        "rule": "ledger", "node": d.node, "title": node_title(d.node), "kind": "measured", "significant": True,
-        "seconds": d.seconds, "interval_s": d.interval_s, "p_value": d.p_value,
-        "claim": (f"{_ms(d.slow_s)} per profiled step under {summary.mode} against {_ms(d.fast_s)} under "
-                  f"{reference.mode} (medians of {len(summary.ledger.step_s)} and {len(reference.ledger.step_s)} "
-                  "profiled steps)"),
-        "evidence": {summary.mode: summary.ledger.nodes.get(d.node, []),
-                     reference.mode: reference.ledger.nodes.get(d.node, [])},
-        "annotations": [],
-    } for d in significant]
+    out = [Contributor(
+        d.node, node_title(d.node), True, d.seconds, d.interval_s, d.p_value,
+        claim=(f"{_ms(d.slow_s)} per profiled step under {summary.mode} against {_ms(d.fast_s)} under "
+               f"{reference.mode} (medians of {len(run_ledger.step_s)} and {len(base_ledger.step_s)} profiled steps)"),
+        evidence={summary.mode: run_ledger.nodes.get(d.node, []), reference.mode: base_ledger.nodes.get(d.node, [])},
+    ) for d in significant]
     rest = [d for d in deltas if not d.significant]
     noise = sum(d.seconds for d in rest)
     if rest and noise != 0.0:
-        out.append({"rule": "ledger", "node": WITHIN_NOISE, "title": "Other parts of the step, each within noise",
-                    "kind": "measured", "significant": False, "seconds": noise, "interval_s": None, "p_value": None,
-                    "claim": f"{len(rest)} ledger parts whose differences are not significant, summed",
-                    "evidence": {d.node: d.seconds for d in rest}, "annotations": []})
+        out.append(Contributor(WITHIN_NOISE, "Other parts of the step, each within noise", False, noise, None, None,
+                               claim=f"{len(rest)} ledger parts whose differences are not significant, summed",
+                               evidence={d.node: d.seconds for d in rest}))
     return out
 
 
-def _attach(annotations: list[Annotation], contributors: list[dict], gap: float) -> set[str]:
+def _attach(annotations: list[Annotation], contributors: list[Contributor], gap: float) -> set[str]:
     """Attach each hypothesis to the largest significant contributor, moving with the gap, whose node it names (the
     other nodes it could explain are listed in `also_nodes`); the names of those attached."""
     attached = set()
     for annotation in annotations:
-        matching = [c for c in contributors if c["significant"] and c["seconds"] * gap > 0
-                    and c["node"].startswith(annotation.nodes)]
+        matching = [c for c in contributors if c.significant and c.seconds * gap > 0
+                    and c.node.startswith(annotation.nodes)]
         if matching:
-            data = annotation.to_dict()
-            data["also_nodes"] = [c["node"] for c in matching[1:]]
-            matching[0]["annotations"].append(data)
+            annotation.also_nodes = [c.node for c in matching[1:]]
+            matching[0].annotations.append(annotation)
             attached.add(annotation.rule)
     return attached
 
 
-def _per_sample(summary: ModeSummary, reference: ModeSummary, batch: int, reference_batch: int) -> dict:
+def _per_sample(summary: ModeSummary, reference: ModeSummary, batch: int, reference_batch: int) -> PerSample:
     a = [t / batch for t in summary.step_times_s]
     b = [t / reference_batch for t in reference.step_times_s]
     interval = median_difference(a, b)
-    return {"batch_size": {"run": batch, "baseline": reference_batch},
-            "time_per_sample_s": median(a), "baseline_time_per_sample_s": median(b),
-            "gap_s": interval.estimate, "gap_ci_s": interval.as_list(), "ratio": median(a) / median(b)}
+    assert interval is not None  # timed runs have steps
+    return PerSample(batch, reference_batch, median(a), median(b), interval.estimate, interval.as_list(),
+                     median(a) / median(b))
 
 
-def _op_row(delta) -> dict:
-    return {"group": delta.group, "run": delta.slow, "baseline": delta.fast, "seconds": delta.seconds,
-            "p_value": delta.p_value, "significant": delta.significant}
+def _op_change(delta: OpDelta) -> OpChange:
+    return OpChange(delta.group, delta.slow, delta.fast, delta.seconds, delta.p_value, delta.significant)
 
 
 def _profile_notes(summary: ModeSummary) -> list[str]:
     ledger = summary.ledger
+    if ledger is None:
+        return []
     return [f"{summary.mode}: profiled step {n} left out: {why}" for n, why in ledger.dropped.items()]
 
 
@@ -215,7 +206,7 @@ def _beyond_spread(a: list[float], b: list[float]) -> bool:
     by up to 20% of a 1 ms CPU step with intervals excluding zero (benches/README.md). A gap within the runs' spread
     is not told apart from that."""
     sa, sb = spread(a), spread(b)
-    if sa["n"] < 4 or sb["n"] < 4:
+    if sa is None or sb is None or sa["n"] < 4 or sb["n"] < 4:
         return True
     by_iqr = abs(sa["median"] - sb["median"]) > max(_iqr(a), _iqr(b))
     high, low = (sa, sb) if sa["median"] >= sb["median"] else (sb, sa)
@@ -242,7 +233,7 @@ def _steps_needed() -> int:
 _ms = units.ms
 
 
-def _explain_compiled(summaries: list[ModeSummary]) -> dict:
+def _explain_compiled(summaries: list[ModeSummary]) -> ExplainReport:
     """No mode was timed. Modes compiled for a target GPU (`compare --target`) are ranked on their roofline lower
     bound per step instead; nothing was measured, so there is no ledger and no significance."""
     bounds = {s.mode: s.roofline_s for s in summaries if s.status == "compiled" and s.roofline_s}
@@ -251,16 +242,12 @@ def _explain_compiled(summaries: list[ModeSummary]) -> dict:
     modes = []
     for summary in summaries:
         entry = _empty_entry(summary)
-        entry["roofline_s"] = summary.roofline_s
+        entry.roofline_s = summary.roofline_s
         bound = bounds.get(summary.mode)
         if lowest_s is not None and bound is not None:
-            entry["gap_s"] = bound - lowest_s
-            entry["ratio"] = bound / lowest_s
+            entry.gap_s = bound - lowest_s
+            entry.ratio = bound / lowest_s
         modes.append(entry)
-    return {
-        "fastest": lowest.mode if lowest else None,
-        "baseline": lowest.mode if lowest else None,
-        "basis": "roofline_lower_bound" if lowest else "step_time",
-        "modes": modes,
-        "summaries": {s.mode: s.to_dict() for s in summaries},
-    }
+    return ExplainReport(baseline=lowest.mode if lowest else None,
+                         basis="roofline_lower_bound" if lowest else "step_time", modes=modes,
+                         summaries={s.mode: s for s in summaries})

@@ -32,10 +32,15 @@ class Annotation:
     nodes: tuple[str, ...]  # ledger node prefixes this hypothesis can explain
     kind: str = "measured"  # "estimate" when a figure rests on an assumed constant (named in evidence["assumed"])
     evidence: dict = field(default_factory=dict)
+    # attached to a contributor: the other significant parts it could also explain (None: not attached)
+    also_nodes: list[str] | None = None
 
     def to_dict(self) -> dict:
-        return {"rule": self.rule, "title": self.title, "claim": self.claim, "kind": self.kind,
+        data = {"rule": self.rule, "title": self.title, "claim": self.claim, "kind": self.kind,
                 "nodes": list(self.nodes), "evidence": self.evidence}
+        if self.also_nodes is not None:
+            data["also_nodes"] = self.also_nodes
+        return data
 
 
 def _more(x: float | None, y: float | None) -> bool:

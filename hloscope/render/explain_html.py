@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from hloscope.render import svg
 from hloscope.render.explain_views import (
@@ -25,6 +26,10 @@ from hloscope.render.explain_views import (
     notes,
     step_rows,
 )
+
+if TYPE_CHECKING:
+    from hloscope.explain.report import ExplainReport
+    from hloscope.explain.summary import ModeSummary
 from hloscope.render.html_page import evidence, page, table
 
 # The report's own layout, on top of the shared page style: its tables fit an 800 px window (figures keep their unit
@@ -59,9 +64,9 @@ def _scroll(html: str) -> str:
     return f'<div class="scroll">{html}</div>'
 
 
-def render(report: dict) -> str:
-    meta = report.get("comparison") or {}
-    summaries = report.get("summaries", {})
+def render(report: ExplainReport) -> str:
+    meta = report.comparison
+    summaries = report.summaries
     rows = mode_rows(report)
     body = [CSS, "<h1>Why the runs differ</h1>"]
     if audit_mismatches(report):  # first: the modes did not run the same settings
@@ -73,7 +78,7 @@ def render(report: dict) -> str:
         body.append(f"<p>Configuration: {escape(config_text(meta))}</p>")
     if is_compiled(report):
         body += _compiled(report)
-        kernel_rows = [(r["mode"], kernels_by_category(summaries.get(r["mode"], {}))) for r in rows]
+        kernel_rows = [(r.mode, kernels_by_category(summaries.get(r.mode))) for r in rows]
         body.append(svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels") or "")
         if notes(report):
             body.append(_notes(report))
@@ -87,8 +92,7 @@ def render(report: dict) -> str:
     if method:
         body.append('<ul class="method">' + "".join(f"<li>{escape(line)}</li>" for line in method) + "</ul>")
     body.append(svg.bar_chart("Step time per run (median)",
-                              [(r["mode"], r["step_time_s"] * 1e3) for r in rows
-                               if isinstance(r.get("step_time_s"), (int, float)) and r["step_time_s"]], "ms"))
+                              [(r.mode, r.step_time_s * 1e3) for r in rows if r.step_time_s], "ms"))
 
     views = mode_views(report)
     if views:
@@ -96,9 +100,9 @@ def render(report: dict) -> str:
     for view in views:
         body += _mode(view)
 
-    kernel_rows = [(r["mode"], kernels_by_category(summaries.get(r["mode"], {}))) for r in rows]
-    time_rows = [(r["mode"], device_time_by_category(summaries.get(r["mode"], {}))) for r in rows]
-    timeline_rows = [(r["mode"], [tuple(t) for t in summaries.get(r["mode"], {}).get("timeline") or []]) for r in rows]
+    kernel_rows = [(r.mode, kernels_by_category(summaries.get(r.mode))) for r in rows]
+    time_rows = [(r.mode, device_time_by_category(summaries.get(r.mode))) for r in rows]
+    timeline_rows = [(r.mode, _timeline(summaries.get(r.mode))) for r in rows]
     body.append("<h2>Kernels and device time</h2>")
     plots = [svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels"),
              svg.stacked_chart("Device time per step by category", time_rows, "ms"),
@@ -112,7 +116,12 @@ def render(report: dict) -> str:
     return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
 
 
-def _step_table(report: dict) -> str:
+def _timeline(summary: ModeSummary | None) -> list[tuple[float, float, str]]:
+    """One profiled step's (start, duration, category) strips; JSON may have made each a list."""
+    return [(start, duration, category) for start, duration, category in summary.timeline] if summary else []
+
+
+def _step_table(report: ExplainReport) -> str:
     """Per run: step median and p10-p90, ratio and gap to the baseline each with its 95% interval beneath, and the
     verdict. Figures never break; an interval breaks only around its `to`, a mode name only at a space."""
     head = "".join(f"<th>{h}</th>" for h in ("mode", "status", "step (median)", "p10-p90", "vs baseline",
@@ -130,7 +139,7 @@ def _step_table(report: dict) -> str:
     return f'<table class="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _program_table(report: dict) -> str:
+def _program_table(report: ExplainReport) -> str:
     """What the compiled program and the profile say per step, per run."""
     rows = [[r["mode"], r["kernels"], r["idle"], r["compiles"]] for r in step_rows(report)]
     return table(["mode", "kernels/step", "device idle/step", "compiles in window"], rows).replace(
@@ -195,10 +204,10 @@ def _op_table(view: ModeView) -> str:
     return f'<table class="ops"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _compiled(report: dict) -> list[str]:
+def _compiled(report: ExplainReport) -> list[str]:
     """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
     modes, rows = compiled_table(report)
-    fastest = report.get("fastest")
+    fastest = report.baseline
     body = ["<h2>Compiled for a target GPU, not timed</h2>",
             "<p>The modes are ranked on their roofline lower bound per step: a <b>lower bound, not a prediction</b> "
             "(per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) of the target GPU).</p>"]
@@ -208,6 +217,6 @@ def _compiled(report: dict) -> list[str]:
     return body
 
 
-def _notes(report: dict) -> str:
+def _notes(report: ExplainReport) -> str:
     return "<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>"
                                           for m, n in notes(report)) + "</ul>"

@@ -7,6 +7,8 @@ emphasis, code or a table cell is backslash-escaped, and line breaks become spac
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hloscope.render import markdown
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
@@ -25,14 +27,17 @@ from hloscope.render.explain_views import (
     step_rows,
 )
 
+if TYPE_CHECKING:
+    from hloscope.explain.report import ExplainReport
+
 text = markdown.text
 _cell = text
 _start = markdown.line_start
 _row = markdown.row
 
 
-def render(report: dict) -> str:
-    meta = report.get("comparison") or {}
+def render(report: ExplainReport) -> str:
+    meta = report.comparison
     lines = ["# Why the runs differ", ""]
     if audit_mismatches(report):  # first: the modes did not run the same settings
         lines += [f"**{text(AUDIT_HEADING)}**", ""] + [f"- {text(line)}" for line in audit_mismatches(report)] + [""]
@@ -49,10 +54,10 @@ def render(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _compiled(report: dict) -> list[str]:
+def _compiled(report: ExplainReport) -> list[str]:
     """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
     modes, rows = compiled_table(report)
-    fastest = report.get("fastest")
+    fastest = report.baseline
     lines = ["Compiled for a target GPU, not timed: the modes are ranked on their roofline lower bound per step "
              "(a lower bound, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth)).", ""]
     if fastest:
@@ -62,7 +67,7 @@ def _compiled(report: dict) -> list[str]:
     return lines
 
 
-def _timed(report: dict) -> list[str]:
+def _timed(report: ExplainReport) -> list[str]:
     lines = [_start(text(baseline_line(report))), ""]
     lines += [_row(["mode", "status", "step (median)", "p10-p90", "vs baseline (95% interval)",
                     "gap per step (95% interval)", "verdict", "kernels/step", "device idle/step",

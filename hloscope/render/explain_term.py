@@ -6,6 +6,8 @@ never parsed as markup: a mode named `[bold]x` or an op group with brackets prin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.console import Console, Group
 from rich.padding import Padding
@@ -28,6 +30,9 @@ from hloscope.render.explain_views import (
     step_rows,
 )
 
+if TYPE_CHECKING:
+    from hloscope.explain.report import ExplainReport
+
 
 def _ms(text: str) -> str:
     """A figure formatted by fmt.ms without its unit, which the column header carries."""
@@ -38,9 +43,9 @@ def _plain(table: Table, *cells: str) -> None:
     table.add_row(*(Text(str(c)) for c in cells))
 
 
-def render_compiled(report: dict, console: Console) -> None:
+def render_compiled(report: ExplainReport, console: Console) -> None:
     """Modes compiled for a target GPU, not timed: their figures side by side, ranked on the roofline lower bound."""
-    meta = report.get("comparison") or {}
+    meta = report.comparison
     modes, rows = compiled_table(report)
     table = Table(title=Text(f"Compiled, not timed{' — ' + str(meta['path']) if meta.get('path') else ''}"),
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
@@ -52,16 +57,16 @@ def render_compiled(report: dict, console: Console) -> None:
     for label, values in rows:
         _plain(table, label, *values)
     console.print(table)
-    if report.get("fastest"):
-        console.print(Text(f"lowest roofline lower bound: {report['fastest']}"))
+    if report.baseline:
+        console.print(Text(f"lowest roofline lower bound: {report.baseline}"))
 
 
-def _notes(report: dict, console: Console) -> None:
+def _notes(report: ExplainReport, console: Console) -> None:
     for mode, note in notes(report):
         console.print(Text(f"note: {mode}: {note}", style="yellow"))
 
 
-def _audit(report: dict, console: Console) -> None:
+def _audit(report: ExplainReport, console: Console) -> None:
     """The fairness audit's mismatches, in red, before anything else."""
     mismatches = audit_mismatches(report)
     if mismatches:
@@ -71,13 +76,13 @@ def _audit(report: dict, console: Console) -> None:
         console.print()
 
 
-def render(report: dict, console: Console) -> None:
+def render(report: ExplainReport, console: Console) -> None:
     _audit(report, console)
     if is_compiled(report):
         render_compiled(report, console)
         _notes(report, console)
         return
-    meta = report.get("comparison") or {}
+    meta = report.comparison
     console.print(_step_table(report, meta))
     console.print(Text(baseline_line(report), style="dim"))
     for view in mode_views(report):
@@ -85,7 +90,7 @@ def render(report: dict, console: Console) -> None:
     _notes(report, console)
 
 
-def _step_table(report: dict, meta: dict) -> Table:
+def _step_table(report: ExplainReport, meta: dict) -> Table:
     """Units in the headers and no frame, so that five modes fit an 80-column terminal without cutting a name or a
     figure; ratio and gap are to the baseline (named below the table), their intervals follow in each run's section."""
     table = Table(title=Text(f"Step time{' — ' + str(meta['path']) if meta.get('path') else ''}"),
@@ -139,7 +144,7 @@ def _mode(view: ModeView, console: Console) -> None:
         ranked.add_column(justify="right", width=4)
         ranked.add_column()
         for c in view.contributors:
-            parts = [Text(c.title, style="bold"), Text(c.figures)]
+            parts: list[Text | Table] = [Text(c.title, style="bold"), Text(c.figures)]
             if c.claim:
                 parts.append(Text(c.claim))
             if c.annotations:

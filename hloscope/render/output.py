@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -47,8 +48,9 @@ def fresh_path(directory: Path, stem: str, suffix: str) -> Path:
     return path
 
 
-def deliver(report: dict, form: str, output: Path | None, force: bool, kind: str) -> None:
-    """Print or write `report` in `form` (from `choose_format`): JSON, or rendered by the modules
+def deliver(report: Any, form: str, output: Path | None, force: bool, kind: str) -> None:
+    """Print or write `report` in `form` (from `choose_format`): JSON (`report` is then the JSON document), or rendered
+    (`report` is what the renderers take: diff's document, explain's typed ExplainReport) by the modules
     `hloscope.render.<kind>_md`, `<kind>_html` (text) and `<kind>_term` (straight to a rich console)."""
     if form == "json":
         emit(json.dumps(report, indent=2, default=str) + "\n", output, force)

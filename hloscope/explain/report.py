@@ -1,0 +1,145 @@
+"""The explain report as typed data: what the engine returns, what the renderers read (by attribute, so that a renamed
+field is a type error, not a silently empty cell), and, through `to_dict()`, the `explain --json` document.
+
+Nested figures that are documents of their own stay dicts: a run's step spread (hloscope.significance.spread), the
+replay split (hloscope.replay.explain.split), a configuration difference, a contributor's evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.explain.hypotheses import Annotation
+from hloscope.explain.summary import ModeSummary
+
+
+@dataclass
+class Contributor:
+    """A measured part of the step (a ledger node) whose difference is significant, or the one line that sums the
+    parts within noise (`significant` False, node WITHIN_NOISE)."""
+
+    node: str
+    title: str
+    significant: bool
+    seconds: float  # run - baseline, per profiled step (median of each side)
+    interval_s: list[float] | None  # 95% bootstrap interval of that difference
+    p_value: float | None  # exact two-sided Mann-Whitney U over the kept profiled steps
+    claim: str
+    evidence: dict[str, Any]  # per run, the node's seconds in each kept step (within noise: node -> seconds)
+    annotations: list[Annotation] = field(default_factory=list)  # hypotheses attached to this part
+    kind: str = "measured"
+    rule: str = "ledger"
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "node": self.node, "title": self.title, "kind": self.kind,
+                "significant": self.significant, "seconds": self.seconds, "interval_s": self.interval_s,
+                "p_value": self.p_value, "claim": self.claim, "evidence": self.evidence,
+                "annotations": [a.to_dict() for a in self.annotations]}
+
+
+@dataclass
+class OpChange:
+    """One op group, run against baseline: medians per kept profiled step of each side."""
+
+    group: str
+    run: dict[str, float]  # {"calls", "seconds", "per_call_s", "per_call_max_s"}
+    baseline: dict[str, float]
+    seconds: float  # run - baseline, per step
+    p_value: float | None
+    significant: bool
+
+    def to_dict(self) -> dict:
+        return {"group": self.group, "run": self.run, "baseline": self.baseline, "seconds": self.seconds,
+                "p_value": self.p_value, "significant": self.significant}
+
+
+@dataclass
+class PerSample:
+    """The gap per sample, when the run and the baseline ran different batch sizes."""
+
+    batch: int
+    baseline_batch: int
+    time_per_sample_s: float
+    baseline_time_per_sample_s: float
+    gap_s: float
+    gap_ci_s: list[float] | None
+    ratio: float
+
+    def to_dict(self) -> dict:
+        return {"batch_size": {"run": self.batch, "baseline": self.baseline_batch},
+                "time_per_sample_s": self.time_per_sample_s,
+                "baseline_time_per_sample_s": self.baseline_time_per_sample_s, "gap_s": self.gap_s,
+                "gap_ci_s": self.gap_ci_s, "ratio": self.ratio}
+
+
+@dataclass
+class ModeResult:
+    """One run against the baseline. Fields stay None where nothing was measured (a failed run, no profile, not
+    significant: no causes are sought for a gap that is not there)."""
+
+    mode: str
+    status: str
+    step_time_s: float | None = None
+    step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
+    noisy: bool | None = None
+    gap_s: float | None = None
+    gap_ci_s: list[float] | None = None
+    ratio: float | None = None
+    ratio_ci: list[float] | None = None
+    significant: bool | None = None
+    verdict: str | None = None  # "baseline" | "slower" | "faster" | "no significant difference" | None (not timed)
+    config_differences: list[dict] = field(default_factory=list)  # {"field", "a", "b"}: this run, the baseline
+    tests: dict[str, bool] | None = None  # each condition of significance
+    per_sample: PerSample | None = None
+    profiled_gap_s: float | None = None
+    residual_s: float | None = None  # timed gap - profiled gap
+    contributors: list[Contributor] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)  # hypotheses no significant part could take
+    ops: list[OpChange] = field(default_factory=list)
+    explained_s: float | None = None
+    unexplained_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+    replay: dict | None = None  # program on device vs framework overhead (hloscope.replay.explain.split)
+    roofline_s: float | None = None  # compiled, not timed: the roofline lower bound per step
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
+                "step_spread": self.step_spread, "noisy": self.noisy, "gap_s": self.gap_s, "gap_ci_s": self.gap_ci_s,
+                "ratio": self.ratio, "ratio_ci": self.ratio_ci, "significant": self.significant,
+                "verdict": self.verdict, "config_differences": self.config_differences, "tests": self.tests,
+                "per_sample": self.per_sample.to_dict() if self.per_sample else None,
+                "profiled_gap_s": self.profiled_gap_s, "residual_s": self.residual_s,
+                "contributors": [c.to_dict() for c in self.contributors],
+                "annotations": [a.to_dict() for a in self.annotations], "ops": [o.to_dict() for o in self.ops],
+                "explained_s": self.explained_s, "unexplained_s": self.unexplained_s, "notes": self.notes,
+                "replay": self.replay, "roofline_s": self.roofline_s}
+
+
+@dataclass
+class ExplainReport:
+    """Every run against the baseline. `basis`: "step_time" (timed runs) or "roofline_lower_bound" (runs compiled for
+    a target GPU, not timed). `comparison`: what the comparison directories record (config, audit mismatches)."""
+
+    baseline: str | None
+    basis: str
+    modes: list[ModeResult]
+    summaries: dict[str, ModeSummary]
+    baseline_chosen: bool = False
+    method: dict[str, Any] | None = None  # how gaps and parts were judged, in words and thresholds
+    comparison: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The `explain --json` document."""
+        return {"fastest": self.baseline,  # kept for readers of earlier reports: the reference of every gap
+                "baseline": self.baseline, "baseline_chosen": self.baseline_chosen, "basis": self.basis,
+                "method": self.method, "modes": [m.to_dict() for m in self.modes],
+                "summaries": {mode: s.to_dict() for mode, s in self.summaries.items()},
+                "comparison": self.comparison}
+
+    def mode(self, name: str) -> ModeResult:
+        """The result of one run by its mode name (KeyError when there is none)."""
+        for result in self.modes:
+            if result.mode == name:
+                return result
+        raise KeyError(name)
