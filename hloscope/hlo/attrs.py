@@ -29,13 +29,19 @@ def _nested(depth: int) -> str:
 _TOP_VALUE = r'(?:[^"{}()\[\],]++|"(?:[^"\\]|\\.)*+"|[{(\[]' + _nested(4) + r"[})\]])*+"
 
 
-def attribute_list_pattern(excluded_keys: tuple[str, ...] = ()) -> str:
-    """Regular expression (re.S) of an attribute list that split_attributes accepts, to the end of the text; with
-    `excluded_keys`, only lists without those keys."""
+def attribute_pattern(excluded_keys: tuple[str, ...] = ()) -> str:
+    """Regular expression of one `, key=value` of an attribute list as split_attributes reads it (the value non-empty,
+    ending at a top-level comma or the end of the text); with `excluded_keys`, of any other key."""
     key = r"[A-Za-z_][\w.\-]*"
     if excluded_keys:
         key = r"(?!(?:" + "|".join(re.escape(k) for k in excluded_keys) + r")\s*=)" + key
-    return r"(?:\s*//.*|(?:\s*,\s*" + key + r"\s*=\s*(?=[^\s,])" + _TOP_VALUE + r")*+\s*)\Z"
+    return r"\s*,\s*" + key + r"\s*=\s*(?=[^\s,])" + _TOP_VALUE
+
+
+def attribute_list_pattern(excluded_keys: tuple[str, ...] = ()) -> str:
+    """Regular expression (re.S) of an attribute list that split_attributes accepts, to the end of the text; with
+    `excluded_keys`, only lists without those keys."""
+    return r"(?:\s*//.*|(?:" + attribute_pattern(excluded_keys) + r")*+\s*)\Z"
 
 
 _PLAIN_ATTRIBUTES = re.compile(attribute_list_pattern(), re.S)

@@ -35,12 +35,16 @@ _CALLED_KEYS = "|".join(CALLED_COMPUTATION_ATTRS)
 _REFERENCE_KEY = re.compile(r"[\s,](?:" + _CALLED_KEYS + r"|control-predecessors)\s*=")
 _CALLS_KEY = re.compile(r"[\s,](?:" + _CALLED_KEYS + r")\s*=")
 # Validation's fast path, one match per instruction from just after `opcode(`: the operand list without brackets
-# (a literal for constant and parameter), the ')' and an attribute list naming no instruction or computation; then
-# the operands must read `a, b` or `%a, %b` exactly, each the name of an instruction of the computation. What does not
-# pass takes the exact path (HloInstruction.validate), which reports any error.
-_PLAIN_ATTRIBUTE_LIST = scan.attribute_list_pattern((*CALLED_COMPUTATION_ATTRS, "control-predecessors"))
-_PLAIN_TAIL = re.compile(r'([^()"{}\[\]]*)\)' + _PLAIN_ATTRIBUTE_LIST, re.S)
-_PLAIN_LITERAL_TAIL = re.compile(r'[^()"]*\)' + _PLAIN_ATTRIBUTE_LIST, re.S)
+# (a literal for constant and parameter), the ')' and an attribute list that names no instruction and at most one
+# computation, as a bare name (`to_apply=%add`); then the operands must read `a, b` or `%a, %b` exactly, each the name
+# of an instruction of the computation, and the computation must exist. What does not pass takes the exact path
+# (HloInstruction.validate), which reports any error.
+_REFERENCES = (*CALLED_COMPUTATION_ATTRS, "control-predecessors")
+_OTHER_ATTRIBUTES = "(?:" + scan.attribute_pattern(_REFERENCES) + ")*+"
+_ONE_CALL = (r"(?:\s*,\s*(" + _CALLED_KEYS + r")\s*=\s*%?([A-Za-z_\-.$][\w.\-$]*)(?=\s*(?:,|\Z))"
+             + _OTHER_ATTRIBUTES + ")?")
+_PLAIN_TAIL = re.compile(r'([^()"{}\[\]]*)\)(?:\s*//.*|' + _OTHER_ATTRIBUTES + _ONE_CALL + r"\s*)\Z", re.S)
+_PLAIN_LITERAL_TAIL = re.compile(r'[^()"]*\)' + scan.attribute_list_pattern(_REFERENCES), re.S)
 _NO_CALLS: tuple = ()
 
 
@@ -341,6 +345,7 @@ class HloModule:
         parsed: set[str] = set()
         plain_tail = _PLAIN_TAIL.match
         literal_tail = _PLAIN_LITERAL_TAIL.match
+        computations = self.computations_by_name
         for comp in self.computations:
             renames = comp.renames
             by_name = None
@@ -372,13 +377,17 @@ class HloModule:
                                     operands = None if "%" in names else tuple([by_name[n] for n in names.split(", ")])
                                 except KeyError:  # the exact path reports it
                                     operands = None
-                            if operands is not None:
+                            calls: Sequence[HloComputation] | None = _NO_CALLS
+                            if match.group(2) is not None:
+                                callee = computations.get(match.group(3))
+                                calls = (callee,) if callee is not None else None  # None: the exact path reports it
+                            if operands is not None and calls is not None:
                                 for operand in operands:
                                     if operand.shape_text not in parsed:
                                         _ = operand.shape
                                         parsed.add(operand.shape_text)
                                 instr._operands = operands
-                                instr._calls = _NO_CALLS
+                                instr._calls = calls
                                 continue
                 for operand in instr.operands:
                     if operand.shape_text not in parsed:

@@ -12,7 +12,8 @@ import gc
 import io
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from hloscope.errors import ParseError
 from hloscope.hlo import attrs as scan
@@ -44,6 +45,20 @@ _MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME}):?[ \t]*(?:,|$|//|/\*)")
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused: it would rescan the module's object graph again and again while the parser
+    creates millions of instructions, or the analyses resolve their operands (none of them is garbage): pausing it
+    makes large modules ~30% faster to parse and the analyses of `hlo stats` ~8% faster. Their garbage has no cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _open_brackets(text: str) -> tuple[int, int]:
@@ -107,15 +122,8 @@ class _Parser:
         return ParseError(self.path, message, lineno, col)
 
     def run(self, lines: Iterable[str]) -> list[HloModule]:
-        # The cyclic garbage collector would rescan the growing object graph again and again while millions of
-        # instructions are created (none of them is garbage yet): pausing it makes large modules ~30% faster.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             return self._run(lines)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _run(self, lines: Iterable[str]) -> list[HloModule]:
         match_instruction = _INSTRUCTION.match

@@ -9,6 +9,7 @@ from hloscope.errors import InputError
 from hloscope.hlo import attribution, kernels, memory, ops
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import LoadedModule
+from hloscope.hlo.parser import collector_paused
 
 
 def _read_sibling(path: str | None, parse) -> dict | None:
@@ -82,6 +83,11 @@ def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
     fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those
     (`thunk_sequence`: XLA's launch list beside a GPU module, with every launch when `with_launches`)."""
+    with collector_paused():
+        return _module_stats(loaded, top_sources, source_depth, with_launches)
+
+
+def _module_stats(loaded: LoadedModule, top_sources: int, source_depth: int, with_launches: bool) -> dict:
     module = loaded.module
     module.validate()
     platform = loaded.platform
