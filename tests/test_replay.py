@@ -153,7 +153,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
 
     from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
     from hloscope.replay.program import compile_program
-    from hloscope.replay.report import trajectory_line
+    from hloscope.render.replay_text import trajectory_line
     from hloscope.replay.runner import select_device
     from hloscope.replay.trajectory import check_trajectory
 

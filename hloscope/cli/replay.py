@@ -41,7 +41,7 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
     if as_json:
         click.echo(json.dumps({**record, "written": str(written) if written else None}, indent=1, default=str))
     else:
-        from hloscope.replay.report import render_text
+        from hloscope.render.replay_text import render_text
 
         click.echo(render_text(record, written))
     if record["status"] == "not_replayable":

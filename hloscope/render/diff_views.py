@@ -48,7 +48,7 @@ def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, 
         ra, rb = bound_a.get(key), bound_b.get(key)
         if ra is not None or rb is not None:
             rows.append((f"roofline LOWER BOUND {key[:-2]}", fmt.ms(ra), fmt.ms(rb),
-                         f"{(rb - ra) * 1e3:+.3f} ms" if ra is not None and rb is not None else ""))
+                         fmt.signed_ms(rb - ra) if ra is not None and rb is not None else ""))
     for key, label in (("transpose", "transpose instructions"), ("copy", "copy instructions")):
         ca, cb = (a.get("opcodes") or {}).get(key, 0), (b.get("opcodes") or {}).get(key, 0)
         rows.append((label, _num(ca), _num(cb), _signed(cb - ca)))

@@ -60,6 +60,11 @@ def ratio_interval(interval: list[float] | tuple[float, float] | None) -> str:
     return f"{interval[0]:.2f}-{interval[1]:.2f}x"
 
 
+def ms_column(microseconds: float | None) -> str:
+    """A trace's microseconds as a number of milliseconds for a column whose header says `ms`: `1,234.567`."""
+    return "-" if microseconds is None else f"{microseconds / 1000.0:,.3f}"
+
+
 def us(seconds: float | None) -> str:
     """Short durations (one op call): `9.17 µs`, `220 µs`, `1,100 µs` (3 significant digits)."""
     if seconds is None:

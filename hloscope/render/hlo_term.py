@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.render import fmt
+
 
 def _t(value) -> Text:
     """A user-provided string (op name, kernel name, path) as plain text: brackets are never rich markup."""
@@ -85,8 +87,8 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
         bound = result.get("roofline")
         if bound and "serial_s" in bound:
-            rows.append(("roofline LOWER BOUND", f"{bound['serial_s'] * 1e3:.3f} ms serial",
-                         f"on {bound['device'] or bound['target']}", f"{bound['aggregate_s'] * 1e3:.3f} ms aggregate"))
+            rows.append(("roofline LOWER BOUND", f"{fmt.ms(bound['serial_s'])} serial",
+                         f"on {bound['device'] or bound['target']}", f"{fmt.ms(bound['aggregate_s'])} aggregate"))
         elif bound:
             rows.append(("roofline lower bound", "-", "unavailable", bound.get("unavailable", "")))
         for row in rows:
@@ -121,13 +123,13 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             console.print(table)
         measured = result.get("measured")
         if measured:
-            table = Table(title=f"measured device time (profile in the run: {measured['device_time_us'] / 1e3:.3f} ms "
+            table = Table(title=f"measured device time (profile in the run: {fmt.ms_column(measured['device_time_us'])} ms "
                           f"over {measured['events']} executions)", title_justify="left", show_edge=False)
             for column in ("instruction", "opcode / fusion kind", "count", "total ms", "share"):
                 table.add_column(column, justify="left" if column.startswith(("instr", "opcode")) else "right")
             for row in measured["top"]:
                 table.add_row(_t(row["name"]), _t(row["fusion_kind"] or row["opcode"] or "?"), str(row["count"]),
-                              f"{row['total_us'] / 1e3:.3f}", f"{row['share']:.1%}")
+                              fmt.ms_column(row['total_us']), f"{row['share']:.1%}")
             console.print(table)
         launches = (thunk or {}).get("launches") or []
         if launches:

@@ -6,9 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-
-def _ms(us: float | None) -> str:
-    return "-" if us is None else f"{us / 1000.0:,.3f}"
+from hloscope.render import fmt
 
 
 def render_job(console: Console, view: dict, rows: int = 16) -> None:
@@ -17,8 +15,8 @@ def render_job(console: Console, view: dict, rows: int = 16) -> None:
                    "last to arrive"):
         ranks.add_column(column, justify="left" if column == "host" else "right", overflow="fold")
     for row in view["ranks"]:
-        ranks.add_row(str(row["rank"]), Text(row["host"]), str(row["steps"]), _ms(row["median_step_us"]),
-                      _ms(row["busy_us"]), _ms(row["idle_us"]), f"{row['kernels']:,}", _ms(row["collective_wait_us"]),
+        ranks.add_row(str(row["rank"]), Text(row["host"]), str(row["steps"]), fmt.ms_column(row["median_step_us"]),
+                      fmt.ms_column(row["busy_us"]), fmt.ms_column(row["idle_us"]), f"{row['kernels']:,}", fmt.ms_column(row["collective_wait_us"]),
                       str(row["last_to_arrive"]))
     console.print(ranks)
     if view["steps"]:
@@ -27,8 +25,8 @@ def render_job(console: Console, view: dict, rows: int = 16) -> None:
                        "behind next ms", "next rank"):
             steps.add_column(column, justify="right")
         for row in view["steps"][:rows]:
-            steps.add_row(str(row["step"]), str(row["ranks"]), str(row["slowest_rank"]), _ms(row["slowest_us"]),
-                          _ms(row["median_us"]), _ms(row["behind_median_us"]), _ms(row["behind_next_us"]),
+            steps.add_row(str(row["step"]), str(row["ranks"]), str(row["slowest_rank"]), fmt.ms_column(row["slowest_us"]),
+                          fmt.ms_column(row["median_us"]), fmt.ms_column(row["behind_median_us"]), fmt.ms_column(row["behind_next_us"]),
                           str(row["next_rank"]))
         console.print(steps)
     collectives = view["collectives"]
@@ -36,16 +34,16 @@ def render_job(console: Console, view: dict, rows: int = 16) -> None:
         console.print(
             f"collectives matched on all {collectives['ranks']} ranks: {collectives['matched']:,} "
             f"({collectives['unmatched']:,} not on every rank); waiting (start spread) "
-            f"{_ms(collectives['start_spread_us'])} ms, transfer (shortest duration) "
-            f"{_ms(collectives['transfer_us'])} ms", highlight=False)
+            f"{fmt.ms_column(collectives['start_spread_us'])} ms, transfer (shortest duration) "
+            f"{fmt.ms_column(collectives['transfer_us'])} ms", highlight=False)
         top = Table(title="Collectives with the widest start spread", title_justify="left")
         top.add_column("collective (kernel, no arguments)", overflow="ellipsis", no_wrap=True, max_width=48)
         for column in ("call", "spread ms", "transfer ms", "longest ms", "first rank", "last rank"):
             top.add_column(column, justify="right")
         for row in collectives["top"]:
             name = row["name"].split("(", 1)[0] or row["name"]
-            top.add_row(Text(name), str(row["occurrence"]), _ms(row["start_spread_us"]), _ms(row["shortest_us"]),
-                        _ms(row["longest_us"]), str(row["first_rank"]), str(row["last_rank"]))
+            top.add_row(Text(name), str(row["occurrence"]), fmt.ms_column(row["start_spread_us"]), fmt.ms_column(row["shortest_us"]),
+                        fmt.ms_column(row["longest_us"]), str(row["first_rank"]), str(row["last_rank"]))
         console.print(top)
     mix = view["kernel_mix"]
     if mix["ranks"]:

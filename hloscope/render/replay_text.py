@@ -1,12 +1,12 @@
-"""The terminal summary of a replay record."""
+"""`hloscope replay` on the terminal: the replay record (replay.json) as lines of text."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hloscope.render import fmt
 
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+_ms = fmt.ms
 
 
 def trajectory_line(trajectory: dict) -> str:
@@ -47,7 +47,7 @@ def render_text(record: dict, written: Path | None) -> str:
     if comparison:
         low, high = comparison["overhead_ci_s"]
         lines.append(f"  run's step {_ms(comparison['run_median_s'])} - program {_ms(comparison['replay_median_s'])} "
-                     f"= framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} .. {_ms(high)}); "
+                     f"= framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} to {_ms(high)}); "
                      f"replay/run {comparison['replay_over_run']:.2f}")
     if record.get("trajectory"):
         lines.append(f"  {trajectory_line(record['trajectory'])}")

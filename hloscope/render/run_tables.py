@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope import units
+from hloscope.render import fmt
 
 
 def add_text_row(table: Table, *cells) -> None:
@@ -183,8 +184,8 @@ def compiled_run_table(record: dict) -> Table:
                       f"{memory['argument_bytes'] / 2**20:,.1f} + outputs {memory['output_bytes'] / 2**20:,.1f} + temp "
                       f"{memory['temp_bytes'] / 2**20:,.1f} - aliased {memory['alias_bytes'] / 2**20:,.1f}")
     if roofline:
-        add_text_row(table, "roofline LOWER BOUND", f"{roofline['serial_s'] * 1e3:.3f} ms/step serial, "
-                      f"{roofline['aggregate_s'] * 1e3:.3f} ms/step aggregate (not a prediction)")
+        add_text_row(table, "roofline LOWER BOUND", f"{fmt.ms(roofline['serial_s'])}/step serial, "
+                      f"{fmt.ms(roofline['aggregate_s'])}/step aggregate (not a prediction)")
         add_text_row(table, "FLOPs / bytes", f"{roofline['flops']:.3e} / {roofline['bytes']:.3e}")
     for note in record.get("notes", []):
         add_text_row(table, "note", note)

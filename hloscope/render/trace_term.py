@@ -8,15 +8,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.render import fmt
+
 _NAME_WIDTH = 70
 
 
 def _short(name: str, width: int = _NAME_WIDTH) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
-
-def _ms(us: float) -> str:
-    return f"{us / 1000.0:,.3f}"
 
 
 def render_stats(console: Console, stats: dict) -> None:
@@ -26,8 +25,8 @@ def render_stats(console: Console, stats: dict) -> None:
         f"{stats['steps']} steps, {stats['devices']} device(s))"), highlight=False)
     device_time = stats["device_time_us"]
     console.print(
-        f"device time {_ms(device_time)} ms   host dispatch (launches of that work) {_ms(stats['host_launch_us'])} ms   "
-        f"all host runtime API time {_ms(stats['host_runtime_us'])} ms"
+        f"device time {fmt.ms_column(device_time)} ms   host dispatch (launches of that work) {fmt.ms_column(stats['host_launch_us'])} ms   "
+        f"all host runtime API time {fmt.ms_column(stats['host_runtime_us'])} ms"
     )
     if device_time:
         source = "from the run's HLO" if stats.get("category_source") == "hlo" else "by kernel name"
@@ -37,7 +36,7 @@ def render_stats(console: Console, stats: dict) -> None:
         categories.add_column("share", justify="right")
         for name, total in sorted(stats["categories"].items(), key=lambda item: -item[1]):
             if total:
-                categories.add_row(Text(str(name)), _ms(total), f"{total / device_time:.1%}")
+                categories.add_row(Text(str(name)), fmt.ms_column(total), f"{total / device_time:.1%}")
         console.print(categories)
         top = Table(title=f"Top {len(stats['top'])} kernels / ops by total device time", title_justify="left")
         top.add_column("name", overflow="fold")
@@ -45,7 +44,7 @@ def render_stats(console: Console, stats: dict) -> None:
         top.add_column("total ms", justify="right")
         top.add_column("share", justify="right")
         for row in stats["top"]:
-            top.add_row(Text(_short(str(row["name"]))), f"{row['count']:,}", _ms(row["total_us"]), f"{row['share']:.1%}")
+            top.add_row(Text(_short(str(row["name"]))), f"{row['count']:,}", fmt.ms_column(row["total_us"]), f"{row['share']:.1%}")
         console.print(top)
     if stats["hlo_ops"]:
         ops = Table(title=f"Top {len(stats['hlo_ops'])} HLO instructions by device time", title_justify="left")
@@ -55,7 +54,7 @@ def render_stats(console: Console, stats: dict) -> None:
         ops.add_column("total ms", justify="right")
         ops.add_column("share", justify="right")
         for row in stats["hlo_ops"]:
-            ops.add_row(Text(str(row["hlo_op"])), Text(str(row["hlo_module"] or "")), f"{row['count']:,}", _ms(row["total_us"]),
+            ops.add_row(Text(str(row["hlo_op"])), Text(str(row["hlo_module"] or "")), f"{row['count']:,}", fmt.ms_column(row["total_us"]),
                         f"{row['share']:.1%}")
         console.print(ops)
     if stats["per_step"]:
@@ -68,36 +67,36 @@ def render_stats(console: Console, stats: dict) -> None:
         for step in stats["per_step"]:
             steps.add_row(
                 str(step["step"]),
-                _ms(step["host_duration_us"]),
+                fmt.ms_column(step["host_duration_us"]),
                 f"{step['kernels']:,}",
                 f"{step.get('executions_by_category', {}).get('copy/transpose', 0):,}",
-                _ms(step["device_busy_us"]),
-                _ms(step["device_idle_us"]),
+                fmt.ms_column(step["device_busy_us"]),
+                fmt.ms_column(step["device_idle_us"]),
                 f"{step['idle_gaps']:,}",
-                _ms(step["host_runtime_us"]),
-                *((_ms(step["collective_us"]), _ms(step["collective_exposed_us"])) if communication else ()),
+                fmt.ms_column(step["host_runtime_us"]),
+                *((fmt.ms_column(step["collective_us"]), fmt.ms_column(step["collective_exposed_us"])) if communication else ()),
             )
         console.print(steps)
     early = stats.get("before_window") or {}
     if early.get("executions"):
         console.print(
             f"launched before the profiling window (in no step above): {early['executions']:,} device executions "
-            f"({early['kernels']:,} kernels), {_ms(early['device_time_us'])} ms of device time", highlight=False)
+            f"({early['kernels']:,} kernels), {fmt.ms_column(early['device_time_us'])} ms of device time", highlight=False)
     host = stats.get("host_ops") or {}
     if host.get("ops"):
         parts = host["parts_us"]
         console.print(
-            f"no device executions: the host did the work. Median step {_ms(host['step_us'])} ms over steps "
+            f"no device executions: the host did the work. Median step {fmt.ms_column(host['step_us'])} ms over steps "
             f"{', '.join(map(str, host['steps_used']))} ({len(host['dropped'])} left out: warm-up, outliers): "
-            + ", ".join(f"{_ms(us)} ms {node.removeprefix('host:')}"
+            + ", ".join(f"{fmt.ms_column(us)} ms {node.removeprefix('host:')}"
                         for node, us in sorted(parts.items(), key=lambda kv: -kv[1])),
             highlight=False, markup=False)
         ops = Table(title=f"Top {len(host['ops'])} framework ops (top level) by time per step", title_justify="left")
         for column in ("op", "calls/step", "per call ms", "longest ms", "ms/step", "share"):
             ops.add_column(column, justify="left" if column == "op" else "right", overflow="fold")
         for row in host["ops"]:
-            ops.add_row(Text(_short(row["name"])), f"{row['calls_per_step']:g}", _ms(row["per_call_us"]),
-                        _ms(row["max_call_us"]), _ms(row["us_per_step"]), f"{row['share_of_step']:.1%}")
+            ops.add_row(Text(_short(row["name"])), f"{row['calls_per_step']:g}", fmt.ms_column(row["per_call_us"]),
+                        fmt.ms_column(row["max_call_us"]), fmt.ms_column(row["us_per_step"]), f"{row['share_of_step']:.1%}")
         console.print(ops)
     console.print()
 
@@ -109,7 +108,7 @@ def render_ranks(console: Console, rows: list[dict]) -> None:
         table.add_column(column, justify="left" if column == "file" else "right", overflow="fold")
     for row in rows:
         busy = row["median_step_busy_us"]
-        table.add_row(str(row["rank"]), str(row["steps"]), f"{row['kernels']:,}", _ms(row["device_time_us"]),
-                      _ms(row["host_launch_us"]), "-" if busy is None else _ms(busy), _ms(row["before_window_us"]),
+        table.add_row(str(row["rank"]), str(row["steps"]), f"{row['kernels']:,}", fmt.ms_column(row["device_time_us"]),
+                      fmt.ms_column(row["host_launch_us"]), "-" if busy is None else fmt.ms_column(busy), fmt.ms_column(row["before_window_us"]),
                       Text(Path(str(row["file"])).name))
     console.print(table)
