@@ -329,6 +329,8 @@ class _EventBuilder:
         self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
         self.places: dict = {}  # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
         self.unclassified: dict[str, int] = {}  # category -> device-like events that no rule classifies
+        # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
+        self.device_categories: dict[tuple[str, str], str] = {}
 
     def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
         index = self.items
@@ -363,6 +365,7 @@ class _EventBuilder:
         device_cats = _DEVICE_CATS
         host_cats = _KINETO_HOST_CATS
         places = self.places
+        categories = self.device_categories
         self.items += len(chunk)
         for item in chunk:
             args = item.args
@@ -393,10 +396,10 @@ class _EventBuilder:
                 place = places.get((item.pid, stream, True))
                 if place is None:
                     place = places[(item.pid, stream, True)] = (self._process(item.pid), self._stream_lane(stream))
-                yield Event(
-                    name, start, duration, kind, True, place[1], place[0], category_for(name, kind), None, None, None,
-                    correlation,
-                )
+                named = categories.get((name, kind))
+                if named is None:
+                    named = categories[(name, kind)] = category_for(name, kind)
+                yield Event(name, start, duration, kind, True, place[1], place[0], named, None, None, None, correlation)
                 continue
             kind = host_cats.get(category)
             if kind is not None and not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace

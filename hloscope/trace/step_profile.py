@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.significance import outliers
 from hloscope.trace.model import COLLECTIVE, STEP, Event
 
 # Host-side causes of device idle time, in the order they claim it. Names: hloscope's own annotations
@@ -201,6 +200,10 @@ def step_parts(
 
 def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
     """Drop the profiler's warm-up steps and the outlier steps (busy time, or step length on a host-only trace)."""
+    # Here, not at the top: hloscope.significance imports numpy and scipy (0.4-1 s), which `trace stats` (it imports
+    # this module for exposed_time) never needs.
+    from hloscope.significance import outliers
+
     device = any(p.busy_s > 0 for p in parts)
     dropped: dict[int, str] = {}
     # Keep at least two steps: with only two profiled, the first is all there is to compare.
