@@ -135,9 +135,11 @@ def _tiny_training(tmp_path: Path):
     batches = [(jnp.asarray(rng.standard_normal((4, 3)), jnp.float32),
                 jnp.asarray(rng.standard_normal((4, 2)), jnp.float32)) for _ in range(4)]
     jitted = jax.jit(step)
-    saved = StepInputs(state)
+    saved = StepInputs()
     current, after_first = state, None
     for index, (x, y) in enumerate(batches):
+        if index == 0:
+            saved.capture_initial(current)  # as the jax session does, before its first step
         current, loss = jitted(current, x, y)
         after_first = after_first or current
         saved.record(index, (x, y), loss)
@@ -152,8 +154,8 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     import numpy as np
 
     from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
-    from hloscope.replay.program import compile_program
     from hloscope.render.replay_text import trajectory_line
+    from hloscope.replay.program import compile_program
     from hloscope.replay.runner import select_device
     from hloscope.replay.trajectory import check_trajectory
 
@@ -175,7 +177,8 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     # started one step late, the same program and batches give another trajectory, and the check says so
     late = tmp_path / "late"
     late.mkdir()
-    shifted = StepInputs(after_first)
+    shifted = StepInputs()
+    shifted.capture_initial(after_first)
     for index, batch in enumerate(batches[:3]):
         shifted.record(index, batch, entry["losses"][index])
     wrong = shifted.save(late, "jit_step")

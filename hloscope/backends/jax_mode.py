@@ -106,9 +106,9 @@ class JaxSession(Session):
         # Commit the state to the device like the batches: jit keys its cache on committedness, and the step's outputs
         # are committed, so uncommitted inputs would make the second step compile again.
         self.state = self.placement.put_state(workload.state)
-        # --dump-hlo: the initial state now (host copies, before any step) and the first steps' batches and losses,
-        # saved with the program for replay's loss-trajectory check (hloscope/backends/step_inputs.py)
-        self.step_inputs = StepInputs(self.state) if options.dump_hlo else None
+        # --dump-hlo: the initial state (host copies, taken before the first step) and the first steps' batches and
+        # losses, saved with the program for replay's loss-trajectory check (hloscope/backends/step_inputs.py)
+        self.step_inputs = StepInputs() if options.dump_hlo else None
         compiler_options = {}
         if options.dump_hlo:
             self.dump_dir = self.run_dir / DUMP_DIR
@@ -143,6 +143,8 @@ class JaxSession(Session):
         with self.annotate(INPUT_ANNOTATION):
             images, labels = self._batch(index)
         self.test_host_delay()
+        if self.step_inputs is not None and index == 0:
+            self.step_inputs.capture_initial(self.state)  # before the step donates it
         self.state, loss = self.train_step(self.state, images, labels)
         if self.step_inputs is not None:
             self.step_inputs.record(index, (images, labels), loss)

@@ -22,13 +22,19 @@ KIND = "program_inputs"
 class StepInputs:
     """The initial state (host copies) and the first steps' batches and losses (device references)."""
 
-    def __init__(self, state, steps: int = TRAJECTORY_STEPS):
-        import jax
-
+    def __init__(self, steps: int = TRAJECTORY_STEPS):
         self.steps = steps
-        self.state = [_host(leaf) for leaf in jax.device_get(jax.tree_util.tree_leaves(state))]
+        self.state: list | None = None
         self.batches: list[tuple] = []
         self.losses: list = []
+
+    def capture_initial(self, state) -> None:
+        """Host copies of the state before the first step (a warm-up step: --warmup is at least 1, so the copy is
+        never timed; taken here, not at set-up, so that `run --setup-only` (compare's fairness audit) copies nothing)."""
+        import jax
+
+        if self.state is None:
+            self.state = [_host(leaf) for leaf in jax.device_get(jax.tree_util.tree_leaves(state))]
 
     def record(self, index: int, batch: tuple, loss) -> None:
         """Step `index` ran on `batch` and gave `loss` (not waited for: read when saved)."""
@@ -41,7 +47,7 @@ class StepInputs:
         import jax
         import numpy as np
 
-        if not self.batches:
+        if not self.batches or self.state is None:
             return None
         arrays = {f"state_{i}": leaf for i, leaf in enumerate(self.state)}
         batch_leaves = 0
