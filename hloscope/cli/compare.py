@@ -19,7 +19,8 @@ from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
 
 def available_modes() -> tuple[list[str], list[str]]:
     """(modes whose packages are installed, modes that are not) - checked without importing any framework."""
-    available, missing = [], []
+    available: list[str] = []
+    missing: list[str] = []
     for mode in MODES:
         (available if all(find_spec(p) is not None for p in mode.packages) else missing).append(mode.name)
     return available, missing

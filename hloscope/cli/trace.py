@@ -51,7 +51,7 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
         done=state.load(names) if state else None,
         on_result=(lambda index, result: state.save(names[index], result)) if state else None)
     results = [summary["stats"] for summary in summaries if "error" not in summary]
-    failures = [job.summary_error(summary) for summary in summaries if "error" in summary]
+    failures = [error for summary in summaries if (error := job.summary_error(summary)) is not None]
     console = Console(markup=False)  # names and paths from the trace are text, never rich markup
     view = job.job_view(summaries, ranks, top=top) if len(results) >= 2 else None
     ranks_table = rank_summary(results)
@@ -126,7 +126,7 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     results = job.run_per_file(
         exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
         progress=_progress_bar(progress))
-    failures = [job.summary_error(result) for result in results if "error" in result]
+    failures = [error for result in results if (error := job.summary_error(result)) is not None]
     written = [result for result in results if "error" not in result]
     rows = sum(result["rows"] for result in written)
     reused = sum(result["reused"] for result in written)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -10,7 +13,7 @@ from hloscope import units
 from hloscope.render import fmt
 
 
-def add_text_row(table: Table, *cells) -> None:
+def add_text_row(table: Table, *cells: str | Text) -> None:
     """A row whose strings are plain text, never rich markup: mode names, errors, paths and warnings come from
     run.json and comparison.json, which anyone can edit (`[/]` would raise MarkupError, `[bs32]` would vanish)."""
     table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
@@ -105,7 +108,7 @@ def comparison_table(comparison: dict) -> Table:
                              + f"{config.get('precision')}, data {config.get('data')}"
                              + (f", compiled for {config['target']}" if config.get("target") else "")),
                   box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), pad_edge=False, collapse_padding=True)
-    columns = [("mode", "left")]
+    columns: list[tuple[str, JustifyMethod]] = [("mode", "left")]
     if timed:
         columns += [("step", "right"), ("vs best", "right"), ("img/s", "right"), ("1st step", "right"),
                     ("peak mem", "right")]
@@ -116,7 +119,7 @@ def comparison_table(comparison: dict) -> Table:
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
     for entry in entries:
         ok = entry.get("status") == "ok"
-        row = [str(entry["mode"])]
+        row: list[str | Text] = [str(entry["mode"])]
         if timed:
             median, throughput = entry.get("median_s"), entry.get("throughput_img_s")
             row += [step_time(median) if ok else "-", ratio(median / fastest) if ok and median and fastest else "-",
@@ -203,8 +206,8 @@ def compiled_comparison_table(records: list[dict]) -> Table:
     def row(label: str, value) -> None:
         add_text_row(table, label, *[value(r) for r in records])
 
-    def get(record: dict, *keys, default=None):
-        value = record
+    def get(record: dict, *keys: str, default: str | None = None) -> Any:
+        value: Any = record  # a JSON leaf (count, name or number) at the end of `keys`, or None on the way
         for key in keys:
             value = (value or {}).get(key) if isinstance(value, dict) else None
         return default if value is None else value

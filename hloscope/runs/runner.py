@@ -8,6 +8,7 @@ the tail of the child's stderr) into that mode's run.json itself.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
@@ -288,10 +289,14 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
                    timeout_s: float | None = None, audit_before: dict | None = None) -> dict:
     """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
-    comparison = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
-                  "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": []}
+    entries: list[dict[str, Any]] = []  # comparison["modes"], one entry per mode as it settles
+    comparison: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": entries}
+    audit: dict[str, Any] = {}
     if audit_before is not None:  # compare's fairness audit (hloscope/runs/audit.py), made before timing
-        comparison["audit"] = {"before_timing": audit_before, "ok": audit_before["ok"]}
+        audit.update(before_timing=audit_before, ok=audit_before["ok"])
+        comparison["audit"] = audit
     writer = _ComparisonWriter(comparison_dir)
     write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
     previous = _terminate_like_ctrl_c()
@@ -299,14 +304,14 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         for mode in modes:
             options = options_for(mode)
             on_mode_start(mode)
-            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=lambda phase, mode=mode: on_mode_phase(mode, phase))
+            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=functools.partial(on_mode_phase, mode))
             entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
-            comparison["modes"].append(entry)
-            add_ratios(comparison["modes"])
+            entries.append(entry)
+            add_ratios(entries)
             writer.write(comparison)
             on_mode_done(entry)
     except KeyboardInterrupt:
-        done = {entry["mode"] for entry in comparison["modes"]}
+        done = {entry["mode"] for entry in entries}
         for mode in modes:
             if mode in done:
                 continue
@@ -314,8 +319,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             record = settle_run(options_for(mode), comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
                                 "not started: the comparison was interrupted (Ctrl-C)")
-            comparison["modes"].append(summary_entry(record, None))
-        add_ratios(comparison["modes"])
+            entries.append(summary_entry(record, None))
+        add_ratios(entries)
         comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         try:
             writer.write(comparison, final=True)
@@ -324,19 +329,19 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         raise
     finally:
         _restore_signals(previous)
-    statuses = [e["status"] for e in comparison["modes"]]
+    statuses = [e["status"] for e in entries]
     comparison.update(status="ok" if all(s in ("ok", "compiled") for s in statuses) else
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     if audit_before is not None:
         from hloscope.runs.audit import timed_audit
 
-        comparison["audit"]["timed_runs"] = timed_audit(comparison, comparison_dir)
-        comparison["audit"]["ok"] = audit_before["ok"] and comparison["audit"]["timed_runs"]["ok"]
+        audit["timed_runs"] = timed_audit(comparison, comparison_dir)
+        audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
     if config.get("check_parity"):
         from hloscope.runs.parity import evaluate
 
-        comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in comparison["modes"]],
+        comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in entries],
                                         config.get("precision", "fp32"))
     writer.write(comparison, final=True)
     return comparison
