@@ -33,7 +33,7 @@ def test_run_refuses_in_one_line_before_making_a_directory(cli_run, tmp_path, mo
 def test_only_torch_xla_compile_on_those_families_is_refused():
     for mode in ("pytorch", "pytorch+compile", "torch_xla", "jax", "torchax"):
         preflight(mode, "cpu", preset=get_preset("gpt2-tiny"))
-    for model in ("llama-tiny", "vit-tiny"):
+    for model in ("llama-tiny", "vit-tiny", "resnet-tiny"):
         preflight("torch_xla+compile", "cpu", preset=get_preset(model))
     with pytest.raises(UsageError):
         preflight("torch_xla+compile", "cpu", preset=get_preset("bert-tiny"))

@@ -17,7 +17,7 @@ __all__ = ["check_torch_xla_cuda", "mode_name", "parse_modes", "preflight", "tor
 # permutation, but the graph returns a different number of outputs at run time: GPT-2's forward traces 60 distinct
 # outputs and returns 58 (recover() indexes past the end); BERT's traces 68, dedups them to 67 and returns 68, so every
 # output after the duplicate shifts by one and the `loss` slot receives the (batch, 2) logits. Measured on gpt2-tiny and
-# bert-tiny (docs/run.md); llama and the ViTs compile and train.
+# bert-tiny (docs/run.md); Llama, the ViTs and the ResNets compile and train.
 OPENXLA_DYNAMO_BROKEN = {
     "gpt2": "IndexError: list index out of range (in torch_xla/_dynamo/dynamo_bridge.py Deduper.recover: the compiled "
             "forward returns 58 of the 60 outputs its bridge traced)",
@@ -33,6 +33,9 @@ def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1
 
     entry = get_mode(mode)
     check_devices(mode, devices, batch_size)
+    if attention != "eager" and not getattr(preset, "has_attention", True):
+        raise UsageError(f"--attention {attention} --model {preset.name}: the model has no attention layer "
+                         "(use --attention eager, the default)")
     family = getattr(preset, "family", None)
     if entry.framework == "torch_xla" and entry.compile and family in OPENXLA_DYNAMO_BROKEN:
         raise UsageError(f"--mode {mode} --model {preset.name}: torch_xla's openxla dynamo backend cannot train "

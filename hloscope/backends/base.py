@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hloscope.models.presets import TextPreset, VitPreset, get_preset
+from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
 
 
@@ -39,7 +39,7 @@ class RunOptions:
     devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
 
     @property
-    def preset(self) -> VitPreset | TextPreset:
+    def preset(self) -> Preset:
         return get_preset(self.model, self.seq_len)
 
     @property

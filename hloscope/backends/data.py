@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hloscope.errors import MissingDependency
-from hloscope.models.presets import Preset, TextPreset, VitPreset
+from hloscope.models.presets import Preset, ResNetPreset, TextPreset, VitPreset
 
 POOL_SIZE = 4  # batches in the --data device pool: a few distinct batches, cycled; the loss still falls
 
@@ -52,7 +52,7 @@ def torch_loader(preset: Preset, batch_size: int, n_batches: int, seed: int):
 
         raise UsageError(f"--data loader: the benchmark's DataLoader makes random images; {preset.name} takes token "
                          "ids (use --data device)")
-    images: VitPreset = preset  # narrowed here: the class body below does not see the isinstance check
+    images: VitPreset | ResNetPreset = preset  # narrowed here: the class body below does not see the isinstance check
 
     class RandomImages(Dataset):
         def __len__(self) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import MissingDependency, UsageError
-from hloscope.models.presets import Preset, TextPreset, get_preset
+from hloscope.models.presets import Preset, ResNetPreset, TextPreset, get_preset
 
 LEARNING_RATE = 0.01
 
@@ -76,15 +76,17 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
     if isinstance(preset, str):
         preset = get_preset(preset)
     matmul_precision, dtype = apply_precision(precision)
-    if isinstance(preset, TextPreset):
-        model = _flax_text_model(preset, seed, getattr(jnp, dtype))
+    if isinstance(preset, (TextPreset, ResNetPreset)):
+        model = _flax_paired_model(preset, seed, getattr(jnp, dtype))
     else:
         config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
         model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
                         input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
-    params, weights = model.params, JaxWorkload.weights
+    params, weights = model.params, f"{preset.flax_class} initialised by Flax from --seed"
     if torch_weights:
         params, weights = parity_weights(preset, seed, model)
+    if isinstance(preset, ResNetPreset):  # BatchNorm: its running statistics ride in the state, updated every step
+        return _batch_stats_workload(preset, model, params, weights, batch_size, precision, seed)
     # The Flax module itself takes NHWC; the HF wrapper's __call__ would transpose from NCHW first.
     state = TrainState.create(apply_fn=model.module.apply, params=params, tx=optax.sgd(LEARNING_RATE))
     # TrainState starts with step=0, a weakly typed Python int; after one step it is an int32 array, and jit would
@@ -115,9 +117,10 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
                        probe=probe, weights=weights)
 
 
-def _flax_text_model(preset, seed: int, dtype):
-    """The Flax class paired with the text preset's PyTorch class (transformers 4.57: FlaxGPT2LMHeadModel,
-    FlaxLlamaForCausalLM, FlaxBertForSequenceClassification), randomly initialised from `seed`."""
+def _flax_paired_model(preset: TextPreset | ResNetPreset, seed: int, dtype):
+    """The Flax class paired with the preset's PyTorch class (transformers 4.57: FlaxGPT2LMHeadModel,
+    FlaxLlamaForCausalLM, FlaxBertForSequenceClassification, FlaxResNetForImageClassification), randomly initialised
+    from `seed`."""
     try:
         import transformers
 
@@ -125,7 +128,50 @@ def _flax_text_model(preset, seed: int, dtype):
         model_class = getattr(transformers, preset.flax_class)
     except (ImportError, AttributeError) as error:
         raise MissingDependency("transformers<5", f"{preset.flax_class}: {error}") from None
-    return model_class(config, seed=seed, dtype=dtype, input_shape=(1, preset.seq_len))
+    if isinstance(preset, ResNetPreset):  # the HF wrapper's input shape is NHWC
+        shape: tuple[int, ...] = (1, preset.image_size, preset.image_size, preset.num_channels)
+    else:
+        shape = (1, int(preset.seq_len or 0))
+    return model_class(config, seed=seed, dtype=dtype, input_shape=shape)
+
+
+def _batch_stats_workload(preset: ResNetPreset, model, variables, weights: str, batch_size: int, precision: str,
+                          seed: int) -> JaxWorkload:
+    """ResNet's step: the forward in training mode (BatchNorm normalises with the batch's statistics) with
+    `mutable=["batch_stats"]`, whose updated running statistics replace the state's (a TrainState with a
+    `batch_stats` field, as in Flax's ImageNet example); SGD on the parameters only."""
+    jax, jnp, optax, _, _, _ = _imports()
+    from flax.training.train_state import TrainState
+
+    from hloscope.backends.data import synthetic_pool
+
+    class BatchStatsState(TrainState):
+        batch_stats: Any = None
+
+    matmul_precision, dtype = PRECISIONS[precision]
+    state = BatchStatsState.create(apply_fn=model.module.apply, params=variables["params"],
+                                   batch_stats=variables["batch_stats"], tx=optax.sgd(LEARNING_RATE))
+    state = state.replace(step=jnp.asarray(0, dtype=jnp.int32))  # as for the other presets: one compile
+
+    def loss_fn(params, batch_stats, images, labels):
+        outputs, mutated = model.module.apply({"params": params, "batch_stats": batch_stats}, images,
+                                              deterministic=False, mutable=["batch_stats"])
+        loss = optax.softmax_cross_entropy_with_integer_labels(outputs.logits.astype(jnp.float32), labels).mean()
+        return loss, mutated["batch_stats"]
+
+    def train_step(state, images, labels):
+        (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, state.batch_stats,
+                                                                               images, labels)
+        return state.apply_gradients(grads=grads).replace(batch_stats=batch_stats), loss
+
+    def probe(state, images, labels):
+        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, state.batch_stats, images, labels)
+        return loss, optax.global_norm(grads), optax.global_norm(state.params)
+
+    images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
+    batch = (jax.device_put(to_nhwc(images)), jax.device_put(labels))
+    return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype,
+                       probe=probe, weights=weights)
 
 
 def parity_weights(preset: Preset, seed: int, flax_model) -> tuple[Any, str]:

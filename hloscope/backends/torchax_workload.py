@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import MissingDependency
-from hloscope.models.presets import Preset, get_preset
+from hloscope.models.presets import Preset, ResNetPreset, get_preset
 
 LEARNING_RATE = 0.01  # same as every mode
 OPTIMIZER = "optax.sgd (learning rate 0.01) on the JAX arrays of the torch parameters"
@@ -112,6 +112,24 @@ class TorchaxWorkload:
     weights: str = "transformers' PyTorch model initialised under torch.manual_seed(--seed), as JAX arrays"
 
 
+def _write_back_batch_norm_statistics(env, torch) -> None:
+    """torchax 0.0.13's batch norm in training mode (`jaten._aten__native_batch_norm_legit`) computes the new running
+    mean and variance and drops them: the buffers would keep their initial values. Override the two aten entry points
+    (`native_batch_norm`, where F.batch_norm arrives, and `_native_batch_norm_legit`) with PyTorch's functional batch
+    norm, whose new running statistics (unbiased variance, as eager PyTorch) are copied into the buffers in place."""
+
+    def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+        out, mean, rstd, new_mean, new_var = torch.ops.aten._native_batch_norm_legit_functional.default(
+            input, weight, bias, running_mean, running_var, training, momentum, eps)
+        if training and running_mean is not None:
+            running_mean.copy_(new_mean)
+            running_var.copy_(new_var)
+        return out, mean, rstd
+
+    for op in (torch.ops.aten.native_batch_norm.default, torch.ops.aten._native_batch_norm_legit.default):
+        env.override_op_definition(op, batch_norm)
+
+
 def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
                            attention: str = "eager") -> TorchaxWorkload:
     """The PyTorch model of `seed`, its weights as JAX arrays, optax SGD state and one batch, ready to jit and time."""
@@ -140,6 +158,13 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
     if autocast_dtype is not None:
         _complete_torchax_autocast()
 
+    # BatchNorm (ResNet) updates its running statistics in place during the training forward: torch.func's functional
+    # call writes them into the buffer tensors it was given, whose new JAX values the step returns as the new buffers.
+    # The other presets' buffers (position ids, masks) never change: their step passes them through untouched.
+    stateful = isinstance(preset, ResNetPreset)
+    if stateful:
+        _write_back_batch_norm_statistics(env, torch)
+
     def loss_fn(params, buffers, images, labels):
         t_params, t_buffers, t_images, t_labels = env.j2t_iso((params, buffers, images, labels))
         with env:
@@ -152,17 +177,17 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
             else:
                 loss = module.functional_call("forward", t_params, t_buffers, **{preset.input_name: t_images},
                                               labels=t_labels).loss
-        return env.t2j_iso(loss).astype(jnp.float32)
+        return env.t2j_iso(loss).astype(jnp.float32), (env.t2j_iso(t_buffers) if stateful else buffers)
 
     def train_step(state, images, labels):
         params, buffers, opt_state = state
-        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, images, labels)
+        (loss, buffers), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, buffers, images, labels)
         updates, opt_state = tx.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), buffers, opt_state), loss
 
     def probe(state, images, labels):
         params, buffers, _ = state
-        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, images, labels)
+        (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, buffers, images, labels)
         return loss, optax.global_norm(grads), optax.global_norm(params)
 
     state = (params, buffers, tx.init(params))

@@ -9,6 +9,9 @@ input ids, shifted inside the model for PyTorch and in hloscope's loss for Flax)
 (cross-entropy on one label per sequence). They take `--seq-len` (default `seq_len`); inputs are uniform token ids.
 Dropout is 0 in every preset, so the deterministic forward is the training one in every framework.
 
+ResNet presets (`ResNetPreset`) pair ResNetForImageClassification and FlaxResNetForImageClassification; their
+BatchNorm layers carry state the train step updates (PyTorch buffers, Flax `batch_stats`).
+
 Every preset answers the same questions for the workloads: `input_name` (the model's keyword for its input), `task`,
 `config_kwargs()` (recorded in run.json `config.model_config`), `torch_class` / `flax_class` (transformers names).
 """
@@ -69,6 +72,54 @@ PRESETS: dict[str, VitPreset] = {
     # CPU tests and the README's main job: seconds per mode.
     "vit-tiny": VitPreset("vit-tiny", image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
                           num_attention_heads=4, intermediate_size=128, num_labels=10),
+}
+
+
+@dataclass(frozen=True)
+class ResNetPreset:
+    """transformers' ResNetForImageClassification / FlaxResNetForImageClassification (NCHW images in both; the Flax
+    wrapper transposes to NHWC, hloscope feeds its module NHWC as for the ViTs). BatchNorm in training mode: batch
+    statistics in the forward, running statistics updated every step (PyTorch buffers; Flax `batch_stats`)."""
+    name: str
+    image_size: int
+    embedding_size: int
+    hidden_sizes: tuple[int, ...]
+    depths: tuple[int, ...]
+    num_labels: int
+    layer_type: str = "bottleneck"
+    num_channels: int = 3
+
+    kind = "image"
+    family = "resnet"
+    task = "classification"
+    input_name = "pixel_values"
+    torch_class = "ResNetForImageClassification"
+    flax_class = "FlaxResNetForImageClassification"
+    config_class = "ResNetConfig"
+    seq_len = None
+    has_attention = False  # --attention sdpa|flash is refused (transformers' ResNet raises for any but eager)
+
+    def config_kwargs(self) -> dict:
+        return {**self.transformers_config_kwargs(), "image_size": self.image_size}
+
+    def transformers_config_kwargs(self) -> dict:
+        """Keyword arguments for transformers.ResNetConfig (shared by the PyTorch and Flax models)."""
+        return {"num_channels": self.num_channels, "embedding_size": self.embedding_size,
+                "hidden_sizes": list(self.hidden_sizes), "depths": list(self.depths), "layer_type": self.layer_type,
+                "num_labels": self.num_labels}
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.image_size}x{self.image_size}, {self.layer_type} blocks {list(self.depths)}, "
+                f"widths {list(self.hidden_sizes)}, stem {self.embedding_size}, {self.num_labels} labels")
+
+
+RESNET_PRESETS: dict[str, ResNetPreset] = {
+    # ResNet-50: transformers' default ResNetConfig (microsoft/resnet-50's shape), 1000 labels, 224x224
+    "resnet-50": ResNetPreset("resnet-50", image_size=224, embedding_size=64, hidden_sizes=(256, 512, 1024, 2048),
+                              depths=(3, 4, 6, 3), num_labels=1000),
+    # CPU tests: the same bottleneck blocks (stem, downsampling shortcut, BatchNorm), two stages of one block each
+    "resnet-tiny": ResNetPreset("resnet-tiny", image_size=32, embedding_size=16, hidden_sizes=(32, 64), depths=(1, 1),
+                                num_labels=10),
 }
 
 
@@ -143,10 +194,9 @@ TEXT_PRESETS: dict[str, TextPreset] = {
         "intermediate_size": 128, "max_position_embeddings": 128, **_BERT_NO_DROPOUT}, seq_len=32),
 }
 
-ALL_PRESETS: dict[str, VitPreset | TextPreset] = {**PRESETS, **TEXT_PRESETS}
-
-
-Preset = VitPreset | TextPreset  # what --model names: an image (ViT) or a text (causal LM, masked LM) preset
+# what --model names: an image (ViT, ResNet) or a text (causal LM, sequence classification) preset
+Preset = VitPreset | ResNetPreset | TextPreset
+ALL_PRESETS: dict[str, Preset] = {**PRESETS, **RESNET_PRESETS, **TEXT_PRESETS}
 
 
 def get_preset(name: str, seq_len: int | None = None) -> Preset:
