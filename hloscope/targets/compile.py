@@ -106,7 +106,9 @@ def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int,
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    capture = resolve(get_mode(mode).target_capture)
+    capture_path = get_mode(mode).target_capture
+    assert capture_path is not None, mode  # compile_for_target's require_target_mode let only such modes through
+    capture = resolve(capture_path)
     graph_file, info = capture(preset, batch_size, precision, seed, input_dir, run_dir / _DUMP / "capture",
                                seq_len=seq_len)
     info["seconds"] = round(time.perf_counter() - start, 3)
@@ -182,12 +184,14 @@ def _keep_dump(dump_dir: Path, run_dir: Path, keep_all: bool) -> list[dict]:
 
 def _memory(stats: dict) -> dict:
     """XLA's memory analysis of the GPU executable (bytes), and the peak it implies for one step."""
-    out = {"source": "xla_memory_analysis", "argument_bytes": stats.get("argument_size_in_bytes"),
-           "output_bytes": stats.get("output_size_in_bytes"), "alias_bytes": stats.get("alias_size_in_bytes"),
-           "temp_bytes": stats.get("temp_size_in_bytes")}
-    if None not in out.values():
-        out["device_peak_estimate_bytes"] = (out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"]
-                                             - out["alias_bytes"])
+    argument: int | None = stats.get("argument_size_in_bytes")
+    output: int | None = stats.get("output_size_in_bytes")
+    alias: int | None = stats.get("alias_size_in_bytes")
+    temp: int | None = stats.get("temp_size_in_bytes")
+    out: dict[str, str | int | None] = {"source": "xla_memory_analysis", "argument_bytes": argument,
+                                        "output_bytes": output, "alias_bytes": alias, "temp_bytes": temp}
+    if argument is not None and output is not None and alias is not None and temp is not None:
+        out["device_peak_estimate_bytes"] = argument + output + temp - alias
     return out
 
 

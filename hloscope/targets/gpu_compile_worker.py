@@ -29,12 +29,13 @@ import re
 import sys
 import time
 import traceback
+from typing import Any
 
 
 def _versions() -> dict:
     from importlib import metadata
 
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12"):
         try:
             out[dist] = metadata.version(dist)
@@ -48,7 +49,7 @@ def stablehlo_from_text(text: str, fmt: str) -> tuple[str | bytes, list[int]]:
     if fmt == "mlir":
         return text, []
     from jax._src.lib import _jax
-    from jaxlib import _hlo
+    from jaxlib import _hlo  # type: ignore[attr-defined]  # private module without stubs
 
     module = _hlo.hlo_module_from_text(text)
     header = text[:text.find("\n")]
@@ -89,7 +90,10 @@ def _mark_donors(module, donors: list[int]) -> None:
         old = op.attributes.get("arg_attrs", None)
         attrs = []
         for i in range(count):
-            entries = {a.name: a.attr for a in ir.DictAttr(old[i])} if old is not None else {}
+            entries: dict[str, ir.Attribute] = {}
+            if old is not None:
+                named = ir.DictAttr(old[i])
+                entries.update((named[j].name, named[j].attr) for j in range(len(named)))
             if i in donors:
                 entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
             attrs.append(ir.DictAttr.get(entries))
@@ -116,7 +120,7 @@ def compile_module(request: dict) -> dict:
         result["error"] = f"cannot make a CUDA topology from {request['target_config']}: {error}"
         result["stage"] = "topology"
         return result
-    device = topology.devices[0]
+    device: Any = topology.devices[0]  # a jaxlib Device: jaxlib._jax ships no stubs, so mypy cannot see its attributes
     result["device_kind"] = device.device_kind
     client = device.client
     try:
