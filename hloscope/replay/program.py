@@ -8,6 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class Program:
     name: str
     file: str
     fmt: str  # "hlo" | "mlir"
-    executable: object
+    executable: Any  # jaxlib's LoadedExecutable (execute, hlo_modules): jaxlib._jax ships no stubs
     compiled_hlo: str
     parameters: list[Shape]
     outputs: list[Shape]

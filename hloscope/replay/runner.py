@@ -8,11 +8,13 @@ are `hloscope run`'s (hloscope.backends.timing): the clock stops after the outpu
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.modes import BY_NAME
@@ -106,7 +108,7 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
         record["trajectory"] = check_trajectory(programs[0], run, saved, dev)
     inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
     hosts = [[None] * len(args) for args in inputs]  # host copies of donated inputs that are not fed back
-    state = {"outputs": [None] * len(programs)}
+    state: dict[str, list[Any]] = {"outputs": [None] * len(programs)}  # each program's last outputs (jax arrays)
 
     def step(index: int):
         state["outputs"] = [p.executable.execute(args) for p, args in zip(programs, inputs)]
@@ -127,12 +129,12 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
                         hosts[k][j] = make_inputs(_only(program, j), dev, batch, labels, seed + j)[0]
                     args[j] = _copy(hosts[k][j], dev)
 
-    def loss_of(outputs) -> float | None:
-        for program, outs in zip(programs, outputs):
-            index = loss_index(program)
-            if index is not None:
-                return float(outs[index])
-        return None
+    # the loss is the first program's scalar loss output; without one, nothing is recorded (run_loop still asks)
+    loss_at = next(((k, index) for k, program in enumerate(programs)
+                    if (index := loss_index(program)) is not None), None)
+
+    def loss_of(outputs: list[Any]) -> float:
+        return float(outputs[loss_at[0]][loss_at[1]]) if loss_at is not None else math.nan
 
     log = StepLog()
     run_loop(step, wait, loss_of, steps, warmup, log, on_step=thread)
@@ -144,7 +146,7 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     noise = noise_warning(stats)
     if noise:
         record["warnings"].append(noise)
-    losses = [x for x in log.losses if x is not None]
+    losses = log.losses if loss_at is not None else []
     record["loss"] = {"first": losses[0] if losses else None, "last": losses[-1] if losses else None,
                       "finite": all(x == x and abs(x) != float("inf") for x in losses) if losses else None}
     per_module = _per_module(programs, inputs, state, wait, thread, min(steps, 20)) if len(programs) > 1 else None
@@ -238,7 +240,7 @@ def _compiler(run: dict | None, device) -> dict:
 
     replay = {"xla": f"jaxlib {version('jaxlib')}", "jax": version("jax"), "jaxlib": version("jaxlib"),
               "platform_version": getattr(device.client, "platform_version", None)}
-    out = {"replay": replay}
+    out: dict[str, object] = {"replay": replay}
     if run is not None:
         mode = str(run.get("mode") or "")
         packages = ((run.get("environment") or {}).get("packages") or {})
@@ -261,9 +263,11 @@ def _against_run(run: dict | None, record: dict) -> dict | None:
     timing = (run or {}).get("timing") or {}
     times = timing.get("step_times_s")
     replayed = record["timing"]["step_times_s"]
-    if not isinstance(times, list) or not times or not replayed:
+    if not isinstance(times, list):
         return None
     overhead = median_difference(times, replayed)
+    if overhead is None:  # no step on one side
+        return None
     run_median = timing.get("median_s") or overhead.estimate + record["timing"]["median_s"]
     return {"run_median_s": run_median, "replay_median_s": record["timing"]["median_s"],
             "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
