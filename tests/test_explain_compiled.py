@@ -125,3 +125,20 @@ def test_compiled_report_side_by_side_in_terminal_markdown_and_html(cli_run, com
     assert rows["Triton fusions"][column["vit"]] == "47"
     assert rows["generated kernels (thunks)"][column["mlp"]] == "24"
     assert rows["vs lowest bound"][column[lowest]] == "1.00x"
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("kernel_launches", 166.5, "'kernels.kernel_launches' is float 166.5, expected an integer"),
+    ("copies", True, "'kernels.copies' is bool True, expected an integer"),
+])
+def test_a_thunk_count_that_is_not_an_integer_is_named(cli_run, compiled_comparison, key, value, words):
+    """The thunk counts are counts: a hand-edited run.json with a fraction or a boolean there is one line naming the
+    file and the field, not a count shown as 166.5."""
+    root, _ = compiled_comparison
+    run_json = root / "vit" / "run.json"
+    record = json.loads(run_json.read_text())
+    record["kernels"][key] = value
+    run_json.write_text(json.dumps(record))
+    code, _, err = cli_run("explain", str(root))
+    assert code == 2
+    assert err.splitlines() == [f"hloscope: error: {run_json}: not a valid run.json: {words}"]

@@ -62,15 +62,15 @@ def add_compiled(summary: ModeSummary, fields: RunFields) -> None:
     summary.target = fields.text("target", "device") or fields.text("target", "name")
     summary.roofline_s = fields.number("roofline", "serial_s")
     summary.roofline_aggregate_s = fields.number("roofline", "aggregate_s")
-    summary.thunk_kernels = fields.number("kernels", "kernel_launches")
-    summary.thunk_library_calls = fields.number("kernels", "library_calls")
-    summary.thunk_copies = fields.number("kernels", "copies")
+    summary.thunk_kernels = fields.count("kernels", "kernel_launches")
+    summary.thunk_library_calls = fields.count("kernels", "library_calls")
+    summary.thunk_copies = fields.count("kernels", "copies")
     summary.memory_estimate_bytes = fields.number("memory", "device_peak_estimate_bytes")
     if summary.roofline_s is None:
         summary.notes.append("compiled for a target GPU without a roofline lower bound in run.json")
 
 
-def _add(total: dict, part: dict) -> None:
+def _add(total: dict, part: dict | None) -> None:
     for key, value in (part or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             total[key] = total.get(key, 0) + value
@@ -104,12 +104,14 @@ def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
     summary.kernels = sum(s.get("kernels") or 0 for s in stats)
     summary.transposes, summary.copies = opcodes.get("transpose", 0), opcodes.get("copy", 0)
     summary.converts = opcodes.get("convert", 0)
-    flops = [s.get("flops") for s in stats]
-    summary.flops = sum(flops) if all(isinstance(f, (int, float)) for f in flops) else None
-    accessed = [s.get("bytes_accessed") for s in stats]
-    summary.bytes_accessed = sum(accessed) if all(isinstance(b, (int, float)) for b in accessed) else None
-    if not summary.platform:
-        summary.platform = {"gpu": "gpu", "tpu": "tpu", "cpu": "cpu"}.get(stats[0].get("platform"), "")
+    # a total only when every module has the figure (XLA's GPU cost analysis may give none)
+    flops = [f for s in stats if isinstance(f := s.get("flops"), (int, float))]
+    summary.flops = sum(flops) if len(flops) == len(stats) else None
+    accessed = [b for s in stats if isinstance(b := s.get("bytes_accessed"), (int, float))]
+    summary.bytes_accessed = sum(accessed) if len(accessed) == len(stats) else None
+    platform = stats[0].get("platform")
+    if not summary.platform and isinstance(platform, str):
+        summary.platform = {"gpu": "gpu", "tpu": "tpu", "cpu": "cpu"}.get(platform, "")
 
 
 def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
@@ -159,7 +161,7 @@ def step_timeline(events, window: dict, next_start_us: float | None = None) -> l
     PyTorch/XLA run a step's program after its marker has ended)."""
     start, end = window["start_us"], window["start_us"] + window.get("host_duration_us", 0.0)
     device_end = float("inf") if next_start_us is None else max(end, next_start_us)
-    spans = []
+    spans: list[tuple[float, float, str]] = []
     for event in events:
         if event.is_device_exec and start <= event.start_us < device_end and len(spans) < TIMELINE_LIMIT:
             spans.append(((event.start_us - start) / 1e6, event.dur_us / 1e6, event.category))

@@ -33,6 +33,12 @@ class RunFields:
             raise self._wrong(f"{name}.{key}", value, "a number")
         return value
 
+    def count(self, name: str, key: str) -> int | None:
+        value = self.section(name).get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self._wrong(f"{name}.{key}", value, "an integer")
+        return value
+
     def numbers(self, name: str, key: str) -> list[float]:
         value = self.section(name).get(key)
         if value is None:
