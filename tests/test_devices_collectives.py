@@ -78,9 +78,8 @@ def _expected_per_step(run: Path) -> dict[int, tuple[float, float]]:
     for number, executions in by_step.items():
         coll = [(s, e) for s, e, c in executions if c]
         other = [(s, e) for s, e, c in executions if not c]
-        # exposed: the collectives' union minus the union of collectives and others, plus the others' union
-        exposed = _union(coll) + _union(other) - _union(coll + other)
-        expected[number] = (_union(coll), _union(coll) - exposed)
+        # exposed: what the collectives add to the others' union
+        expected[number] = (_union(coll), _union(coll + other) - _union(other))
     return expected
 
 

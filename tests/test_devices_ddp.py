@@ -47,6 +47,41 @@ def _run(out: Path, devices: int, *extra: str) -> dict:
     return json.loads(result.stdout)  # stdout is the record alone: gloo's connection lines went to stderr
 
 
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in _union(intervals))
+
+
+def _gloo_per_step(events: list[dict]) -> dict[int, tuple[float, float]]:
+    """Per ProfilerStep#N (from its start to the next one's, the last to its end): the union of gloo's records, and
+    its part with neither an aten op nor hloscope's input annotation running on any thread; each record in the step
+    it starts in, cut at that step's end."""
+    complete = [e for e in events if e.get("ph") == "X"]
+    markers = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split("#")[1])) for e in complete
+                     if e["name"].startswith("ProfilerStep#"))
+    out = {}
+    for index, (start, end, number) in enumerate(markers):
+        stop = markers[index + 1][0] if index + 1 < len(markers) else end
+
+        def clipped(predicate, start=start, stop=stop):
+            return [(e["ts"], min(e["ts"] + e["dur"], stop)) for e in complete
+                    if predicate(e["name"]) and start <= e["ts"] < stop]
+
+        gloo = clipped(lambda name: name.startswith("gloo:"))
+        work = clipped(lambda name: name.startswith(("aten::", "hloscope/input")))
+        out[number] = (_length(gloo), _length(gloo + work) - _length(work))
+    return out
+
+
 @pytest.mark.slow
 def test_ddp_on_two_processes(tmp_path):
     one = _run(tmp_path, 1)
@@ -86,6 +121,16 @@ def test_ddp_on_two_processes(tmp_path):
     assert stats.returncode == 0, stats.stderr[-2000:]
     document = json.loads(stats.stdout)
     assert [t["rank"] for t in document["traces"]] == [0, 1]
+    # each step's time in gloo's collectives, and its exposed part (no framework op computing beside it)
+    for path, trace in zip(traces, document["traces"]):
+        expected = _gloo_per_step(json.loads((tmp_path / "ddp2" / path).read_text())["traceEvents"])
+        assert [s["step"] for s in trace["per_step"]] == sorted(expected)
+        for step in trace["per_step"]:
+            union, exposed = expected[step["step"]]
+            assert union > 0
+            assert step["collective_us"] == pytest.approx(union, abs=0.01)
+            assert step["collective_exposed_us"] == pytest.approx(exposed, abs=0.01)
+        assert "host:collectives (gloo / NCCL), outside framework ops" in trace["host_ops"]["parts_us"]
     job = document["job"]
     assert [r["rank"] for r in job["ranks"]] == [0, 1]
     assert all(r["steps"] == 3 for r in job["ranks"])  # the 3 profiled steps

@@ -38,6 +38,9 @@ NODE_TITLES = {
     "device:collective/communication, exposed":
         "Exposed communication: collectives on the device with no compute or copy beside them",
     "device:collective/communication": "Device time in collectives overlapped by compute",
+    "host:collectives (gloo / NCCL), outside framework ops":
+        "Exposed communication on the host: collectives (gloo / NCCL) while no framework op computes",
+    "idle:collectives": "Device idle while the host runs collectives (gloo / NCCL calls)",
 }
 WITHIN_NOISE = "within noise"
 

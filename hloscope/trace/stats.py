@@ -174,7 +174,13 @@ def _host_ops(trace: Trace, per_step: list[dict], top: int) -> dict:
     from hloscope.trace.step_profile import host_op_table, profile_steps, step_parts
 
     windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in per_step]
-    return host_op_table(profile_steps(step_parts(trace.events, windows), warmup=1), top)
+    parts = step_parts(trace.events, windows)
+    by_number = {part.number: part for part in parts}
+    for step in per_step:  # DDP on the CPU: gloo's collectives, recorded on the host
+        part = by_number[step["step"]]
+        step["collective_us"] = round(part.collective_s * 1e6, 3)
+        step["collective_exposed_us"] = round(part.collective_exposed_s * 1e6, 3)
+    return host_op_table(profile_steps(parts, warmup=1), top)
 
 
 def summarize_events(

@@ -41,6 +41,8 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"PjRt|pjrt|ExecuteComputation|ExecuteReplicated|ExecuteHelper|ExecuteSharded|TransferToDevice"
         r"|TransferFromDevice|cudaLaunch|cuLaunch|hipLaunch|hipModuleLaunch|cudaMemcpy|hipMemcpy", re.IGNORECASE)),
     ("framework ops", re.compile(r"^aten::")),
+    # c10d's collectives as PyTorch records them (record_param_comms): gloo's run on its own thread, on the CPU
+    ("collectives", re.compile(r"^(gloo|nccl|mpi|ucc):")),
     ("autograd and optimizer", re.compile(r"^autograd::|^torch::autograd|^Optimizer\.|^torch::")),
     # torch.compile's generated code (inductor's kernels, outside the aten ops it still calls).
     ("compiled graphs", re.compile(r"CompiledFxGraph|CompiledFunction|Torch-Compiled Region")),
@@ -58,11 +60,13 @@ BEFORE_SYNC = "Python before the graph sync (lazy tracing, dynamo)"
 _SYNC = re.compile(r"^hloscope/sync|^StepMarker$|^SyncLiveTensorsGraph$|^SyncTensorsGraph$|^ExecuteComputationWithBarrier$")
 # The order in which host causes claim idle time.
 CAUSE_ORDER = ("input pipeline", "compilation", "graph tracing and sync", BEFORE_SYNC, "runtime dispatch",
-               "framework ops", "autograd and optimizer", "compiled graphs")
+               "framework ops", "collectives", "autograd and optimizer", "compiled graphs")
 # Nodes of a host-only step (no device executions).
 HOST_WORK_NODES = {"input pipeline": "input pipeline", "framework ops": "inside framework ops",
                    "autograd and optimizer": "autograd engine and optimizer, outside aten ops",
-                   "compiled graphs": "inside compiled graphs, outside aten ops", OTHER_HOST: "outside framework ops"}
+                   "compiled graphs": "inside compiled graphs, outside aten ops", OTHER_HOST: "outside framework ops",
+                   # gloo's collectives while no aten op computes: the exposed communication of DDP on the CPU
+                   "collectives": "collectives (gloo / NCCL), outside framework ops"}
 
 
 @dataclass
@@ -85,6 +89,10 @@ class StepParts:
     ops: dict[str, OpSample]  # op group -> what ran of it
     executions: dict[str, int]  # device category -> executions (kernels, XLA ops, copies) in this step
     framework_ops: int  # framework (aten::*) ops the host ran, nested ones included
+    # Time with a collective running (union): on the device, or gloo's / NCCL's host records on a host-only trace;
+    # and its exposed part (no other device work beside it; on a host-only trace, no framework op)
+    collective_s: float = 0.0
+    collective_exposed_s: float = 0.0
 
 
 @dataclass
@@ -187,6 +195,11 @@ def step_parts(
                 nodes[f"{prefix}:{_host_node(cause, any_device)}"] = _length(covered) / 1e6
                 remaining = _subtract(remaining, covered)
         nodes[f"{prefix}:{_host_node(OTHER_HOST, any_device)}"] = _length(remaining) / 1e6
+        if any_device:
+            communication = (_length(_merge(collective[index])), exposed)
+        else:
+            communication = (_length(_merge(_clip(host[index].get("collectives", []), start, end))),
+                             nodes.get(f"host:{HOST_WORK_NODES['collectives']}", 0.0) * 1e6)
         if not any_device:
             for name, seconds in _top_level_ops(_clip4(aten[index], start, end)):
                 sample = ops[index].setdefault(name, OpSample())
@@ -194,7 +207,7 @@ def step_parts(
                 sample.seconds += sum(seconds)
                 sample.durations.extend(seconds)
         out.append(StepParts(number, (end - start) / 1e6, busy / 1e6, nodes, ops[index], counts[index],
-                             len(aten[index])))
+                             len(aten[index]), communication[0] / 1e6, communication[1] / 1e6))
     return out
 
 
