@@ -158,3 +158,29 @@ def test_attention_other_than_eager_is_refused_in_one_line(cli_run, tmp_path, at
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert f"--attention {attention} --model resnet-tiny: the model has no attention layer" in err
     assert not (tmp_path / "traces").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["jax", "torchax", "torch_xla"])
+def test_target_compiles_resnet_tiny_with_the_same_cudnn_convolutions(mode, tmp_path):
+    """`--target h100`: every framework's ResNet step meets XLA's GPU compiler with the same 26 cuDNN convolutions
+    (9 forward, 9 weight gradients, 8 input gradients: the stem's input needs none), read from XLA's thunk sequence;
+    the optimized GPU HLO parses with jaxlib._hlo."""
+    from hloscope.targets.cuda_env import find_target_python
+
+    if find_target_python() is None:
+        pytest.skip("no environment with jax's CUDA plugin (scripts/setup.sh makes .venv-cuda)")
+    env = {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
+    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "resnet-tiny",
+                           "--batch-size", "4", "--target", "h100", "--out", str(tmp_path), "--run-id", "t", "--json"],
+                          capture_output=True, text=True, timeout=900, cwd=REPO, env={**env, "PJRT_DEVICE": "CPU"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((tmp_path / "t" / "run.json").read_text())
+    assert record["status"] == "compiled" and record["kernels"]["by_kind"]["kConvolution"] == 26
+    from jaxlib import _hlo
+
+    (optimized,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "after_optimizations"]
+    module = _hlo.hlo_module_from_text((tmp_path / "t" / optimized["path"]).read_text())
+    calls = [instruction.to_string() for computation in module.computations()
+             for instruction in computation.instructions() if instruction.opcode == _hlo.HloOpcode.kCustomCall]
+    assert sum('custom_call_target="__cudnn$conv' in call for call in calls) == 26
