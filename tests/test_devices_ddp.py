@@ -95,6 +95,10 @@ def test_ddp_on_two_processes(tmp_path):
     devices = two["environment"]["devices"]
     assert devices["count"] == 2 and devices["backend"] == "gloo" and devices["per_device_batch"] == 4
     assert devices["processes"] == 2 and "torchrun" in devices["made_by"]
+    # torchrun's environment, set in rank 0 before torch started (its OpenMP pool reads it once)
+    env = two["environment"]["env"]
+    assert env["OMP_NUM_THREADS"] == "1" and env["WORLD_SIZE"] == "2" and env["MASTER_ADDR"] == "127.0.0.1"
+    assert devices["threads_per_rank"] == 1
 
     # every rank's own step times, and the job's step: the slowest rank of each step
     timing = two["timing"]

@@ -49,13 +49,18 @@ def host_device_flags(flags: str, devices: int) -> str:
 
 def prepare_environment(mode: str, devices: int) -> None:
     """In a run process, before the mode's framework is imported: for a JAX-based mode with N > 1 devices, let XLA's
-    CPU platform have N devices (read once, when JAX starts its backends); for torch_xla, its PJRT CPU client."""
+    CPU platform have N devices (read once, when JAX starts its backends); for torch_xla, its PJRT CPU client; for
+    DDP, torchrun's one OpenMP thread per rank."""
     if devices <= 1 or not get_mode(mode).data_parallel:
         return
-    if "jax" in get_mode(mode).imports:
+    imports = get_mode(mode).imports
+    if "jax" in imports:
         os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), devices)
-    elif "torch_xla" in get_mode(mode).imports:  # PJRT's CPU client makes this many devices (read when it starts)
+    elif "torch_xla" in imports:  # PJRT's CPU client makes this many devices (read when it starts)
         os.environ[CPU_DEVICE_COUNT_ENV] = str(devices)
+    else:  # DDP, one process per rank: torchrun's OMP_NUM_THREADS=1 (unless set), read when torch starts OpenMP
+        # (set later, in a process that has imported torch, it left inductor's kernels ~10x slower on vit-tiny)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def how_ranks_are_made(platform: str, devices: int, backend: str) -> str:
