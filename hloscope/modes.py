@@ -114,8 +114,9 @@ MODES: tuple[Mode, ...] = (
          runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
          target_capture="hloscope.targets.capture_jax:capture_for_target",
          data_parallel=_JAX_DATA_PARALLEL,
-         attention_note="transformers' FlaxViTSelfAttention has one attention, softmax(QK^T)V written out in jnp "
-                        "(dot_product_attention_weights), with no attn_implementation switch"),
+         attention_note="transformers' Flax models (FlaxViTSelfAttention and the GPT-2, Llama and BERT ones) have one "
+                        "attention, softmax(QK^T)V written out in jnp (dot_product_attention_weights), with no "
+                        "attn_implementation switch"),
     # PyTorch on XLA that still has a future: the PyTorch model traced by torchax into one jax.jit step (optax SGD).
     Mode(name="torchax", dir_name="torchax", framework="torchax", compile=False,
          packages=("torch", "torchax", "jax", "optax", "transformers"), imports=("torch", "torchax", "jax"),

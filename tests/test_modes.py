@@ -114,4 +114,4 @@ def test_every_entry_resolves_where_its_framework_is_installed(mode):
             assert callable(function)
     if mode.target_capture:
         params = list(inspect.signature(resolve(mode.target_capture)).parameters)
-        assert params == ["preset", "batch_size", "precision", "seed", "input_dir", "work_dir"]
+        assert params == ["preset", "batch_size", "precision", "seed", "input_dir", "work_dir", "seq_len"]

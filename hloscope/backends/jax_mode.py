@@ -207,8 +207,12 @@ class JaxSession(Session):
                               "jax_default_matmul_precision": matmul,
                               "matmul_precision": matmul or "default",
                               "compute_dtype": self.workload.dtype, "param_dtype": "float32"},
-                # Flax's ViT has one attention: softmax(QK^T)V written out in jnp (dot_product_attention_weights).
-                "attention": {"implementation": "eager", "source": "FlaxViTSelfAttention (dot_product_attention_weights)"},
+                # transformers' Flax models have one attention, softmax(QK^T)V written out in jnp
+                # (dot_product_attention_weights); a convolutional preset has none
+                "attention": {"implementation": "eager", "source": (
+                    f"{self.options.preset.flax_class} (dot_product_attention_weights)"
+                    if self.options.preset.has_attention
+                    else f"{self.options.preset.flax_class} (convolutional: no attention)")},
                 # Per-compile XLA options, without the dump ones (--dump-hlo: they change no code, only what is kept).
                 "compile": {"api": "jax.jit", "backend": "xla", "options": {
                     key: value for key, value in (getattr(self, "train_step_compiler_options", None) or {}).items()

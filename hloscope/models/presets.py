@@ -43,6 +43,7 @@ class VitPreset:
     flax_class = "FlaxViTForImageClassification"
     config_class = "ViTConfig"
     seq_len = None
+    has_attention = True
 
     def config_kwargs(self) -> dict:
         return self.vit_config_kwargs()
@@ -133,6 +134,7 @@ class TextPreset:
     num_labels: int = 2              # classification only
 
     kind = "text"
+    has_attention = True
     input_name = "input_ids"
 
     @property
