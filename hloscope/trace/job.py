@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Protocol
+from typing import Any, Protocol
 
 from hloscope.errors import HloscopeError, InputError
 from hloscope.trace.load import XPLANE_SUFFIX
@@ -199,7 +199,7 @@ class _NoProgress:
 
 def run_per_file(
     function: Callable[..., dict],
-    files: Sequence[str],
+    files: Sequence[Any],  # one task per file: its path, or what the function takes (trace export: a plan tuple)
     *,
     kwargs: dict | None = None,
     jobs: int | None = None,
