@@ -9,10 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FETCHED, FIXTURES
-
-# Set by .ci/run: without the shared fixtures the suite would pass by skipping every real-file test.
-REQUIRE_FIXTURES_ENV = "HLOSCOPE_REQUIRE_FIXTURES"
+from helpers import FIXTURES, REQUIRE_FIXTURES_ENV, fixture, fixtures_missing
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -24,20 +21,15 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.skip(f"real fixtures not found at {FIXTURES}")
+        fixtures_missing(f"real fixtures not found at {FIXTURES}")
     return FIXTURES
 
 
 @pytest.fixture
-def real_file(fixtures_dir):
+def real_file():
     """A real file by its fixtures-relative name (`tracelens/...`): the repository's fetched copy, else the shared
-    fixtures'."""
-
-    def find(relative: str) -> Path:
-        fetched = FETCHED / relative
-        return fetched if fetched.exists() else fixtures_dir / relative
-
-    return find
+    fixtures' (helpers.fixture)."""
+    return fixture
 
 
 @pytest.fixture

@@ -25,6 +25,26 @@ FIXTURES = Path(os.environ.get("HLOSCOPE_FIXTURES", REPO.parent / "shared" / "fi
 FETCHED = REPO / "tests" / "data" / "fetched"
 # Screenshots and other artifacts tests leave for a person to look at.
 ARTIFACTS = REPO / "test-artifacts"
+# Set by .ci/run: there a missing real fixture fails its test instead of skipping it (tests/conftest.py checks the
+# folder once at start-up; `fixture` checks each file).
+REQUIRE_FIXTURES_ENV = "HLOSCOPE_REQUIRE_FIXTURES"
+
+
+def fixtures_missing(reason: str):
+    """Skip the test for want of a real fixture, or fail it where the fixtures are required (CI)."""
+    if os.environ.get(REQUIRE_FIXTURES_ENV) == "1":
+        pytest.fail(f"{reason} ({REQUIRE_FIXTURES_ENV}=1)")
+    pytest.skip(reason)
+
+
+def fixture(relative: str) -> Path:
+    """A real file or folder by its fixtures-relative name (`gpu_aot/...`): tests/data/fetched's copy, else the shared
+    fixtures'; a missing one skips the test (fails it in CI)."""
+    for base in (FETCHED, FIXTURES):
+        if (base / relative).exists():
+            return base / relative
+    fixtures_missing(f"real fixture {relative} not found under {FETCHED} or {FIXTURES}")
+    raise AssertionError("unreachable")  # pytest.skip/fail raise
 
 
 # ---------------------------------------------------------------------------- HLO modules as XLA's parser and ours see them

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, hlo_fixture_files, our_view, split_for_xla, xla_view
+from helpers import FIXTURES, fixture, fixtures_missing, hlo_fixture_files, our_view, split_for_xla, xla_view
 
 from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
@@ -13,10 +13,11 @@ from hloscope.hlo.printer import module_text
 
 _hlo = pytest.importorskip("jaxlib._hlo")
 
+
 def test_fixture_files_found():
     files = hlo_fixture_files()
     if not files:
-        pytest.skip("shared fixtures not present")
+        fixtures_missing(f"no HLO files among the real fixtures at {FIXTURES}")
     # SOURCES.md lists 8 HLO files outside gpu_aot/ (2 are one module each in the TPU dump) plus 8 in gpu_aot/.
     assert len(files) >= 16, [f.name for f in files]
 
@@ -35,9 +36,7 @@ def test_agrees_with_xla_parser(path: Path):
 
 def test_sources_md_facts():
     """Counts SOURCES.md gives for the fixtures (grep counts made by whoever collected them)."""
-    path = FIXTURES / "openxla_xla/benchmarks_hlo/hlo_llama3_8b_cp_bf16_1x4.hlo"
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture("openxla_xla/benchmarks_hlo/hlo_llama3_8b_cp_bf16_1x4.hlo")
     (module,) = parse_hlo_file(path)
     assert module.entry.name == "main.66_spmd"
     targets = [i.custom_call_target for i in module.all_instructions() if i.opcode == "custom-call"]
@@ -88,9 +87,7 @@ ENTRY %main (p: (f32[2], s32[])) -> f32[2,2] {
 @pytest.mark.parametrize("name", ["openxla_xla/gpu_tests/kernel_reuse.hlo", "graphhelper_ptxla/bert_dp_graph_2.SyncTensorsGraph.1450.hlo.txt",
                                   "gpu_aot/mlp_sm90_triton/module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"])
 def test_printed_module_parses_back_the_same(name):
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture(name)
     for module in parse_hlo_file(path):
         text = module_text(module)
         (again,) = parse_hlo_text(text)
@@ -135,9 +132,7 @@ def test_torch_xla_save_tensors_file():
 
 
 def test_torch_xla_ir_text_is_refused():
-    path = FIXTURES / "pytorch_xla/keep_rolled_script/log.0"
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture("pytorch_xla/keep_rolled_script/log.0")
     with pytest.raises(ParseError) as info:
         parse_hlo_file(path)
     assert info.value.line == 11 and "XLA_SAVE_TENSORS_FMT=hlo" in info.value.message

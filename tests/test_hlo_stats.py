@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, hlo_fixture_files, split_for_xla
+from helpers import FIXTURES, fixture, hlo_fixture_files, split_for_xla
 
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules
@@ -81,9 +81,7 @@ def test_gpu_kernel_count_agrees_with_xla_thunk_sequence(folder: Path):
 
 
 def test_gpu_aot_facts_from_sources_md():
-    folder = FIXTURES / "gpu_aot/vit_tiny_sm90_triton"
-    if not folder.is_dir():
-        pytest.skip("fixtures not present")
+    folder = fixture("gpu_aot/vit_tiny_sm90_triton")
     (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
     stats = module_stats(after)
     fusions = stats["fusions"]
@@ -99,9 +97,7 @@ def test_gpu_aot_facts_from_sources_md():
 
 
 def test_memory_from_buffer_assignment_and_report():
-    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
-    if not folder.is_dir():
-        pytest.skip("fixtures not present")
+    folder = fixture("gpu_aot/mlp_sm90_triton")
     (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
     memory = module_stats(after)["memory"]
     text = Path(after.buffer_assignment).read_text()
@@ -117,9 +113,7 @@ def test_memory_from_buffer_assignment_and_report():
 
 
 def test_stats_json_cli(cli_run):
-    path = FIXTURES / "openxla_xla/gpu_tests/kernel_reuse.hlo"
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture("openxla_xla/gpu_tests/kernel_reuse.hlo")
     code, out, err = cli_run("hlo", "stats", "--json", str(path))
     assert code == 0, err
     modules = json.loads(out)["modules"]
@@ -137,9 +131,7 @@ def test_stats_json_cli(cli_run):
 
 
 def test_stats_tables_cli(cli_run):
-    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
-    if not folder.is_dir():
-        pytest.skip("fixtures not present")
+    folder = fixture("gpu_aot/mlp_sm90_triton")
     code, out, err = cli_run("hlo", "stats", "--no-xla-cost", str(folder))
     assert code == 0, err
     assert "jit_train_step" in out and "kernels by kind" in out and "before_optimizations" in out
@@ -239,8 +231,7 @@ def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
 
 
 def test_run_and_comparison_directories(tmp_path, cli_run):
-    if not (FIXTURES / "gpu_aot/mlp_sm90_triton").is_dir():
-        pytest.skip("fixtures not present")
+    fixture("gpu_aot/mlp_sm90_triton")
     from hloscope.runs import rundir
 
     jax_run = _make_run(tmp_path, "jax", with_hlo=True)
@@ -264,18 +255,14 @@ def test_run_and_comparison_directories(tmp_path, cli_run):
 
 
 def test_too_large_for_memory_is_refused_up_front(cli_run, monkeypatch):
-    path = FIXTURES / "openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo"
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture("openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo")
     monkeypatch.setenv("HLOSCOPE_HLO_MAX_BYTES", "1000000")
     code, _, err = cli_run("hlo", "stats", "--json", str(path))
     assert code == 2 and "refusing rather than running out of memory" in err and len(err.strip().splitlines()) == 1
 
 
 def test_kernels_by_source_layer():
-    folder = FIXTURES / "gpu_aot/vit_tiny_sm90_triton"
-    if not folder.is_dir():
-        pytest.skip("fixtures not present")
+    folder = fixture("gpu_aot/vit_tiny_sm90_triton")
     from hloscope.hlo.attribution import kernels_by_source, layer_of
 
     assert layer_of("jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general") == "ViT/vit/encoder/layer/0 (backward)"
@@ -291,9 +278,7 @@ def test_kernels_by_source_layer():
 
 
 def test_collectives_counted_with_their_bytes():
-    path = FIXTURES / "openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo"
-    if not path.exists():
-        pytest.skip("fixtures not present")
+    path = fixture("openxla_xla/benchmarks_hlo/hlo_llama31_8b_bf16_1x8.hlo")
     size = {"bf16": 2, "f32": 4, "s32": 4}
     expected: dict[str, list[int]] = {}
     # an independent count: `= <shape> all-gather(` lines, every array in the (possibly tuple) shape
@@ -344,9 +329,7 @@ def test_hlo_stats_needs_no_framework():
     import subprocess
     import sys
 
-    folder = FIXTURES / "gpu_aot/mlp_sm90_triton"
-    if not folder.is_dir():
-        pytest.skip("fixtures not present")
+    folder = fixture("gpu_aot/mlp_sm90_triton")
     code = (
         "import sys\n"
         "from hloscope.cli import main\n"
@@ -363,9 +346,7 @@ def test_hlo_stats_needs_no_framework():
 
 
 def test_tpu_dump_and_top_instructions():
-    path = FIXTURES / "pytorch_xla/keep_rolled_script/log"
-    if not path.is_dir():
-        pytest.skip("fixtures not present")
+    path = fixture("pytorch_xla/keep_rolled_script/log")
     before, after = load_modules(path)
     assert (before.stage, after.stage) == ("before_optimizations", "after_optimizations")
     stats = module_stats(after)
