@@ -17,8 +17,6 @@ ROCPROF = "tracelens/rocprof__908_results.json.gz"
 @pytest.fixture
 def hta_dir(real_file, tmp_path):
     source = real_file(RANKS)
-    if not source.is_dir():
-        pytest.skip(f"{RANKS} not in the fixtures")
     directory = tmp_path / "traces"
     shutil.copytree(source, directory)
     (directory / "sampled_rank-1.json.gz").rename(directory / "rank-1.json.gz")  # HTA's own naming, no .trace.

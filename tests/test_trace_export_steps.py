@@ -31,8 +31,6 @@ def launched_before_window(path) -> set[int]:
 def test_export_steps_equal_trace_stats(real_file, tmp_path, cli_run, relative, steps):
     duckdb = pytest.importorskip("duckdb")
     path = real_file(relative)
-    if not path.is_file():
-        pytest.skip(f"{relative} not in the fixtures")
     code, out, err = cli_run("trace", "stats", "--json", str(path))
     assert code == 0, err
     (stats,) = json.loads(out)["traces"]

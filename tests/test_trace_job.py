@@ -36,8 +36,6 @@ def queries() -> dict[str, str]:
 @pytest.fixture
 def two_ranks(real_file, tmp_path):
     source = real_file(RANKS)
-    if not source.is_dir():
-        pytest.skip(f"{RANKS} not in the fixtures")
     directory = tmp_path / "two"
     shutil.copytree(source, directory)
     return directory
