@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from functools import cached_property
+from typing import Any
 
 from hloscope.errors import ParseError
 from hloscope.hlo import attrs as scan
@@ -45,7 +46,7 @@ _ONE_CALL = (r"(?:\s*,\s*(" + _CALLED_KEYS + r")\s*=\s*%?([A-Za-z_\-.$][\w.\-$]*
              + _OTHER_ATTRIBUTES + ")?")
 _PLAIN_TAIL = re.compile(r'([^()"{}\[\]]*)\)(?:\s*//.*|' + _OTHER_ATTRIBUTES + _ONE_CALL + r"\s*)\Z", re.S)
 _PLAIN_LITERAL_TAIL = re.compile(r'[^()"]*\)' + scan.attribute_list_pattern(_REFERENCES), re.S)
-_NO_CALLS: tuple = ()
+_NO_CALLS: tuple[HloComputation, ...] = ()
 
 
 class HloInstruction:
@@ -57,7 +58,8 @@ class HloInstruction:
     __slots__ = ("_attrs", "_calls", "_end", "_operands", "computation", "lineno", "name", "opcode", "pos",
                  "shape_text", "text")
 
-    def __init__(self, name, shape_text, opcode, text, pos, lineno, computation, end=-1):
+    def __init__(self, name: str, shape_text: str, opcode: str, text: str, pos: int, lineno: int,
+                 computation: HloComputation, end: int = -1):
         self.name = name
         self.shape_text = shape_text
         self.opcode = opcode
@@ -228,7 +230,7 @@ class HloInstruction:
             self._calls = _NO_CALLS
             return _NO_CALLS
         by_name = self.computation.module.computations_by_name
-        out = []
+        out: list[HloComputation] = []
         for name in names:
             comp = by_name.get(name)
             if comp is None:
@@ -247,7 +249,7 @@ class HloInstruction:
         return scan.unquote(value) if value is not None else None
 
     @property
-    def backend_config(self) -> dict:
+    def backend_config(self) -> dict[str, Any]:
         """backend_config as JSON ({} when absent or not JSON)."""
         value = self.attrs.get("backend_config")
         if not value:
@@ -255,7 +257,7 @@ class HloInstruction:
         if value.startswith('"'):
             value = scan.unquote(value)
         try:
-            parsed = json.loads(value)
+            parsed: object = json.loads(value)
         except ValueError:
             return {}
         return parsed if isinstance(parsed, dict) else {}
@@ -274,7 +276,7 @@ class HloInstruction:
 
 
 class HloComputation:
-    __slots__ = ("_by_name", "instructions", "is_entry", "lineno", "module", "name", "renames", "root", "signature")
+    __slots__ = ("_by_name", "_root", "instructions", "is_entry", "lineno", "module", "name", "renames", "signature")
 
     def __init__(self, name: str, is_entry: bool, lineno: int, module: HloModule, signature: str = ""):
         self.name = name
@@ -284,11 +286,28 @@ class HloComputation:
         self.signature = signature
         self.instructions: list[HloInstruction] = []
         self._by_name: dict[str, HloInstruction] | None = None
-        self.root: HloInstruction | None = None
+        self._root: HloInstruction | None = None  # set by the parser when it closes the computation
         self.renames: dict[str, str] | None = None  # text name -> unique name, where XLA renames (see names.py)
 
     def __repr__(self) -> str:
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+    @property
+    def root(self) -> HloInstruction:
+        root = self._root
+        # The parser sets every computation's root when it closes it (the last instruction when none says ROOT; it
+        # refuses empty computations): only a computation still being read has none.
+        assert root is not None, f"computation '{self.name}' has no root yet"
+        return root
+
+    @root.setter
+    def root(self, instr: HloInstruction) -> None:
+        self._root = instr
+
+    @property
+    def has_root(self) -> bool:
+        """Whether the root is known yet (the parser asks while it reads the computation)."""
+        return self._root is not None
 
     def instruction(self, name: str) -> HloInstruction:
         if self._by_name is None:
@@ -304,7 +323,7 @@ class HloModule:
         self.lineno = lineno
         self.end_lineno = lineno  # the line of the last computation's closing '}'
         self.computations: list[HloComputation] = []
-        self.entry: HloComputation | None = None
+        self._entry: HloComputation | None = None  # set by the parser when it finishes the module
         # Stack-frame tables printed before the computations by newer XLA (FileNames, FunctionNames, ...).
         self.stack_tables: dict[str, dict[int, str]] = {}
         # Async syntax sugar the parser rewrote (opcodes.py): instruction name -> (wrapped opcode, wrapper computation).
@@ -313,6 +332,23 @@ class HloModule:
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
+
+    @property
+    def entry(self) -> HloComputation:
+        entry = self._entry
+        # The parser sets the entry of every module it returns (the last computation when none says ENTRY; it refuses
+        # modules without computations): only a module still being read has none.
+        assert entry is not None, f"module '{self.name}' has no entry computation yet"
+        return entry
+
+    @entry.setter
+    def entry(self, comp: HloComputation) -> None:
+        self._entry = comp
+
+    @property
+    def has_entry(self) -> bool:
+        """Whether the entry computation is known yet (the parser asks while it reads the module)."""
+        return self._entry is not None
 
     @cached_property
     def computations_by_name(self) -> dict[str, HloComputation]:
@@ -348,7 +384,7 @@ class HloModule:
         computations = self.computations_by_name
         for comp in self.computations:
             renames = comp.renames
-            by_name = None
+            by_name: dict[str, HloInstruction] | None = None
             for instr in comp.instructions:
                 if instr.shape_text not in parsed:
                     _ = instr.shape
@@ -364,6 +400,7 @@ class HloModule:
                         match = plain_tail(instr.text, instr.pos)
                         if match is not None:
                             names = match.group(1)
+                            operands: tuple[HloInstruction, ...] | None
                             if not names:
                                 operands = ()
                             else:

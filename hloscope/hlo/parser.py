@@ -130,11 +130,11 @@ class _Parser:
         plain = _PLAIN_OPCODES
         continues = _CONTINUES
         # One string object per distinct opcode and shape: modules repeat them thousands of times.
-        shared = {}
+        shared: dict[str, str] = {}
         share = shared.setdefault
         lineno = 0
-        instructions = None
-        comp = None
+        instructions: list[HloInstruction] = []  # those of `comp`, the computation being read (when not None)
+        comp: HloComputation | None = None
         for lineno, line in enumerate(lines, self.first_line):
             if comp is not None:
                 if (self.pending is not None or self.pending_head is not None) and self._continue(line, lineno, comp):
@@ -188,6 +188,8 @@ class _Parser:
             self._slow_instruction(head.rstrip() + " " + line.lstrip(), head_lineno, comp)
             return True
         pending = self.pending
+        if pending is None:  # nothing continues (the caller checks for a pending head or instruction first)
+            return False
         if not _is_open(pending.text):
             self.pending = None
             return False
@@ -231,7 +233,8 @@ class _Parser:
             self.pending_head = (line, lineno)
             return
         comp.instructions.append(instr)
-        if _INSTRUCTION_HEAD.match(line).group(1) is not None:
+        head = _INSTRUCTION_HEAD.match(line)
+        if head is not None and head.group(1) is not None:
             self._set_root(comp, instr, lineno, line)
         if _is_open(instr.text):
             self.pending = instr
@@ -251,6 +254,7 @@ class _Parser:
         if not line[shape_start:].strip():
             return None
         bare = _OPCODE_AT.match(line, shape_start)
+        opcode: re.Match[str] | None
         if bare is not None:  # no shape: XLA infers it (see _infer_shape)
             shape_end = shape_start
             opcode = bare
@@ -275,7 +279,7 @@ class _Parser:
         return instr
 
     def _set_root(self, comp: HloComputation, instr: HloInstruction, lineno: int, line: str) -> None:
-        if comp.root is not None:
+        if comp.has_root:
             raise self.error(f"computation '{comp.name}' has a second ROOT (first: '{comp.root.name}')", lineno, _column(line))
         comp.root = instr
 
@@ -290,7 +294,7 @@ class _Parser:
             lines = last.text.rstrip("\n").split("\n")
             raise self.error(f"expected ')' in '{last.name}' before the end of the computation",
                              last.lineno + len(lines) - 1, len(lines[-1]) + 1)
-        if comp.root is None:  # XLA takes the last instruction as the root
+        if not comp.has_root:  # XLA takes the last instruction as the root
             comp.root = comp.instructions[-1]
         for instr in list(self.deferred):
             self._rewrite(instr, comp)
@@ -321,17 +325,19 @@ class _Parser:
             name = f"{base}.{n}"
         return name
 
-    def _unique_computation_name(self, base: str) -> str:
-        names = {c.name for c in self.module.computations}
+    @staticmethod
+    def _unique_computation_name(base: str, module: HloModule) -> str:
+        names = {c.name for c in module.computations}
         name, n = base, 0
         while name in names:
             n += 1
             name = f"{base}.{n}"
         return name
 
-    def _add_computation(self, new: HloComputation, before: HloComputation) -> None:
+    @staticmethod
+    def _add_computation(new: HloComputation, before: HloComputation) -> None:
         """Called computations XLA's parser creates go before the computation being read (they are built first)."""
-        computations = self.module.computations
+        computations = before.module.computations
         computations.insert(computations.index(before), new)
 
     def _nested_operands(self, instr: HloInstruction, comp: HloComputation) -> None:
@@ -381,9 +387,9 @@ class _Parser:
             main = inner.entry
             main.is_entry = False
             for new in inner.computations:
-                new.module = self.module
+                new.module = comp.module
                 if new is main:
-                    new.name = self._unique_computation_name("_")
+                    new.name = self._unique_computation_name("_", comp.module)
                 self._add_computation(new, comp)
             self._replace_text(instr, instr.text[:start] + main.name + instr.text[start + len(value):])
 
@@ -399,8 +405,11 @@ class _Parser:
     def _desugar(self, instr: HloInstruction, comp: HloComputation) -> None:
         """`reduce-scatter-start(p), ...` -> `async-start(p), calls=async_wrapped` and a computation `async_wrapped`
         holding `async_param`s and the reduce-scatter, as XLA's parser builds it (update/done follow the start)."""
-        async_opcode, wrapped = async_sugar(instr.opcode)
-        chains = self.module.async_chains
+        sugar = async_sugar(instr.opcode)
+        assert sugar is not None  # _special refused every other opcode outside XLA's list
+        async_opcode, wrapped = sugar
+        module = comp.module
+        chains = module.async_chains
         end = instr._operand_end()
         operands = instr.text[instr.pos : end]
         head = instr.text[: instr.pos - len(instr.opcode) - 1]
@@ -416,20 +425,22 @@ class _Parser:
             self._replace_text(instr, text, len(head) + len(async_opcode) + 1)
             return
         shape = instr.shape
-        if not shape.is_tuple or len(shape.tuple_shapes) < 2 or not shape.tuple_shapes[0].is_tuple:
+        parts = shape.tuple_shapes
+        operand_shapes = parts[0].tuple_shapes if parts is not None and len(parts) >= 2 else None
+        if parts is None or operand_shapes is None:
             raise instr._error(f"the shape of '{instr.name}' ({instr.opcode}) must be a tuple "
                                "((operand shapes), output shape, ...)", max(instr.text.find(instr.shape_text), 0))
-        name = self._unique_computation_name("async_wrapped")
-        wrapper = HloComputation(name, False, instr.lineno, self.module, "")
+        name = self._unique_computation_name("async_wrapped", module)
+        wrapper = HloComputation(name, False, instr.lineno, module, "")
         params = []
-        for number, operand_shape in enumerate(shape.tuple_shapes[0].tuple_shapes):
+        for number, operand_shape in enumerate(operand_shapes):
             param_name = "async_param" if number == 0 else f"async_param.{number}"
             text = f"{param_name} = {operand_shape} parameter({number})"
             param = HloInstruction(param_name, str(operand_shape), "parameter", text, len(text) - len(str(number)) - 1,
                                    instr.lineno, wrapper)
             wrapper.instructions.append(param)
             params.append(param_name)
-        output = str(shape.tuple_shapes[1])
+        output = str(parts[1])
         prefix = f"ROOT {wrapped} = {output} {wrapped}("
         text = prefix + ", ".join(params) + instr.text[end:]
         inner = HloInstruction(wrapped, output, wrapped, text, len(prefix), instr.lineno, wrapper)
@@ -445,8 +456,10 @@ class _Parser:
     def _outside_computation(self, line: str, lineno: int) -> HloComputation | None:
         stripped = line.strip()
         if self.header_open:
-            self.module.header += " " + stripped
-            self.header_open = any(_open_brackets(self.module.header))
+            module = self.module
+            assert module is not None  # header_open is set only by a module's header line
+            module.header += " " + stripped
+            self.header_open = any(_open_brackets(module.header))
             return None
         if self.in_comment or stripped.startswith("/*"):
             self._comment(stripped)
@@ -491,7 +504,7 @@ class _Parser:
             self.module = HloModule("", "", self.path, lineno)
             self.modules.append(self.module)
         is_entry = match.group(1) is not None
-        if is_entry and self.module.entry is not None:
+        if is_entry and self.module.has_entry:
             raise self.error(f"a second ENTRY computation in module '{self.module.name}'", lineno, _column(line))
         comp = HloComputation(match.group(2), is_entry, lineno, self.module, match.group(3) or "")
         self.module.computations.append(comp)
@@ -525,7 +538,7 @@ class _Parser:
             return
         if not module.computations:
             raise self.error(f"module '{module.name}' has no computations (truncated file?)", module.lineno, 1)
-        if module.entry is None:  # XLA takes the last computation as the entry
+        if not module.has_entry:  # XLA takes the last computation as the entry
             module.entry = module.computations[-1]
             module.entry.is_entry = True
         if not module.header and not module.name:  # no 'HloModule' line: XLA names the module after its entry
@@ -563,7 +576,7 @@ def parse_hlo_text(text: str, path: str = "<string>") -> list[HloModule]:
     return _Parser(path).run(io.StringIO(text, newline=None))
 
 
-def parse_hlo_file(path: str | os.PathLike) -> list[HloModule]:
+def parse_hlo_file(path: str | os.PathLike[str]) -> list[HloModule]:
     """Parse an HLO text file. Refuses binary files, files that are not UTF-8 and files too large for the memory."""
     from hloscope.hlo.reading import check_readable, open_text_lines
 

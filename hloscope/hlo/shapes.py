@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
@@ -42,12 +43,14 @@ class Shape:
     @property
     def byte_size(self) -> int:
         """Bytes of the data (tuples: the sum over their leaves; no tuple index tables)."""
-        if self.is_tuple:
+        if self.tuple_shapes is not None:
             return sum(s.byte_size for s in self.tuple_shapes)
-        return prod(self.dims) * ELEMENT_BYTES.get(self.element_type, 4)
+        element_type = self.element_type
+        assert element_type is not None  # an array has an element type (only tuples have none)
+        return prod(self.dims) * ELEMENT_BYTES.get(element_type, 4)
 
-    def leaves(self):
-        if self.is_tuple:
+    def leaves(self) -> Iterator[Shape]:
+        if self.tuple_shapes is not None:
             for s in self.tuple_shapes:
                 yield from s.leaves()
         else:
@@ -56,14 +59,14 @@ class Shape:
     @property
     def tiles(self) -> str | None:
         """The tiling part of the layout (`T(8,128)(2,1)`) if any: TPU layouts have them."""
-        if self.is_tuple:
+        if self.tuple_shapes is not None:
             return next((s.tiles for s in self.tuple_shapes if s.tiles), None)
         if self.layout and ":" in self.layout:
             return self.layout.split(":", 1)[1] or None
         return None
 
     def __str__(self) -> str:
-        if self.is_tuple:
+        if self.tuple_shapes is not None:
             return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
         text = f"{self.element_type}[{','.join(map(str, self.dims))}]"
         return text + (f"{{{self.layout}}}" if self.layout is not None else "")
@@ -71,7 +74,7 @@ class Shape:
 
 def _parse(text: str, pos: int) -> tuple[Shape, int]:
     if text.startswith("(", pos):
-        elements = []
+        elements: list[Shape] = []
         pos += 1
         while True:
             while pos < len(text) and text[pos] in " ,":
@@ -88,7 +91,7 @@ def _parse(text: str, pos: int) -> tuple[Shape, int]:
     element_type, dims_text, layout = match.groups()
     if element_type not in ELEMENT_BYTES:
         raise ValueError(f"unknown element type '{element_type}'")
-    dims = []
+    dims: list[int] = []
     if dims_text.strip():
         for dim in dims_text.split(","):
             dim_match = _DIM.fullmatch(dim.strip())
