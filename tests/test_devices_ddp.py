@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,16 @@ from hloscope.modes import DATA_PARALLEL_MODES
 pytest.importorskip("torch")
 
 
-def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _clean_env() -> dict[str, str]:
     env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"):
         env.pop(name, None)
+    return env
+
+
+def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+                          env=_clean_env())
 
 
 def test_the_pytorch_modes_are_data_parallel():
@@ -139,3 +144,17 @@ def test_ddp_on_two_processes(tmp_path):
     assert [r["rank"] for r in job["ranks"]] == [0, 1]
     assert all(r["steps"] == 3 for r in job["ranks"])  # the 3 profiled steps
     assert {s["ranks"] for s in job["steps"]} == {2}
+
+
+def test_a_failing_rank_0_stops_the_other_ranks_at_once(tmp_path):
+    env_hook = {"HLOSCOPE_TEST_CRASH": "pytorch:raise"}  # rank 0 raises after setup; rank 1 waits in its first step
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "pytorch", "--model", "vit-tiny",
+                             "--batch-size", "8", "--steps", "2", "--warmup", "1", "--devices", "2", "--out",
+                             str(tmp_path), "--run-id", "crash"], capture_output=True, text=True, timeout=300,
+                            env={**_clean_env(), **env_hook})
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert json.loads((tmp_path / "crash" / "run.json").read_text())["status"] == "failed"
+    # not gloo's 300 s timeout, nor the 60 s rank 0 gives the others to finish: rank 1 was stopped
+    assert time.monotonic() - started < 50
+    assert "rank 1" not in result.stderr

@@ -119,8 +119,10 @@ class ProcessGroup:
 
         dist.barrier()
 
-    def close(self) -> list[str]:
-        """Leave the process group; rank 0 waits for the other ranks and returns a line per rank that failed."""
+    def close(self, completed: bool) -> list[str]:
+        """Leave the process group; rank 0 waits for the other ranks and returns a line per rank that failed. A rank 0
+        that stopped early (`completed` False: a failure, Ctrl-C, compare's setup-only audit) stops the others at
+        once: they would wait for it in their next collective until gloo's timeout."""
         import torch.distributed as dist
 
         if dist.is_initialized():
@@ -130,12 +132,16 @@ class ProcessGroup:
                 pass
         failures = []
         for rank, worker in enumerate(self.workers, start=1):
+            if not completed and worker.poll() is None:
+                worker.terminate()
             try:
                 code = worker.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 worker.kill()
                 code = worker.wait()
-            if code:
+                failures.append(f"rank {rank} had not finished 60 s after rank 0; killed")
+                continue
+            if code and completed:
                 failures.append(f"rank {rank} exited with code {code}")
         return failures
 

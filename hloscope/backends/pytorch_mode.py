@@ -66,6 +66,7 @@ class PytorchSession(TorchSession):
     host_memory_source = "peak host RSS (CPU)"
 
     group = None  # hloscope.backends.ddp.ProcessGroup with --devices N > 1
+    completed = False  # the run went through to its artifacts (DDP: the other ranks end on their own)
 
     def setup(self) -> None:
         options = self.options
@@ -182,6 +183,7 @@ class PytorchSession(TorchSession):
         self._kineto.step()
 
     def artifacts(self) -> list[dict]:
+        self.completed = True  # the driver asks for the artifacts once every step of the run has finished
         if not (self.options.dump_hlo and self.options.compile_model):
             return []
         return collect_inductor_code(self.debug_dir, self.run_dir, self.options.keep_all)
@@ -208,7 +210,7 @@ class PytorchSession(TorchSession):
 
     def close(self) -> None:
         if self.group is not None:
-            for failure in self.group.close():
+            for failure in self.group.close(self.completed):
                 print(f"hloscope: {self.options.mode} --devices {self.options.devices}: {failure}", file=sys.stderr,
                       flush=True)
 
