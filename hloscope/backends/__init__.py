@@ -33,7 +33,7 @@ def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1
 
     entry = get_mode(mode)
     check_devices(mode, devices, batch_size)
-    if attention != "eager" and not preset.has_attention:
+    if attention != "eager" and preset is not None and not preset.has_attention:
         raise UsageError(f"--attention {attention} --model {preset.name}: the model has no attention layer "
                          "(use --attention eager, the default)")
     family = getattr(preset, "family", None)
