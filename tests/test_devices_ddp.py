@@ -143,6 +143,12 @@ def test_ddp_on_two_processes(tmp_path):
     job = document["job"]
     assert [r["rank"] for r in job["ranks"]] == [0, 1]
     assert all(r["steps"] == 3 for r in job["ranks"])  # the 3 profiled steps
+    # tensorboard lists each rank's trace as a session of the run, named by its rank
+    from hloscope.tensorboard.logdir import find_sessions
+
+    sessions = find_sessions(tmp_path / "ddp2")
+    assert [s.name.split("/")[1].split("-kineto-")[0] for s in sessions] == ["rank-0", "rank-1"]
+    assert all(s.name.startswith("ddp2/") and s.format == "kineto" for s in sessions)
     assert {s["ranks"] for s in job["steps"]} == {2}
 
 

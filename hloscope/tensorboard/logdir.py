@@ -10,6 +10,7 @@ and the converted traces go into the view.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from hloscope.tensorboard.convert import KINETO_SUFFIXES, convert_kineto_file, i
 XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
 RECORD_FILES = ("run.json", "comparison.json")
+_RANK_DIR = re.compile(r"rank-\d+")  # a DDP rank's Kineto folder inside a run (hloscope/backends/ddp.py)
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,11 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
         for name in sorted(files):
             path = here / name
             if is_kineto_file(path) and contained(path):  # a FIFO is kept: its conversion refuses it in one line
-                run_dir = here.parent if here.name == "kineto" else here
-                found.setdefault(run_dir, []).append((_kineto_label(path), path, "kineto", (path,)))
+                if here.parent.name == "kineto" and _RANK_DIR.fullmatch(here.name):  # DDP: <run>/kineto/rank-N/
+                    run_dir, label = here.parent.parent, f"{here.name}-{_kineto_label(path)}"
+                else:
+                    run_dir, label = (here.parent if here.name == "kineto" else here), _kineto_label(path)
+                found.setdefault(run_dir, []).append((label, path, "kineto", (path,)))
     if not found:
         raise InputError(
             directory,
