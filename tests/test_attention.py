@@ -30,7 +30,7 @@ def test_every_mode_runs_eager_and_says_why_it_refuses_the_others():
 
 def test_refused_in_one_line_before_anything_starts():
     with pytest.raises(UsageError, match=r"--attention sdpa --mode jax: this mode runs only --attention eager: "
-                                         r"transformers' FlaxViTSelfAttention"):
+                                         r"transformers. Flax models \(FlaxViTSelfAttention and the GPT-2, Llama and BERT ones\)"):
         preflight("jax", "cpu", "sdpa")
     with pytest.raises(UsageError, match="flash_attention_2 needs the flash-attn CUDA extension"):
         preflight("torch_xla", "cpu", "flash")
