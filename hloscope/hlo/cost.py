@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hloscope.errors import ParseError
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
-from hloscope.hlo.shapes import Shape
+from hloscope.hlo.shapes import Shape, first_element
 
 POINTER_SIZE = 8
 TRANSCENDENTAL = {
@@ -50,22 +51,26 @@ class Cost:
             self.library_bytes += other.library_bytes * scale
 
 
+# Instruction name -> its users in one computation (see _users).
+_Users = dict[str, list[HloInstruction]]
 # The cost of the many instructions that cost nothing, shared (instruction costs are never changed in place).
 _ZERO = Cost()
 
 
 def shape_size(shape: Shape) -> int:
     """XLA's ShapeUtil::ByteSizeOf(shape, pointer_size=8): a tuple is its index table."""
-    if shape.is_tuple:
-        return POINTER_SIZE * len(shape.tuple_shapes)
+    parts = shape.tuple_shapes
+    if parts is not None:
+        return POINTER_SIZE * len(parts)
     return shape.byte_size
 
 
+
 def _ints(text: str) -> list[int]:
-    return [int(x) for x in re.findall(r"-?\d+", text or "")]
+    return [int(x) for x in re.findall(r"-?\d+", text)]
 
 
-def _window(text: str | None) -> list[dict]:
+def _window(text: str | None) -> list[dict[str, int]]:
     """`{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}` -> one dict per spatial dimension."""
     if not text:
         return []
@@ -73,7 +78,7 @@ def _window(text: str | None) -> list[dict]:
     sizes = [int(s) for s in fields.get("size", "").split("x") if s]
     n = len(sizes)
 
-    def per_dim(key, default):
+    def per_dim(key: str, default: int) -> list[int]:
         value = fields.get(key)
         return [int(v) for v in value.split("x")] if value else [default] * n
 
@@ -89,7 +94,7 @@ def _window(text: str | None) -> list[dict]:
 def _conv_flops(instr: HloInstruction) -> float:
     """HloCostAnalysis::GetConvolutionFlops: 2 x FMAs over the valid (non-padding) window positions."""
     lhs, rhs = (o.shape for o in instr.operands[:2])
-    out = instr.shape if not instr.shape.is_tuple else instr.shape.tuple_shapes[0]
+    out = first_element(instr.shape)
     labels = instr.attrs.get("dim_labels", "")
     match = re.fullmatch(r"(\w+)_(\w+)->(\w+)", labels)
     if not match:
@@ -100,7 +105,7 @@ def _conv_flops(instr: HloInstruction) -> float:
     input_feature = lhs.dims[lhs_l.index("f")]
     output_feature = out.dims[out_l.index("f")]
     batch = lhs.dims[lhs_l.index("b")]
-    counts = []
+    counts: list[int] = []
     if spatial == 0:
         counts = [1]
     for d, w in enumerate(window):
@@ -234,7 +239,7 @@ class CostAnalysis:
         facts = self._facts_by_text.get(instr.shape_text)
         if facts is None:
             shape = instr.shape
-            out = shape_size(shape) if not shape.is_tuple else sum(shape_size(s) for s in shape.leaves())
+            out = shape_size(shape) if shape.tuple_shapes is None else sum(shape_size(s) for s in shape.leaves())
             facts = self._facts_by_text[instr.shape_text] = (out, shape_size(shape), shape.elements)
         return facts
 
@@ -330,7 +335,7 @@ class CostAnalysis:
     def _library_flops(instr: HloInstruction) -> float | None:
         """FLOPs of a cuBLAS GEMM or cuDNN forward convolution call (GpuHloCostAnalysis), None for other targets."""
         target = instr.custom_call_target or ""
-        out = instr.shape.tuple_shapes[0] if instr.shape.is_tuple else instr.shape
+        out = first_element(instr.shape)
         if target.startswith("__cublas$"):
             config = instr.backend_config.get("gemm_backend_config") or {}
             dims = (config.get("dot_dimension_numbers") or {}).get("lhs_contracting_dimensions")
@@ -349,12 +354,12 @@ class CostAnalysis:
         if op == "select-and-scatter":
             select, scatter = (self.module.computations_by_name[n] for n in (instr.attrs["select"].lstrip("%"), instr.attrs["scatter"].lstrip("%")))
             source = instr.operands[1].shape.elements
-            window = math.prod(w["size"] for w in _window(instr.attrs.get("window")))
-            cost.add(self.computation_cost(select), source * (window - 1), with_bytes=False)
+            window_size = math.prod(w["size"] for w in _window(instr.attrs.get("window")))
+            cost.add(self.computation_cost(select), source * (window_size - 1), with_bytes=False)
             cost.add(self.computation_cost(scatter), source, with_bytes=False)
             return
         function = self.computation_cost(instr.called_computations[0])
-        out = instr.shape if not instr.shape.is_tuple else instr.shape.tuple_shapes[0]
+        out = first_element(instr.shape)
         if op == "map":
             count = instr.shape.elements
         elif op == "reduce":
@@ -364,7 +369,7 @@ class CostAnalysis:
             count = (math.prod(w["size"] for w in window) - 1) * out.elements
             reduced = [w for w in window if w["size"] != 1]
             padded = [w for w in window if w["pad_low"] or w["pad_high"]]
-            if len(reduced) == 1 and len(padded) == 1 and not instr.shape.is_tuple:
+            if len(reduced) == 1 and len(padded) == 1 and instr.shape.tuple_shapes is None:
                 for d, w in enumerate(window):
                     if (w["size"] != 1 and w["pad_low"] and w["pad_high"] and w["pad_low"] == w["pad_high"]
                             and w["size"] == 2 * w["pad_low"] + 1):
@@ -392,8 +397,8 @@ class CostAnalysis:
                     return Cost(bytes_accessed=shape_size(inner.shape) * 2 + shape_size(inner.operands[1].shape))
                 if inner.opcode == "scatter":
                     return self._scatter(inner)
-        inner = self.computation_cost(body)
-        cost = Cost(inner.flops, inner.transcendentals, 0.0, inner.library_flops)
+        body_cost = self.computation_cost(body)
+        cost = Cost(body_cost.flops, body_cost.transcendentals, 0.0, body_cost.library_flops)
         cost.bytes_accessed += self._fusion_output_bytes(instr, body)
         for inner_instr in body.instructions:  # large constants are read from memory
             if inner_instr.opcode == "constant" and inner_instr.shape.elements > 1:
@@ -401,7 +406,7 @@ class CostAnalysis:
         users = _users(body)
         params = sorted((i for i in body.instructions if i.opcode == "parameter"), key=_parameter_number)
         for param in params:
-            if param.shape.is_tuple:
+            if param.shape.tuple_shapes is not None:
                 cost.bytes_accessed += self._tuple_parameter_bytes(param, users)
             else:
                 cost.bytes_accessed += self._parameter_read_bytes(param, users)
@@ -410,17 +415,19 @@ class CostAnalysis:
     def _fusion_output_bytes(self, instr: HloInstruction, body: HloComputation) -> float:
         root = body.root
         shape = instr.shape
-        if not shape.is_tuple:
+        parts = shape.tuple_shapes
+        if parts is None:
             return self._output_leaf_bytes(shape, root)
         total = 0.0
-        for index, sub in enumerate(shape.tuple_shapes):
+        for index, sub in enumerate(parts):
             element_root = root.operands[index] if root.opcode == "tuple" else root
             total += self._subshape_bytes(sub, element_root)
         return total
 
     def _subshape_bytes(self, shape: Shape, root: HloInstruction) -> float:
-        if shape.is_tuple:  # nested tuples: XLA visits every array subshape
-            return sum(self._subshape_bytes(s, root) for s in shape.tuple_shapes)
+        parts = shape.tuple_shapes
+        if parts is not None:  # nested tuples: XLA visits every array subshape
+            return sum(self._subshape_bytes(s, root) for s in parts)
         return self._output_leaf_bytes(shape, root)
 
     @staticmethod
@@ -429,15 +436,16 @@ class CostAnalysis:
             return shape_size(root.operands[1].shape)
         return shape_size(shape)
 
-    def _tuple_parameter_bytes(self, param: HloInstruction, users) -> float:
+    def _tuple_parameter_bytes(self, param: HloInstruction, users: _Users) -> float:
         total = 0.0
 
-        def walk(node: HloInstruction, shape: Shape):
+        def walk(node: HloInstruction, shape: Shape) -> None:
             nonlocal total
-            if not shape.is_tuple:
+            parts = shape.tuple_shapes
+            if parts is None:
                 total += self._parameter_read_bytes(node, users)
                 return
-            for index, sub in enumerate(shape.tuple_shapes):
+            for index, sub in enumerate(parts):
                 child = node
                 for user in users.get(node.name, ()):
                     if user.opcode == "get-tuple-element" and int(user.attrs.get("index", "-1")) == index:
@@ -448,7 +456,7 @@ class CostAnalysis:
         walk(param, param.shape)
         return total
 
-    def _parameter_read_bytes(self, hlo: HloInstruction, users) -> float:
+    def _parameter_read_bytes(self, hlo: HloInstruction, users: _Users) -> float:
         """HloCostAnalysis::FusionParameterReadBytes."""
         size = 0.0
         seen_trivial = False
@@ -508,12 +516,12 @@ def _parameter_number(instr: HloInstruction) -> int:
     return int(instr.operand_text.strip() or 0)
 
 
-def _callees(comp: HloComputation):
+def _callees(comp: HloComputation) -> Iterator[HloComputation]:
     for instr in comp.instructions:
         yield from instr.called_computations
 
 
-def _users(comp: HloComputation) -> dict[str, list[HloInstruction]]:
+def _users(comp: HloComputation) -> _Users:
     """name -> users, each user listed once per distinct operand use (XLA's users() holds each user once)."""
     users: dict[str, list[HloInstruction]] = {}
     for instr in comp.instructions:

@@ -4,6 +4,7 @@ report (files beside the module) say about allocations."""
 from __future__ import annotations
 
 import re
+from typing import Any, TypedDict
 
 from hloscope.errors import InputError
 from hloscope.files import bounded_int
@@ -12,6 +13,16 @@ from hloscope.hlo.model import HloModule
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*)$")
 _TOTAL_USED = re.compile(r"^Total bytes used: (\d+)")
 _REPORT_TOTAL = re.compile(r"^Total bytes: (\d+)")
+
+
+class Allocation(TypedDict):
+    """One allocation of a buffer assignment, with the names of its first three values."""
+
+    index: int
+    size: int
+    kind: str
+    shape: str | None
+    values: list[str]
 
 
 def signature_bytes(module: HloModule) -> dict[str, int]:
@@ -38,13 +49,13 @@ def _allocation_kind(tail: str) -> str:
     return "temp"
 
 
-def parse_buffer_assignment(text: str, path: str = "<string>") -> dict:
+def parse_buffer_assignment(text: str, path: str = "<string>") -> dict[str, Any]:
     """Totals of an XLA `*-buffer-assignment.txt`: all allocations by kind, and the five largest."""
     if not text.lstrip().startswith("BufferAssignment:"):
         raise InputError(path, "not an XLA buffer assignment (expected 'BufferAssignment:' on the first line)")
-    allocations = []
+    allocations: list[Allocation] = []
     total_used = None
-    current = None
+    current: Allocation | None = None
     for lineno, line in enumerate(text.splitlines(), start=1):
         match = _ALLOCATION.match(line)
         if match:
@@ -73,13 +84,13 @@ def parse_buffer_assignment(text: str, path: str = "<string>") -> dict:
         "total_bytes": total_used if total_used is not None else sum(a["size"] for a in counted),
         "temp_bytes": by_kind.get("temp", 0),
         "bytes_by_kind": by_kind,
-        "largest": [{k: a[k] for k in ("index", "size", "kind", "shape", "values")} for a in largest],
+        "largest": largest,
     }
 
 
-def parse_memory_report(text: str, path: str = "<string>") -> dict:
+def parse_memory_report(text: str, path: str = "<string>") -> dict[str, Any]:
     """`*-memory-usage-report.txt`: total bytes per memory space."""
-    spaces = {}
+    spaces: dict[str, int] = {}
     space = None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.startswith("Memory Space:"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 
@@ -53,8 +54,9 @@ def fusion_backend_kind(instr: HloInstruction) -> str | None:
     if not raw or "fusion_backend_config" not in raw:
         return None
     config = instr.backend_config.get("fusion_backend_config")
-    if isinstance(config, dict) and isinstance(config.get("kind"), str):
-        return config["kind"]
+    kind = config.get("kind") if isinstance(config, dict) else None
+    if isinstance(kind, str):
+        return kind
     match = re.search(r'kind\\?"?\s*:\s*\\?"([^"\\]+)', raw)  # hand-written tests use relaxed JSON
     return match.group(1) if match else None
 
@@ -83,17 +85,18 @@ def collective_bytes(instr: HloInstruction) -> int:
     """Bytes a collective produces: its output; for async `-start` ops whose shape is a tuple (operands, outputs,
     context), the output element."""
     shape = instr.shape
-    if instr.opcode.endswith("-start") and shape.is_tuple and len(shape.tuple_shapes) >= 2:
-        return shape.tuple_shapes[1].byte_size
+    parts = shape.tuple_shapes
+    if parts is not None and len(parts) >= 2 and instr.opcode.endswith("-start"):
+        return parts[1].byte_size
     return shape.byte_size
 
 
-def collectives(module: HloModule) -> dict:
+def collectives(module: HloModule) -> dict[str, Any]:
     """Collective instructions by opcode with the bytes they move (see collective_bytes) and their device groups
     (`replica_groups`, or `source_target_pairs` of collective-permutes and send/recv, as written: {text: count}).
     Async collectives that XLA's parser wraps (`reduce-scatter-start`, `all-to-all-start`, ...) are counted by the
     collective inside their async computation, so every collective is counted once, sync or async."""
-    by_op: dict[str, dict] = {}
+    by_op: dict[str, dict[str, Any]] = {}
     for comp in module.computations:
         for instr in comp.instructions:
             if instr.opcode in COLLECTIVE_OPCODES:
@@ -112,7 +115,7 @@ def collectives(module: HloModule) -> dict:
     }
 
 
-def layout_changes(module: HloModule) -> dict:
+def layout_changes(module: HloModule) -> dict[str, dict[str, int]]:
     """Transposes and copies: top level (their own kernels) and inside fusions."""
     top = {c.name for c in executed_computations(module)}
     out = {"transpose": {"top_level": 0, "in_fusions": 0, "bytes": 0}, "copy": {"top_level": 0, "in_fusions": 0, "bytes": 0}}
@@ -139,9 +142,9 @@ def _precision_of(instr: HloInstruction) -> tuple[list[str], str | None]:
     return ["default", "default"], attrs.get("algorithm")
 
 
-def matmul_precisions(module: HloModule) -> list[dict]:
+def matmul_precisions(module: HloModule) -> list[dict[str, Any]]:
     """Every dot, convolution and matmul/convolution library call: operand and output types, precision, algorithm."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for comp in module.computations:
         for instr in comp.instructions:
             target = instr.custom_call_target if instr.opcode == "custom-call" else None
@@ -150,7 +153,7 @@ def matmul_precisions(module: HloModule) -> list[dict]:
             ):
                 continue
             precision, algorithm = _precision_of(instr)
-            operand_types = []
+            operand_types: list[str | None] = []
             for operand in instr.operands[:2]:
                 leaves = list(operand.shape.leaves())
                 operand_types.append(leaves[0].element_type if leaves else None)
@@ -167,9 +170,9 @@ def matmul_precisions(module: HloModule) -> list[dict]:
     return rows
 
 
-def precision_summary(rows: list[dict]) -> dict[str, int]:
+def precision_summary(rows: list[dict[str, Any]]) -> dict[str, int]:
     """`bf16 x bf16 -> f32 [default]` -> count."""
-    counter = Counter()
+    counter: Counter[str] = Counter()
     for row in rows:
         types = " x ".join(str(t) for t in row["operand_types"])
         tag = row["algorithm"] or ",".join(sorted(set(row["operand_precision"]))) or "default"

@@ -26,19 +26,21 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError
 from hloscope.hlo.gpu_spec import GpuTarget, target_from_text
 from hloscope.hlo.load import dump_sibling
+from hloscope.hlo.model import HloInstruction, HloModule
+from hloscope.hlo.shapes import first_element
+
+if TYPE_CHECKING:
+    from hloscope.hlo.cost import CostAnalysis
 
 _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
 
 
-def _first_leaf(shape):
-    return shape.tuple_shapes[0] if shape.is_tuple else shape
-
-
-def _precision_of_custom_call(instr) -> list[str]:
+def _precision_of_custom_call(instr: HloInstruction) -> list[str]:
     config = json.loads(instr.attrs.get("backend_config", "{}") or "{}")
     for key in ("gemm_backend_config", "cudnn_conv_backend_config"):
         precision = config.get(key, {}).get("precision_config", {}).get("operand_precision")
@@ -47,7 +49,7 @@ def _precision_of_custom_call(instr) -> list[str]:
     return []
 
 
-def _matrix_instr(instr):
+def _matrix_instr(instr: HloInstruction) -> HloInstruction | None:
     """The dot/convolution a launch runs (itself, or inside its fused computation), or None."""
     if instr.opcode in _MATRIX_OPS:
         return instr
@@ -60,41 +62,49 @@ def _matrix_instr(instr):
     return None
 
 
-def _peak(gpu: GpuTarget, instr, kind: str) -> tuple[float | None, str]:
+def _rate(rates: dict[str, float], dtype: str | None) -> float | None:
+    """The peak for an element type (a tuple has none, and so no rate)."""
+    return rates.get(dtype) if dtype is not None else None
+
+
+def _peak(gpu: GpuTarget, instr: HloInstruction, kind: str) -> tuple[float | None, str]:
     """The fastest FLOP/s rate the target states for this launch, and which unit it is."""
     if kind == "copy":
         return None, "none"
-    is_library_matrix = kind in ("cublas", "cudnn")
-    matrix = None if is_library_matrix else _matrix_instr(instr)
-    if is_library_matrix or matrix is not None:
-        source = instr if is_library_matrix else matrix
-        dtype = source.operands[0].shape.element_type
-        precision = (_precision_of_custom_call(source) if is_library_matrix
-                     else re.findall(r"[a-z]+", source.attrs.get("operand_precision", "")))
-        if dtype == "f32" and precision and all(p == "highest" for p in precision):
-            return gpu.vector_flops_s.get("f32"), "cuda_cores_f32"
-        rate = gpu.matrix_flops_s.get(dtype)
-        return rate, (f"tensor_cores_{dtype}" if rate else "none")
-    dtype = _first_leaf(instr.shape).element_type
-    rate = gpu.vector_flops_s.get(dtype)
-    return rate, (f"cuda_cores_{dtype}" if rate else "none")
+    if kind in ("cublas", "cudnn"):  # a library matrix call
+        source = instr
+        precision = _precision_of_custom_call(instr)
+    else:
+        matrix = _matrix_instr(instr)
+        if matrix is None:
+            dtype = first_element(instr.shape).element_type
+            rate = _rate(gpu.vector_flops_s, dtype)
+            return rate, (f"cuda_cores_{dtype}" if rate else "none")
+        source = matrix
+        precision = re.findall(r"[a-z]+", matrix.attrs.get("operand_precision", ""))
+    dtype = source.operands[0].shape.element_type
+    if dtype == "f32" and precision and all(p == "highest" for p in precision):
+        return gpu.vector_flops_s.get("f32"), "cuda_cores_f32"
+    rate = _rate(gpu.matrix_flops_s, dtype)
+    return rate, (f"tensor_cores_{dtype}" if rate else "none")
 
 
-def _launch_cost(analysis, instr, kind: str) -> tuple[float, float]:
+def _launch_cost(analysis: CostAnalysis, instr: HloInstruction, kind: str) -> tuple[float, float]:
     """(FLOPs, bytes accessed) of one launch."""
     from hloscope.hlo.cost import shape_size
 
     # cuBLAS GEMMs and cuDNN forward convolutions are costed from their dimensions by hloscope.hlo.cost (as XLA's
     # GpuHloCostAnalysis does); other library calls count 0 FLOPs, so they get their memory bound.
     flops = analysis.instruction_cost(instr).flops
+    data: float
     if instr.opcode == "custom-call":  # library calls: operands plus the result (not the scratch buffer)
-        data = sum(shape_size(o.shape) for o in instr.operands) + shape_size(_first_leaf(instr.shape))
+        data = sum(shape_size(o.shape) for o in instr.operands) + shape_size(first_element(instr.shape))
     else:
         data = analysis.instruction_cost(instr).bytes_accessed
     return flops, data
 
 
-def roofline(module, gpu: GpuTarget) -> dict:
+def roofline(module: HloModule, gpu: GpuTarget) -> dict[str, Any]:
     """Per-launch and per-step roofline lower bounds of one optimized GPU module (pure: no I/O)."""
     from hloscope.hlo.cost import CostAnalysis
     from hloscope.hlo.kernels import launches as launches_of
@@ -103,7 +113,7 @@ def roofline(module, gpu: GpuTarget) -> dict:
         return {"unavailable": f"the target file {gpu.path} gives no memory_bandwidth"}
     analysis = CostAnalysis(module)
     bandwidth = float(gpu.memory_bandwidth_bytes_s)
-    launches = []
+    launches: list[dict[str, Any]] = []
     for _, instr, kind in launches_of(module, "gpu"):
         flops, data = _launch_cost(analysis, instr, kind)
         peak, unit = _peak(gpu, instr, kind)
@@ -122,7 +132,7 @@ def roofline(module, gpu: GpuTarget) -> dict:
     for k in launches:
         if k["compute_s"]:
             unit_s[k["unit"]] = unit_s.get(k["unit"], 0.0) + k["compute_s"]
-    step = {
+    step: dict[str, Any] = {
         "label": "roofline lower bound (not a prediction)",
         "target": gpu.name, "device": gpu.device, "memory_bandwidth_bytes_s": bandwidth,
         "launches": len(launches), "flops": total_flops, "bytes": total_bytes,
@@ -138,19 +148,19 @@ def roofline(module, gpu: GpuTarget) -> dict:
     return {"step": step, "launches": launches}
 
 
-def _sum_by(rows: list[dict], key: str) -> dict[str, float]:
+def _sum_by(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for row in rows:
         out[row[key]] = out.get(row[key], 0.0) + row["lower_bound_s"]
     return out
 
 
-def find_target_config(module_file: str | os.PathLike) -> Path | None:
+def find_target_config(module_file: str | os.PathLike[str]) -> Path | None:
     """The `gpu_target_config.pbtxt` XLA dumps beside a GPU module it compiled (deviceless or not)."""
     return dump_sibling(module_file, "gpu_target_config.pbtxt")
 
 
-def target_beside(module_file: str | os.PathLike) -> GpuTarget | dict:
+def target_beside(module_file: str | os.PathLike[str]) -> GpuTarget | dict[str, str]:
     """The GPU a dumped module was compiled for (its gpu_target_config.pbtxt), or {"unavailable": reason}."""
     config = find_target_config(module_file)
     if config is None:
@@ -163,27 +173,30 @@ def target_beside(module_file: str | os.PathLike) -> GpuTarget | dict:
         return {"unavailable": str(error)}
 
 
-def roofline_for_module(module, module_file: str | os.PathLike, gpu: GpuTarget | None = None) -> dict:
+def roofline_for_module(module: HloModule, module_file: str | os.PathLike[str],
+                        gpu: GpuTarget | None = None) -> dict[str, Any]:
     """Roofline of an already parsed GPU module, for `gpu` or the target XLA dumped beside `module_file`
     (for `hloscope hlo stats`). {"unavailable": reason} when no usable target is known."""
     if gpu is None:
-        gpu = target_beside(module_file)
-        if isinstance(gpu, dict):
-            return gpu
+        found = target_beside(module_file)
+        if isinstance(found, dict):
+            return found
+        gpu = found
     if not gpu.has_roofline:
         return {"unavailable": f"the target file {gpu.path} lacks memory bandwidth or compute rates"}
     return roofline(module, gpu)
 
 
-def roofline_for_module_file(path: str | os.PathLike, gpu: GpuTarget | None = None) -> dict:
+def roofline_for_module_file(path: str | os.PathLike[str], gpu: GpuTarget | None = None) -> dict[str, Any]:
     """Roofline of the (single) module in an optimized GPU HLO file, for `gpu` or the target config XLA dumped beside
     it. Returns {"unavailable": reason} when no target is known or it lacks the numbers."""
     from hloscope.hlo.parser import parse_hlo_file
 
     if gpu is None:
-        gpu = target_beside(path)
-        if isinstance(gpu, dict):
-            return gpu
+        found = target_beside(path)
+        if isinstance(found, dict):
+            return found
+        gpu = found
     modules = parse_hlo_file(path)
     if len(modules) != 1:
         return {"unavailable": f"{path} holds {len(modules)} modules, expected one"}

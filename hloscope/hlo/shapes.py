@@ -72,6 +72,12 @@ class Shape:
         return text + (f"{{{self.layout}}}" if self.layout is not None else "")
 
 
+def first_element(shape: Shape) -> Shape:
+    """A tuple's first element (the result of a library call, of a multi-output op), or the array itself."""
+    parts = shape.tuple_shapes
+    return parts[0] if parts is not None else shape
+
+
 def _parse(text: str, pos: int) -> tuple[Shape, int]:
     if text.startswith("(", pos):
         elements: list[Shape] = []

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Callable
+from typing import Any
 
 from hloscope.errors import InputError
 from hloscope.hlo import attribution, kernels, memory, ops
-from hloscope.hlo.cost import module_cost
+from hloscope.hlo.cost import CostAnalysis, module_cost
 from hloscope.hlo.load import LoadedModule
 from hloscope.hlo.parser import collector_paused
 
 
-def _read_sibling(path: str | None, parse) -> dict | None:
+def _read_sibling(path: str | None, parse: Callable[[str, str], dict[str, Any]]) -> dict[str, Any] | None:
     """A file XLA wrote beside the module; a broken one is reported in the result, not fatal to the analysis."""
     if not path:
         return None
@@ -27,7 +29,7 @@ def _read_sibling(path: str | None, parse) -> dict | None:
 SIBLING_MAX_BYTES = 1 << 30  # XLA's largest reports beside a 500 MB module are ~100 MB
 
 
-def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> dict | None:
+def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> dict[str, Any] | None:
     """XLA's own launch list (thunk_sequence.txt beside a GPU module) joined with hloscope's, as ground truth."""
     if not loaded.thunk_sequence or loaded.platform != "gpu" or loaded.stage != "after_optimizations":
         return None
@@ -38,7 +40,7 @@ def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> d
     except InputError as error:
         return {"file": loaded.thunk_sequence, "error": str(error)}
     joined = thunks.attach_launches(kernels.kernel_list(loaded.module, "gpu"), sequence)
-    result = {"file": loaded.thunk_sequence, "by_kind": sequence.counts_by_kind(), "agrees": joined["agrees"],
+    result: dict[str, Any] = {"file": loaded.thunk_sequence, "by_kind": sequence.counts_by_kind(), "agrees": joined["agrees"],
               "reason": joined["reason"]}
     if with_launches:
         result["launches"] = joined["launches"] or [t.to_dict() for t in sequence.thunks]
@@ -51,7 +53,7 @@ SOURCE_DEPTH = 5
 
 
 def stats_record(loaded: LoadedModule, top: int = TOP, source_depth: int = SOURCE_DEPTH, with_launches: bool = False,
-                 xla_cost: bool = True) -> dict:
+                 xla_cost: bool = True) -> dict[str, Any]:
     """One module's record of `hloscope hlo stats --json`: `module_stats`, then XLA's own cost figures (`xla_cost`,
     when asked) and, for an optimized GPU module with XLA's gpu_target_config.pbtxt beside it, its roofline lower bound
     (`roofline`)."""
@@ -66,7 +68,7 @@ def stats_record(loaded: LoadedModule, top: int = TOP, source_depth: int = SOURC
     return result
 
 
-def roofline_beside(loaded: LoadedModule) -> dict | None:
+def roofline_beside(loaded: LoadedModule) -> dict[str, Any] | None:
     """The step's roofline lower bound (`hloscope.hlo.roofline`) for the GPU XLA compiled an optimized module for,
     as its dumped gpu_target_config.pbtxt describes it; None when there is no such file."""
     if loaded.platform != "gpu" or loaded.stage != "after_optimizations":
@@ -76,10 +78,12 @@ def roofline_beside(loaded: LoadedModule) -> dict | None:
     if roofline.find_target_config(loaded.file) is None:
         return None
     result = roofline.roofline_for_module(loaded.module, loaded.file)
-    return result.get("step", result)
+    step: dict[str, Any] = result.get("step", result)  # {"unavailable": reason} has no step
+    return step
 
 
-def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int = SOURCE_DEPTH, with_launches: bool = False) -> dict:
+def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int = SOURCE_DEPTH,
+                 with_launches: bool = False) -> dict[str, Any]:
     """JSON-ready summary of one module. Keys: name, file, stage, platform, computations, instructions, opcodes,
     fusions, kernels, custom_calls, flops, bytes_accessed, memory, collectives, and more detail after those
     (`thunk_sequence`: XLA's launch list beside a GPU module, with every launch when `with_launches`)."""
@@ -87,13 +91,13 @@ def module_stats(loaded: LoadedModule, top_sources: int = TOP, source_depth: int
         return _module_stats(loaded, top_sources, source_depth, with_launches)
 
 
-def _module_stats(loaded: LoadedModule, top_sources: int, source_depth: int, with_launches: bool) -> dict:
+def _module_stats(loaded: LoadedModule, top_sources: int, source_depth: int, with_launches: bool) -> dict[str, Any]:
     module = loaded.module
     module.validate()
     platform = loaded.platform
     breakdown = kernels.kernel_breakdown(module, platform)
     cost, analysis = module_cost(module)
-    mem = memory.signature_bytes(module)
+    mem: dict[str, Any] = dict(memory.signature_bytes(module))
     buffer_assignment = _read_sibling(loaded.buffer_assignment, memory.parse_buffer_assignment)
     if buffer_assignment is not None:
         mem["buffer_assignment"] = buffer_assignment
@@ -101,7 +105,7 @@ def _module_stats(loaded: LoadedModule, top_sources: int, source_depth: int, wit
     if report is not None:
         mem["memory_report"] = report
     precisions = ops.matmul_precisions(module)
-    result = {
+    result: dict[str, Any] = {
         "name": module.name,
         "file": loaded.file,
         "stage": loaded.stage,
@@ -145,7 +149,7 @@ def _module_stats(loaded: LoadedModule, top_sources: int, source_depth: int, wit
     return result
 
 
-def top_instructions(loaded: LoadedModule, analysis, n: int = 10) -> list[dict]:
+def top_instructions(loaded: LoadedModule, analysis: CostAnalysis, n: int = 10) -> list[dict[str, Any]]:
     """The top-level instructions (entry and control-flow bodies) with the most FLOPs, then bytes accessed."""
     costed = []
     known = analysis.costs  # every executed instruction is costed already: a look-up, not a call, for each
