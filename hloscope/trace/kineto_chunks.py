@@ -18,6 +18,14 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import msgspec
+
+    # The decoders of _types(): a chunk of events, and the rest of the document (its `traceEvents`).
+    _Decoders = tuple[ModuleType, msgspec.json.Decoder[list[Any]], msgspec.json.Decoder[Any]]
 
 BLOCK_BYTES = 4 << 20
 MAX_PENDING_BYTES = 64 << 20
@@ -62,7 +70,7 @@ class _Position:
 
 
 @lru_cache(maxsize=1)
-def _types():
+def _types() -> "_Decoders":
     """msgspec structs for the fields hloscope reads, built lazily (msgspec is optional)."""
     import msgspec
 
@@ -92,7 +100,7 @@ def _types():
     return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document)
 
 
-def event_chunks(stream) -> Iterator[list]:
+def event_chunks(stream: IO[bytes]) -> Iterator[list[Any]]:
     """Lists of decoded events, in file order, read from a binary stream positioned at the start of the document."""
     try:
         msgspec, chunk_decoder, document_decoder = _types()
@@ -106,8 +114,9 @@ def event_chunks(stream) -> Iterator[list]:
         data = bytearray(b"[") + after  # data[0] stands for the array's own "["
         position = _Position(before[:-1])
         while True:
-            events, cut = _decode_up_to_last_cut(data, chunk_decoder, errors)
-            if cut is not None:
+            decoded = _decode_up_to_last_cut(data, chunk_decoder, errors)
+            if decoded is not None:
+                events, cut = decoded
                 yield events
                 data[cut + 1] = ord("[")
                 position.advance(data, cut + 1)
@@ -139,7 +148,7 @@ class _ReadAhead:
     reads release the GIL, so the two overlap on a second core. Errors of the read (a truncated gzip) are raised by
     `read()` in the caller, as if it had read itself; leaving the `with` waits for a read in flight."""
 
-    def __init__(self, stream, size: int):
+    def __init__(self, stream: IO[bytes], size: int):
         self._stream = stream
         self._size = size
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-read")
@@ -154,19 +163,21 @@ class _ReadAhead:
     def __enter__(self) -> "_ReadAhead":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._pool.shutdown(wait=True)
 
 
-def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | None, int | None]:
-    """Decode data[: cut + 1] + "]" for the last cut that works: `}` `,` (whitespace) `{`. A cut inside a string or a
-    nested object fails to decode and the one before it is tried; after MAX_CUT_ATTEMPTS failures, give up."""
+def _decode_up_to_last_cut(data: bytearray, decoder: "msgspec.json.Decoder[list[Any]]",
+                           errors: tuple[type[BaseException], ...]) -> tuple[list[Any], int] | None:
+    """Decode data[: cut + 1] + "]" for the last cut that works: `}` `,` (whitespace) `{`; (events, cut), or None
+    when there is no candidate yet. A cut inside a string or a nested object fails to decode and the one before it is
+    tried; after MAX_CUT_ATTEMPTS failures, give up."""
     end = len(data)
     failures = 0
     while failures < MAX_CUT_ATTEMPTS:
         cut = data.rfind(b"},", 0, end)
         if cut < 0:
-            return None, None  # no candidate yet: read more
+            return None  # no candidate yet: read more
         end = cut
         following = data[cut + 2 : cut + 2 + _LOOKAHEAD].lstrip(b" \t\r\n")
         if not following.startswith(b"{"):
@@ -182,7 +193,7 @@ def _decode_up_to_last_cut(data: bytearray, decoder, errors) -> tuple[list | Non
     raise GiveUp(str(last_error))
 
 
-def _read_through_array_start(reader: _ReadAhead, msgspec) -> tuple[bytes, bytes]:
+def _read_through_array_start(reader: _ReadAhead, msgspec: ModuleType) -> tuple[bytes, bytes]:
     """Read until the `[` of "traceEvents"; check the bytes before it; return (the bytes through it, what follows)."""
     data = b""
     while True:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from hloscope.trace.model import (
     CATEGORIES,
@@ -34,6 +35,9 @@ _NO_CORRELATION = -1
 _INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
 _CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 _COLLECTIVE_INDEX = _CATEGORY_INDEX[COLLECTIVE]
+# Spans of one training-step program's executions: flow correlation id, or (lane, start of the execution) ->
+# [start, end] in us.
+_Spans = dict[int | tuple[str, float], list[float]]
 
 
 class _Accumulator:
@@ -45,8 +49,8 @@ class _Accumulator:
         self.categories = dict.fromkeys(CATEGORIES, 0.0)
         self.executions_by_category = dict.fromkeys(CATEGORIES, 0)
         self.source_time = {SOURCE_HLO: 0.0, SOURCE_NAMES: 0.0}  # device time by what decided its category
-        self.by_name: dict[str, list] = {}  # name -> [count, total_us]
-        self.by_hlo_op: dict[tuple, list] = {}  # (hlo_module, hlo_op) -> [count, total_us]
+        self.by_name: dict[str, list[float]] = {}  # name -> [count, total_us]
+        self.by_hlo_op: dict[tuple[str | None, str], list[float]] = {}  # (hlo_module, hlo_op) -> [count, total_us]
         self.host_markers: list[tuple[int, float, float]] = []
         self.device_markers: list[tuple[int, float, float]] = []
         self.devices: set[str] = set()
@@ -60,7 +64,7 @@ class _Accumulator:
         self._open_executions: dict[tuple[str, str], tuple[float, set[str]]] = {}
         # Executions of training-step programs ("jit_train_step", ...) on the first device that ran them: the steps
         # when the profiler recorded no step markers. module -> (process, {execution: [start, end]})
-        self.train_executions: dict[str, tuple[str, dict]] = {}
+        self.train_executions: dict[str, tuple[str, _Spans]] = {}
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
@@ -117,27 +121,28 @@ class _Accumulator:
     def _execution_start(self, event: Event) -> float:
         """Where the program execution holding this XLA op began: a new execution starts on a lane when an op of the
         same module runs again (ops of one execution are distinct instructions, loops aside)."""
-        if event.hlo_module is None:
+        module = event.hlo_module
+        if module is None:
             return event.start_us
-        key = (event.process + event.lane, event.hlo_module)
+        key = (event.process + event.lane, module)
         current = self._open_executions.get(key)
         instruction = event.hlo_op or event.name
-        new_execution = current is None or instruction in current[1]
-        if new_execution:
+        if current is None or instruction in current[1]:  # a new execution
             current = (event.start_us, set())
             self._open_executions[key] = current
         current[1].add(instruction)
-        if _TRAIN_PROGRAM.search(event.hlo_module):
-            self._note_train_execution(event, current[0], new_execution)
+        if _TRAIN_PROGRAM.search(module):
+            self._note_train_execution(event, module, current[0])
         return current[0]
 
-    def _note_train_execution(self, event: Event, anchor: float, new_execution: bool) -> None:
+    def _note_train_execution(self, event: Event, module: str, anchor: float) -> None:
         """Spans of the training-step program's executions, on the first device that ran it. XLA CPU ops dispatched
         through one thread-pool flow are one execution, whichever threads ran them; otherwise an execution is a run
         of distinct ops on one lane."""
-        process, spans = self.train_executions.setdefault(event.hlo_module, (event.process, {}))
+        process, spans = self.train_executions.setdefault(module, (event.process, {}))
         if process != event.process:
             return
+        key: int | tuple[str, float]
         if event.correlation is not None and event.correlation >= FLOW_CORRELATION_BASE:
             key = event.correlation
         else:
@@ -150,7 +155,7 @@ class _Accumulator:
             span[1] = max(span[1], event.end_us)
 
 
-def trace_stats(trace: Trace, top: int = TOP_N, categories=None) -> dict:
+def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None) -> dict[str, Any]:
     """The JSON summary of one trace (see docs/trace.md for every key). `categories`: a
     `program_categories.CategoryResolver` (or any Event -> category function) that decides the category of each
     device execution, e.g. from the run's HLO; without it, the readers' name-based categories stand."""
@@ -168,7 +173,7 @@ def trace_stats(trace: Trace, top: int = TOP_N, categories=None) -> dict:
     return result
 
 
-def _host_ops(trace: Trace, per_step: list[dict], top: int) -> dict:
+def _host_ops(trace: Trace, per_step: list[dict[str, Any]], top: int) -> dict[str, Any]:
     """A host-only trace (PyTorch on the CPU): the framework ops that did the work, per step (a second pass over the
     events; such traces hold no device events)."""
     from hloscope.trace.step_profile import host_op_table, profile_steps, step_parts
@@ -184,13 +189,14 @@ def _host_ops(trace: Trace, per_step: list[dict], top: int) -> dict:
 
 
 def summarize_events(
-    events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N, categories=None
-) -> dict:
+    events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N,
+    categories: Callable[[Event], str] | None = None,
+) -> dict[str, Any]:
     """`trace_stats` for any iterable of events (tests, filtered views)."""
     return trace_stats(Trace(file=file, format=format, events=events), top, categories)
 
 
-def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
+def _result(trace: Trace, acc: _Accumulator, top: int) -> dict[str, Any]:
     device_time = acc.device_time
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
     # Host dispatch: the runtime calls whose correlation id is a device execution's (cudaLaunchKernel, cudaMemcpyAsync,
@@ -237,11 +243,11 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict:
     }
 
 
-def _before_window(executions: int = 0, kernels: int = 0, time_us: float = 0.0) -> dict:
+def _before_window(executions: int = 0, kernels: int = 0, time_us: float = 0.0) -> dict[str, float]:
     return {"executions": executions, "kernels": kernels, "device_time_us": round(time_us, 3)}
 
 
-def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
+def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict[str, float]]:
     host_windows = step_windows(acc.host_markers)
     windows = host_windows or step_windows(acc.device_markers)
     source = "markers" if windows else None
@@ -294,7 +300,8 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
     for index, window in enumerate(windows):
         busy = busy_summary(list(zip(starts[index], ends[index])))  # one step's intervals at a time
         communication = _collective_time(starts[index], ends[index], collective[index])
-        starts[index] = ends[index] = collective[index] = None
+        starts[index] = ends[index] = array("d")  # this step's intervals are no longer needed
+        collective[index] = array("b")
         out.append(
             {
                 "step": window.number,
@@ -317,7 +324,7 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict], str | None, dict]:
     return out, source, _before_window(early_executions, early_kernels, early_time)
 
 
-def _collective_time(starts, ends, flags) -> tuple[float, float]:
+def _collective_time(starts: array[float], ends: array[float], flags: array[int]) -> tuple[float, float]:
     """(union of the collectives' intervals, its part that no other execution overlaps) of one step, in us."""
     if not any(flags):
         return 0.0, 0.0
@@ -339,7 +346,7 @@ class _LaunchSteps:
 
     def __init__(self, acc: _Accumulator, locator: StepLocator, steps: int):
         self.time_per_step = [0.0] * steps
-        self._runs: list[tuple[array, array]] = []  # (increasing correlation ids, their step indices)
+        self._runs: list[tuple[array[int], array[int]]] = []  # (increasing correlation ids, their step indices)
         self._others: dict[int, int] = {}
         for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
             index = locator.index_at(start)
@@ -372,7 +379,7 @@ class _LaunchSteps:
         return self._others.get(correlation)
 
 
-def rank_summary(results: list[dict]) -> list[dict]:
+def rank_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per trace of a multi-rank directory (two or more traces with a known rank, HTA's layout), by rank:
     steps, kernels, device time, host dispatch, the median step's device busy time and the work launched before the
     profiling window. Empty otherwise."""
