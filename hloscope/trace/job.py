@@ -15,18 +15,26 @@ import os
 import re
 import sys
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hloscope.errors import HloscopeError, InputError
 from hloscope.trace.load import XPLANE_SUFFIX
-from hloscope.trace.model import COLLECTIVE, KERNEL, EventStream, Trace
+from hloscope.trace.model import COLLECTIVE, KERNEL, Event, EventStream, Trace
+
+if TYPE_CHECKING:
+    from hloscope.trace.program_categories import CategoryResolver
 
 SUMMARY_VERSION = 1
 MIX_THRESHOLD = 0.05  # a rank's kernel mix "differs" when half the L1 distance of its shares to the median is above this
 TOP_COLLECTIVES = 10
+# One file's summary (see summarize_file), and the successful ones with their job rank, in rank order.
+Summary = dict[str, Any]
+_Rows = list[tuple[int, Summary]]
+# What run_per_file calls as each result arrives: (index of the file, its result).
+_Arrived = Callable[[int, Summary], None]
 
 
 # ---------------------------------------------------------------------------------------------------- ranks of files
@@ -39,8 +47,9 @@ def job_ranks(files: Sequence[Path]) -> tuple[list[int], str]:
     from hloscope.trace.load import trace_rank
 
     own = [trace_rank(file) for file in files]
-    if all(rank is not None for rank in own) and len(set(own)) == len(own):
-        return own, "trace"
+    known = [rank for rank in own if rank is not None]
+    if len(known) == len(own) and len(set(known)) == len(known):
+        return known, "trace"
     return list(range(len(files))), "file order"
 
 
@@ -60,7 +69,7 @@ def parse_ranks(spec: str) -> set[int]:
     return ranks
 
 
-def host_of(file: str | os.PathLike) -> str:
+def host_of(file: str | os.PathLike[str]) -> str:
     """The host a profile names in its file name: TensorBoard's `<host>.xplane.pb` (the whole host name, dots
     included: `10.0.0.7_6003`, `node7.cluster.example`), torch.profiler's `<host>_<pid>.<time>.pt.trace.json` (up to
     the first dot), HTA's `rank-N.json.gz` (then the name stem)."""
@@ -73,7 +82,8 @@ def host_of(file: str | os.PathLike) -> str:
 # ------------------------------------------------------------------------------------------------ one file's summary
 
 
-def _resolver(file: Path, cache: dict = {}):  # noqa: B006 - one cache per process (workers included)
+def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> CategoryResolver | None:  # noqa: B006
+    # (one cache per process, workers included)
     """The HLO category resolver of the run directory `file` lies in, or None (as `trace stats` always did)."""
     from hloscope.trace.program_categories import resolver_for_run, run_dir_of
 
@@ -105,7 +115,7 @@ class _Observer:
         self.collective_dur = array("d")
 
     def wrap(self, trace: Trace) -> Trace:
-        def events():
+        def events() -> Iterator[Event]:
             self.reset()  # trace_stats may read twice (host-only traces): count the last full pass
             counts = self.kernel_counts
             for event in trace.events:
@@ -124,7 +134,7 @@ class _Observer:
         return Trace(file=trace.file, format=trace.format, events=EventStream(events), metadata=dict(trace.metadata))
 
 
-def summarize_file(file: str, top: int = 10) -> dict:
+def summarize_file(file: str, top: int = 10) -> Summary:
     """One trace's summary for the job view (picklable, JSON-able): {"file", "stats": the `trace_stats` object with
     its "rank", "kernel_counts": {name: count}, "collectives": {"names": [...], "name": [...], "start_us": [...],
     "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
@@ -160,7 +170,7 @@ def summarize_file(file: str, top: int = 10) -> dict:
     }
 
 
-def summary_error(summary: dict) -> InputError | None:
+def summary_error(summary: Summary) -> InputError | None:
     if "error" not in summary:
         return None
     return InputError(summary["error_path"], summary["error"], summary.get("line"), summary.get("col"))
@@ -198,17 +208,17 @@ class _NoProgress:
 
 
 def run_per_file(
-    function: Callable[..., dict],
+    function: Callable[..., Summary],
     files: Sequence[Any],  # one task per file: its path, or what the function takes (trace export: a plan tuple)
     *,
-    kwargs: dict | None = None,
+    kwargs: dict[str, Any] | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
     progress: FileProgress | None = None,
-    done: dict[int, dict] | None = None,
-    on_result: Callable[[int, dict], None] | None = None,
+    done: dict[int, Summary] | None = None,
+    on_result: _Arrived | None = None,
     label: str = "traces",
-) -> list[dict]:
+) -> list[Summary]:
     """`function(file, **kwargs)` for every file, results in file order: serially in this process (`jobs` 1, or one
     file), in a process pool of `jobs` workers (default: every core this process may use), or on the Dask
     distributed cluster at `scheduler` (an address such as tcp://host:8786, or a `distributed.Client`); the workers
@@ -216,7 +226,7 @@ def run_per_file(
     result)` is called in this process as each result arrives (to save it). `progress`: told the total at the
     start and each file as it arrives (the CLI passes a rich bar, hloscope.render.progress)."""
     kwargs = kwargs or {}
-    results: list[dict | None] = [None] * len(files)
+    results: list[Summary | None] = [None] * len(files)
     for index, result in (done or {}).items():
         results[index] = result
     todo = [index for index, result in enumerate(results) if result is None]
@@ -224,7 +234,7 @@ def run_per_file(
 
     bar = progress or _NoProgress()
 
-    def arrived(index: int, result: dict) -> None:
+    def arrived(index: int, result: Summary) -> None:
         results[index] = result
         if on_result is not None:
             on_result(index, result)
@@ -244,15 +254,16 @@ def run_per_file(
     return results  # type: ignore[return-value]
 
 
-def _run_pool(function, files, todo, kwargs, workers: int, arrived) -> None:
+def _run_pool(function: Callable[..., Summary], files: Sequence[Any], todo: Iterable[int], kwargs: dict[str, Any],
+              workers: int, arrived: _Arrived) -> None:
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     # forkserver: workers start from a clean, single-threaded process (this one may run the progress bar's thread)
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         # at most 2 tasks queued per worker: results arrive (and are saved) as files finish
-        pending: dict = {}
+        pending: dict[Future[Summary], int] = {}
         queue = iter(todo)
         try:
             for index in queue:
@@ -273,7 +284,8 @@ def _run_pool(function, files, todo, kwargs, workers: int, arrived) -> None:
             raise
 
 
-def _run_dask(function, files, todo, kwargs, scheduler, arrived) -> None:
+def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequence[int], kwargs: dict[str, Any],
+              scheduler: Any, arrived: _Arrived) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as error:
@@ -281,12 +293,12 @@ def _run_dask(function, files, todo, kwargs, scheduler, arrived) -> None:
 
         raise MissingDependency("distributed", "--scheduler sends the per-file work to a Dask cluster") from error
     own_client = not isinstance(scheduler, Client)
-    client = Client(scheduler, set_as_default=False) if own_client else scheduler
+    client = Client(scheduler, set_as_default=False) if own_client else scheduler  # type: ignore[no-untyped-call]
     try:
         with client.as_current():  # as_completed looks for "the" client
             futures = client.map(function, [files[i] for i in todo], pure=False, **kwargs)
             index_of = {future.key: index for future, index in zip(futures, todo)}
-            for future in as_completed(futures):
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
                 arrived(index_of[future.key], future.result())
                 future.release()
     finally:
@@ -302,12 +314,12 @@ class StateDir:
     the file's absolute path, size, modification time and the options: a restart reuses what is there and reads only
     the files still missing or changed."""
 
-    def __init__(self, directory: str | os.PathLike, options: dict):
+    def __init__(self, directory: str | os.PathLike[str], options: dict[str, Any]):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.options = options
 
-    def _identity(self, file: str) -> dict:
+    def _identity(self, file: str) -> dict[str, Any]:
         stat = os.stat(file)
         return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
                 "options": self.options, "version": SUMMARY_VERSION}
@@ -316,8 +328,8 @@ class StateDir:
         key = hashlib.sha256(os.path.abspath(file).encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.directory / f"{key}.json"
 
-    def load(self, files: Sequence[str]) -> dict[int, dict]:
-        done = {}
+    def load(self, files: Sequence[str]) -> dict[int, Summary]:
+        done: dict[int, Summary] = {}
         for index, file in enumerate(files):
             path = self._path(file)
             try:
@@ -328,7 +340,7 @@ class StateDir:
                 continue  # absent, or a leftover of another version: read the file again
         return done
 
-    def save(self, file: str, result: dict) -> None:
+    def save(self, file: str, result: Summary) -> None:
         if "error" in result:
             return  # an unreadable file is tried again next time
         path = self._path(file)
@@ -340,8 +352,8 @@ class StateDir:
 # --------------------------------------------------------------------------------------------------- the job view
 
 
-def job_view(summaries: Sequence[dict], ranks: Sequence[int], top: int = TOP_COLLECTIVES,
-             mix_threshold: float = MIX_THRESHOLD) -> dict:
+def job_view(summaries: Sequence[Summary], ranks: Sequence[int], top: int = TOP_COLLECTIVES,
+             mix_threshold: float = MIX_THRESHOLD) -> dict[str, Any]:
     """The job across its ranks, from the per-file summaries (errors left out) and each one's job rank:
 
     - `ranks`: per rank, steps, median step time, device busy and idle over its steps, kernels, time waiting in
@@ -355,10 +367,10 @@ def job_view(summaries: Sequence[dict], ranks: Sequence[int], top: int = TOP_COL
       (half the L1 distance: 0 same, 1 disjoint), with the kernels it runs more or less than the median; `differs`:
       the ranks above `mix_threshold`.
     Deterministic: the same summaries give the same view, whatever order they were computed in."""
-    rows = sorted(((rank, summary) for rank, summary in zip(ranks, summaries) if "error" not in summary),
+    rows: _Rows = sorted(((rank, summary) for rank, summary in zip(ranks, summaries) if "error" not in summary),
                   key=lambda pair: (pair[0], pair[1]["file"]))
     collectives = _collectives(rows, top)
-    per_rank = []
+    per_rank: list[dict[str, Any]] = []
     for rank, summary in rows:
         stats = summary["stats"]
         steps = stats["per_step"]
@@ -376,12 +388,12 @@ def job_view(summaries: Sequence[dict], ranks: Sequence[int], top: int = TOP_COL
             "kernel_mix": _kernel_mix(rows, mix_threshold)}
 
 
-def _steps(rows) -> list[dict]:
+def _steps(rows: _Rows) -> list[dict[str, Any]]:
     by_step: dict[int, list[tuple[float, int, float]]] = {}
     for rank, summary in rows:
         for step in summary["stats"]["per_step"]:
             by_step.setdefault(step["step"], []).append((step["host_duration_us"], rank, step["device_busy_us"]))
-    out = []
+    out: list[dict[str, Any]] = []
     for number in sorted(by_step):
         times = by_step[number]
         if len(times) < 2:
@@ -397,7 +409,7 @@ def _steps(rows) -> list[dict]:
     return out
 
 
-def _collectives(rows, top: int) -> dict:
+def _collectives(rows: _Rows, top: int) -> dict[str, Any]:
     """Match each rank's collectives by (kernel name, occurrence): the n-th call of a collective kernel on one rank
     is the n-th on every other (NCCL/RCCL and XLA issue collectives in the same order on every rank of a group)."""
     calls: dict[tuple[str, int], dict[int, tuple[float, float]]] = {}
@@ -414,7 +426,7 @@ def _collectives(rows, top: int) -> dict:
             seen[name_index] = occurrence + 1
             calls.setdefault((names[name_index], occurrence), {})[rank] = (start, duration)
     wanted = len(ranks_with)
-    matched = []
+    matched: list[dict[str, Any]] = []
     wait_by_rank = dict.fromkeys(ranks_with, 0.0)
     last_by_rank = dict.fromkeys(ranks_with, 0)
     for (name, occurrence), by_rank in calls.items():
@@ -431,7 +443,7 @@ def _collectives(rows, top: int) -> dict:
                         "last_rank": last_rank, "shortest_us": round(min(durations), 3),
                         "longest_us": round(max(durations), 3)})
     matched.sort(key=lambda c: (c["start_us"], c["name"], c["occurrence"]))
-    view = {
+    view: dict[str, Any] = {
         "ranks": wanted,
         "matched": len(matched),
         "unmatched": sum(1 for by_rank in calls.values() if len(by_rank) != wanted) if wanted >= 2 else len(calls),
@@ -443,8 +455,8 @@ def _collectives(rows, top: int) -> dict:
             "last_by_rank": last_by_rank}
 
 
-def _kernel_mix(rows, threshold: float) -> dict:
-    shares = []
+def _kernel_mix(rows: _Rows, threshold: float) -> dict[str, Any]:
+    shares: list[tuple[int, dict[str, float]]] = []
     for rank, summary in rows:
         counts = summary["kernel_counts"]
         total = sum(counts.values())
@@ -453,7 +465,7 @@ def _kernel_mix(rows, threshold: float) -> dict:
         return {"ranks": [], "differs": [], "threshold": threshold}
     names = sorted({name for _, share in shares for name in share})
     typical = {name: median(share.get(name, 0.0) for _, share in shares) for name in names}
-    out = []
+    out: list[dict[str, Any]] = []
     for rank, share in shares:
         deltas = {name: share.get(name, 0.0) - typical[name] for name in names}
         distance = 0.5 * sum(abs(delta) for delta in deltas.values())
