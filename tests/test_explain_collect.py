@@ -170,7 +170,16 @@ def test_explain_between_two_real_gpu_runs_adds_up_and_annotates_the_right_nodes
     assert entry["profiled_gap_s"] == pytest.approx(slow.ledger.total_s - fast.ledger.total_s, abs=1e-12)
     significant = [c for c in entry["contributors"] if c["significant"]]
     assert significant and all(c["node"].startswith("device:") and c["seconds"] > 0 for c in significant)
-    assert all(c["p_value"] == pytest.approx(2 / comb(10, 5)) for c in significant)  # 5 kept steps a side, separated
+    # each part's p-value is the exact two-sided Mann-Whitney U of its per-step seconds (5 kept steps a side), as scipy
+    # computes it from the evidence; the parts whose steps do not overlap at all get the smallest p, 2 / C(10, 5)
+    from scipy.stats import mannwhitneyu
+
+    for c in significant:
+        a, b = c["evidence"]["a100"], c["evidence"]["a100-fast"] or [0.0] * 5
+        assert c["p_value"] == pytest.approx(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+        assert c["p_value"] < 0.05
+        if min(a) > max(b):
+            assert c["p_value"] == pytest.approx(2 / comb(10, 5))
     # The largest: memcpy/memset, all of the slow run's (the fast run has none), its median over the kept steps.
     first = significant[0]
     assert first["node"] == "device:memcpy/memset" and fast.ledger.node_median("device:memcpy/memset") == 0.0
@@ -226,7 +235,9 @@ def test_torch_xla_matmul_precision_key():
 
 SAMPLED_TRACE = "hta/trace_filter__sampled_rank-0.json.gz"  # 2 ProfilerSteps of a real GPU run, 1,596 aten ops
 # Host events that the ledger counts as time inside framework ops (step_profile.HOST_CAUSES "framework ops").
-FRAMEWORK_OP = re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.")
+# c10d's collectives as PyTorch records them on the host (record_param_comms)
+COLLECTIVE_OP = re.compile(r"^(gloo|nccl|mpi|ucc):")
+FRAMEWORK_OP = re.compile(r"^aten::|^autograd::|^torch::|^Optimizer\.|^(gloo|nccl|mpi|ucc):")
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "async_cpu_to_gpu", "gpu_user_annotation"}
 
 
@@ -265,9 +276,11 @@ def _host_steps(events: list[dict]) -> list[dict]:
                     continue  # nested inside the enclosing aten op
                 reach = f
                 top.setdefault(name, []).append((f - s) / 1e6)
+        collectives = [e for e in ops if COLLECTIVE_OP.search(e["name"])]
         steps.append({"step_s": (end - start) / 1e6,
                       "inside_s": _union_us(clipped(e for e in ops if FRAMEWORK_OP.search(e["name"]))) / 1e6,
                       "aten_s": _union_us(clipped(aten)) / 1e6,
+                      "aten_or_collective_s": _union_us(clipped(aten + collectives)) / 1e6,
                       "aten_started": sum(start <= e["ts"] < end for e in aten),
                       "top": {name: (len(d), sum(d)) for name, d in top.items()}})
     return steps
@@ -286,11 +299,16 @@ def test_host_only_pytorch_ledger_from_a_real_kineto_trace(fixtures_dir, tmp_pat
     assert cpu.device_busy_s is None and cpu.trace_kernels is None and cpu.timeline == []
     assert ledger.step_s == pytest.approx([s["step_s"] for s in raw], abs=1e-9)
     autograd = "host:autograd engine and optimizer, outside aten ops"
-    assert set(ledger.nodes) == {"host:inside framework ops", autograd, "host:outside framework ops"}
-    # Inside framework ops: the union of aten::* intervals (what the op table adds up to); the autograd engine and
-    # optimizer spans outside them: |framework spans U aten| - |aten|; outside: the rest of the step.
+    collectives = "host:collectives (gloo / NCCL), outside framework ops"
+    assert set(ledger.nodes) == {"host:inside framework ops", collectives, autograd, "host:outside framework ops"}
+    # Inside framework ops: the union of aten::* intervals (what the op table adds up to); then the collectives
+    # PyTorch records on the host (nccl:*, this DDP trace's) outside them: |aten U collectives| - |aten|; then the
+    # autograd engine and optimizer spans outside both: |framework spans U aten U collectives| - |aten U collectives|;
+    # outside: the rest of the step.
     assert ledger.nodes["host:inside framework ops"] == pytest.approx([s["aten_s"] for s in raw], abs=1e-9)
-    assert ledger.nodes[autograd] == pytest.approx([s["inside_s"] - s["aten_s"] for s in raw], abs=1e-9)
+    assert ledger.nodes[collectives] == pytest.approx([s["aten_or_collective_s"] - s["aten_s"] for s in raw], abs=1e-9)
+    assert all(seconds > 0 for seconds in ledger.nodes[collectives])  # the trace's all-reduces do run outside aten ops
+    assert ledger.nodes[autograd] == pytest.approx([s["inside_s"] - s["aten_or_collective_s"] for s in raw], abs=1e-9)
     assert ledger.nodes["host:outside framework ops"] == pytest.approx(
         [s["step_s"] - s["inside_s"] for s in raw], abs=1e-9)
     assert cpu.framework_ops == round(median(s["aten_started"] for s in raw))
