@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 
 from hloscope.hlo.kernels import launches
 from hloscope.hlo.model import HloModule
@@ -58,9 +59,9 @@ def layer_of(op_name: str, depth: int = 5) -> str:
     return f"{label} (backward)" if backward else label
 
 
-def kernels_by_source(module: HloModule, platform: str, depth: int = 5) -> list[dict]:
+def kernels_by_source(module: HloModule, platform: str, depth: int = 5) -> list[dict[str, Any]]:
     """Launches grouped by the layer in their metadata op_name, biggest groups first."""
-    groups: dict[str, dict] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
+    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
     for _, instr, kind in launches(module, platform):
         group = groups[layer_of(instr.metadata.get("op_name", ""), depth)]
         group["kernels"] += 1

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError, ParseError
@@ -29,7 +30,7 @@ PRIMITIVE_TYPES = {1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7:
 _TOKEN = re.compile(r'\s+|#[^\n]*|(?P<str>"(?:[^"\\]|\\.)*")|(?P<punct>[{}:;,\[\]])|(?P<word>[^\s{}:;,\[\]"#]+)')
 
 
-def parse_text_proto(text: str, path: str = "<string>") -> dict:
+def parse_text_proto(text: str, path: str = "<string>") -> dict[str, Any]:
     """Protobuf text format -> nested dicts; a field that occurs more than once becomes a list."""
     tokens = _tokenize(text, path)
     _, out = _parse_fields(tokens, 0, path, top=True)
@@ -37,7 +38,8 @@ def parse_text_proto(text: str, path: str = "<string>") -> dict:
 
 
 def _tokenize(text: str, path: str) -> list[tuple[str, str, int, int]]:
-    tokens, i, line, line_start = [], 0, 1, 0
+    tokens: list[tuple[str, str, int, int]] = []
+    i, line, line_start = 0, 1, 0
     while i < len(text):
         m = _TOKEN.match(text, i)
         if m is None:  # an unterminated string
@@ -56,8 +58,11 @@ def _tokenize(text: str, path: str) -> list[tuple[str, str, int, int]]:
 MAX_DEPTH = 16  # GpuTargetConfigProto nests 3 deep
 
 
-def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0), depth=0):
-    out: dict = {}
+def _parse_fields(tokens: list[tuple[str, str, int, int]], pos: int, path: str, top: bool = False,
+                  opened_at: tuple[int, int] = (0, 0), depth: int = 0) -> tuple[int, dict[str, Any]]:
+    """The fields from tokens[pos] to the '}' closing them (the end of the tokens at the top): (position after it,
+    field name -> value: a nested message, a string, a number or a bool; a list where the field repeats)."""
+    out: dict[str, Any] = {}
     while pos < len(tokens):
         kind, value, line, col = tokens[pos]
         if kind == "punct" and value == "}":
@@ -72,6 +77,7 @@ def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0), depth=0):
         if pos >= len(tokens):
             raise ParseError(path, f"field {value!r} has no value", line, col)
         vkind, vtext, vline, vcol = tokens[pos]
+        item: dict[str, Any] | str | int | float | bool
         if vtext == "{":
             if depth >= MAX_DEPTH:
                 raise ParseError(path, f"braces nested more than {MAX_DEPTH} deep: not a GpuTargetConfigProto", vline, vcol)
@@ -98,7 +104,7 @@ def _parse_fields(tokens, pos, path, top=False, opened_at=(0, 0), depth=0):
     return pos, out
 
 
-def _scalar(text: str):
+def _scalar(text: str) -> str | int | float | bool:
     if len(text) > 40:  # a 5,000-digit "number" is not a spec value (and int() refuses it with a ValueError)
         return text
     for convert in (int, float):
@@ -109,7 +115,7 @@ def _scalar(text: str):
     return {"true": True, "false": False}.get(text, text)
 
 
-def _as_list(value) -> list:
+def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
@@ -135,14 +141,14 @@ class GpuTarget:
         """A roofline needs at least the memory bandwidth and one compute peak."""
         return bool(self.memory_bandwidth_bytes_s and (self.vector_flops_s or self.matrix_flops_s))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "spec_file": self.path, "device": self.device,
                 "compute_capability": self.compute_capability, "sm_count": self.core_count,
                 "clock_ghz": self.clock_ghz, "memory_bandwidth_bytes_s": self.memory_bandwidth_bytes_s,
                 "peak_vector_flops_s": self.vector_flops_s, "peak_matrix_flops_s": self.matrix_flops_s}
 
 
-def _rates(unit: dict | None, cores: int) -> dict[str, float]:
+def _rates(unit: dict[str, Any] | None, cores: int) -> dict[str, float]:
     """rate_infos {key: <PrimitiveType> value {clock_rate_ghz units_per_core ops_per_clock}} -> FLOP/s per dtype.
 
     ops_per_clock counts fused multiply-adds, i.e. two FLOPs (H100: f32 on CUDA cores 128*132*1.98e9*2 = 66.9
@@ -198,7 +204,7 @@ def target_from_text(text: str, name: str, path: str) -> GpuTarget:
                      vector_flops_s=vector, matrix_flops_s=_rates(info.get("matrix_unit_description"), cores or 0))
 
 
-def resolve_target(target: str | os.PathLike) -> GpuTarget:
+def resolve_target(target: str | os.PathLike[str]) -> GpuTarget:
     """`h100`, `a100` (shipped spec files) or the path of a GpuTargetConfigProto text file."""
     key = os.fspath(target)
     if key.lower() in PRESET_FILES:

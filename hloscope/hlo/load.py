@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import InputError
 from hloscope.hlo.model import HloModule
@@ -20,7 +21,7 @@ DUMP_NAME = re.compile(
 )
 
 
-def dump_sibling(file: str | os.PathLike, suffix: str) -> Path | None:
+def dump_sibling(file: str | os.PathLike[str], suffix: str) -> Path | None:
     """A file XLA dumped for the same module as `file` (its HLO dump or one of its reports), if it exists:
     `module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt` + `thunk_sequence.txt` -> `module_0001.jit_f.thunk_sequence.txt`."""
     file = Path(file)
@@ -44,7 +45,7 @@ class LoadedModule:
     memory_report: str | None = None
     thunk_sequence: str | None = None
     index: int = 0  # position of the module in its file (XLA test files hold several)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _siblings(file: Path) -> dict[str, str | None]:
@@ -58,7 +59,7 @@ def _siblings(file: Path) -> dict[str, str | None]:
     return siblings
 
 
-def load_file(path: str | os.PathLike, stage: str | None = None) -> list[LoadedModule]:
+def load_file(path: str | os.PathLike[str], stage: str | None = None) -> list[LoadedModule]:
     file = Path(path)
     modules = parse_hlo_file(file)
     match = DUMP_NAME.match(file.name)
@@ -131,7 +132,7 @@ def _inherit_platform(modules: list[LoadedModule]) -> None:
             item.platform, item.gpu_arch = known[(match["id"], match["name"])]
 
 
-def load_modules(path: str | os.PathLike) -> list[LoadedModule]:
+def load_modules(path: str | os.PathLike[str]) -> list[LoadedModule]:
     """HLO text file | XLA dump directory | run directory -> parsed modules with file, stage and platform."""
     path = Path(path)
     if not path.exists():

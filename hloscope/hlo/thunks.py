@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError, ParseError
@@ -68,7 +69,7 @@ class Thunk:
             return "copy"
         return "other"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "kind": self.kind, "category": self.category, "name": self.name,
                 "hlo_op": self.hlo_op, "grid": list(self.grid) if self.grid else None,
                 "block": list(self.block) if self.block else None,
@@ -94,7 +95,7 @@ class ThunkSequence:
         """Thunks that launch a generated kernel, with grid/block/shared memory: XLA's own launch list."""
         return [t for t in self.thunks if t.kind in KERNEL_KINDS]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """Plain-data summary for JSON output: counts and the launch list."""
         return {"file": self.path, "thunks": len(self.thunks), "by_kind": self.counts_by_kind(),
                 "by_category": self.counts_by_category(), "kernel_launches": len(self.launches),
@@ -159,12 +160,12 @@ def parse_thunk_metadata_text(text: str) -> dict[int, tuple[str, str]]:
     return out
 
 
-def metadata_path_for(thunk_sequence_path: str | os.PathLike) -> Path:
+def metadata_path_for(thunk_sequence_path: str | os.PathLike[str]) -> Path:
     p = Path(thunk_sequence_path)
     return p.with_name(p.name.replace("thunk_sequence.txt", "thunk_metadata.txt"))
 
 
-def parse_thunk_sequence(path: str | os.PathLike) -> ThunkSequence:
+def parse_thunk_sequence(path: str | os.PathLike[str]) -> ThunkSequence:
     """Read `*.thunk_sequence.txt` (and its sibling thunk_metadata.txt, when XLA wrote one, for HLO op names)."""
     p = Path(path)
     text = files.read_text(p, "a thunk_sequence.txt", max_bytes=1 << 30)
@@ -183,7 +184,7 @@ def _with_op(thunk: Thunk, meta: tuple[str, str] | None) -> Thunk:
     return Thunk(**{**thunk.__dict__, "hlo_op": meta[1]})
 
 
-def find_thunk_sequence(module_file: str | os.PathLike) -> Path | None:
+def find_thunk_sequence(module_file: str | os.PathLike[str]) -> Path | None:
     """The thunk_sequence.txt XLA wrote beside a GPU HLO dump file (or one of its reports), or None.
 
     `module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt` -> `module_0001.jit_train_step.thunk_sequence.txt`.
@@ -199,7 +200,7 @@ def _sanitized(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_$]", "_", name)
 
 
-def attach_launches(kernel_rows: list[dict], seq: ThunkSequence) -> dict:
+def attach_launches(kernel_rows: list[dict[str, Any]], seq: ThunkSequence) -> dict[str, Any]:
     """Join the HLO launch list (`hloscope.hlo.kernels.kernel_list(module, "gpu")`, schedule order) with XLA's thunk
     sequence (execution order), one to one, so each HLO launch gets its ground-truth grid, block and shared memory.
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hloscope.hlo.load import LoadedModule
 
 
-def run_isolated(texts: list[str], what: str = "cost", timeout: float = 600.0) -> list[dict]:
+def run_isolated(texts: list[str], what: str = "cost", timeout: float = 600.0) -> list[dict[str, Any]]:
     """XLA's parser (`what="view"`) or parser + HloCostAnalysis on the CPU client (`what="cost"`) for each text, in a
     child process (hloscope.hlo.xla_worker): XLA CHECK-fails (SIGABRT) or crashes on some text its parser half
     accepts, and that must never take hloscope down. A text that kills the child gets {"error": "XLA crashed ..."}
@@ -19,7 +20,7 @@ def run_isolated(texts: list[str], what: str = "cost", timeout: float = 600.0) -
 
     if importlib.util.find_spec("jaxlib") is None:
         raise ImportError("jaxlib")
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "JAX_PLATFORMS": "cpu"}
     while len(results) < len(texts):
         pending = texts[len(results):]
@@ -53,7 +54,7 @@ def module_text(loaded: LoadedModule) -> str:
 MAX_XLA_TEXT_BYTES = 50_000_000
 
 
-def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
+def xla_cost_analysis(loaded: LoadedModule) -> dict[str, Any] | None:
     """{'flops', 'transcendentals', 'bytes_accessed'} from XLA's HloCostAnalysis as XLA reports them, and
     'unknown_custom_calls': the custom calls in the module, which that analysis cannot cost and counts as -1 FLOP and
     -1 byte each (HloCostAnalysis::HandleCustomCall marks them "unknown"), so that readers can take those out.
@@ -88,7 +89,7 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict | None:
     }
 
 
-def _cpu_client():
+def _cpu_client() -> Any:  # a jaxlib Client, or None
     """XLA's CPU client in this process (for callers that run XLA themselves; hlo stats uses run_isolated)."""
     from jaxlib import _jax
 
