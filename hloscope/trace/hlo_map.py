@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from hloscope.trace.model import Event, Trace
+
+if TYPE_CHECKING:
+    from hloscope.hlo.model import HloModule
 
 _NOT_KERNEL_CHAR = re.compile(r"[^A-Za-z0-9_$]")
 
@@ -65,7 +69,7 @@ def _strip_kernel_suffix(name: str) -> str:
     return name[:-3] if name.endswith(".kd") else name
 
 
-def measured_instructions(module, events: Iterable[Event], top: int = 10) -> dict | None:
+def measured_instructions(module: HloModule, events: Iterable[Event], top: int = 10) -> dict[str, Any] | None:
     """Measured device time beside the instructions of an optimized HLO module (`hloscope hlo stats` on a run
     directory that holds both the module and a profile of it): None when no event of the trace belongs to `module`.
 

@@ -12,24 +12,26 @@ import os
 import re
 import sys
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError
 from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
-from hloscope.trace.model import EventStream, Trace
+from hloscope.trace.model import Event, EventStream, Trace
 
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.json[.gz] and JAX's <host>.trace.json.gz
 
 
-def load_traces(path: str | os.PathLike) -> list[Trace]:
+def load_traces(path: str | os.PathLike[str]) -> list[Trace]:
     """Every trace at `path`, in the order of `trace_files`; the first unreadable one raises InputError."""
     return [load_trace(file) for file in trace_files(path)]
 
 
-def trace_files(path: str | os.PathLike) -> list[Path]:
+def trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """The trace files at `path`: a trace file; a run or comparison directory (its run.json files are read and
     checked, and the traces they list are used, in the comparison's mode order and each run's artifact order); or any
     other directory, searched recursively (sorted by path)."""
@@ -91,7 +93,7 @@ def _not_a_trace(file: Path) -> str | None:
     return "not a Kineto / Chrome trace (no traceEvents near its start)"
 
 
-def trace_rank(file: str | os.PathLike) -> int | None:
+def trace_rank(file: str | os.PathLike[str]) -> int | None:
     """The distributed rank a Kineto trace was recorded on: its header's `distributedInfo.rank`, else a `rank-N` /
     `rank_N` / `rankN` in its file name; None for neither (xplanes included)."""
     path = Path(file)
@@ -130,7 +132,7 @@ def _traces_of_runs(path: Path) -> list[Path]:
     return _without_duplicate_profiles(files)
 
 
-def _listed_traces(run: Path, record: dict) -> list[Path]:
+def _listed_traces(run: Path, record: dict[str, Any]) -> list[Path]:
     run_json = run / RUN_FILE
     listed = [artifact for artifact in record["artifacts"] if artifact.get("kind") == "trace"]
     if not listed:  # a run made by hand or by an older hloscope: its traces are wherever they are
@@ -146,7 +148,7 @@ def _listed_traces(run: Path, record: dict) -> list[Path]:
     return files
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
+def load_trace(path: str | os.PathLike[str]) -> Trace:
     """One trace file: *.pb is an xplane; JSON traces are told apart (Kineto or JAX's Chrome export) by content."""
     path = Path(path)
     # the reading layer: only a regular file is opened (a FIFO named *.trace.json would block forever)
@@ -177,12 +179,12 @@ class CheckedEvents:
     start that is not a finite time. They would give "device time -307 ms" or "inf ms" and shift idle attribution.
     The rest of the trace is used; one warning per file says how many were skipped."""
 
-    def __init__(self, path: Path, events):
+    def __init__(self, path: Path, events: Iterable[Event]):
         self.path = path
         self._events = events
         self.skipped = 0
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Event]:
         skipped = 0
         for event in self._events:
             duration, start = event.dur_us, event.start_us
@@ -211,7 +213,7 @@ def _head(path: Path, size: int = 65536) -> bytes:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
 
 
-def device_events_by_run(path: str | os.PathLike) -> tuple[dict[Path, list], list[InputError]]:
+def device_events_by_run(path: str | os.PathLike[str]) -> tuple[dict[Path, list[Event]], list[InputError]]:
     """({run directory: the device executions of its traces}, [why a run's traces could not be read]) for a run or
     comparison directory (for `hloscope hlo stats`, which shows them beside the HLO of the same run); ({}, []) for
     anything else. A broken trace costs only its run's measured time."""
@@ -220,7 +222,8 @@ def device_events_by_run(path: str | os.PathLike) -> tuple[dict[Path, list], lis
     path = Path(path)
     if not ((path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
         return {}, []
-    found, errors = {}, []
+    found: dict[Path, list[Event]] = {}
+    errors: list[InputError] = []
     for run in rundir.find_runs(path):
         try:
             files = _without_duplicate_profiles(_listed_traces(run, rundir.load_run(run, check_artifacts=False)))

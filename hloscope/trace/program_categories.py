@@ -31,7 +31,7 @@ for events no module knows. Pure functions over parsed modules: no I/O except `r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
@@ -115,8 +115,9 @@ def fusion_backend_kind(instr: HloInstruction) -> str | None:
     config = instr.backend_config
     for key in ("fusion_backend_config", "fusion_config"):
         value = config.get(key)
-        if isinstance(value, dict) and isinstance(value.get("kind"), str):
-            return value["kind"]
+        kind = value.get("kind") if isinstance(value, dict) else None
+        if isinstance(kind, str):
+            return kind
     return None
 
 
@@ -287,26 +288,28 @@ class CategoryResolver:
         return category, SOURCE_HLO
 
 
-def _modules_of(items: Iterable) -> list[HloModule]:
+def _modules_of(items: Iterable[object]) -> list[HloModule]:
     """HloModules from HloModules or LoadedModules; modules before optimization are left out (their instructions are
     not the ones that run)."""
     out = []
     for item in items:
         if isinstance(item, HloModule):
             out.append(item)
-        elif getattr(item, "stage", None) != "before_optimizations" and isinstance(getattr(item, "module", None), HloModule):
-            out.append(item.module)
+            continue
+        module = getattr(item, "module", None)
+        if getattr(item, "stage", None) != "before_optimizations" and isinstance(module, HloModule):
+            out.append(module)
     return out
 
 
-def category_resolver(modules: Iterable) -> CategoryResolver:
+def category_resolver(modules: Iterable[object]) -> CategoryResolver:
     """The function the analyses call: `category_resolver(modules)(event) -> category`. `modules`: parsed optimized
     modules (`hloscope.hlo.model.HloModule`, or `hloscope.hlo.load.LoadedModule`s, whose before-optimization stages
     are skipped)."""
     return CategoryResolver(_modules_of(modules))
 
 
-def resolver_for_run(run_dir: str | os.PathLike) -> CategoryResolver | None:
+def resolver_for_run(run_dir: str | os.PathLike[str]) -> CategoryResolver | None:
     """The resolver of a run directory's optimized train-step modules; None when the run recorded no HLO after
     optimization. Raises HloscopeError when the HLO it lists cannot be read."""
     from hloscope.hlo.load import load_run_dir
@@ -320,7 +323,7 @@ def resolver_for_run(run_dir: str | os.PathLike) -> CategoryResolver | None:
     return resolver or None
 
 
-def run_dir_of(path: str | os.PathLike, levels: int = 8) -> Path | None:
+def run_dir_of(path: str | os.PathLike[str], levels: int = 8) -> Path | None:
     """The run directory (holding run.json) that a trace file lies in, if any."""
     from hloscope.runs.rundir import RUN_FILE
 
@@ -331,13 +334,14 @@ def run_dir_of(path: str | os.PathLike, levels: int = 8) -> Path | None:
     return None
 
 
-def categorized(trace: Trace, resolver) -> Trace:
+def categorized(trace: Trace, resolver: Callable[[Event], str]) -> Trace:
     """The same trace whose device executions carry the resolver's category (and `category_source`), every time its
     events are iterated; `resolver` is a CategoryResolver (or any Event -> category function: the category is
     replaced and the source left as it was)."""
     from hloscope.trace.model import EventStream
 
-    classify = getattr(resolver, "classify", None) or (lambda event: (resolver(event), event.category_source))
+    classify: Callable[[Event], tuple[str, str]] = (getattr(resolver, "classify", None)
+                                                    or (lambda event: (resolver(event), event.category_source)))
 
     def events() -> Iterator[Event]:
         for event in trace.events:
