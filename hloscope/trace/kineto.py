@@ -21,6 +21,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError, MissingDependency, reading
 from hloscope.trace import kineto_chunks
@@ -39,14 +40,20 @@ from hloscope.trace.model import (
     execution_kind,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+# A process, thread or stream id as a trace writes it (Kineto: ints; other writers: strings).
+_Id = int | str | None
+
 # Kineto's activity categories (libkineto ActivityType names), and those of PyTorch 1.8/1.9 traces (2021): "Kernel",
 # "Memcpy", "Memset", "Runtime", "Operator". MTIA's device work is "mtia_ccp_events", Habana's "hpu_op".
-_DEVICE_CATS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET, "Kernel": KERNEL, "Memcpy": MEMCPY,
+_DEVICE_CATS: dict[str | None, str] = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET, "Kernel": KERNEL, "Memcpy": MEMCPY,
                 "Memset": MEMSET, "mtia_ccp_events": KERNEL, "hpu_op": KERNEL}
 _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime", "xpu_driver",
                  "privateuse1_runtime", "privateuse1_driver", "Runtime"}
 # Host categories of PyTorch's profiler whose kind the category alone decides (step markers aside).
-_KINETO_HOST_CATS = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
+_KINETO_HOST_CATS: dict[str | None, str] = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
                      **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 # Categories known not to be device executions although their events may name a stream: device-side sync markers,
@@ -56,7 +63,7 @@ _NOT_DEVICE_WORK_CATS = {"cuda_sync", "gpu_user_annotation", "cuda_profiler_rang
 # A category that no rule knows looks like device work when it names one, or when its events carry a stream.
 _DEVICE_LIKE_CAT = re.compile(r"kernel|memcpy|memset|gpu|device|ccp|[hnxt]pu_|accelerator", re.IGNORECASE)
 _warned_unclassified: set[str] = set()
-_NO_ARGS: dict = {}
+_NO_ARGS: dict[str, Any] = {}
 _GZIP_MAGIC = b"\x1f\x8b"
 # Above this much JSON text, a syntax error the streaming parser finds is reported without line:column (finding it
 # would mean loading the whole text).
@@ -71,7 +78,7 @@ MAX_TOKEN_BYTES = 16 << 20
 _READ_BYTES = 4 << 20
 
 
-def _ijson(name: str = "yajl2_c"):
+def _ijson(name: str = "yajl2_c") -> tuple[Any, type[Exception], type[Exception]]:
     """(backend, JSONError, IncompleteJSONError): the yajl2_c backend when built, else ijson's default."""
     try:
         import ijson
@@ -137,7 +144,7 @@ def _first_line(error: BaseException) -> str:
     return "bytes that are not UTF-8 text" if "UTF8" in first else first
 
 
-def iter_events(path: str | os.PathLike) -> Iterator[Event]:
+def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
     """Every complete (ph "X") event of a Kineto / Chrome JSON trace, in file order.
 
     Raises InputError (one line, naming the file) for empty, truncated, corrupt or non-trace input. Memory does not
@@ -174,13 +181,13 @@ def iter_events(path: str | os.PathLike) -> Iterator[Event]:
         yield from _stream_with_ijson(path, stream, prefix, skip=produced)
 
 
-def _open(path: Path):
+def _open(path: Path) -> io.BufferedIOBase:
     with reading(path, "a trace file"):
         return open_trace_bytes(path)
 
 
 @contextlib.contextmanager
-def _as_input_errors(path: Path):
+def _as_input_errors(path: Path) -> Iterator[None]:
     """Decompression errors, whichever parser meets them, become one-line InputErrors."""
     try:
         yield
@@ -199,7 +206,7 @@ class _TokenGuard(io.RawIOBase):
     far; outside strings, a number's or whitespace's (a trace has names every few hundred bytes). Escaped quotes never
     reset the count, so a string of `\\"` repeats is measured too. O(1) Python work per block."""
 
-    def __init__(self, stream, limit: int = MAX_TOKEN_BYTES):
+    def __init__(self, stream: io.BufferedIOBase, limit: int = MAX_TOKEN_BYTES):
         self._stream = stream
         self._limit = limit
         self._since_quote = 0
@@ -214,9 +221,10 @@ class _TokenGuard(io.RawIOBase):
             self._count(block)
         return block
 
-    def readinto(self, buffer) -> int:
-        block = self.read(len(buffer))
-        buffer[: len(block)] = block
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        block = self.read(len(view))
+        view[: len(block)] = block
         return len(block)
 
     def _count(self, block: bytes) -> None:
@@ -231,13 +239,14 @@ class _TokenGuard(io.RawIOBase):
             raise TokenTooLong(self._since_quote)
 
 
-def _stream_with_ijson(path: Path, stream, prefix: str, skip: int, backend: str = "yajl2_c") -> Iterator[Event]:
+def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip: int,
+                       backend: str = "yajl2_c") -> Iterator[Event]:
     ijson, json_error, incomplete_json_error = _ijson(backend)
-    stream = _TokenGuard(stream)
+    guarded = _TokenGuard(stream)
     builder = _EventBuilder()
     try:
         with _as_input_errors(path):
-            for raw in _event_items(path, ijson, stream, top_is_array=prefix == "item"):
+            for raw in _event_items(path, ijson, guarded, top_is_array=prefix == "item"):
                 event = builder.from_dict(path, raw, build=builder.complete_events >= skip)
                 if event is not None:
                     yield event
@@ -279,7 +288,7 @@ def _warn_unclassified(path: Path, unclassified: dict[str, int]) -> None:
 MAX_DEPTH = 64
 
 
-def _event_items(path: Path, ijson, stream, top_is_array: bool) -> Iterator:
+def _event_items(path: Path, ijson: Any, stream: _TokenGuard, top_is_array: bool) -> Iterator[Any]:
     """The items of the trace's event list, built from ijson's token stream (C tokenizer) with a depth limit;
     the rest of the document is still tokenized, so truncation and syntax errors after the list are found."""
     import ijson as ijson_package
@@ -322,17 +331,18 @@ class _EventBuilder:
     def __init__(self) -> None:
         self.items = 0
         self.complete_events = 0
-        self.process_names: dict = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
-        self.thread_names: dict = {}  # (pid, tid) -> name
-        self.lanes: dict = {}  # stream -> "stream N", built once
-        self.pid_names: dict = {}  # pid -> str(pid) for processes without a name
-        self.tid_names: dict = {}  # (pid, tid) -> "thread N" for threads without a name
-        self.places: dict = {}  # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
+        self.process_names: dict[_Id, str] = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
+        self.thread_names: dict[tuple[_Id, _Id], str] = {}  # (pid, tid) -> name
+        self.lanes: dict[_Id, str] = {}  # stream -> "stream N", built once
+        self.pid_names: dict[_Id, str] = {}  # pid -> str(pid) for processes without a name
+        self.tid_names: dict[tuple[_Id, _Id], str] = {}  # (pid, tid) -> "thread N" for threads without a name
+        # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
+        self.places: dict[tuple[_Id, _Id, bool], tuple[str, str]] = {}
         self.unclassified: dict[str, int] = {}  # category -> device-like events that no rule classifies
         # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
         self.device_categories: dict[tuple[str, str], str] = {}
 
-    def from_dict(self, path: Path, raw, build: bool = True) -> Event | None:
+    def from_dict(self, path: Path, raw: object, build: bool = True) -> Event | None:
         index = self.items
         self.items += 1
         if not isinstance(raw, dict):
@@ -359,7 +369,7 @@ class _EventBuilder:
             args.get("step_num"),
         )
 
-    def from_structs(self, chunk: list) -> Iterator[Event]:
+    def from_structs(self, chunk: list[Any]) -> Iterator[Event]:
         """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are built inline,
         with their lane and process names cached: this loop runs once per event of traces with millions of them."""
         device_cats = _DEVICE_CATS
@@ -415,13 +425,13 @@ class _EventBuilder:
                 args.hlo_module, args.step_num,
             )
 
-    def _stream_lane(self, stream) -> str:
+    def _stream_lane(self, stream: _Id) -> str:
         lane = self.lanes.get(stream)
         if lane is None:
             lane = self.lanes[stream] = f"stream {stream}"
         return lane
 
-    def _process(self, pid) -> str:
+    def _process(self, pid: _Id) -> str:
         name = self.process_names.get(pid)
         if name is None:
             name = self.pid_names.get(pid)
@@ -429,7 +439,7 @@ class _EventBuilder:
                 name = self.pid_names[pid] = str(pid)
         return name
 
-    def _thread(self, pid, tid) -> str:
+    def _thread(self, pid: _Id, tid: _Id) -> str:
         key = (pid, tid)
         name = self.thread_names.get(key)
         if name is None:
@@ -438,7 +448,7 @@ class _EventBuilder:
                 name = self.tid_names[key] = f"thread {tid}"
         return name
 
-    def _metadata(self, name, pid, tid, value) -> None:
+    def _metadata(self, name: object, pid: _Id, tid: _Id, value: object) -> None:
         self.places.clear()
         if name == "process_name":
             self.process_names[pid] = str(value or "")
@@ -446,8 +456,9 @@ class _EventBuilder:
             self.thread_names[(pid, tid)] = str(value or "")
 
     def _complete(
-        self, name, category, start, duration, pid, tid, stream=None, correlation=None, hlo_op=None, hlo_module=None,
-        step_num=None,
+        self, name: object, category: str | None, start: float, duration: float, pid: _Id, tid: _Id,
+        stream: _Id = None, correlation: int | str | None = None, hlo_op: str | None = None,
+        hlo_module: str | None = None, step_num: int | str | None = None,
     ) -> Event:
         if type(name) is not str:
             name = str(name)
@@ -492,7 +503,7 @@ class _EventBuilder:
         )
 
 
-def _as_int(value) -> int | None:
+def _as_int(value: int | str | float | None) -> int | None:
     if value is None or type(value) is int:
         return value
     try:

@@ -14,12 +14,13 @@ Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 M
 """
 
 # No `from __future__ import annotations` here: msgspec reads the struct annotations below at class creation.
+import io
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import msgspec
@@ -100,7 +101,7 @@ def _types() -> "_Decoders":
     return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document)
 
 
-def event_chunks(stream: IO[bytes]) -> Iterator[list[Any]]:
+def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
     """Lists of decoded events, in file order, read from a binary stream positioned at the start of the document."""
     try:
         msgspec, chunk_decoder, document_decoder = _types()
@@ -148,7 +149,7 @@ class _ReadAhead:
     reads release the GIL, so the two overlap on a second core. Errors of the read (a truncated gzip) are raised by
     `read()` in the caller, as if it had read itself; leaving the `with` waits for a read in flight."""
 
-    def __init__(self, stream: IO[bytes], size: int):
+    def __init__(self, stream: io.BufferedIOBase, size: int):
         self._stream = stream
         self._size = size
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-read")
