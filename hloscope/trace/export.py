@@ -15,10 +15,12 @@ import json
 import os
 import re
 from array import array
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import InputError, MissingDependency
-from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP
+from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP, Event
 
 EXPORT_VERSION = 1
 BATCH = 65536
@@ -26,7 +28,8 @@ _INT64 = 1 << 63
 _METADATA_KEY = b"hloscope.source"
 
 
-def _pyarrow():
+def _pyarrow() -> tuple[Any, Any]:
+    """(pyarrow, pyarrow.parquet): modules without type information."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -35,7 +38,8 @@ def _pyarrow():
     return pa, pq
 
 
-def schema():
+def schema() -> Any:
+    """The pyarrow schema of every exported file."""
     pa, _ = _pyarrow()
     return pa.schema([
         ("host", pa.string()),  # the host the file name names (TensorBoard's <host>.xplane.pb, ...)
@@ -56,31 +60,32 @@ def schema():
     ])
 
 
-def plan(files, ranks, out: str | os.PathLike) -> list[tuple[str, int, str]]:
+def plan(files: Sequence[str | os.PathLike[str]], ranks: Sequence[int],
+         out: str | os.PathLike[str]) -> list[tuple[str, int, str]]:
     """(trace file, job rank, Parquet file) for every trace."""
-    out = Path(out)
+    root = Path(out)
     tasks = []
     used: set[Path] = set()
     for file, rank in zip(files, ranks):
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(file).name)
         stem = re.sub(r"(\.pt)?\.(trace\.)?json(\.gz)?$|\.xplane\.pb$|\.pb$", "", stem) or "trace"
-        target = out / f"rank={rank}" / f"{stem}.parquet"
+        target = root / f"rank={rank}" / f"{stem}.parquet"
         counter = 1
         while target in used:
             counter += 1
-            target = out / f"rank={rank}" / f"{stem}-{counter}.parquet"
+            target = root / f"rank={rank}" / f"{stem}-{counter}.parquet"
         used.add(target)
         tasks.append((str(file), rank, str(target)))
     return tasks
 
 
-def _identity(file: str) -> dict:
+def _identity(file: str) -> dict[str, Any]:
     stat = os.stat(file)
     return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
             "version": EXPORT_VERSION}
 
 
-def _already_exported(target: Path, identity: dict) -> int | None:
+def _already_exported(target: Path, identity: dict[str, Any]) -> int | None:
     """Rows of `target` when it was written from this very trace; None otherwise."""
     if not target.is_file():
         return None
@@ -90,10 +95,11 @@ def _already_exported(target: Path, identity: dict) -> int | None:
         recorded = json.loads((metadata.metadata or {}).get(_METADATA_KEY, b"null"))
     except Exception:
         return None
-    return metadata.num_rows if recorded == identity else None
+    rows: int = metadata.num_rows
+    return rows if recorded == identity else None
 
 
-def export_task(task: tuple[str, int, str]) -> dict:
+def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
     """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
     {"file", "error", ...} for a trace that cannot be read. Runs in pool and Dask workers alike."""
     file, rank, out = task
@@ -115,10 +121,11 @@ def export_task(task: tuple[str, int, str]) -> dict:
 class _Steps:
     """First pass: the step windows of a trace (host markers, else device markers) and its launches' steps."""
 
-    def __init__(self, events):
+    def __init__(self, events: Iterable[Event]) -> None:
         from hloscope.trace.steps import StepLocator, step_windows
 
-        host, device = [], []
+        host: list[tuple[int, float, float]] = []
+        device: list[tuple[int, float, float]] = []
         launch_corr, launch_start = array("q"), array("d")
         for event in events:
             if event.kind == STEP and event.step is not None:
@@ -136,7 +143,7 @@ class _Steps:
         self._corr = corr[order]
         self._start = (np.frombuffer(launch_start, dtype=np.float64) if launch_start else np.zeros(0))[order]
 
-    def of(self, event) -> int | None:
+    def of(self, event: Event) -> int | None:
         if not self.windows:
             return None
         if event.kind == STEP:
@@ -157,7 +164,7 @@ class _Steps:
         return None if index is None else self.windows[index].number
 
 
-def write_trace(file: str, target: Path, identity: dict | None = None) -> int:
+def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None) -> int:
     """Every event of the trace `file` into the Parquet file `target` (atomically); returns the number of rows."""
     from hloscope.trace.job import _resolver, host_of
     from hloscope.trace.load import load_trace
@@ -177,7 +184,7 @@ def write_trace(file: str, target: Path, identity: dict | None = None) -> int:
     rows = 0
     try:
         with pq.ParquetWriter(temporary, table_schema, compression="zstd") as writer:
-            columns: dict[str, list] = {name: [] for name in names}
+            columns: dict[str, list[Any]] = {name: [] for name in names}
 
             def flush() -> None:
                 writer.write_table(pa.Table.from_pydict(columns, schema=table_schema))

@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import InputError, MissingDependency, reading
 from hloscope.machine import available_memory, gb
@@ -45,11 +46,14 @@ _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\
 _MODULE_SUFFIX = re.compile(r"\(\d+\)$")  # "jit_step(123456)" -> "jit_step"
 # Bytes of memory per byte of xplane.pb while it is read: the file's bytes plus XLA's parsed copy (measured ~2x).
 XPLANE_MEMORY_FACTOR = 3
+# An event's stats as XLA's reader gives them: stat name -> value.
+_Stats = dict[str, int | float | str | bytes]
+# XLA's reader (jaxlib's ProfileData and its planes, lines and events) has no type information: its objects are Any.
 
 
-def _profile_data_class():
+def _profile_data_class() -> Any:
     try:
-        from jaxlib import _profile_data  # what jax.profiler.ProfileData is, without importing jax
+        from jaxlib import _profile_data  # type: ignore[attr-defined]  # jax.profiler.ProfileData, without jax
 
         return _profile_data.ProfileData
     except ImportError:
@@ -66,7 +70,7 @@ class XSpaceEvents:
     XLA's reader holds the XSpace in C++ memory (about the file's size); Python holds the events of one plane at most.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._space = _parse(self.path)
 
@@ -78,7 +82,7 @@ class XSpaceEvents:
                 yield from _host_plane_events(plane)
 
 
-def _parse(path: Path):
+def _parse(path: Path) -> Any:
     with reading(path, "a trace file"):
         size = path.stat().st_size
         _check_memory(path, size)
@@ -110,11 +114,11 @@ def _check_memory(path: Path, size: int) -> None:
         )
 
 
-def _stats(xevent) -> dict:
+def _stats(xevent: Any) -> _Stats:
     return dict(xevent.stats)
 
 
-def _device_plane_events(plane) -> list[Event]:
+def _device_plane_events(plane: Any) -> list[Event]:
     plane_name = plane.name
     out: list[Event] = []
     modules: list[tuple[float, float, str]] = []  # (start, end, module) from the "XLA Modules" line
@@ -190,7 +194,7 @@ def _attach_modules(ops: list[Event], modules: list[tuple[float, float, str]]) -
             op.hlo_module = modules[index][2]
 
 
-def _host_plane_events(plane) -> list[Event]:
+def _host_plane_events(plane: Any) -> list[Event]:
     out: list[Event] = []
     plane_name = plane.name
     flow_parent = _thread_pool_flows(plane)
@@ -248,7 +252,7 @@ def _host_plane_events(plane) -> list[Event]:
 _THREAD_POOL_FLOW = 15
 
 
-def _region_after(stats: dict, name: str, region: int | None) -> int | None:
+def _region_after(stats: _Stats, name: str, region: int | None) -> int | None:
     if stats.get("_ct") == _THREAD_POOL_FLOW and "_c" in stats:
         return int(stats["_c"])
     if name == "ThreadpoolListener::StopRegion":
@@ -256,7 +260,7 @@ def _region_after(stats: dict, name: str, region: int | None) -> int | None:
     return region
 
 
-def _thread_pool_flows(plane) -> dict[int, int | None]:
+def _thread_pool_flows(plane: Any) -> dict[int, int | None]:
     """producer flow id -> the flow whose region the producer ran in (None: a root, e.g. the Python thread)."""
     parent: dict[int, int | None] = {}
     for line in plane.lines:
@@ -278,13 +282,13 @@ def _flow_root(flow: int, parent: dict[int, int | None]) -> int:
     return flow
 
 
-def _str_or_none(value) -> str | None:
+def _str_or_none(value: object) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
 
 
-def _int_or_none(value) -> int | None:
+def _int_or_none(value: int | float | str | bytes | None) -> int | None:
     if value is None:
         return None
     try:
