@@ -160,6 +160,34 @@ def mode_name(framework: str, compile_model: bool) -> str:
     return plain[0].name
 
 
+def run_label(mode: str, devices: int | None) -> str:
+    """How a run of `mode` on `devices` devices is named in a comparison over several device counts (`compare
+    --devices 1,2,4`): `jax (2 devices)`; the mode alone when the count is unknown."""
+    if devices is None:
+        return mode
+    return f"{mode} ({devices} device{'' if devices == 1 else 's'})"
+
+
+def run_dir_name(mode: str, devices: int | None) -> str:
+    """The folder of a run of `mode` on `devices` devices inside a comparison over several device counts:
+    `jax-2dev`; the mode's own folder name when the count is not part of the comparison (None)."""
+    name = get_mode(mode).dir_name
+    return name if devices is None else f"{name}-{devices}dev"
+
+
+def parse_device_counts(text: str) -> list[int]:
+    """`--devices 1,2,4` (compare): positive counts, each once, in increasing order."""
+    from hloscope.errors import UsageError
+
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"--devices {text}: expected a device count or a comma-separated list (1,2,4)") from None
+    if not counts or counts[0] < 1:
+        raise UsageError(f"--devices {text}: expected device counts >= 1")
+    return counts
+
+
 def parse_modes(text: str) -> list[str]:
     """`--modes a,b`: known names, each once, in the order given."""
     from hloscope.errors import UsageError

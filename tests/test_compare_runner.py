@@ -88,3 +88,26 @@ def test_each_mode_runs_as_a_fresh_python_with_the_same_options(tmp_path):
     assert command[command.index("--run-id") + 1] == "torch_xla_compile"
     assert {"--dump-hlo", "--profile", "--json"} <= set(command) and "--keep-all" not in command
     assert all(type(part) is str for part in command)  # plain strings only: no Paths or numbers
+
+
+def test_a_run_per_mode_and_device_count_is_named_by_its_count(tmp_path):
+    from hloscope.errors import UsageError
+    from hloscope.modes import parse_device_counts, run_label
+    from hloscope.runs.runner import PlannedRun
+
+    assert parse_device_counts("4,1,2,2") == [1, 2, 4]
+    for bad in ("0,2", "1,x", ","):
+        try:
+            parse_device_counts(bad)
+        except UsageError as error:
+            assert str(error).startswith(f"--devices {bad}: expected")
+        else:
+            raise AssertionError(bad)
+    planned = PlannedRun("pytorch+compile", 2)
+    options = planned.options(lambda mode: RunOptions(mode=mode, model="vit-tiny", batch_size=4))
+    assert options.devices == 2 and planned.dir_name == "pytorch_compile-2dev"
+    command = run_command(options, tmp_path, planned.dir_name)
+    assert command[command.index("--run-id") + 1] == "pytorch_compile-2dev"
+    assert command[command.index("--devices") + 1] == "2"
+    assert PlannedRun("jax").dir_name == "jax"  # one device count: the folder is the mode's, as before
+    assert run_label("jax", 1) == "jax (1 device)" and run_label("jax", 4) == "jax (4 devices)"

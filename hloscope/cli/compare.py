@@ -30,7 +30,7 @@ def available_modes() -> tuple[list[str], list[str]]:
 @click.option("--modes", default=None,
               help=f"Comma-separated modes: {','.join(MODE_NAMES)} "
                    "(default: every mode whose framework is installed).")
-@common_options
+@common_options(device_counts=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
               help="Give up on a mode after this many seconds (it is reported as failed).")
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
@@ -43,12 +43,14 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
-    from hloscope.modes import parse_modes
+    from hloscope.modes import parse_device_counts, parse_modes
     from hloscope.render.run_tables import comparison_table
     from hloscope.runs.rundir import create_run_dir
     from hloscope.runs.runner import run_comparison
 
     get_preset(values["model"], values.get("seq_len"))
+    counts = parse_device_counts(str(values.get("devices") or 1))
+    values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run below
     console = Console(stderr=True)
     if replay and values.get("target"):
         raise click.UsageError("--replay times the programs on this machine; --target compiles for another GPU "
@@ -66,14 +68,23 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         selected = parse_modes(modes)
     if values.get("target"):
         selected = _target_modes(selected, values["target"], console)
-    selected = _devices_modes(selected, values.get("devices") or 1, values["batch_size"], modes is None, console)
+    if values.get("target") and len(counts) > 1:
+        raise click.UsageError("--target compiles for one GPU without running anything: give one --devices count")
+    plan = None
+    if len(counts) > 1:
+        plan = _device_plan(selected, counts, values["batch_size"])
+    else:
+        selected = _devices_modes(selected, counts[0], values["batch_size"], modes is None, console)
     if not selected:
         raise click.UsageError(f"no mode to run: install {_packages_hint()}")
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
+    if plan is not None:
+        config["devices"] = counts  # every mode at each count (comparison.json's entries each hold their own)
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
-    console.print(f"comparing {', '.join(selected)} -> {comparison_dir}", highlight=False, markup=False)
+    at = f" on {', '.join(map(str, counts))} devices" if plan is not None else ""
+    console.print(f"comparing {', '.join(selected)}{at} -> {comparison_dir}", highlight=False, markup=False)
     try:
         audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
     except KeyboardInterrupt:  # a Ctrl-C during the audit leaves no empty comparison directory behind
@@ -84,16 +95,16 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     with progress:
-        task = progress.add_task("starting", total=len(selected))
+        task = progress.add_task("starting", total=len(plan) if plan is not None else len(selected))
 
         def started(mode: str) -> None:
             progress.update(task, description=f"running [bold]{escape(mode)}[/bold]")  # TextColumn reads markup
 
         def done(entry: dict) -> None:
-            colour = "green" if entry["status"] in ("ok", "compiled") else "red"
+            colour = {"ok": "green", "compiled": "green", "refused": "yellow"}.get(entry["status"], "red")
             median = f" {entry['median_s'] * 1e3:.2f} ms/step" if entry.get("median_s") else ""
-            progress.console.print(Text.assemble(f"  {entry['mode']}: ", (str(entry["status"]), colour), median),
-                                   highlight=False)
+            progress.console.print(Text.assemble(f"  {_label(entry, plan is not None)}: ",
+                                                 (str(entry["status"]), colour), median), highlight=False)
             progress.advance(task)
 
         def phase(mode: str, where: str) -> None:
@@ -101,7 +112,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
 
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
                                     on_mode_phase=phase,
-                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before)
+                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before, plan=plan)
     if replay:
         _replay(comparison, comparison_dir, values, timeout_s, console)
     if as_json:
@@ -125,7 +136,9 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             if entry["status"] in ("ok", "compiled"):
                 continue
             reason = (entry.get("error") or "").split("; stderr ends with:")[0]  # the tail follows in full
-            console.print(Text.assemble((f"{entry['mode']} {entry['status']}", "red"), f": {reason}"), highlight=False)
+            colour = "yellow" if entry["status"] == "refused" else "red"
+            console.print(Text.assemble((f"{_label(entry, plan is not None)} {entry['status']}", colour),
+                                        f": {reason}"), highlight=False)
             if entry.get("stderr_tail"):
                 console.print(f"  last lines of its stderr ({entry.get('stderr_log')}):", highlight=False, markup=False)
                 console.print(entry["stderr_tail"], markup=False, highlight=False)
@@ -181,6 +194,32 @@ def _print_new_mismatches(comparison: dict, console: Console) -> None:
     for line in mismatch_lines(audit["timed_runs"]):
         if line not in seen:
             console.print(Text(f"{line} (in the timed runs)", style="bold red"), highlight=False)
+
+
+def _label(entry: dict, by_devices: bool) -> str:
+    """A comparison entry's name on the terminal: the mode, with its device count when the comparison has several."""
+    from hloscope.modes import run_label
+
+    return run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])
+
+
+def _device_plan(selected: list[str], counts: list[int], batch_size: int):
+    """`--devices 1,2,4`: every selected mode at each count, the smallest count first; a count the mode refuses (one
+    device only, a batch the count does not divide) is planned as refused with check_devices' one line."""
+    from hloscope.backends.devices import check_devices
+    from hloscope.errors import UsageError
+    from hloscope.runs.runner import PlannedRun
+
+    plan = []
+    for count in counts:
+        for mode in selected:
+            try:
+                check_devices(mode, count, batch_size)
+            except UsageError as error:
+                plan.append(PlannedRun(mode, count, refused=str(error)))
+                continue
+            plan.append(PlannedRun(mode, count))
+    return plan
 
 
 def _target_modes(selected: list[str], target: str, console: Console) -> list[str]:

@@ -15,8 +15,18 @@ from rich.text import Text
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 
 
-def common_options(function):
-    """Options shared by `run` and `compare` (compare passes them on to every mode)."""
+def common_options(function=None, *, device_counts: bool = False):
+    """Options shared by `run` and `compare` (compare passes them on to every mode). With `device_counts` (compare),
+    `--devices` takes a comma-separated list of counts (text, parsed by hloscope.modes.parse_device_counts)."""
+    if function is None:
+        return lambda decorated: common_options(decorated, device_counts=device_counts)
+    devices_help = ("Data parallel over N devices, same global batch (must divide by N); modes that support it: "
+                    "docs/run.md. On a CPU-only host: N virtual CPU devices.")
+    devices = (click.option("--devices", default="1", show_default=True, metavar="N[,N...]",
+                            help=devices_help + " A list (1,2,4) runs every mode at each count, one run each, and "
+                                 "explain adds the scaling efficiency from 1 to N devices.")
+               if device_counts else
+               click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True, help=devices_help))
     options = [
         click.option("--model", default="vit-base", show_default=True,
                      help="Model preset: vit-base (the benchmark's ViT-B/16), vit-small, vit-tiny (CPU tests); text: "
@@ -29,9 +39,7 @@ def common_options(function):
                      help="Untimed steps before the timed window, counting the first (compiling) step."),
         click.option("--precision", type=click.Choice(["fp32", "tf32", "bf16"]), default="fp32", show_default=True),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
-        click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Data parallel over N devices, same global batch (must divide by N); modes that support it: "
-                          "docs/run.md. On a CPU-only host: N virtual CPU devices."),
+        devices,
         click.option("--data", type=click.Choice(["device", "loader"]), default="device", show_default=True,
                      help="device: a fixed pool of batches already on the device; loader: a torch DataLoader of random "
                           "tensors every step (the input pipeline is part of the step)."),

@@ -50,6 +50,9 @@ def from_run_record(run: dict) -> ModeSummary:
     summary.noisy = noisy if isinstance(noisy, bool) else None
     batch = fields.number("config", "batch_size")
     summary.batch_size = int(batch) if batch else None
+    devices = fields.number("config", "devices")
+    summary.devices = int(devices) if devices else None
+    summary.run_mode = summary.mode
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
     if summary.status == "compiled":
         add_compiled(summary, fields)

@@ -63,9 +63,14 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
               "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
                        f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
               "min_gap": min_gap}
+    from hloscope.explain.scaling import SCALING_METHOD, scaling  # scaling applies this module's rules
+
+    found = scaling(summaries, min_gap)
+    if found:
+        method["scaling"] = SCALING_METHOD
     return ExplainReport(baseline=reference.mode, basis="step_time", modes=modes,
                          summaries={s.mode: s for s in summaries}, baseline_chosen=baseline is not None,
-                         method=method)
+                         method=method, scaling=found)
 
 
 def _valid_times(times: list[float]) -> bool:
@@ -101,13 +106,13 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         entry.residual_s = entry.explained_s = entry.unexplained_s = 0.0
         return entry
     entry.config_differences = differences(summary.settings, reference.settings)
-    beyond_spread = _beyond_spread(summary.step_times_s, reference.step_times_s)
+    outside_spread = beyond_spread(summary.step_times_s, reference.step_times_s)
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
-    significant = interval.excludes_zero and abs(gap) >= min_gap * base and beyond_spread
+    significant = interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread
     entry.significant = significant
     entry.tests = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
-                   "beyond_step_spread": beyond_spread}
+                   "beyond_step_spread": outside_spread}
     entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
     annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]
@@ -198,7 +203,7 @@ def _profile_notes(summary: ModeSummary) -> list[str]:
     return [f"{summary.mode}: profiled step {n} left out: {why}" for n, why in ledger.dropped.items()]
 
 
-def _beyond_spread(a: list[float], b: list[float]) -> bool:
+def beyond_spread(a: list[float], b: list[float]) -> bool:
     """Whether the gap stands out of the runs' own step-to-step spread: it is larger than either run's interquartile
     range, or each run's median lies outside the other's p10-p90.
     The bootstrap interval only knows the noise inside each run; two processes of one configuration also differ

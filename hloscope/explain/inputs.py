@@ -7,6 +7,7 @@ from pathlib import Path
 from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.explain.collect import summarize_run
 from hloscope.explain.summary import ModeSummary
+from hloscope.modes import run_label
 
 
 def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
@@ -26,14 +27,20 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
             raise InputError(path / COMPARISON_FILE, "not a valid comparison.json: 'config' is not an object")
         if not comparison["modes"]:
             raise InputError(path / COMPARISON_FILE, "lists no modes: nothing to explain")
+        by_devices = isinstance(meta["config"].get("devices"), list)  # compare --devices 1,2,4
         summaries = []
         for entry in comparison["modes"]:
             run_dir, mode = path / entry["dir"], _text(entry, "mode", path) or entry["dir"]
+            devices = entry.get("devices") if isinstance(entry.get("devices"), int) else None
             if (run_dir / "run.json").is_file():
-                summaries.append(_summarize(run_dir, mode))
+                summary = _summarize(run_dir, mode)
             else:
                 reason = _text(entry, "error", path) or "no run directory was written"
-                summaries.append(ModeSummary(mode=mode, status=_text(entry, "status", path) or "failed", notes=[reason]))
+                summary = ModeSummary(mode=mode, status=_text(entry, "status", path) or "failed", notes=[reason],
+                                      run_mode=mode, devices=devices)
+            if by_devices:  # one run per mode and device count: tell them apart by the count
+                summary.mode = run_label(mode, summary.devices if summary.devices is not None else devices)
+            summaries.append(summary)
         return summaries, meta
     runs = find_runs(path)
     summaries = [_summarize(run_dir, run_dir.name) for run_dir in runs]

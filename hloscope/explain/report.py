@@ -117,6 +117,73 @@ class ModeResult:
 
 
 @dataclass
+class ScalingCause:
+    """One ledger node of an N-device run against its ideal share: the 1-device run's time in that node / N."""
+
+    node: str
+    title: str
+    kind: str  # "communication" | "idle" | "compute" (device or host work)
+    seconds: float  # median over the N-device run's kept profiled steps minus the 1-device median / N
+    interval_s: list[float] | None  # 95% bootstrap interval of that difference
+    p_value: float | None  # exact two-sided Mann-Whitney U, N-device steps against the 1-device steps / N
+    significant: bool
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "title": self.title, "kind": self.kind, "seconds": self.seconds,
+                "interval_s": self.interval_s, "p_value": self.p_value, "significant": self.significant}
+
+
+@dataclass
+class ScalingPoint:
+    """One mode on N devices against the same mode on one device, same global batch (strong scaling)."""
+
+    label: str  # the N-device run's name in the report
+    devices: int
+    step_time_s: float  # median of the N-device run's timed steps
+    ideal_step_s: float  # the 1-device median / N
+    efficiency: float  # step(1) / (N x step(N)), medians
+    efficiency_ci: list[float] | None  # 95% bootstrap interval (resampling both runs' timed steps)
+    speedup: float  # step(1) / step(N)
+    lost_s: float  # step(N) - step(1) / N: the time per step that perfect scaling would not spend
+    lost_ci_s: list[float] | None
+    significant: bool  # the engine's gap rules applied to step(N) against step(1) / N
+    tests: dict[str, bool] = field(default_factory=dict)
+    profiled_lost_s: float | None = None  # the same from the profiled steps' ledgers
+    residual_s: float | None = None  # lost_s - profiled_lost_s: what the profile does not account for
+    causes: list[ScalingCause] = field(default_factory=list)  # significant nodes, largest loss first
+    within_noise_s: float | None = None  # the other nodes' excess, summed
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "devices": self.devices, "step_time_s": self.step_time_s,
+                "ideal_step_s": self.ideal_step_s, "efficiency": self.efficiency,
+                "efficiency_ci": self.efficiency_ci, "speedup": self.speedup, "lost_s": self.lost_s,
+                "lost_ci_s": self.lost_ci_s, "significant": self.significant, "tests": self.tests,
+                "profiled_lost_s": self.profiled_lost_s, "residual_s": self.residual_s,
+                "causes": [c.to_dict() for c in self.causes], "within_noise_s": self.within_noise_s,
+                "notes": self.notes}
+
+
+@dataclass
+class ModeScaling:
+    """A mode's scaling from one device to each N it ran on (`compare --devices 1,2,4`)."""
+
+    mode: str  # run.json's mode
+    reference: str  # the 1-device run's name in the report
+    step_time_s: float  # the 1-device median
+    batch_size: int | None  # the global batch, the same at every N
+    shared_cpu: bool  # the N devices are CPU devices (or gloo ranks) sharing one host's cores: no speed-up expected
+    cpu_cores: int | None  # that host's cores, as run.json records them
+    points: list[ScalingPoint] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # device counts not timed (refused, failed) and why
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "reference": self.reference, "step_time_s": self.step_time_s,
+                "batch_size": self.batch_size, "shared_cpu": self.shared_cpu, "cpu_cores": self.cpu_cores,
+                "points": [p.to_dict() for p in self.points], "notes": self.notes}
+
+
+@dataclass
 class ExplainReport:
     """Every run against the baseline. `basis`: "step_time" (timed runs) or "roofline_lower_bound" (runs compiled for
     a target GPU, not timed). `comparison`: what the comparison directories record (config, audit mismatches)."""
@@ -128,6 +195,7 @@ class ExplainReport:
     baseline_chosen: bool = False
     method: dict[str, Any] | None = None  # how gaps and parts were judged, in words and thresholds
     comparison: dict[str, Any] = field(default_factory=dict)
+    scaling: list[ModeScaling] = field(default_factory=list)  # per mode run at several device counts
 
     def to_dict(self) -> dict:
         """The `explain --json` document."""
@@ -135,7 +203,7 @@ class ExplainReport:
                 "baseline": self.baseline, "baseline_chosen": self.baseline_chosen, "basis": self.basis,
                 "method": self.method, "modes": [m.to_dict() for m in self.modes],
                 "summaries": {mode: s.to_dict() for mode, s in self.summaries.items()},
-                "comparison": self.comparison}
+                "comparison": self.comparison, "scaling": [s.to_dict() for s in self.scaling]}
 
     def mode(self, name: str) -> ModeResult:
         """The result of one run by its mode name (KeyError when there is none)."""

@@ -23,6 +23,8 @@ class ModeSummary:
     step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
     noisy: bool | None = None  # run.json flagged its timed window as noisy
     batch_size: int | None = None
+    run_mode: str = ""  # run.json's mode (`mode` above is the label: with several device counts, `jax (2 devices)`)
+    devices: int | None = None  # run.json config.devices: data parallel over this many devices (same global batch)
     settings: dict[str, str] = field(default_factory=dict)  # what a fair comparison holds equal (hloscope/runs/settings.py)
     first_step_s: float | None = None
     throughput_img_s: float | None = None

@@ -11,8 +11,11 @@ from hloscope.render.explain_views import (
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
+    SCALING_HEADERS,
+    SCALING_HEADING,
     AnnotationView,
     ModeView,
+    ScalingView,
     audit_mismatches,
     baseline_line,
     compiled_table,
@@ -24,6 +27,7 @@ from hloscope.render.explain_views import (
     mode_rows,
     mode_views,
     notes,
+    scaling_views,
     step_rows,
 )
 
@@ -99,6 +103,11 @@ def render(report: ExplainReport) -> str:
         body.append("<h2>Each run against the baseline</h2>")
     for view in views:
         body += _mode(view)
+    scaling = scaling_views(report)
+    if scaling:
+        body.append(f"<h2>{escape(SCALING_HEADING)}</h2>")
+    for scaling_view in scaling:
+        body += _scaling(scaling_view)
 
     kernel_rows = [(r.mode, kernels_by_category(summaries.get(r.mode))) for r in rows]
     time_rows = [(r.mode, device_time_by_category(summaries.get(r.mode))) for r in rows]
@@ -220,3 +229,28 @@ def _compiled(report: ExplainReport) -> list[str]:
 def _notes(report: ExplainReport) -> str:
     return "<h2>Notes</h2><ul>" + "".join(f"<li class=\"note\">{escape(m)}: {escape(n)}</li>"
                                           for m, n in notes(report)) + "</ul>"
+
+
+def _scaling(view: ScalingView) -> list[str]:
+    """One mode's scaling: the plain CPU warning, a row per device count, the causes of each loss."""
+    body = [f"<h3>{escape(view.mode)} against {_unit(view.reference)}</h3>"]
+    if view.shared_cpu:
+        body.append(f'<p class="audit">{escape(view.shared_cpu)}</p>')
+    if view.rows:
+        body.append(_scroll(table(list(SCALING_HEADERS), [list(row.cells()) for row in view.rows])
+                            .replace("<table>", '<table class="scaling">', 1)))
+    for row in view.rows:
+        body.append(f"<p>{escape(row.label)}: {_unit(row.lost_line)}</p>")
+        if row.causes:
+            body.append(f"<h4>Causes of the lost efficiency at {escape(row.label)}</h4>"
+                        "<p>Each part of the step against its ideal share, its 1-device time / N.</p>")
+            body.append("<ol>" + "".join(f'<li><span class="kind">{escape(c.kind)}</span>: <b>{escape(c.title)}</b>'
+                                         f'<br><span class="figures-line">{_unit(c.figures)}</span></li>'
+                                         for c in row.causes) + "</ol>")
+        if row.within_noise:
+            body.append(f"<p>{_unit(row.within_noise)}</p>")
+        if row.residual:
+            body.append(f"<p>{escape(RESIDUAL_LABEL)}: {_unit(row.residual)}</p>")
+        body += [f'<p class="note">{escape(row.label)}: {escape(note)}</p>' for note in row.notes]
+    body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
+    return body

@@ -15,7 +15,10 @@ from hloscope.render.explain_views import (
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
+    SCALING_HEADERS,
+    SCALING_HEADING,
     ModeView,
+    ScalingView,
     audit_mismatches,
     baseline_line,
     compiled_table,
@@ -24,6 +27,7 @@ from hloscope.render.explain_views import (
     method_lines,
     mode_views,
     notes,
+    scaling_views,
     step_rows,
 )
 
@@ -82,6 +86,11 @@ def _timed(report: ExplainReport) -> list[str]:
         lines += [""] + [f"- {text(line)}" for line in method]
     for view in mode_views(report):
         lines += _mode(view)
+    scaling = scaling_views(report)
+    if scaling:
+        lines += ["", f"## {text(SCALING_HEADING)}"]
+    for scaling_view in scaling:
+        lines += _scaling(scaling_view)
     return lines
 
 
@@ -121,5 +130,29 @@ def _mode(view: ModeView) -> list[str]:
         lines += [_row([text(r.group), r.run_calls, r.run_per_call, r.run_time, r.baseline_calls, r.baseline_per_call,
                         r.baseline_time, text(r.delta)]) for r in view.ops]
         lines += ["", "\\* significant across the profiled steps", ""]
+    lines += [f"Note: {text(note)}  " for note in view.notes]
+    return lines
+
+
+def _scaling(view: ScalingView) -> list[str]:
+    lines = ["", f"### {text(view.mode)} against {text(view.reference)}", ""]
+    if view.shared_cpu:
+        lines += [f"**{text(view.shared_cpu)}**", ""]
+    if view.rows:
+        lines += [_row(list(SCALING_HEADERS)), "|---" + "|---:" * (len(SCALING_HEADERS) - 2) + "|---|"]
+        lines += [_row([text(cell) for cell in row.cells()]) for row in view.rows]
+        lines.append("")
+    for row in view.rows:
+        lines += [f"{text(row.label)}: {text(row.lost_line)}", ""]
+        if row.causes:
+            lines += [f"Causes of the lost efficiency at {text(row.label)} (each part against its ideal share, its "
+                      "1-device time / N):", ""]
+            lines += [f"- {text(c.kind)}: **{text(c.title)}**: {text(c.figures)}" for c in row.causes]
+            lines.append("")
+        if row.within_noise:
+            lines += [_start(text(row.within_noise)), ""]
+        if row.residual:
+            lines += [f"{text(RESIDUAL_LABEL)}: {text(row.residual)}", ""]
+        lines += [f"Note: {text(row.label)}: {text(note)}  " for note in row.notes]
     lines += [f"Note: {text(note)}  " for note in view.notes]
     return lines

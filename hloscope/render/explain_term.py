@@ -19,14 +19,18 @@ from hloscope.render.explain_views import (
     MODE_ANNOTATIONS_LABEL,
     OP_HEADERS,
     RESIDUAL_LABEL,
+    SCALING_HEADERS,
+    SCALING_HEADING,
     AnnotationView,
     ModeView,
+    ScalingView,
     audit_mismatches,
     baseline_line,
     compiled_table,
     is_compiled,
     mode_views,
     notes,
+    scaling_views,
     step_rows,
 )
 
@@ -87,6 +91,11 @@ def render(report: ExplainReport, console: Console) -> None:
     console.print(Text(baseline_line(report), style="dim"))
     for view in mode_views(report):
         _mode(view, console)
+    scaling = scaling_views(report)
+    if scaling:
+        console.print(Text(f"\n{SCALING_HEADING}", style="bold"))
+    for scaling_view in scaling:
+        _scaling(scaling_view, console)
     _notes(report, console)
 
 
@@ -201,3 +210,36 @@ def _op_table(view: ModeView) -> Table:
                       Text(r.delta.replace(" ms", ""), style="bold" if r.significant else ""))
     return table
 
+
+
+def _scaling(view: ScalingView, console: Console) -> None:
+    """One mode's scaling: its 1-device step, the plain CPU warning, a row per device count, then the causes."""
+    head = Text("\n")
+    head.append(view.mode, style="bold")
+    head.append(f" against {view.reference}")
+    console.print(head)
+    if view.shared_cpu:
+        _line(console, Text(view.shared_cpu, style="yellow"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for header in SCALING_HEADERS:
+        table.add_column(header, justify="left" if header in ("run", "verdict") else "right",
+                         no_wrap=header not in ("run", "verdict"), min_width=10 if header == "verdict" else None)
+    for row in view.rows:
+        _plain(table, *row.cells())
+    if view.rows:
+        console.print(Padding(table, (0, 0, 0, 2)))
+    for row in view.rows:
+        _line(console, Text(f"{row.label}: {row.lost_line}"))
+        if row.causes:
+            console.print(Text(f"  {row.label}: causes of the lost efficiency (each part against its ideal share, "
+                               "its 1-device time / N):", style="bold"))
+            for cause in row.causes:
+                _line(console, Text(f"{cause.kind}: {cause.title}: {cause.figures}"), indent=4)
+        if row.within_noise:
+            _line(console, Text(row.within_noise), indent=4)
+        if row.residual:
+            _line(console, Text(f"{RESIDUAL_LABEL}: {row.residual}"), indent=4)
+        for note in row.notes:
+            _line(console, Text(f"note: {row.label}: {note}", style="yellow"))
+    for note in view.notes:
+        _line(console, Text(f"note: {note}", style="yellow"))

@@ -11,7 +11,7 @@ from hloscope.render import fmt
 
 if TYPE_CHECKING:  # the explain layer's types; at run time these modules only read their attributes
     from hloscope.explain.hypotheses import Annotation
-    from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange
+    from hloscope.explain.report import Contributor, ExplainReport, ModeResult, ModeScaling, OpChange, ScalingPoint
     from hloscope.explain.summary import ModeSummary
 
 
@@ -171,6 +171,8 @@ def method_lines(report: ExplainReport) -> list[str]:
         lines.append(f"significant gap: {method['significant']}")
     if method.get("nodes"):
         lines.append(f"significant part of the step: {method['nodes']}")
+    if method.get("scaling"):
+        lines.append(f"scaling: {method['scaling']}")
     return lines
 
 
@@ -447,3 +449,104 @@ def replay_line(entry: ModeResult) -> str | None:
                  f"(95% {fmt.ms_interval(gap['program_gap_ci_s'])}), overhead "
                  f"{fmt.signed_ms(gap['overhead_gap_s'])} (95% {fmt.ms_interval(gap['overhead_gap_ci_s'])})")
     return line
+
+
+# --- Scaling from 1 to N devices (compare --devices 1,2,4): per mode, efficiency and the causes of what is lost ------
+
+SCALING_HEADING = "Scaling from 1 to N devices (same global batch: ideal step = 1-device step / N)"
+SCALING_HEADERS = ("run", "step", "ideal", "speed-up", "efficiency (95%)", "lost/step", "verdict")
+
+
+@dataclass
+class ScalingCauseView:
+    kind: str  # "exposed communication" | "idle" | "compute"
+    title: str
+    seconds: str  # `+0.400 ms` over its ideal share
+    interval: str
+    share: str  # of the time lost per step
+    p_value: str
+
+    @property
+    def figures(self) -> str:
+        interval = f" (95% interval {self.interval})" if self.interval != "-" else ""
+        return f"{self.seconds}{interval}, {self.share} of the loss, {self.p_value}"
+
+
+@dataclass
+class ScalingRowView:
+    label: str
+    devices: int
+    step: str
+    ideal: str
+    speedup: str
+    efficiency: str  # `48% (41-55%)`
+    lost: str  # `+0.520 ms` per step over the ideal step
+    lost_interval: str  # `+0.400 to +0.610 ms`
+    verdict: str
+    causes: list[ScalingCauseView]
+    within_noise: str | None
+    residual: str | None
+    notes: list[str]
+
+    def cells(self) -> tuple[str, ...]:
+        return self.label, self.step, self.ideal, self.speedup, self.efficiency, self.lost, self.verdict
+
+    @property
+    def lost_line(self) -> str:
+        """`time lost per step against the ideal: +0.520 ms (95% interval +0.400 to +0.610 ms)`."""
+        interval = f" (95% interval {self.lost_interval})" if self.lost_interval != "-" else ""
+        return f"time lost per step against the ideal: {self.lost}{interval}"
+
+
+@dataclass
+class ScalingView:
+    mode: str
+    reference: str  # the 1-device run and its step: `jax (1 device): 0.900 ms`
+    shared_cpu: str | None  # the plain warning when the N devices share one CPU's cores
+    rows: list[ScalingRowView]
+    notes: list[str]
+
+
+def _percent_interval(interval: list[float] | None) -> str:
+    if not interval or len(interval) != 2:
+        return ""
+    return f" ({interval[0]:.0%}-{interval[1]:.0%})"
+
+
+def _scaling_verdict(point: ScalingPoint) -> str:
+    if not point.significant:
+        return "no significant loss (within noise)"
+    return "efficiency lost" if point.lost_s > 0 else "better than ideal"
+
+
+def _scaling_row(point: ScalingPoint) -> ScalingRowView:
+    causes = [ScalingCauseView(c.kind, c.title or c.node, fmt.signed_ms(c.seconds),
+                               fmt.ms_interval(c.interval_s), fmt.share(c.seconds, point.lost_s), fmt.p_value(c.p_value))
+              for c in point.causes]
+    noise = None if point.within_noise_s is None else (
+        f"other parts of the step, each within noise: {fmt.signed_ms(point.within_noise_s)}")
+    residual = None if point.residual_s is None or point.profiled_lost_s is None else (
+        f"{fmt.signed_ms(point.residual_s)} (profiled loss {fmt.signed_ms(point.profiled_lost_s)})")
+    return ScalingRowView(point.label, point.devices, fmt.ms(point.step_time_s), fmt.ms(point.ideal_step_s),
+                          fmt.ratio(point.speedup), f"{point.efficiency:.0%}{_percent_interval(point.efficiency_ci)}",
+                          fmt.signed_ms(point.lost_s), fmt.ms_interval(point.lost_ci_s), _scaling_verdict(point), causes, noise, residual, list(point.notes))
+
+
+def _shared_cpu_line(scaling: ModeScaling) -> str | None:
+    if not scaling.shared_cpu:
+        return None
+    cores = f"this host's {scaling.cpu_cores} CPU cores" if scaling.cpu_cores else "this host's CPU cores"
+    return (f"The N devices of {scaling.mode} are CPU devices sharing {cores}: there is no more hardware at N than at "
+            "1, so the efficiency here measures partitioning and collective overhead, not a speed-up.")
+
+
+def scaling_views(report: ExplainReport) -> list[ScalingView]:
+    """One view per mode run at several device counts, its counts in increasing order."""
+    views = []
+    for scaling in report.scaling:
+        reference = f"{scaling.reference}: {fmt.ms(scaling.step_time_s)}"
+        if scaling.batch_size:
+            reference += f", global batch {scaling.batch_size}"
+        views.append(ScalingView(scaling.mode, reference, _shared_cpu_line(scaling),
+                                 [_scaling_row(p) for p in scaling.points], list(scaling.notes)))
+    return views

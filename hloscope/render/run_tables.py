@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope import units
+from hloscope.modes import run_label
 from hloscope.render import fmt
 
 
@@ -119,7 +120,8 @@ def comparison_table(comparison: dict) -> Table:
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
     for entry in entries:
         ok = entry.get("status") == "ok"
-        row: list[str | Text] = [str(entry["mode"])]
+        by_devices = isinstance(config.get("devices"), list)  # compare --devices 1,2,4: a row per mode and count
+        row: list[str | Text] = [run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])]
         if timed:
             median, throughput = entry.get("median_s"), entry.get("throughput_img_s")
             row += [step_time(median) if ok else "-", ratio(median / fastest) if ok and median and fastest else "-",
@@ -129,7 +131,8 @@ def comparison_table(comparison: dict) -> Table:
             kernels = entry.get("kernels")
             row += [step_time(entry.get("roofline_lower_bound_s")), "-" if kernels is None else str(kernels)]
         status = entry.get("status", "?")
-        style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow"}.get(status, "")
+        style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow",
+                 "refused": "yellow"}.get(status, "")
         row.append(Text(str(status), style=style))
         add_text_row(table, *row)
     if compiled:

@@ -8,6 +8,7 @@ the tail of the child's stderr) into that mode's run.json itself.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError
-from hloscope.modes import get_mode
+from hloscope.modes import get_mode, run_dir_name
 from hloscope.runs.rundir import (
     RUN_FILE,
     SCHEMA_VERSION,
@@ -38,6 +39,25 @@ if TYPE_CHECKING:  # options are built by the cli and the backends; the runner o
 STDERR_TAIL_LINES = 15
 
 
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a comparison: a mode, and with several device counts (`compare --devices 1,2,4`) its count. A run
+    the mode refuses (`refused`: the one line why, from hloscope.backends.devices.check_devices) is recorded without
+    starting anything."""
+
+    mode: str
+    devices: int | None = None  # None: the comparison has one device count (the options' own); folders named by mode
+    refused: str | None = None
+
+    @property
+    def dir_name(self) -> str:
+        return run_dir_name(self.mode, self.devices)
+
+    def options(self, options_for: Callable[[str], RunOptions]) -> RunOptions:
+        options = options_for(self.mode)
+        return options if self.devices is None else dataclasses.replace(options, devices=self.devices)
+
+
 @dataclass
 class ModeOutcome:
     mode: str
@@ -46,13 +66,14 @@ class ModeOutcome:
     stderr_log: Path
 
 
-def run_command(options: RunOptions, comparison_dir: Path) -> list[str]:
-    """`python -m hloscope run ...` for one mode, writing its run directory inside the comparison directory."""
+def run_command(options: RunOptions, comparison_dir: Path, name: str | None = None) -> list[str]:
+    """`python -m hloscope run ...` for one mode, writing its run directory inside the comparison directory (named
+    `name`, by default the mode's folder name)."""
     mode = get_mode(options.mode)
     command = [sys.executable, "-m", "hloscope", "run", "--mode", mode.framework, "--model", options.model,
                "--batch-size", str(options.batch_size), "--steps", str(options.steps), "--warmup", str(options.warmup),
                "--precision", options.precision, "--device", options.device, "--data", options.data,
-               "--seed", str(options.seed), "--out", str(comparison_dir), "--run-id", mode.dir_name,
+               "--seed", str(options.seed), "--out", str(comparison_dir), "--run-id", name or mode.dir_name,
                "--profile-steps", str(options.profile_steps), "--json"]
     command += ["--compile-model"] if mode.compile else []
     command += ["--dump-hlo"] if options.dump_hlo else []
@@ -100,11 +121,12 @@ def child_phase(run_dir: Path) -> str:
 
 
 def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None = None,
-             on_poll: Callable[[str], None] = lambda phase: None) -> ModeOutcome:
+             on_poll: Callable[[str], None] = lambda phase: None, name: str | None = None) -> ModeOutcome:
     """Run one mode to completion in a child process, reporting its phase to `on_poll` about twice a second.
     A Ctrl-C reaches the child too (same process group): the child records `interrupted`, we wait for it, re-raise."""
     logs = comparison_dir / "logs"
-    stderr_log = logs / f"{get_mode(options.mode).dir_name}.stderr.log"
+    name = name or get_mode(options.mode).dir_name
+    stderr_log = logs / f"{name}.stderr.log"
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
     start = time.perf_counter()
     try:
@@ -114,7 +136,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
         _warn_once(f"cannot write {stderr_log}: {error.strerror or error}; the mode runs without its stderr log")
         log_file = open(os.devnull, "wb")  # noqa: SIM115
     with log_file as err:
-        child = subprocess.Popen(run_command(options, comparison_dir), stdout=subprocess.DEVNULL, stderr=err, env=env)
+        child = subprocess.Popen(run_command(options, comparison_dir, name), stdout=subprocess.DEVNULL, stderr=err, env=env)
         _CHILDREN.append(child)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
@@ -127,7 +149,7 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
                         child.kill()
                         child.wait()
                         break
-                    on_poll(child_phase(comparison_dir / get_mode(options.mode).dir_name))
+                    on_poll(child_phase(comparison_dir / name))
         except KeyboardInterrupt:
             try:
                 child.wait(timeout=30)
@@ -139,9 +161,9 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
 
 
 def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome | None, status: str = "failed",
-               reason: str | None = None) -> dict:
+               reason: str | None = None, name: str | None = None) -> dict:
     """The mode's final run record. A child that died before writing its final run.json gets one written for it."""
-    run_dir = comparison_dir / get_mode(options.mode).dir_name
+    run_dir = comparison_dir / (name or get_mode(options.mode).dir_name)
     record = None
     if (run_dir / RUN_FILE).is_file():
         try:
@@ -228,6 +250,9 @@ def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
         "loss_first": record.get("loss", {}).get("first"), "loss_last": record.get("loss", {}).get("last"),
         "noisy": timing.get("noisy"), "warnings": list(record.get("warnings") or []),
     }
+    devices = (record.get("config") or {}).get("devices")
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        entry["devices"] = devices
     if "parity" in record:  # --check-parity: the probe before the first step
         entry["parity"] = record["parity"]
     if record["status"] == "compiled":  # --target: not timed; what XLA generated and the roofline's lower bound
@@ -283,12 +308,23 @@ def _restore_signals(previous: dict) -> None:
         signal.signal(number, handler)
 
 
+def refused_entry(planned: PlannedRun, options: RunOptions) -> dict:
+    """comparison.json's entry for a (mode, device count) the mode refuses: no run directory, the one line why."""
+    assert planned.refused is not None
+    return {"mode": planned.mode, "dir": planned.dir_name, "status": "refused", "error": planned.refused,
+            "devices": options.devices, "median_s": None, "steps": 0, "warnings": []}
+
+
 def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
-                   timeout_s: float | None = None, audit_before: dict | None = None) -> dict:
-    """Run `modes` one after another; comparison.json is rewritten after each so a Ctrl-C keeps what finished."""
+                   timeout_s: float | None = None, audit_before: dict | None = None,
+                   plan: list[PlannedRun] | None = None) -> dict:
+    """Run `modes` one after another (or the runs of `plan`: each mode at each device count); comparison.json is
+    rewritten after each so a Ctrl-C keeps what finished. A refused run is recorded as `refused` and the others go
+    on; it does not make the comparison partial."""
+    plan = plan if plan is not None else [PlannedRun(mode) for mode in modes]
     entries: list[dict[str, Any]] = []  # comparison["modes"], one entry per mode as it settles
     comparison: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
@@ -300,25 +336,31 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     writer = _ComparisonWriter(comparison_dir)
     write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
     previous = _terminate_like_ctrl_c()
+    named = lambda planned: {"name": planned.dir_name} if planned.devices is not None else {}  # noqa: E731
     try:
-        for mode in modes:
-            options = options_for(mode)
-            on_mode_start(mode)
-            outcome = run_mode(options, comparison_dir, timeout_s, on_poll=functools.partial(on_mode_phase, mode))
-            entry = summary_entry(settle_run(options, comparison_dir, outcome), outcome)
+        for planned in plan:
+            options = planned.options(options_for)
+            if planned.refused is not None:
+                entry = refused_entry(planned, options)
+            else:
+                on_mode_start(planned.mode)
+                outcome = run_mode(options, comparison_dir, timeout_s,
+                                   on_poll=functools.partial(on_mode_phase, planned.mode), **named(planned))
+                entry = summary_entry(settle_run(options, comparison_dir, outcome, **named(planned)), outcome)
             entries.append(entry)
             add_ratios(entries)
             writer.write(comparison)
             on_mode_done(entry)
     except KeyboardInterrupt:
-        done = {entry["mode"] for entry in entries}
-        for mode in modes:
-            if mode in done:
+        for planned in plan[len(entries):]:
+            options = planned.options(options_for)
+            if planned.refused is not None:
+                entries.append(refused_entry(planned, options))
                 continue
-            started = (comparison_dir / get_mode(mode).dir_name).is_dir()
-            record = settle_run(options_for(mode), comparison_dir, None, status="interrupted",
+            started = (comparison_dir / planned.dir_name).is_dir()
+            record = settle_run(options, comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
-                                "not started: the comparison was interrupted (Ctrl-C)")
+                                "not started: the comparison was interrupted (Ctrl-C)", **named(planned))
             entries.append(summary_entry(record, None))
         add_ratios(entries)
         comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
@@ -329,8 +371,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         raise
     finally:
         _restore_signals(previous)
-    statuses = [e["status"] for e in entries]
-    comparison.update(status="ok" if all(s in ("ok", "compiled") for s in statuses) else
+    statuses = [e["status"] for e in entries if e["status"] != "refused"]
+    comparison.update(status="ok" if statuses and all(s in ("ok", "compiled") for s in statuses) else
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     if audit_before is not None:
