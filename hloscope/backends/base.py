@@ -168,7 +168,8 @@ class Session:
         device = self.device_memory()
         if device:
             memory.update(device)
-        else:
+        if memory.get("device_peak_bytes") is None:  # per-device fields without a device figure (CPU devices)
+            memory.pop("device_peak_bytes", None)
             memory["source"] = self.host_memory_source
         return memory
 

@@ -10,7 +10,7 @@ averages the gradients with an all-reduce in the backward pass, so the parallel 
 computes.
 
 A worker runs the driver's sequence without writing run.json (`worker_main`); rank 0 gathers every rank's step times
-after the timed window (`gather_step_times`, outside the timed region), and each rank writes its own Kineto trace
+and memory after the timed window (`gather`, outside the timed region), and each rank writes its own Kineto trace
 under `<run>/kineto/rank-N/`.
 """
 
@@ -106,13 +106,13 @@ class ProcessGroup:
         dist.all_reduce(tensor)
         return float(tensor.item()) / self.world_size
 
-    def gather_step_times(self, step_times_s: list[float]) -> list[list[float]]:
-        """Every rank's step times, by rank (on every rank: an all_gather_object, outside the timed region)."""
+    def gather(self, value: object) -> list:
+        """Every rank's `value` (picklable), by rank (on every rank: an all_gather_object, outside the timed region)."""
         import torch.distributed as dist
 
         gathered: list = [None] * self.world_size
-        dist.all_gather_object(gathered, list(step_times_s))
-        return [list(times) for times in gathered]
+        dist.all_gather_object(gathered, value)
+        return gathered
 
     def barrier(self) -> None:
         import torch.distributed as dist

@@ -161,11 +161,22 @@ class JaxSession(Session):
         return {"xla_compiles": self.compiles, "jit_cache_entries": self.train_step._cache_size()}
 
     def device_memory(self) -> dict | None:
-        stats = self.device.memory_stats()  # None on the CPU
-        if not stats:
-            return None
-        return {"device_peak_bytes": stats.get("peak_bytes_in_use"), "device_bytes_limit": stats.get("bytes_limit"),
-                "source": "jax Device.memory_stats()"}
+        """The first device's peak (run.json `memory.device_peak_bytes`, as before); with --devices N > 1 also every
+        device's (`memory.devices`), or, where memory_stats() is None (XLA's CPU devices), a note saying so."""
+        per_device = [(device, device.memory_stats()) for device in self.placement.devices]  # None on the CPU
+        stats = per_device[0][1]
+        memory: dict = {}
+        if stats:
+            memory = {"device_peak_bytes": stats.get("peak_bytes_in_use"), "device_bytes_limit": stats.get("bytes_limit"),
+                      "source": "jax Device.memory_stats()"}
+        if len(per_device) > 1:
+            memory["devices"] = [{"id": device.id, "peak_bytes": (s or {}).get("peak_bytes_in_use"),
+                                  "bytes_limit": (s or {}).get("bytes_limit")} for device, s in per_device]
+            if not all(s for _, s in per_device):
+                memory["devices_note"] = (
+                    f"jax Device.memory_stats() is None on {self.device.platform} devices: no per-device peak; the "
+                    "N devices share this process's memory (peak_host_rss_bytes)")
+        return memory or None
 
     @contextlib.contextmanager
     def profiler(self, result: ProfileResult, first: int, steps: int):

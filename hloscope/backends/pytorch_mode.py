@@ -126,7 +126,19 @@ class PytorchSession(TorchSession):
         return self.group.mean(loss) if self.group is not None else loss
 
     def rank_step_times(self, step_times_s: list[float]) -> list[list[float]] | None:
-        return self.group.gather_step_times(step_times_s) if self.group is not None else None
+        """DDP: every rank's step times, and in the same gather each rank's memory after its timed window (run.json
+        `memory.ranks`)."""
+        if self.group is None:
+            return None
+        gathered = self.group.gather((list(step_times_s), super().memory()))
+        self.rank_memory = [{"rank": rank, **memory} for rank, (_, memory) in enumerate(gathered)]
+        return [list(times) for times, _ in gathered]
+
+    def memory(self) -> dict:
+        memory = super().memory()
+        if getattr(self, "rank_memory", None):
+            memory["ranks"] = self.rank_memory
+        return memory
 
     def compile_counts(self) -> dict[str, int]:
         if not self.options.compile_model:

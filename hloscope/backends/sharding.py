@@ -40,6 +40,11 @@ class Placement:
         """run.json `environment.devices` (None for one device: the record stays as it was)."""
         return None
 
+    @property
+    def devices(self) -> list[Any]:
+        """The devices the step runs on, in mesh order."""
+        return [self.device]
+
 
 class DataParallel(Placement):
     """N devices in a one-axis mesh: batch sharded on `data`, state replicated."""
@@ -55,6 +60,10 @@ class DataParallel(Placement):
         self.mesh = Mesh(np.array(available[:count]), (DATA_AXIS,))
         self.data = NamedSharding(self.mesh, PartitionSpec(DATA_AXIS))
         self.replicated = NamedSharding(self.mesh, PartitionSpec())
+
+    @property
+    def devices(self) -> list[Any]:
+        return list(self.mesh.devices.flat)
 
     def put_state(self, tree: Any) -> Any:
         return jax.device_put(tree, self.replicated)

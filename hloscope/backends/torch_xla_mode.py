@@ -177,6 +177,11 @@ class TorchXlaSession(TorchSession):
 
     # -- memory, profile, info ----------------------------------------------------------------------------------------
     def device_memory(self) -> dict | None:
+        if getattr(self, "spmd", None) is not None:  # torch_xla 2.9 refuses memory info for the SPMD virtual device
+            return {"devices_note": "torch_xla SPMD runs the step on one virtual device, for which "
+                                    "xm.get_memory_info() is not supported ('MemoryInfo not supported for SPMD "
+                                    "virtual device'): no per-device peak; the N devices are this process's "
+                                    "(peak_host_rss_bytes)"}
         try:
             info = self.xm.get_memory_info(self.device)
         except RuntimeError:  # the CPU client implements no allocator statistics
