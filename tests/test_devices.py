@@ -75,6 +75,8 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
                  f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
     pytest.param(("compare", "--modes", f"jax,{ONE_DEVICE}", "--devices", "2", "--batch-size", "8", "--no-audit"),
                  f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
+    (("compare", "--modes", "jax", "--devices", "1,two", "--no-audit"), "--devices 1,two: expected a device count"),
+    (("compare", "--modes", "jax", "--devices", "0,2", "--no-audit"), "--devices 0,2: expected device counts >= 1"),
 ])
 def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
     result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)
