@@ -47,7 +47,9 @@ def test_compare_jax_on_1_and_2_devices_then_explain_its_scaling(tmp_path):
         run = json.loads((comparison_dir / entry["dir"] / "run.json").read_text())
         assert run["config"]["devices"] == entry["devices"]
         assert run["environment"]["devices"]["count"] == entry["devices"] if entry["devices"] > 1 else True
-    assert "jax (2 devices)" in done.stdout  # the table names each run by its count
+    rows = [line.split()[:2] for line in done.stdout.splitlines() if line.startswith("jax ")]
+    assert rows == [["jax", "1"], ["jax", "2"]]  # the table has a row per mode and count, the count in its column
+    assert "jax (2 devices): ok" in done.stderr  # the progress lines name each run by its count
     # the same global batch computes the same losses on 1 and 2 devices
     first = [e["loss_first"] for e in comparison["modes"]]
     assert first[1] == pytest.approx(first[0], rel=1e-5)

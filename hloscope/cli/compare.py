@@ -132,7 +132,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             console.print(Text(lines[-1], style=colour), highlight=False)
         for entry in comparison["modes"]:
             for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
-                console.print(Text.assemble(("warning", "yellow"), f" {entry['mode']}: {warning}"), highlight=False)
+                console.print(Text.assemble(("warning", "yellow"), f" {_label(entry, plan is not None)}: {warning}"),
+                              highlight=False)
             if entry["status"] in ("ok", "compiled"):
                 continue
             reason = (entry.get("error") or "").split("; stderr ends with:")[0]  # the tail follows in full

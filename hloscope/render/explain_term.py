@@ -222,8 +222,7 @@ def _scaling(view: ScalingView, console: Console) -> None:
         _line(console, Text(view.shared_cpu, style="yellow"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for header in SCALING_HEADERS:
-        table.add_column(header, justify="left" if header in ("run", "verdict") else "right",
-                         no_wrap=header not in ("run", "verdict"), min_width=10 if header == "verdict" else None)
+        table.add_column(header.replace(" (", "\n("), justify="left" if header == "verdict" else "right", no_wrap=True)
     for row in view.rows:
         _plain(table, *row.cells())
     if view.rows:

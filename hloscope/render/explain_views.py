@@ -454,7 +454,7 @@ def replay_line(entry: ModeResult) -> str | None:
 # --- Scaling from 1 to N devices (compare --devices 1,2,4): per mode, efficiency and the causes of what is lost ------
 
 SCALING_HEADING = "Scaling from 1 to N devices (same global batch: ideal step = 1-device step / N)"
-SCALING_HEADERS = ("run", "step", "ideal", "speed-up", "efficiency (95%)", "lost/step", "verdict")
+SCALING_HEADERS = ("devices", "step", "ideal", "speed-up", "efficiency (95%)", "lost/step", "verdict")
 
 
 @dataclass
@@ -489,7 +489,7 @@ class ScalingRowView:
     notes: list[str]
 
     def cells(self) -> tuple[str, ...]:
-        return self.label, self.step, self.ideal, self.speedup, self.efficiency, self.lost, self.verdict
+        return str(self.devices), self.step, self.ideal, self.speedup, self.efficiency, self.lost, self.verdict
 
     @property
     def lost_line(self) -> str:
@@ -515,8 +515,8 @@ def _percent_interval(interval: list[float] | None) -> str:
 
 def _scaling_verdict(point: ScalingPoint) -> str:
     if not point.significant:
-        return "no significant loss (within noise)"
-    return "efficiency lost" if point.lost_s > 0 else "better than ideal"
+        return "within noise"
+    return "below ideal" if point.lost_s > 0 else "above ideal"
 
 
 def _scaling_row(point: ScalingPoint) -> ScalingRowView:

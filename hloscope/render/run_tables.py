@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope import units
-from hloscope.modes import run_label
 from hloscope.render import fmt
 
 
@@ -110,6 +109,9 @@ def comparison_table(comparison: dict) -> Table:
                              + (f", compiled for {config['target']}" if config.get("target") else "")),
                   box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1), pad_edge=False, collapse_padding=True)
     columns: list[tuple[str, JustifyMethod]] = [("mode", "left")]
+    by_devices = isinstance(config.get("devices"), list)  # compare --devices 1,2,4: a row per mode and count
+    if by_devices:
+        columns += [("dev", "right")]
     if timed:
         columns += [("step", "right"), ("vs best", "right"), ("img/s", "right"), ("1st step", "right"),
                     ("peak mem", "right")]
@@ -120,8 +122,9 @@ def comparison_table(comparison: dict) -> Table:
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
     for entry in entries:
         ok = entry.get("status") == "ok"
-        by_devices = isinstance(config.get("devices"), list)  # compare --devices 1,2,4: a row per mode and count
-        row: list[str | Text] = [run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])]
+        row: list[str | Text] = [str(entry["mode"])]
+        if by_devices:
+            row.append(str(entry.get("devices", "-")))
         if timed:
             median, throughput = entry.get("median_s"), entry.get("throughput_img_s")
             row += [step_time(median) if ok else "-", ratio(median / fastest) if ok and median and fastest else "-",
