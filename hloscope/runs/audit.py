@@ -162,13 +162,14 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
     return audit(records)
 
 
-def timed_audit(comparison: dict, comparison_dir) -> dict:
-    """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error)."""
+def timed_audit(comparison: dict, comparison_dir, entries: list[dict] | None = None) -> dict:
+    """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error);
+    `entries`: those of comparison["modes"] to audit (with several device counts, the runs at the audited count)."""
     from hloscope.errors import InputError
     from hloscope.runs.rundir import load_run
 
     records: list[tuple[str, dict | None, str | None]] = []
-    for entry in comparison["modes"]:
+    for entry in comparison["modes"] if entries is None else entries:
         if entry.get("status") != "ok":
             records.append((entry["mode"], None, f"{entry.get('status')}: {entry.get('error')}"))
             continue

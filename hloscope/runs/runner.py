@@ -378,7 +378,11 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     if audit_before is not None:
         from hloscope.runs.audit import timed_audit
 
-        audit["timed_runs"] = timed_audit(comparison, comparison_dir)
+        # with several device counts the audit compares the modes at the count it set them up at (the smallest): the
+        # device count, and with it XLA_FLAGS or WORLD_SIZE, differs between a mode's runs by design
+        audited = plan[0].devices if plan else None
+        audit["timed_runs"] = timed_audit(comparison, comparison_dir,
+                                          [e for e in entries if audited is None or e.get("devices") == audited])
         audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
     if config.get("check_parity"):
         from hloscope.runs.parity import evaluate
