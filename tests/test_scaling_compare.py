@@ -90,7 +90,7 @@ def test_compare_jax_on_4_devices_with_a_refused_count(tmp_path):
     """Four virtual CPU devices (issue 18 item 3), and a count the batch does not divide: refused in one line,
     recorded, and the other counts run."""
     done = hloscope("compare", "--modes", "jax,torchax", "--devices", "1,3,4", "--model", "vit-tiny", "--batch-size",
-                    "8", "--steps", "10", "--warmup", "3", "--out", str(tmp_path))
+                    "8", "--steps", "10", "--warmup", "3", "--check-parity", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     comparison_dir = _comparison(tmp_path)
     comparison = json.loads((comparison_dir / "comparison.json").read_text())
@@ -99,6 +99,11 @@ def test_compare_jax_on_4_devices_with_a_refused_count(tmp_path):
     assert comparison["audit"]["before_timing"]["modes"] == comparison["audit"]["timed_runs"]["modes"] == ["jax", "torchax"]
     assert comparison["audit"]["timed_runs"]["mismatches"] == []
     entries = {e["devices"]: e for e in comparison["modes"] if e["mode"] == "jax"}
+    # --check-parity: every run that ran, named by its count, computes the same first step (the refused one is left out)
+    parity = comparison["parity"]
+    assert parity["ok"], parity["failures"]
+    assert [m["mode"] for m in parity["modes"]] == ["jax (1 device)", "torchax (1 device)", "jax (4 devices)",
+                                                      "torchax (4 devices)"]
     assert [entries[n]["status"] for n in (1, 3, 4)] == ["ok", "refused", "ok"]
     assert comparison["status"] == "ok"  # a refused count is not a failure
     assert entries[3]["error"].startswith("--devices 3 --batch-size 8: the global batch must divide by the device count")

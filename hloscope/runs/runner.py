@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError
-from hloscope.modes import get_mode, run_dir_name
+from hloscope.modes import get_mode, run_dir_name, run_label
 from hloscope.runs.rundir import (
     RUN_FILE,
     SCHEMA_VERSION,
@@ -387,7 +387,11 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     if config.get("check_parity"):
         from hloscope.runs.parity import evaluate
 
-        comparison["parity"] = evaluate([(e["mode"], e.get("parity")) for e in entries],
+        # every run, a mode's runs at several device counts each under its own name (the same first step at every N);
+        # a refused count ran nothing to check
+        by_devices = bool(plan) and plan[0].devices is not None
+        comparison["parity"] = evaluate([(run_label(e["mode"], e.get("devices")) if by_devices else e["mode"],
+                                          e.get("parity")) for e in entries if e["status"] != "refused"],
                                         config.get("precision", "fp32"))
     writer.write(comparison, final=True)
     return comparison
