@@ -125,7 +125,7 @@ class JaxSession(Session):
             self.batches = iter(torch_loader(options.preset, options.batch_size, n_batches, options.seed))
         self.graph = {"kind": "xla", "module": "jit_train_step"}
 
-    def _count_compile(self, event: str, duration: float, **kwargs: Any) -> None:
+    def _count_compile(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
         if event == "/jax/core/compile/backend_compile_duration":
             self.compiles += 1
 
@@ -158,7 +158,9 @@ class JaxSession(Session):
         return float(outputs[1])
 
     def compile_counts(self) -> dict[str, int]:
-        return {"xla_compiles": self.compiles, "jit_cache_entries": self.train_step._cache_size()}
+        # jit's own count of compiled variants: a private method of the jitted function (no public API says it)
+        cache_size: Any = getattr(self.train_step, "_cache_size")  # noqa: B009
+        return {"xla_compiles": self.compiles, "jit_cache_entries": cache_size()}
 
     def device_memory(self) -> dict | None:
         """The first device's peak (run.json `memory.device_peak_bytes`, as before); with --devices N > 1 also every
@@ -211,7 +213,7 @@ class JaxSession(Session):
         return self.workload.batch
 
     def info(self) -> dict:
-        matmul = jax.config.jax_default_matmul_precision
+        matmul = jax.default_matmul_precision.value
         return {"framework": "jax", "backend": jax.default_backend(), "device": str(self.device),
                 "device_kind": self.device.device_kind, "platform": self.device.platform,
                 "precision": {"requested": self.options.precision,

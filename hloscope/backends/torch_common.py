@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from hloscope.backends.base import INPUT_ANNOTATION, Session, thread_settings
 from hloscope.errors import MissingDependency, UsageError
+
+if TYPE_CHECKING:
+    from hloscope.backends.torch_workload import TorchWorkload
 
 
 def import_torch():
@@ -40,17 +44,25 @@ class TorchSession(Session):
     """A mode whose step is the shared PyTorch workload (`self.workload`, built in the subclass's setup): fetch the
     batch (hloscope/input), the test hook's host delay, then the train step, returned without waiting."""
 
-    workload = None  # hloscope.backends.torch_workload.TorchWorkload, set by setup()
+    workload: TorchWorkload | None = None  # set by the subclass's setup()
 
     def batch_count(self) -> int:
         """Batches a --data loader run draws: every warm-up, timed and profiled step, and Kineto's lead-in step."""
         return self.options.warmup + self.options.steps + self.options.profile_steps + 2
 
+    @property
+    def built_workload(self) -> TorchWorkload:
+        """The workload, once setup() has built it (the timing loop never steps a session before its setup)."""
+        if self.workload is None:
+            raise RuntimeError(f"{type(self).__name__}.setup() has not built the workload")
+        return self.workload
+
     def step(self, index: int):
+        workload = self.built_workload
         with self.annotate(INPUT_ANNOTATION):
-            images, labels = self.workload.batch(index)
+            images, labels = workload.batch(index)
         self.test_host_delay()
-        return self.workload.train_step(images, labels)
+        return workload.train_step(images, labels)
 
     def loss_of(self, outputs) -> float:
         return loss_of(outputs)
@@ -61,7 +73,7 @@ class TorchSession(Session):
         from hloscope.backends.data import parity_batch
 
         torch = import_torch()
-        workload = self.workload
+        workload = self.built_workload
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
         from hloscope.backends.torch_workload import as_input
 
@@ -86,7 +98,7 @@ class TorchSession(Session):
 
     @property
     def model(self):
-        return self.workload.model
+        return self.built_workload.model
 
     @property
     def attn_implementation(self) -> str | None:

@@ -16,7 +16,7 @@ import contextlib
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hloscope.backends import check_torch_xla_cuda, xla_dump
 from hloscope.backends.base import (
@@ -31,6 +31,9 @@ from hloscope.backends.torch_common import TorchSession, check_precision, import
 from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import MissingDependency
 from hloscope.machine import free_port
+
+if TYPE_CHECKING:
+    from hloscope.backends.torch_xla_spmd import Spmd
 
 import_torch()  # a missing torch fails here, with its install line, before any setup
 
@@ -71,6 +74,9 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
 class TorchXlaSession(TorchSession):
     profile_step_marker = f"{STEP_MARKER} (torch_xla profiler TraceMe, step_num = N, as xp.StepTrace)"
     profile_annotations: ClassVar[dict[str, str]] = {"input": INPUT_ANNOTATION, "sync": SYNC_ANNOTATION, "wait": WAIT_ANNOTATION}
+    # torch_xla's profiler server, started once per process (a second start_server on another port fails)
+    _profiler_server: ClassVar[Any] = None
+    spmd: Spmd | None = None  # --devices N: the mesh and sharding (hloscope/backends/torch_xla_spmd.py)
 
     def setup(self) -> None:
         options = self.options
@@ -125,7 +131,7 @@ class TorchXlaSession(TorchSession):
             tensors = [outputs, *list(self.model.parameters())]
             self.step_hashes[self.current_index] = self.torch_xla._XLAC._get_graph_hash(tensors).hex()
         with self.annotate(SYNC_ANNOTATION):
-            self.workload.sync()
+            self.built_workload.sync()
         with self.annotate(WAIT_ANNOTATION):
             self.xm.wait_device_ops()
         if in_warmup:
@@ -177,13 +183,14 @@ class TorchXlaSession(TorchSession):
 
     # -- memory, profile, info ----------------------------------------------------------------------------------------
     def device_memory(self) -> dict | None:
-        if getattr(self, "spmd", None) is not None:  # torch_xla 2.9 refuses memory info for the SPMD virtual device
+        if self.spmd is not None:  # torch_xla 2.9 refuses memory info for the SPMD virtual device
             return {"devices_note": "torch_xla SPMD runs the step on one virtual device, for which "
                                     "xm.get_memory_info() is not supported ('MemoryInfo not supported for SPMD "
                                     "virtual device'): no per-device peak; the N devices are this process's "
                                     "(peak_host_rss_bytes)"}
         try:
-            info = self.xm.get_memory_info(self.device)
+            # torch_xla's MemoryInfo type names bytes_used and bytes_limit; PJRT clients also report peak_bytes_used
+            info: dict[str, Any] = dict(self.xm.get_memory_info(self.device) or {})
         except RuntimeError:  # the CPU client implements no allocator statistics
             return None
         if not info or info.get("peak_bytes_used") is None:
@@ -197,7 +204,7 @@ class TorchXlaSession(TorchSession):
         import torch_xla.debug.profiler as xp
 
         before = xla_dump.list_profile_files(self.run_dir)
-        if not getattr(TorchXlaSession, "_profiler_server", None):
+        if TorchXlaSession._profiler_server is None:
             TorchXlaSession._profiler_server = xp.start_server(free_port())
         xp.start_trace(str(self.run_dir))
         try:
@@ -227,13 +234,13 @@ class TorchXlaSession(TorchSession):
                               "mat_mul_precision": mat_mul_precision, "matmul_precision": mat_mul_precision,
                               "autocast": autocast, "compute_dtype": autocast or "float32", "param_dtype": "float32"},
                 "attention": {"implementation": self.attn_implementation,
-                              "source": "transformers ViTConfig._attn_implementation"},
+                              "source": f"transformers {self.options.preset.config_class}._attn_implementation"},
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
                 "donation": {"state_in_place": True, "how": "the step's graph takes the parameter buffers as donated "
                                                             "inputs (in-place update semantics)"},
                 "threads": self.torch_threads(),
-                **({"devices": self.spmd.describe()} if getattr(self, "spmd", None) is not None else {})}
+                **({"devices": self.spmd.describe()} if self.spmd is not None else {})}
 
 
 

@@ -34,7 +34,7 @@ class TorchaxSession(JaxSession):
         import torchax
 
         info = super().info()
-        matmul = jax.config.jax_default_matmul_precision
+        matmul = jax.default_matmul_precision.value
         info.update({
             "framework": "torchax",
             "torchax": torchax.__version__,
@@ -44,7 +44,8 @@ class TorchaxSession(JaxSession):
                           "torchax_autocast": self.workload.dtype if self.workload.dtype != "float32" else None,
                           "compute_dtype": self.workload.dtype, "param_dtype": "float32"},
             "attention": {"implementation": self.workload.attn_implementation,
-                          "source": "transformers ViTConfig._attn_implementation (PyTorch model traced by torchax)"},
+                          "source": f"transformers {self.options.preset.config_class}._attn_implementation "
+                                    "(PyTorch model traced by torchax)"},
             "optimizer": OPTIMIZER,
         })
         info["compile"] = {**info["compile"], "api": "jax.jit (torchax functional call of the torch module)"}

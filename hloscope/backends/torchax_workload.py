@@ -64,6 +64,10 @@ def import_torchax():
     return torchax, optax
 
 
+# the execute_policy _complete_torchax_autocast installed into torchax.amp (None until it has)
+_installed_policy: Callable[..., Any] | None = None
+
+
 def _complete_torchax_autocast() -> None:
     """torchax 0.0.13 `amp.execute_policy(PROMOTE, ...)` reads `.dtype` of every positional argument, so `cat` and
     `stack` (a list of tensors, then an int) raise. Promote the floating tensors found anywhere in the arguments."""
@@ -71,8 +75,9 @@ def _complete_torchax_autocast() -> None:
     from torch.utils import _pytree as pytree
     from torchax import amp
 
+    global _installed_policy
     original = amp.execute_policy
-    if getattr(original, "hloscope_fixed", False):
+    if original is _installed_policy:  # already completed in this process
         return
 
     def execute_policy(policy, args, kwargs, target_lower_fp):
@@ -88,7 +93,7 @@ def _complete_torchax_autocast() -> None:
         widest = max((a.dtype.itemsize, str(a.dtype), a.dtype) for a in floats)[2]
         return pytree.tree_map_only(is_float, lambda a: a.to(widest), (args, kwargs))
 
-    execute_policy.hloscope_fixed = True
+    _installed_policy = execute_policy
     amp.execute_policy = execute_policy
     for func in (torch._C._nn.linear, torch.conv2d, torch.ops.aten.convolution.default):
         amp.autocast_policy.setdefault(func, amp.CastPolicy.LOWER_PRECISION_FP)
