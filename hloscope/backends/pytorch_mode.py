@@ -213,7 +213,7 @@ class PytorchSession(TorchSession):
                               "autocast": autocast, "compute_dtype": autocast or "float32",
                               "param_dtype": "float32"},
                 "attention": {"implementation": self.attn_implementation,
-                              "source": "transformers ViTConfig._attn_implementation"},
+                              "source": f"transformers {self.options.preset.config_class}._attn_implementation"},
                 "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
                             else {"api": None, "backend": "eager"}),
                 "donation": {"state_in_place": True, "how": "optimizer.step() updates the parameters in place"},
