@@ -13,6 +13,13 @@ if ! cmp -s requirements.txt "$stamp" 2>/dev/null; then
   cp requirements.txt "$stamp"
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+# torch_xla 2.9.0's wheel ships its own, older torchax (0.0.6) at the same site-packages/torchax path: whichever package
+# pip installs last wins. Put torchax 0.0.13's own files back whenever they are not the ones its RECORD lists, so that
+# --mode torchax runs the pinned version (tests/test_environment.py checks the same).
+if ! .venv/bin/python scripts/torchax_files.py; then
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$(grep '^torchax==' requirements.txt)"
+  .venv/bin/python scripts/torchax_files.py
+fi
 # The checkers of scripts/check.sh (ruff, mypy, import-linter), pinned in requirements-dev.txt.
 dev_stamp=.venv/.hloscope-requirements-dev
 if ! cmp -s requirements-dev.txt "$dev_stamp" 2>/dev/null; then

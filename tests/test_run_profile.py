@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from statistics import median
 
 import pytest
 
@@ -119,10 +120,13 @@ def test_host_phases_are_named_inside_every_step_marker(loader_runs, mode):
             assert any(m.start_us <= event.start_us and event.end_us <= m.end_us + 1 and m.lane == event.lane
                        for m in markers), (mode, name)
     # the step marker spans the whole timed step: its duration is the profiled step time (the timer is inside it)
+    # (each step's span covers its time; a span is not much longer, on the median: one step preempted between the
+    # marker's start and the timer's, on a loaded machine, may add milliseconds to that step alone)
     timed = sorted(record["timing"]["profiled_step_times_s"])
     spans = sorted(m.dur_us / 1e6 for m in markers)
     for time_s, span_s in zip(timed, spans):
-        assert span_s >= time_s * 0.98 and span_s - time_s < 0.5e-3 + 0.05 * time_s
+        assert span_s >= time_s * 0.98
+    assert median(spans) - median(timed) < 0.5e-3 + 0.05 * median(timed)
     # the input pipeline (the DataLoader) takes measurable time in each step
     assert all(e.dur_us > 0 for e in events if e.name == "hloscope/input")
 
