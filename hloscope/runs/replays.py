@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hloscope.modes import BY_NAME
-from hloscope.runs.rundir import RUN_FILE
 
 STDERR_TAIL_LINES = 15
 
@@ -32,11 +31,15 @@ def replay_device(run_dir: Path, device: str) -> str:
     """cpu | cuda for the replay of a run: --device cuda/cpu as given; auto: the platform the run ran on."""
     if device in ("cpu", "cuda"):
         return device
+    from hloscope.errors import InputError
+    from hloscope.runs.rundir import load_run
+    from hloscope.runs.settings import device_platform
+
     try:
-        environment = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")).get("environment") or {}
-    except (OSError, ValueError, AttributeError):
+        environment = load_run(run_dir, check_artifacts=False).get("environment") or {}
+    except InputError:  # the replay itself names the unreadable run.json
         return "cpu"
-    return "cuda" if str(environment.get("platform")).lower() in ("gpu", "cuda") else "cpu"
+    return "cuda" if isinstance(environment, dict) and device_platform(environment) == "gpu" else "cpu"
 
 
 def replay_run(run_dir: Path, steps: int, warmup: int, device: str, timeout_s: float | None, log: Path,
