@@ -17,8 +17,6 @@ from pathlib import Path
 
 from hloscope.modes import BY_NAME
 
-STDERR_TAIL_LINES = 15
-
 
 def replayable_entries(comparison: dict) -> list[dict]:
     """The mode entries of a comparison that a replay applies to: XLA modes (hloscope.modes `xla=True`) that ran."""
@@ -89,7 +87,7 @@ def _summary(record: dict, log: Path, start: float) -> dict:
 def _failed(reason: str, log: Path, start: float) -> dict:
     from hloscope.runs.runner import stderr_tail
 
-    tail = stderr_tail(log, STDERR_TAIL_LINES)
+    tail = stderr_tail(log)
     last = tail.splitlines()[-1] if tail else ""
     return {"status": "failed", "error": f"{reason}; stderr ends with: {last}" if last else reason,
             "stderr_tail": tail, "wall_s": time.perf_counter() - start, "log": f"{log.parent.name}/{log.name}"}
