@@ -44,6 +44,31 @@ def test_the_table_is_valid():
     assert len(rules) >= 15 and {rule.category for rule in rules} == set(CATEGORIES)
 
 
+def test_matching_ignores_case_and_the_table_is_written_in_lowercase(monkeypatch):
+    # names are lowercased before matching, so a pattern with an uppercase letter could never match: refused
+    assert category_of("VOLTA_SGEMM_64X64_NT") == category_of("volta_sgemm_64x64_nt") == "matmul/conv"
+    assert category_of("NCCLDevKernel_AllReduce_Sum_f32_RING_LL") == "collective/communication"
+    table = "[[rule]]\nlibrary = 'x'\ncategory = 'matmul/conv'\npatterns = ['\\bCijk_', 'gemm']\n"
+
+    class Files:
+        def joinpath(self, *parts):
+            return self
+
+        def read_text(self, encoding):
+            return table
+
+    monkeypatch.setattr("hloscope.trace.categories.resources.files", lambda package: Files())
+    kernel_rules.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"rule 1 \(x\): pattern '\\\\bCijk_' has uppercase"):
+            kernel_rules()
+        table = table.replace("Cijk", "cijk")  # escapes such as \b, \d, \B stay as they are
+        assert kernel_rules()[0].pattern.search("cijk_alik") is not None
+    finally:
+        kernel_rules.cache_clear()
+        kernel_rule.cache_clear()
+
+
 # (fixture, the start of a real kernel name in it, category)
 KERNELS = [
     ("a100_sxm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>", "matmul/conv"),

