@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hloscope.hlo.stats import SOURCE_DEPTH, TOP
+
+if TYPE_CHECKING:
+    from hloscope.hlo.load import LoadedModule
 
 
 @click.group("hlo")
@@ -29,12 +33,25 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
-    from hloscope.trace.hlo_map import measured_instructions
-    from hloscope.trace.load import device_events_by_run
 
     loaded = load_modules(path)
     results = [stats_record(item, top, source_depth, launches, xla_cost) for item in loaded]
-    by_run, unread = device_events_by_run(path)  # run directories with a profile: measured time beside the HLO
+    if Path(path).is_dir():  # only a run directory has a profile (the trace modules are not imported for a file)
+        _add_measured(path, loaded, results, top)
+    if as_json:
+        click.echo(json.dumps({"modules": results}, indent=1))
+        return
+    from hloscope.render.hlo_term import render_stats
+
+    render_stats(results)
+
+
+def _add_measured(path: str, loaded: list[LoadedModule], results: list[dict[str, Any]], top: int) -> None:
+    """Run directories with a profile: each module's measured time beside its HLO (`measured`)."""
+    from hloscope.trace.hlo_map import measured_instructions
+    from hloscope.trace.load import device_events_by_run
+
+    by_run, unread = device_events_by_run(path)
     for error in unread:
         click.echo(f"hloscope: warning: no measured time from this run's profile: {error}", err=True)
     for item, result in zip(loaded, results):
@@ -42,9 +59,3 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
         measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
         if measured is not None:
             result["measured"] = measured
-    if as_json:
-        click.echo(json.dumps({"modules": results}, indent=1))
-        return
-    from hloscope.render.hlo_term import render_stats
-
-    render_stats(results)
