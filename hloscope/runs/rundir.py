@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError, UsageError
+from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 
+__all__ = ["COMPARISON_FILE", "RUN_FILE"]  # re-exported: the layout's names are read through rundir too
 SCHEMA_VERSION = 1
-RUN_FILE = "run.json"
-COMPARISON_FILE = "comparison.json"
 
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled", "setup")  # setup: run --setup-only
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",

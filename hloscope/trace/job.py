@@ -9,7 +9,6 @@ atomically, so an interrupted analysis restarts where it stopped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -85,11 +84,13 @@ def host_of(file: str | os.PathLike[str]) -> str:
 def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> CategoryResolver | None:  # noqa: B006
     # (one cache per process, workers included)
     """The HLO category resolver of the run directory `file` lies in, or None (as `trace stats` always did)."""
-    from hloscope.trace.program_categories import resolver_for_run, run_dir_of
+    from hloscope.trace.load import run_dir_of
 
     run = run_dir_of(file)
     if run is None:
         return None
+    from hloscope.trace.program_categories import resolver_for_run
+
     if run not in cache:
         try:
             cache[run] = resolver_for_run(run)
@@ -140,7 +141,6 @@ def summarize_file(file: str, top: int = 10) -> Summary:
     "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
     file is reachable at the same path (a pool worker, a Dask worker)."""
     from hloscope.trace.load import load_trace, trace_rank
-    from hloscope.trace.program_categories import categorized
     from hloscope.trace.stats import trace_stats
 
     path = Path(file)
@@ -148,6 +148,8 @@ def summarize_file(file: str, top: int = 10) -> Summary:
         trace = load_trace(path)
         resolver = _resolver(path)
         if resolver is not None:
+            from hloscope.trace.program_categories import categorized
+
             trace = categorized(trace, resolver)
         observer = _Observer()
         stats = trace_stats(observer.wrap(trace), top=top)
@@ -325,6 +327,8 @@ class StateDir:
                 "options": self.options, "version": SUMMARY_VERSION}
 
     def _path(self, file: str) -> Path:
+        import hashlib  # only for --state: trace stats starts without it
+
         key = hashlib.sha256(os.path.abspath(file).encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.directory / f"{key}.json"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError
-from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
+from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
 from hloscope.trace.model import Event, EventStream, Trace
 
@@ -211,6 +211,15 @@ def _head(path: Path, size: int = 65536) -> bytes:
         raise InputError(path, "is a directory, not a trace file") from error
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from error
+
+
+def run_dir_of(path: str | os.PathLike[str], levels: int = 8) -> Path | None:
+    """The run directory (holding run.json) that a trace file lies in, if any."""
+    current = Path(path).resolve()
+    for parent in [current, *current.parents][: levels + 1]:
+        if (parent / RUN_FILE).is_file():
+            return parent
+    return None
 
 
 def device_events_by_run(path: str | os.PathLike[str]) -> tuple[dict[Path, list[Event]], list[InputError]]:

@@ -323,17 +323,6 @@ def resolver_for_run(run_dir: str | os.PathLike[str]) -> CategoryResolver | None
     return resolver or None
 
 
-def run_dir_of(path: str | os.PathLike[str], levels: int = 8) -> Path | None:
-    """The run directory (holding run.json) that a trace file lies in, if any."""
-    from hloscope.runs.rundir import RUN_FILE
-
-    current = Path(path).resolve()
-    for parent in [current, *current.parents][: levels + 1]:
-        if (parent / RUN_FILE).is_file():
-            return parent
-    return None
-
-
 def categorized(trace: Trace, resolver: Callable[[Event], str]) -> Trace:
     """The same trace whose device executions carry the resolver's category (and `category_source`), every time its
     events are iterated; `resolver` is a CategoryResolver (or any Event -> category function: the category is
