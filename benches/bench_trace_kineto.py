@@ -191,12 +191,10 @@ def _best(previous: dict, new: dict) -> dict:
 
 
 def hta_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("HolisticTraceAnalysis")
-    except PackageNotFoundError:
-        return "?"
+    """HTA's version in the interpreter that runs it (HTA_PYTHON: often its own environment)."""
+    probe = subprocess.run([HTA_PYTHON, "-c", "from importlib.metadata import version; "
+                            "print(version('HolisticTraceAnalysis'))"], capture_output=True, text=True)
+    return probe.stdout.strip() if probe.returncode == 0 else "?"
 
 
 if __name__ == "__main__":
