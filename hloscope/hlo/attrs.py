@@ -141,8 +141,16 @@ def _value_end_scan(text: str, pos: int) -> int:
             return match.start()
 
 
+# One `, key=value` with the key and the value as groups (values as _VALUE reads them), for split_attributes.
+_ATTRIBUTE = re.compile(r"\s*,\s*([A-Za-z_][\w.\-]*)\s*=\s*(?=[^\s,])(" + _TOP_VALUE + ")", re.S)
+
+
 def split_attributes(text: str, start: int) -> dict[str, str]:
     """`, key=value, key={...}, key="..."` from `start` to the end of `text` -> {key: raw value}."""
+    if "//" not in text[start:] and _PLAIN_ATTRIBUTES.match(text, start) is not None:
+        # The common case in two C-speed matches: a well-formed list (no comment, where `, k=v` might hide) holds
+        # exactly the `, key=value` that findall finds, one after the other from `start`.
+        return {key: value.strip() for key, value in _ATTRIBUTE.findall(text, start)}
     out: dict[str, str] = {}
     end = len(text.rstrip())
     pos = start
