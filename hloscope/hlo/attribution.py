@@ -61,11 +61,21 @@ def layer_of(op_name: str, depth: int = 5) -> str:
 
 def kernels_by_source(module: HloModule, platform: str, depth: int = 5) -> list[dict[str, Any]]:
     """Launches grouped by the layer in their metadata op_name, biggest groups first."""
-    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
+    # Launches counted by (op_name, kind, fusion or not) first, so that each distinct op_name is shortened once; the
+    # counts keep the order of first appearance, so each group's kinds are in the order of its launches.
+    counts: dict[tuple[str, str, bool], int] = {}
     for _, instr, kind in launches(module, platform):
-        group = groups[layer_of(instr.metadata.get("op_name", ""), depth)]
-        group["kernels"] += 1
-        group["fusions"] += instr.opcode == "fusion"
-        group["kinds"][kind] += 1
+        key = (instr.metadata.get("op_name", ""), kind, instr.opcode == "fusion")
+        counts[key] = counts.get(key, 0) + 1
+    layers: dict[str, str] = {}
+    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"kernels": 0, "fusions": 0, "kinds": defaultdict(int)})
+    for (op_name, kind, fusion), n in counts.items():
+        layer = layers.get(op_name)
+        if layer is None:
+            layer = layers[op_name] = layer_of(op_name, depth)
+        group = groups[layer]
+        group["kernels"] += n
+        group["fusions"] += n if fusion else 0
+        group["kinds"][kind] += n
     rows = [{"source": k, "kernels": v["kernels"], "fusions": v["fusions"], "kinds": dict(v["kinds"])} for k, v in groups.items()]
     return sorted(rows, key=lambda r: (-r["kernels"], r["source"]))

@@ -13,7 +13,6 @@ CPU, TPU and unknown platforms: every instruction of the executed computations t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
@@ -63,13 +62,16 @@ def classify(instr: HloInstruction, platform: str) -> str | None:
     return "generated" if platform == "gpu" else "other"
 
 
-def launches(module: HloModule, platform: str) -> Iterator[tuple[HloComputation, HloInstruction, str]]:
-    """(computation, instruction, kind) of every launch, in schedule order."""
-    for comp in executed_computations(module):
-        for instr in comp.instructions:
-            kind = classify(instr, platform)
-            if kind is not None:
-                yield comp, instr, kind
+def launches(module: HloModule, platform: str) -> list[tuple[HloComputation, HloInstruction, str]]:
+    """(computation, instruction, kind) of every launch, in schedule order. Computed once per module and platform
+    (the kernel counts and the attribution of `hlo stats` both walk them)."""
+    found = module.launches.get(platform)
+    if found is None:
+        found = module.launches[platform] = [
+            (comp, instr, kind) for comp in executed_computations(module) for instr in comp.instructions
+            if (kind := classify(instr, platform)) is not None
+        ]
+    return found
 
 
 def kernel_breakdown(module: HloModule, platform: str) -> dict[str, int]:
