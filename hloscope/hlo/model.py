@@ -392,16 +392,19 @@ class HloModule:
                     _ = instr.shape
                     parsed.add(instr.shape_text)
                 if instr._operands is None and instr._attrs is None and not renames:
+                    text = instr.text
+                    end = instr._end
+                    # Most lines end at the ')' the parser found (no '(' before it): no attributes, nothing to match.
+                    bare = end >= 0 and ((end == len(text) - 2 and text[-1] == "\n") or end == len(text) - 1)
                     if instr.opcode in ("constant", "parameter"):
-                        match = literal_tail(instr.text, instr.pos)
-                        if match is not None:
+                        if bare or literal_tail(text, instr.pos) is not None:
                             instr._operands = ()
                             instr._calls = _NO_CALLS
                             continue
                     else:
-                        match = plain_tail(instr.text, instr.pos)
-                        if match is not None:
-                            names = match.group(1)
+                        match = None if bare else plain_tail(text, instr.pos)
+                        if bare or match is not None:
+                            names = text[instr.pos : end] if match is None else match.group(1)
                             operands: tuple[HloInstruction, ...] | None
                             if not names:
                                 operands = ()
@@ -417,7 +420,7 @@ class HloModule:
                                 except KeyError:  # the exact path reports it
                                     operands = None
                             calls: Sequence[HloComputation] | None = _NO_CALLS
-                            if match.group(2) is not None:
+                            if match is not None and match.group(2) is not None:
                                 callee = computations.get(match.group(3))
                                 calls = (callee,) if callee is not None else None  # None: the exact path reports it
                             if operands is not None and calls is not None:
