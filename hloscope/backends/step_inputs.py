@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hloscope.writing import atomic_output
+
 TRAJECTORY_STEPS = 3
 INPUTS_FILE = "hlo/jit_train_step.inputs.npz"
 KIND = "program_inputs"
@@ -62,10 +64,8 @@ class StepInputs:
         stored["dtypes"] = np.asarray([f"{name}={dtype}" for name, dtype in dtypes.items()])
         target = run_dir / INPUTS_FILE
         target.parent.mkdir(exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_output(target) as handle:
             np.savez(handle, **stored)
-        os.replace(tmp, target)
         return {"kind": KIND, "path": INPUTS_FILE, "module": module, "stage": "inputs", "train_step": False,
                 "format": "npz", "state_parameters": len(self.state), "batch_parameters": batch_leaves,
                 "steps": len(self.batches), "losses": losses, "bytes": target.stat().st_size,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
 from hloscope.errors import UsageError
+from hloscope.writing import atomic_output
 
 
 def choose_format(as_json: bool, fmt: str | None, output: Path | None) -> str:
@@ -77,29 +76,10 @@ def emit(text: str, output: Path | None, force: bool) -> None:
 
 
 def _write(text: str, output: Path, force: bool) -> None:
-    """A fresh temporary name (never a file of the user's), then one atomic step: with --force a replace, else a link
-    that fails if the output appeared since the check. Readers never see a half-written report."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    """Readers never see a half-written report; without --force, a file that appeared at `output` since the check is
+    not overwritten."""
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # the permissions a plain open() would give, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with atomic_output(output, text=True, replace=force) as handle:
             handle.write(text)
-        if force:
-            os.replace(tmp, output)
-        else:
-            _place_new(Path(tmp), output)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def _place_new(tmp: Path, output: Path) -> None:
-    """Move `tmp` to `output` only if nothing is there: a hard link is atomic and refuses an existing file."""
-    try:
-        os.link(tmp, output)
     except FileExistsError:
         raise UsageError(f"{output} already exists; use --force to overwrite it") from None
-    except OSError:  # a filesystem without hard links: check once more, then rename
-        check_writable(output, force=False)
-        os.replace(tmp, output)

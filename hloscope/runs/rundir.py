@@ -15,7 +15,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from hloscope.errors import InputError, UsageError
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
+from hloscope.writing import atomic_output
 
 __all__ = ["COMPARISON_FILE", "RUN_FILE"]  # re-exported: the layout's names are read through rundir too
 SCHEMA_VERSION = 1
@@ -104,26 +104,13 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     file system refuses (disk full, quota, read-only) is an OutputError naming the file; the old file stays."""
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    try:
-        # mkstemp makes the file private (0600); a run record gets the permissions of any file the user creates.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with atomic_output(path, text=True) as handle:
             # strict JSON: a NaN or infinite figure (a broken clock) is written as null, never as bare NaN
             json.dump(_finite(data), handle, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
             handle.write("\n")
             _fault_hook(path)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except OSError as error:
-        Path(tmp).unlink(missing_ok=True)
         raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _finite(value: Any) -> Any:
@@ -135,12 +122,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(item) for item in value]
     return value
-
-
-def _umask() -> int:
-    mask = os.umask(0)  # the only portable way to read the umask is to set it and put it back
-    os.umask(mask)
-    return mask
 
 
 def _json_default(value: Any) -> Any:

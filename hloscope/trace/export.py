@@ -21,6 +21,7 @@ from typing import Any
 
 from hloscope.errors import InputError, MissingDependency
 from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP, Event
+from hloscope.writing import atomic_output
 
 EXPORT_VERSION = 1
 BATCH = 65536
@@ -179,44 +180,38 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None)
     host = host_of(file)
     table_schema = schema().with_metadata({_METADATA_KEY: json.dumps(identity or _identity(file)).encode()})
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     names = [field.name for field in table_schema]
     rows = 0
-    try:
-        with pq.ParquetWriter(temporary, table_schema, compression="zstd") as writer:
-            columns: dict[str, list[Any]] = {name: [] for name in names}
+    with atomic_output(target) as output, pq.ParquetWriter(output, table_schema, compression="zstd") as writer:
+        columns: dict[str, list[Any]] = {name: [] for name in names}
 
-            def flush() -> None:
-                writer.write_table(pa.Table.from_pydict(columns, schema=table_schema))
-                for values in columns.values():
-                    values.clear()
+        def flush() -> None:
+            writer.write_table(pa.Table.from_pydict(columns, schema=table_schema))
+            for values in columns.values():
+                values.clear()
 
-            for event in trace.events:
-                correlation = event.correlation
-                if correlation is not None and not -_INT64 <= correlation < _INT64:
-                    correlation = None
-                columns["host"].append(host)
-                columns["file"].append(file)
-                columns["format"].append(trace.format)
-                columns["process"].append(event.process)
-                columns["lane"].append(event.lane)
-                columns["device"].append(event.device)
-                columns["kind"].append(event.kind)
-                columns["step"].append(steps.of(event))
-                columns["name"].append(event.name)
-                columns["category"].append(event.category if event.is_device_exec else None)
-                columns["start_us"].append(event.start_us)
-                columns["dur_us"].append(event.dur_us)
-                columns["correlation"].append(correlation)
-                columns["hlo_op"].append(event.hlo_op)
-                columns["hlo_module"].append(event.hlo_module)
-                rows += 1
-                if len(columns["name"]) >= BATCH:
-                    flush()
-            if columns["name"] or rows == 0:
+        for event in trace.events:
+            correlation = event.correlation
+            if correlation is not None and not -_INT64 <= correlation < _INT64:
+                correlation = None
+            columns["host"].append(host)
+            columns["file"].append(file)
+            columns["format"].append(trace.format)
+            columns["process"].append(event.process)
+            columns["lane"].append(event.lane)
+            columns["device"].append(event.device)
+            columns["kind"].append(event.kind)
+            columns["step"].append(steps.of(event))
+            columns["name"].append(event.name)
+            columns["category"].append(event.category if event.is_device_exec else None)
+            columns["start_us"].append(event.start_us)
+            columns["dur_us"].append(event.dur_us)
+            columns["correlation"].append(correlation)
+            columns["hlo_op"].append(event.hlo_op)
+            columns["hlo_module"].append(event.hlo_module)
+            rows += 1
+            if len(columns["name"]) >= BATCH:
                 flush()
-        os.replace(temporary, target)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+        if columns["name"] or rows == 0:
+            flush()
     return rows

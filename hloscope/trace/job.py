@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hloscope.errors import HloscopeError, InputError
 from hloscope.trace.load import XPLANE_SUFFIX
 from hloscope.trace.model import COLLECTIVE, KERNEL, Event, EventStream, Trace
+from hloscope.writing import atomic_output
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
@@ -347,10 +348,8 @@ class StateDir:
     def save(self, file: str, result: Summary) -> None:
         if "error" in result:
             return  # an unreadable file is tried again next time
-        path = self._path(file)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"identity": self._identity(file), "result": result}))
-        os.replace(temporary, path)
+        with atomic_output(self._path(file), text=True) as handle:
+            handle.write(json.dumps({"identity": self._identity(file), "result": result}))
 
 
 # --------------------------------------------------------------------------------------------------- the job view
