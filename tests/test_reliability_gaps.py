@@ -222,6 +222,9 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
         jax_pid = json.loads((comparison_dir / "jax" / "run.json").read_text())["writer"]["pid"]
         os.kill(jax_pid, signal.SIGKILL)
         _wait_for(lambda: _phase(comparison_dir / "pytorch") == "timed window", what="pytorch's timed window")
+        # the phase is written just before the first timed step: give it time to finish some (a tiny step is ~1 ms;
+        # without the pause, a busy machine delivered SIGTERM before the first one ended and recorded 0 steps)
+        time.sleep(1.0)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=120)
     finally:
