@@ -55,6 +55,8 @@ class Cost:
 _Users = dict[str, list[HloInstruction]]
 # The cost of the many instructions that cost nothing, shared (instruction costs are never changed in place).
 _ZERO = Cost()
+# What a malformed instruction raises while it is costed (reported as a ParseError naming it).
+_COST_ERRORS = (IndexError, KeyError, ValueError, ZeroDivisionError, AttributeError, TypeError)
 
 
 def shape_size(shape: Shape) -> int:
@@ -176,16 +178,27 @@ class CostAnalysis:
             flops = transcendentals = bytes_accessed = library_flops = library_bytes = 0.0
             costs = self.costs
             instruction_cost = self.instruction_cost
-            for instr in comp.instructions:
-                cost = costs.get(instr)
-                if cost is None:
-                    cost = instruction_cost(instr)
-                if cost is not _ZERO:
-                    flops += cost.flops
-                    transcendentals += cost.transcendentals
-                    bytes_accessed += cost.bytes_accessed
-                    library_flops += cost.library_flops
-                    library_bytes += cost.library_bytes
+            elementwise = self._elementwise
+            try:
+                for instr in comp.instructions:
+                    cost = costs.get(instr)
+                    if cost is None:  # the commonest opcodes costed here, without instruction_cost's calls
+                        op = instr.opcode
+                        if op in ZERO_BYTES:
+                            costs[instr] = _ZERO
+                            continue
+                        if op in ELEMENTWISE:
+                            cost = costs[instr] = elementwise(instr)
+                        else:
+                            cost = instruction_cost(instr)
+                    if cost is not _ZERO:
+                        flops += cost.flops
+                        transcendentals += cost.transcendentals
+                        bytes_accessed += cost.bytes_accessed
+                        library_flops += cost.library_flops
+                        library_bytes += cost.library_bytes
+            except _COST_ERRORS as error:
+                raise self._cannot_cost(instr, error) from None
             cached = Cost(flops, transcendentals, bytes_accessed, library_flops, library_bytes)
             self._in_progress.discard(comp.name)
             self._computation_costs[comp.name] = cached
@@ -224,14 +237,16 @@ class CostAnalysis:
         if cost is None:
             try:
                 cost = self._cost(instr)
-            except (IndexError, KeyError, ValueError, ZeroDivisionError, AttributeError, TypeError) as error:
-                if isinstance(error, ParseError):
-                    raise
-                raise ParseError(
-                    self.module.path, f"cannot cost '{instr.name}' ({instr.opcode}): {error!r}", instr.lineno, 1
-                ) from None
+            except _COST_ERRORS as error:
+                raise self._cannot_cost(instr, error) from None
             self.costs[instr] = cost
         return cost
+
+    def _cannot_cost(self, instr: HloInstruction, error: Exception) -> ParseError:
+        """The error that costing `instr` raised, as a ParseError naming it (one from a nested instruction as it is)."""
+        if isinstance(error, ParseError):
+            return error
+        return ParseError(self.module.path, f"cannot cost '{instr.name}' ({instr.opcode}): {error!r}", instr.lineno, 1)
 
     def _facts(self, instr: HloInstruction) -> tuple[int, int, int]:
         """(output bytes as XLA's Preprocess counts them, shape_size, elements) of an instruction's shape, computed
@@ -248,11 +263,17 @@ class CostAnalysis:
         batch-norm-training's, sort's, topk's or rng-bit-generator's counts all its arrays, not its index table), plus
         each operand's size (a tuple operand counts only its index table)."""
         facts_by_text = self._facts_by_text
-        total = self._facts(instr)[0]
+        total = (facts_by_text.get(instr.shape_text) or self._facts(instr))[0]
         for operand in instr.operands:
-            facts = facts_by_text.get(operand.shape_text)
-            total += (facts if facts is not None else self._facts(operand))[1]
+            total += (facts_by_text.get(operand.shape_text) or self._facts(operand))[1]
         return total
+
+    def _elementwise(self, instr: HloInstruction) -> Cost:
+        """Elementwise ops: one FLOP (or transcendental) per output element, and the default bytes."""
+        count = self._facts(instr)[2]
+        if instr.opcode in TRANSCENDENTAL:
+            return Cost(0.0, count, self._default_bytes(instr))
+        return Cost(count, 0.0, self._default_bytes(instr))
 
     def _cost(self, instr: HloInstruction) -> Cost:
         op = instr.opcode
@@ -266,10 +287,7 @@ class CostAnalysis:
             size = self._default_bytes(instr)
             return Cost(flops=flops, bytes_accessed=size, library_flops=flops, library_bytes=size)
         if op in ELEMENTWISE:  # the commonest case first
-            count = self._facts(instr)[2]
-            if op in TRANSCENDENTAL:
-                return Cost(0.0, count, self._default_bytes(instr))
-            return Cost(count, 0.0, self._default_bytes(instr))
+            return self._elementwise(instr)
         cost = Cost(bytes_accessed=self._default_bytes(instr))
         if op == "dot" or op == "scaled-dot":
             cost.flops = _dot_flops(instr)
@@ -298,10 +316,8 @@ class CostAnalysis:
         elif op == "sort":
             elements = instr.operands[0].shape.elements
             cost.flops = elements * math.ceil(math.log2(elements)) if elements > 1 else 0
-        elif op in ("all-reduce", "all-reduce-start"):
-            leaves = list(instr.shape.leaves())
-            cost.flops = sum(s.elements for s in leaves)
-            cost.bytes_accessed = sum(shape_size(s) for s in leaves) + sum(shape_size(o.shape) for o in instr.operands)
+        elif op in ("all-reduce", "all-reduce-start"):  # bytes: the default (every leaf of the output, each operand)
+            cost.flops = sum(s.elements for s in instr.shape.leaves())
         elif op in ("rng", "rng-bit-generator"):
             cost.transcendentals = sum(s.elements for s in instr.shape.leaves())
         elif op == "fusion":
