@@ -329,6 +329,7 @@ class HloModule:
         # Async syntax sugar the parser rewrote (opcodes.py): instruction name -> (wrapped opcode, wrapper computation).
         self.async_chains: dict[str, tuple[str, str]] = {}
         self.executed: list[HloComputation] | None = None  # ops.executed_computations, once asked for
+        self.by_opcode: dict[str, list[HloInstruction]] | None = None  # ops.instructions_by_opcode, once asked for
         # kernels.launches by platform, once asked for: (computation, instruction, kind) of each launch
         self.launches: dict[str, list[tuple[HloComputation, HloInstruction, str]]] = {}
 

@@ -17,9 +17,25 @@ COLLECTIVE_OPCODES = {
 }
 
 
+def instructions_by_opcode(module: HloModule) -> dict[str, list[HloInstruction]]:
+    """Every instruction of every computation by opcode: opcodes in the order of their first instruction, each list in
+    module order. Made once per module: the counting analyses below each read a few opcodes of it."""
+    index = module.by_opcode
+    if index is None:
+        index = module.by_opcode = {}
+        for comp in module.computations:
+            for instr in comp.instructions:
+                found = index.get(instr.opcode)
+                if found is None:
+                    index[instr.opcode] = [instr]
+                else:
+                    found.append(instr)
+    return index
+
+
 def opcode_histogram(module: HloModule) -> dict[str, int]:
     """Every instruction of every computation (fusion bodies included), as XLA's parser sees them."""
-    return dict(Counter(i.opcode for c in module.computations for i in c.instructions).most_common())
+    return dict(Counter({opcode: len(found) for opcode, found in instructions_by_opcode(module).items()}).most_common())
 
 
 def executed_computations(module: HloModule) -> list[HloComputation]:
@@ -72,13 +88,11 @@ def fusion_label(instr: HloInstruction) -> str:
 
 def fusion_kinds(module: HloModule) -> dict[str, int]:
     """Fusion instructions by kind over the whole module; kCustom split by backend kind (`kCustom:__triton_gemm`)."""
-    return dict(Counter(fusion_label(i) for c in module.computations for i in c.instructions if i.opcode == "fusion").most_common())
+    return dict(Counter(fusion_label(i) for i in instructions_by_opcode(module).get("fusion", ())).most_common())
 
 
 def custom_call_targets(module: HloModule) -> dict[str, int]:
-    return dict(
-        Counter(i.custom_call_target or "" for c in module.computations for i in c.instructions if i.opcode == "custom-call").most_common()
-    )
+    return dict(Counter(i.custom_call_target or "" for i in instructions_by_opcode(module).get("custom-call", ())).most_common())
 
 
 def collective_bytes(instr: HloInstruction) -> int:
@@ -97,17 +111,18 @@ def collectives(module: HloModule) -> dict[str, Any]:
     Async collectives that XLA's parser wraps (`reduce-scatter-start`, `all-to-all-start`, ...) are counted by the
     collective inside their async computation, so every collective is counted once, sync or async."""
     by_op: dict[str, dict[str, Any]] = {}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode in COLLECTIVE_OPCODES:
-                entry = by_op.setdefault(instr.opcode, {"count": 0, "bytes": 0, "replica_groups": {}})
-                entry["count"] += 1
-                entry["bytes"] += collective_bytes(instr)
-                attrs = instr.attrs
-                groups = attrs.get("replica_groups", attrs.get("source_target_pairs"))
-                if groups is not None:
-                    groups = " ".join(groups.split())
-                    entry["replica_groups"][groups] = entry["replica_groups"].get(groups, 0) + 1
+    for opcode, found in instructions_by_opcode(module).items():  # opcodes in the order of their first instruction
+        if opcode not in COLLECTIVE_OPCODES:
+            continue
+        entry = by_op[opcode] = {"count": 0, "bytes": 0, "replica_groups": {}}
+        for instr in found:
+            entry["count"] += 1
+            entry["bytes"] += collective_bytes(instr)
+            attrs = instr.attrs
+            groups = attrs.get("replica_groups", attrs.get("source_target_pairs"))
+            if groups is not None:
+                groups = " ".join(groups.split())
+                entry["replica_groups"][groups] = entry["replica_groups"].get(groups, 0) + 1
     return {
         "count": sum(e["count"] for e in by_op.values()),
         "bytes": sum(e["bytes"] for e in by_op.values()),
@@ -119,12 +134,12 @@ def layout_changes(module: HloModule) -> dict[str, dict[str, int]]:
     """Transposes and copies: top level (their own kernels) and inside fusions."""
     top = {c.name for c in executed_computations(module)}
     out = {"transpose": {"top_level": 0, "in_fusions": 0, "bytes": 0}, "copy": {"top_level": 0, "in_fusions": 0, "bytes": 0}}
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.opcode in ("transpose", "copy", "copy-start"):
-                key = "copy" if instr.opcode != "transpose" else "transpose"
-                out[key]["top_level" if comp.name in top else "in_fusions"] += 1
-                out[key]["bytes"] += instr.shape.byte_size if instr.opcode != "copy-start" else 0
+    index = instructions_by_opcode(module)
+    for opcode in ("transpose", "copy", "copy-start"):
+        key = "copy" if opcode != "transpose" else "transpose"
+        for instr in index.get(opcode, ()):
+            out[key]["top_level" if instr.computation.name in top else "in_fusions"] += 1
+            out[key]["bytes"] += instr.shape.byte_size if opcode != "copy-start" else 0
     return out
 
 
