@@ -3,8 +3,6 @@ every part of hloscope (HLO and xplane readers, TensorBoard, the torch_xla backe
 
 from __future__ import annotations
 
-import socket
-
 from hloscope.errors import UsageError
 
 
@@ -49,6 +47,8 @@ def gb(n: float) -> str:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nobody listens on right now on `host` (the OS picks it); the caller binds it a moment later."""
+    import socket  # here, not at the top: the readers of HLO and traces import this module, and socket takes ~2 ms
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
