@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hloscope.errors import ParseError
@@ -532,9 +531,8 @@ def _parameter_number(instr: HloInstruction) -> int:
     return int(instr.operand_text.strip() or 0)
 
 
-def _callees(comp: HloComputation) -> Iterator[HloComputation]:
-    for instr in comp.instructions:
-        yield from instr.called_computations
+def _callees(comp: HloComputation) -> list[HloComputation]:
+    return [callee for instr in comp.instructions for callee in instr.called_computations]
 
 
 def _users(comp: HloComputation) -> _Users:
