@@ -1,5 +1,5 @@
 """issue 13: other vendors' device work in its own Kineto category. Meta MTIA traces (HTA's fixtures: device work
-in `mtia_ccp_events`, launches in `mtia_runtime`) give device time; a trace whose device-like events no rule
+in `mtia_ccp_events`, launches in `mtia_runtime`) give kernels, copies and device time; a trace whose device-like events no rule
 classifies gets one warning with their count. Checked against `json.load`."""
 
 from __future__ import annotations
@@ -27,14 +27,26 @@ def _mtia(real_file):
     return path
 
 
-def test_mtia_device_time(real_file, capsys):
-    path = _mtia(real_file)
-    events = [e for e in json.loads(gzip.decompress((path).read_bytes()))["traceEvents"] if e.get("ph") == "X"]
-    device = [e for e in events if e.get("cat") == "mtia_ccp_events"]
+# MTIA's device queue (`mtia_ccp_events`) holds its kernels (op names: `fc-dtype_Float`, `pe_exe`, ...), its DMA
+# transfers (`dma_request`, with args.direction) and event record / wait markers, which are not work.
+MTIA_TRAINING = "hta/mtia_trace_single_rank__mtia_rank_0.json.gz"
+MTIA_NOT_KERNELS = {"dma_request", "event_record", "event_wait"}
+
+
+@pytest.mark.parametrize("relative, kernels, copies", [(MTIA, 97, 877), (MTIA_TRAINING, 3453, 22361)])
+def test_mtia_kernels_copies_and_waits(real_file, relative, kernels, copies, capsys):
+    path = real_file(relative)
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    queue = [e for e in events if e.get("cat") == "mtia_ccp_events"]
+    kernel_events = [e for e in queue if e["name"] not in MTIA_NOT_KERNELS]
+    copy_events = [e for e in queue if e["name"] == "dma_request"]
     runtime = [e for e in events if e.get("cat") == "mtia_runtime"]
+    assert all(e["args"].get("direction") for e in copy_events)
     stats = trace_stats(load_trace(path))
-    assert stats["kernels"] == len(device) == 1313
-    assert stats["device_time_us"] == pytest.approx(sum(e["dur"] for e in device), abs=1e-3)
+    assert stats["kernels"] == len(kernel_events) == kernels
+    assert stats["executions_by_category"]["memcpy/memset"] == len(copy_events) == copies
+    assert stats["device_time_us"] == pytest.approx(sum(e["dur"] for e in kernel_events + copy_events), abs=1e-3)
+    assert stats["categories"]["memcpy/memset"] == pytest.approx(sum(e["dur"] for e in copy_events), abs=1e-3)
     assert stats["host_runtime_us"] == pytest.approx(sum(e["dur"] for e in runtime), abs=1e-3)
     assert "warning" not in capsys.readouterr().err
 
@@ -62,3 +74,15 @@ def test_known_traces_get_no_warning(real_file, relative, capsys):
     path = real_file(relative)
     trace_stats(load_trace(path))
     assert "look like device work" not in capsys.readouterr().err
+
+
+def test_habana_hpu_op_is_host_runtime_not_device_time(tmp_path):
+    """libkineto's ActivityType.h: `HPU_OP, // HPU host side runtime event` (newer releases alias it to RUNTIME)."""
+    events = [{"ph": "X", "cat": "hpu_op", "name": "synLaunch", "pid": 1, "tid": 2, "ts": 10.0, "dur": 5.0,
+               "args": {"correlation": 7}},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": 9.0, "dur": 8.0}]
+    path = tmp_path / "hpu.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    stats = trace_stats(load_trace(path))
+    assert stats["kernels"] == 0 and stats["device_time_us"] == 0
+    assert stats["host_runtime_us"] == 5.0

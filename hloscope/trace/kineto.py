@@ -47,11 +47,20 @@ if TYPE_CHECKING:
 _Id = int | str | None
 
 # Kineto's activity categories (libkineto ActivityType names), and those of PyTorch 1.8/1.9 traces (2021): "Kernel",
-# "Memcpy", "Memset", "Runtime", "Operator". MTIA's device work is "mtia_ccp_events", Habana's "hpu_op".
+# "Memcpy", "Memset", "Runtime", "Operator". MTIA's device queue is "mtia_ccp_events" (libkineto aliases it to
+# CONCURRENT_KERNEL); Habana's "hpu_op" is a host-side runtime event (libkineto: HPU_OP = RUNTIME).
 _DEVICE_CATS: dict[str | None, str] = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "gpu_memset": MEMSET, "Kernel": KERNEL, "Memcpy": MEMCPY,
-                "Memset": MEMSET, "mtia_ccp_events": KERNEL, "hpu_op": KERNEL}
+                "Memset": MEMSET, "mtia_ccp_events": KERNEL}
+# Events of a device category that are not kernels, by (category, name): MTIA's queue also records its DMA transfers
+# (`dma_request`, with args.direction) and its event record / wait markers (a wait is the queue idle until another
+# stream reaches an event: not work).
+_DEVICE_EVENT_KINDS: dict[tuple[str | None, str], str] = {
+    ("mtia_ccp_events", "dma_request"): MEMCPY,
+    ("mtia_ccp_events", "event_record"): ANNOTATION,
+    ("mtia_ccp_events", "event_wait"): ANNOTATION,
+}
 _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mtia_runtime", "xpu_runtime", "xpu_driver",
-                 "privateuse1_runtime", "privateuse1_driver", "Runtime"}
+                 "privateuse1_runtime", "privateuse1_driver", "Runtime", "hpu_op"}
 # Host categories of PyTorch's profiler whose kind the category alone decides (step markers aside).
 _KINETO_HOST_CATS: dict[str | None, str] = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
                      **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
@@ -402,6 +411,7 @@ class _EventBuilder:
                 correlation = _as_int(correlation if correlation is not None else args.correlation_id)
             kind = device_cats.get(category)
             if kind is not None:  # Kineto GPU activity
+                kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
                 stream = args.stream if args.stream is not None else item.tid
                 place = places.get((item.pid, stream, True))
                 if place is None:
@@ -464,6 +474,7 @@ class _EventBuilder:
             name = str(name)
         kind = _DEVICE_CATS.get(category)
         if kind is not None:  # Kineto GPU activity: the most common device case, kept short
+            kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
             return Event(
                 name, start, duration, kind, True, self._stream_lane(stream if stream is not None else tid),
                 self._process(pid), category_for(name, kind), None, None, None, _as_int(correlation),
