@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 
 import pytest
 
@@ -57,3 +58,38 @@ def test_a_correlation_id_beyond_64_bits_links_nothing(fixtures_dir, tmp_path):
     path.write_text(json.dumps(document))
     stats = trace_stats(load_trace(path))
     assert stats["kernels"] == 79
+
+
+def _launch_us(events: list[dict]) -> float:
+    """json.load's reading of host launch time: runtime calls whose correlation id some device execution carries."""
+    device = {e["args"]["correlation"] for e in events
+              if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "args" in e}
+    return sum(e["dur"] for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"
+               and e.get("args", {}).get("correlation") in device)
+
+
+@pytest.mark.parametrize("layout", ["object", "array"])
+@pytest.mark.parametrize("ids", ["plus 2^63", "plus 2^64", "random 64-bit"])
+def test_64_bit_correlation_ids_still_link_launches_to_their_work(fixtures_dir, tmp_path, ids, layout):
+    """rocprofiler writes 64-bit ids: half of them do not fit a signed 64-bit integer and most are above 2^62 (where
+    XLA CPU flow ids begin). Every id of a real A100 trace replaced that way: the same launches are matched."""
+    document = json.loads(gzip.decompress((fixtures_dir / ALEXNET).read_bytes()))
+    chosen: dict[int, int] = {}
+    draw = random.Random(13)
+    for event in document["traceEvents"]:
+        args = event.get("args")
+        if isinstance(args, dict) and isinstance(args.get("correlation"), int):
+            old = args["correlation"]
+            if ids == "random 64-bit":
+                args["correlation"] = chosen.setdefault(old, draw.getrandbits(64))
+            else:
+                args["correlation"] = old + (2**63 if ids == "plus 2^63" else 2**64)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document if layout == "object" else document["traceEvents"]))
+    original = trace_stats(load_trace(fixtures_dir / ALEXNET))
+    stats = trace_stats(load_trace(path))
+    expected = _launch_us(json.loads(path.read_text())["traceEvents"] if layout == "object" else json.loads(
+        path.read_text()))
+    assert expected > 0
+    assert stats["host_launch_us"] == pytest.approx(expected, abs=1e-3) == original["host_launch_us"]
+    assert stats["per_step"] == original["per_step"] and stats["before_window"] == original["before_window"]

@@ -28,6 +28,7 @@ from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
     ANNOTATION,
+    FLOW_CORRELATION_BASE,
     HOST_OP,
     KERNEL,
     MEMCPY,
@@ -35,6 +36,7 @@ from hloscope.trace.model import (
     OTHER,
     RUNTIME,
     STEP,
+    CorrelationIds,
     Event,
     device_line_executes,
     execution_kind,
@@ -348,6 +350,7 @@ class _EventBuilder:
         # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
         self.places: dict[tuple[_Id, _Id, bool], tuple[str, str]] = {}
         self.unclassified: dict[str, int] = {}  # category -> device-like events that no rule classifies
+        self.correlations = CorrelationIds()
         # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
         self.device_categories: dict[tuple[str, str], str] = {}
 
@@ -370,7 +373,8 @@ class _EventBuilder:
         except (KeyError, TypeError, ValueError) as error:
             raise InputError(path, f"not a trace: complete event {index} has no numeric 'ts'/'dur'") from error
         self.complete_events += 1
-        if not build:
+        if not build:  # produced by an earlier pass: number its correlation id all the same, as that pass did
+            self.correlations(_as_int(args.get("correlation", args.get("correlation_id"))))
             return None
         return self._complete(
             raw.get("name"), raw.get("cat"), start, duration, raw.get("pid"), raw.get("tid"), args.get("stream"),
@@ -407,8 +411,9 @@ class _EventBuilder:
                 yield self._complete(name, category, start, duration, item.pid, item.tid)
                 continue
             correlation = args.correlation
-            if type(correlation) is not int:
-                correlation = _as_int(correlation if correlation is not None else args.correlation_id)
+            if type(correlation) is not int or not 0 <= correlation < FLOW_CORRELATION_BASE:
+                correlation = self.correlations(
+                    _as_int(correlation if correlation is not None else args.correlation_id))
             kind = device_cats.get(category)
             if kind is not None:  # Kineto GPU activity
                 kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
@@ -477,7 +482,7 @@ class _EventBuilder:
             kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
             return Event(
                 name, start, duration, kind, True, self._stream_lane(stream if stream is not None else tid),
-                self._process(pid), category_for(name, kind), None, None, None, _as_int(correlation),
+                self._process(pid), category_for(name, kind), None, None, None, self.correlations(_as_int(correlation)),
             )
         process = self._process(pid)
         lane = self._thread(pid, tid)
@@ -510,7 +515,7 @@ class _EventBuilder:
                 kind, step = STEP, number
         return Event(
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
-            hlo_op, hlo_module, _as_int(correlation),
+            hlo_op, hlo_module, self.correlations(_as_int(correlation)),
         )
 
 

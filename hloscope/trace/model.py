@@ -41,6 +41,25 @@ def execution_kind(name: str) -> str:
 # apart from GPU launch correlation ids.
 FLOW_CORRELATION_BASE = 1 << 62
 
+
+class CorrelationIds:
+    """A trace's correlation ids as events carry them: an id in [0, FLOW_CORRELATION_BASE) as it is; any other
+    (rocprofiler writes 64-bit ids, half of them above what a signed 64-bit integer holds) renumbered downward from
+    just below FLOW_CORRELATION_BASE, one number per distinct id in reading order. A launch and its device work still
+    share one number, the analyses' int64 arrays hold it, and it is never taken for an XLA CPU flow. One instance per
+    pass over a file, so that every pass numbers alike."""
+
+    def __init__(self) -> None:
+        self._renumbered: dict[int, int] = {}
+
+    def __call__(self, value: int | None) -> int | None:
+        if value is None or 0 <= value < FLOW_CORRELATION_BASE:
+            return value
+        number = self._renumbered.get(value)
+        if number is None:
+            number = self._renumbered[value] = FLOW_CORRELATION_BASE - 1 - len(self._renumbered)
+        return number
+
 # Categories of device time. From the program where the run has its optimized HLO (hloscope/trace/program_categories.py),
 # otherwise from the kernel / op name (hloscope/trace/categories.py and hloscope/data/kernel_categories.toml).
 MATMUL = "matmul/conv"

@@ -36,6 +36,7 @@ from hloscope.trace.model import (
     OTHER,
     RUNTIME,
     STEP,
+    CorrelationIds,
     Event,
     device_line_executes,
     execution_kind,
@@ -75,11 +76,12 @@ class XSpaceEvents:
         self._space = _parse(self.path)
 
     def __iter__(self) -> Iterator[Event]:
+        correlations = CorrelationIds()  # shared by the device and host planes: launches and their work match
         for plane in self._space.planes:
             if plane.name.startswith("/device:"):
-                yield from _device_plane_events(plane)
+                yield from _device_plane_events(plane, correlations)
             elif plane.name.startswith("/host:"):
-                yield from _host_plane_events(plane)
+                yield from _host_plane_events(plane, correlations)
 
 
 def _parse(path: Path) -> Any:
@@ -118,7 +120,7 @@ def _stats(xevent: Any) -> _Stats:
     return dict(xevent.stats)
 
 
-def _device_plane_events(plane: Any) -> list[Event]:
+def _device_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event]:
     plane_name = plane.name
     out: list[Event] = []
     modules: list[tuple[float, float, str]] = []  # (start, end, module) from the "XLA Modules" line
@@ -168,7 +170,7 @@ def _device_plane_events(plane: Any) -> list[Event]:
                 step=step,
                 hlo_op=hlo_op,
                 hlo_module=_str_or_none(stats.get("hlo_module")),
-                correlation=_int_or_none(stats.get("correlation_id")),
+                correlation=correlations(_int_or_none(stats.get("correlation_id"))),
             )
             if executes and event.hlo_module is None:
                 ops_needing_module.append(event)
@@ -194,7 +196,7 @@ def _attach_modules(ops: list[Event], modules: list[tuple[float, float, str]]) -
             op.hlo_module = modules[index][2]
 
 
-def _host_plane_events(plane: Any) -> list[Event]:
+def _host_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event]:
     out: list[Event] = []
     plane_name = plane.name
     flow_parent = _thread_pool_flows(plane)
@@ -205,7 +207,7 @@ def _host_plane_events(plane: Any) -> list[Event]:
             stats = _stats(xevent)
             name = xevent.name
             hlo_op = _str_or_none(stats.get("hlo_op"))
-            correlation = _int_or_none(stats.get("correlation_id"))
+            correlation = correlations(_int_or_none(stats.get("correlation_id")))
             device = False
             step = None
             region = _region_after(stats, name, region)
