@@ -101,3 +101,23 @@ def test_syntax_error_at_the_end_of_a_large_file_has_its_position(fixtures_dir, 
         list(kineto.iter_events(path))
     assert (refused.value.line, refused.value.col) == (expected.value.lineno, expected.value.colno)
     assert "invalid JSON" in str(refused.value)
+
+
+@pytest.mark.parametrize("layout", ["object", "array"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_utf8_byte_order_mark_is_skipped_as_python_json_does(fixtures_dir, tmp_path, layout, compressed):
+    """RFC 8259 lets parsers ignore a BOM; `json.loads` of the bytes does. Both decoders read past it."""
+    from hloscope.trace.load import load_trace
+    from hloscope.trace.stats import trace_stats
+
+    text = gzip.decompress((fixtures_dir / FIXTURES[1]).read_bytes())
+    if layout == "array":
+        text = json.dumps(json.loads(text)["traceEvents"]).encode()
+    data = b"\xef\xbb\xbf" + text
+    path = tmp_path / ("trace.json.gz" if compressed else "trace.json")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    reference = json.loads(data)  # Python's json: bytes with a BOM are read as utf-8-sig
+    events = reference["traceEvents"] if layout == "object" else reference
+    stats = trace_stats(load_trace(path))
+    assert stats["events"] == sum(1 for e in events if e.get("ph") == "X")
+    assert stats["kernels"] == sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel") > 0

@@ -76,6 +76,7 @@ _DEVICE_LIKE_CAT = re.compile(r"kernel|memcpy|memset|gpu|device|ccp|[hnxt]pu_|ac
 _warned_unclassified: set[str] = set()
 _NO_ARGS: dict[str, Any] = {}
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
 # Above this much JSON text, a syntax error the streaming parser finds is reported without line:column (finding it
 # would mean loading the whole text).
 _LOCATE_ERRORS_BELOW = 64 << 20
@@ -108,10 +109,21 @@ _YAJL_INTEGER_OVERFLOW = "integer overflow"
 
 
 def open_trace_bytes(path: Path) -> io.BufferedIOBase:
-    """Open a .json or .json.gz file for binary reading (gzip detected from the magic bytes, not the name)."""
+    """Open a .json or .json.gz file for binary reading (gzip detected from the magic bytes, not the name), past a
+    UTF-8 byte order mark if the text starts with one (JSON parsers may ignore it, RFC 8259; Python's json does)."""
     with open(path, "rb") as probe:
         magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == _GZIP_MAGIC else open(path, "rb")
+    return _past_byte_order_mark(gzip.open(path, "rb") if magic == _GZIP_MAGIC else open(path, "rb"))
+
+
+def _past_byte_order_mark(stream: Any) -> io.BufferedIOBase:
+    try:
+        if stream.peek(len(_UTF8_BOM))[: len(_UTF8_BOM)] == _UTF8_BOM:
+            stream.read(len(_UTF8_BOM))
+    except BaseException:  # a corrupt gzip header: the caller reports it; the file is not left open
+        stream.close()
+        raise
+    return stream  # type: ignore[no-any-return]
 
 
 def _sniff_prefix(path: Path, stream: io.BufferedIOBase) -> str:
