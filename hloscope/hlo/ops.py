@@ -65,14 +65,19 @@ def entry_opcode_histogram(module: HloModule) -> dict[str, int]:
 
 
 def fusion_backend_kind(instr: HloInstruction) -> str | None:
-    """`fusion_backend_config.kind` of a kCustom fusion (`__triton_gemm`, `__cudnn$fusion`, ...)."""
+    """The backend kind of a kCustom fusion: `fusion_backend_config.kind` on GPUs (`__triton_gemm`,
+    `__cudnn$fusion`, ...), `fusion_config.kind` on XLA:CPU (`__onednn`, `__xnn`, ...)."""
     raw = instr.attrs.get("backend_config")
-    if not raw or "fusion_backend_config" not in raw:
+    if not raw or "kind" not in raw:
         return None
-    config = instr.backend_config.get("fusion_backend_config")
-    kind = config.get("kind") if isinstance(config, dict) else None
-    if isinstance(kind, str):
-        return kind
+    config = instr.backend_config
+    for key in ("fusion_backend_config", "fusion_config"):
+        value = config.get(key)
+        kind = value.get("kind") if isinstance(value, dict) else None
+        if isinstance(kind, str):
+            return kind
+    if "fusion_backend_config" not in raw and "fusion_config" not in raw:
+        return None
     match = re.search(r'kind\\?"?\s*:\s*\\?"([^"\\]+)', raw)  # hand-written tests use relaxed JSON
     return match.group(1) if match else None
 

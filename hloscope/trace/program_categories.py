@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
-from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations
+from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
 from hloscope.trace.categories import category_of
 from hloscope.trace.hlo_map import kernel_name_for
 from hloscope.trace.model import (
@@ -104,20 +104,6 @@ def custom_call_target_category(target: str) -> str | None:
         return MATMUL
     if any(word in lowered for word in ("gemm", "matmul", "conv", "dot")):
         return MATMUL
-    return None
-
-
-def fusion_backend_kind(instr: HloInstruction) -> str | None:
-    """The backend kind of a kCustom fusion: `fusion_backend_config.kind` (GPU) or `fusion_config.kind` (CPU)."""
-    raw = instr.attrs.get("backend_config")
-    if not raw or "kind" not in raw:
-        return None
-    config = instr.backend_config
-    for key in ("fusion_backend_config", "fusion_config"):
-        value = config.get(key)
-        kind = value.get("kind") if isinstance(value, dict) else None
-        if isinstance(kind, str):
-            return kind
     return None
 
 
