@@ -147,6 +147,25 @@ def _dot_flops(instr: HloInstruction) -> float:
     return 2.0 * instr.shape.elements * width
 
 
+def _ragged_dot_flops(instr: HloInstruction) -> float:
+    """HloCostAnalysis::HandleRaggedDot: a dot's FLOPs over the output with one dimension deleted per rhs group
+    dimension, as XLA deletes them (dimension 0, then dimension 1 of what is left, ...: positions, not the group
+    dimensions' own numbers)."""
+    dims = list(first_element(instr.shape).dims)
+    for index in range(len(_ints(instr.attrs.get("rhs_group_dims", "")))):
+        del dims[index]
+    lhs = instr.operands[0].shape
+    width = math.prod(lhs.dims[d] for d in _ints(instr.attrs.get("lhs_contracting_dims", "")))
+    return 2.0 * math.prod(dims) * width
+
+
+def _fft_flops(instr: HloInstruction) -> float:
+    """HloCostAnalysis::HandleFft, for every fft_type (FFT, IFFT, RFFT, IRFFT): 2 (FMA) x 4 (FMAs per complex
+    multiply) x the product of floor(log2(n)) over fft_length x the elements of the input (complex for IRFFT)."""
+    log_factors = math.prod(n.bit_length() - 1 for n in _ints(instr.attrs.get("fft_length", "")))
+    return 2.0 * 4 * log_factors * first_element(instr.operands[0].shape).elements
+
+
 def _transpose_is_bitcast(instr: HloInstruction) -> bool:
     out, operand = instr.shape, instr.operands[0].shape
     if out.layout is None or operand.layout is None:
@@ -292,6 +311,10 @@ class CostAnalysis:
             cost.flops = _dot_flops(instr)
         elif op == "convolution":
             cost.flops = _conv_flops(instr)
+        elif op == "ragged-dot":
+            cost.flops = _ragged_dot_flops(instr)
+        elif op == "fft":
+            cost.flops = _fft_flops(instr)
         elif op == "tuple":
             cost.bytes_accessed = shape_size(instr.shape)
         elif op == "opt-barrier":  # measured against XLA: the tuple's index table plus every array it carries
