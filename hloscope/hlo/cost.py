@@ -59,10 +59,16 @@ _COST_ERRORS = (IndexError, KeyError, ValueError, ZeroDivisionError, AttributeEr
 
 
 def shape_size(shape: Shape) -> int:
-    """XLA's ShapeUtil::ByteSizeOf(shape, pointer_size=8): a tuple is its index table."""
+    """The CPU client's shape size (CpuExecutable::ShapeSizeBytes), which its HloCostAnalysis uses: XLA's
+    ShapeUtil::ByteSizeOf(shape, pointer_size=8) (a tuple is its index table; packed sub-byte elements, `E(4)`, are
+    counted packed), plus a 4-byte size per dimension of a dynamic array (`f32[<=8,4]`); an opaque value is a pointer."""
     parts = shape.tuple_shapes
     if parts is not None:
         return POINTER_SIZE * len(parts)
+    if shape.dynamic:
+        return shape.byte_size + 4 * len(shape.dims)
+    if shape.element_type == "opaque":
+        return POINTER_SIZE
     return shape.byte_size
 
 

@@ -52,9 +52,9 @@ def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str])
     if opcode in BINARY_ELEMENTWISE and len(operand_shapes) == 2:
         return str(operand_shapes[0])
     if opcode == "is-finite" and len(operand_shapes) == 1 and not operand_shapes[0].is_tuple:
-        return str(Shape("pred", operand_shapes[0].dims, operand_shapes[0].layout))
+        return str(Shape("pred", operand_shapes[0].dims, operand_shapes[0].layout, dynamic=operand_shapes[0].dynamic))
     if opcode == "compare" and len(operand_shapes) == 2 and not operand_shapes[0].is_tuple:
-        return str(Shape("pred", operand_shapes[0].dims, operand_shapes[0].layout))
+        return str(Shape("pred", operand_shapes[0].dims, operand_shapes[0].layout, dynamic=operand_shapes[0].dynamic))
     if opcode in ("select", "clamp") and len(operand_shapes) == 3:
         return str(operand_shapes[1])
     if opcode == "tuple":

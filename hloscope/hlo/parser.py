@@ -30,11 +30,13 @@ _INSTRUCTION = re.compile(rf"[ \t]*(ROOT )?%?({_NAME}) = ([a-z][a-z0-9]*\[[^ ]*)
 _INSTRUCTION_HEAD = re.compile(rf"[ \t]*(ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*")
 _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^}\n]*\})?")
 _OPCODE = re.compile(r"[ \t]+([a-z][a-z0-9\-]*)\(")
+_BUFFER_SHAPE = re.compile(r"b[ \t]*\(")  # XLA's buffer shape, `b(f32[2,4])`
 _OPCODE_AT = re.compile(r"([a-z][a-z0-9\-]*)\(")  # an instruction written without a shape: `n = negate(p)`
 # A computation's closing brace, with what XLA may print after it (`}, execution_thread="..."`) and a comment.
 _CLOSE = re.compile(r'\}[ \t]*(?:,[ \t]*execution_thread[ \t]*=[ \t]*"[^"]*")?[ \t]*(?://.*)?$')
-# A nested operand, `add(f32[2] parameter(0), ...)`: an instruction written in place of an operand name.
-_NESTED = re.compile(r"[ \t\n]*(?:(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t\n]+)?([a-z][a-z0-9\-]*)\(", re.S)
+# A nested operand, `add(f32[2] parameter(0), ...)`: an instruction written in place of an operand name (its shape an
+# array, a tuple or a buffer `b(...)`).
+_NESTED = re.compile(r"[ \t\n]*(?:((?:b[ \t]*)?\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t\n]+)?([a-z][a-z0-9\-]*)\(", re.S)
 # Line endings after which XLA's text goes on: an instruction continued on the next line.
 _CONTINUES = ("{\n", ",\n", "(\n", "=\n")
 _PLAIN_OPCODES = OPCODES - {"parameter"}
@@ -253,16 +255,19 @@ class _Parser:
         shape_start = head.end()
         if not line[shape_start:].strip():
             return None
-        bare = _OPCODE_AT.match(line, shape_start)
+        buffer = _BUFFER_SHAPE.match(line, shape_start)  # `b(f32[2,4])`: not an opcode `b`
+        bare = _OPCODE_AT.match(line, shape_start) if buffer is None else None
         opcode: re.Match[str] | None
         if bare is not None:  # no shape: XLA infers it (see _infer_shape)
             shape_end = shape_start
             opcode = bare
         else:
-            if line.startswith("(", shape_start):
-                shape_end = find_closing(line, shape_start + 1) + 1
+            if buffer is not None or line.startswith("(", shape_start):
+                open_at = buffer.end() - 1 if buffer is not None else shape_start
+                shape_end = find_closing(line, open_at + 1) + 1
                 if shape_end <= 0:
-                    raise self.error("expected ')' closing the tuple shape", lineno, len(line.rstrip()) + 1)
+                    kind = "buffer" if buffer is not None else "tuple"
+                    raise self.error(f"expected ')' closing the {kind} shape", lineno, len(line.rstrip()) + 1)
             else:
                 shape = _ARRAY_SHAPE.match(line, shape_start)
                 if shape is None:

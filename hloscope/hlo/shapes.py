@@ -1,10 +1,14 @@
-"""HLO shapes: `f32[8,64]{1,0}`, `bf16[128,8]{1,0:T(8,128)(2,1)}`, `(f32[], s32[2])`, `token[]`."""
+"""HLO shapes as XLA's parser (hlo_parser.cc ParseShape) reads them: arrays `f32[8,64]{1,0}` with dynamic dimensions
+(`f32[<=8,?]`) and a layout after the minor-to-major order (`{1,0:D(D,C)T(8,128)(2,1)L(2)#(u32)*(u32)E(4)S(1)SC(..)M(8)}`:
+dimension level types, tiles, tail padding, index and pointer types, element size in bits, memory space, split
+configs, dynamic metadata prefix), tuples `(f32[], s32[2])`, buffers `b(f32[2,4])` (an array behind a buffer handle),
+`token[]`. Of the layout only the element size changes a byte count: `E(4)` packs elements into 4 bits."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import prod
 
@@ -21,8 +25,12 @@ ELEMENT_BYTES = {
 }
 
 _ARRAY = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?\s*")
+_BUFFER = re.compile(r"\s*b\s*\(")
+# The element size in bits of a layout, `E(n)`: after the ':' and the dimension level types, tiles, tail padding and
+# index/pointer types (none of which holds an 'E(').
+_ELEMENT_BITS = re.compile(r":.*?E\((\d+)\)")
 _COMMENT = re.compile(r"/\*.*?\*/")
-_DIM = re.compile(r"(?:<=)?(\d+)|\?")
+_DIM = re.compile(r"(<=)?(\d+)|\?")
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,11 @@ class Shape:
     dims: tuple[int, ...] = ()
     layout: str | None = None  # the text inside `{...}`, e.g. "1,0:T(8,128)(2,1)"
     tuple_shapes: tuple[Shape, ...] | None = None
+    # Per dimension, as written: "" (static), "<=" (dynamic, bounded by the size in `dims`) or "?" (unbounded: 0 in
+    # `dims`); empty when every dimension is static.
+    dynamic: tuple[str, ...] = ()
+    element_bits: int = 0  # the layout's element size in bits (`E(4)`), 0 when it has none: then the type's bytes
+    buffer: bool = False  # `b(array)`: XLA's BUFFER shape, sized and costed as its array
 
     @property
     def is_tuple(self) -> bool:
@@ -47,7 +60,16 @@ class Shape:
             return sum(s.byte_size for s in self.tuple_shapes)
         element_type = self.element_type
         assert element_type is not None  # an array has an element type (only tuples have none)
+        if self.element_bits:  # XLA's ShapeUtil::ByteSizeOfElements: packed, rounded up to whole bytes
+            return -(-prod(self.dims) * self.element_bits // 8)
         return prod(self.dims) * ELEMENT_BYTES.get(element_type, 4)
+
+    @property
+    def is_dynamic(self) -> bool:
+        """Has a dynamic dimension (`<=n` or `?`), in itself or in a tuple element."""
+        if self.tuple_shapes is not None:
+            return any(s.is_dynamic for s in self.tuple_shapes)
+        return bool(self.dynamic)
 
     def leaves(self) -> Iterator[Shape]:
         if self.tuple_shapes is not None:
@@ -68,8 +90,12 @@ class Shape:
     def __str__(self) -> str:
         if self.tuple_shapes is not None:
             return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
-        text = f"{self.element_type}[{','.join(map(str, self.dims))}]"
-        return text + (f"{{{self.layout}}}" if self.layout is not None else "")
+        if self.dynamic:
+            dims = ",".join("?" if mark == "?" else f"{mark}{dim}" for mark, dim in zip(self.dynamic, self.dims))
+        else:
+            dims = ",".join(map(str, self.dims))
+        text = f"{self.element_type}[{dims}]" + (f"{{{self.layout}}}" if self.layout is not None else "")
+        return f"b({text})" if self.buffer else text
 
 
 def first_element(shape: Shape) -> Shape:
@@ -79,6 +105,17 @@ def first_element(shape: Shape) -> Shape:
 
 
 def _parse(text: str, pos: int) -> tuple[Shape, int]:
+    buffer = _BUFFER.match(text, pos)
+    if buffer is not None:  # XLA: ShapeUtil::MakeValidatedBufferShape, of an array only
+        array, pos = _parse(text, buffer.end())
+        if array.tuple_shapes is not None or array.element_type == "token":
+            raise ValueError("a buffer shape b(...) holds an array, not a tuple or token")
+        if not text.startswith(")", pos):
+            raise ValueError("expected ')' closing the buffer shape b(...)")
+        end = pos + 1
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        return replace(array, buffer=True), end
     if text.startswith("(", pos):
         elements: list[Shape] = []
         pos += 1
@@ -98,13 +135,21 @@ def _parse(text: str, pos: int) -> tuple[Shape, int]:
     if element_type not in ELEMENT_BYTES:
         raise ValueError(f"unknown element type '{element_type}'")
     dims: list[int] = []
+    dynamic: list[str] = []
     if dims_text.strip():
         for dim in dims_text.split(","):
             dim_match = _DIM.fullmatch(dim.strip())
             if dim_match is None:
                 raise ValueError(f"bad dimension '{dim}'")
-            dims.append(int(dim_match.group(1)) if dim_match.group(1) else 0)
-    return Shape(element_type, tuple(dims), layout), match.end()
+            bound, size = dim_match.groups()
+            dims.append(int(size) if size is not None else 0)
+            dynamic.append("?" if size is None else bound or "")
+    bits = 0
+    if layout is not None and "E(" in layout:
+        bits_match = _ELEMENT_BITS.search(layout)
+        bits = int(bits_match.group(1)) if bits_match else 0
+    marks = tuple(dynamic) if any(dynamic) else ()
+    return Shape(element_type, tuple(dims), layout, None, marks, bits), match.end()
 
 
 @lru_cache(maxsize=65536)
