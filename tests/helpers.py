@@ -74,9 +74,20 @@ def hlo_fixture_files() -> list[Path]:
     return files
 
 
+# The line between the modules of an XLA test file run with --split-input-file: `// -----`, exactly five dashes (MLIR's
+# splitter and hlo-opt split there; a longer run of dashes is a decorative comment inside one module).
+SPLIT_MARKER = re.compile(r"(?m)^[ \t]*// -----(?!-).*$")
+
+
+def split_input_file(text: str) -> list[str]:
+    """The chunks of a test file as `--split-input-file` gives them to XLA's parser, one module each (a chunk that
+    holds no computation, only comments, is no module)."""
+    return [chunk for chunk in SPLIT_MARKER.split(text) if re.search(r"(?m)^[ \t]*[^/\s].*\{[ \t]*$", chunk)]
+
+
 def split_for_xla(text: str) -> list[str]:
     """XLA test files hold several modules separated by `// -----`; XLA parses one at a time."""
-    return [chunk for chunk in re.split(r"(?m)^// -----.*$", text) if "HloModule" in chunk]
+    return [chunk for chunk in SPLIT_MARKER.split(text) if "HloModule" in chunk]
 
 
 def xla_view(module) -> dict:

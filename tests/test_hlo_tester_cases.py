@@ -6,7 +6,7 @@ written here besides the real files."""
 from __future__ import annotations
 
 import pytest
-from helpers import FETCHED, xla_opcode
+from helpers import FETCHED, split_input_file, xla_opcode
 
 from hloscope.errors import ParseError
 from hloscope.hlo.cost import module_cost, shape_size
@@ -97,7 +97,7 @@ def test_real_fft_and_ragged_dot_modules():
     for name in ("jaxdecomp__a100__16__jaxfft__2048_16_1_NCCL_float32_IFFT.hlo", "xla__hlo_to_mhlo__ragged_dot.hlo"):
         path = HLO / name
         modules = parse_hlo_file(path)
-        texts = [path.read_text()] if len(modules) == 1 else [c for c in path.read_text().split("\n// -----\n") if "ENTRY" in c]
+        texts = split_input_file(path.read_text())
         assert len(texts) == len(modules)
         for module, xla in zip(modules, xla_costs(texts)):
             assert xla["flops"] > 0
@@ -187,7 +187,7 @@ def test_sub_byte_collective_files_count_packed_bytes():
         path = HLO / name
         modules = parse_hlo_file(path)
         assert len(modules) == count
-        texts = path.read_text().split("\n// -----\n")
+        texts = split_input_file(path.read_text())
         for module, xla in zip(modules, xla_costs(texts)):
             assert_cost_is_xla(module, xla)
             (collective,) = [i for i in module.entry.instructions if i.opcode != "parameter"]
@@ -267,7 +267,7 @@ def test_real_files_with_buffer_and_dynamic_shapes():
                  "xla__hlo_to_mhlo__import_dynamic_reshape.hlo"):
         path = HLO / name
         modules = parse_hlo_file(path)
-        texts = [c for c in path.read_text().split("\n// -----\n") if "ENTRY" in c]
+        texts = split_input_file(path.read_text())
         assert len(modules) == len(texts)
         views = run_isolated(texts, "view")
         for module, view, xla in zip(modules, views, xla_costs(texts)):
@@ -276,3 +276,55 @@ def test_real_files_with_buffer_and_dynamic_shapes():
             assert len(module.computations) == len(view["view"])
             assert module.instruction_count == sum(len(v) for v in view["view"].values())
             assert_cost_is_xla(module, xla)
+
+
+# -- 3. `// -----` splits modules; a longer run of dashes is a comment --------------------------------------------
+
+def _same_modules_as_xla(text: str, chunks: list[str]) -> list:
+    """hloscope's modules of `text` are XLA's modules of `chunks`: same names, computations, instructions, opcodes."""
+    modules = parse_hlo_text(text)
+    views = run_isolated(chunks, "view")
+    assert len(modules) == len(chunks)
+    for module, view in zip(modules, views):
+        assert "view" in view, view
+        module.validate()
+        assert module.name == view["name"]
+        ours = {c.name: sorted((i.name, i.opcode) for i in c.instructions) for c in module.computations}
+        theirs = {c: sorted((n, xla_opcode(type("O", (), {"name": o}))) for n, o, _ in v) for c, v in view["view"].items()}
+        assert ours == theirs
+    return modules
+
+
+@pytest.mark.parametrize("name, counts", [
+    ("xla__hlo_to_mhlo__case_conditional.hlo", [(9, 38)]),  # was split in 2 modules at its decorative lines
+    ("xla__hlo_to_mhlo__if_conditional.hlo", [(14, 70)]),  # was split in 4
+    ("xla__gpu_tests__pdl.hlo", [(1, 2), (2, 4), (3, 23), (3, 11)]),  # --split-input-file: 4 modules, 2 headerless
+    ("xla__gpu_tests__sub_byte_collectives.hlo", [(1, 2)] * 5),
+    ("xla__hlo_to_mhlo__ragged_dot.hlo", [(1, 4)] * 3),
+])
+def test_modules_of_real_test_files_are_xlas(name: str, counts: list[tuple[int, int]]):
+    """Files XLA's tools read whole (decorative `// ----------------------` lines between computations) are one
+    module; files run with --split-input-file are split at each `// -----`, headerless chunks included."""
+    text = (HLO / name).read_text()
+    chunks = split_input_file(text)
+    modules = _same_modules_as_xla(text, chunks)
+    assert [(len(m.computations), m.instruction_count) for m in modules] == counts
+    for module, xla in zip(modules, xla_costs(chunks)):
+        assert_cost_is_xla(module, xla)
+
+
+def test_decorative_dash_lines_never_split_and_the_marker_always_does():
+    """Every run of dashes but five is a comment, wherever it stands between computations (a computation after one
+    may call a computation before it, as XLA's while.hlo does); `// -----`, indented or with text after it, splits."""
+    add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
+    entry = ("ENTRY e {\n  p = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+             "  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add\n}\n")
+    for dashes in (1, 2, 3, 4, 6, 7, 22, 80):
+        line = "// " + "-" * dashes
+        text = f"{line}\nHloModule m\n{line}\n{add}\n{line}\n{entry}{line}\n"
+        (module,) = _same_modules_as_xla(text, [text])
+        assert len(module.computations) == 2
+    for marker in ("// -----", "  // -----", "// ----- second module", "// -----\t"):
+        text = f"HloModule a\n{add}{entry}\n{marker}\nHloModule b\n{add}{entry}\n{marker}\n// CHECK: nothing\n"
+        modules = _same_modules_as_xla(text, [f"HloModule a\n{add}{entry}", f"HloModule b\n{add}{entry}"])
+        assert [m.name for m in modules] == ["a", "b"]

@@ -17,7 +17,7 @@ from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 
 pytest.importorskip("jaxlib._hlo")
-from helpers import xla_opcode
+from helpers import SPLIT_MARKER, xla_opcode
 
 from hloscope.hlo.xla import run_isolated
 
@@ -25,7 +25,7 @@ DATA = Path(__file__).parent / "data" / "hlo"
 
 
 def xla_chunks(text: str) -> list[str]:
-    return [c for c in re.split(r"(?m)^// -----.*$", text) if c.strip()]
+    return [c for c in SPLIT_MARKER.split(text) if c.strip()]
 
 
 def ours(module) -> dict:

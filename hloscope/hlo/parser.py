@@ -86,6 +86,14 @@ def _closes_computation(last: HloInstruction | None) -> bool:
     return not (braces > 0 and parens <= 0)
 
 
+def _is_split_marker(stripped: str) -> bool:
+    """`// -----`, the marker between the modules of a test file run with --split-input-file: exactly five dashes, as
+    MLIR's splitter (splitAndProcessBuffer) and hlo-opt take it. A longer run of dashes (`// ----------------------`)
+    is a decorative comment inside one module: MLIR warns of a near miss and does not split there, and without
+    --split-input-file XLA's parser reads the whole file as one module."""
+    return stripped.startswith("// -----") and not stripped.startswith("-", 8)
+
+
 def _column(line: str) -> int:
     return len(line) - len(line.lstrip()) + 1
 
@@ -471,7 +479,7 @@ class _Parser:
             return None
         if not stripped or stripped.startswith("//"):
             self.table = None
-            if stripped.startswith("// -----") and self.module is not None and self.module.computations:
+            if _is_split_marker(stripped) and self.module is not None and self.module.computations:
                 self._finish_module()  # XLA's test files: each chunk is a module, with or without 'HloModule'
                 self.module = None
             return None
