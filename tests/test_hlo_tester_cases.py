@@ -328,3 +328,24 @@ def test_decorative_dash_lines_never_split_and_the_marker_always_does():
         text = f"HloModule a\n{add}{entry}\n{marker}\nHloModule b\n{add}{entry}\n{marker}\n// CHECK: nothing\n"
         modules = _same_modules_as_xla(text, [f"HloModule a\n{add}{entry}", f"HloModule b\n{add}{entry}"])
         assert [m.name for m in modules] == ["a", "b"]
+
+
+def test_outfeed_and_layoutless_transposes_cost_as_xla():
+    """Found on XLA's import_emit_stablehlo.hlo beside the four problems: outfeed reads every array its operands
+    carry (HandleOutfeed; hloscope counted the tuple's index table: 16 vs XLA's 20 bytes), and a transpose written
+    without layouts has XLA's default layout, so an identity or size-1 permutation is a bitcast (0 bytes, was 120)."""
+    texts = [
+        one_op("s32[3,5] transpose(p0), dimensions={0,1}", "s32[3,5]"),
+        one_op("s32[5,3] transpose(p0), dimensions={1,0}", "s32[3,5]"),
+        one_op("s32[5,3]{0,1} transpose(p0), dimensions={1,0}", "s32[3,5]"),
+        one_op("s32[5,3] transpose(p0), dimensions={1,0}", "s32[3,5]{0,1}"),
+        one_op("f32[4,3,5] transpose(p0), dimensions={1,0,2}", "f32[3,4,5]"),
+        one_op("f32[1,5] transpose(p0), dimensions={1,0}", "f32[5,1]"),
+        one_op('token[] outfeed(p0, p1), outfeed_shape=(s32[3]{0}, (f32[2], s32[])), outfeed_config="x"',
+               "(s32[3], (f32[2], s32[]))", "token[]"),
+        one_op("token[] outfeed(p0, p1), outfeed_shape=s32[3]{0}", "s32[3]", "token[]"),
+        one_op("((s32[3], f32[2]), token[]) infeed(p0)", "token[]"),
+    ]
+    for text, xla in zip(texts, xla_costs(texts)):
+        (module,) = parse_hlo_text(text)
+        assert_cost_is_xla(module, xla)

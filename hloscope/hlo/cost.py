@@ -172,13 +172,18 @@ def _fft_flops(instr: HloInstruction) -> float:
     return 2.0 * 4 * log_factors * first_element(instr.operands[0].shape).elements
 
 
+def _minor_to_major(shape: Shape) -> list[int]:
+    """The layout's minor-to-major order; XLA's parser gives a shape written without a layout the default one."""
+    if shape.layout is None:
+        return list(range(len(shape.dims) - 1, -1, -1))
+    return _ints(shape.layout.split(":")[0])
+
+
 def _transpose_is_bitcast(instr: HloInstruction) -> bool:
     out, operand = instr.shape, instr.operands[0].shape
-    if out.layout is None or operand.layout is None:
-        return False
     perm = _ints(instr.attrs.get("dimensions", ""))
-    out_m2m = _ints(out.layout.split(":")[0])
-    in_m2m = _ints(operand.layout.split(":")[0])
+    out_m2m = _minor_to_major(out)
+    in_m2m = _minor_to_major(operand)
     return [perm[m] for m in out_m2m] == in_m2m if len(perm) == len(out_m2m) else False
 
 
@@ -328,6 +333,8 @@ class CostAnalysis:
         elif op == "transpose":
             if _transpose_is_bitcast(instr):
                 return _ZERO
+        elif op == "outfeed":  # HandleOutfeed: every array its operands carry, no output
+            cost.bytes_accessed = sum(shape_size(leaf) for operand in instr.operands for leaf in operand.shape.leaves())
         elif op == "slice":
             cost.bytes_accessed = shape_size(instr.shape) * 2
         elif op == "dynamic-slice":
