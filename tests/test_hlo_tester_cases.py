@@ -349,3 +349,44 @@ def test_outfeed_and_layoutless_transposes_cost_as_xla():
     for text, xla in zip(texts, xla_costs(texts)):
         (module,) = parse_hlo_text(text)
         assert_cost_is_xla(module, xla)
+
+
+# -- 5. scan: the applied computation's cost times the elements of operand 1 (HloCostAnalysis::HandleScan) ---------
+
+def _scan_modules() -> list[str]:
+    scalar = ("b {\n a = f32[] parameter(0)\n c = f32[] parameter(1)\n s = f32[] add(a, c)\n e = f32[] exponential(s)\n"
+              " m = f32[] multiply(e, s)\n ROOT t = (f32[], f32[]) tuple(m, s)\n}")
+    vector = ("b {\n a = f32[4] parameter(0)\n c = f32[4] parameter(1)\n s = f32[4] add(a, c)\n"
+              " e = f32[4] exponential(s)\n ROOT t = (f32[4], f32[4]) tuple(e, s)\n}")
+    three = ("b {\n a = f32[] parameter(0)\n c = f32[] parameter(1)\n d = f32[] parameter(2)\n s = f32[] add(a, c)\n"
+             " u = f32[] multiply(s, d)\n ROOT t = (f32[], f32[], f32[]) tuple(s, u, s)\n}")
+    return [
+        one_op("(f32[10], f32[]) scan(p0, p1), dimensions={0}, num_carries=1, to_apply=b", "f32[10]", "f32[]",
+               extra=scalar),
+        one_op("(f32[3,37], f32[]) scan(p0, p1), dimensions={1}, num_carries=1, is_reverse=true, to_apply=b",
+               "f32[3,37]", "f32[]", extra=scalar),
+        one_op("(f32[6,4], f32[4]) scan(p0, p1), dimensions={0}, num_carries=1, to_apply=b", "f32[6,4]", "f32[4]",
+               extra=vector),
+        one_op("(f32[6,5], f32[2], f32[3]) scan(p0, p1, p2), dimensions={0}, num_carries=2, to_apply=b",
+               "f32[6,5]", "f32[2]", "f32[3]", extra=three),
+        one_op("(f32[6,5], f32[8,5], f32[3]) scan(p0, p1, p2), dimensions={0}, num_carries=1, to_apply=b",
+               "f32[6,5]", "f32[8,5]", "f32[3]", extra=three),
+    ]
+
+
+def test_scan_costs_as_xla():
+    """XLA's frontend_attributes.hlo module 4 (`scan` of f32[10] with a one-add body): XLA 1 FLOP, hloscope 0 (scan
+    had no handler). XLA's HandleScan multiplies the body's FLOPs and transcendentals by the elements of operand 1
+    (not by the scan length), and counts the default bytes; checked on one-op modules of other shapes and carries."""
+    texts = _scan_modules()
+    for text, xla in zip(texts, xla_costs(texts)):
+        (module,) = parse_hlo_text(text)
+        assert_cost_is_xla(module, xla)
+        assert xla["flops"] > 0
+    path = HLO / "xla__hlo_to_mhlo__frontend_attributes.hlo"
+    modules = parse_hlo_file(path)
+    texts = split_input_file(path.read_text())
+    assert len(modules) == len(texts) == 16
+    for module, xla in zip(modules, xla_costs(texts)):
+        assert_cost_is_xla(module, xla)
+    assert module_cost(modules[4])[0].flops == 1

@@ -346,7 +346,7 @@ class CostAnalysis:
             cost.bytes_accessed = shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape)
         elif op == "scatter":
             cost = self._scatter(instr)
-        elif op in ("reduce", "reduce-window", "map", "select-and-scatter"):
+        elif op in ("reduce", "reduce-window", "map", "select-and-scatter", "scan"):
             self._applied(instr, cost)
         elif op == "sort":
             elements = instr.operands[0].shape.elements
@@ -400,7 +400,8 @@ class CostAnalysis:
         return None
 
     def _applied(self, instr: HloInstruction, cost: Cost) -> None:
-        """reduce / reduce-window / map / select-and-scatter: the applied function's cost times its applications."""
+        """reduce / reduce-window / map / select-and-scatter / scan: the applied function's cost (FLOPs and
+        transcendentals, not bytes) times its applications as XLA counts them."""
         op = instr.opcode
         if op == "select-and-scatter":
             select, scatter = (self.module.computations_by_name[n] for n in (instr.attrs["select"].lstrip("%"), instr.attrs["scatter"].lstrip("%")))
@@ -413,6 +414,8 @@ class CostAnalysis:
         out = first_element(instr.shape)
         if op == "map":
             count = instr.shape.elements
+        elif op == "scan":  # HandleScan: the elements of operand 1, whatever the scan dimension and carries
+            count = instr.operands[1].shape.elements
         elif op == "reduce":
             count = instr.operands[0].shape.elements - out.elements
         else:
