@@ -10,6 +10,10 @@ opcodes are counted exactly as `jaxlib._hlo.hlo_module_from_text` counts them.
   `collective-permute-start`, `copy-start`, `send` and `recv` are real opcodes and stay as they are.
 - Shapes XLA infers when the text leaves them out (`ROOT n = negate(p)`), for the opcodes whose shape follows from
   their operands alone.
+- Shapes XLA builds whatever the text says (`DERIVED_SHAPE`): its parser creates send, send-done, recv-done,
+  add-dependency and after-all from their operands alone, and recv and infeed from the first element of the written
+  tuple, so a written shape that disagrees is silently replaced (XLA's import_async.hlo writes a recv-done
+  `(f32[128,21], token[])` of a recv of f32[128,32]: XLA's module holds f32[128,32]).
 """
 
 from __future__ import annotations
@@ -65,5 +69,29 @@ def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str])
         if index.isdigit() and int(index) < len(elements):
             return str(elements[int(index)])
     if opcode in ("opt-barrier", "add-dependency", "bitcast") and operand_shapes:
+        return str(operand_shapes[0])
+    return None
+
+
+# Opcodes whose shape XLA's parser builds itself (HloInstruction::CreateSend / CreateSendDone / CreateRecv /
+# CreateRecvDone / CreateInfeed / CreateAddDependency / CreateAfterAll), not taking the written one.
+DERIVED_SHAPE = frozenset(["add-dependency", "after-all", "infeed", "recv", "recv-done", "send", "send-done"])
+
+
+def derived_shape(opcode: str, written: Shape | None, operand_shapes: list[Shape]) -> str | None:
+    """The shape text XLA gives an instruction of `DERIVED_SHAPE` (None where it cannot be built: XLA refuses or
+    CHECK-fails on such text; the written shape then stays)."""
+    first = written.tuple_shapes[0] if written is not None and written.tuple_shapes else None
+    if opcode in ("recv", "infeed"):  # (data, u32[] context, token[]) / (data, token[]), data as written
+        if first is None:
+            return None
+        return f"({first}, u32[], token[])" if opcode == "recv" else f"({first}, token[])"
+    if opcode == "send" and len(operand_shapes) == 2:
+        return f"({operand_shapes[0]}, u32[], token[])"
+    if opcode == "recv-done" and len(operand_shapes) == 1 and operand_shapes[0].tuple_shapes:
+        return f"({operand_shapes[0].tuple_shapes[0]}, token[])"
+    if opcode in ("send-done", "after-all"):
+        return "token[]"
+    if opcode == "add-dependency" and len(operand_shapes) == 2:
         return str(operand_shapes[0])
     return None

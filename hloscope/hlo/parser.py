@@ -20,7 +20,7 @@ from hloscope.hlo import attrs as scan
 from hloscope.hlo.attrs import find_closing
 from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInstruction, HloModule
 from hloscope.hlo.names import uniquify_instruction_names
-from hloscope.hlo.opcodes import OPCODES, async_sugar, infer_shape
+from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
@@ -39,7 +39,7 @@ _CLOSE = re.compile(r'\}[ \t]*(?:,[ \t]*execution_thread[ \t]*=[ \t]*"[^"]*")?[ 
 _NESTED = re.compile(r"[ \t\n]*(?:((?:b[ \t]*)?\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)[ \t\n]+)?([a-z][a-z0-9\-]*)\(", re.S)
 # Line endings after which XLA's text goes on: an instruction continued on the next line.
 _CONTINUES = ("{\n", ",\n", "(\n", "=\n")
-_PLAIN_OPCODES = OPCODES - {"parameter"}
+_PLAIN_OPCODES = OPCODES - {"parameter"} - DERIVED_SHAPE
 _COMPUTATION = re.compile(
     rf"[ \t]*(ENTRY[ \t]+)?%?({_NAME})[ \t]*(\(.*\)[ \t]*->.*?)?[ \t]*(,[ \t]*execution_thread=\"[^\"]*\")?[ \t]*\{{[ \t]*$"
 )
@@ -211,8 +211,13 @@ class _Parser:
         return True
 
     def _special(self, instr: HloInstruction, col: int) -> None:
-        """Opcodes that need more than the fast path: parameters (numbers unique), async syntax sugar, unknown ones."""
+        """Opcodes that need more than the fast path: parameters (numbers unique), async syntax sugar, shapes XLA
+        builds itself, unknown ones."""
         opcode = instr.opcode
+        if opcode in DERIVED_SHAPE:
+            if not (self.deferred and self.deferred[-1] is instr):
+                self.deferred.append(instr)
+            return
         if opcode == "parameter":
             close = instr.text.find(")", instr.pos)
             number = instr.text[instr.pos : close].strip()
@@ -319,7 +324,9 @@ class _Parser:
             self._nested_operands(instr, comp)
         if "{" in instr.text[instr._operand_end():]:
             self._inline_computations(instr, comp)
-        if not instr.shape_text:
+        if instr.opcode in DERIVED_SHAPE:
+            self._derive_shape(instr, comp)
+        elif not instr.shape_text:
             self._infer_shape(instr, comp)
         if instr.opcode not in OPCODES:
             self._desugar(instr, comp)
@@ -405,6 +412,16 @@ class _Parser:
                     new.name = self._unique_computation_name("_", comp.module)
                 self._add_computation(new, comp)
             self._replace_text(instr, instr.text[:start] + main.name + instr.text[start + len(value):])
+
+    def _derive_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
+        """send, recv, their -done, infeed, add-dependency, after-all: the shape XLA's parser builds (opcodes.py)."""
+        comp._by_name = None
+        written = instr.shape if instr.shape_text else None
+        derived = derived_shape(instr.opcode, written, [operand.shape for operand in instr.operands])
+        if derived is not None:
+            instr.shape_text = derived
+        elif not instr.shape_text:
+            self._infer_shape(instr, comp)
 
     def _infer_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
         comp._by_name = None
