@@ -346,7 +346,11 @@ def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
     """Resolve an artifact path, refusing one outside the run directory (a hand-edited or hostile record)."""
     if "\0" in relative:
         raise InputError(run_json, f"artifact path {relative!r} holds a NUL byte")
-    target = (run_dir / relative).resolve()
+    try:
+        target = (run_dir / relative).resolve()
+    except (RuntimeError, OSError) as error:  # a symlink loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+        reason = "a symlink loop" if isinstance(error, RuntimeError) else (error.strerror or str(error))
+        raise InputError(run_dir / relative, f"cannot resolve it ({reason}); listed in {run_json}") from None
     if not target.is_relative_to(run_dir.resolve()):
         raise InputError(run_json, f"artifact path {relative!r} points outside the run directory")
     return target
