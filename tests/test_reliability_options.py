@@ -4,6 +4,8 @@ negative measured overhead reported as an anomaly."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from helpers import assert_refused, first_good_hlo, good_run, hloscope, needs_fixtures
 
@@ -19,3 +21,75 @@ def test_symlink_loop_at_an_artifact_is_one_line(command, tmp_path):
     hlo.symlink_to(hlo.name)  # a link to itself
     args = (*command, run, first_good_hlo(), "--no-xla-cost") if command == ("diff",) else (*command, run)
     assert_refused(hloscope(*args, timeout=120), hlo, words=("symlink loop",))
+
+
+# ---------------------------------------------------------------- option values, checked before any work
+
+HUGE = "99999999999999999999999"
+
+# every command with a checked numeric option, and values the tester found accepted or failing late
+REFUSED = [
+    ("run", "--mode", "jax", "--seed", "-1"),
+    ("run", "--mode", "jax", "--seed", HUGE),
+    ("run", "--mode", "jax", "--steps", HUGE),
+    ("run", "--mode", "jax", "--batch-size", HUGE),
+    ("run", "--mode", "jax", "--warmup", "0"),
+    ("run", "--mode", "jax", "--profile-steps", "0"),
+    ("run", "--mode", "jax", "--model", "gpt2-tiny", "--seq-len", HUGE),
+    ("compare", "--timeout", "nan"),
+    ("compare", "--timeout", "inf"),
+    ("compare", "--steps", HUGE),
+    ("compare", "--batch-size", HUGE),
+    ("compare", "--seed", "-1"),
+    ("replay", "x.hlo", "--seed", "-1"),
+    ("replay", "x.hlo", "--profile", "--profile-steps", "-3"),
+    ("replay", "x.hlo", "--profile", "--profile-steps", "0"),
+    ("replay", "x.hlo", "--steps", HUGE),
+    ("replay", "x.hlo", "--warmup", "0"),
+    ("explain", "--min-gap", "nan"),
+    ("explain", "--min-gap", "inf"),
+]
+
+
+@pytest.mark.parametrize("args", REFUSED, ids=" ".join)
+def test_bad_option_values_are_refused_before_any_work(args, cli_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # run/compare would make traces/ here; explain would read traces/
+    code, _, stderr = cli_run(*args)
+    assert code == 2, stderr
+    assert "Invalid value for" in stderr and "Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == []  # no run or comparison directory left behind
+
+
+def test_finite_float_range_refuses_nan_and_infinity():
+    import click
+
+    from hloscope.cli.options import FiniteFloatRange
+
+    kind = FiniteFloatRange(0, 10)
+    assert kind.convert("0.5", None, None) == 0.5
+    for text in ("nan", "NaN", "inf", "-inf"):
+        with pytest.raises(click.BadParameter):
+            kind.convert(text, None, None)
+    assert math.isnan(click.FloatRange(0, 10).convert("nan", None, None))  # what click's own type lets through
+
+
+def test_bounds_are_in_the_help(cli_run):
+    from hloscope.cli.options import MAX_SEED, MAX_STEPS
+
+    for command in ("run", "compare", "replay"):
+        code, stdout, _ = cli_run(command, "--help")
+        assert code == 0 and f"0<=x<={MAX_SEED}" in stdout.replace("\n", " ") and f"1<=x<={MAX_STEPS}" in stdout
+
+
+def test_the_largest_seed_replays(tmp_path):
+    """--seed 2**32-1 (the bound) reaches every generator of the replay's inputs, an unsigned RNG-seed scalar too."""
+    import jax
+
+    from hloscope.cli.options import MAX_SEED
+    from hloscope.replay.program import Program, Shape, make_inputs
+
+    program = Program(name="p", file="p", fmt="hlo", executable=None, compiled_hlo="", outputs=[], feeds={},
+                      feeds_from="none", parameters=[Shape("u32", ()), Shape("u8", ()), Shape("f32", (2, 3))])
+    seed_u32, seed_u8, weights = make_inputs(program, jax.devices("cpu")[0], None, None, MAX_SEED)
+    assert int(seed_u32) == (20260101 + MAX_SEED) % 2**32 and int(seed_u8) == (20260101 + MAX_SEED) % 2**8
+    assert weights.shape == (2, 3)

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from hloscope.cli.options import TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
 
@@ -31,7 +32,7 @@ def available_modes() -> tuple[list[str], list[str]]:
               help=f"Comma-separated modes: {','.join(MODE_NAMES)} "
                    "(default: every mode whose framework is installed).")
 @common_options(device_counts=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
+@click.option("--timeout", "timeout_s", type=TIMEOUT_S, default=None,
               help="Give up on a mode after this many seconds (it is reported as failed).")
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
 @click.option("--no-audit", is_flag=True,

@@ -6,15 +6,17 @@ import json
 
 import click
 
+from hloscope.cli.options import PROFILE_STEPS, SEED, STEPS, WARMUP
+
 
 @click.command("replay")
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
-@click.option("--steps", type=int, default=50, show_default=True, help="timed executions")
-@click.option("--warmup", type=int, default=10, show_default=True, help="untimed executions first (the first compiles)")
+@click.option("--steps", type=STEPS, default=50, show_default=True, help="timed executions")
+@click.option("--warmup", type=WARMUP, default=10, show_default=True, help="untimed executions first (the first compiles)")
 @click.option("--profile", is_flag=True, help="also write an xplane of the replay beside the run's own")
-@click.option("--profile-steps", type=int, default=6, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--profile-steps", type=PROFILE_STEPS, default=6, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the replay record as JSON")
 def command(path: str, device: str, steps: int, warmup: int, profile: bool, profile_steps: int, seed: int,
             as_json: bool) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from hloscope.cli.options import BATCH_SIZE, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 
 
@@ -31,11 +32,11 @@ def common_options(function=None, *, device_counts: bool = False):
         click.option("--model", default="vit-base", show_default=True,
                      help="Model preset: vit-base (the benchmark's ViT-B/16), vit-small, vit-tiny (CPU tests); text: "
                           "gpt2-small, gpt2-tiny, llama-1b, llama-tiny, bert-base, bert-tiny (docs/run.md)."),
-        click.option("--seq-len", type=click.IntRange(min=2), default=None,
+        click.option("--seq-len", type=SEQ_LEN, default=None,
                      help="Tokens per sequence for the text presets (default: the preset's)."),
-        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
-        click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True, help="Timed steps."),
-        click.option("--warmup", type=click.IntRange(min=1), default=10, show_default=True,
+        click.option("--batch-size", type=BATCH_SIZE, default=32, show_default=True),
+        click.option("--steps", type=STEPS, default=50, show_default=True, help="Timed steps."),
+        click.option("--warmup", type=WARMUP, default=10, show_default=True,
                      help="Untimed steps before the timed window, counting the first (compiling) step."),
         click.option("--precision", type=click.Choice(["fp32", "tf32", "bf16"]), default="fp32", show_default=True),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
@@ -43,13 +44,13 @@ def common_options(function=None, *, device_counts: bool = False):
         click.option("--data", type=click.Choice(["device", "loader"]), default="device", show_default=True,
                      help="device: a fixed pool of batches already on the device; loader: a torch DataLoader of random "
                           "tensors every step (the input pipeline is part of the step)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=SEED, default=0, show_default=True),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("traces"),
                      show_default=True, help="Output root; each run gets a new directory in it."),
         click.option("--dump-hlo", is_flag=True,
                      help="Keep the train step's HLO / StableHLO / inductor code in <run>/hlo/."),
         click.option("--profile", is_flag=True, help="Profile a few steps after the timed window (xplane / Kineto)."),
-        click.option("--profile-steps", type=click.IntRange(min=1), default=6, show_default=True,
+        click.option("--profile-steps", type=PROFILE_STEPS, default=6, show_default=True,
                      help="Profiled steps; the first is the profiler's warm-up, marked in run.json `profile`."),
         click.option("--keep-all", is_flag=True, help="With --dump-hlo: also keep LLVM IR, MLIR and object files."),
         click.option("--check-parity", is_flag=True,

@@ -193,7 +193,7 @@ def _place_inputs(program: Program, device, batch_size: int | None, num_labels: 
             if len(dims) == 1 and batch_size and dims[0] == batch_size:
                 value = rng.integers(0, classes, size=dims).astype(dtype)
             elif not dims and shape.dtype.startswith("u"):
-                value = np.array(20260101 + seed, dtype=dtype)
+                value = np.array((20260101 + seed) % (int(np.iinfo(dtype).max) + 1), dtype=dtype)  # any seed fits
             else:
                 value = np.zeros(dims, dtype=dtype)
         elif not dims:
