@@ -93,3 +93,38 @@ def test_the_largest_seed_replays(tmp_path):
     seed_u32, seed_u8, weights = make_inputs(program, jax.devices("cpu")[0], None, None, MAX_SEED)
     assert int(seed_u32) == (20260101 + MAX_SEED) % 2**32 and int(seed_u8) == (20260101 + MAX_SEED) % 2**8
     assert weights.shape == (2, 3)
+
+
+# ------------------------------------------------------------------------------------------------- -o - is stdout
+
+TINY_HLO = """HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %y = f32[4]{0} add(%x, %x)
+}
+"""
+
+
+@pytest.mark.parametrize("form", [(), ("--json",), ("--format", "md")], ids=["terminal", "json", "md"])
+def test_diff_dash_output_is_stdout(form, cli_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.hlo").write_text(TINY_HLO, encoding="utf-8")
+    (tmp_path / "b.hlo").write_text(TINY_HLO.replace("add", "multiply"), encoding="utf-8")
+    code, stdout, stderr = cli_run("diff", "a.hlo", "b.hlo", "--no-xla-cost", "-o", "-", *form)
+    assert code == 0, stderr
+    assert "multiply" in stdout and "wrote" not in stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_render_output_reads_dash_as_stdout(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    from hloscope.render.output import check_writable, choose_format, emit
+
+    monkeypatch.chdir(tmp_path)
+    Path("-").write_text("the user's file", encoding="utf-8")  # a file named '-' is never the target, nor refused
+    check_writable(Path("-"), force=False)
+    assert choose_format(False, None, Path("-")) == "terminal"
+    emit("report\n", Path("-"), force=False)
+    assert capsys.readouterr().out == "report\n" and Path("-").read_text(encoding="utf-8") == "the user's file"

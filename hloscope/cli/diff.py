@@ -14,7 +14,7 @@ from hloscope.render.output import check_writable, choose_format, deliver
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Render Markdown or self-contained HTML.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to this new file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to this new file instead of stdout ('-': stdout).")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
 @click.option("--module", help="Compare the module whose name contains this (default: the largest).")
 @click.option("--stage", type=click.Choice(["before", "after"]),

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from hloscope.cli.options import FiniteFloatRange
-from hloscope.render.output import check_writable, choose_format, deliver, fresh_path
+from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
 
 @click.command("explain")
@@ -31,8 +31,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     from hloscope.api import explain
     from hloscope.explain.inputs import latest_comparison
 
-    to_stdout = output == Path("-")
-    output = None if to_stdout else output
+    to_stdout = output == STDOUT
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
     if not paths:

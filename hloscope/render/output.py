@@ -1,9 +1,12 @@
-"""Where a report goes: stdout, or a new file (never over an existing one unless the user says --force)."""
+"""Where a report goes: stdout, or a new file (never over an existing one unless the user says --force).
+
+`-o -` means stdout for every command with -o: each function here reads an output of `-` (STDOUT) as no file."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +15,17 @@ import click
 from hloscope.errors import UsageError
 from hloscope.writing import atomic_output
 
+STDOUT = Path("-")
+
+
+def output_file(output: Path | None) -> Path | None:
+    """The file to write, or None for stdout (no -o, or `-o -`)."""
+    return None if output is None or output == STDOUT else output
+
 
 def choose_format(as_json: bool, fmt: str | None, output: Path | None) -> str:
     """'json' | 'md' | 'html' | 'terminal', from --json/--format, else from the output file's suffix."""
+    output = output_file(output)
     if as_json and fmt:
         raise UsageError("--json and --format exclude each other")
     if as_json:
@@ -28,6 +39,7 @@ def choose_format(as_json: bool, fmt: str | None, output: Path | None) -> str:
 
 def check_writable(output: Path | None, force: bool) -> None:
     """Refuse an existing output file (without --force) or a missing folder, before any work is done."""
+    output = output_file(output)
     if output is None:
         return
     if output.is_dir():
@@ -39,9 +51,10 @@ def check_writable(output: Path | None, force: bool) -> None:
 
 
 def fresh_path(directory: Path, stem: str, suffix: str) -> Path:
-    """The first of `stem.suffix`, `stem-2.suffix`, `stem-3.suffix`, ... in `directory` that does not exist yet."""
+    """The first of `stem.suffix`, `stem-2.suffix`, `stem-3.suffix`, ... in `directory` that no entry holds yet: a
+    file, a folder, a FIFO and a symbolic link (dangling or not) all take the name."""
     path, number = directory / f"{stem}{suffix}", 1
-    while path.exists():
+    while os.path.lexists(path):
         number += 1
         path = directory / f"{stem}-{number}{suffix}"
     return path
@@ -64,6 +77,7 @@ def deliver(report: Any, form: str, output: Path | None, force: bool, kind: str)
 
 
 def emit(text: str, output: Path | None, force: bool) -> None:
+    output = output_file(output)
     if output is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
