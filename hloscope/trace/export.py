@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError, MissingDependency
+from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP, Event
 from hloscope.writing import atomic_output
 
@@ -63,8 +64,10 @@ def schema() -> Any:
 
 def plan(files: Sequence[str | os.PathLike[str]], ranks: Sequence[int],
          out: str | os.PathLike[str]) -> list[tuple[str, int, str]]:
-    """(trace file, job rank, Parquet file) for every trace."""
+    """(trace file, job rank, Parquet file) for every trace; UsageError when OUT cannot be the output folder (a file,
+    a symbolic link to nowhere, no permission), before anything is read."""
     root = Path(out)
+    _output_folder(root)
     tasks = []
     used: set[Path] = set()
     for file, rank in zip(files, ranks):
@@ -80,42 +83,84 @@ def plan(files: Sequence[str | os.PathLike[str]], ranks: Sequence[int],
     return tasks
 
 
+def _output_folder(folder: Path) -> None:
+    """Create `folder` (and its parents) for the export, or say in one line why it cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        why = "a symbolic link that leads nowhere (or in a loop)" if folder.is_symlink() else "exists and is not a folder"
+        raise UsageError(f"{folder}: {why}: trace export writes a folder of Parquet files there") from None
+    except OSError as error:
+        raise UsageError(f"{folder}: cannot create the output folder: {error.strerror or error}") from None
+
+
 def _identity(file: str) -> dict[str, Any]:
-    stat = os.stat(file)
-    return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+    info = os.stat(file)
+    return {"file": os.path.abspath(file), "size": info.st_size, "mtime_ns": info.st_mtime_ns,
             "version": EXPORT_VERSION}
 
 
+class _Occupied(Exception):
+    """Something that hloscope did not export is at the target path: it is never replaced."""
+
+
 def _already_exported(target: Path, identity: dict[str, Any]) -> int | None:
-    """Rows of `target` when it was written from this very trace; None otherwise."""
-    if not target.is_file():
+    """Rows of `target` when it was written from this very trace; None when nothing is there or an export of
+    hloscope's from another trace (replaced); _Occupied for anything else there: a file of the user's, a folder, a
+    FIFO, a symbolic link (never followed, never replaced)."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
         return None
+    except OSError as error:
+        raise _Occupied(f"cannot inspect: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a symbolic link" if stat.S_ISLNK(info.st_mode)
+                else "not a regular file")
+        raise _Occupied(f"is {kind}, not a Parquet file hloscope exported: not replaced")
     _, pq = _pyarrow()
     try:
         metadata = pq.read_metadata(target)
-        recorded = json.loads((metadata.metadata or {}).get(_METADATA_KEY, b"null"))
+        recorded = json.loads((metadata.metadata or {})[_METADATA_KEY])
+        if not isinstance(recorded, dict) or "version" not in recorded:
+            raise ValueError("no identity")
     except Exception:
-        return None
+        raise _Occupied("exists and is not a Parquet file hloscope exported: not replaced") from None
     rows: int = metadata.num_rows
     return rows if recorded == identity else None
 
 
 def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
     """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
-    {"file", "error", ...} for a trace that cannot be read. Runs in pool and Dask workers alike."""
+    {"file", "error", "error_path", ...} for a trace that cannot be read or a target path that holds something
+    hloscope did not export (left as it is). Runs in pool and Dask workers alike."""
     file, rank, out = task
     target = Path(out)
     try:
         identity = _identity(file)
     except OSError as error:
         return {"file": file, "error": f"cannot read: {error.strerror or error}", "error_path": file}
-    rows = _already_exported(target, identity)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return {"file": file, "error": "exists and is not a folder: cannot export there", "error_path": str(target.parent)}
+    except OSError as error:
+        return {"file": file, "error": f"cannot create: {error.strerror or error}", "error_path": str(target.parent)}
+    try:
+        rows = _already_exported(target, identity)
+    except _Occupied as occupied:
+        return {"file": file, "error": str(occupied), "error_path": out}
     if rows is not None:
         return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 1}
     try:
-        rows = write_trace(file, target, identity)
+        # replace only an export of hloscope's; a file that appeared meanwhile is refused
+        rows = write_trace(file, target, identity, replace=target.is_file())
     except InputError as error:
         return {"file": file, "error": error.message, "error_path": error.path, "line": error.line, "col": error.col}
+    except FileExistsError:
+        return {"file": file, "error": "appeared while exporting: not replaced", "error_path": out}
+    except OSError as error:
+        return {"file": file, "error": f"cannot write: {error.strerror or error}", "error_path": out}
     return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 0}
 
 
@@ -165,8 +210,9 @@ class _Steps:
         return None if index is None else self.windows[index].number
 
 
-def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None) -> int:
-    """Every event of the trace `file` into the Parquet file `target` (atomically); returns the number of rows."""
+def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None, replace: bool = True) -> int:
+    """Every event of the trace `file` into the Parquet file `target` (atomically; `replace=False`: FileExistsError
+    rather than replace a file there); returns the number of rows."""
     from hloscope.trace.job import _resolver, host_of
     from hloscope.trace.load import load_trace
     from hloscope.trace.program_categories import categorized
@@ -182,7 +228,7 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None)
     target.parent.mkdir(parents=True, exist_ok=True)
     names = [field.name for field in table_schema]
     rows = 0
-    with atomic_output(target) as output, pq.ParquetWriter(output, table_schema, compression="zstd") as writer:
+    with atomic_output(target, replace=replace) as output, pq.ParquetWriter(output, table_schema, compression="zstd") as writer:
         columns: dict[str, list[Any]] = {name: [] for name in names}
 
         def flush() -> None:

@@ -1,0 +1,103 @@
+"""`trace stats` and `trace export` on damaged input, output paths and options: one line on stderr, exit 2, never a
+traceback or a hang, nothing of the user's overwritten, and the traces that can be read still read. Inputs are built
+from HTA's two real ranks (tests/data/fetched/hta/trace_filter_ranks)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from helpers import FETCHED, assert_refused, hloscope
+
+SOURCE = FETCHED / "hta" / "trace_filter_ranks"
+FIRST = "sampled_rank-0"
+
+
+@pytest.fixture
+def traces(tmp_path) -> Path:
+    """A folder with the two real ranks."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for file in sorted(SOURCE.glob("*.json.gz")):
+        shutil.copy(file, folder / file.name)
+    return folder
+
+
+def _document() -> dict:
+    return json.loads(gzip.decompress((SOURCE / f"{FIRST}.json.gz").read_bytes()))
+
+
+def _write(path: Path, document: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+# ----------------------------------------------------------------------------------------------- export targets
+
+
+def _export(traces: Path, out: Path):
+    return hloscope("trace", "export", traces, out, "--no-progress", "-j1", timeout=180)
+
+
+def test_export_never_replaces_what_it_did_not_write_and_exports_the_other_traces(traces, tmp_path):
+    for kind in ("file", "fifo", "symlink", "folder"):
+        out = tmp_path / f"out-{kind}"
+        target = out / "rank=0" / f"{FIRST}.parquet"
+        target.parent.mkdir(parents=True)
+        victim = tmp_path / f"victim-{kind}"
+        victim.write_text("the user's\n")
+        if kind == "file":
+            target.write_text("the user's\n")
+        elif kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "symlink":
+            target.symlink_to(victim)
+        else:
+            target.mkdir()
+        result = _export(traces, out)
+        assert_refused(result, target, words=("not replaced",))
+        assert victim.read_text() == "the user's\n"
+        if kind == "file":
+            assert target.read_text() == "the user's\n"
+        assert (target.is_symlink() if kind == "symlink" else target.is_fifo() if kind == "fifo"
+                else target.is_dir() if kind == "folder" else target.is_file())
+        assert (out / "rank=1" / "sampled_rank-1.parquet").is_file(), kind  # the other trace is exported
+        assert "1 trace(s)" in result.stdout
+
+
+def test_export_replaces_and_keeps_only_its_own_files(traces, tmp_path):
+    out = tmp_path / "out"
+    assert _export(traces, out).code == 0
+    again = _export(traces, out)
+    assert again.code == 0 and "(2 already exported, kept)" in again.stdout, again.stdout + again.stderr
+    (traces / f"{FIRST}.json.gz").touch()  # a changed trace: its old export (hloscope's own) is replaced
+    os.utime(traces / f"{FIRST}.json.gz", (time.time() + 5, time.time() + 5))
+    third = _export(traces, out)
+    assert third.code == 0 and "(1 already exported, kept)" in third.stdout, third.stdout + third.stderr
+
+
+@pytest.mark.parametrize("case", ["out-is-a-file", "rank-folder-is-a-file", "symlink-loop"])
+def test_an_unusable_output_folder_is_one_line(traces, tmp_path, case):
+    out = tmp_path / "out"
+    named = out
+    if case == "out-is-a-file":
+        out.write_text("mine\n")
+    elif case == "rank-folder-is-a-file":
+        out.mkdir()
+        named = out / "rank=0"
+        named.write_text("mine\n")
+    else:
+        (tmp_path / "loop").symlink_to(out)
+        out.symlink_to(tmp_path / "loop")
+    result = _export(traces, out)
+    assert "Traceback" not in result.stderr
+    assert result.code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert str(named) in result.stderr
+    if case != "symlink-loop":
+        assert named.read_text() == "mine\n"
