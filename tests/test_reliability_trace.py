@@ -38,6 +38,27 @@ def _write(path: Path, document: dict) -> Path:
     return path
 
 
+# ----------------------------------------------------------------------------------------------------- --ranks
+
+
+def test_a_huge_range_of_ranks_is_a_membership_test_not_a_set(traces):
+    from hloscope.trace.job import parse_ranks
+
+    wanted = parse_ranks("0-2000000000,7", (3,))
+    assert 1_999_999_999 in wanted and 0 in wanted and 2_000_000_001 not in wanted
+    result = hloscope("trace", "stats", traces, "--ranks", "1-2000000000", "--json", "--no-progress", "-j1",
+                      timeout=120, memory_limit=2 << 30)
+    assert result.code == 0, result.stderr
+    assert [trace["rank"] for trace in json.loads(result.stdout)["traces"]] == [1]
+
+
+@pytest.mark.parametrize("spec", ["0-999999999999", "9-2", "0-99999999999999999999999999"])
+def test_an_absurd_or_reversed_range_of_ranks_is_one_usage_line(traces, spec):
+    result = hloscope("trace", "stats", traces, "--ranks", spec, "--no-progress", "-j1", timeout=60,
+                      memory_limit=2 << 30)
+    assert_refused(result, Path("--ranks"))
+
+
 # ----------------------------------------------------------------------------------------------- export targets
 
 

@@ -89,18 +89,16 @@ def _selected_files(path: str, rank: tuple[int, ...], ranks_spec: str | None):
     from hloscope.trace import job
     from hloscope.trace.load import trace_files
 
+    try:
+        wanted = job.parse_ranks(ranks_spec or "", rank)
+    except ValueError as error:
+        raise UsageError(f"--ranks: {error}") from error
     files = trace_files(path)
     ranks, _ = job.job_ranks(files)
-    wanted = set(rank)
-    if ranks_spec:
-        try:
-            wanted |= job.parse_ranks(ranks_spec)
-        except ValueError as error:
-            raise UsageError(f"--ranks: {error}") from error
     if wanted:
         kept = [(file, r) for file, r in zip(files, ranks) if r in wanted]
         if not kept:
-            raise UsageError(f"no trace at {path} has rank {', '.join(map(str, sorted(wanted)[:8]))} "
+            raise UsageError(f"no trace at {path} has rank {wanted} "
                              f"(ranks there: {', '.join(map(str, sorted(ranks)[:16]))})")
         files, ranks = [f for f, _ in kept], [r for _, r in kept]
     return files, ranks

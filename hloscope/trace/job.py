@@ -53,20 +53,44 @@ def job_ranks(files: Sequence[Path]) -> tuple[list[int], str]:
     return list(range(len(files))), "file order"
 
 
-def parse_ranks(spec: str) -> set[int]:
-    """`0-7`, `0,3,5-6` -> the set of ranks; ValueError for anything else."""
-    ranks: set[int] = set()
-    for part in spec.split(","):
+MAX_RANK = 1 << 31  # no job has more ranks; a larger number in --ranks is a typo
+
+
+class RankSet:
+    """The ranks `--rank`/`--ranks` ask for, kept as intervals (a membership test, never expanded): `0-999999` costs
+    what `0-7` does."""
+
+    def __init__(self, intervals: Iterable[tuple[int, int]] = ()) -> None:
+        self.intervals = sorted(intervals)
+
+    def __contains__(self, rank: object) -> bool:
+        return isinstance(rank, int) and any(first <= rank <= last for first, last in self.intervals)
+
+    def __bool__(self) -> bool:
+        return bool(self.intervals)
+
+    def __str__(self) -> str:
+        shown = [str(first) if first == last else f"{first}-{last}" for first, last in self.intervals[:8]]
+        return ", ".join(shown) + (", ..." if len(self.intervals) > 8 else "")
+
+
+def parse_ranks(spec: str, extra: Iterable[int] = ()) -> RankSet:
+    """`0-7`, `0,3,5-6` (plus the single ranks `extra`) -> the RankSet; ValueError for anything else: not a rank, a
+    reversed range, a rank beyond MAX_RANK."""
+    intervals = [(rank, rank) for rank in extra]
+    for part in spec.split(",") if spec else ():
         part = part.strip()
-        match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        match = re.fullmatch(r"(\d{1,20})(?:\s*-\s*(\d{1,20}))?", part)
         if not match:
             raise ValueError(f"not a rank or range of ranks: {part!r} (expected e.g. 0-7 or 0,3,5-6)")
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
         if last < first:
-            raise ValueError(f"empty range of ranks: {part!r}")
-        ranks.update(range(first, last + 1))
-    return ranks
+            raise ValueError(f"empty range of ranks: {part!r} (the first rank comes first: {last}-{first})")
+        if last > MAX_RANK:
+            raise ValueError(f"rank {last} in {part!r} is beyond any job (at most {MAX_RANK})")
+        intervals.append((first, last))
+    return RankSet(intervals)
 
 
 def host_of(file: str | os.PathLike[str]) -> str:
