@@ -122,3 +122,26 @@ def test_an_unusable_output_folder_is_one_line(traces, tmp_path, case):
     assert str(named) in result.stderr
     if case != "symlink-loop":
         assert named.read_text() == "mine\n"
+
+
+# ------------------------------------------------------------------------------------------------- --scheduler
+
+
+@pytest.mark.parametrize("command", ["stats", "export"])
+@pytest.mark.parametrize("address", ["garbage!!", "", "tcp://host", "tcp://127.0.0.1:99999"])
+def test_a_malformed_scheduler_address_is_one_usage_line_at_once(traces, tmp_path, command, address):
+    outs = [tmp_path / "out"] if command == "export" else []
+    started = time.monotonic()
+    result = hloscope("trace", command, traces, *outs, "--scheduler", address, "--no-progress", timeout=60)
+    assert_refused(result, Path("--scheduler"), words=("scheme://host:port",))
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("command", ["stats", "export"])
+def test_an_unreachable_scheduler_is_one_line_and_the_process_exits(traces, tmp_path, monkeypatch, command):
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "2s")
+    outs = [tmp_path / "out"] if command == "export" else []
+    result = hloscope("trace", command, traces, *outs, "--scheduler", "tcp://127.0.0.1:1", "--no-progress",
+                      timeout=90)  # helpers.hloscope fails the test if the process does not exit
+    assert_refused(result, Path("--scheduler"), words=("tcp://127.0.0.1:1", "cannot connect"))

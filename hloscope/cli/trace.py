@@ -38,6 +38,8 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
     from hloscope.trace import job
     from hloscope.trace.stats import rank_summary
 
+    if scheduler is not None:
+        job.scheduler_address(scheduler)
     files, ranks = _selected_files(path, rank, ranks_spec)
     state = job.StateDir(state_dir, {"top": top}) if state_dir else None
     names = [str(file) for file in files]
@@ -122,6 +124,8 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     from hloscope.trace import export as exporting
     from hloscope.trace import job
 
+    if scheduler is not None:
+        job.scheduler_address(scheduler)
     files, ranks = _selected_files(path, rank, ranks_spec)
     tasks = exporting.plan(files, ranks, out)
     results = job.run_per_file(

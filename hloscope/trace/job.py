@@ -320,8 +320,18 @@ def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequ
 
         raise MissingDependency("distributed", "--scheduler sends the per-file work to a Dask cluster") from error
     own_client = not isinstance(scheduler, Client)
-    client = Client(scheduler, set_as_default=False) if own_client else scheduler  # type: ignore[no-untyped-call]
+    client: Any = None
     try:
+        if own_client:
+            try:
+                client = Client(scheduler_address(scheduler), set_as_default=False)  # type: ignore[no-untyped-call]
+            except (OSError, ValueError) as error:  # refused, unreachable, timed out (TimeoutError is an OSError)
+                from hloscope.errors import UsageError
+
+                raise UsageError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler: "
+                                 f"{_first_line(error)}") from None
+        else:
+            client = scheduler
         with client.as_current():  # as_completed looks for "the" client
             futures = client.map(function, [files[i] for i in todo], pure=False, **kwargs)
             index_of = {future.key: index for future, index in zip(futures, todo)}
@@ -329,8 +339,28 @@ def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequ
                 arrived(index_of[future.key], future.result())
                 future.release()
     finally:
-        if own_client:
-            client.close()
+        if own_client and client is not None:
+            client.close()  # its event loop thread would keep the process alive
+
+
+_SCHEDULER = re.compile(r"(tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+
+
+def scheduler_address(address: str) -> str:
+    """`--scheduler`'s address as Dask takes it, `scheme://host:port` (tcp, tls, ws, wss, ucx); UsageError otherwise,
+    before anything connects."""
+    from hloscope.errors import UsageError
+
+    match = _SCHEDULER.fullmatch(address.strip())
+    if not match or not 0 < int(match.group(3)) < 65536:
+        raise UsageError(f"--scheduler {address!r}: not a scheduler address (expected scheme://host:port, e.g. "
+                         "tcp://10.0.0.1:8786)")
+    return address.strip()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
 
 
 # ----------------------------------------------------------------------------------------------- resumable state
