@@ -145,3 +145,37 @@ def test_an_unreachable_scheduler_is_one_line_and_the_process_exits(traces, tmp_
     result = hloscope("trace", command, traces, *outs, "--scheduler", "tcp://127.0.0.1:1", "--no-progress",
                       timeout=90)  # helpers.hloscope fails the test if the process does not exit
     assert_refused(result, Path("--scheduler"), words=("tcp://127.0.0.1:1", "cannot connect"))
+
+
+# ------------------------------------------------------------------------------------------------------ --state
+
+
+def test_a_state_path_that_is_a_file_is_one_usage_line(traces, tmp_path):
+    state = tmp_path / "state"
+    state.write_text("mine\n")
+    result = hloscope("trace", "stats", traces, "--state", state, "--no-progress", "-j1", timeout=60)
+    assert_refused(result, state, words=("--state", "not a directory"))
+    assert state.read_text() == "mine\n"
+
+
+def test_a_tampered_cached_summary_is_never_trusted(traces, tmp_path):
+    state = tmp_path / "state"
+    args = ("trace", "stats", traces, "--state", state, "--json", "--no-progress", "-j1")
+    fresh = hloscope(*args, timeout=120)
+    assert fresh.code == 0, fresh.stderr
+    records = sorted(state.glob("*.json"))
+    assert len(records) == 2
+    for number, record_file in enumerate(records):
+        record = json.loads(record_file.read_text())
+        stats = record["result"]["stats"]
+        if number == 0:  # numbers of the wrong type
+            for key in ("steps", "kernels", "device_time_us", "events"):
+                stats[key] = "x"
+            for step in stats["per_step"]:
+                step["host_duration_us"] = "x"
+        else:  # plausible numbers that are not the trace's
+            stats["kernels"] += 1000
+        record_file.write_text(json.dumps(record))
+    again = hloscope(*args, timeout=120)
+    assert again.code == 0 and "Traceback" not in again.stderr, again.stderr
+    assert json.loads(again.stdout) == json.loads(fresh.stdout)

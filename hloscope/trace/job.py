@@ -369,11 +369,22 @@ def _first_line(error: BaseException) -> str:
 class StateDir:
     """Per-file results kept under DIR, one JSON file each, written atomically (temporary file + rename), keyed by
     the file's absolute path, size, modification time and the options: a restart reuses what is there and reads only
-    the files still missing or changed."""
+    the files still missing or changed. A record is trusted only as hloscope wrote it: its result carries the digest
+    of its JSON text, and one that was edited since (or has not a summary's shape) is ignored and the trace read
+    again."""
 
     def __init__(self, directory: str | os.PathLike[str], options: dict[str, Any]):
+        from hloscope.errors import UsageError
+
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise UsageError(f"--state: {directory}: not a directory") from None
+        except OSError as error:
+            raise UsageError(f"--state: {directory}: cannot create: {error.strerror or error}") from None
+        if not self.directory.is_dir():
+            raise UsageError(f"--state: {directory}: not a directory")
         self.options = options
 
     def _identity(self, file: str) -> dict[str, Any]:
@@ -382,10 +393,7 @@ class StateDir:
                 "options": self.options, "version": SUMMARY_VERSION}
 
     def _path(self, file: str) -> Path:
-        import hashlib  # only for --state: trace stats starts without it
-
-        key = hashlib.sha256(os.path.abspath(file).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        return self.directory / f"{key}.json"
+        return self.directory / f"{_digest(os.path.abspath(file))[:32]}.json"
 
     def load(self, files: Sequence[str]) -> dict[int, Summary]:
         done: dict[int, Summary] = {}
@@ -393,8 +401,11 @@ class StateDir:
             path = self._path(file)
             try:
                 record = json.loads(path.read_bytes())
-                if record.get("identity") == self._identity(file) and "error" not in record["result"]:
-                    done[index] = record["result"]
+                result = record["result"]
+                if (record.get("identity") == self._identity(file) and isinstance(result, dict)
+                        and record.get("digest") == _digest(json.dumps(result, sort_keys=True))
+                        and result.keys() >= _SUMMARY_KEYS and "error" not in result):
+                    done[index] = result
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue  # absent, or a leftover of another version: read the file again
         return done
@@ -403,7 +414,17 @@ class StateDir:
         if "error" in result:
             return  # an unreadable file is tried again next time
         with atomic_output(self._path(file), text=True) as handle:
-            handle.write(json.dumps({"identity": self._identity(file), "result": result}))
+            handle.write(json.dumps({"identity": self._identity(file), "result": result,
+                                     "digest": _digest(json.dumps(result, sort_keys=True))}))
+
+
+_SUMMARY_KEYS = {"file", "stats", "kernel_counts", "collectives"}
+
+
+def _digest(text: str) -> str:
+    import hashlib  # only for --state: trace stats starts without it
+
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 # --------------------------------------------------------------------------------------------------- the job view
