@@ -147,6 +147,36 @@ def test_an_unreachable_scheduler_is_one_line_and_the_process_exits(traces, tmp_
     assert_refused(result, Path("--scheduler"), words=("tcp://127.0.0.1:1", "cannot connect"))
 
 
+# ------------------------------------------------------------------------------------------ Kineto ids of any type
+
+
+@pytest.mark.parametrize("field", ["pid", "tid"])
+@pytest.mark.parametrize("value", [{"a": 1}, [1, 2]])
+def test_an_object_or_list_id_is_read_as_its_json_text_everywhere(tmp_path, field, value):
+    document = _document()
+    events = [event for event in document["traceEvents"] if event.get("ph") == "X"]
+    for event in events[:50]:
+        event[field] = value
+    for event in document["traceEvents"]:
+        if event.get("ph") == "M" and event.get("name") == "thread_name":
+            event[field] = value  # metadata too
+            break
+    trace = _write(tmp_path / "damaged" / "rank-0.json", document)
+    stats = hloscope("trace", "stats", trace, "--json", "--no-progress", "-j1", timeout=120)
+    assert stats.code == 0 and "Traceback" not in stats.stderr, stats.stderr
+    export = hloscope("trace", "export", trace, tmp_path / "out", "--no-progress", "-j1", timeout=120)
+    assert export.code == 0, export.stderr
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(next((tmp_path / "out").rglob("*.parquet")))
+    column = "process" if field == "pid" else "lane"
+    assert any(json.dumps(value) in text for text in table.column(column).to_pylist())
+
+    from hloscope.tensorboard.kineto_xspace import kineto_to_xspace
+
+    assert kineto_to_xspace(document, document["traceEvents"], "host").events > 0
+
+
 # ------------------------------------------------------------------------------------------------------ --state
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.tensorboard.xplane_proto import xspace_class
+from hloscope.trace.kineto import trace_id
 
 HOST_PLANE = "/host:CPU"
 # Kineto categories recorded by the GPU (CUPTI/roctracer activities); everything else happened on a CPU thread.
@@ -143,13 +144,13 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
             raise ValueError(f"event {index} ({event.get('name')!r}) has no finite numeric 'ts'/'dur'") from None
         args = _stats(event)
         category = event.get("cat") or ""
-        pid, tid = event.get("pid"), event.get("tid")
+        pid, tid = trace_id(event.get("pid")), trace_id(event.get("tid"))
         if category in GPU_CATEGORIES:
             device = _as_int(args.get("device", pid), default=0)
             plane = gpu_planes.get(device)
             if plane is None:
                 plane = gpu_planes[device] = _gpu_plane(xspace, device, devices.get(device))
-            stream = args.get("stream", tid)
+            stream = trace_id(args.get("stream", tid))
             annotation = category == "gpu_user_annotation"
             line_name = f"Stream #{stream}" + (" annotations" if annotation else "")
             line = plane.line((stream, annotation), line_name)
@@ -274,9 +275,9 @@ def _remember_name(event: Mapping[str, Any], threads: dict, processes: dict) -> 
     if name is None:
         return
     if event.get("name") == "thread_name":
-        threads[(event.get("pid"), event.get("tid"))] = str(name)
+        threads[(trace_id(event.get("pid")), trace_id(event.get("tid")))] = str(name)
     elif event.get("name") == "process_name":
-        processes[event.get("pid")] = str(name)
+        processes[trace_id(event.get("pid"))] = str(name)
 
 
 def _name_host_lines(plane: _Plane, threads: dict, processes: dict) -> None:

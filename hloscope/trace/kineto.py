@@ -367,6 +367,7 @@ class _EventBuilder:
         self.device_categories: dict[tuple[str, str], str] = {}
 
     def from_dict(self, path: Path, raw: object, build: bool = True) -> Event | None:
+        # (the msgspec structs only hold scalar ids: an object or list pid/tid/stream comes this way, see trace_id)
         index = self.items
         self.items += 1
         if not isinstance(raw, dict):
@@ -377,7 +378,7 @@ class _EventBuilder:
             args = _NO_ARGS
         if phase != "X":
             if phase == "M":
-                self._metadata(raw.get("name"), raw.get("pid"), raw.get("tid"), args.get("name"))
+                self._metadata(raw.get("name"), trace_id(raw.get("pid")), trace_id(raw.get("tid")), args.get("name"))
             return None
         try:
             start = float(raw["ts"])
@@ -389,7 +390,8 @@ class _EventBuilder:
             self.correlations(_as_int(args.get("correlation", args.get("correlation_id"))))
             return None
         return self._complete(
-            raw.get("name"), raw.get("cat"), start, duration, raw.get("pid"), raw.get("tid"), args.get("stream"),
+            raw.get("name"), raw.get("cat"), start, duration, trace_id(raw.get("pid")), trace_id(raw.get("tid")),
+            trace_id(args.get("stream")),
             args.get("correlation", args.get("correlation_id")), args.get("hlo_op"), args.get("hlo_module"),
             args.get("step_num"),
         )
@@ -529,6 +531,14 @@ class _EventBuilder:
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
             hlo_op, hlo_module, self.correlations(_as_int(correlation)),
         )
+
+
+def trace_id(value: Any) -> Any:
+    """A pid, tid or stream id as a hashable scalar: numbers and strings as written, an object or a list (which no
+    profiler writes, but a damaged trace may hold) as its JSON text. Every reader of Kineto ids goes through here."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
 
 
 def _as_int(value: int | str | float | None) -> int | None:
