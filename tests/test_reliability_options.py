@@ -128,3 +128,33 @@ def test_render_output_reads_dash_as_stdout(tmp_path, capsys, monkeypatch):
     assert choose_format(False, None, Path("-")) == "terminal"
     emit("report\n", Path("-"), force=False)
     assert capsys.readouterr().out == "report\n" and Path("-").read_text(encoding="utf-8") == "the user's file"
+
+
+# --------------------------------------------------------------------------- damaged modules given to replay: exit 2
+
+
+def _stablehlo() -> str:
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda w, x: (w - 0.1 * x, jnp.sum(w * x))).lower(jnp.ones((3, 2)), jnp.ones((3, 2))).as_text()
+
+
+def test_truncated_stablehlo_replay_names_the_file_and_position(tmp_path):
+    text = _stablehlo()
+    path = tmp_path / "step.stablehlo.mlir"
+    path.write_text(text[: text.index("dense<") + len("dense")], encoding="utf-8")  # cut inside a constant
+    line = assert_refused(hloscope("replay", path, "--steps", "2", "--warmup", "1", timeout=300), path, position=True)
+    assert "StableHLO" in line and "expected '<' after 'dense'" in line
+    assert list(tmp_path.iterdir()) == [path]  # no replay.json for a file that cannot be read
+
+
+def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
+    from hloscope.errors import InputError
+    from hloscope.replay.runner import replay
+
+    path = tmp_path / "module.hlo.txt"
+    path.write_text(TINY_HLO[: TINY_HLO.index("add(") + 6], encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        replay(path, steps=2, warmup=1)
+    assert raised.value.path == str(path) and raised.value.line == 5 and raised.value.col is not None

@@ -27,6 +27,30 @@ class NotReplayable(HloscopeError):
     """This module cannot run alone here; the message says which module and why, in one line."""
 
 
+class UnreadableModule(NotReplayable):
+    """The module's text is not valid HLO / StableHLO (truncated, damaged): bad input. `input_error` names the file,
+    with the parser's line:column when it gives one."""
+
+    def __init__(self, name: str, input_error: InputError):
+        self.input_error = input_error
+        super().__init__(f"{name}: {input_error}")
+
+
+# the parsers' own positions: MLIR's diagnostic `error: "-":527:39: expected ...`, XLA's `1224:42: error: ...`
+_DIAGNOSTICS = (re.compile(r'error: "[^"\n]*":(\d+):(\d+): (.+)'), re.compile(r"(\d+):(\d+): error: (.+)"))
+
+
+def _unreadable(path: str, name: str, fmt: str, error: BaseException) -> UnreadableModule:
+    """A parser's failure as one InputError naming the file, at the parser's line:column when its text holds one."""
+    what = "StableHLO MLIR" if fmt == "mlir" else "HLO text"
+    for pattern in _DIAGNOSTICS:
+        found = pattern.search(str(error))
+        if found:
+            return UnreadableModule(name, InputError(path, f"jaxlib cannot parse it as {what}: {found.group(3)[:300]}",
+                                                     int(found.group(1)), int(found.group(2))))
+    return UnreadableModule(name, InputError(path, f"jaxlib cannot parse it as {what}: {_first_line(error)}"))
+
+
 @dataclass
 class Shape:
     dtype: str  # HLO element type: f32, s64, ...
@@ -107,12 +131,14 @@ def compile_program(path: str | os.PathLike, device, name: str | None = None, fm
     check_replayable(name, text, fmt, len(device.client.devices()))
     try:
         module_text, donors = stablehlo_from_text(text, fmt)
-    except Exception as error:  # jaxlib's parser: one line
-        raise NotReplayable(f"{name}: jaxlib cannot read it as {fmt}: {_first_line(error)}") from None
+    except Exception as error:  # jaxlib's HLO parser
+        raise _unreadable(path, name, fmt, error) from None
     start = time.perf_counter()
     try:
         executable = compile_stablehlo(device.client, (device,), module_text, donors, load=True)
     except Exception as error:
+        if fmt == "mlir" and str(error).startswith("Unable to parse module"):  # MLIR's parser, within the compile
+            raise _unreadable(path, name, fmt, error) from None
         message = _first_line(error)
         if "custom" in message.lower() and "call" in message.lower():
             raise NotReplayable(f"{name}: a custom call has no {device.platform} implementation in jaxlib: "

@@ -18,7 +18,7 @@ from typing import Any
 
 from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.modes import BY_NAME
-from hloscope.replay.program import NotReplayable, Program, compile_program, loss_index, make_inputs
+from hloscope.replay.program import NotReplayable, Program, UnreadableModule, compile_program, loss_index, make_inputs
 from hloscope.replay.trajectory import check_trajectory, saved_inputs
 
 SCHEMA_VERSION = 1
@@ -93,13 +93,21 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
                    "scalars 0.01, integer labels uniform in [0, num_labels), step counters 0"),
     }
     programs: list[Program] = []
+    unreadable: list[InputError] = []
     for name, file, fmt in wanted:
         try:
             programs.append(compile_program(file, dev, name=name, fmt=fmt))
         except NotReplayable as why:
             line = str(why) if str(why).startswith(name) else f"{name}: {why}"
             record["skipped"].append({"module": name, "file": str(file), "reason": line})
-            on_skip(f"not replayed: {line}")
+            if isinstance(why, UnreadableModule):
+                unreadable.append(why.input_error)
+            else:
+                on_skip(f"not replayed: {line}")
+    if unreadable and len(unreadable) == len(wanted):  # nothing to replay, and only bad input to blame: exit 2
+        raise unreadable[0]
+    for error in unreadable:  # the other modules are replayed; the damaged file is named, with its line:column
+        on_skip(f"not replayed: {error}")
     if not programs:
         record["status"] = "not_replayable"
         return record, _write(record, run_dir, path)
