@@ -158,3 +158,30 @@ def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
     with pytest.raises(InputError) as raised:
         replay(path, steps=2, warmup=1)
     assert raised.value.path == str(path) and raised.value.line == 5 and raised.value.col is not None
+
+
+# ------------------------------------------------------------------------- a negative overhead is an anomaly
+
+
+def test_negative_overhead_is_reported_as_an_anomaly():
+    from hloscope.explain.summary import ModeSummary
+    from hloscope.render.replay_text import render_text
+    from hloscope.replay.explain import split
+    from hloscope.replay.runner import _against_run
+
+    steps, program = [0.010] * 10, [0.013] * 10  # the replay 3 ms slower than the run (a busy machine)
+    run = ModeSummary(mode="jax", step_times_s=steps, replay={"file": "replay.json", "program_times_s": program})
+    data = split(run, run)
+    assert data["overhead_s"] == pytest.approx(-0.003) and data["overhead_anomaly"] is True
+    assert data["overhead_note"] == "replay slower than the run by 3.000 ms: overhead not measurable here"
+    comparison = _against_run({"timing": {"step_times_s": steps, "median_s": 0.010}},
+                              {"timing": {"step_times_s": program, "median_s": 0.013}})
+    assert comparison is not None and comparison["overhead_anomaly"] is True
+    record = {"source": {"path": "r"}, "status": "ok", "config": {"device": "cpu", "warmup": 1, "seed": 0},
+              "device": {"platform": "cpu", "kind": "cpu"}, "compiler": {"replay": {"xla": "jaxlib"}}, "modules": [],
+              "skipped": [], "warnings": [], "comparison": comparison}
+    text = render_text(record, None)
+    assert "overhead not measurable here" in text and "framework overhead -" not in text
+    slower = ModeSummary(mode="jax", step_times_s=program, replay={"file": "replay.json", "program_times_s": steps})
+    positive = split(slower, slower)
+    assert positive["overhead_anomaly"] is False and "overhead_note" not in positive

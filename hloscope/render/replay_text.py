@@ -46,9 +46,10 @@ def render_text(record: dict, written: Path | None) -> str:
     comparison = record.get("comparison")
     if comparison:
         low, high = comparison["overhead_ci_s"]
-        lines.append(f"  run's step {_ms(comparison['run_median_s'])} - program {_ms(comparison['replay_median_s'])} "
-                     f"= framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} to {_ms(high)}); "
-                     f"replay/run {comparison['replay_over_run']:.2f}")
+        overhead = (f": {comparison['overhead_note']}" if comparison.get("overhead_anomaly") else
+                    f" = framework overhead {_ms(comparison['overhead_s'])} (95% {_ms(low)} to {_ms(high)})")
+        lines.append(f"  run's step {_ms(comparison['run_median_s'])} - program {_ms(comparison['replay_median_s'])}"
+                     f"{overhead}; replay/run {comparison['replay_over_run']:.2f}")
     if record.get("trajectory"):
         lines.append(f"  {trajectory_line(record['trajectory'])}")
     framework = record.get("framework_device") or {}

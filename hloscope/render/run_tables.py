@@ -239,7 +239,9 @@ def replay_summary_line(entry: dict) -> str:
     status = replay.get("status")
     if status in ("ok", "partial"):
         line = f"  {entry['mode']} replayed: program {ms(replay.get('median_s'))}"
-        if replay.get("overhead_s") is not None:
+        if replay.get("overhead_anomaly"):
+            line += f", {replay.get('overhead_note')}"
+        elif replay.get("overhead_s") is not None:
             low, high = replay.get("overhead_ci_s") or (None, None)
             line += f", framework overhead {ms(replay['overhead_s'])} (95% {ms(low)} .. {ms(high)})"
         if replay.get("trajectory_ok") is not None:

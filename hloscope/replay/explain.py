@@ -15,6 +15,15 @@ INFERRED_NOTE = ("no replay.json: the program/overhead split is inferred from th
                  "(run `hloscope replay RUN_DIR` to measure it)")
 
 
+def overhead_anomaly(overhead_s: float) -> dict:
+    """The flag every measured overhead carries: a negative one (the program alone slower than the whole step: a busy
+    machine, another compile) is a measurement anomaly, not an overhead; `overhead_note` says so in one phrase."""
+    if overhead_s >= 0:
+        return {"overhead_anomaly": False}
+    return {"overhead_anomaly": True, "overhead_note": f"replay slower than the run by {-overhead_s * 1e3:.3f} ms: "
+                                                      "overhead not measurable here"}
+
+
 def replay_of(run_dir: str | os.PathLike) -> dict | None:
     """The newest replay record of a run directory, reduced to what explain uses; None when there is none. An
     unreadable one is returned as {"error": ...} so that explain can note it."""
@@ -60,7 +69,7 @@ def split(summary, reference) -> dict | None:
     overhead = median_difference(summary.step_times_s, program)
     assert overhead is not None  # both samples have steps: step_times_s checked above, replay_of keeps no empty replay
     out = {"measured": True, "file": replay["file"], "program_s": median(program),
-           "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
+           "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(), **overhead_anomaly(overhead.estimate),
            "compiler": replay.get("compiler"), "run_compiler": replay.get("run_compiler"),
            "skipped_modules": replay.get("skipped") or []}
     if summary.device_busy_s is not None and summary.profiled_step_s is not None:

@@ -71,7 +71,8 @@ def _summary(record: dict, log: Path, start: float) -> dict:
     written = record.get("written")
     out = {"status": record.get("status"), "file": Path(written).name if written else None,
            "median_s": timing.get("median_s"), "overhead_s": comparison.get("overhead_s"),
-           "overhead_ci_s": comparison.get("overhead_ci_s"), "wall_s": time.perf_counter() - start,
+           "overhead_ci_s": comparison.get("overhead_ci_s"), "overhead_anomaly": comparison.get("overhead_anomaly"),
+           "overhead_note": comparison.get("overhead_note"), "wall_s": time.perf_counter() - start,
            "log": f"{log.parent.name}/{log.name}"}
     skipped = [s.get("reason") for s in record.get("skipped") or [] if isinstance(s, dict)]
     if skipped:
