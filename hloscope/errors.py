@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from contextlib import contextmanager
 
 
@@ -65,3 +67,24 @@ def reading(path: str | os.PathLike, what: str):
         raise InputError(path, f"is a directory, not {what}") from None
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from None
+
+
+# ------------------------------------------------------------------------------------------- lines on stderr
+
+
+# C0 and C1 controls (ESC starts a terminal escape sequence, CR and BEL rewrite or beep), line and paragraph
+# separators, and the marks that reorder text on screen (bidi overrides and isolates).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """`text` as one line of plain text: every control character (a newline or an escape sequence from a file name
+    or a quoted input line) written as Python writes it, `\\n`, `\\x1b`, `\\u202e`, so that it can neither break
+    nor recolour the line. Error and warning lines go through here."""
+    return _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def warn(message: str) -> None:
+    """The one way hloscope writes a warning: `hloscope: warning: MESSAGE` on stderr, on one line (see one_line)."""
+    sys.stderr.write(f"hloscope: warning: {one_line(message)}\n")
+    sys.stderr.flush()

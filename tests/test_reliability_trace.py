@@ -209,3 +209,19 @@ def test_a_tampered_cached_summary_is_never_trusted(traces, tmp_path):
     again = hloscope(*args, timeout=120)
     assert again.code == 0 and "Traceback" not in again.stderr, again.stderr
     assert json.loads(again.stdout) == json.loads(fresh.stdout)
+
+
+# ------------------------------------------------------------------------------------------------------ warnings
+
+
+def test_a_warning_about_a_file_with_control_characters_is_one_escaped_line(tmp_path):
+    document = _document()
+    for event in document["traceEvents"][:5]:
+        if event.get("ph") == "X":
+            event["dur"] = -1  # impossible times: skipped with one warning naming the file
+    trace = _write(tmp_path / "nl\nname\x1b[31m" / "rank-0.json", document)
+    result = hloscope("trace", "stats", trace, "--json", "--no-progress", "-j1", timeout=120)
+    assert result.code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hloscope: warning: "), result.stderr
+    assert "\x1b" not in result.stderr and "nl\\nname\\x1b[31m" in lines[0]

@@ -12,7 +12,7 @@ import sys
 import click
 
 from hloscope import __version__
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, one_line
 
 # name -> (module, one-line help shown by `hloscope --help` without importing the module)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
     except HloscopeError as error:
-        # one line, always: a newline in a file name or a quoted input line is shown escaped
-        click.echo(f"hloscope: error: {error}".replace("\r", "\\r").replace("\n", "\\n"), err=True)
+        # one line, always: a newline or an escape sequence in a file name or a quoted input line is shown escaped
+        click.echo(f"hloscope: error: {one_line(str(error))}", err=True)
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("hloscope: interrupted", err=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hloscope.errors import warn
 from hloscope.hlo.stats import SOURCE_DEPTH, TOP
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _add_measured(path: str, loaded: list[LoadedModule], results: list[dict[str,
 
     by_run, unread = device_events_by_run(path)
     for error in unread:
-        click.echo(f"hloscope: warning: no measured time from this run's profile: {error}", err=True)
+        warn(f"no measured time from this run's profile: {error}")
     for item, result in zip(loaded, results):
         events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
         measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, warn
 
 # How often new or rewritten runs under DIR are added to the running TensorBoard.
 SYNC_INTERVAL_S = 5.0
@@ -41,8 +41,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
 
     version = check_installed()
     if not is_loopback(host):
-        click.echo(f"hloscope: warning: binding to {host}: the traces become visible to everyone who can reach this "
-                   "machine on the network", err=True)
+        warn(f"binding to {host}: the traces become visible to everyone who can reach this machine on the network")
     workspace = Path(tempfile.mkdtemp(prefix="hloscope-tensorboard-"))
     server = None
     try:
@@ -114,7 +113,7 @@ def _print_tool_notes(sessions, view) -> None:
 
 def _warn_problems(problems: dict[str, str]) -> None:
     for name, why in problems.items():
-        click.echo(f"hloscope: warning: run {name} left out: {why}", err=True)
+        warn(f"run {name} left out: {why}")
 
 
 @contextmanager

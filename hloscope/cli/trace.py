@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from hloscope.errors import one_line
+
 
 @click.group(name="trace")
 def command() -> None:
@@ -71,7 +73,7 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
             render_job(console, view)
     if failures:
         for error in failures[:-1]:
-            click.echo(f"hloscope: error: {error}", err=True)
+            click.echo(f"hloscope: error: {one_line(str(error))}", err=True)
         raise failures[-1]
     sys.stdout.flush()
 
@@ -138,5 +140,5 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     click.echo(f"{rows:,} events of {len(written)} trace(s) in {out} ({reused} already exported, kept)")
     if failures:
         for error in failures[:-1]:
-            click.echo(f"hloscope: error: {error}", err=True)
+            click.echo(f"hloscope: error: {one_line(str(error))}", err=True)
         raise failures[-1]

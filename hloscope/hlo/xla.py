@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hloscope.errors import warn
 from hloscope.hlo.load import LoadedModule
 
 
@@ -71,17 +72,13 @@ def xla_cost_analysis(loaded: LoadedModule) -> dict[str, Any] | None:
     budget, why = memory_budget()
     needed = xla_analysis_bytes(len(text), text.count("["))
     if budget is not None and needed > budget:  # shape-aware: a huge tuple costs XLA ~1.3 KB per element
-        import sys
-
         reason = (f"XLA's parser would need about {needed / 1e9:.1f} GB for this module, over the limit set by {why}")
-        sys.stderr.write(f"hloscope: warning: {loaded.file}: {reason}; XLA's figures left empty\n")
+        warn(f"{loaded.file}: {reason}; XLA's figures left empty")
         return {"skipped": reason}
     result = run_isolated([text], "cost")[0]
     if "error" in result:  # XLA refused the module or died on it: hloscope's own analysis goes on
         if "crashed" in result["error"]:  # one line, like hloscope's other warnings
-            import sys
-
-            sys.stderr.write(f"hloscope: warning: {loaded.file}: {result['error']}; XLA's figures left empty\n")
+            warn(f"{loaded.file}: {result['error']}; XLA's figures left empty")
         return {"error": result["error"]}
     return {
         **result,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, warn
 from hloscope.modes import get_mode, run_dir_name, run_label
 from hloscope.runs.rundir import (
     RUN_FILE,
@@ -200,7 +200,7 @@ _warned: set[str] = set()
 def _warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
-        sys.stderr.write(f"hloscope: warning: {message}".replace("\n", "\\n") + "\n")
+        warn(message)
 
 
 def _write_run_or_warn(run_dir: Path, record: dict) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hloscope.errors import HloscopeError, InputError
+from hloscope.errors import HloscopeError, InputError, warn
 from hloscope.trace.load import XPLANE_SUFFIX
 from hloscope.trace.model import COLLECTIVE, KERNEL, Event, EventStream, Trace
 from hloscope.writing import atomic_output
@@ -120,7 +119,7 @@ def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> Ca
         try:
             cache[run] = resolver_for_run(run)
         except HloscopeError as error:
-            print(f"hloscope: warning: {error}: categories of {run} by kernel name only", file=sys.stderr, flush=True)
+            warn(f"{error}: categories of {run} by kernel name only")
             cache[run] = None
     return cache[run]
 

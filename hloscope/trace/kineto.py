@@ -17,13 +17,12 @@ import io
 import json
 import os
 import re
-import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hloscope.errors import InputError, MissingDependency, reading
+from hloscope.errors import InputError, MissingDependency, reading, warn
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
@@ -301,9 +300,8 @@ def _warn_unclassified(path: Path, unclassified: dict[str, int]) -> None:
     _warned_unclassified.add(str(path))
     total = sum(unclassified.values())
     listed = ", ".join(f"{category!r}: {count:,}" for category, count in sorted(unclassified.items(), key=lambda i: -i[1]))
-    message = (f"hloscope: warning: {path}: {total:,} event(s) look like device work but no rule classifies their "
-               f"category ({listed}): counted as host events, not device time")
-    print(message.replace("\n", "\\n"), file=sys.stderr, flush=True)
+    warn(f"{path}: {total:,} event(s) look like device work but no rule classifies their category ({listed}): "
+         "counted as host events, not device time")
 
 
 # Trace events nest a few levels (event -> args -> shape lists). Deeper input is not a trace, and building it would

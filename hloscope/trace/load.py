@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope import files
-from hloscope.errors import InputError
+from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto, xplane
 from hloscope.trace.model import Event, EventStream, Trace
@@ -67,7 +67,7 @@ def find_trace_files(directory: Path, any_json: bool = False) -> list[Path]:
                 if why is None:
                     found.append(file)
                 else:
-                    print(f"hloscope: note: {file}: skipped, {why}".replace("\n", "\\n"), file=sys.stderr, flush=True)
+                    print(f"hloscope: note: {one_line(f'{file}: skipped, {why}')}", file=sys.stderr, flush=True)
     return _without_duplicate_profiles(sorted(found))
 
 
@@ -195,9 +195,8 @@ class CheckedEvents:
         self.skipped = skipped
         if skipped and str(self.path) not in _warned:
             _warned.add(str(self.path))
-            message = (f"hloscope: warning: {self.path}: {skipped:,} event(s) with impossible times (negative, NaN, "
-                       "infinite or longer than a day) skipped")
-            print(message.replace("\n", "\\n"), file=sys.stderr, flush=True)
+            warn(f"{self.path}: {skipped:,} event(s) with impossible times (negative, NaN, infinite or longer than a "
+                 "day) skipped")
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
