@@ -47,15 +47,15 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
 
 
 def _fail_on_unreadable_runs(summaries) -> None:
-    """A run whose run.json cannot be read is shown in the report with the others, and still fails the command:
-    one line per broken run on stderr, exit code 2 (bad input)."""
-    unreadable = [summary for summary in summaries if summary.status == "unreadable"]
-    for summary in unreadable:
-        click.echo(f"hloscope: error: {summary.notes[0]}", err=True)
-    # a corrupt file of a readable run: the report shows the run without that part; the file is named here
+    """A run that cannot be read (its directory missing or not one, its run.json broken or refused) is shown in the
+    report as `unreadable` with the others, and a corrupt file of a readable run (HLO, trace, replay record) as a note
+    on the run; each still fails the command: one line on stderr naming the file and why, exit code 2 (bad input)."""
+    from hloscope.errors import one_line
+
+    unreadable = [summary.notes[0] for summary in summaries if summary.status == "unreadable"]
     corrupt = [error for summary in summaries if summary.status != "unreadable" for error in summary.unreadable_files]
-    for error in corrupt:
-        click.echo(f"hloscope: error: {error}".replace("\n", "\\n"), err=True)
+    for error in unreadable + corrupt:
+        click.echo(f"hloscope: error: {one_line(error)}", err=True)
     if unreadable or corrupt:
         sys.exit(2)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from statistics import median
+from statistics import fmean, median
 
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
@@ -34,10 +34,11 @@ def from_run_record(run: dict) -> ModeSummary:
     """The run record's timing and settings (a field of the wrong type is an InputError naming run.json)."""
     fields = RunFields(run)
     environment, compiles = fields.section("environment"), fields.section("compiles")
+    times = fields.numbers("timing", "step_times_s")  # the median and mean are computed from them, not trusted
     summary = ModeSummary(
         mode=run.get("mode", "?"), status=run.get("status", "?"), platform=device_platform(environment),
-        step_time_s=fields.number("timing", "median_s"), mean_s=fields.number("timing", "mean_s"),
-        step_times_s=fields.numbers("timing", "step_times_s"), first_step_s=fields.number("timing", "first_step_s"),
+        step_time_s=median(times) if times else None, mean_s=fmean(times) if times else None,
+        step_times_s=times, first_step_s=fields.number("timing", "first_step_s"),
         throughput_img_s=fields.number("timing", "throughput_img_s"),
         compiles_in_window=_compiles(compiles.get("in_window")),
         data=fields.text("config", "data"), precision=fields.text("config", "precision"),
@@ -46,6 +47,10 @@ def from_run_record(run: dict) -> ModeSummary:
         compute_dtype=precision_setting(environment, "compute_dtype"),
     )
     summary.step_spread = spread(summary.step_times_s)
+    if summary.status == "failed" or (not times and summary.status not in ("compiled", "setup")):
+        summary.notes.append(_why_untimed(run, fields))  # compiled / set up only: never meant to time a step
+        if summary.status == "ok":
+            summary.status = "no steps"
     noisy = fields.section("timing").get("noisy")
     summary.noisy = noisy if isinstance(noisy, bool) else None
     batch = fields.number("config", "batch_size")
@@ -57,6 +62,16 @@ def from_run_record(run: dict) -> ModeSummary:
     if summary.status == "compiled":
         add_compiled(summary, fields)
     return summary
+
+
+def _why_untimed(run: dict, fields: RunFields) -> str:
+    """Why a run has no step time, from its record: its error when it failed, else what its timing lacks."""
+    error = run.get("error")
+    if run.get("status") == "failed":
+        return f"failed: {error}" if isinstance(error, str) and error else f"failed ({fields.path} records no error)"
+    if "timing" not in run or run.get("timing") is None:
+        return f"no step time: {fields.path} has no 'timing' section"
+    return f"no step time: {fields.path} records no timed step ('timing.step_times_s' is missing or empty)"
 
 
 def add_compiled(summary: ModeSummary, fields: RunFields) -> None:
@@ -179,8 +194,17 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     run = load_run(run_dir)
     summary = from_run_record(run)
     from hloscope.replay.explain import replay_of
+    from hloscope.replay.runner import latest_replay
+    from hloscope.runs.rundir import load_record
 
-    summary.replay = replay_of(run_dir)
+    replay_file = latest_replay(run_dir)
+    if replay_file is not None:
+        try:  # validated as run.json is: a broken record is named, never half used
+            load_record(replay_file, "replay record", "replay", _REPLAY_STATUSES, _REPLAY_SHAPE)
+            summary.replay = replay_of(run_dir)
+        except HloscopeError as error:
+            summary.replay = {"error": f"{replay_file.name} not read: {error}"}
+            summary.unreadable_files.append(str(error))
     op_groups, categories = None, None
     kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
     if "hlo" in kinds:
@@ -194,8 +218,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             add_hlo(summary, [module_stats(m) for m in after])
             op_groups = source_op_groups([m.module for m in after])
             categories = category_resolver(after) or None
-        except HloscopeError as error:
+        except HloscopeError as error:  # the categories fall back to kernel names: said in the report and on stderr
             summary.notes.append(f"HLO not read: {error}")
+            summary.unreadable_files.append(str(error))
     else:
         summary.notes.append("no XLA HLO in this run (PyTorch without XLA has none; XLA modes need --dump-hlo)")
     if "trace" in kinds:
@@ -219,6 +244,12 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     elif summary.status != "compiled":  # a run compiled for a target GPU never ran: there is nothing to profile
         summary.notes.append("no profiler trace in this run (run with --profile)")
     return summary
+
+
+# What `hloscope replay` writes (hloscope/replay/runner.py) and explain reads of it.
+_REPLAY_STATUSES = ("running", "ok", "partial", "not_replayable", "failed")
+_REPLAY_SHAPE: dict[str, type] = {"source": dict, "config": dict, "device": dict, "compiler": dict, "timing": dict, "comparison": dict,
+                 "framework_device": dict, "modules": list, "skipped": list, "warnings": list}
 
 
 def _warmup_steps(run: dict) -> int:

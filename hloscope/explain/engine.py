@@ -47,12 +47,16 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
     if not timed:
         return _explain_compiled(summaries)
     if baseline is not None:
-        chosen = [s for s in timed if s.mode == baseline]
-        if not chosen:
-            from hloscope.errors import UsageError
+        from hloscope.errors import UsageError
 
-            names = ", ".join(s.mode for s in timed)
+        # a label as the report writes it, or a mode that only one timed run has
+        chosen = [s for s in timed if s.mode == baseline] or [s for s in timed if s.run_mode == baseline]
+        names = ", ".join(repr(s.mode) for s in (chosen if len(chosen) > 1 else timed))
+        if not chosen:
             raise UsageError(f"--baseline {baseline!r} is not a timed run here (timed runs: {names})")
+        if len(chosen) > 1:
+            raise UsageError(f"--baseline {baseline!r} is ambiguous: {len(chosen)} timed runs match; name one of "
+                             f"{names}")
         reference = chosen[0]
     else:
         reference = min(timed, key=lambda s: s.step_time_s if s.step_time_s is not None else median(s.step_times_s))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, InputError, UsageError
@@ -17,7 +18,7 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
 
     path = Path(path)
     meta: dict = {"path": str(path)}
-    if path.is_dir() and (path / COMPARISON_FILE).is_file():
+    if path.is_dir() and os.path.lexists(path / COMPARISON_FILE):  # a FIFO, folder or loop there is refused, named
         comparison = load_comparison(path)
         meta.update(id=_text(comparison, "comparison_id", path), config=comparison.get("config") or {})
         mismatches = recorded_mismatch_lines(comparison, path / COMPARISON_FILE)
@@ -32,12 +33,13 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
         for entry in comparison["modes"]:
             run_dir, mode = path / entry["dir"], _text(entry, "mode", path) or entry["dir"]
             devices = entry.get("devices") if isinstance(entry.get("devices"), int) else None
-            if (run_dir / "run.json").is_file():
-                summary = _summarize(run_dir, mode)
+            status = _text(entry, "status", path)
+            if os.path.lexists(run_dir) or status not in _NEVER_WROTE:
+                summary = _summarize(run_dir, mode)  # anything in its place, or missing though it ran: unreadable
             else:
                 reason = _text(entry, "error", path) or "no run directory was written"
-                summary = ModeSummary(mode=mode, status=_text(entry, "status", path) or "failed", notes=[reason],
-                                      run_mode=mode, devices=devices)
+                summary = ModeSummary(mode=mode, status=status or "failed", notes=[reason], run_mode=mode,
+                                      devices=devices)
             if by_devices:  # one run per mode and device count: tell them apart by the count
                 summary.mode = run_label(mode, summary.devices if summary.devices is not None else devices)
             summaries.append(summary)
@@ -46,16 +48,15 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     summaries = [_summarize(run_dir, run_dir.name) for run_dir in runs]
     modes = [s.mode for s in summaries]
     for summary, run_dir in zip(summaries, runs):
-        if modes.count(summary.mode) > 1:  # several runs of one mode: tell them apart by directory
-            summary.mode = f"{summary.mode} ({run_dir.name})"
+        if modes.count(summary.mode) > 1:  # several runs of one mode: tell them apart by their path under `path`
+            where = run_dir.relative_to(path).as_posix() if run_dir.is_relative_to(path) else run_dir.name
+            summary.mode = f"{summary.mode} ({where})"
     return summaries, meta
 
 
 def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
     """Summaries of every run under each path (comparison directories, run directories, folders of runs), labelled so
     that no two runs share a name: the mode, then its directory where the mode repeats."""
-    if len(paths) == 1:
-        return load_summaries(paths[0])
     summaries, sources, mismatches = [], [], []
     for path in paths:
         found, meta = load_summaries(path)
@@ -64,13 +65,15 @@ def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
         mismatches += [f"{path.name}: {line}" for line in meta.get("audit_mismatches", [])]
     labels = [s.mode for s in summaries]
     for summary, path in zip(summaries, sources):
-        if labels.count(summary.mode) > 1:
+        if labels.count(summary.mode) > 1 and len(paths) > 1:
             summary.mode = f"{summary.mode} ({path.name})"
     seen: dict[str, int] = {}
     for summary in summaries:  # the same directory given twice, or two comparisons with the same folder names
         seen[summary.mode] = seen.get(summary.mode, 0) + 1
         if seen[summary.mode] > 1:
             summary.mode = f"{summary.mode} #{seen[summary.mode]}"
+    if len(paths) == 1:
+        return summaries, meta
     meta = {"path": ", ".join(str(p) for p in paths), "paths": [str(p) for p in paths]}
     if mismatches:
         meta["audit_mismatches"] = mismatches
@@ -96,8 +99,16 @@ def _text(record: dict, key: str, comparison_dir: Path) -> str | None:
     return value
 
 
+# Statuses compare records for a mode that may have ended before its run directory was written.
+_NEVER_WROTE = ("failed", "interrupted", "refused", "skipped", None)
+
+
 def _summarize(run_dir: Path, mode: str) -> ModeSummary:
     try:
+        if not os.path.lexists(run_dir):
+            raise InputError(run_dir, "missing: comparison.json lists this run directory but it is not there")
+        if not run_dir.is_dir():
+            raise InputError(run_dir, "not a directory (a run directory holding run.json was expected)")
         return summarize_run(run_dir)
     except HloscopeError as error:  # one broken run never hides the others
         return ModeSummary(mode=mode, status="unreadable", notes=[str(error)])

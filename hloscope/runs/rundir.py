@@ -308,7 +308,7 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
             raise InputError(run_json, f"not a valid run.json: '{key}' is missing or not a {kind.__name__}")
     if record["status"] not in STATUSES:
         raise InputError(run_json, f"not a valid run.json: unknown status {record['status']!r}")
-    _check_times(run_json, record)
+    check_record_values(run_json, record)
     artifacts = record.setdefault("artifacts", [])
     if not isinstance(artifacts, list) or not all(isinstance(a, dict) and isinstance(a.get("path"), str)
                                                   and isinstance(a.get("kind", ""), str) for a in artifacts):
@@ -328,18 +328,66 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
     return record
 
 
-def _check_times(run_json: Path, record: dict) -> None:
-    """Step times are durations: a negative, NaN or infinite one (a hand-edited or broken record) is refused, since
-    it would rank a mode fastest with a negative ratio."""
+# Durations of one step (or a summary of them): a step takes at least a nanosecond. Other durations (std_s, setup_s,
+# window_s) may be 0. Every duration is below 1e9 s (30 years).
+_STEP_TIMES = ("step_times_s", "warmup_times_s", "profiled_step_times_s", "first_step_s", "median_s", "mean_s", "min_s",
+               "max_s", "p10_s", "p90_s", "window_mean_s")
+MIN_STEP_S, MAX_DURATION_S = 1e-9, 1e9
+# Counts a run record holds: (section, key, smallest, largest). A float, a bool, a string or a value out of range is
+# refused: a batch of -4 or 10^30 samples, 0 devices or 6.5 steps is a broken record, not a run.
+_COUNTS = (("config", "batch_size", 1, 10**7), ("config", "devices", 1, 10**6), ("config", "steps", 0, 10**9),
+           ("config", "warmup", 0, 10**9), ("timing", "steps", 0, 10**9))
+
+
+def check_record_values(file: Path, record: dict, what: str = "run.json") -> None:
+    """Refuse the values of a run record (run.json, or a replay record of the same layout) that make nonsense of the
+    figures computed from them, in one InputError naming the file and the key: step times that are not durations
+    (negative, zero, NaN, infinite, below a nanosecond) and counts that are not positive integers within bounds."""
     timing = record.get("timing")
-    if not isinstance(timing, dict):
-        return
-    for key, value in timing.items():
-        values = value if isinstance(value, list) and key.endswith("_s") else [value] if key.endswith("_s") else []
+    if timing is not None and not isinstance(timing, dict):
+        raise InputError(file, f"not a valid {what}: 'timing' is {type(timing).__name__} {timing!r:.40}, expected "
+                               "an object")
+    for key, value in (timing or {}).items():
+        if not key.endswith("_s"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        smallest = MIN_STEP_S if key in _STEP_TIMES else 0.0
         for item in values:
-            if isinstance(item, (int, float)) and not isinstance(item, bool) and not (0 <= item < 1e9):
-                raise InputError(run_json, f"not a valid run.json: 'timing.{key}' holds {item!r}, not a duration "
-                                           "(negative, NaN or infinite)")
+            if item is None and not isinstance(value, list):
+                continue
+            if not isinstance(item, (int, float)) or isinstance(item, bool):
+                raise InputError(file, f"not a valid {what}: 'timing.{key}' {'holds' if item is not value else 'is'} "
+                                       f"{type(item).__name__} {item!r:.40}, expected a number")
+            if not smallest <= item < MAX_DURATION_S:
+                raise InputError(file, f"not a valid {what}: 'timing.{key}' holds {item!r:.40}, not a duration "
+                                       f"(expected a number of seconds, at least {smallest:g} and below 1e9)")
+    for section, key, low, high in _COUNTS:
+        part = record.get(section)
+        value = part.get(key) if isinstance(part, dict) else None
+        if value is None or ((section, key) == ("config", "devices") and isinstance(value, list)):
+            continue  # compare --devices 1,2,4 records the list in the comparison's config
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InputError(file, f"not a valid {what}: '{section}.{key}' is {value!r:.40}, expected an integer "
+                                   f"from {low} to {high:,}")
+
+
+def load_record(path: Path, what: str, kind: str, statuses: Collection[str], shape: dict[str, type]) -> dict:
+    """Read and validate a record written beside run.json in its layout (a replay record): a readable JSON object of
+    this `kind`, a known schema version and status, the optional keys of `shape` null or of their type, and durations
+    and counts that make sense (`check_record_values`)."""
+    record = _read_json(path, what)
+    _check_schema(path, record, what)
+    if record.get("kind") != kind:
+        raise InputError(path, f"not a {what}: 'kind' is {record.get('kind')!r:.40}, expected {kind!r}")
+    if record.get("status") not in statuses:
+        raise InputError(path, f"not a valid {what}: unknown status {record.get('status')!r:.40}")
+    for key, expected in shape.items():
+        value = record.get(key)
+        if value is not None and not isinstance(value, expected):
+            raise InputError(path, f"not a valid {what}: '{key}' is {type(value).__name__} {value!r:.40}, expected "
+                                   f"{'an object' if expected is dict else 'a list'}")
+    check_record_values(path, record, what)
+    return record
 
 
 def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
