@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from hloscope.render import svg
+from hloscope.render import fmt, svg
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -69,6 +69,7 @@ def _scroll(html: str) -> str:
 
 
 def render(report: ExplainReport) -> str:
+    report = fmt.printable(report)  # what the files wrote is shown escaped
     meta = report.comparison
     summaries = report.summaries
     rows = mode_rows(report)

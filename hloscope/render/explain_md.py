@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.render import markdown
+from hloscope.render import fmt, markdown
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -41,6 +41,7 @@ _row = markdown.row
 
 
 def render(report: ExplainReport) -> str:
+    report = fmt.printable(report)  # what the files wrote is shown escaped
     meta = report.comparison
     lines = ["# Why the runs differ", ""]
     if audit_mismatches(report):  # first: the modes did not run the same settings

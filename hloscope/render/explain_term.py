@@ -14,6 +14,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.render import fmt
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -81,6 +82,7 @@ def _audit(report: ExplainReport, console: Console) -> None:
 
 
 def render(report: ExplainReport, console: Console) -> None:
+    report = fmt.printable(report)  # what the files wrote is shown escaped, never run as terminal control
     _audit(report, console)
     if is_compiled(report):
         render_compiled(report, console)

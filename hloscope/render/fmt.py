@@ -2,6 +2,48 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, TypeVar
+
+from hloscope.errors import one_line
+
+T = TypeVar("T")
+
+
+def printable(value: T) -> T:
+    """`value` with every control character of its strings escaped as error lines escape them (errors.one_line:
+    `\\x1b`, `\\n`, `\\u202e`): the one place where the report renderers (terminal, Markdown, HTML) make what
+    files wrote (mode names, notes, settings, op names) safe to print. Walks dataclasses, dicts, lists and tuples
+    (copies; shared objects stay shared); anything else is returned as it is."""
+    return _printable(value, {})
+
+
+def _printable(value: Any, seen: dict[int, Any]) -> Any:
+    if isinstance(value, str):
+        return one_line(value)
+    if id(value) in seen:
+        return seen[id(value)]
+    if isinstance(value, dict):
+        out: Any = {}
+        seen[id(value)] = out
+        out.update((_printable(k, seen), _printable(v, seen)) for k, v in value.items())
+    elif isinstance(value, list):
+        out = []
+        seen[id(value)] = out
+        out.extend(_printable(item, seen) for item in value)
+    elif isinstance(value, tuple) and not hasattr(value, "_fields"):
+        out = tuple(_printable(item, seen) for item in value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = object.__new__(type(value))
+        seen[id(value)] = out
+        names = list(vars(value)) if hasattr(value, "__dict__") else [f.name for f in dataclasses.fields(value)]
+        for name in names:
+            object.__setattr__(out, name, _printable(getattr(value, name), seen))
+    else:
+        return value
+    seen[id(value)] = out
+    return out
+
 
 def ms(seconds: float | None) -> str:
     """Always milliseconds (tables keep one unit per column): `12.300 ms`; units.ms switches to seconds."""
@@ -29,10 +71,15 @@ def big(value: float | None) -> str:
 
 
 def share(part: float | None, whole: float | None) -> str:
+    """`29%`, `-3%`; a share that rounds to 0% keeps its sign with one more digit (`-0.3%`), or is `<0.1%` /
+    `>-0.1%` (a part working against the gap is never printed as `-0%`)."""
     if part is None or not whole:
         return "-"
     fraction = part / whole
-    return "<1%" if 0 < fraction < 0.005 else f"{fraction:.0%}"
+    for text in (f"{fraction:.0%}", f"{fraction:.1%}"):
+        if fraction == 0 or text.strip("-0.%"):
+            return text
+    return "<0.1%" if fraction > 0 else ">-0.1%"
 
 
 def signed_ms(seconds: float | None) -> str:
