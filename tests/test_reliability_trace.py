@@ -225,3 +225,14 @@ def test_a_warning_about_a_file_with_control_characters_is_one_escaped_line(tmp_
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("hloscope: warning: "), result.stderr
     assert "\x1b" not in result.stderr and "nl\\nname\\x1b[31m" in lines[0]
+
+
+# ---------------------------------------------------------------------------------------------------- one-writer
+
+
+def test_every_warning_goes_through_the_one_writer():
+    from helpers import REPO
+
+    offenders = [str(path.relative_to(REPO)) for path in (REPO / "hloscope").rglob("*.py")
+                 if path.name != "errors.py" and "hloscope: warning:" in path.read_text()]
+    assert offenders == [], "write warnings with hloscope.errors.warn (one escaped line)"

@@ -14,13 +14,12 @@ import math
 import os
 import re
 import socket
-import sys
 import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError, UsageError
+from hloscope.errors import InputError, UsageError, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.writing import atomic_output
 
@@ -211,8 +210,7 @@ def stale_running(file: Path, record: dict, what: str, found: str) -> bool:
                "timed out, or the disk was full)" if alive is False else
                "no live writer can be checked (written elsewhere or by an older hloscope): if nothing is running, it "
                "was cut short")
-        message = f"hloscope: warning: {file}: says 'running' but {why}; {found}"
-        sys.stderr.write(message.replace("\r", "\\r").replace("\n", "\\n") + "\n")
+        warn(f"{file}: says 'running' but {why}; {found}")
     return True
 
 
