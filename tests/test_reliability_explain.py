@@ -110,6 +110,18 @@ def test_a_comparison_json_that_is_not_a_file_is_refused(tmp_path, how):
     assert_refused(hloscope("explain", directory, timeout=120), file)
 
 
+def test_a_comparison_listing_one_run_directory_twice_is_refused(tmp_path):
+    """3000 entries naming one directory took minutes (each read again); two showed one run as `jax` and `jax #2`."""
+    from hloscope.runs import rundir
+
+    directory = comparison(tmp_path, "jax", "pytorch")
+    record = json.loads((directory / "comparison.json").read_text())
+    record["modes"].append({**record["modes"][0], "mode": "jax2"})
+    rundir.write_comparison(directory, record)
+    assert_refused(hloscope("explain", directory, timeout=120), directory / "comparison.json",
+                   words=("mode directory 'jax' is listed twice",))
+
+
 @needs_fixtures
 def test_a_broken_train_step_hlo_is_named_and_noted(tmp_path):
     """A truncated HLO module made explain fall back to kernel names in silence, exit 0."""

@@ -416,10 +416,14 @@ def load_comparison(path: str | os.PathLike) -> dict:
     modes = record.get("modes")
     if not isinstance(modes, list) or not all(isinstance(m, dict) and isinstance(m.get("dir"), str) for m in modes):
         raise InputError(file, "not a valid comparison.json: 'modes' must be a list of objects with a 'dir'")
+    seen: set[str] = set()
     for entry in modes:
         check_dir = entry["dir"]
         if "/" in check_dir or "\\" in check_dir or check_dir in ("", ".", ".."):
             raise InputError(file, f"mode directory {check_dir!r} is not a plain name")
+        if check_dir in seen:  # compare gives every run its own directory; 3000 entries of one took minutes to read
+            raise InputError(file, f"not a valid comparison.json: mode directory {check_dir!r} is listed twice")
+        seen.add(check_dir)
     if record.get("status") == "running":
         unlisted = _unlisted_runs(file.parent, {entry["dir"] for entry in modes})
         if stale_running(file, record, "compare", f"reading the {len(modes) + len(unlisted)} run director"
