@@ -76,6 +76,15 @@ def test_an_unreadable_listed_run_is_named_and_fails_while_the_others_are_explai
     assert "no run directory was written" not in result.stdout
 
 
+@pytest.mark.parametrize("how", ["runjson_fifo", "runjson_dir"])
+def test_a_run_directory_given_itself_names_its_broken_run_json(tmp_path, how):
+    """A run directory (or a folder of runs) whose run.json is a FIFO or a folder said "no hloscope run here"."""
+    run = tiny_run(tmp_path / "runs", "jax")
+    named = _damage(run, how)
+    for path in (run, tmp_path / "runs"):
+        assert_refused(hloscope("explain", path, timeout=120), named)
+
+
 def test_every_mode_directory_missing_is_one_line_each(tmp_path):
     """Was exit 0, "No run finished with a step time"."""
     directory = comparison(tmp_path, "jax", "pytorch")

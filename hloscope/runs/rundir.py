@@ -471,9 +471,9 @@ def find_runs(path: str | os.PathLike) -> list[Path]:
             path = path.parent
         else:
             raise InputError(path, "expected a run directory, a comparison directory, run.json or comparison.json")
-    if (path / RUN_FILE).is_file():
+    if os.path.lexists(path / RUN_FILE):  # a FIFO, folder or loop there is named by load_run, not skipped
         return [path]
-    if (path / COMPARISON_FILE).is_file():
+    if os.path.lexists(path / COMPARISON_FILE):
         comparison = load_comparison(path)
         return [path / m["dir"] for m in comparison["modes"] if (path / m["dir"] / RUN_FILE).is_file()]
     runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}"))
