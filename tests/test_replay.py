@@ -211,6 +211,11 @@ def test_explain_split_measured_and_inferred():
     gap = data["against_baseline"]
     assert gap["program_gap_s"] + gap["overhead_gap_s"] == pytest.approx(data["program_s"] + data["overhead_s"] - 0.003)
     assert "framework overhead" in replay_line(ModeResult("torch_xla", "ok", replay=data))
+    slower = ModeSummary(mode="torch_xla", step_times_s=[0.002] * 10, replay=run.replay)  # replay slower than the run
+    anomaly = split(slower, base)
+    assert anomaly["overhead_anomaly"] and anomaly["overhead_s"] < 0
+    line = replay_line(ModeResult("torch_xla", "ok", replay=anomaly))
+    assert "overhead not measurable here" in line and "framework overhead -" not in line
     inferred = split(ModeSummary(mode="jax", step_times_s=[0.003], device_busy_s=0.002, profiled_step_s=0.003), base)
     assert not inferred["measured"] and "inferred" in inferred["note"]
     assert "inferred" in replay_line(ModeResult("jax", "ok", replay=inferred))

@@ -438,8 +438,11 @@ def replay_line(entry: ModeResult) -> str | None:
                     f"{fmt.ms(data['program_s'])}, idle {fmt.ms(data['overhead_s'])} per profiled step")
         return "program vs framework overhead: inferred only (no replay.json; run `hloscope replay RUN_DIR`)"
     low, high = data["overhead_ci_s"]
-    line = (f"replayed (measured, {data.get('compiler')}): program on device {fmt.ms(data['program_s'])}, framework "
-            f"overhead {fmt.ms(data['overhead_s'])} (95% {fmt.ms(low)} to {fmt.ms(high)})")
+    line = f"replayed (measured, {data.get('compiler')}): program on device {fmt.ms(data['program_s'])}, "
+    if data.get("overhead_anomaly"):  # the replay slower than the run (a busy machine): no overhead to report
+        line += str(data.get("overhead_note"))
+    else:
+        line += f"framework overhead {fmt.ms(data['overhead_s'])} (95% {fmt.ms(low)} to {fmt.ms(high)})"
     if "inferred_overhead_s" in data:
         agree = "within" if data["inferred_within_interval"] else "outside"
         line += f"; the profile's idle estimate {fmt.ms(data['inferred_overhead_s'])} is {agree} that interval"
