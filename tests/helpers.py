@@ -90,6 +90,22 @@ def split_for_xla(text: str) -> list[str]:
     return [chunk for chunk in SPLIT_MARKER.split(text) if "HloModule" in chunk]
 
 
+def paired_with_xla(modules: list, chunks: list[str]) -> list[tuple]:
+    """hloscope's modules beside XLA's parse of the same chunks (one child process): one module per chunk, each valid
+    and named as XLA names it. [(module, XLA's {computation: [(name, opcode, operand names)]})]."""
+    from hloscope.hlo.xla import run_isolated
+
+    views = run_isolated(chunks, "view")
+    assert len(modules) == len(chunks)
+    pairs = []
+    for module, view in zip(modules, views):
+        assert "view" in view, view
+        module.validate()
+        assert module.name == view["name"]
+        pairs.append((module, view["view"]))
+    return pairs
+
+
 def xla_view(module) -> dict:
     return {
         c.name: sorted((i.name, xla_opcode(i.opcode), tuple(o.name for o in i.operands())) for i in c.instructions())

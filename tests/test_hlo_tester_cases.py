@@ -6,7 +6,7 @@ written here besides the real files."""
 from __future__ import annotations
 
 import pytest
-from helpers import FETCHED, fixture, split_input_file, xla_opcode
+from helpers import FETCHED, fixture, paired_with_xla, split_input_file, xla_opcode
 
 from hloscope.errors import ParseError
 from hloscope.hlo.cost import module_cost, shape_size
@@ -283,14 +283,9 @@ def test_real_files_with_buffer_and_dynamic_shapes():
 def _same_modules_as_xla(text: str, chunks: list[str]) -> list:
     """hloscope's modules of `text` are XLA's modules of `chunks`: same names, computations, instructions, opcodes."""
     modules = parse_hlo_text(text)
-    views = run_isolated(chunks, "view")
-    assert len(modules) == len(chunks)
-    for module, view in zip(modules, views):
-        assert "view" in view, view
-        module.validate()
-        assert module.name == view["name"]
+    for module, view in paired_with_xla(modules, chunks):
         ours = {c.name: sorted((i.name, i.opcode) for i in c.instructions) for c in module.computations}
-        theirs = {c: sorted((n, xla_opcode(type("O", (), {"name": o}))) for n, o, _ in v) for c, v in view["view"].items()}
+        theirs = {c: sorted((n, xla_opcode(type("O", (), {"name": o}))) for n, o, _ in v) for c, v in view.items()}
         assert ours == theirs
     return modules
 

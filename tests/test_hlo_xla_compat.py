@@ -17,7 +17,7 @@ from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 
 pytest.importorskip("jaxlib._hlo")
-from helpers import SPLIT_MARKER, xla_opcode
+from helpers import SPLIT_MARKER, paired_with_xla, xla_opcode
 
 from hloscope.hlo.xla import run_isolated
 
@@ -42,16 +42,10 @@ ACCEPTED = [*sorted((DATA / "xla_accepts").glob("*.hlo")), DATA / "jax_h100x8_as
 @pytest.mark.parametrize("path", ACCEPTED, ids=lambda p: p.name)
 def test_same_module_as_xla(path: Path):
     modules = parse_hlo_file(path)
-    chunks = xla_chunks(path.read_text())
-    views = run_isolated(chunks, "view")
-    assert len(modules) == len(chunks)
-    for module, view in zip(modules, views):
-        assert "view" in view, view
-        module.validate()
-        assert module.name == view["name"]
-        assert ours(module) == theirs(view["view"])
-        assert len(module.computations) == len(view["view"])
-        assert module.instruction_count == sum(len(v) for v in view["view"].values())
+    for module, view in paired_with_xla(modules, xla_chunks(path.read_text())):
+        assert ours(module) == theirs(view)
+        assert len(module.computations) == len(view)
+        assert module.instruction_count == sum(len(v) for v in view.values())
 
 
 def test_xla_parser_test_corpus():
