@@ -4,6 +4,7 @@ CI run without the real fixtures fails instead of skipping a third of the suite 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,11 @@ from helpers import FIXTURES, REQUIRE_FIXTURES_ENV, fixture, fixtures_missing
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The Ctrl-C tests start hloscope as a terminal would, with SIGINT at its default. A test run started with SIGINT
+    # ignored (a background job of a non-interactive shell) would pass that on to every child, which then could not
+    # be interrupted; Python's own handler here makes exec'd children start with the default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if os.environ.get(REQUIRE_FIXTURES_ENV) == "1" and not (FIXTURES.is_dir() and any(FIXTURES.iterdir())):
         raise pytest.UsageError(f"{REQUIRE_FIXTURES_ENV}=1 and the real fixtures are missing at {FIXTURES} "
                                 "(clone the repository with shared/ beside it, or set HLOSCOPE_FIXTURES)")

@@ -60,6 +60,8 @@ def replay_run(run_dir: Path, steps: int, warmup: int, device: str, timeout_s: f
         record = json.loads(child.stdout.decode("utf-8", "replace"))
     except ValueError:
         record = None
+    if child.returncode == 2:  # bad input: a file of the run is damaged; the child named it in its last line
+        return _not_replayable(log, start)
     if not isinstance(record, dict) or child.returncode not in (0, 1):
         return _failed(_describe(child.returncode), log, start)
     return _summary(record, log, start)
@@ -83,6 +85,15 @@ def _summary(record: dict, log: Path, start: float) -> dict:
     if isinstance(trajectory, dict):
         out["trajectory_ok"] = trajectory.get("ok")
     return out
+
+
+def _not_replayable(log: Path, start: float) -> dict:
+    from hloscope.runs.runner import stderr_tail
+
+    tail = stderr_tail(log)
+    last = tail.splitlines()[-1] if tail else "a file of the run cannot be read"
+    return {"status": "not_replayable", "error": last.removeprefix("hloscope: error: "),
+            "wall_s": time.perf_counter() - start, "log": f"{log.parent.name}/{log.name}"}
 
 
 def _failed(reason: str, log: Path, start: float) -> dict:
