@@ -273,8 +273,13 @@ class ContributorView:
     @property
     def figures(self) -> str:
         """`+5.000 ms (95% interval +4.800 to +5.200 ms), 29% of the gap, p = 0.002, measured`."""
-        interval = f" (95% interval {self.interval})" if self.interval != "-" else ""
+        interval = _interval_phrase(self.interval)
         return f"{self.seconds}{interval}, {self.share} of the gap, {self.p_value}, {self.kind}"
+
+
+def _interval_phrase(interval: str) -> str:
+    """` (95% interval +4.800 to +5.200 ms)` after a figure; nothing when there is no interval ("-")."""
+    return f" (95% interval {interval})" if interval != "-" else ""
 
 
 @dataclass
@@ -471,7 +476,7 @@ class ScalingCauseView:
 
     @property
     def figures(self) -> str:
-        interval = f" (95% interval {self.interval})" if self.interval != "-" else ""
+        interval = _interval_phrase(self.interval)
         return f"{self.seconds}{interval}, {self.share} of the loss, {self.p_value}"
 
 
@@ -497,7 +502,7 @@ class ScalingRowView:
     @property
     def lost_line(self) -> str:
         """`time lost per step against the ideal: +0.520 ms (95% interval +0.400 to +0.610 ms)`."""
-        interval = f" (95% interval {self.lost_interval})" if self.lost_interval != "-" else ""
+        interval = _interval_phrase(self.lost_interval)
         return f"time lost per step against the ideal: {self.lost}{interval}"
 
 
