@@ -380,15 +380,33 @@ class HloModule:
 
         The same checks, in the same order, as HloInstruction.validate on each instruction, with each distinct shape
         text parsed once (instructions share their shape strings, see the parser)."""
+        from hloscope.hlo.native import native  # it binds HloInstruction, defined above: imported once this module is
+
         _ = self.attrs
         parsed: set[str] = set()
         plain_tail = _PLAIN_TAIL.match
         literal_tail = _PLAIN_LITERAL_TAIL.match
         computations = self.computations_by_name
+        resolve_plain = native.resolve_plain if native is not None else None
         for comp in self.computations:
             renames = comp.renames
             by_name: dict[str, HloInstruction] | None = None
-            for instr in comp.instructions:
+            instructions = comp.instructions
+            if resolve_plain is not None and not renames:
+                by_name = comp._by_name
+                if by_name is None:
+                    by_name = comp._by_name = {i.name: i for i in instructions}
+            index = 0
+            while index < len(instructions):
+                if resolve_plain is not None and not renames:
+                    # The compiled loop takes what the fast path below would (a line ending at its operands, or a
+                    # plain tail); it hands back the first instruction that needs more, which this loop then checks
+                    # as it checks every instruction.
+                    index = resolve_plain(instructions, index, by_name, parsed, computations, _NO_CALLS)
+                    if index == len(instructions):
+                        break
+                instr = instructions[index]
+                index += 1
                 if instr.shape_text not in parsed:
                     _ = instr.shape
                     parsed.add(instr.shape_text)

@@ -20,6 +20,7 @@ from hloscope.hlo import attrs as scan
 from hloscope.hlo.attrs import find_closing
 from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInstruction, HloModule
 from hloscope.hlo.names import uniquify_instruction_names
+from hloscope.hlo.native import native
 from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
@@ -136,52 +137,70 @@ class _Parser:
             return self._run(lines)
 
     def _run(self, lines: Iterable[str]) -> list[HloModule]:
-        match_instruction = _INSTRUCTION.match
-        plain = _PLAIN_OPCODES
-        continues = _CONTINUES
         # One string object per distinct opcode and shape: modules repeat them thousands of times.
-        shared: dict[str, str] = {}
-        share = shared.setdefault
-        lineno = 0
-        instructions: list[HloInstruction] = []  # those of `comp`, the computation being read (when not None)
-        comp: HloComputation | None = None
-        for lineno, line in enumerate(lines, self.first_line):
-            if comp is not None:
-                if (self.pending is not None or self.pending_head is not None) and self._continue(line, lineno, comp):
-                    continue
-                match = match_instruction(line)
-                if match is not None:
-                    root, name, shape, opcode = match.groups()
-                    pos = match.end()
-                    close = line.find(")", pos)
-                    nested = line.find("(", pos, close) >= 0
-                    instr = HloInstruction(name, share(shape, shape), share(opcode, opcode), line, pos, lineno, comp,
-                                           -1 if nested else close)
-                    instructions.append(instr)
-                    if root is not None:
-                        self._set_root(comp, instr, lineno, line)
-                    if opcode not in plain:
-                        self._special(instr, match.start(4))
-                    if nested and opcode != "constant":
-                        self.deferred.append(instr)  # a nested operand, or older text's tuple-shaped operand
-                    if line.endswith(continues) and _is_open(line):
-                        self.pending = instr
-                    continue
-                stripped = line.strip()
-                if stripped.startswith("}") and _CLOSE.match(stripped) and _closes_computation(instructions[-1] if instructions else None):
-                    self._close_computation(comp)
-                    comp.module.end_lineno = lineno
-                    comp = self.comp = None
-                elif self.in_comment or stripped.startswith("/*"):
-                    self._comment(stripped)
-                elif stripped and not stripped.startswith("//"):
-                    self._slow_instruction(line, lineno, comp)
-                continue
-            comp = self._outside_computation(line, lineno)
-            if comp is not None:
-                instructions = comp.instructions
+        self.shared: dict[str, str] = {}
+        lineno = self.first_line - 1
+        if native is None:
+            for lineno, line in enumerate(lines, self.first_line):
+                self._line(line, lineno)
+        else:
+            # The compiled scan takes the common instruction lines of a computation and hands back the first line it
+            # does not take, which the Python code below reads exactly as it reads every line without the scan.
+            scan = native.scan_instructions
+            plain = _PLAIN_OPCODES
+            shared = self.shared
+            remaining = iter(lines)
+            handed_back: str | None
+            while True:
+                comp = self.comp
+                if comp is not None and self.pending is None and self.pending_head is None:
+                    handed_back, lineno = scan(remaining, lineno, comp, comp.instructions, shared, plain,
+                                               self.parameters)
+                else:
+                    handed_back = next(remaining, None)
+                    lineno += handed_back is not None
+                if handed_back is None:
+                    break
+                self._line(handed_back, lineno)
         self.lineno = lineno
         return self.finish()
+
+    def _line(self, line: str, lineno: int) -> None:
+        comp = self.comp
+        if comp is None:
+            self.comp = self._outside_computation(line, lineno)
+            return
+        if (self.pending is not None or self.pending_head is not None) and self._continue(line, lineno, comp):
+            return
+        instructions = comp.instructions
+        match = _INSTRUCTION.match(line)
+        if match is not None:
+            root, name, shape, opcode = match.groups()
+            pos = match.end()
+            close = line.find(")", pos)
+            nested = line.find("(", pos, close) >= 0
+            share = self.shared.setdefault
+            instr = HloInstruction(name, share(shape, shape), share(opcode, opcode), line, pos, lineno, comp,
+                                   -1 if nested else close)
+            instructions.append(instr)
+            if root is not None:
+                self._set_root(comp, instr, lineno, line)
+            if opcode not in _PLAIN_OPCODES:
+                self._special(instr, match.start(4))
+            if nested and opcode != "constant":
+                self.deferred.append(instr)  # a nested operand, or older text's tuple-shaped operand
+            if line.endswith(_CONTINUES) and _is_open(line):
+                self.pending = instr
+            return
+        stripped = line.strip()
+        if stripped.startswith("}") and _CLOSE.match(stripped) and _closes_computation(instructions[-1] if instructions else None):
+            self._close_computation(comp)
+            comp.module.end_lineno = lineno
+            self.comp = None
+        elif self.in_comment or stripped.startswith("/*"):
+            self._comment(stripped)
+        elif stripped and not stripped.startswith("//"):
+            self._slow_instruction(line, lineno, comp)
 
     def _comment(self, stripped: str) -> None:
         """Lines of a /* ... */ comment (JAX dumps may start with one)."""

@@ -1,0 +1,40 @@
+"""The parser's compiled fast paths (`_native.c`), or None where the extension was not built.
+
+Each compiled function takes only the common case and hands everything else back to the Python code, which stays the
+one definition of what the text means: a line or instruction is processed exactly as the Python code would process it,
+or not at all (tests/test_hlo_native.py parses every fixture both ways and compares every instruction).
+
+- `scan_instructions(lines, lineno, comp, instructions, shared, plain, parameters, cls)`: reads lines from the
+  iterator `lines` (`lineno`: the number of the last line read) while each is an instruction the parser's one-regex
+  path takes with nothing more to do (a plain opcode or a parameter with a new number, no nested operand, not continued
+  on the next line; a first ROOT sets the computation's root), appending `cls(...)` to `instructions` as
+  parser._Parser does. Returns (the first line it did not take, its number), or (None, the last line's number) at the
+  end.
+- `resolve_plain(instructions, index, by_name, parsed, no_calls)`: from `index`, resolves the operands of each
+  instruction whose line ends at its operand list (model.HloModule.validate's `bare` case) and whose shape and
+  operands' shapes are already in `parsed`; returns the index of the first instruction it did not take.
+
+HLOSCOPE_PURE_PYTHON=1 in the environment turns them off (the Python path alone, as on a machine without a compiler).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("HLOSCOPE_PURE_PYTHON"):
+        return None
+    try:
+        module = importlib.import_module("hloscope.hlo._native")
+    except ImportError:  # installed without a C compiler: the Python path does everything
+        return None
+    from hloscope.hlo.model import HloInstruction
+
+    module.bind(HloInstruction)  # raises if HloInstruction's slots are not the ones _native.c writes
+    return module
+
+
+native = _load()
