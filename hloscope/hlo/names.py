@@ -39,17 +39,8 @@ class NameUniquer:
 
 def uniquify_instruction_names(module: HloModule) -> None:
     """Rename instructions whose name is already used in the module, as XLA's parser does (text order)."""
-    seen: set[str] = set()
-    duplicate = False
-    for comp in module.computations:
-        for instr in comp.instructions:
-            if instr.name in seen:
-                duplicate = True
-                break
-            seen.add(instr.name)
-        if duplicate:
-            break
-    if not duplicate:
+    names = [instr.name for comp in module.computations for instr in comp.instructions]
+    if len(set(names)) == len(names):  # the common case: every name is unique already
         return
     uniquer = NameUniquer()
     for comp in module.computations:
