@@ -16,8 +16,8 @@ Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 M
 # No `from __future__ import annotations` here: msgspec reads the struct annotations below at class creation.
 import io
 import re
+import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import msgspec
 
-    # The decoders of _types(): a chunk of events, and the rest of the document (its `traceEvents`).
-    _Decoders = tuple[ModuleType, msgspec.json.Decoder[list[Any]], msgspec.json.Decoder[Any]]
+    # What _types() makes: the decoders of a chunk of events and of the rest of the document (its `traceEvents`), and
+    # the classes of a decoded event and of its args (for the compiled event loop, hloscope/trace/_kineto_native.c).
+    _Decoders = tuple[ModuleType, msgspec.json.Decoder[list[Any]], msgspec.json.Decoder[Any], type, type]
 
 BLOCK_BYTES = 4 << 20
 MAX_PENDING_BYTES = 64 << 20
@@ -41,33 +42,13 @@ class GiveUp(Exception):
 
 
 class Malformed(Exception):
-    """The end of the document is not valid JSON: `message`, and where (1-based line and column; None if unknown)."""
+    """The end of the document is not valid JSON: `message`, and where: `offset`, the error's byte offset in the
+    (decompressed) text, None if unknown. The caller turns it into a line and column by reading the text again: on
+    the fast path, counting newlines as it goes would cost every trace ~10 ms (35 MB of JSON) for the rare error."""
 
-    def __init__(self, message: str, truncated: bool, line: int | None = None, col: int | None = None):
+    def __init__(self, message: str, truncated: bool, offset: int | None = None):
         super().__init__(message)
-        self.message, self.truncated, self.line, self.col = message, truncated, line, col
-
-
-class _Position:
-    """Line counting over the text already consumed, so that an error found at the end can say line:column."""
-
-    def __init__(self, consumed: bytes):
-        self.offset = len(consumed)  # absolute offset of data[0] in the text
-        self.lines = consumed.count(b"\n")  # newlines before it
-        self.last_newline = consumed.rfind(b"\n")  # absolute offset of the last of them (-1: none)
-
-    def advance(self, data: bytearray, count: int) -> None:
-        newlines = data.count(b"\n", 0, count)
-        if newlines:
-            self.lines += newlines
-            self.last_newline = self.offset + data.rfind(b"\n", 0, count)
-        self.offset += count
-
-    def locate(self, data: bytearray, index: int) -> tuple[int, int]:
-        newlines = data.count(b"\n", 0, index)
-        last = data.rfind(b"\n", 0, index)
-        last_newline = self.offset + last if last >= 0 else self.last_newline
-        return self.lines + newlines + 1, self.offset + index - last_newline
+        self.message, self.truncated, self.offset = message, truncated, offset
 
 
 @lru_cache(maxsize=1)
@@ -98,13 +79,18 @@ def _types() -> "_Decoders":
     class Document(msgspec.Struct):
         traceEvents: list[TraceEvent] = []
 
-    return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document)
+    return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document), TraceEvent, Args
+
+
+def struct_types() -> tuple[type, type]:
+    """(TraceEvent, Args): the classes of the decoded events and of their args."""
+    return _types()[3:]
 
 
 def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
     """Lists of decoded events, in file order, read from a binary stream positioned at the start of the document."""
     try:
-        msgspec, chunk_decoder, document_decoder = _types()
+        msgspec, chunk_decoder, document_decoder, _, _ = _types()
     except ImportError as error:
         raise GiveUp("msgspec is not installed") from error
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
@@ -113,14 +99,14 @@ def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
     with _ReadAhead(stream, BLOCK_BYTES) as reader:
         before, after = _read_through_array_start(reader, msgspec)
         data = bytearray(b"[") + after  # data[0] stands for the array's own "["
-        position = _Position(before[:-1])
+        consumed = len(before) - 1  # offset of data[0] in the text
         while True:
             decoded = _decode_up_to_last_cut(data, chunk_decoder, errors)
             if decoded is not None:
                 events, cut = decoded
                 yield events
                 data[cut + 1] = ord("[")
-                position.advance(data, cut + 1)
+                consumed += cut + 1
                 del data[: cut + 1]
             block = reader.read()
             if not block:
@@ -138,8 +124,8 @@ def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
         byte = _BYTE.search(message)
         if byte is None or int(byte.group(1)) < len(head):
             raise GiveUp(message) from error
-        line, col = position.locate(data, int(byte.group(1)) - len(head))
-        raise Malformed(_BYTE.sub("", message).replace("JSON is malformed: ", ""), False, line, col) from error
+        offset = consumed + int(byte.group(1)) - len(head)
+        raise Malformed(_BYTE.sub("", message).replace("JSON is malformed: ", ""), False, offset) from error
     except errors as error:
         raise GiveUp(str(error)) from error
 
@@ -147,25 +133,40 @@ def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
 class _ReadAhead:
     """Reads (and for .gz, decompresses) the next block in a thread while the caller decodes this one: zlib and file
     reads release the GIL, so the two overlap on a second core. Errors of the read (a truncated gzip) are raised by
-    `read()` in the caller, as if it had read itself; leaving the `with` waits for a read in flight."""
+    `read()` in the caller, as if it had read itself; leaving the `with` waits for a read in flight. One plain thread
+    per block (a few per trace): concurrent.futures would cost `trace stats` ~3 ms of imports (logging, queue)."""
 
     def __init__(self, stream: io.BufferedIOBase, size: int):
         self._stream = stream
         self._size = size
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hloscope-read")
-        self._next = self._pool.submit(stream.read, size)
+        self._start_reading()
+
+    def _start_reading(self) -> None:
+        self._block = b""
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read_block, name="hloscope-read", daemon=True)
+        self._thread.start()
+
+    def _read_block(self) -> None:
+        try:
+            self._block = self._stream.read(self._size)
+        except BaseException as error:  # handed to the caller by read()
+            self._error = error
 
     def read(self) -> bytes:
-        block = self._next.result()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        block = self._block
         if block:
-            self._next = self._pool.submit(self._stream.read, self._size)
+            self._start_reading()
         return block
 
     def __enter__(self) -> "_ReadAhead":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._pool.shutdown(wait=True)
+        self._thread.join()
 
 
 def _decode_up_to_last_cut(data: bytearray, decoder: "msgspec.json.Decoder[list[Any]]",

@@ -26,8 +26,7 @@ from hloscope.trace.model import (
     Event,
     Trace,
 )
-from hloscope.trace.step_profile import exposed_time
-from hloscope.trace.steps import StepLocator, busy_summary, step_windows
+from hloscope.trace.steps import StepLocator, busy_summary, exposed_time, step_windows
 
 TOP_N = 10
 _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
@@ -383,11 +382,11 @@ def rank_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per trace of a multi-rank directory (two or more traces with a known rank, HTA's layout), by rank:
     steps, kernels, device time, host dispatch, the median step's device busy time and the work launched before the
     profiling window. Empty otherwise."""
-    from statistics import median
-
     ranked = [r for r in results if r.get("rank") is not None]
     if len(ranked) < 2:
         return []
+    from statistics import median  # not for one trace: 2 ms of imports
+
     rows = []
     for result in sorted(ranked, key=lambda r: (r["rank"], r["file"])):
         busy = [step["device_busy_us"] for step in result["per_step"]]

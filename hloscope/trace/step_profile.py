@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.trace.model import COLLECTIVE, STEP, Event
+from hloscope.trace.steps import exposed_time, interval_length, merge_intervals, subtract_intervals
 
 # Host-side causes of device idle time, in the order they claim it. Names: hloscope's own annotations
 # (backends: hloscope/input, hloscope/sync), PyTorch's DataLoader records, torch_xla's and XLA's own TraceMe names.
@@ -174,8 +175,8 @@ def step_parts(
     out = []
     for index, (number, start, _) in enumerate(windows):
         end = ends[index]
-        merged = _merge(intervals[index] + collective[index])
-        busy = _length(merged)
+        merged = merge_intervals(intervals[index] + collective[index])
+        busy = interval_length(merged)
         nodes: dict[str, float] = {}
         # Collectives with nothing else running are exposed communication, a node of their own; the rest of the busy
         # time is shared by the categories' summed durations (the collectives' less their exposed part).
@@ -190,15 +191,15 @@ def step_parts(
         remaining = _complement(merged, start, end)
         prefix = "idle" if any_device else "host"
         for cause in CAUSE_ORDER:
-            covered = _intersection(remaining, _merge(_clip(host[index].get(cause, []), start, end)))
+            covered = _intersection(remaining, merge_intervals(_clip(host[index].get(cause, []), start, end)))
             if covered:
-                nodes[f"{prefix}:{_host_node(cause, any_device)}"] = _length(covered) / 1e6
-                remaining = _subtract(remaining, covered)
-        nodes[f"{prefix}:{_host_node(OTHER_HOST, any_device)}"] = _length(remaining) / 1e6
+                nodes[f"{prefix}:{_host_node(cause, any_device)}"] = interval_length(covered) / 1e6
+                remaining = subtract_intervals(remaining, covered)
+        nodes[f"{prefix}:{_host_node(OTHER_HOST, any_device)}"] = interval_length(remaining) / 1e6
         if any_device:
-            communication = (_length(_merge(collective[index])), exposed)
+            communication = (interval_length(merge_intervals(collective[index])), exposed)
         else:
-            communication = (_length(_merge(_clip(host[index].get("collectives", []), start, end))),
+            communication = (interval_length(merge_intervals(_clip(host[index].get("collectives", []), start, end))),
                              nodes.get(f"host:{HOST_WORK_NODES['collectives']}", 0.0) * 1e6)
         if not any_device:
             for name, seconds in _top_level_ops(_clip4(aten[index], start, end)):
@@ -214,7 +215,7 @@ def step_parts(
 def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
     """Drop the profiler's warm-up steps and the outlier steps (busy time, or step length on a host-only trace)."""
     # Here, not at the top: hloscope.significance imports numpy and scipy (0.4-1 s), which `trace stats` (it imports
-    # this module for exposed_time) never needs.
+    # this module for a host-only trace's op table) never needs.
     from hloscope.significance import outliers
 
     device = any(p.busy_s > 0 for p in parts)
@@ -278,27 +279,6 @@ def _clip(intervals: list[tuple[float, float]], start: float, end: float) -> lis
     return [(max(s, start), min(e, end)) for s, e in intervals if e > start and s < end]
 
 
-def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[list[float]] = []
-    for s, e in sorted(intervals):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return [(s, e) for s, e in merged]
-
-
-def exposed_time(collective: list[tuple[float, float]], other: list[tuple[float, float]]) -> float:
-    """How long collectives ran with no other device work beside them: the union of the `collective` intervals minus
-    the union of the `other` (compute, copies) intervals. On a trace of several devices (GPU streams, XLA's CPU
-    devices of one process), overlap with any of them counts as overlapped."""
-    return _length(_subtract(_merge(collective), _merge(other))) if collective else 0.0
-
-
-def _length(intervals: list[tuple[float, float]]) -> float:
-    return sum(e - s for s, e in intervals)
-
-
 def _complement(merged: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
     out, cursor = [], start
     for s, e in merged:
@@ -321,25 +301,6 @@ def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) ->
             i += 1
         else:
             j += 1
-    return out
-
-
-def _subtract(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """a minus b, both sorted and disjoint, b within a."""
-    out = []
-    j = 0
-    for s, e in a:
-        cursor = s
-        while j < len(b) and b[j][1] <= s:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < e:
-            if b[k][0] > cursor:
-                out.append((cursor, b[k][0]))
-            cursor = max(cursor, b[k][1])
-            k += 1
-        if cursor < e:
-            out.append((cursor, e))
     return out
 
 

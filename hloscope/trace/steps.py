@@ -81,3 +81,47 @@ def busy_summary(intervals: list[tuple[float, float]]) -> BusySummary:
     busy += current_end - current_start
     span = current_end - first_start
     return BusySummary(busy, span, max(span - busy, 0.0), gaps, largest_gap)
+
+
+# Interval algebra of the per-step analyses (here rather than in step_profile, whose regexes `trace stats` need not
+# compile).
+
+
+def merge_intervals(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]
+
+
+def exposed_time(collective: list[tuple[float, float]], other: list[tuple[float, float]]) -> float:
+    """How long collectives ran with no other device work beside them: the union of the `collective` intervals minus
+    the union of the `other` (compute, copies) intervals. On a trace of several devices (GPU streams, XLA's CPU
+    devices of one process), overlap with any of them counts as overlapped."""
+    return interval_length(subtract_intervals(merge_intervals(collective), merge_intervals(other))) if collective else 0.0
+
+
+def interval_length(intervals: list[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in intervals)
+
+
+def subtract_intervals(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """a minus b, both sorted and disjoint, b within a."""
+    out = []
+    j = 0
+    for s, e in a:
+        cursor = s
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cursor:
+                out.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
+        if cursor < e:
+            out.append((cursor, e))
+    return out
