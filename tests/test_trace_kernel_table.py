@@ -50,14 +50,7 @@ def test_matching_ignores_case_and_the_table_is_written_in_lowercase(monkeypatch
     assert category_of("NCCLDevKernel_AllReduce_Sum_f32_RING_LL") == "collective/communication"
     table = "[[rule]]\nlibrary = 'x'\ncategory = 'matmul/conv'\npatterns = ['\\bCijk_', 'gemm']\n"
 
-    class Files:
-        def joinpath(self, *parts):
-            return self
-
-        def read_text(self, encoding):
-            return table
-
-    monkeypatch.setattr("hloscope.trace.categories.resources.files", lambda package: Files())
+    monkeypatch.setattr("hloscope.trace.categories._table_text", lambda: table)
     kernel_rules.cache_clear()
     try:
         with pytest.raises(ValueError, match=r"rule 1 \(x\): pattern '\\\\bCijk_' has uppercase"):

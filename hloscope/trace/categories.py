@@ -16,7 +16,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from hloscope.trace.model import CATEGORIES, MEMCPY, MEMORY, MEMSET, OTHER
 
@@ -34,7 +34,7 @@ class KernelRule:
 @lru_cache(maxsize=1)
 def kernel_rules() -> tuple[KernelRule, ...]:
     """The table of `hloscope/data/kernel_categories.toml`, in order (a bad table raises ValueError naming the rule)."""
-    text = resources.files("hloscope").joinpath("data", TABLE).read_text(encoding="utf-8")
+    text = _table_text()
     rules = []
     for index, entry in enumerate(tomllib.loads(text).get("rule", [])):
         where = f"{TABLE}: rule {index + 1} ({entry.get('library', '?')})"
@@ -52,6 +52,12 @@ def kernel_rules() -> tuple[KernelRule, ...]:
             raise ValueError(f"{where}: bad pattern: {error}") from None
         rules.append(KernelRule(str(entry.get("library", "")), category, pattern))
     return tuple(rules)
+
+
+def _table_text() -> str:
+    """The table, read beside the package's modules (as setuptools installs package data): importlib.resources would
+    cost every `trace stats` 6 ms of imports (tempfile, shutil, zipfile)."""
+    return (Path(__file__).resolve().parent.parent / "data" / TABLE).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=65536)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hloscope.errors import HloscopeError, InputError, warn
 from hloscope.trace.load import XPLANE_SUFFIX
 from hloscope.trace.model import COLLECTIVE, KERNEL, Event, EventStream, Trace
-from hloscope.writing import atomic_output
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
@@ -418,6 +417,8 @@ class StateDir:
     def save(self, file: str, result: Summary) -> None:
         if "error" in result:
             return  # an unreadable file is tried again next time
+        from hloscope.writing import atomic_output  # only for --state: tempfile costs `trace stats` 3 ms of imports
+
         with atomic_output(self._path(file), text=True) as handle:
             handle.write(json.dumps({"identity": self._identity(file), "result": result,
                                      "digest": _digest(json.dumps(result, sort_keys=True))}))
