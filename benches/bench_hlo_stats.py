@@ -35,7 +35,7 @@ def rss(key):
 which, path = sys.argv[1], sys.argv[2]
 if which == "hloscope":
     from hloscope.cli import main
-    import hloscope.hlo.stats, hloscope.hlo.load  # imports outside the timing
+    import hloscope.hlo.stats, hloscope.hlo.load, hloscope.cli.hlo, hloscope.hlo.reading, hloscope.machine  # imports outside the timing
     sink = io.StringIO()
     before = rss("VmRSS:")
     start = time.perf_counter()
@@ -62,9 +62,11 @@ print(json.dumps({"seconds": seconds, "peak_bytes": rss("VmHWM:") - before, "ins
 """
 
 
-def run(which: str, path: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, which, str(path)], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+def run(which: str, path: Path, tree: Path = REPO, **env: str) -> dict:
+    """One measurement in a fresh process that imports hloscope from `tree` (its working directory: the first entry
+    of sys.path, ahead of the editable install)."""
+    done = subprocess.run([sys.executable, "-c", CHILD, which, str(path.resolve())], capture_output=True, text=True,
+                          cwd=tree, env={**os.environ, "PYTHONPATH": str(tree), **env})
     if done.returncode:
         raise SystemExit(f"{which} failed: {done.stderr[-500:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,6 +79,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--generated-mb", type=float, default=0.0, help="also a generated module of this size (MB)")
     parser.add_argument("--large-repeat", type=int, default=1, help="runs of each side on files over 20 MB")
+    parser.add_argument("--python-path", action="store_true",
+                        help="also hloscope without its compiled fast paths (HLOSCOPE_PURE_PYTHON=1), alternating")
+    parser.add_argument("--before", type=Path, help="also hloscope from this source tree (e.g. a git archive of an "
+                        "older commit: the directory that holds its hloscope/ package), alternating")
     args = parser.parse_args()
     files = args.file or [args.fixtures / LLAMA]
     if args.generated_mb:
@@ -89,10 +95,15 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path in files:
         ours, theirs, parse_only = [], [], []
+        extra: dict[str, list[dict]] = {}
         for _ in range(args.repeat if path.stat().st_size < 20e6 else args.large_repeat):
             ours.append(run("hloscope", path))
             theirs.append(run("xla", path))
             parse_only.append(run("xla-parse", path))
+            if args.python_path:
+                extra.setdefault("python path", []).append(run("hloscope", path, HLOSCOPE_PURE_PYTHON="1"))
+            if args.before:
+                extra.setdefault("before", []).append(run("hloscope", path, tree=args.before.resolve()))
         best_ours = min(ours, key=lambda r: r["seconds"])
         best_theirs = min(theirs, key=lambda r: r["seconds"])
         best_parse = min(parse_only, key=lambda r: r["seconds"])
@@ -106,6 +117,11 @@ def main() -> None:
         print(f"#   all runs: hloscope {[round(r['seconds'], 3) for r in ours]}; "
               f"XLA {[round(r['seconds'], 3) for r in theirs]}; XLA parse {[round(r['seconds'], 3) for r in parse_only]}",
               file=sys.stderr)
+        for side, results in extra.items():
+            best = min(results, key=lambda r: r["seconds"])
+            print(f"#   hloscope, {side}: best {best['seconds']:.3f} s ({best['peak_bytes'] / 1e6:.0f} MB), XLA parse + "
+                  f"cost / it = {best_theirs['seconds'] / best['seconds']:.2f}; all runs "
+                  f"{[round(r['seconds'], 3) for r in results]}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """The compiled fast paths of the HLO parser (hloscope/hlo/_native.c) against the Python code they speed up.
 
-The Python parser and validation are the reference: every file is parsed and validated both ways, and each
-instruction (every slot: name, shape, opcode, text, positions, operands, called computations) and each error
-(message, line, column) must be the same. Mutated real lines check that the compiled code never takes text the
+The Python parser, validation and cost walk are the reference: every file is parsed, validated and costed both ways,
+and each instruction (every slot: name, shape, opcode, text, positions, operands, called computations), each cost
+(every figure, with its type) and each error (message, line, column) must be the same. Mutated real lines check that the compiled code never takes text the
 Python code would read differently, or refuse."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hloscope.errors import ParseError
 from hloscope.hlo import native as native_module
 from hloscope.hlo import parser as parser_module
+from hloscope.hlo.cost import Cost, CostAnalysis
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 
 NATIVE = native_module.native
@@ -52,9 +53,25 @@ def _snapshot(modules) -> list:
     return out
 
 
+def _costs(modules) -> list:
+    """Every instruction's cost and every total as the cost walk makes them (repr: an int stays an int)."""
+    out = []
+    for module in modules:
+        analysis = CostAnalysis(module)
+        try:
+            total = analysis.module_cost()
+        except ParseError as error:
+            out.append(("error", str(error)))
+            continue
+        out.append((repr(total), sorted((i.computation.name, i.name, repr(c)) for i, c in analysis.costs.items()),
+                    analysis.uncosted))
+    return out
+
+
 def _outcome(parse, *args):
     try:
-        return _snapshot(parse(*args))
+        modules = parse(*args)
+        return _snapshot(modules), _costs(modules)
     except ParseError as error:
         return ("error", str(error))
 
@@ -192,6 +209,26 @@ def test_the_compiled_paths_take_the_common_lines():
     taken = [i.name for i in main.instructions[:resolved]]
     assert taken == ["a", "b", "s", "t"]
     assert [o.name for o in main.instruction("s")._operands] == ["a", "b"]
+
+
+@needs_native
+def test_the_compiled_cost_walk_takes_elementwise_instructions():
+    module = parse_hlo_text(_module_with("  %s = f32[2]{0} add(a, b)"))[0]
+    module.validate()
+    main = module.entry
+    analysis = CostAnalysis(module)
+    facts = {i.shape_text: analysis._facts(i) for i in main.instructions}
+    sums = [0.0] * 5
+    costs: dict = {}
+    taken = NATIVE.cost_common(main.instructions, 0, costs, facts, {"parameter"}, {"add"}, set(), Cost(), sums)
+    assert taken == 3  # a, b, s; the tuple is handed back
+    assert repr(costs[main.instruction("s")]) == "Cost(flops=2, transcendentals=0.0, bytes_accessed=24, library_flops=0.0, library_bytes=0.0)"
+    assert sums == [2.0, 0.0, 24.0, 0.0, 0.0]
+    # a cost known already is added as the Python loop adds it: all five figures, ints and floats, in order
+    costs[main.instruction("s")] = Cost(1, 2.5, 3, 4.0, 2**60 + 1)
+    sums = [0.5, 0.0, 0.0, 0.0, 0.0]
+    assert NATIVE.cost_common(main.instructions, 2, costs, facts, set(), set(), set(), Cost(), sums) == 3
+    assert sums == [0.5 + 1, 2.5, 3.0, 4.0, float(2**60 + 1)]
 
 
 SEED_FILES = [

@@ -11,43 +11,61 @@
 
 static PyObject *s_root, *s_parameter, *s_constant, *s_empty_tuple;
 
-/* HloInstruction's slots, read and written in place (the way CPython's own slot descriptors do), so that making and
- * checking an instruction costs no Python call. `bind` finds their offsets from the class's member descriptors and
- * refuses a class whose slots are not exactly these, so a changed HloInstruction fails loudly, never silently. */
+/* The slots of HloInstruction and of cost.Cost, read and written in place (the way CPython's own slot descriptors
+ * do), so that making and checking an instruction or a cost takes no Python call. `bind` finds their offsets from
+ * the classes' member descriptors and refuses classes whose slots are not exactly these, so a changed class fails
+ * loudly (native.py then raises at import), never silently. */
 enum { ATTRS, CALLS, END, OPERANDS, COMPUTATION, LINENO, NAME, OPCODE, POS, SHAPE_TEXT, TEXT, N_SLOTS };
 static const char *slot_names[N_SLOTS] = {"_attrs", "_calls", "_end", "_operands", "computation", "lineno",
                                           "name", "opcode", "pos", "shape_text", "text"};
-static PyTypeObject *instruction_type = NULL;
-static Py_ssize_t slot_offset[N_SLOTS];
+enum { FLOPS, TRANSCENDENTALS, BYTES_ACCESSED, LIBRARY_FLOPS, LIBRARY_BYTES, N_COST_SLOTS };
+static const char *cost_slot_names[N_COST_SLOTS] = {"flops", "transcendentals", "bytes_accessed", "library_flops",
+                                                    "library_bytes"};
+static PyTypeObject *instruction_type = NULL, *cost_type = NULL;
+static Py_ssize_t slot_offset[N_SLOTS], cost_slot_offset[N_COST_SLOTS];
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + slot_offset[i]))
+#define COST_SLOT(obj, i) (*(PyObject **)((char *)(obj) + cost_slot_offset[i]))
 
-static PyObject *bind(PyObject *module, PyObject *cls) {
+static int bind_slots(PyObject *cls, const char **names, int count, Py_ssize_t *offsets) {
     if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "bind: expected the HloInstruction class");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, "bind: expected a class");
+        return -1;
     }
     PyTypeObject *type = (PyTypeObject *)cls;
     PyObject *slots = PyObject_GetAttrString(cls, "__slots__");
-    if (slots == NULL) return NULL;
-    Py_ssize_t count = PySequence_Size(slots);
+    if (slots == NULL) return -1;
+    Py_ssize_t declared = PySequence_Size(slots);
     Py_DECREF(slots);
-    if (count != N_SLOTS || type->tp_dictoffset != 0 || type->tp_base != &PyBaseObject_Type ||
-        type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + N_SLOTS * sizeof(PyObject *))) {
-        PyErr_SetString(PyExc_TypeError, "bind: HloInstruction's slots are not the ones _native.c knows");
-        return NULL;
+    if (declared != count || type->tp_dictoffset != 0 || type->tp_base != &PyBaseObject_Type ||
+        type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + count * sizeof(PyObject *))) {
+        PyErr_Format(PyExc_TypeError, "bind: the slots of %s are not the ones _native.c knows", type->tp_name);
+        return -1;
     }
-    for (int i = 0; i < N_SLOTS; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, slot_names[i]);
+    for (int i = 0; i < count; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
         if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
             ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
-            PyErr_Format(PyExc_TypeError, "bind: HloInstruction has no slot '%s'", slot_names[i]);
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "bind: %s has no slot '%s'", type->tp_name, names[i]);
+            return -1;
         }
-        slot_offset[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
     }
-    Py_INCREF(cls);
-    Py_XSETREF(instruction_type, type);
+    return 0;
+}
+
+static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "bind(HloInstruction, Cost)");
+        return NULL;
+    }
+    if (bind_slots(args[0], slot_names, N_SLOTS, slot_offset) < 0 ||
+        bind_slots(args[1], cost_slot_names, N_COST_SLOTS, cost_slot_offset) < 0)
+        return NULL;
+    Py_INCREF(args[0]);
+    Py_XSETREF(instruction_type, (PyTypeObject *)args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(cost_type, (PyTypeObject *)args[1]);
     Py_RETURN_NONE;
 }
 
@@ -549,10 +567,149 @@ static PyObject *resolve_plain(PyObject *module, PyObject *const *args, Py_ssize
     return PyLong_FromSsize_t(index);
 }
 
+/* ---- the cost walk: CostAnalysis.computation_cost's loop for costs already known, instructions that cost nothing
+ * and elementwise instructions (half of a module), with the figures and the order of the sums of the Python loop */
+
+static PyObject *s_zero_float;
+
+/* Cost(flops, transcendentals, bytes_accessed), library figures 0.0, as the dataclass's __init__ makes it. */
+static PyObject *new_cost(PyObject *flops, PyObject *transcendentals, PyObject *bytes_accessed) {
+    PyObject *obj = cost_type->tp_alloc(cost_type, 0);
+    if (obj == NULL) return NULL;
+    PyObject *values[N_COST_SLOTS] = {flops, transcendentals, bytes_accessed, s_zero_float, s_zero_float};
+    for (int i = 0; i < N_COST_SLOTS; i++) {
+        Py_INCREF(values[i]);
+        COST_SLOT(obj, i) = values[i];
+    }
+    return obj;
+}
+
+/* The (output bytes, shape size, elements) facts of a shape text, borrowed; NULL (no error) when not known yet. */
+static PyObject *facts_of(PyObject *facts_by_text, PyObject *instr) {
+    if (Py_TYPE(instr) != instruction_type || SLOT(instr, SHAPE_TEXT) == NULL) return NULL;
+    PyObject *facts = PyDict_GetItemWithError(facts_by_text, SLOT(instr, SHAPE_TEXT));
+    if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 3) return NULL;
+    return facts;
+}
+
+/* cost._elementwise with cost._default_bytes: a new Cost, or NULL (no error: handed back; error: -1 semantics). */
+static PyObject *elementwise_cost(PyObject *instr, PyObject *facts_by_text, int transcendental) {
+    PyObject *facts = facts_of(facts_by_text, instr);
+    PyObject *operands = SLOT(instr, OPERANDS);
+    if (facts == NULL || operands == NULL || !PyTuple_CheckExact(operands)) return NULL;
+    PyObject *size = PyTuple_GET_ITEM(facts, 0);
+    Py_INCREF(size);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(operands); k++) {
+        PyObject *operand_facts = facts_of(facts_by_text, PyTuple_GET_ITEM(operands, k));
+        if (operand_facts == NULL) {
+            Py_DECREF(size);
+            return NULL;
+        }
+        Py_SETREF(size, PyNumber_Add(size, PyTuple_GET_ITEM(operand_facts, 1)));
+        if (size == NULL) return NULL;
+    }
+    PyObject *count = PyTuple_GET_ITEM(facts, 2);
+    PyObject *cost = transcendental ? new_cost(s_zero_float, count, size) : new_cost(count, s_zero_float, size);
+    Py_DECREF(size);
+    return cost;
+}
+
+static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "cost_common takes 9 arguments");
+        return NULL;
+    }
+    if (instruction_type == NULL || cost_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cost_common: bind() the classes first");
+        return NULL;
+    }
+    PyObject *instructions = args[0], *costs = args[2], *facts_by_text = args[3], *zero_bytes = args[4],
+             *elementwise = args[5], *transcendental = args[6], *zero = args[7], *sums = args[8];
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_Check(instructions) || !PyDict_Check(costs) || !PyDict_Check(facts_by_text) ||
+        !PyAnySet_Check(zero_bytes) || !PyAnySet_Check(elementwise) || !PyAnySet_Check(transcendental) ||
+        !PyList_Check(sums) || PyList_GET_SIZE(sums) != N_COST_SLOTS) {
+        PyErr_SetString(PyExc_TypeError, "cost_common: wrong argument types");
+        return NULL;
+    }
+    double total[N_COST_SLOTS];
+    for (int k = 0; k < N_COST_SLOTS; k++) {
+        PyObject *value = PyList_GET_ITEM(sums, k);
+        if (!PyFloat_CheckExact(value)) {
+            PyErr_SetString(PyExc_TypeError, "cost_common: sums must be floats");
+            return NULL;
+        }
+        total[k] = PyFloat_AS_DOUBLE(value);
+    }
+    for (; index < PyList_GET_SIZE(instructions); index++) {
+        PyObject *instr = PyList_GET_ITEM(instructions, index);
+        if (Py_TYPE(instr) != instruction_type || SLOT(instr, OPCODE) == NULL) break;
+        PyObject *cost = PyDict_GetItemWithError(costs, instr); /* borrowed */
+        if (cost == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            PyObject *op = SLOT(instr, OPCODE);
+            int found = PySet_Contains(zero_bytes, op);
+            if (found < 0) return NULL;
+            if (found) {
+                if (PyDict_SetItem(costs, instr, zero) < 0) return NULL;
+                continue;
+            }
+            found = PySet_Contains(elementwise, op);
+            if (found <= 0) {
+                if (found < 0) return NULL;
+                break; /* any other opcode: the Python loop costs it */
+            }
+            int is_transcendental = PySet_Contains(transcendental, op);
+            if (is_transcendental < 0) return NULL;
+            PyObject *made = elementwise_cost(instr, facts_by_text, is_transcendental);
+            if (made == NULL) {
+                if (PyErr_Occurred()) return NULL;
+                break; /* a shape not seen yet, or operands not resolved: the Python loop */
+            }
+            int stored = PyDict_SetItem(costs, instr, made);
+            Py_DECREF(made);
+            if (stored < 0) return NULL;
+            cost = made; /* the dict holds it */
+        }
+        if (cost == zero) continue;
+        if (Py_TYPE(cost) != cost_type) break;
+        /* `flops += cost.flops` and the four others: float + (float or int), each converted as float.__add__ does */
+        double add[N_COST_SLOTS];
+        int ok = 1;
+        for (int k = 0; k < N_COST_SLOTS && ok; k++) {
+            PyObject *value = COST_SLOT(cost, k);
+            if (value != NULL && PyFloat_CheckExact(value)) {
+                add[k] = PyFloat_AS_DOUBLE(value);
+            } else if (value != NULL && PyLong_CheckExact(value)) {
+                add[k] = PyLong_AsDouble(value);
+                if (add[k] == -1.0 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    ok = 0;
+                }
+            } else {
+                ok = 0;
+            }
+        }
+        if (!ok) break; /* the Python loop adds it (and reports what is wrong) */
+        for (int k = 0; k < N_COST_SLOTS; k++) total[k] += add[k];
+    }
+    for (int k = 0; k < N_COST_SLOTS; k++) {
+        PyObject *value = PyFloat_FromDouble(total[k]);
+        if (value == NULL) return NULL;
+        if (PyList_SetItem(sums, k, value) < 0) return NULL; /* steals value, releases the old float */
+    }
+    return PyLong_FromSsize_t(index);
+}
+
 static PyMethodDef methods[] = {
     {"scan_instructions", (PyCFunction)(void (*)(void))scan_instructions, METH_FASTCALL,
      "scan_instructions(lines, lineno, comp, instructions, shared, plain, parameters) -> (line | None, lineno)"},
-    {"bind", (PyCFunction)bind, METH_O, "bind(HloInstruction): the class whose instructions the fast paths make"},
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "bind(HloInstruction, Cost): the classes whose objects the fast paths read and make"},
+    {"cost_common", (PyCFunction)(void (*)(void))cost_common, METH_FASTCALL,
+     "cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, zero, sums) -> "
+     "index of the first instruction handed back"},
     {"resolve_plain", (PyCFunction)(void (*)(void))resolve_plain, METH_FASTCALL,
      "resolve_plain(instructions, index, by_name, parsed, computations, no_calls) -> index of the first instruction "
      "handed back"},
@@ -566,7 +723,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     s_parameter = PyUnicode_InternFromString("parameter");
     s_constant = PyUnicode_InternFromString("constant");
     s_empty_tuple = PyTuple_New(0);
-    if (!s_root || !s_parameter || !s_constant || !s_empty_tuple)
+    s_zero_float = PyFloat_FromDouble(0.0);
+    if (!s_root || !s_parameter || !s_constant || !s_empty_tuple || !s_zero_float)
         return NULL;
     return PyModule_Create(&native_module);
 }

@@ -197,6 +197,9 @@ class CostAnalysis:
         self._computation_costs: dict[str, Cost] = {}
         self._in_progress: set[str] = set()
         self._facts_by_text: dict[str, tuple[int, int, int]] = {}
+        from hloscope.hlo.native import native  # imports this module: not at the top
+
+        self._common = native.cost_common if native is not None else None
 
     def computation_cost(self, comp: HloComputation) -> Cost:
         cached = self._computation_costs.get(comp.name)
@@ -209,8 +212,23 @@ class CostAnalysis:
             instruction_cost = self.instruction_cost
             facts_by_text = self._facts_by_text
             facts_of = self._facts
+            common = self._common
+            instructions = comp.instructions
+            index = 0
             try:
-                for instr in comp.instructions:
+                while index < len(instructions):
+                    if common is not None:
+                        # The compiled loop takes what the branches below would (known costs, zero-cost and
+                        # elementwise instructions), adding to the same sums in the same order; it hands back the
+                        # first instruction that needs more.
+                        sums = [flops, transcendentals, bytes_accessed, library_flops, library_bytes]
+                        index = common(instructions, index, costs, facts_by_text, ZERO_BYTES, ELEMENTWISE,
+                                       TRANSCENDENTAL, _ZERO, sums)
+                        flops, transcendentals, bytes_accessed, library_flops, library_bytes = sums
+                        if index == len(instructions):
+                            break
+                    instr = instructions[index]
+                    index += 1
                     cost = costs.get(instr)
                     if cost is None:  # the commonest opcodes costed here, without instruction_cost's calls
                         op = instr.opcode
