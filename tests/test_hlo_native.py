@@ -271,3 +271,10 @@ def test_mutated_real_modules_read_the_same_both_ways(monkeypatch, seed, edits):
         lines[k] = line
     compiled, python = _both_ways(monkeypatch, parse_hlo_text, "\n".join(lines))
     assert compiled == python
+
+
+@needs_native
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=list('(){}[]"\\\nab ,=é'), max_size=24))
+def test_open_brackets_counts_as_the_python_code(text):
+    assert NATIVE.open_brackets(text) == parser_module.open_brackets_python(text)

@@ -702,11 +702,75 @@ static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t
     return PyLong_FromSsize_t(index);
 }
 
+/* ---- parser._open_brackets: (unclosed parentheses, unclosed braces and square brackets) of a text, counting the
+ * brackets outside quoted strings when the raw counts do not balance (parser._STRING, not re.S: an escaped newline
+ * ends no string) */
+static PyObject *open_brackets(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "open_brackets: expected str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t counts[6] = {0, 0, 0, 0, 0, 0}; /* ( ) { } [ ] */
+    int quoted = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        switch (PyUnicode_READ(kind, data, i)) {
+            case '(': counts[0]++; break;
+            case ')': counts[1]++; break;
+            case '{': counts[2]++; break;
+            case '}': counts[3]++; break;
+            case '[': counts[4]++; break;
+            case ']': counts[5]++; break;
+            case '"': quoted = 1; break;
+        }
+    }
+    if (counts[0] == counts[1] && counts[2] == counts[3] && counts[4] == counts[5]) return Py_BuildValue("(ii)", 0, 0);
+    if (quoted) { /* the counts again, leaving out each string `"(?:[^"\\]|\\.)*"` as re.sub finds them */
+        for (int k = 0; k < 6; k++) counts[k] = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c == '"') {
+                Py_ssize_t j = i + 1;
+                int closed = 0;
+                while (j < n) {
+                    Py_UCS4 d = PyUnicode_READ(kind, data, j);
+                    if (d == '\\') {
+                        if (j + 1 >= n || PyUnicode_READ(kind, data, j + 1) == '\n') break; /* `\\.`: not a newline */
+                        j += 2;
+                    } else if (d == '"') {
+                        closed = 1;
+                        break;
+                    } else {
+                        j++;
+                    }
+                }
+                if (closed) {
+                    i = j; /* the closing quote; the loop steps past it */
+                    continue;
+                }
+            }
+            switch (c) {
+                case '(': counts[0]++; break;
+                case ')': counts[1]++; break;
+                case '{': counts[2]++; break;
+                case '}': counts[3]++; break;
+                case '[': counts[4]++; break;
+                case ']': counts[5]++; break;
+            }
+        }
+    }
+    return Py_BuildValue("(nn)", counts[0] - counts[1], counts[2] + counts[4] - counts[3] - counts[5]);
+}
+
 static PyMethodDef methods[] = {
     {"scan_instructions", (PyCFunction)(void (*)(void))scan_instructions, METH_FASTCALL,
      "scan_instructions(lines, lineno, comp, instructions, shared, plain, parameters) -> (line | None, lineno)"},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(HloInstruction, Cost): the classes whose objects the fast paths read and make"},
+    {"open_brackets", (PyCFunction)open_brackets, METH_O,
+     "open_brackets(text) -> (unclosed parentheses, unclosed braces and square brackets), as parser._open_brackets"},
     {"cost_common", (PyCFunction)(void (*)(void))cost_common, METH_FASTCALL,
      "cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, zero, sums) -> "
      "index of the first instruction handed back"},

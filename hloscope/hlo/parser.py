@@ -12,7 +12,7 @@ import gc
 import io
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from hloscope.errors import ParseError
@@ -64,13 +64,17 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _open_brackets(text: str) -> tuple[int, int]:
+def open_brackets_python(text: str) -> tuple[int, int]:
     """(unclosed parentheses, unclosed braces and square brackets) of an instruction's text so far."""
     if text.count("(") == text.count(")") and text.count("{") == text.count("}") and text.count("[") == text.count("]"):
         return 0, 0  # the common case, decided without looking at quoted strings
     if '"' in text:
         text = _STRING.sub("", text)
     return text.count("(") - text.count(")"), text.count("{") + text.count("[") - text.count("}") - text.count("]")
+
+
+# The same in one pass of C where built (the parser asks it of each computation's last instruction, twice).
+_open_brackets: Callable[[str], tuple[int, int]] = native.open_brackets if native is not None else open_brackets_python
 
 
 def _is_open(text: str) -> bool:
