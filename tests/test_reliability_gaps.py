@@ -244,6 +244,30 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
 
 
 @pytest.mark.slow
+def test_sigterm_stops_a_compare_started_with_sigint_ignored(tmp_path):
+    """A background job of a script (`hloscope compare ... &`) starts with SIGINT ignored, and its children inherit
+    that; compare still stops its running mode by SIGINT (on SIGTERM), which the child takes back as Ctrl-C."""
+    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax", *TINY, "--steps", "100000",
+               "--out", str(tmp_path)]
+    process = subprocess.Popen(["bash", "-c", 'trap "" INT; exec "$@"', "bash", *command], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PJRT_DEVICE": "CPU"},
+                               start_new_session=True)
+    try:
+        _wait_for(lambda: list(tmp_path.glob("compare-*/jax")) and _phase(next(tmp_path.glob("compare-*/jax")))
+                  == "timed window", what="jax's timed window")
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err[-3000:]
+    comparison_dir = next(tmp_path.glob("compare-*"))
+    jax = rundir_load(comparison_dir)["modes"][0]
+    assert jax["status"] == "interrupted" and jax["steps"] > 0, jax
+
+
+@pytest.mark.slow
 def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
     """SIGKILL cannot be handled: comparison.json stays `running`. With the whole group killed (the OOM killer, a
     batch system), readers say so and read the jax run and its dumps as found."""

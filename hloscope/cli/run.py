@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -96,6 +97,7 @@ def build_options(mode: str, **values):
 def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, setup_only: bool = False,
             **values) -> None:
     """Time one mode's full training step and record everything in a run directory."""
+    _listen_to_sigint_from_compare()
     from hloscope.backends import preflight
     from hloscope.models.presets import get_preset
     from hloscope.modes import BY_NAME, get_mode, mode_name
@@ -128,6 +130,14 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
 
         Console().print(run_table(record))
         click.echo(f"run directory: {run_dir}")
+
+
+def _listen_to_sigint_from_compare() -> None:
+    """`compare` stops the mode it runs with SIGINT (on its own SIGTERM or SIGHUP). A compare started with SIGINT
+    ignored (a background job of a script: `hloscope compare ... &`) passes that on to its children, which would then
+    never stop: a child of compare takes SIGINT back as Ctrl-C."""
+    if os.environ.get("HLOSCOPE_STOPPED_BY_SIGINT") == "1" and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _print_run_json(run_dir: Path) -> None:

@@ -127,7 +127,8 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     logs = comparison_dir / "logs"
     name = name or get_mode(options.mode).dir_name
     stderr_log = logs / f"{name}.stderr.log"
-    env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
+    # HLOSCOPE_STOPPED_BY_SIGINT: the child takes SIGINT as its stop request even if it inherited SIGINT ignored
+    env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1", HLOSCOPE_STOPPED_BY_SIGINT="1")
     start = time.perf_counter()
     try:
         logs.mkdir(exist_ok=True)
