@@ -48,6 +48,10 @@ REFUSED = [
     ("replay", "x.hlo", "--warmup", "0"),
     ("explain", "--min-gap", "nan"),
     ("explain", "--min-gap", "inf"),
+    ("hlo", "stats", "x.hlo", "--top", HUGE),
+    ("hlo", "stats", "x.hlo", "--top", "0"),
+    ("hlo", "stats", "x.hlo", "--source-depth", "257"),
+    ("trace", "stats", "x.json", "--top", "1001"),
 ]
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hloscope.cli.options import SOURCE_DEPTHS, TOP_ROWS
 from hloscope.errors import warn
 from hloscope.hlo.stats import SOURCE_DEPTH, TOP
 
@@ -25,8 +26,8 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {\"modules\": [...]} as JSON instead of tables.")
 @click.option("--xla-cost/--no-xla-cost", default=True, show_default=True,
               help="Also run XLA's own cost analysis (needs jaxlib) and show it beside hloscope's.")
-@click.option("--top", default=TOP, show_default=True, type=click.IntRange(min=1), help="Rows in the per-instruction and per-source tables.")
-@click.option("--source-depth", default=SOURCE_DEPTH, show_default=True, type=click.IntRange(min=1),
+@click.option("--top", default=TOP, show_default=True, type=TOP_ROWS, help="Rows in the per-instruction and per-source tables.")
+@click.option("--source-depth", default=SOURCE_DEPTH, show_default=True, type=SOURCE_DEPTHS,
               help="Path components of metadata op_name kept when grouping kernels by source layer.")
 @click.option("--launches", is_flag=True,
               help="With a thunk_sequence.txt beside a GPU module: list every launch (grid, block, shared memory).")

@@ -18,6 +18,8 @@ MAX_WARMUP = 10_000
 MAX_PROFILE_STEPS = 1_000
 MAX_BATCH_SIZE = 65_536
 MAX_SEQ_LEN = 131_072
+MAX_TOP_ROWS = 1_000  # rows of a "top N" table (hlo stats, trace stats)
+MAX_SOURCE_DEPTH = 256  # path components of an op_name kept (hlo stats --source-depth)
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -38,4 +40,6 @@ WARMUP = click.IntRange(1, MAX_WARMUP)
 PROFILE_STEPS = click.IntRange(1, MAX_PROFILE_STEPS)
 BATCH_SIZE = click.IntRange(1, MAX_BATCH_SIZE)
 SEQ_LEN = click.IntRange(2, MAX_SEQ_LEN)
+TOP_ROWS = click.IntRange(1, MAX_TOP_ROWS)
+SOURCE_DEPTHS = click.IntRange(1, MAX_SOURCE_DEPTH)
 TIMEOUT_S = FiniteFloatRange(min=1)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from hloscope.cli.options import TOP_ROWS
 from hloscope.errors import one_line
 
 
@@ -18,7 +19,7 @@ def command() -> None:
 @command.command(name="stats")
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print {\"traces\": [...]} as JSON instead of tables.")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="How many kernels to list.")
+@click.option("--top", default=10, show_default=True, type=TOP_ROWS, help="How many kernels to list.")
 @click.option("--rank", "rank", type=click.IntRange(0), multiple=True, help="Only this rank (repeatable).")
 @click.option("--ranks", "ranks_spec", default=None, help="Only these ranks: 0-7, 0,3,5-6.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 4096), default=None,
