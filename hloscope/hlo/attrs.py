@@ -4,6 +4,7 @@ quoted strings and metadata. They raise ValueError; the model turns that into a 
 from __future__ import annotations
 
 import re
+import warnings
 
 _PARENS = re.compile(r"[()]")
 _INTERESTING = re.compile(r'["{}()\[\],]')
@@ -179,7 +180,9 @@ def unquote(value: str) -> str:
     if "\\" not in body:
         return body
     try:
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        with warnings.catch_warnings():  # an unknown escape (`\,`) stays as written; Python would also warn of it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
     except UnicodeDecodeError:
         return body
 
