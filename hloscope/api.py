@@ -12,7 +12,8 @@
 Every function takes paths (str or Path) and returns exactly what the matching command's `--json` prints (plain dicts
 and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
 notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
-naming the file), a missing framework `hloscope.errors.MissingFramework`; nothing here prints. The commands in
+naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
+`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingFramework`; nothing here prints. The commands in
 `hloscope/cli/` are thin layers over these functions and their renderers.
 """
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from hloscope.limits import MAX_MIN_GAP, MAX_SOURCE_DEPTH, MAX_TOP_ROWS, check_range
 
 if TYPE_CHECKING:
     from hloscope.explain.report import ExplainReport
@@ -50,6 +53,8 @@ def hlo_stats(path: PathLike, xla_cost: bool = False, top: int = 10, source_dept
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
 
+    check_range("top", top, 1, MAX_TOP_ROWS)
+    check_range("source_depth", source_depth, 1, MAX_SOURCE_DEPTH)
     return [stats_record(loaded, top, source_depth, False, xla_cost) for loaded in load_modules(Path(path))]
 
 
@@ -59,6 +64,7 @@ def trace_stats(path: PathLike, top: int = 10) -> list[dict]:
     from hloscope.trace.job import summarize_file, summary_error
     from hloscope.trace.load import trace_files
 
+    check_range("top", top, 1, MAX_TOP_ROWS)
     results = []
     for file in trace_files(Path(path)):
         summary = summarize_file(str(file), top=top)
@@ -89,6 +95,7 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
 
     if not paths:
         raise UsageError("explain needs at least one comparison or run directory")
+    check_range("min_gap", min_gap, 0.0, MAX_MIN_GAP)
     found = [Path(path) for path in paths]
     for path in found:
         if not path.exists():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hloscope import api
-from hloscope.errors import InputError
+from hloscope.errors import InputError, UsageError
 
 SM90 = "gpu_aot/vit_base_sm90_cublas"
 SM80 = "gpu_aot/vit_base_sm80_cublas"
@@ -52,3 +52,19 @@ def test_bad_input_raises_one_input_error(tmp_path):
     (tmp_path / "x.hlo").write_text("HloModule m\n\nENTRY e {\n  ROOT p = f32[] frobnicate()\n}\n")
     with pytest.raises(InputError, match=r"x\.hlo:4:"):
         api.hlo_stats(tmp_path / "x.hlo")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: api.hlo_stats("x.hlo", top=-3),
+    lambda: api.hlo_stats("x.hlo", top=1001),
+    lambda: api.hlo_stats("x.hlo", source_depth=0),
+    lambda: api.hlo_stats("x.hlo", top=2.5),
+    lambda: api.trace_stats("x.json", top=0),
+    lambda: api.explain("x", min_gap=float("nan")),
+    lambda: api.explain("x", min_gap=-0.1),
+], ids=["top negative", "top over the bound", "source depth 0", "top not whole", "trace top 0", "min gap nan",
+        "min gap negative"])
+def test_arguments_outside_the_commands_bounds_raise_usage_error(call):
+    """The API checks the bounds the commands' options have (a negative top would silently drop the last rows)."""
+    with pytest.raises(UsageError):
+        call()

@@ -78,7 +78,7 @@ def test_finite_float_range_refuses_nan_and_infinity():
 
 
 def test_bounds_are_in_the_help(cli_run):
-    from hloscope.cli.options import MAX_SEED, MAX_STEPS
+    from hloscope.limits import MAX_SEED, MAX_STEPS
 
     for command in ("run", "compare", "replay"):
         code, stdout, _ = cli_run(command, "--help")
@@ -89,7 +89,7 @@ def test_the_largest_seed_replays(tmp_path):
     """--seed 2**32-1 (the bound) reaches every generator of the replay's inputs, an unsigned RNG-seed scalar too."""
     import jax
 
-    from hloscope.cli.options import MAX_SEED
+    from hloscope.limits import MAX_SEED
     from hloscope.replay.program import Program, Shape, make_inputs
 
     program = Program(name="p", file="p", fmt="hlo", executable=None, compiled_hlo="", outputs=[], feeds={},

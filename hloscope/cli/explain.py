@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hloscope.cli.options import FiniteFloatRange
+from hloscope.cli.options import MIN_GAP
 from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
 
@@ -15,7 +15,7 @@ from hloscope.render.output import STDOUT, check_writable, choose_format, delive
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--baseline", metavar="RUN", help="The run every gap is measured to (a mode or run label as the report "
                                                  "names it); default: the fastest.")
-@click.option("--min-gap", type=FiniteFloatRange(0, 10), default=0.05, show_default=True,
+@click.option("--min-gap", type=MIN_GAP, default=0.05, show_default=True,
               help="Smallest gap, as a fraction of the baseline's median step, that counts as a difference.")
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Render Markdown or self-contained HTML.")

@@ -1,4 +1,4 @@
-"""Checked option types shared by every command (run, compare, replay, explain, diff): the one place for their bounds.
+"""Checked option types shared by every command (run, compare, replay, explain, diff), from the bounds of limits.py.
 
 Click refuses a value outside them before the command does anything (no directory made, no work started), in its usual
 usage error. The bounds are sane limits, not hardware ones (docs/run.md, "Option bounds"); a NaN or infinite float is
@@ -12,14 +12,17 @@ from typing import Any
 
 import click
 
-MAX_SEED = 2**32 - 1  # numpy's, torch's and JAX's generators all take a seed up to 2**32 - 1
-MAX_STEPS = 100_000
-MAX_WARMUP = 10_000
-MAX_PROFILE_STEPS = 1_000
-MAX_BATCH_SIZE = 65_536
-MAX_SEQ_LEN = 131_072
-MAX_TOP_ROWS = 1_000  # rows of a "top N" table (hlo stats, trace stats)
-MAX_SOURCE_DEPTH = 256  # path components of an op_name kept (hlo stats --source-depth)
+from hloscope.limits import (
+    MAX_BATCH_SIZE,
+    MAX_MIN_GAP,
+    MAX_PROFILE_STEPS,
+    MAX_SEED,
+    MAX_SEQ_LEN,
+    MAX_SOURCE_DEPTH,
+    MAX_STEPS,
+    MAX_TOP_ROWS,
+    MAX_WARMUP,
+)
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -43,3 +46,4 @@ SEQ_LEN = click.IntRange(2, MAX_SEQ_LEN)
 TOP_ROWS = click.IntRange(1, MAX_TOP_ROWS)
 SOURCE_DEPTHS = click.IntRange(1, MAX_SOURCE_DEPTH)
 TIMEOUT_S = FiniteFloatRange(min=1)
+MIN_GAP = FiniteFloatRange(0, MAX_MIN_GAP)

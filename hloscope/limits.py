@@ -1,0 +1,28 @@
+"""The bounds of every numeric option, one place for the commands (cli/options.py turns them into click types) and
+the Python API (hloscope.api checks its arguments with `check_range`). Sane limits, not hardware ones (docs/run.md)."""
+
+from __future__ import annotations
+
+import math
+
+from hloscope.errors import UsageError
+
+MAX_SEED = 2**32 - 1  # numpy's, torch's and JAX's generators all take a seed up to 2**32 - 1
+MAX_STEPS = 100_000
+MAX_WARMUP = 10_000
+MAX_PROFILE_STEPS = 1_000
+MAX_BATCH_SIZE = 65_536
+MAX_SEQ_LEN = 131_072
+MAX_TOP_ROWS = 1_000  # rows of a "top N" table (hlo stats, trace stats)
+MAX_SOURCE_DEPTH = 256  # path components of an op_name kept (hlo stats --source-depth)
+MAX_MIN_GAP = 10.0  # explain --min-gap: a fraction of the baseline's step time
+
+
+def check_range(name: str, value: float, low: float, high: float) -> None:
+    """UsageError unless `value` is a finite number from `low` to `high` (an int where the bounds are ints)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number, not {value!r}")
+    if isinstance(low, int) and isinstance(high, int) and not isinstance(value, int):
+        raise UsageError(f"{name} must be a whole number, not {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise UsageError(f"{name} must be from {low} to {high}, not {value!r}")
