@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,10 +80,27 @@ HLO_TEXT = ("HloModule jit_train_step, is_scheduled=true\n\nENTRY main {\n  a = 
             "  ROOT d = f32[8,8]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
 
 
-def _compare(out: Path, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "hloscope", "compare", "--modes", "jax,pytorch", *TINY, *args,
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def _compare(out: Path, *args: str, env: dict | None = None, sigint_ignored: bool = False, **popen) -> subprocess.Popen:
+    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,pytorch", *TINY, *args, "--out", str(out)]
+    if sigint_ignored:  # as a background job of a script starts it (`hloscope compare ... &`)
+        command = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *command]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})}, **popen)
+
+
+def _sigterm_in_timed_window(process: subprocess.Popen, run_dir: Callable[[], Path]) -> str:
+    """SIGTERM to `compare` once the mode at run_dir() is in its timed window; compare's stderr."""
+    try:
+        _wait_for(lambda: _phase(run_dir()) == "timed window", what="the timed window")
+        # the phase is written just before the first timed step: give it time to finish some (a tiny step is ~1 ms;
+        # without the pause, a busy machine delivered SIGTERM before the first one ended and recorded 0 steps)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return err
 
 
 def _wait_for(condition, timeout: float = 180, what: str = "") -> None:
@@ -221,15 +239,10 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
         comparison_dir = next(tmp_path.glob("compare-*"))
         jax_pid = json.loads((comparison_dir / "jax" / "run.json").read_text())["writer"]["pid"]
         os.kill(jax_pid, signal.SIGKILL)
-        _wait_for(lambda: _phase(comparison_dir / "pytorch") == "timed window", what="pytorch's timed window")
-        # the phase is written just before the first timed step: give it time to finish some (a tiny step is ~1 ms;
-        # without the pause, a busy machine delivered SIGTERM before the first one ended and recorded 0 steps)
-        time.sleep(1.0)
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    err = _sigterm_in_timed_window(process, lambda: comparison_dir / "pytorch")
     assert "Traceback" not in err and process.returncode == 130, err[-3000:]
     comparison = rundir_load(comparison_dir)
     entries = {e["mode"]: e for e in comparison["modes"]}
@@ -247,20 +260,8 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
 def test_sigterm_stops_a_compare_started_with_sigint_ignored(tmp_path):
     """A background job of a script (`hloscope compare ... &`) starts with SIGINT ignored, and its children inherit
     that; compare still stops its running mode by SIGINT (on SIGTERM), which the child takes back as Ctrl-C."""
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax", *TINY, "--steps", "100000",
-               "--out", str(tmp_path)]
-    process = subprocess.Popen(["bash", "-c", 'trap "" INT; exec "$@"', "bash", *command], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PJRT_DEVICE": "CPU"},
-                               start_new_session=True)
-    try:
-        _wait_for(lambda: list(tmp_path.glob("compare-*/jax")) and _phase(next(tmp_path.glob("compare-*/jax")))
-                  == "timed window", what="jax's timed window")
-        time.sleep(1.0)
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+    process = _compare(tmp_path, "--steps", "100000", sigint_ignored=True, start_new_session=True)
+    err = _sigterm_in_timed_window(process, lambda: next(tmp_path.glob("compare-*/jax"), tmp_path / "none"))
     assert process.returncode == 130, err[-3000:]
     comparison_dir = next(tmp_path.glob("compare-*"))
     jax = rundir_load(comparison_dir)["modes"][0]
