@@ -150,7 +150,12 @@ static PyObject *place_of(Maker *mk, PyObject *pid, PyObject *tid, PyObject *lan
     if (key == NULL) return NULL;
     PyObject *place = PyDict_GetItemWithError(mk->held[PLACES], key);
     if (place != NULL) {
-        Py_INCREF(place);
+        if (!PyTuple_CheckExact(place) || PyTuple_GET_SIZE(place) != 2) { /* only the builders write this table */
+            PyErr_SetString(PyExc_TypeError, "_kineto_native: a place is not a (process, lane) pair");
+            place = NULL;
+        } else {
+            Py_INCREF(place);
+        }
     } else if (!PyErr_Occurred()) {
         PyObject *process = PyObject_CallOneArg(mk->held[PROCESS], pid);
         PyObject *lane = process == NULL ? NULL
@@ -237,10 +242,22 @@ static PyObject *item_event(Maker *mk, PyObject *item) {
         PyErr_SetString(PyExc_TypeError, "_kineto_native: not a decoded trace event");
         return NULL;
     }
+    for (int i = 0; i < N_ITEM; i++) {
+        if (FIELD(item, mk->item_offset[i]) == NULL) { /* msgspec sets every field; never read an empty slot */
+            PyErr_Format(PyExc_AttributeError, "_kineto_native: event field '%s' is not set", item_fields[i]);
+            return NULL;
+        }
+    }
     PyObject *args = FIELD(item, mk->item_offset[I_ARGS]);
     if (args != Py_None && !Py_IS_TYPE(args, mk->args_type)) {
         PyErr_SetString(PyExc_TypeError, "_kineto_native: not decoded trace event args");
         return NULL;
+    }
+    for (int i = 0; args != Py_None && i < N_ARGS; i++) {
+        if (FIELD(args, mk->args_offset[i]) == NULL) {
+            PyErr_Format(PyExc_AttributeError, "_kineto_native: args field '%s' is not set", args_fields[i]);
+            return NULL;
+        }
     }
     PyObject *phase = FIELD(item, mk->item_offset[I_PH]);
     PyObject *pid = FIELD(item, mk->item_offset[I_PID]);
