@@ -220,15 +220,19 @@ def test_the_compiled_cost_walk_takes_elementwise_instructions():
     facts = {i.shape_text: analysis._facts(i) for i in main.instructions}
     sums = [0.0] * 5
     costs: dict = {}
-    taken = NATIVE.cost_common(main.instructions, 0, costs, facts, {"parameter"}, {"add"}, set(), Cost(), sums)
+    taken = NATIVE.cost_common(main.instructions, 0, costs, facts, {"parameter"}, {"add"}, set(), set(), Cost(), sums)
     assert taken == 3  # a, b, s; the tuple is handed back
     assert repr(costs[main.instruction("s")]) == "Cost(flops=2, transcendentals=0.0, bytes_accessed=24, library_flops=0.0, library_bytes=0.0)"
     assert sums == [2.0, 0.0, 24.0, 0.0, 0.0]
     # a cost known already is added as the Python loop adds it: all five figures, ints and floats, in order
     costs[main.instruction("s")] = Cost(1, 2.5, 3, 4.0, 2**60 + 1)
     sums = [0.5, 0.0, 0.0, 0.0, 0.0]
-    assert NATIVE.cost_common(main.instructions, 2, costs, facts, set(), set(), set(), Cost(), sums) == 3
+    assert NATIVE.cost_common(main.instructions, 2, costs, facts, set(), set(), set(), set(), Cost(), sums) == 3
     assert sums == [0.5 + 1, 2.5, 3.0, 4.0, float(2**60 + 1)]
+    # an opcode that costs its default bytes only: bytes, no FLOPs, as Cost(bytes_accessed=...) makes it
+    del costs[main.instruction("s")]
+    assert NATIVE.cost_common(main.instructions, 2, costs, facts, set(), set(), set(), {"add"}, Cost(), [0.0] * 5) == 3
+    assert repr(costs[main.instruction("s")]) == repr(Cost(bytes_accessed=24))
 
 
 SEED_FILES = [

@@ -567,8 +567,9 @@ static PyObject *resolve_plain(PyObject *module, PyObject *const *args, Py_ssize
     return PyLong_FromSsize_t(index);
 }
 
-/* ---- the cost walk: CostAnalysis.computation_cost's loop for costs already known, instructions that cost nothing
- * and elementwise instructions (half of a module), with the figures and the order of the sums of the Python loop */
+/* ---- the cost walk: CostAnalysis.computation_cost's loop for costs already known, instructions that cost nothing,
+ * elementwise instructions (half of a module) and those that cost their default bytes only, with the figures and the
+ * order of the sums of the Python loop */
 
 static PyObject *s_zero_float;
 
@@ -592,8 +593,11 @@ static PyObject *facts_of(PyObject *facts_by_text, PyObject *instr) {
     return facts;
 }
 
-/* cost._elementwise with cost._default_bytes: a new Cost, or NULL (no error: handed back; error: -1 semantics). */
-static PyObject *elementwise_cost(PyObject *instr, PyObject *facts_by_text, int transcendental) {
+enum { DEFAULT_ONLY, ELEMENTWISE_FLOPS, ELEMENTWISE_TRANSCENDENTALS };
+
+/* cost._default_bytes (output bytes, plus each operand's size), with cost._elementwise's one FLOP or transcendental
+ * per output element, or nothing more (cost.DEFAULT_BYTES_ONLY): a new Cost, or NULL (no error: handed back). */
+static PyObject *default_cost(PyObject *instr, PyObject *facts_by_text, int kind) {
     PyObject *facts = facts_of(facts_by_text, instr);
     PyObject *operands = SLOT(instr, OPERANDS);
     if (facts == NULL || operands == NULL || !PyTuple_CheckExact(operands)) return NULL;
@@ -608,15 +612,20 @@ static PyObject *elementwise_cost(PyObject *instr, PyObject *facts_by_text, int 
         Py_SETREF(size, PyNumber_Add(size, PyTuple_GET_ITEM(operand_facts, 1)));
         if (size == NULL) return NULL;
     }
-    PyObject *count = PyTuple_GET_ITEM(facts, 2);
-    PyObject *cost = transcendental ? new_cost(s_zero_float, count, size) : new_cost(count, s_zero_float, size);
+    PyObject *count = PyTuple_GET_ITEM(facts, 2), *cost;
+    if (kind == ELEMENTWISE_FLOPS)
+        cost = new_cost(count, s_zero_float, size);
+    else if (kind == ELEMENTWISE_TRANSCENDENTALS)
+        cost = new_cost(s_zero_float, count, size);
+    else
+        cost = new_cost(s_zero_float, s_zero_float, size);
     Py_DECREF(size);
     return cost;
 }
 
 static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "cost_common takes 9 arguments");
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "cost_common takes 10 arguments");
         return NULL;
     }
     if (instruction_type == NULL || cost_type == NULL) {
@@ -624,11 +633,13 @@ static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     PyObject *instructions = args[0], *costs = args[2], *facts_by_text = args[3], *zero_bytes = args[4],
-             *elementwise = args[5], *transcendental = args[6], *zero = args[7], *sums = args[8];
+             *elementwise = args[5], *transcendental = args[6], *default_only = args[7], *zero = args[8],
+             *sums = args[9];
     Py_ssize_t index = PyLong_AsSsize_t(args[1]);
     if (index == -1 && PyErr_Occurred()) return NULL;
     if (!PyList_Check(instructions) || !PyDict_Check(costs) || !PyDict_Check(facts_by_text) ||
         !PyAnySet_Check(zero_bytes) || !PyAnySet_Check(elementwise) || !PyAnySet_Check(transcendental) ||
+        !PyAnySet_Check(default_only) ||
         !PyList_Check(sums) || PyList_GET_SIZE(sums) != N_COST_SLOTS) {
         PyErr_SetString(PyExc_TypeError, "cost_common: wrong argument types");
         return NULL;
@@ -655,14 +666,22 @@ static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t
                 if (PyDict_SetItem(costs, instr, zero) < 0) return NULL;
                 continue;
             }
+            int kind;
             found = PySet_Contains(elementwise, op);
-            if (found <= 0) {
-                if (found < 0) return NULL;
-                break; /* any other opcode: the Python loop costs it */
+            if (found < 0) return NULL;
+            if (found) {
+                int is_transcendental = PySet_Contains(transcendental, op);
+                if (is_transcendental < 0) return NULL;
+                kind = is_transcendental ? ELEMENTWISE_TRANSCENDENTALS : ELEMENTWISE_FLOPS;
+            } else {
+                found = PySet_Contains(default_only, op);
+                if (found <= 0) {
+                    if (found < 0) return NULL;
+                    break; /* an opcode with a rule of its own: the Python loop costs it */
+                }
+                kind = DEFAULT_ONLY;
             }
-            int is_transcendental = PySet_Contains(transcendental, op);
-            if (is_transcendental < 0) return NULL;
-            PyObject *made = elementwise_cost(instr, facts_by_text, is_transcendental);
+            PyObject *made = default_cost(instr, facts_by_text, kind);
             if (made == NULL) {
                 if (PyErr_Occurred()) return NULL;
                 break; /* a shape not seen yet, or operands not resolved: the Python loop */
@@ -772,7 +791,8 @@ static PyMethodDef methods[] = {
     {"open_brackets", (PyCFunction)open_brackets, METH_O,
      "open_brackets(text) -> (unclosed parentheses, unclosed braces and square brackets), as parser._open_brackets"},
     {"cost_common", (PyCFunction)(void (*)(void))cost_common, METH_FASTCALL,
-     "cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, zero, sums) -> "
+     "cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, default_only, "
+     "zero, sums) -> "
      "index of the first instruction handed back"},
     {"resolve_plain", (PyCFunction)(void (*)(void))resolve_plain, METH_FASTCALL,
      "resolve_plain(instructions, index, by_name, parsed, computations, no_calls) -> index of the first instruction "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from hloscope.errors import ParseError
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+from hloscope.hlo.opcodes import OPCODES
 from hloscope.hlo.shapes import Shape, first_element
 
 POINTER_SIZE = 8
@@ -31,6 +32,15 @@ ELEMENTWISE = TRANSCENDENTAL | {
     "asinh", "atanh", "sinh", "cosh", "mulhi",
 }
 ZERO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "add-dependency"}
+# Every opcode CostAnalysis._cost has a branch of its own for (tests/test_hlo_stats.py checks the list against the
+# branches); any other opcode costs its default bytes and nothing else.
+_COSTED_APART = {
+    "custom-call", "dot", "scaled-dot", "convolution", "ragged-dot", "fft", "tuple", "opt-barrier", "transpose",
+    "outfeed", "slice", "dynamic-slice", "dynamic-update-slice", "gather", "scatter", "reduce", "reduce-window", "map",
+    "select-and-scatter", "scan", "sort", "all-reduce", "all-reduce-start", "rng", "rng-bit-generator", "fusion", "call",
+    "async-start", "while", "conditional", "triangular-solve", "cholesky",
+}
+DEFAULT_BYTES_ONLY = set(OPCODES) - ZERO_BYTES - ELEMENTWISE - _COSTED_APART
 
 
 @dataclass(slots=True)
@@ -218,12 +228,12 @@ class CostAnalysis:
             try:
                 while index < len(instructions):
                     if common is not None:
-                        # The compiled loop takes what the branches below would (known costs, zero-cost and
-                        # elementwise instructions), adding to the same sums in the same order; it hands back the
-                        # first instruction that needs more.
+                        # The compiled loop takes what the branches below would (known costs, zero-cost,
+                        # elementwise and default-bytes-only instructions), adding to the same sums in the same
+                        # order; it hands back the first instruction that needs more.
                         sums = [flops, transcendentals, bytes_accessed, library_flops, library_bytes]
                         index = common(instructions, index, costs, facts_by_text, ZERO_BYTES, ELEMENTWISE,
-                                       TRANSCENDENTAL, _ZERO, sums)
+                                       TRANSCENDENTAL, DEFAULT_BYTES_ONLY, _ZERO, sums)
                         flops, transcendentals, bytes_accessed, library_flops, library_bytes = sums
                         if index == len(instructions):
                             break
@@ -334,6 +344,8 @@ class CostAnalysis:
         op = instr.opcode
         if op in ZERO_BYTES:
             return _ZERO
+        if op in DEFAULT_BYTES_ONLY:  # copy, broadcast, reshape, concatenate, pad, ...: no branch below
+            return Cost(bytes_accessed=self._default_bytes(instr))
         if op == "custom-call":
             flops = self._library_flops(instr)
             if flops is None:

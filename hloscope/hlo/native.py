@@ -14,11 +14,11 @@ or not at all (tests/test_hlo_native.py parses every fixture both ways and compa
   instruction whose line ends at its operand list (model.HloModule.validate's `bare` case) and whose shape and
   operands' shapes are already in `parsed`; returns the index of the first instruction it did not take.
 
-- `cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, zero, sums)`:
-  CostAnalysis.computation_cost's loop from `index` for instructions whose cost is known, that cost nothing, or that
-  are elementwise with shapes already in `facts_by_text`; adds each cost to the five running `sums` (a list of floats,
-  updated in place) in the order and with the conversions of the Python loop. Returns the index of the first
-  instruction it did not take.
+- `cost_common(instructions, index, costs, facts_by_text, zero_bytes, elementwise, transcendental, default_only, zero,
+  sums)`: CostAnalysis.computation_cost's loop from `index` for instructions whose cost is known, that cost nothing,
+  that are elementwise or that cost their default bytes only (cost.DEFAULT_BYTES_ONLY), with shapes already in
+  `facts_by_text`; adds each cost to the five running `sums` (a list of floats, updated in place) in the order and
+  with the conversions of the Python loop. Returns the index of the first instruction it did not take.
 
 HLOSCOPE_PURE_PYTHON=1 in the environment turns them off (the Python path alone, as on a machine without a compiler).
 """
