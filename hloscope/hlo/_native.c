@@ -7,7 +7,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
+
+#include "../native_slots.h"
 
 static PyObject *s_root, *s_parameter, *s_constant, *s_empty_tuple;
 
@@ -27,6 +28,7 @@ static Py_ssize_t slot_offset[N_SLOTS], cost_slot_offset[N_COST_SLOTS];
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + slot_offset[i]))
 #define COST_SLOT(obj, i) (*(PyObject **)((char *)(obj) + cost_slot_offset[i]))
 
+/* Exactly `names` (its __slots__, on object): a class with more fields could be made with some left unset. */
 static int bind_slots(PyObject *cls, const char **names, int count, Py_ssize_t *offsets) {
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "bind: expected a class");
@@ -37,21 +39,12 @@ static int bind_slots(PyObject *cls, const char **names, int count, Py_ssize_t *
     if (slots == NULL) return -1;
     Py_ssize_t declared = PySequence_Size(slots);
     Py_DECREF(slots);
-    if (declared != count || type->tp_dictoffset != 0 || type->tp_base != &PyBaseObject_Type ||
+    if (declared != count || type->tp_base != &PyBaseObject_Type ||
         type->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + count * sizeof(PyObject *))) {
         PyErr_Format(PyExc_TypeError, "bind: the slots of %s are not the ones _native.c knows", type->tp_name);
         return -1;
     }
-    for (int i = 0; i < count; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
-            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
-            PyErr_Format(PyExc_TypeError, "bind: %s has no slot '%s'", type->tp_name, names[i]);
-            return -1;
-        }
-        offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-    }
-    return 0;
+    return slot_offsets(type, names, count, offsets, "bind");
 }
 
 static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -67,6 +60,19 @@ static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(args[1]);
     Py_XSETREF(cost_type, (PyTypeObject *)args[1]);
     Py_RETURN_NONE;
+}
+
+/* The checks every entry point makes first: its number of arguments, and bind() called (0, or -1 and an error). */
+static int ready(const char *function, Py_ssize_t nargs, Py_ssize_t expected) {
+    if (nargs != expected) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", function, expected);
+        return -1;
+    }
+    if (instruction_type == NULL || cost_type == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "%s: bind() the HloInstruction and Cost classes first", function);
+        return -1;
+    }
+    return 0;
 }
 
 /* HloInstruction(name, shape_text, opcode, text, pos, lineno, computation, end), as its __init__ makes it. */
@@ -243,14 +249,7 @@ done:
 }
 
 static PyObject *scan_instructions(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "scan_instructions takes 7 arguments");
-        return NULL;
-    }
-    if (instruction_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "scan_instructions: bind() the HloInstruction class first");
-        return NULL;
-    }
+    if (ready("scan_instructions", nargs, 7) < 0) return NULL;
     PyObject *lines = args[0], *comp = args[2], *instructions = args[3], *shared = args[4], *plain = args[5],
              *parameters = args[6];
     long lineno = PyLong_AsLong(args[1]);
@@ -539,14 +538,7 @@ static int take_instruction(PyObject *instr, PyObject *by_name, PyObject *parsed
 }
 
 static PyObject *resolve_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "resolve_plain takes 6 arguments");
-        return NULL;
-    }
-    if (instruction_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "resolve_plain: bind() the HloInstruction class first");
-        return NULL;
-    }
+    if (ready("resolve_plain", nargs, 6) < 0) return NULL;
     PyObject *instructions = args[0], *by_name = args[2], *parsed = args[3], *computations = args[4],
              *no_calls = args[5];
     Py_ssize_t index = PyLong_AsSsize_t(args[1]);
@@ -624,14 +616,7 @@ static PyObject *default_cost(PyObject *instr, PyObject *facts_by_text, int kind
 }
 
 static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "cost_common takes 10 arguments");
-        return NULL;
-    }
-    if (instruction_type == NULL || cost_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cost_common: bind() the classes first");
-        return NULL;
-    }
+    if (ready("cost_common", nargs, 10) < 0) return NULL;
     PyObject *instructions = args[0], *costs = args[2], *facts_by_text = args[3], *zero_bytes = args[4],
              *elementwise = args[5], *transcendental = args[6], *default_only = args[7], *zero = args[8],
              *sums = args[9];

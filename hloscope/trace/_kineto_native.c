@@ -9,7 +9,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
+
+#include "../native_slots.h"
 
 enum { E_NAME, E_START, E_DUR, E_KIND, E_DEVICE, E_LANE, E_PROCESS, E_CATEGORY, E_STEP, E_HLO_OP, E_HLO_MODULE,
        E_CORRELATION, E_SOURCE, N_EVENT };
@@ -39,24 +40,6 @@ typedef struct {
 
 static PyObject *s_x, *s_m, *s_step_prefix;
 
-/* The offsets of `names` in `type`, each a plain object slot of its own (T_OBJECT_EX); -1 and an error if not. */
-static int slot_offsets(PyTypeObject *type, const char **names, int count, Py_ssize_t *offsets) {
-    if (type->tp_dictoffset != 0) {
-        PyErr_Format(PyExc_TypeError, "Maker: %s has a __dict__", type->tp_name);
-        return -1;
-    }
-    for (int i = 0; i < count; i++) {
-        PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
-            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
-            PyErr_Format(PyExc_TypeError, "Maker: %s has no slot '%s'", type->tp_name, names[i]);
-            return -1;
-        }
-        offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-    }
-    return 0;
-}
-
 static int Maker_init(Maker *self, PyObject *args, PyObject *kwds) {
     PyObject *types[3], *held[N_HELD];
     long long flow_base;
@@ -78,9 +61,9 @@ static int Maker_init(Maker *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "Maker: Event's slots are not the ones _kineto_native.c knows");
         return -1;
     }
-    if (slot_offsets(event, event_fields, N_EVENT, self->event_offset) < 0 ||
-        slot_offsets((PyTypeObject *)types[1], item_fields, N_ITEM, self->item_offset) < 0 ||
-        slot_offsets((PyTypeObject *)types[2], args_fields, N_ARGS, self->args_offset) < 0)
+    if (slot_offsets(event, event_fields, N_EVENT, self->event_offset, "Maker") < 0 ||
+        slot_offsets((PyTypeObject *)types[1], item_fields, N_ITEM, self->item_offset, "Maker") < 0 ||
+        slot_offsets((PyTypeObject *)types[2], args_fields, N_ARGS, self->args_offset, "Maker") < 0)
         return -1;
     self->zero = PyFloat_FromDouble(0.0);
     if (self->zero == NULL) return -1;

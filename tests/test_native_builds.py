@@ -1,0 +1,27 @@
+"""The compiled fast paths are optional at install (no compiler, no extension: the Python code does everything), so
+CI, which has gcc, checks that each one built and imports: a build that failed silently would test the Python path
+only (.ci/run sets HLOSCOPE_REQUIRE_NATIVE)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+MODULES = ["hloscope.hlo._native", "hloscope.trace._kineto_native"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_each_extension_is_built_where_required(name):
+    if not os.environ.get("HLOSCOPE_REQUIRE_NATIVE"):
+        pytest.skip("HLOSCOPE_REQUIRE_NATIVE is not set (a machine without a C compiler may run the Python path)")
+    importlib.import_module(name)  # ImportError: it did not build (see the output of `pip install -e .`)
+
+
+def test_the_readers_use_the_extensions_when_built():
+    from hloscope.hlo import native
+    from hloscope.trace import kineto
+
+    if os.environ.get("HLOSCOPE_REQUIRE_NATIVE") and not os.environ.get("HLOSCOPE_PURE_PYTHON"):
+        assert native.native is not None and kineto._native is not None
