@@ -314,15 +314,15 @@ def host_op_table(profile: StepProfile, top: int = 20) -> dict[str, Any]:
         return {}
     step_us = median(s.step_s for s in kept) * 1e6
     rows: list[dict[str, Any]] = []
-    for name in {g for s in kept for g in s.ops}:
+    for name in sorted({g for s in kept for g in s.ops}):  # sorted: the same output whatever the hash seed
         samples = [s.ops.get(name) for s in kept]
         durations = sorted(d for sample in samples if sample for d in sample.durations)
         per_step = median(sample.seconds if sample else 0.0 for sample in samples) * 1e6
         rows.append({"name": name, "calls_per_step": median(sample.calls if sample else 0 for sample in samples),
                      "per_call_us": median(durations) * 1e6, "max_call_us": durations[-1] * 1e6,
                      "us_per_step": per_step, "share_of_step": per_step / step_us if step_us else 0.0})
-    rows.sort(key=lambda row: -row["us_per_step"])
-    nodes = {node: median(s.nodes.get(node, 0.0) for s in kept) * 1e6 for node in {n for s in kept for n in s.nodes}}
+    rows.sort(key=lambda row: -row["us_per_step"])  # stable: equal times stay in name order
+    nodes = {node: median(s.nodes.get(node, 0.0) for s in kept) * 1e6 for node in sorted({n for s in kept for n in s.nodes})}
     return {"steps_used": [s.number for s in kept],
             "dropped": {str(profile.steps[i].number): why for i, why in sorted(profile.dropped.items())},
             "step_us": step_us, "parts_us": nodes, "ops": rows[:top]}
