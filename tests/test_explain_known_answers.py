@@ -1,14 +1,20 @@
 """Known-answer experiments on real runs (tiny ViT, JAX on the CPU): explain must say "no difference" for identical
 runs, name the input pipeline for --data loader, annotate the compute dtype for bf16, list the batch and compare per
 sample for a larger batch, size an injected host delay within 20%, and add up on every pair. The experiments are
-benches/explain_known_answers.py's, run once each here (the benchmark repeats them and reports the hit rate)."""
+benches/explain_known_answers.py's, run once each here (the benchmark repeats them and reports the hit rate). The
+identical and loader verdicts are skipped, with the figure, when two processes of one configuration land more than
+explain's minimum gap apart on the machine at that moment: no method can know the answer from one run of each."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from statistics import median
 
 import pytest
+
+from hloscope.explain.engine import MIN_GAP
+from hloscope.runs.rundir import load_run
 
 pytestmark = pytest.mark.slow
 
@@ -24,15 +30,31 @@ def baseline(tmp_path_factory) -> Path:
     return known.run(out, "baseline")
 
 
+@pytest.fixture(scope="module")
+def process_shift(baseline) -> float:
+    """How far a second process of the baseline's configuration lands from the baseline, as a fraction of its median
+    step: the machine's between-process noise right now, which no statistic over two single runs can see
+    (benches/README.md, explain: known answers)."""
+    again = known.run(baseline.parent, "baseline-again")
+    first, second = (median(load_run(run)["timing"]["step_times_s"]) for run in (baseline, again))
+    return abs(second - first) / first
+
+
+# Experiments whose right answer is a timing verdict that a shift between processes can hide or fake (a 1 ms step;
+# the loader adds 0.4-1.0 ms). Their verdict is checked when the machine keeps two processes of one configuration
+# within explain's 5% minimum gap; otherwise only the invariants below are, and the hit rate under load is the
+# benchmark's to measure (benches/explain_known_answers.py).
+TIMING_VERDICTS = {"identical", "loader"}
+
+
 @pytest.mark.parametrize("name", list(known.EXPERIMENTS))
-def test_known_answer(name, baseline):
+def test_known_answer(name, baseline, process_shift):
     failure, entry = known.experiment(name, baseline.parent, baseline)
-    if failure is not None and name == "identical":
-        # Two processes of one configuration can differ beyond their own step-to-step spread on a loaded machine: a
-        # shift between processes that neither run's samples can show (benches/README.md measures how often). One
-        # fresh pair decides; a method that calls noise a cause fails both.
-        fresh = known.run(baseline.parent, "baseline-retry")
-        failure, entry = known.experiment(name, baseline.parent, fresh, "-retry")
-    assert failure is None, failure
+    # whatever the machine: the parts add up, the estimate lies in its interval, the verdict follows its tests
     assert known.adds_up(entry)
     assert entry["gap_ci_s"][0] <= entry["gap_s"] <= entry["gap_ci_s"][1]
+    assert (entry["verdict"] != "no significant difference") == all(entry["tests"].values()), entry["tests"]
+    if failure is not None and name in TIMING_VERDICTS and process_shift > MIN_GAP:
+        pytest.skip(f"two processes of the baseline configuration differ by {process_shift:.0%} on this machine now "
+                    f"(more than explain's {MIN_GAP:.0%} minimum gap): {name}'s verdict cannot be known ({failure})")
+    assert failure is None, f"{failure} (between-process shift of the baseline configuration: {process_shift:.1%})"
