@@ -275,3 +275,67 @@ def test_mutated_real_modules_read_the_same_both_ways(monkeypatch, seed, edits):
 @given(st.text(alphabet=list('(){}[]"\\\nab ,=é'), max_size=24))
 def test_open_brackets_counts_as_the_python_code(text):
     assert NATIVE.open_brackets(text) == parser_module.open_brackets_python(text)
+
+
+HOSTILE_CALLS = r'''
+from hloscope.hlo import native
+from hloscope.hlo.cost import Cost
+from hloscope.hlo.model import HloInstruction
+from hloscope.hlo.parser import _PLAIN_OPCODES, parse_hlo_text
+
+N = native.native
+
+def refused(call, kind):
+    try:
+        call()
+    except kind:
+        return
+    raise AssertionError(f"not refused: {call}")
+
+# a list is no iterator: refused, not read through a missing tp_iternext
+refused(lambda: N.scan_instructions(["a"], 0, None, [], {}, _PLAIN_OPCODES, {}), TypeError)
+# negative indexes: refused, not read before the list
+refused(lambda: N.resolve_plain([], -10**8, {}, set(), {}, ()), ValueError)
+refused(lambda: N.cost_common([], -10**8, {}, {}, set(), set(), set(), set(), Cost(), [0.0] * 5), ValueError)
+
+module = parse_hlo_text("HloModule m\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(a)\n}\n")[0]
+entry = module.entry
+a, n = entry.instructions
+
+# an opcode that is not a str: handed back with no exception left set
+n.opcode = 5
+assert N.resolve_plain([n], 0, {"a": a}, {"f32[2]{0}"}, {}, ()) == 0
+n.opcode = "negate"
+module.validate()
+
+# a str subclass whose hash runs Python code (here: emptying the list being walked): handed back, no crash
+instructions = [a, n]
+class Evil(str):
+    def __hash__(self):
+        instructions.clear()
+        return str.__hash__(self)
+n.opcode = Evil("negate")
+facts = {"f32[2]{0}": (8, 8, 2)}
+assert N.cost_common(instructions, 1, {}, facts, set(), {"negate"}, set(), set(), Cost(), [0.0] * 5) == 1
+n.opcode = "negate"
+
+# a refused bind() keeps the classes bound before it
+class Bad:
+    __slots__ = ("flops", "library_bytes", "library_flops", "transcendentals", "zzz")
+refused(lambda: N.bind(HloInstruction, Bad), TypeError)
+costs = {}
+assert N.cost_common([a, n], 0, costs, facts, {"parameter"}, {"negate"}, set(), set(), Cost(), [0.0] * 5) == 2
+assert repr(costs[n]) == repr(Cost(2, 0.0, 16)), costs[n]
+print("ok")
+'''
+
+
+@needs_native
+def test_hostile_direct_calls_are_refused_or_handed_back_without_a_crash():
+    """What a review found by calling the extension directly (the parser never passes such arguments): each is
+    refused or handed back; run in a child process, so that a crash fails this test and not the whole run."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", HOSTILE_CALLS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])

@@ -52,9 +52,13 @@ static PyObject *bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "bind(HloInstruction, Cost)");
         return NULL;
     }
-    if (bind_slots(args[0], slot_names, N_SLOTS, slot_offset) < 0 ||
-        bind_slots(args[1], cost_slot_names, N_COST_SLOTS, cost_slot_offset) < 0)
+    /* both classes checked before anything is kept: a refused bind() leaves the last good one in place */
+    Py_ssize_t offsets[N_SLOTS], cost_offsets[N_COST_SLOTS];
+    if (bind_slots(args[0], slot_names, N_SLOTS, offsets) < 0 ||
+        bind_slots(args[1], cost_slot_names, N_COST_SLOTS, cost_offsets) < 0)
         return NULL;
+    memcpy(slot_offset, offsets, sizeof offsets);
+    memcpy(cost_slot_offset, cost_offsets, sizeof cost_offsets);
     Py_INCREF(args[0]);
     Py_XSETREF(instruction_type, (PyTypeObject *)args[0]);
     Py_INCREF(args[1]);
@@ -254,7 +258,8 @@ static PyObject *scan_instructions(PyObject *module, PyObject *const *args, Py_s
              *parameters = args[6];
     long lineno = PyLong_AsLong(args[1]);
     if (lineno == -1 && PyErr_Occurred()) return NULL;
-    if (!PyList_Check(instructions) || !PyDict_Check(shared) || !PyAnySet_Check(plain) || !PyDict_Check(parameters)) {
+    if (!PyIter_Check(lines) || !PyList_Check(instructions) || !PyDict_Check(shared) || !PyAnySet_Check(plain) ||
+        !PyDict_Check(parameters) || lineno < 0 || lineno > INT_MAX) {
         PyErr_SetString(PyExc_TypeError, "scan_instructions: wrong argument types");
         return NULL;
     }
@@ -264,7 +269,7 @@ static PyObject *scan_instructions(PyObject *module, PyObject *const *args, Py_s
             if (PyErr_Occurred()) return NULL;
             return Py_BuildValue("(Ol)", Py_None, lineno);
         }
-        lineno++;
+        lineno++; /* from at most INT_MAX, one per line: no overflow of a long */
         int taken = take_line(line, lineno, comp, instructions, shared, plain, parameters);
         if (taken == 1) {
             Py_DECREF(line);
@@ -305,7 +310,9 @@ static PyObject *resolve_operands(const unsigned char *s, Py_ssize_t n, PyObject
         if (key == NULL) goto fail;
         PyObject *operand = PyDict_GetItemWithError(by_name, key);
         Py_DECREF(key);
-        if (operand == NULL || Py_TYPE(operand) != instruction_type || SLOT(operand, SHAPE_TEXT) == NULL) goto fail;
+        if (operand == NULL || Py_TYPE(operand) != instruction_type || SLOT(operand, SHAPE_TEXT) == NULL ||
+            !PyUnicode_CheckExact(SLOT(operand, SHAPE_TEXT)))
+            goto fail;
         int known = PySet_Contains(parsed, SLOT(operand, SHAPE_TEXT));
         if (known <= 0) goto fail;
         Py_INCREF(operand);
@@ -486,9 +493,13 @@ static int take_instruction(PyObject *instr, PyObject *by_name, PyObject *parsed
     if (Py_TYPE(instr) != instruction_type) return 0;
     PyObject *shape = SLOT(instr, SHAPE_TEXT), *text = SLOT(instr, TEXT), *end_obj = SLOT(instr, END),
              *pos_obj = SLOT(instr, POS), *opcode = SLOT(instr, OPCODE);
+    /* Exact str and int only (what the parser makes): then no look-up below can run Python code (a subclass's
+     * __hash__ or __eq__) while these borrowed references are held, and every comparison means what it does in the
+     * Python loop. Anything else is handed back. */
     if (!shape || !text || !end_obj || !pos_obj || !opcode || SLOT(instr, OPERANDS) != Py_None ||
-        SLOT(instr, ATTRS) != Py_None || !PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text) ||
-        !PyLong_Check(end_obj) || !PyLong_Check(pos_obj))
+        SLOT(instr, ATTRS) != Py_None || !PyUnicode_CheckExact(shape) || !PyUnicode_CheckExact(text) ||
+        !PyUnicode_CheckExact(opcode) || !PyUnicode_IS_ASCII(text) || !PyLong_CheckExact(end_obj) ||
+        !PyLong_CheckExact(pos_obj))
         return 0;
     int known = PySet_Contains(parsed, shape);
     if (known <= 0) return known;
@@ -543,6 +554,10 @@ static PyObject *resolve_plain(PyObject *module, PyObject *const *args, Py_ssize
              *no_calls = args[5];
     Py_ssize_t index = PyLong_AsSsize_t(args[1]);
     if (index == -1 && PyErr_Occurred()) return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_ValueError, "index must not be negative");
+        return NULL;
+    }
     if (!PyList_Check(instructions) || !PyDict_Check(by_name) || !PyAnySet_Check(parsed) ||
         !PyDict_Check(computations)) {
         PyErr_SetString(PyExc_TypeError, "resolve_plain: wrong argument types");
@@ -579,9 +594,13 @@ static PyObject *new_cost(PyObject *flops, PyObject *transcendentals, PyObject *
 
 /* The (output bytes, shape size, elements) facts of a shape text, borrowed; NULL (no error) when not known yet. */
 static PyObject *facts_of(PyObject *facts_by_text, PyObject *instr) {
-    if (Py_TYPE(instr) != instruction_type || SLOT(instr, SHAPE_TEXT) == NULL) return NULL;
+    if (Py_TYPE(instr) != instruction_type || SLOT(instr, SHAPE_TEXT) == NULL ||
+        !PyUnicode_CheckExact(SLOT(instr, SHAPE_TEXT)))
+        return NULL;
     PyObject *facts = PyDict_GetItemWithError(facts_by_text, SLOT(instr, SHAPE_TEXT));
     if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 3) return NULL;
+    for (int k = 0; k < 3; k++) /* ints, as CostAnalysis._facts makes them: adding them runs no Python code */
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(facts, k))) return NULL;
     return facts;
 }
 
@@ -622,6 +641,10 @@ static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t
              *sums = args[9];
     Py_ssize_t index = PyLong_AsSsize_t(args[1]);
     if (index == -1 && PyErr_Occurred()) return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_ValueError, "index must not be negative");
+        return NULL;
+    }
     if (!PyList_Check(instructions) || !PyDict_Check(costs) || !PyDict_Check(facts_by_text) ||
         !PyAnySet_Check(zero_bytes) || !PyAnySet_Check(elementwise) || !PyAnySet_Check(transcendental) ||
         !PyAnySet_Check(default_only) ||
@@ -640,8 +663,9 @@ static PyObject *cost_common(PyObject *module, PyObject *const *args, Py_ssize_t
     }
     for (; index < PyList_GET_SIZE(instructions); index++) {
         PyObject *instr = PyList_GET_ITEM(instructions, index);
-        if (Py_TYPE(instr) != instruction_type || SLOT(instr, OPCODE) == NULL) break;
-        PyObject *cost = PyDict_GetItemWithError(costs, instr); /* borrowed */
+        if (Py_TYPE(instr) != instruction_type || SLOT(instr, OPCODE) == NULL || !PyUnicode_CheckExact(SLOT(instr, OPCODE)))
+            break; /* an exact str opcode (what the parser makes): its set look-ups run no Python code */
+        PyObject *cost = PyDict_GetItemWithError(costs, instr); /* borrowed: the dict keeps it while we read it */
         if (cost == NULL) {
             if (PyErr_Occurred()) return NULL;
             PyObject *op = SLOT(instr, OPCODE);
