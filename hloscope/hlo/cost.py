@@ -220,8 +220,8 @@ class CostAnalysis:
             flops = transcendentals = bytes_accessed = library_flops = library_bytes = 0.0
             costs = self.costs
             instruction_cost = self.instruction_cost
+            elementwise = self._elementwise
             facts_by_text = self._facts_by_text
-            facts_of = self._facts
             common = self._common
             instructions = comp.instructions
             index = 0
@@ -245,15 +245,8 @@ class CostAnalysis:
                         if op in ZERO_BYTES:
                             costs[instr] = _ZERO
                             continue
-                        if op in ELEMENTWISE:  # _elementwise and _default_bytes, inlined: half of all instructions
-                            facts = facts_by_text.get(instr.shape_text) or facts_of(instr)
-                            size = facts[0]
-                            for operand in instr.operands:
-                                size += (facts_by_text.get(operand.shape_text) or facts_of(operand))[1]
-                            if op in TRANSCENDENTAL:
-                                cost = costs[instr] = Cost(0.0, facts[2], size)
-                            else:
-                                cost = costs[instr] = Cost(facts[2], 0.0, size)
+                        if op in ELEMENTWISE:
+                            cost = costs[instr] = elementwise(instr)
                         else:
                             cost = instruction_cost(instr)
                     if cost is not _ZERO:
