@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hloscope.errors import HloscopeError, InputError, warn
 from hloscope.trace.load import XPLANE_SUFFIX
-from hloscope.trace.model import COLLECTIVE, KERNEL, Event, EventStream, Trace
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
@@ -129,48 +127,13 @@ def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> Ca
     return cache[run]
 
 
-class _Observer:
-    """Watches the events `trace_stats` reads (same pass, no second read of the file): kernel counts by name and the
-    collectives (device executions of category collective/communication) in file order."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.kernel_counts: dict[str, int] = {}
-        self.collective_names: list[str] = []
-        self.collective_index: dict[str, int] = {}
-        self.collective_name = array("i")
-        self.collective_start = array("d")
-        self.collective_dur = array("d")
-
-    def wrap(self, trace: Trace) -> Trace:
-        def events() -> Iterator[Event]:
-            self.reset()  # trace_stats may read twice (host-only traces): count the last full pass
-            counts = self.kernel_counts
-            for event in trace.events:
-                if event.device and event.kind == KERNEL:
-                    counts[event.name] = counts.get(event.name, 0) + 1
-                if event.is_device_exec and event.category == COLLECTIVE:
-                    index = self.collective_index.get(event.name)
-                    if index is None:
-                        index = self.collective_index[event.name] = len(self.collective_names)
-                        self.collective_names.append(event.name)
-                    self.collective_name.append(index)
-                    self.collective_start.append(event.start_us)
-                    self.collective_dur.append(event.dur_us)
-                yield event
-
-        return Trace(file=trace.file, format=trace.format, events=EventStream(events), metadata=dict(trace.metadata))
-
-
 def summarize_file(file: str, top: int = 10) -> Summary:
     """One trace's summary for the job view (picklable, JSON-able): {"file", "stats": the `trace_stats` object with
     its "rank", "kernel_counts": {name: count}, "collectives": {"names": [...], "name": [...], "start_us": [...],
     "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
     file is reachable at the same path (a pool worker, a Dask worker)."""
     from hloscope.trace.load import load_trace, trace_rank
-    from hloscope.trace.stats import trace_stats
+    from hloscope.trace.stats import trace_stats_and_totals
 
     path = Path(file)
     try:
@@ -180,25 +143,13 @@ def summarize_file(file: str, top: int = 10) -> Summary:
             from hloscope.trace.program_categories import categorized
 
             trace = categorized(trace, resolver)
-        observer = _Observer()
-        stats = trace_stats(observer.wrap(trace), top=top)
+        stats, totals = trace_stats_and_totals(trace, top=top)
     except InputError as error:  # one broken trace does not hide the others
         return {"file": str(file), "error": error.message, "error_path": error.path, "line": error.line,
                 "col": error.col}
     stats["rank"] = trace_rank(path)
-    # in start order, so the n-th occurrence of a collective is its n-th call on this rank
-    order = sorted(range(len(observer.collective_start)), key=observer.collective_start.__getitem__)
-    return {
-        "file": str(file),
-        "stats": stats,
-        "kernel_counts": observer.kernel_counts,
-        "collectives": {
-            "names": observer.collective_names,
-            "name": [observer.collective_name[i] for i in order],
-            "start_us": [observer.collective_start[i] for i in order],
-            "dur_us": [observer.collective_dur[i] for i in order],
-        },
-    }
+    return {"file": str(file), "stats": stats, "kernel_counts": totals.kernel_counts,
+            "collectives": totals.collectives()}
 
 
 def summary_error(summary: Summary) -> InputError | None:

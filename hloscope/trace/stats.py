@@ -7,6 +7,8 @@ events themselves are never held (docs/trace.md).
 
 from __future__ import annotations
 
+import importlib
+import os
 import re
 from array import array
 from bisect import bisect_left
@@ -26,7 +28,7 @@ from hloscope.trace.model import (
     Event,
     Trace,
 )
-from hloscope.trace.steps import StepLocator, busy_summary, exposed_time, step_windows
+from hloscope.trace.steps import StepLocator, StepWindow, busy_summary, exposed_time, step_windows
 
 TOP_N = 10
 _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
@@ -34,6 +36,20 @@ _NO_CORRELATION = -1
 _INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
 _CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 _COLLECTIVE_INDEX = _CATEGORY_INDEX[COLLECTIVE]
+
+
+def _load_native() -> Any:
+    """The compiled loops (hloscope/trace/_stats_native.c), or None where they were not built (pip install without a C
+    compiler) or HLOSCOPE_PURE_PYTHON=1 is set: then the Python code does everything."""
+    if os.environ.get("HLOSCOPE_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("hloscope.trace._stats_native")
+    except ImportError:
+        return None
+
+
+_native = _load_native()
 # Spans of one training-step program's executions: flow correlation id, or (lane, start of the execution) ->
 # [start, end] in us.
 _Spans = dict[int | tuple[str, float], list[float]]
@@ -67,7 +83,24 @@ class _Accumulator:
         self.launch_corr = array("q")
         self.launch_start = array("d")
         self.launch_dur = array("d")
-        self.dispatched: frozenset[int] = frozenset()  # correlation ids of device executions, set when summarizing
+        # For the job view (hloscope/trace/job.py), from the same pass: kernel executions by name, and the collectives
+        # (device executions of category collective/communication) in file order.
+        self.kernel_counts: dict[str, int] = {}
+        self.collective_names: list[str] = []
+        self.collective_index: dict[str, int] = {}
+        self.collective_name = array("i")
+        self.collective_start = array("d")
+        self.collective_dur = array("d")
+
+    def add_all(self, events: Iterable[Event]) -> None:
+        """`add` each event, by the compiled loop where it is built (hloscope/trace/_stats_native.c: it takes the
+        common cases and calls `add` for the rest, in order; tests/test_trace_stats_native.py compares the results)."""
+        if _native is not None:
+            _native.add_all(self, events)
+            return
+        add = self.add
+        for event in events:
+            add(event)
 
     def add(self, event: Event) -> None:
         self.events += 1
@@ -96,6 +129,9 @@ class _Accumulator:
             is_kernel = kind == KERNEL
             if is_kernel:
                 self.kernels += 1
+                self.kernel_counts[event.name] = self.kernel_counts.get(event.name, 0) + 1
+            if category == COLLECTIVE:
+                self._note_collective(event)
             self.devices.add(event.process)
             self.exec_start.append(event.start_us)
             self.exec_end.append(event.start_us + duration)
@@ -116,6 +152,25 @@ class _Accumulator:
             marker = (event.step, event.start_us, event.start_us + event.dur_us)
             (self.device_markers if event.device else self.host_markers).append(marker)
 
+    def _note_collective(self, event: Event) -> None:
+        index = self.collective_index.get(event.name)
+        if index is None:
+            index = self.collective_index[event.name] = len(self.collective_names)
+            self.collective_names.append(event.name)
+        self.collective_name.append(index)
+        self.collective_start.append(event.start_us)
+        self.collective_dur.append(event.dur_us)
+
+    def collectives(self) -> dict[str, list[Any]]:
+        """The collectives in start order (the n-th occurrence of a collective is its n-th call on this device):
+        {"names": distinct names, "name": index into names, "start_us", "dur_us"}."""
+        order = sorted(range(len(self.collective_start)), key=self.collective_start.__getitem__)
+        return {
+            "names": self.collective_names,
+            "name": [self.collective_name[i] for i in order],
+            "start_us": [self.collective_start[i] for i in order],
+            "dur_us": [self.collective_dur[i] for i in order],
+        }
 
     def _execution_start(self, event: Event) -> float:
         """Where the program execution holding this XLA op began: a new execution starts on a lane when an op of the
@@ -158,18 +213,23 @@ def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], st
     """The JSON summary of one trace (see docs/trace.md for every key). `categories`: a
     `program_categories.CategoryResolver` (or any Event -> category function) that decides the category of each
     device execution, e.g. from the run's HLO; without it, the readers' name-based categories stand."""
+    return trace_stats_and_totals(trace, top, categories)[0]
+
+
+def trace_stats_and_totals(
+    trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None,
+) -> tuple[dict[str, Any], _Accumulator]:
+    """`trace_stats`, and the totals of the pass it made (kernel counts by name, the collectives) for the job view."""
     if categories is not None:
         from hloscope.trace.program_categories import categorized
 
         trace = categorized(trace, categories)
     acc = _Accumulator()
-    add = acc.add
-    for event in trace.events:
-        add(event)
+    acc.add_all(trace.events)
     result = _result(trace, acc, top)
     if not result["kernels"] and result["per_step"]:
         result["host_ops"] = _host_ops(trace, result["per_step"], top)
-    return result
+    return result, acc
 
 
 def _host_ops(trace: Trace, per_step: list[dict[str, Any]], top: int) -> dict[str, Any]:
@@ -200,8 +260,7 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict[str, Any]:
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
     # Host dispatch: the runtime calls whose correlation id is a device execution's (cudaLaunchKernel, cudaMemcpyAsync,
     # XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event queries).
-    acc.dispatched = frozenset(acc.exec_corr)
-    host_launch = sum(d for c, d in zip(acc.launch_corr, acc.launch_dur) if c in acc.dispatched)
+    host_launch = _dispatched_time(acc)
     per_step, step_source, before_window = _per_step(acc)
     return {
         "file": trace.file,
@@ -258,11 +317,7 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
         source = f"executions of {module}"
     if not windows:
         return [], None, _before_window()
-    locator = StepLocator(windows)
-    launches = _LaunchSteps(acc, locator, len(windows))
-    # A device event is in the step its launch was in; without a launch record, in the last step started before its
-    # program execution began.
-    use_launches = bool(host_windows) and launches.any
+    step_of_execution, launch_time = _place(acc, windows, bool(host_windows))
     starts = [array("d") for _ in windows]
     ends = [array("d") for _ in windows]
     collective = [array("b") for _ in windows]  # 1 where the execution is a collective
@@ -271,23 +326,13 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
     category_time = [[0.0] * len(CATEGORIES) for _ in windows]
     early_executions = early_kernels = 0
     early_time = 0.0
-    executions = zip(acc.exec_start, acc.exec_end, acc.exec_corr, acc.exec_is_kernel, acc.exec_anchor, acc.exec_category)
-    for start, end, correlation, is_kernel, anchor, category in executions:
-        index = None
-        if use_launches and correlation != _NO_CORRELATION:
-            index = launches.step_of(correlation)
-            if index is None and correlation < FLOW_CORRELATION_BASE:
-                # Launched before the profiler started recording (its launch is not in the trace: its correlation id
-                # is below every captured launch, or missing): work of no captured step, reported apart.
+    executions = zip(acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel, acc.exec_category)
+    for start, end, index, is_kernel, category in executions:
+        if index < 0:
+            if index == _EARLY:
                 early_executions += 1
                 early_kernels += is_kernel
                 early_time += end - start
-                continue
-            if index == _OUTSIDE_STEPS:
-                index = None
-        if index is None:
-            index = locator.last_started(anchor)
-        if index is None:
             continue
         starts[index].append(start)
         ends[index].append(end)
@@ -312,7 +357,7 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
                 "device_idle_us": round(busy.idle_us, 3),
                 "idle_gaps": busy.gaps,
                 "largest_gap_us": round(busy.largest_gap_us, 3),
-                "host_runtime_us": round(launches.time_per_step[index], 3),
+                "host_runtime_us": round(launch_time[index], 3),
                 "executions_by_category": dict(zip(CATEGORIES, category_counts[index])),
                 "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, category_time[index])},
                 # wall time with a collective running (union), and the part of it with no other device work beside it
@@ -332,7 +377,50 @@ def _collective_time(starts: array[float], ends: array[float], flags: array[int]
     return busy_summary(collective).busy_us, exposed_time(collective, other)
 
 
+def _dispatched_time(acc: _Accumulator) -> float:
+    """Host dispatch: the time of the runtime calls whose correlation id is a device execution's (cudaLaunchKernel,
+    cudaMemcpyAsync, XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event
+    queries). Compiled where built (the same sum, in the same order)."""
+    if _native is not None:
+        return _native.dispatched_time(acc.launch_corr, acc.launch_dur, acc.exec_corr)  # type: ignore[no-any-return]
+    dispatched = frozenset(acc.exec_corr)
+    return sum(d for c, d in zip(acc.launch_corr, acc.launch_dur) if c in dispatched)
+
+
+_NO_STEP = -1  # an execution in no step (before the first one)
+_EARLY = -2  # an execution launched before the profiler started recording: reported apart (before_window)
 _OUTSIDE_STEPS = -1  # a launch in the trace, made outside every step marker
+
+
+def _place(acc: _Accumulator, windows: list[StepWindow], host_windows: bool) -> tuple[array[int], list[float]]:
+    """(the step index of each device execution, or _NO_STEP / _EARLY; the host launch time of each step).
+
+    A device event is in the step its launch was in (when the steps are host markers); without a launch record, in
+    the last step started before its program execution began. Compiled where built (hloscope/trace/_stats_native.c;
+    tests/test_trace_stats_native.py compares both on every fixture)."""
+    if _native is not None:
+        return _native.place(acc.exec_corr, acc.exec_anchor, acc.launch_corr, acc.launch_start,  # type: ignore[no-any-return]
+                             acc.launch_dur, array("d", [w.start_us for w in windows]),
+                             array("d", [w.end_us for w in windows]), host_windows, FLOW_CORRELATION_BASE)
+    locator = StepLocator(windows)
+    launches = _LaunchSteps(acc, locator, len(windows))
+    use_launches = host_windows and launches.any
+    steps = array("i")
+    for correlation, anchor in zip(acc.exec_corr, acc.exec_anchor):
+        index = None
+        if use_launches and correlation != _NO_CORRELATION:
+            index = launches.step_of(correlation)
+            if index is None and correlation < FLOW_CORRELATION_BASE:
+                # Launched before the profiler started recording (its launch is not in the trace: its correlation id
+                # is below every captured launch, or missing): work of no captured step, reported apart.
+                steps.append(_EARLY)
+                continue
+            if index == _OUTSIDE_STEPS:
+                index = None
+        if index is None:
+            index = locator.last_started(anchor)
+        steps.append(_NO_STEP if index is None else index)
+    return steps, launches.time_per_step
 
 
 class _LaunchSteps:
@@ -347,10 +435,11 @@ class _LaunchSteps:
         self.time_per_step = [0.0] * steps
         self._runs: list[tuple[array[int], array[int]]] = []  # (increasing correlation ids, their step indices)
         self._others: dict[int, int] = {}
+        dispatched = frozenset(acc.exec_corr)
         for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
             index = locator.index_at(start)
             if index is not None:
-                if correlation in acc.dispatched:  # a launch of device work, not a synchronize
+                if correlation in dispatched:  # a launch of device work, not a synchronize
                     self.time_per_step[index] += duration
                 self._add(correlation, index)
             else:
