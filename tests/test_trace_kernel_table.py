@@ -56,7 +56,8 @@ def test_matching_ignores_case_and_the_table_is_written_in_lowercase(monkeypatch
         with pytest.raises(ValueError, match=r"rule 1 \(x\): pattern '\\\\bCijk_' has uppercase"):
             kernel_rules()
         table = table.replace("Cijk", "cijk")  # escapes such as \b, \d, \B stay as they are
-        assert kernel_rules()[0].pattern.search("cijk_alik") is not None
+        rule = kernel_rules()[0]
+        assert rule.matches("cijk_alik") and rule.matches("xgemm") and not rule.matches("xcijk_")
     finally:
         kernel_rules.cache_clear()
         kernel_rule.cache_clear()
@@ -139,3 +140,25 @@ def test_no_kernel_that_matters_is_left_to_no_rule(kernels):
         share = sum(unmatched.values()) / device
         listed = "\n".join(f"{us:10.1f} us  {name[:120]}" for name, us in sorted(unmatched.items(), key=lambda i: -i[1]))
         assert share < 0.005, f"{FIXTURES[fixture]}: {share:.1%} of device time matches no rule:\n{listed}"
+
+
+def test_a_rule_matches_exactly_where_the_alternation_of_its_patterns_would(kernels):
+    # Patterns without regex syntax are matched as substrings (faster): the answer must be the regex alternation's,
+    # on every device name of the fixtures and the tests' traces and on names made of the patterns' own pieces.
+    import itertools
+    import re
+    import tomllib
+
+    from hloscope.trace import categories
+
+    table = tomllib.loads(categories._table_text())["rule"]
+    rules = kernel_rules()
+    alternations = [re.compile("|".join(f"(?:{p})" for p in entry["patterns"])) for entry in table]
+    names = {name.lower() for totals in kernels.values() for name in totals}
+    pieces = [p.strip("^$\\b") for entry in table for p in entry["patterns"]]
+    names |= {"".join(pair) for pair in itertools.combinations(pieces[::3], 2)}
+    names |= {f"x{piece}y" for piece in pieces} | {f"{piece}_1" for piece in pieces} | set(pieces)
+    assert len(names) > 1000 and sum(bool(rule.literals) for rule in rules) >= 10
+    for name in names:
+        for rule, alternation in zip(rules, alternations, strict=True):
+            assert rule.matches(name) == bool(alternation.search(name)), (rule.library, name)

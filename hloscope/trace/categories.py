@@ -24,11 +24,24 @@ TABLE = "kernel_categories.toml"
 _UPPERCASE_LITERAL = re.compile(r"(?<!\\)[A-Z]")  # an uppercase letter that is not an escape such as \d, \B or \W
 
 
+_REGEX_SYNTAX = frozenset(".^$*+?{}[]\\|()")
+
+
 @dataclass(frozen=True)
 class KernelRule:
     library: str
     category: str
-    pattern: re.Pattern[str]  # the rule's patterns joined into one alternation, matched against the lowercased name
+    # The rule's patterns, matched against the lowercased name: those without regex syntax as plain substrings (`in`
+    # is ~10x faster than a regex alternation scanning a 300-character name), the others joined into one alternation.
+    literals: tuple[str, ...]
+    pattern: re.Pattern[str] | None
+
+    def matches(self, lowered: str) -> bool:
+        """Whether any of the rule's patterns occurs in `lowered` (the same answer as searching their alternation)."""
+        for literal in self.literals:
+            if literal in lowered:
+                return True
+        return self.pattern is not None and self.pattern.search(lowered) is not None
 
 
 @lru_cache(maxsize=1)
@@ -46,11 +59,13 @@ def kernel_rules() -> tuple[KernelRule, ...]:
         uppercase = next((p for p in patterns if _UPPERCASE_LITERAL.search(p)), None)
         if uppercase is not None:
             raise ValueError(f"{where}: pattern {uppercase!r} has uppercase letters: patterns match the lowercased name")
+        literals = tuple(p for p in patterns if p and not _REGEX_SYNTAX.intersection(p))
+        expressions = [p for p in patterns if p not in literals]
         try:
-            pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
+            pattern = re.compile("|".join(f"(?:{p})" for p in expressions)) if expressions else None
         except re.error as error:
             raise ValueError(f"{where}: bad pattern: {error}") from None
-        rules.append(KernelRule(str(entry.get("library", "")), category, pattern))
+        rules.append(KernelRule(str(entry.get("library", "")), category, literals, pattern))
     return tuple(rules)
 
 
@@ -65,7 +80,7 @@ def kernel_rule(name: str) -> KernelRule | None:
     """The first rule of the table that matches `name` (case-insensitively), or None."""
     lowered = name.lower()
     for rule in kernel_rules():
-        if rule.pattern.search(lowered):
+        if rule.matches(lowered):
             return rule
     return None
 

@@ -44,9 +44,11 @@ def _load_native() -> Any:
     if os.environ.get("HLOSCOPE_PURE_PYTHON"):
         return None
     try:
-        return importlib.import_module("hloscope.trace._stats_native")
+        module = importlib.import_module("hloscope.trace._stats_native")
     except ImportError:
         return None
+    module.setup(Event, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE, _CATEGORY_INDEX)  # raises if Event's
+    return module  # slots are not the ones _stats_native.c reads
 
 
 _native = _load_native()
@@ -384,7 +386,11 @@ def _dispatched_time(acc: _Accumulator) -> float:
     if _native is not None:
         return _native.dispatched_time(acc.launch_corr, acc.launch_dur, acc.exec_corr)  # type: ignore[no-any-return]
     dispatched = frozenset(acc.exec_corr)
-    return sum(d for c, d in zip(acc.launch_corr, acc.launch_dur) if c in dispatched)
+    total: float = 0  # stays the int 0 when no launch matched (as it always has: "host_launch_us": 0)
+    for correlation, duration in zip(acc.launch_corr, acc.launch_dur):
+        if correlation in dispatched:
+            total += duration  # a plain running sum (not sum(), which compensates rounding since Python 3.12)
+    return total
 
 
 _NO_STEP = -1  # an execution in no step (before the first one)
