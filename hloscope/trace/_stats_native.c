@@ -1,9 +1,10 @@
-/* The trace statistics' per-event loops in C (hloscope/trace/stats.py): the accumulation pass over a trace's events
- * (`_Accumulator.add`), the host dispatch sum (`_dispatched_time`) and the placement of device executions in steps
- * (`_place`). The Python code stays the one definition of what each figure means: `add_all` takes the common cases
- * (an Event whose fields have the types the readers give them) and calls the accumulator's own `add` for the rest, in
- * order; the float sums are the same additions in the same order. tests/test_trace_stats_native.py compares both ways
- * on every fixture and on generated events.
+/* The per-event loops over a trace's Events in C (loaded by hloscope/trace/native.py, which lists each function with
+ * the Python code it is the twin of): the check of impossible times (load.CheckedEvents), the statistics'
+ * accumulation pass (stats._Accumulator.add), the host dispatch sum, the placement of device executions in steps and
+ * each step's figures (stats.py). The Python code stays the one definition of what each figure means: the C code
+ * takes the common cases (an Event whose fields have the types the readers give them) and hands the rest back to the
+ * Python code, in order; the float sums are the same additions in the same order, an int stays an int.
+ * tests/test_trace_stats_native.py compares both ways on every fixture and on generated events.
  *
  * Event's fields are read in place through their member descriptors' offsets (hloscope/native_slots.h); `setup`
  * refuses an Event class whose slots are not the ones named here.
@@ -24,7 +25,7 @@ static Py_ssize_t event_offset[N_EVENT];
 #define FIELD(event, i) (*(PyObject **)((char *)(event) + event_offset[i]))
 
 /* What setup() was given: the Event class and stats.py's constants. */
-static PyTypeObject *event_type;
+static PyTypeObject *event_type, *accumulator_type;
 static PyObject *exec_kinds, *kernel_kind, *runtime_kind, *step_kind, *collective, *category_index;
 static PyObject *one, *int_zero, *float_zero, *array_type;
 static PyObject *s_add, *s_note_collective, *s_execution_start;  /* the accumulator's methods, by name */
@@ -34,7 +35,9 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!UUUUO!:setup", &PyType_Type, &type, &PyFrozenSet_Type, &kinds, &kernel, &runtime,
                           &step, &coll, &PyDict_Type, &index))
         return NULL;
-    if (slot_offsets((PyTypeObject *)type, event_fields, N_EVENT, event_offset, "setup") < 0) return NULL;
+    Py_ssize_t offsets[N_EVENT];  /* kept only when every field is a slot: a refused class changes nothing */
+    if (slot_offsets((PyTypeObject *)type, event_fields, N_EVENT, offsets, "setup") < 0) return NULL;
+    memcpy(event_offset, offsets, sizeof offsets);
     Py_XSETREF(event_type, (PyTypeObject *)Py_NewRef(type));
     Py_XSETREF(exec_kinds, Py_NewRef(kinds));
     Py_XSETREF(kernel_kind, Py_NewRef(kernel));
@@ -42,6 +45,15 @@ static PyObject *setup(PyObject *module, PyObject *args) {
     Py_XSETREF(step_kind, Py_NewRef(step));
     Py_XSETREF(collective, Py_NewRef(coll));
     Py_XSETREF(category_index, Py_NewRef(index));
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_accumulator_class(PyObject *module, PyObject *type) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "set_accumulator_class: expected a class");
+        return NULL;
+    }
+    Py_XSETREF(accumulator_type, (PyTypeObject *)Py_NewRef(type));
     Py_RETURN_NONE;
 }
 
@@ -85,6 +97,7 @@ typedef struct {
     Buf buf[N_BUF];
     long long events, kernels;
     double device_time, host_runtime;
+    int handed_back;  /* the accumulator's own `add` failed: its attributes, not these counters, are the state */
 } Pass;
 
 static int put(Buf *b, const void *value, Py_ssize_t size) {
@@ -170,7 +183,10 @@ static int load(Pass *p) {
 static int hand_back(Pass *p, PyObject *event) {
     if (store(p) < 0) return -1;
     PyObject *done = PyObject_CallMethodOneArg(p->acc, s_add, event);
-    if (done == NULL) return -1;
+    if (done == NULL) {
+        p->handed_back = 1;
+        return -1;
+    }
     Py_DECREF(done);
     return load(p);
 }
@@ -228,7 +244,10 @@ static int take_execution(Pass *p, PyObject *event, PyObject *kind) {
     if (by_name == NULL && !absent) return PyErr_Occurred() ? -1 : 0;
     if (hlo_op != Py_None) {
         op_key = PyTuple_Pack(2, hlo_module, hlo_op);
-        if (op_key == NULL) goto error;
+        if (op_key == NULL) {
+            Py_XDECREF(by_name);
+            return -1;
+        }
         by_op = entry_of(p->by_hlo_op, op_key, &op_absent);
         if (by_op == NULL && !op_absent) {
             Py_DECREF(op_key);
@@ -236,7 +255,10 @@ static int take_execution(Pass *p, PyObject *event, PyObject *kind) {
             return PyErr_Occurred() ? -1 : 0;
         }
     }
-    /* Taken: the same updates as _Accumulator.add, in its order. */
+    /* Taken: the same updates as _Accumulator.add, in its order. The fields read after a call of Python code (which
+     * could set the event's fields anew) are held. */
+    Py_INCREF(process);
+    Py_INCREF(correlation);
     double d = PyFloat_AS_DOUBLE(duration), s = PyFloat_AS_DOUBLE(start);
     p->events++;
     p->device_time += d;
@@ -277,11 +299,15 @@ static int take_execution(Pass *p, PyObject *event, PyObject *kind) {
         if (anchor == -1.0 && PyErr_Occurred()) goto error;
     }
     if (put(&p->buf[X_ANCHOR], &anchor, 8) < 0) goto error;
+    Py_DECREF(process);
+    Py_DECREF(correlation);
     Py_XDECREF(by_name);
     Py_XDECREF(by_op);
     Py_XDECREF(op_key);
     return 1;
 error:
+    Py_DECREF(process);
+    Py_DECREF(correlation);
     Py_XDECREF(by_name);
     Py_XDECREF(by_op);
     Py_XDECREF(op_key);
@@ -310,6 +336,8 @@ static int take_runtime(Pass *p, PyObject *event) {
 
 static int take(Pass *p, PyObject *event) {
     if (Py_TYPE(event) != event_type) return 0;
+    for (int i = 0; i < N_EVENT; i++)
+        if (FIELD(event, i) == NULL) return 0;  /* an unset field: Python raises AttributeError */
     PyObject *device = FIELD(event, E_DEVICE), *kind = FIELD(event, E_KIND);
     if ((device != Py_True && device != Py_False) || !PyUnicode_CheckExact(kind)) return 0;
     if (device == Py_True) {
@@ -345,8 +373,12 @@ static void release(Pass *p) {
 static PyObject *add_all(PyObject *module, PyObject *args) {
     PyObject *acc, *events;
     if (!PyArg_ParseTuple(args, "OO:add_all", &acc, &events)) return NULL;
-    if (event_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "add_all: setup() was not called");
+    if (event_type == NULL || accumulator_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "add_all: setup() and set_accumulator_class() were not called");
+        return NULL;
+    }
+    if (Py_TYPE(acc) != accumulator_type) {  /* a subclass may change what add() does: it runs its own loop */
+        PyErr_Format(PyExc_TypeError, "add_all: expected a %s, not %s", accumulator_type->tp_name, Py_TYPE(acc)->tp_name);
         return NULL;
     }
     Pass p;
@@ -391,7 +423,7 @@ static PyObject *add_all(PyObject *module, PyObject *args) {
     if (failed || PyErr_Occurred()) {  /* the events consumed so far stay counted, as in the Python loop */
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
-        if (store(&p) < 0) PyErr_Clear();
+        if (!p.handed_back && store(&p) < 0) PyErr_Clear();
         PyErr_Restore(type, value, traceback);
         goto fail;
     }
@@ -693,15 +725,374 @@ done:
     return result;
 }
 
+
+/* ---- the figures of each step (stats._step_figures; busy time as steps.busy_summary, collectives as
+ * steps.exposed_time) ---- */
+
+typedef struct {
+    double start, end;
+    Py_ssize_t order;  /* Python's sort is stable: ties keep their order */
+} Interval;
+
+static int compare_intervals(const void *a, const void *b) {
+    const Interval *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+typedef struct {
+    double busy, span, idle, largest_gap;
+    Py_ssize_t gaps;
+} Busy;
+
+/* steps.busy_summary: sorts `iv` in place. */
+static Busy busy_of(Interval *iv, Py_ssize_t n) {
+    Busy b = {0.0, 0.0, 0.0, 0.0, 0};
+    if (n == 0) return b;
+    qsort(iv, n, sizeof(Interval), compare_intervals);
+    double current_start = iv[0].start, current_end = iv[0].end, first_start = current_start;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (iv[i].start > current_end) {
+            b.busy += current_end - current_start;
+            double gap = iv[i].start - current_end;
+            b.gaps++;
+            if (gap > b.largest_gap) b.largest_gap = gap;
+            current_start = iv[i].start;
+            current_end = iv[i].end;
+        } else if (iv[i].end > current_end) {
+            current_end = iv[i].end;
+        }
+    }
+    b.busy += current_end - current_start;
+    b.span = current_end - first_start;
+    b.idle = b.span - b.busy;
+    if (0.0 > b.idle) b.idle = 0.0;
+    return b;
+}
+
+/* steps.merge_intervals: sorts `iv` in place and merges it into its first *n entries. */
+static void merge(Interval *iv, Py_ssize_t *n) {
+    qsort(iv, *n, sizeof(Interval), compare_intervals);
+    Py_ssize_t merged = 0;
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        if (merged && iv[i].start <= iv[merged - 1].end) {
+            if (iv[i].end > iv[merged - 1].end) iv[merged - 1].end = iv[i].end;
+        } else {
+            iv[merged++] = iv[i];
+        }
+    }
+    *n = merged;
+}
+
+/* steps.exposed_time of merged, sorted intervals: interval_length(subtract_intervals(a, b)); *any = 0 when the
+ * difference is empty (Python's total is then the int 0). */
+static double exposed(const Interval *a, Py_ssize_t na, const Interval *b, Py_ssize_t nb, int *any) {
+    double total = 0.0;
+    *any = 0;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < na; i++) {
+        double s = a[i].start, e = a[i].end, cursor = s;
+        while (j < nb && b[j].end <= s) j++;
+        Py_ssize_t k = j;
+        while (k < nb && b[k].start < e) {
+            if (b[k].start > cursor) {
+                total += b[k].start - cursor;
+                *any = 1;
+            }
+            if (b[k].end > cursor) cursor = b[k].end;
+            k++;
+        }
+        if (cursor < e) {
+            total += e - cursor;
+            *any = 1;
+        }
+    }
+    return total;
+}
+
+static PyObject *floats_list(const double *values, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+        PyObject *value = PyFloat_FromDouble(values[i]);
+        if (value == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, value);
+    }
+    return list;
+}
+
+static PyObject *longs_list(const long long *values, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+        PyObject *value = PyLong_FromLongLong(values[i]);
+        if (value == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, value);
+    }
+    return list;
+}
+
+/* A flat array of one-byte or four-byte integers ('b' or 'i'). */
+static int small_ints(PyObject *obj, char code, int size, const char *name, Column *c) {
+    if (PyObject_GetBuffer(obj, &c->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (c->view.format == NULL || c->view.format[0] != code || c->view.format[1] != '\0' || c->view.itemsize != size) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an array('%c')", name, code);
+        PyBuffer_Release(&c->view);
+        c->view.obj = NULL;
+        return -1;
+    }
+    c->n = c->view.len / size;
+    return 0;
+}
+
+/* One step's figures: (kernels, counts, times, busy, span, idle, gaps, largest gap, collective, exposed). */
+static PyObject *one_step(Interval *all, Interval *scratch, Py_ssize_t n, const signed char *flags, long long kernels,
+                          const long long *counts, const double *times, Py_ssize_t categories) {
+    Busy busy = busy_of(all, n);  /* sorts `all`; flags[order] is each execution's flag (`scratch`: room for 2n) */
+    double collective_us = 0.0, exposed_us = 0.0;
+    int exposed_any = 1;  /* a float 0.0 unless exposed_time's running total stayed the int 0 */
+    Py_ssize_t n_collective = 0, n_other = 0;
+    for (Py_ssize_t i = 0; i < n; i++) n_collective += flags[all[i].order] != 0;
+    if (n_collective) {  /* each part keeps its executions' order for ties, as the Python lists do */
+        Interval *collective = scratch, *other = scratch + n_collective;
+        Py_ssize_t c = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (flags[all[i].order]) collective[c++] = all[i];
+            else other[n_other++] = all[i];
+        }
+        memcpy(other + n_other, collective, n_collective * sizeof(Interval));  /* a copy for busy_summary */
+        collective_us = busy_of(other + n_other, n_collective).busy;
+        Py_ssize_t merged_collective = n_collective, merged_other = n_other;
+        merge(collective, &merged_collective);
+        merge(other, &merged_other);
+        exposed_us = exposed(collective, merged_collective, other, merged_other, &exposed_any);
+    }
+    PyObject *count_list = longs_list(counts, categories), *time_list = floats_list(times, categories);
+    PyObject *exposed_value = exposed_any ? PyFloat_FromDouble(exposed_us) : PyLong_FromLong(0);
+    PyObject *step = NULL;
+    if (count_list != NULL && time_list != NULL && exposed_value != NULL)
+        step = Py_BuildValue("(LOOdddnddO)", kernels, count_list, time_list, busy.busy, busy.span, busy.idle,
+                             busy.gaps, busy.largest_gap, collective_us, exposed_value);
+    Py_XDECREF(count_list);
+    Py_XDECREF(time_list);
+    Py_XDECREF(exposed_value);
+    return step;
+}
+
+static PyObject *step_figures(PyObject *module, PyObject *args) {
+    PyObject *objects[5];
+    Py_ssize_t steps, categories, collective_index;
+    if (!PyArg_ParseTuple(args, "OOOOOnnn:step_figures", &objects[0], &objects[1], &objects[2], &objects[3],
+                          &objects[4], &steps, &categories, &collective_index))
+        return NULL;
+    if (steps < 0 || categories < 1 || categories > 127 || collective_index < 0 || collective_index >= categories) {
+        PyErr_SetString(PyExc_ValueError, "step_figures: steps, categories or collective index out of range");
+        return NULL;
+    }
+    Column c[5];
+    memset(c, 0, sizeof c);
+    PyObject *result = NULL, *figures = NULL;
+    Py_ssize_t *first = NULL, *members = NULL;
+    Interval *intervals = NULL;
+    signed char *flags = NULL;
+    long long *counts = NULL;
+    double *times = NULL;
+    if (column(objects[0], 'd', "step_figures", &c[0]) < 0 || column(objects[1], 'd', "step_figures", &c[1]) < 0 ||
+        small_ints(objects[2], 'i', sizeof(int), "step_figures", &c[2]) < 0 ||
+        small_ints(objects[3], 'b', 1, "step_figures", &c[3]) < 0 ||
+        small_ints(objects[4], 'b', 1, "step_figures", &c[4]) < 0 || same_length(&c[0], &c[1], "step_figures") < 0 ||
+        same_length(&c[0], &c[2], "step_figures") < 0 || same_length(&c[0], &c[3], "step_figures") < 0 ||
+        same_length(&c[0], &c[4], "step_figures") < 0)
+        goto done;
+    Py_ssize_t n = c[0].n;
+    const double *start = c[0].view.buf, *end = c[1].view.buf;
+    const int *step_of = c[2].view.buf;
+    const signed char *is_kernel = c[3].view.buf, *category = c[4].view.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (step_of[i] >= steps || category[i] < 0 || category[i] >= categories) {
+            PyErr_SetString(PyExc_ValueError, "step_figures: a step or category index out of range");
+            goto done;
+        }
+    /* the executions of each step, in their order: a counting sort by step */
+    first = PyMem_Calloc(steps + 1, sizeof(Py_ssize_t));
+    members = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    intervals = PyMem_Malloc((n ? 3 * n : 1) * sizeof(Interval));
+    flags = PyMem_Malloc(n ? n : 1);
+    counts = PyMem_Malloc(categories * sizeof(long long));
+    times = PyMem_Malloc(categories * sizeof(double));
+    if (first == NULL || members == NULL || intervals == NULL || flags == NULL || counts == NULL || times == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    long long early_executions = 0, early_kernels = 0;
+    double early_time = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (step_of[i] >= 0) first[step_of[i] + 1]++;
+        else if (step_of[i] == EARLY) {
+            early_executions++;
+            early_kernels += is_kernel[i];
+            early_time += end[i] - start[i];
+        }
+    }
+    for (Py_ssize_t s = 0; s < steps; s++) first[s + 1] += first[s];
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (step_of[i] >= 0) members[first[step_of[i]]++] = i;
+    for (Py_ssize_t s = steps; s > 0; s--) first[s] = first[s - 1];  /* back to each step's start */
+    first[0] = 0;
+    figures = PyList_New(steps);
+    if (figures == NULL) goto done;
+    for (Py_ssize_t s = 0; s < steps; s++) {
+        Py_ssize_t count = first[s + 1] - first[s];
+        long long kernels = 0;
+        for (Py_ssize_t k = 0; k < categories; k++) {
+            counts[k] = 0;
+            times[k] = 0.0;
+        }
+        for (Py_ssize_t j = 0; j < count; j++) {
+            Py_ssize_t i = members[first[s] + j];
+            intervals[j].start = start[i];
+            intervals[j].end = end[i];
+            intervals[j].order = j;
+            flags[j] = category[i] == collective_index;
+            kernels += is_kernel[i];
+            counts[category[i]]++;
+            times[category[i]] += end[i] - start[i];
+        }
+        PyObject *step = one_step(intervals, intervals + count, count, flags, kernels, counts, times, categories);
+        if (step == NULL) goto done;
+        PyList_SET_ITEM(figures, s, step);
+    }
+    result = Py_BuildValue("(O(LLd))", figures, early_executions, early_kernels, early_time);
+done:
+    Py_XDECREF(figures);
+    release_columns(c, 5);
+    PyMem_Free(first);
+    PyMem_Free(members);
+    PyMem_Free(intervals);
+    PyMem_Free(flags);
+    PyMem_Free(counts);
+    PyMem_Free(times);
+    return result;
+}
+
+/* ---- load.CheckedEvents: the events of a trace without those with impossible times ---- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *source;  /* the events' iterator; NULL once it is finished */
+    PyObject *possible, *finish;  /* load._possible(event), CheckedEvents._finish(skipped) */
+    double max_event_us, max_time_us;
+    Py_ssize_t skipped;
+} Checked;
+
+static PyTypeObject CheckedType;
+
+static PyObject *Checked_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *events, *possible, *finish;
+    double max_event_us, max_time_us;
+    if (!PyArg_ParseTuple(args, "OOOdd:Checked", &events, &possible, &finish, &max_event_us, &max_time_us)) return NULL;
+    if (event_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Checked: setup() was not called");
+        return NULL;
+    }
+    PyObject *source = PyObject_GetIter(events);
+    if (source == NULL) return NULL;
+    Checked *self = PyObject_GC_New(Checked, type);
+    if (self == NULL) {
+        Py_DECREF(source);
+        return NULL;
+    }
+    self->source = source;
+    self->possible = Py_NewRef(possible);
+    self->finish = Py_NewRef(finish);
+    self->max_event_us = max_event_us;
+    self->max_time_us = max_time_us;
+    self->skipped = 0;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+/* 1: the event's times are possible, 0: not, -1: error. */
+static int possible(Checked *self, PyObject *event) {
+    if (Py_TYPE(event) == event_type) {
+        PyObject *duration = FIELD(event, E_DUR), *start = FIELD(event, E_START);
+        if (PyFloat_CheckExact(duration) && PyFloat_CheckExact(start)) {
+            double d = PyFloat_AS_DOUBLE(duration), s = PyFloat_AS_DOUBLE(start);
+            return 0 <= d && d <= self->max_event_us && -self->max_time_us <= s && s <= self->max_time_us;  /* NaN: 0 */
+        }
+    }
+    PyObject *answer = PyObject_CallOneArg(self->possible, event);
+    if (answer == NULL) return -1;
+    int truth = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return truth;
+}
+
+static PyObject *Checked_next(Checked *self) {
+    if (self->source == NULL) return NULL;
+    PyObject *event;
+    while ((event = PyIter_Next(self->source)) != NULL) {
+        int ok = possible(self, event);
+        if (ok > 0) return event;
+        Py_DECREF(event);
+        if (ok < 0) break;
+        self->skipped++;
+    }
+    Py_CLEAR(self->source);  /* finished, as the Python generator would be, after an error too */
+    if (PyErr_Occurred()) return NULL;
+    PyObject *done = PyObject_CallFunction(self->finish, "n", self->skipped);
+    Py_XDECREF(done);
+    return NULL;
+}
+
+static int Checked_traverse(Checked *self, visitproc visit, void *arg) {
+    Py_VISIT(self->source);
+    Py_VISIT(self->possible);
+    Py_VISIT(self->finish);
+    return 0;
+}
+
+static int Checked_clear(Checked *self) {
+    Py_CLEAR(self->source);
+    Py_CLEAR(self->possible);
+    Py_CLEAR(self->finish);
+    return 0;
+}
+
+static void Checked_dealloc(Checked *self) {
+    PyObject_GC_UnTrack(self);
+    Checked_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyTypeObject CheckedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hloscope.trace._stats_native.Checked",
+    .tp_basicsize = sizeof(Checked),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Checked(events, possible, finish, max_event_us, max_time_us): the events whose times are possible; "
+              "finish(skipped) when they are all read",
+    .tp_new = Checked_new,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Checked_next,
+    .tp_traverse = (traverseproc)Checked_traverse,
+    .tp_clear = (inquiry)Checked_clear,
+    .tp_dealloc = (destructor)Checked_dealloc,
+};
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Event, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE, category_index): the class and constants"},
+    {"set_accumulator_class", set_accumulator_class, METH_O,
+     "set_accumulator_class(stats._Accumulator): the only class add_all takes (a subclass may change add())"},
     {"add_all", add_all, METH_VARARGS, "add_all(accumulator, events): accumulator.add(event) for each event"},
     {"dispatched_time", dispatched_time, METH_VARARGS,
      "dispatched_time(launch_corr, launch_dur, exec_corr): the time of the launches of device executions"},
     {"place", place, METH_VARARGS,
      "place(exec_corr, exec_anchor, launch_corr, launch_start, launch_dur, window_start, window_end, host_windows, "
      "flow_base) -> (array('i') of step indices, host launch time per step)"},
+    {"step_figures", step_figures, METH_VARARGS,
+     "step_figures(exec_start, exec_end, step_of_execution, exec_is_kernel, exec_category, steps, categories, "
+     "collective_index) -> ([per step: (kernels, counts, times, busy, span, idle, gaps, largest gap, collective, "
+     "exposed)], (early executions, early kernels, early us))"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -721,5 +1112,8 @@ PyMODINIT_FUNC PyInit__stats_native(void) {
     if (array_type == NULL || one == NULL || int_zero == NULL || float_zero == NULL || s_add == NULL ||
         s_note_collective == NULL || s_execution_start == NULL)
         return NULL;
-    return PyModule_Create(&stats_native_module);
+    if (PyType_Ready(&CheckedType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&stats_native_module);
+    if (module != NULL && PyModule_AddObjectRef(module, "Checked", (PyObject *)&CheckedType) < 0) Py_CLEAR(module);
+    return module;
 }

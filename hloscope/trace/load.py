@@ -21,6 +21,7 @@ from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto
 from hloscope.trace.model import Event, EventStream, Trace
+from hloscope.trace.native import events_native
 
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.json[.gz] and JAX's <host>.trace.json.gz
@@ -191,18 +192,31 @@ class CheckedEvents:
         self.skipped = 0
 
     def __iter__(self) -> Iterator[Event]:
+        if events_native is not None:  # the same in C (hloscope/trace/native.py)
+            return events_native.Checked(self._events, _possible, self._finish,  # type: ignore[no-any-return]
+                                         MAX_EVENT_US, MAX_TIME_US)
+        return self._checked()
+
+    def _checked(self) -> Iterator[Event]:
         skipped = 0
         for event in self._events:
-            duration, start = event.dur_us, event.start_us
-            if not (0 <= duration <= MAX_EVENT_US and -MAX_TIME_US <= start <= MAX_TIME_US):
-                skipped += 1  # also False for NaN
+            if not _possible(event):
+                skipped += 1
                 continue
             yield event
+        self._finish(skipped)
+
+    def _finish(self, skipped: int) -> None:
         self.skipped = skipped
         if skipped and str(self.path) not in _warned:
             _warned.add(str(self.path))
             warn(f"{self.path}: {skipped:,} event(s) with impossible times (negative, NaN, infinite or longer than a "
                  "day) skipped")
+
+
+def _possible(event: Event) -> bool:
+    duration, start = event.dur_us, event.start_us
+    return 0 <= duration <= MAX_EVENT_US and -MAX_TIME_US <= start <= MAX_TIME_US  # also False for NaN
 
 
 def _head(path: Path, size: int = 65536) -> bytes:

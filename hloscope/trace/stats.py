@@ -7,13 +7,11 @@ events themselves are never held (docs/trace.md).
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from hloscope.trace.model import (
     CATEGORIES,
@@ -28,6 +26,7 @@ from hloscope.trace.model import (
     Event,
     Trace,
 )
+from hloscope.trace.native import events_native as _native
 from hloscope.trace.steps import StepLocator, StepWindow, busy_summary, exposed_time, step_windows
 
 TOP_N = 10
@@ -37,21 +36,6 @@ _INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
 _CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
 _COLLECTIVE_INDEX = _CATEGORY_INDEX[COLLECTIVE]
 
-
-def _load_native() -> Any:
-    """The compiled loops (hloscope/trace/_stats_native.c), or None where they were not built (pip install without a C
-    compiler) or HLOSCOPE_PURE_PYTHON=1 is set: then the Python code does everything."""
-    if os.environ.get("HLOSCOPE_PURE_PYTHON"):
-        return None
-    try:
-        module = importlib.import_module("hloscope.trace._stats_native")
-    except ImportError:
-        return None
-    module.setup(Event, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE, _CATEGORY_INDEX)  # raises if Event's
-    return module  # slots are not the ones _stats_native.c reads
-
-
-_native = _load_native()
 # Spans of one training-step program's executions: flow correlation id, or (lane, start of the execution) ->
 # [start, end] in us.
 _Spans = dict[int | tuple[str, float], list[float]]
@@ -97,7 +81,7 @@ class _Accumulator:
     def add_all(self, events: Iterable[Event]) -> None:
         """`add` each event, by the compiled loop where it is built (hloscope/trace/_stats_native.c: it takes the
         common cases and calls `add` for the rest, in order; tests/test_trace_stats_native.py compares the results)."""
-        if _native is not None:
+        if _native is not None and type(self) is _Accumulator:
             _native.add_all(self, events)
             return
         add = self.add
@@ -211,6 +195,10 @@ class _Accumulator:
             span[1] = max(span[1], event.end_us)
 
 
+if _native is not None:
+    _native.set_accumulator_class(_Accumulator)
+
+
 def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None) -> dict[str, Any]:
     """The JSON summary of one trace (see docs/trace.md for every key). `categories`: a
     `program_categories.CategoryResolver` (or any Event -> category function) that decides the category of each
@@ -320,12 +308,61 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
     if not windows:
         return [], None, _before_window()
     step_of_execution, launch_time = _place(acc, windows, bool(host_windows))
-    starts = [array("d") for _ in windows]
-    ends = [array("d") for _ in windows]
-    collective = [array("b") for _ in windows]  # 1 where the execution is a collective
-    kernels = [0] * len(windows)
-    category_counts = [[0] * len(CATEGORIES) for _ in windows]
-    category_time = [[0.0] * len(CATEGORIES) for _ in windows]
+    figures, early = _step_figures(acc, step_of_execution, len(windows))
+    out = []
+    for index, (window, step) in enumerate(zip(windows, figures, strict=True)):
+        out.append(
+            {
+                "step": window.number,
+                "start_us": round(window.start_us, 3),
+                "host_duration_us": round(window.end_us - window.start_us, 3),
+                "kernels": step.kernels,
+                "device_busy_us": round(step.busy_us, 3),
+                "device_span_us": round(step.span_us, 3),
+                "device_idle_us": round(step.idle_us, 3),
+                "idle_gaps": step.gaps,
+                "largest_gap_us": round(step.largest_gap_us, 3),
+                "host_runtime_us": round(launch_time[index], 3),
+                "executions_by_category": dict(zip(CATEGORIES, step.category_counts)),
+                "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, step.category_time)},
+                # wall time with a collective running (union), and the part of it with no other device work beside it
+                "collective_us": round(step.collective_us, 3),
+                "collective_exposed_us": round(step.collective_exposed_us, 3),
+            }
+        )
+    return out, source, _before_window(*early)
+
+
+class _StepFigures(NamedTuple):
+    """The device work placed in one step."""
+
+    kernels: int
+    category_counts: list[int]  # executions by category, in CATEGORIES' order
+    category_time: list[float]  # us by category
+    busy_us: float  # BusySummary of the step's executions
+    span_us: float
+    idle_us: float
+    gaps: int
+    largest_gap_us: float
+    collective_us: float  # union of the collectives' intervals
+    collective_exposed_us: float  # its part that no other execution overlaps
+
+
+def _step_figures(
+    acc: _Accumulator, step_of_execution: array[int], steps: int,
+) -> tuple[list[_StepFigures], tuple[int, int, float]]:
+    """(the figures of each step, (executions, kernels, us) launched before the profiling window). Compiled where
+    built (hloscope/trace/_stats_native.c: the same sums in the same order)."""
+    if _native is not None:
+        figures, early = _native.step_figures(acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel,
+                                              acc.exec_category, steps, len(CATEGORIES), _COLLECTIVE_INDEX)
+        return [_StepFigures(*step) for step in figures], early
+    starts = [array("d") for _ in range(steps)]
+    ends = [array("d") for _ in range(steps)]
+    collective = [array("b") for _ in range(steps)]  # 1 where the execution is a collective
+    kernels = [0] * steps
+    category_counts = [[0] * len(CATEGORIES) for _ in range(steps)]
+    category_time = [[0.0] * len(CATEGORIES) for _ in range(steps)]
     early_executions = early_kernels = 0
     early_time = 0.0
     executions = zip(acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel, acc.exec_category)
@@ -342,32 +379,15 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
         kernels[index] += is_kernel
         category_counts[index][category] += 1
         category_time[index][category] += end - start
-    out = []
-    for index, window in enumerate(windows):
+    figures = []
+    for index in range(steps):
         busy = busy_summary(list(zip(starts[index], ends[index])))  # one step's intervals at a time
         communication = _collective_time(starts[index], ends[index], collective[index])
         starts[index] = ends[index] = array("d")  # this step's intervals are no longer needed
         collective[index] = array("b")
-        out.append(
-            {
-                "step": window.number,
-                "start_us": round(window.start_us, 3),
-                "host_duration_us": round(window.end_us - window.start_us, 3),
-                "kernels": kernels[index],
-                "device_busy_us": round(busy.busy_us, 3),
-                "device_span_us": round(busy.span_us, 3),
-                "device_idle_us": round(busy.idle_us, 3),
-                "idle_gaps": busy.gaps,
-                "largest_gap_us": round(busy.largest_gap_us, 3),
-                "host_runtime_us": round(launch_time[index], 3),
-                "executions_by_category": dict(zip(CATEGORIES, category_counts[index])),
-                "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, category_time[index])},
-                # wall time with a collective running (union), and the part of it with no other device work beside it
-                "collective_us": round(communication[0], 3),
-                "collective_exposed_us": round(communication[1], 3),
-            }
-        )
-    return out, source, _before_window(early_executions, early_kernels, early_time)
+        figures.append(_StepFigures(kernels[index], category_counts[index], category_time[index], busy.busy_us,
+                                    busy.span_us, busy.idle_us, busy.gaps, busy.largest_gap_us, *communication))
+    return figures, (early_executions, early_kernels, early_time)
 
 
 def _collective_time(starts: array[float], ends: array[float], flags: array[int]) -> tuple[float, float]:

@@ -105,7 +105,10 @@ def exposed_time(collective: list[tuple[float, float]], other: list[tuple[float,
 
 
 def interval_length(intervals: list[tuple[float, float]]) -> float:
-    return sum(e - s for s, e in intervals)
+    total: float = 0  # the int 0 for no intervals (as it always was)
+    for start, end in intervals:
+        total += end - start  # a plain running sum (not sum(), which compensates rounding since Python 3.12)
+    return total
 
 
 def subtract_intervals(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
