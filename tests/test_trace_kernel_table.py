@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hloscope.trace.categories import category_of, kernel_rule, kernel_rules
 from hloscope.trace.load import load_trace
@@ -162,3 +164,41 @@ def test_a_rule_matches_exactly_where_the_alternation_of_its_patterns_would(kern
     for name in names:
         for rule, alternation in zip(rules, alternations, strict=True):
             assert rule.matches(name) == bool(alternation.search(name)), (rule.library, name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        (r"all[-_]?reduce", "reduce"), (r"\bsend\b", "send"), (r"^%?copy([-_.]\d+)?$", "copy"),
+        (r"batch_?norm", "batch"), (r"wvspli?tk", "wvspl"), (r"a{2}bc", "bc"), ("ab{1,3}", "a"), (r"ab+c", "ab"),
+        (r"ab*?cd", "cd"), (r"[]ab]cd", "cd"), (r"x[^]]yz", "yz"), (r"[a\]]bc", "bc"), (r"\.abc", "abc"),
+        ("abc{", "ab"), (r"conv(?!ert|ersion)", "conv"), (r"im(3d)?2col", "2col"),
+        # no text is certain: an alternation at the top, inline flags (verbose mode ignores spaces)
+        ("a|bcd", ""), ("(?x)a b", ""), ("(ab)?", ""), (r"\d+", ""),
+    ],
+)
+def test_required_text_is_a_text_every_match_contains(pattern, required):
+    from hloscope.trace.categories import required_text
+
+    assert required_text(pattern) == required
+
+
+_TOKENS = ["a", "b", "c", "ab", "_", ".", "?", "*", "+", "{1,2}", "{2}", "[ab]", "[^a]", "(a|b)", "(?:ab)?", r"\b",
+           r"\d", "^", "$", "|", "(?!b)"]
+
+
+@given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=8), st.text(alphabet="abc_1 ", max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_a_name_without_the_required_text_never_matches(tokens, name):
+    import re
+
+    from hloscope.trace.categories import required_text
+
+    pattern = "".join(tokens)
+    try:
+        expression = re.compile(pattern)
+    except re.error:
+        return
+    for text in (name, f"x{name}", name * 2, "ab" + name + "ba"):
+        if expression.search(text):
+            assert required_text(pattern) in text, (pattern, text)
