@@ -541,7 +541,7 @@ typedef struct {
     Run runs[MAX_RUNS];
     int count;
     Other *others;
-    Py_ssize_t n_others;
+    Py_ssize_t n_others, others_cap;
 } Launches;
 
 static int run_append(Run *run, long long id, int step) {
@@ -565,7 +565,14 @@ static int launches_add(Launches *l, long long id, int step) {
     for (int r = 0; r < l->count; r++)
         if (l->runs[r].ids[l->runs[r].n - 1] <= id) return run_append(&l->runs[r], id, step);
     if (l->count < MAX_RUNS) return run_append(&l->runs[l->count++], id, step);
-    l->others[l->n_others].id = id;  /* room for every launch was made up front */
+    if (l->n_others == l->others_cap) {
+        Py_ssize_t cap = l->others_cap ? l->others_cap * 2 : 256;
+        Other *others = PyMem_Realloc(l->others, cap * sizeof(Other));
+        if (others == NULL) return -1;
+        l->others = others;
+        l->others_cap = cap;
+    }
+    l->others[l->n_others].id = id;
     l->others[l->n_others].order = l->n_others;
     l->others[l->n_others].step = step;
     l->n_others++;
@@ -663,8 +670,7 @@ static PyObject *place(PyObject *module, PyObject *args) {
     ids = sorted_ids(&c[P_EXEC_CORR]);
     time = PyMem_Calloc(windows ? windows : 1, sizeof(double));
     steps = PyMem_Malloc(n_exec ? n_exec * sizeof(int) : 1);
-    launches.others = PyMem_Malloc(n_launches ? n_launches * sizeof(Other) : 1);
-    if (ids == NULL || time == NULL || steps == NULL || launches.others == NULL) {
+    if (ids == NULL || time == NULL || steps == NULL) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -680,7 +686,7 @@ static PyObject *place(PyObject *module, PyObject *args) {
             goto done;
         }
     }
-    qsort(launches.others, launches.n_others, sizeof(Other), compare_others);
+    if (launches.n_others) qsort(launches.others, launches.n_others, sizeof(Other), compare_others);
     int use_launches = host_windows && n_launches > 0;
     for (Py_ssize_t i = 0; i < n_exec; i++) {
         int step = NO_STEP, found = 0;
@@ -915,19 +921,27 @@ static PyObject *step_figures(PyObject *module, PyObject *args) {
     /* the executions of each step, in their order: a counting sort by step */
     first = PyMem_Calloc(steps + 1, sizeof(Py_ssize_t));
     members = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
-    intervals = PyMem_Malloc((n ? 3 * n : 1) * sizeof(Interval));
-    flags = PyMem_Malloc(n ? n : 1);
+    if (first == NULL || members == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t largest = 0;  /* the scratch is one step's: the largest */
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (step_of[i] >= 0) first[step_of[i] + 1]++;
+    for (Py_ssize_t s = 1; s <= steps; s++)
+        if (first[s] > largest) largest = first[s];
+    intervals = PyMem_Malloc((largest ? 3 * largest : 1) * sizeof(Interval));
+    flags = PyMem_Malloc(largest ? largest : 1);
     counts = PyMem_Malloc(categories * sizeof(long long));
     times = PyMem_Malloc(categories * sizeof(double));
-    if (first == NULL || members == NULL || intervals == NULL || flags == NULL || counts == NULL || times == NULL) {
+    if (intervals == NULL || flags == NULL || counts == NULL || times == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     long long early_executions = 0, early_kernels = 0;
     double early_time = 0.0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (step_of[i] >= 0) first[step_of[i] + 1]++;
-        else if (step_of[i] == EARLY) {
+        if (step_of[i] == EARLY) {
             early_executions++;
             early_kernels += is_kernel[i];
             early_time += end[i] - start[i];

@@ -1,8 +1,9 @@
 """`trace_stats(trace)`: the per-trace summary that `hloscope trace stats --json` prints, from one pass over the events.
 
 Memory: the pass keeps per-name totals (one entry per distinct kernel name) and, for the step analysis, flat arrays
-of 34 bytes per device execution event and 24 bytes per host launch (+16 and +12 bytes while steps are computed);
-events themselves are never held (docs/trace.md).
+of 34 bytes per device execution event and 24 bytes per host launch (while steps are computed, about 20 more per
+execution and 12 per launch, plus ~75 bytes per execution of the largest step); events themselves are never held
+(docs/trace.md).
 """
 
 from __future__ import annotations
