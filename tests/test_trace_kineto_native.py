@@ -155,3 +155,31 @@ def test_events_are_made_with_every_field_of_event():
     """The compiled loop writes Event's slots in place: it must know every one of them, in order."""
     assert Event.__slots__ == ("name", "start_us", "dur_us", "kind", "device", "lane", "process", "category", "step",
                                "hlo_op", "hlo_module", "correlation", "category_source")
+
+
+@needs_native
+def test_the_compiled_iterator_ends_after_an_error_and_a_cycle_through_it_is_collected():
+    import gc
+    import weakref
+
+    decode = kineto_chunks._types()[1].decode
+    complete = [e for e in _EVENTS if e["ph"] == "X"][:2]
+    no_ts = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1}
+    events = kineto._EventBuilder().from_structs(decode(json.dumps([complete[0], no_ts, complete[1]]).encode()))
+    assert isinstance(next(events), Event)
+    with pytest.raises(kineto_chunks.GiveUp):
+        next(events)
+    with pytest.raises(StopIteration):  # finished, as the Python generator is after raising
+        next(events)
+
+    class Holder:
+        pass
+
+    chunk = decode(json.dumps(complete).encode())
+    holder = Holder()
+    holder.events = kineto._EventBuilder().from_structs(chunk)  # holder -> iterator -> chunk -> holder
+    chunk.append(holder)
+    alive = weakref.ref(holder)
+    del holder, chunk
+    gc.collect()
+    assert alive() is None

@@ -304,36 +304,54 @@ static PyObject *Maker_events(Maker *self, PyObject *chunk) {
         PyErr_SetString(PyExc_TypeError, "events: expected the list of one decoded chunk");
         return NULL;
     }
-    Events *events = PyObject_New(Events, &EventsType);
+    Events *events = PyObject_GC_New(Events, &EventsType);
     if (events == NULL) return NULL;
     events->maker = (Maker *)Py_NewRef(self);
     events->chunk = Py_NewRef(chunk);
     events->index = 0;
+    PyObject_GC_Track(events);
     return (PyObject *)events;
 }
 
 static PyObject *Events_next(Events *self) {
-    while (self->index < PyList_GET_SIZE(self->chunk)) {
+    while (self->chunk != NULL && self->index < PyList_GET_SIZE(self->chunk)) {
         PyObject *item = Py_NewRef(PyList_GET_ITEM(self->chunk, self->index));
         self->index++;
         PyObject *event = item_event(self->maker, item);
         Py_DECREF(item);
-        if (event != NULL || PyErr_Occurred()) return event;
+        if (event != NULL) return event;
+        if (PyErr_Occurred()) break;  /* finished after an error, as the Python generator is */
     }
+    Py_CLEAR(self->chunk);
     return NULL;
 }
 
+/* GC-tracked: a cycle through the iterator (its Maker holds the builder's methods) is collected. */
+static int Events_traverse(Events *self, visitproc visit, void *arg) {
+    Py_VISIT(self->maker);
+    Py_VISIT(self->chunk);
+    return 0;
+}
+
+static int Events_clear(Events *self) {
+    Py_CLEAR(self->maker);
+    Py_CLEAR(self->chunk);
+    return 0;
+}
+
 static void Events_dealloc(Events *self) {
-    Py_DECREF(self->maker);
-    Py_DECREF(self->chunk);
-    PyObject_Free(self);
+    PyObject_GC_UnTrack(self);
+    Events_clear(self);
+    PyObject_GC_Del(self);
 }
 
 static PyTypeObject EventsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hloscope.trace._kineto_native.Events",
     .tp_basicsize = sizeof(Events),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "The Events of one decoded chunk, in file order.",
+    .tp_traverse = (traverseproc)Events_traverse,
+    .tp_clear = (inquiry)Events_clear,
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)Events_next,
     .tp_dealloc = (destructor)Events_dealloc,
