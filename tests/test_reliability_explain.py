@@ -182,6 +182,7 @@ def test_a_broken_replay_record_is_named_and_not_used(tmp_path, change, words):
     ("timing", "step_times_s", [0.0, 0.0], "'timing.step_times_s' holds 0.0, not a duration"),
     ("timing", "step_times_s", [1e-300], "'timing.step_times_s' holds 1e-300, not a duration"),
     ("timing", "median_s", 0.0, "'timing.median_s' holds 0.0, not a duration"),
+    ("timing", "steps", 7, "'timing.steps' is 7 but 'timing.step_times_s' holds 4 step times"),  # an edited record
 ])
 def test_nonsense_values_of_a_run_record_are_refused_naming_the_key(tmp_path, section, key, value, words):
     """Were accepted: "-0.228 ms per sample", a 33-digit ratio, a run dropped in silence, a 300-digit ratio."""

@@ -359,6 +359,12 @@ def check_record_values(file: Path, record: dict, what: str = "run.json") -> Non
             if not smallest <= item < MAX_DURATION_S:
                 raise InputError(file, f"not a valid {what}: 'timing.{key}' holds {item!r:.40}, not a duration "
                                        f"(expected a number of seconds, at least {smallest:g} and below 1e9)")
+    steps, times = (timing or {}).get("steps"), (timing or {}).get("step_times_s")
+    if isinstance(steps, int) and not isinstance(steps, bool) and isinstance(times, list) and steps != len(times):
+        # hloscope writes both from the same samples: a record where they differ was edited, and its figures
+        # (median, intervals, the steps explain counts) would disagree with one another
+        raise InputError(file, f"not a valid {what}: 'timing.steps' is {steps} but 'timing.step_times_s' holds "
+                               f"{len(times)} step times")
     for section, key, low, high in _COUNTS:
         part = record.get(section)
         value = part.get(key) if isinstance(part, dict) else None
