@@ -2,20 +2,26 @@
 
 The Python code of hloscope/trace/stats.py is the reference: `add_all` must leave the accumulator exactly as
 `for event in events: acc.add(event)` leaves it (every attribute, value and type, dict order, array contents byte for
-byte), `dispatched_time` must give the value and type of `_dispatched_time`'s sum, and `place` what `_place`'s Python
-body gives. Every trace of the fixtures and of tests/data is compared, then synthetic events for every case the
-compiled code must take or hand back, random event lists, an iterator that fails midway, and hostile direct calls
-(in a child process, so that a crash fails one test, not the run)."""
+byte), `dispatched_time` must give the value and type of `_dispatched_time`'s sum, `place` and `step_figures` what
+`_place`'s and `_step_figures`' Python bodies give (`step_figures` on every placement compared), and `Checked` what
+load.CheckedEvents' generator gives (the same event objects, `skipped`, the warning, the same exceptions). Every trace
+of the fixtures and of tests/data is compared, then synthetic events for every case the compiled code must take or
+hand back, random event lists and executions, an iterator that fails midway, and hostile direct calls (in a child
+process, so that a crash fails one test, not the run)."""
 
 from __future__ import annotations
 
+import gc
+import io
 import json
+import math
 import os
 import subprocess
 import sys
+import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -190,20 +196,50 @@ def _compare_dispatch(acc: stats._Accumulator, what: str) -> None:
     _assert_same(direct, python, f"{what}: dispatched_time (direct call)")
 
 
+def _train_windows(acc: stats._Accumulator) -> list[StepWindow]:
+    """The windows `_per_step` makes from the training-step program's executions when no marker exists."""
+    if not acc.train_executions:
+        return []
+    _, (_, spans) = max(acc.train_executions.items(), key=lambda item: (len(item[1][1]), item[0]))
+    return step_windows([(number, start, end) for number, (start, end) in enumerate(sorted(spans.values()))])
+
+
+def _compare_step_figures(executions: Any, step_of_execution: array[int], steps: int, what: str) -> None:
+    """`step_figures` (through `_step_figures` and called directly) against `_step_figures`' Python body, for the
+    executions of `executions` (an accumulator or any object with its exec_* arrays): every figure with its type,
+    floats by repr."""
+    what = f"{what}: step_figures({steps} steps)"
+    compiled = stats._step_figures(executions, step_of_execution, steps)
+    direct = NATIVE.step_figures(executions.exec_start, executions.exec_end, step_of_execution,
+                                 executions.exec_is_kernel, executions.exec_category, steps, len(stats.CATEGORIES),
+                                 stats._COLLECTIVE_INDEX)
+    with _python_only():
+        python = stats._step_figures(executions, step_of_execution, steps)
+    assert type(direct) is tuple and len(direct) == 2 and type(direct[0]) is list, (what, _short(direct))
+    assert all(type(step) is tuple for step in direct[0]), (what, _short(direct))
+    _assert_same(compiled, python, what)
+    _assert_same(([stats._StepFigures(*step) for step in direct[0]], direct[1]), python, f"{what} (direct call)")
+
+
 def _compare_place(acc: stats._Accumulator, windows: list[StepWindow], host_windows: bool, what: str) -> None:
+    """place both ways, then step_figures both ways on the Python placement."""
     compiled = stats._place(acc, windows, host_windows)
     with _python_only():
         python = stats._place(acc, windows, host_windows)
     _assert_same(compiled, python, f"{what}: place({len(windows)} windows, host_windows={host_windows})")
+    _compare_step_figures(acc, python[0], len(windows), f"{what}, {len(windows)} windows, host_windows={host_windows}")
 
 
 def _compare_placements(acc: stats._Accumulator, what: str, more: Iterable[list[StepWindow]] = ()) -> None:
-    """place with the accumulator's own windows (as `_per_step` gives them, and with the other host flag), with no
-    window, and with any `more` windows, both flags."""
+    """place (and step_figures on its placement) with the accumulator's own windows (as `_per_step` gives them, and
+    with the other host flag; the training-step program's executions where no marker exists), with no window, and
+    with any `more` windows, both flags."""
     windows, host = _windows_of(acc)
     cases = [([], True), ([], False)]
     if windows:
         cases += [(windows, host), (windows, not host)]
+    elif train := _train_windows(acc):
+        cases += [(train, False)]
     cases += [(extra, flag) for extra in more for flag in (True, False)]
     for case_windows, flag in cases:
         _compare_place(acc, case_windows, flag, what)
@@ -751,6 +787,388 @@ def test_add_all_continues_an_accumulator_already_filled():
     _assert_same_accumulator(compiled, python, "second pass")
 
 
+# ------------------------------------------------------------------------------- the check of event times (Checked)
+
+NAN, INF = float("nan"), float("inf")
+MAX_EVENT_US, MAX_TIME_US = load.MAX_EVENT_US, load.MAX_TIME_US
+# Durations and starts at and around every bound of load._possible, of every numeric type a reader or a caller gives.
+CHECK_DURATIONS = [
+    NAN, INF, -INF, -1.0, -5e-324, -0.0, 0.0, 5e-324, 1.5, MAX_EVENT_US, math.nextafter(MAX_EVENT_US, INF),
+    math.nextafter(MAX_EVENT_US, 0.0), 0, 1, -1, 86_400_000_000, 86_400_000_001, True, False, Micro(2.0), Micro(-1.0),
+    Micro(NAN), Micro(MAX_EVENT_US), Count(3), 10**400, -(10**400),
+]
+CHECK_STARTS = [
+    NAN, INF, -INF, 0.0, -0.0, 1.0, MAX_TIME_US, -MAX_TIME_US, math.nextafter(MAX_TIME_US, INF),
+    math.nextafter(-MAX_TIME_US, -INF), math.nextafter(MAX_TIME_US, 0.0), 10**17, 10**17 + 1, -(10**17),
+    -(10**17) - 1, 0, True, False, Micro(5.0), Micro(1e18), Micro(-0.0), Count(-7), -(10**400),
+]
+
+
+def _checked_run(make_events: Callable[[], Iterable[Any]], native: bool, path: str = "checked.trace.json",
+                 fresh: bool = True, failing_finish: bool = False) -> dict[str, Any]:
+    """One pass of the event check over make_events(), compiled (`Checked`) or Python (`CheckedEvents._checked`): the
+    objects it yields, the exception that ended it, what next() gives afterwards, `skipped`, each call of `_finish`
+    and what was written on stderr (`fresh`: the path's warning not given yet)."""
+    checked = load.CheckedEvents(Path(path), make_events())
+    finished: list[int] = []
+    finish = checked._finish
+
+    def noted_finish(skipped: int) -> None:
+        finished.append(skipped)
+        if failing_finish:
+            raise RuntimeError(f"finish failed after {skipped} skipped")
+        finish(skipped)
+
+    checked._finish = noted_finish
+    if fresh:
+        load._warned.discard(str(checked.path))
+    stderr = io.StringIO()
+    yielded: list[Any] = []
+    error = iterator = None
+    after: Any = "StopIteration"  # an iterator never made has nothing more to give either
+    with redirect_stderr(stderr):
+        try:
+            iterator = (NATIVE.Checked(checked._events, load._possible, checked._finish, MAX_EVENT_US, MAX_TIME_US)
+                        if native else checked._checked())
+            for event in iterator:
+                yielded.append(event)
+        except Exception as caught:
+            error = caught
+        if iterator is not None:
+            try:
+                after = f"yielded {next(iterator)!r}"
+            except StopIteration:
+                after = "StopIteration"
+            except Exception as caught:
+                after = _error(caught)
+    return {"yielded": yielded, "error": _error(error), "after": after, "skipped": checked.skipped,
+            "finished": finished, "stderr": stderr.getvalue()}
+
+
+def _compare_checked(make_events: Callable[[], Iterable[Any]], what: str, **options: Any) -> dict[str, Any]:
+    """`Checked` against `CheckedEvents._checked` on fresh events from make_events(): the same objects in the same
+    order, and everything else _checked_run notes; returns the Python outcome."""
+    python = _checked_run(make_events, False, **options)
+    compiled = _checked_run(make_events, True, **options)
+    same = len(compiled["yielded"]) == len(python["yielded"]) and all(
+        a is b for a, b in zip(compiled["yielded"], python["yielded"]))
+    assert same, (f"{what}: compiled yields {_short(compiled['yielded'])}, Python {_short(python['yielded'])}")
+    for key in ("error", "after", "skipped", "finished", "stderr"):
+        assert compiled[key] == python[key], f"{what}: {key}: compiled {compiled[key]!r}, Python {python[key]!r}"
+    return python
+
+
+def _timed(start: Any, dur: Any, cls: type = Event) -> Any:
+    if cls is SimpleNamespace:  # not an Event: only the two attributes the check reads
+        return SimpleNamespace(start_us=start, dur_us=dur)
+    return cls("k", start, dur, KERNEL, True, "Stream #7", GPU)
+
+
+@pytest.mark.parametrize("cls", [Event, PlainEvent, SimpleNamespace], ids=["Event", "subclass", "look-alike"])
+def test_checked_keeps_the_events_the_python_check_keeps(cls):
+    """Every duration against a finite start and every start against a finite duration (NaN, infinities, negative,
+    -0.0, 0, the bounds and the next doubles beyond them, ints, bools, float subclasses, ints beyond any double)."""
+    events = [_timed(1.0, dur, cls) for dur in CHECK_DURATIONS] + [_timed(start, 2.0, cls) for start in CHECK_STARTS]
+    events += [_timed(start, dur, cls) for start in CHECK_STARTS[::3] for dur in CHECK_DURATIONS[::2]]
+    python = _compare_checked(lambda: events, f"{cls.__name__} events")
+    assert 0 < python["skipped"] < len(events) and "impossible times" in python["stderr"]
+    for dur in CHECK_DURATIONS:  # one event a list: what is kept is exactly load._possible's answer
+        for start in (0.0, -0.0, 0, MAX_TIME_US):
+            event = _timed(start, dur, cls)
+            kept = _compare_checked(lambda event=event: [event], f"{cls.__name__}({start!r}, {dur!r})")["yielded"]
+            assert (kept == [event]) is load._possible(event)
+
+
+def test_checked_is_what_checked_events_iterates_where_built():
+    events = [_timed(1.0, 2.0), _timed(1.0, -2.0), _timed(NAN, 1.0), _timed(3.0, 4.0)]
+    checked = load.CheckedEvents(Path("iterated.json"), events)
+    iterator = iter(checked)
+    assert type(iterator) is NATIVE.Checked and iter(iterator) is iterator
+    load._warned.discard("iterated.json")
+    with redirect_stderr(io.StringIO()) as stderr:
+        assert list(iterator) == [events[0], events[3]]
+    assert checked.skipped == 2 and "iterated.json: 2 event(s) with impossible times" in stderr.getvalue()
+    with _python_only():
+        load._warned.discard("iterated.json")
+        python = load.CheckedEvents(Path("iterated.json"), events)
+        with redirect_stderr(io.StringIO()) as python_stderr:
+            assert list(python) == [events[0], events[3]]
+    assert python.skipped == 2 and python_stderr.getvalue() == stderr.getvalue()
+
+
+def test_checked_warns_once_per_path_both_ways():
+    """No warning when nothing is skipped (skipped set to 0); one warning per path, not per pass (load._warned)."""
+    good = [_timed(1.0, 1.0)]
+    bad = [_timed(1.0, 1.0), _timed(1.0, -1.0)]
+    for native in (False, True):
+        first = _checked_run(lambda: good, native, "once-a.json")
+        assert first["stderr"] == "" and first["skipped"] == 0 and first["finished"] == [0], (native, first)
+        first = _checked_run(lambda: bad, native, "once-b.json")
+        again = _checked_run(lambda: bad, native, "once-b.json", fresh=False)
+        other = _checked_run(lambda: bad, native, "once-c.json", fresh=False)
+        assert first["stderr"].count("warning") == 1 and "once-b.json: 1 event(s)" in first["stderr"], (native, first)
+        assert again["stderr"] == "" and again["skipped"] == 1 and again["finished"] == [1], (native, again)
+        assert "once-c.json" in other["stderr"], (native, other)
+        load._warned.discard("once-c.json")
+    _compare_checked(lambda: bad, "second pass, warned before", path="once-b.json", fresh=False)
+
+
+class _Unreadable:
+    """An event whose start cannot be read (a property that fails with no AttributeError)."""
+
+    dur_us = 1.0
+
+    @property
+    def start_us(self) -> float:
+        raise RuntimeError("start_us cannot be read")
+
+
+class _Falsy:
+    def __bool__(self) -> bool:
+        raise ValueError("the truth of this answer is ambiguous")
+
+
+# Objects the check cannot judge: the exception of load._possible, raised at the same place both ways.
+UNJUDGED = {
+    "object()": object(),
+    "None": None,
+    "an int": 5,
+    "no dur_us": SimpleNamespace(start_us=1.0),
+    "no start_us": SimpleNamespace(dur_us=1.0),
+    "start_us that raises": _Unreadable(),
+    "str duration": _timed(1.0, "2"),
+    "None duration": _timed(1.0, None),
+    "None start": _timed(None, 1.0),
+    "complex start": _timed(1j, 1.0),
+    "unset slots, subclass": PlainEvent.__new__(PlainEvent),
+}
+
+
+@pytest.mark.parametrize("name", list(UNJUDGED))
+@pytest.mark.parametrize("at", [0, 3])
+def test_checked_raises_what_the_python_check_raises_on_an_object_it_cannot_judge(name, at):
+    good = [_timed(1.0, 1.0), _timed(-1.0, 1.0), _timed(2.0, -1.0), _timed(4.0, 0.0)]
+    events = [*good[:at], UNJUDGED[name], *good[at:]]
+    python = _compare_checked(lambda: events, name)
+    assert python["error"] is not None and python["finished"] == []
+
+
+def test_checked_raises_what_an_answer_of_possible_raises(monkeypatch):
+    """load._possible answering with no bool (1, "", None, [0]), or with an object whose truth fails."""
+    answers = [True, 1, "", None, [0], _Falsy(), True]
+    monkeypatch.setattr(load, "_possible", lambda event: answers[int(event.start_us)])
+    events = [_timed(float(i), 1.0, PlainEvent) for i in range(len(answers))]
+    python = _compare_checked(lambda: events[:5], "answers of every truth")
+    assert len(python["yielded"]) == 3 and python["skipped"] == 2
+    python = _compare_checked(lambda: events, "an answer whose truth fails")
+    assert python["error"] == ("ValueError", "the truth of this answer is ambiguous") and len(python["yielded"]) == 3
+
+
+@pytest.mark.parametrize("fail_after", [0, 1, 3, 5])
+def test_an_error_of_the_events_iterator_ends_checked_as_it_ends_the_python_check(fail_after):
+    """The exception comes out of the iteration, no event is asked for ahead of the Python generator, finish is not
+    called, and both iterators are finished afterwards (next(): StopIteration)."""
+    events = [_timed(float(i), -1.0 if i % 3 == 1 else 1.0) for i in range(6)]
+    pulled: dict[bool, list[int]] = {False: [], True: []}
+    outcomes = {}
+    for native in (False, True):
+        outcomes[native] = _checked_run(lambda native=native: _failing(events, pulled[native], fail_after), native)
+    python, compiled = outcomes[False], outcomes[True]
+    assert python["error"] == ("ValueError", f"the reader failed after {fail_after} events")
+    assert python["after"] == "StopIteration" and python["finished"] == []
+    assert compiled["yielded"] == python["yielded"] and pulled[True] == pulled[False]
+    for key in ("error", "after", "skipped", "finished", "stderr"):
+        assert compiled[key] == python[key], (key, compiled[key], python[key])
+    _compare_checked(lambda: _failing(events, [], None), "no failure")
+
+
+@pytest.mark.parametrize("events", [[], [_timed(1.0, 1.0)], [_timed(1.0, -1.0)], [_timed(1.0, 1.0), _timed(NAN, 1.0)]],
+                         ids=["none", "kept", "skipped", "both"])
+def test_a_failing_finish_ends_checked_as_it_ends_the_python_check(events):
+    python = _compare_checked(lambda: events, "failing finish", failing_finish=True)
+    assert python["error"] is not None and python["error"][0] == "RuntimeError" and python["after"] == "StopIteration"
+
+
+def test_checked_takes_any_iterable_and_refuses_what_is_not_one():
+    events = [_timed(1.0, 1.0), _timed(1.0, -1.0), _timed(2.0, 1.0)]
+    for make in (lambda: tuple(events), lambda: iter(events), lambda: (e for e in events),
+                 lambda: EventStream(lambda: iter(events)), lambda: load.CheckedEvents(Path("inner"), events)):
+        load._warned.add("inner")  # the inner check warns once, in neither pass
+        _compare_checked(make, type(make()).__name__)
+    load._warned.discard("inner")
+    for not_iterable in (5, None, object()):
+        python = _compare_checked(lambda not_iterable=not_iterable: not_iterable, repr(not_iterable))
+        assert python["error"][0] == "TypeError"
+
+
+_check_values = st.one_of(
+    st.sampled_from(CHECK_DURATIONS + CHECK_STARTS),
+    st.floats(),
+    st.floats(-2 * MAX_EVENT_US, 2 * MAX_EVENT_US),
+    st.integers(-(10**18), 10**18),
+)
+
+
+@st.composite
+def _checked_events(draw: st.DrawFn) -> list[Any]:
+    events = [_timed(draw(_check_values), draw(_check_values),
+                     draw(st.sampled_from([Event, Event, Event, PlainEvent, SimpleNamespace])))
+              for _ in range(draw(st.integers(0, 30)))]
+    if draw(st.integers(0, 9)) == 0:
+        events.insert(draw(st.integers(0, len(events))), draw(st.sampled_from(list(UNJUDGED.values()))))
+    return events
+
+
+@settings(max_examples=120, deadline=None)
+@given(events=_checked_events(), fail_after=st.one_of(st.none(), st.integers(0, 30)))
+def test_random_event_lists_are_checked_the_same_both_ways(events, fail_after):
+    _compare_checked(lambda: _failing(events, [], fail_after), "random events")
+
+
+class _Holder:
+    """Something reachable only through a cycle that runs through the Checked iterator."""
+
+
+def test_a_reference_cycle_through_checked_is_collected():
+    """Checked is known to the garbage collector: a cycle through its finish (the CheckedEvents' bound method, with
+    the iterator kept on the CheckedEvents) or through its events (an event that holds the iterator) is freed, whether
+    the iteration has started, finished or not begun."""
+    assert gc.is_tracked(NATIVE.Checked([], load._possible, print, MAX_EVENT_US, MAX_TIME_US))
+    for consumed in (0, 1, 3):
+        checked = load.CheckedEvents(Path("cycle.json"), [_timed(1.0, 1.0), _timed(2.0, 1.0)])
+        iterator = iter(checked)
+        assert type(iterator) is NATIVE.Checked
+        with redirect_stderr(io.StringIO()):
+            for _ in zip(range(consumed), iterator):
+                pass
+        checked.iterator = iterator
+        gone = weakref.ref(checked)
+        del checked, iterator
+        gc.collect()
+        assert gone() is None, f"a cycle through finish, {consumed} events read: not collected"
+
+        holder = _Holder()
+        events = [_timed(1.0, 1.0), holder, _timed(2.0, 1.0)]
+        holder.start_us, holder.dur_us = 1.0, 1.0
+        holder.iterator = NATIVE.Checked(events, load._possible, _Holder, MAX_EVENT_US, MAX_TIME_US)
+        for _ in zip(range(consumed), holder.iterator):
+            pass
+        gone = weakref.ref(holder)
+        del holder, events
+        gc.collect()
+        assert gone() is None, f"a cycle through the events, {consumed} events read: not collected"
+
+
+# ----------------------------------------------------------------------------------- each step's figures, directly
+
+_STEP_TIMES = [-0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.5, 3.0, 3.0, 5.0, 7.5, 10.0]
+
+
+@st.composite
+def _step_executions(draw: st.DrawFn) -> tuple[SimpleNamespace, array[int], int]:
+    """Executions of a few steps: many ties (times from a short list, or repeated), nested and identical intervals,
+    zero-length ones, -0.0, now and then infinite ends or a negative length; steps -1 (none) and -2 (early), steps
+    with no execution, every category, is_kernel beyond 0 / 1 now and then."""
+    steps = draw(st.integers(0, 5))
+    size = draw(st.integers(0, 40))
+    categories = len(CATEGORIES)
+    executions = SimpleNamespace(exec_start=array("d"), exec_end=array("d"), exec_is_kernel=array("b"),
+                                 exec_category=array("b"))
+    step_of = array("i")
+    time = st.one_of(st.sampled_from(_STEP_TIMES), st.floats(-5, 15, allow_nan=False, allow_infinity=False))
+    for _ in range(size):
+        shape = draw(st.sampled_from(["length", "length", "until", "zero", "again", "again", "odd"]))
+        start = draw(time)
+        if shape == "length":
+            end = start + draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 2.5, 4.0, 10.0]))
+        elif shape == "until":
+            end = max(start, draw(time))
+        elif shape == "zero":
+            end = start if draw(st.booleans()) else -0.0 if start == 0 else start
+        elif shape == "again" and executions.exec_start:
+            at = draw(st.integers(0, len(executions.exec_start) - 1))
+            start, end = executions.exec_start[at], executions.exec_end[at]
+        else:
+            end = draw(st.sampled_from([INF, start - 1.0, start + 1e-9, start])) if shape == "odd" else start + 1.0
+            if shape == "odd" and draw(st.booleans()):
+                start = -INF
+        executions.exec_start.append(start)
+        executions.exec_end.append(end)
+        step_of.append(draw(st.sampled_from([-2, -1, *range(steps), *range(steps), *range(steps)])))
+        executions.exec_is_kernel.append(draw(st.sampled_from([1, 1, 1, 0, 0, 2, -1])))
+        executions.exec_category.append(draw(st.one_of(st.just(stats._COLLECTIVE_INDEX),
+                                                       st.integers(0, categories - 1))))
+    return executions, step_of, steps
+
+
+@contextmanager
+def _collective_index(index: int) -> Iterator[None]:
+    saved = stats._COLLECTIVE_INDEX
+    stats._COLLECTIVE_INDEX = index
+    try:
+        yield
+    finally:
+        stats._COLLECTIVE_INDEX = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_step_executions(), collective=st.one_of(st.just(stats._COLLECTIVE_INDEX),
+                                                     st.integers(0, len(CATEGORIES) - 1)))
+def test_random_executions_give_the_same_step_figures_both_ways(case, collective):
+    executions, step_of, steps = case
+    with _collective_index(collective):
+        _compare_step_figures(executions, step_of, steps, f"random executions, collective index {collective}")
+
+
+def _executions(*rows: tuple[float, float, int, int, int]) -> tuple[SimpleNamespace, array[int]]:
+    """(start, end, step, is_kernel, category) rows -> (executions, step_of_execution)."""
+    return SimpleNamespace(exec_start=array("d", [row[0] for row in rows]), exec_end=array("d", [row[1] for row in rows]),
+                           exec_is_kernel=array("b", [row[3] for row in rows]),
+                           exec_category=array("b", [row[4] for row in rows])), array("i", [row[2] for row in rows])
+
+
+C_, M_ = stats._COLLECTIVE_INDEX, CATEGORIES.index("matmul/conv")
+STEP_CASES: dict[str, tuple[tuple[float, float, int, int, int], ...]] = {
+    "no execution": (),
+    "only early and no step": ((1.0, 2.0, -2, 1, M_), (0.5, 3.0, -1, 1, C_), (-0.0, 0.0, -2, 0, C_)),
+    "collective fully covered": ((2.0, 4.0, 0, 1, C_), (1.0, 5.0, 0, 1, M_)),
+    "collective covered exactly": ((2.0, 4.0, 0, 1, C_), (2.0, 4.0, 0, 1, M_)),
+    "collective covered by two touching": ((2.0, 4.0, 0, 1, C_), (1.0, 3.0, 0, 1, M_), (3.0, 5.0, 0, 1, M_)),
+    "collective partly covered": ((2.0, 6.0, 0, 1, C_), (1.0, 3.0, 0, 1, M_), (4.0, 5.0, 0, 1, M_)),
+    "collective not covered": ((2.0, 4.0, 0, 1, C_), (5.0, 6.0, 0, 1, M_), (0.0, 1.0, 0, 1, M_)),
+    "collective only": ((2.0, 4.0, 0, 1, C_), (3.0, 7.0, 0, 1, C_)),
+    "zero-length collective": ((2.0, 2.0, 0, 1, C_), (1.0, 3.0, 0, 1, M_)),
+    "zero-length collective alone": ((2.0, 2.0, 0, 1, C_),),
+    "-0.0 zero-length": ((-0.0, -0.0, 0, 1, C_), (0.0, 0.0, 0, 1, C_), (-0.0, 0.0, 0, 1, M_)),
+    "-0.0 and 0.0 ties": ((0.0, -0.0, 0, 1, M_), (-0.0, -0.0, 0, 1, M_), (-0.0, 0.0, 1, 1, M_), (0.0, 0.0, 1, 1, M_)),
+    "nested and identical": ((0.0, 10.0, 0, 1, M_), (2.0, 3.0, 0, 1, M_), (2.0, 3.0, 0, 0, C_), (0.0, 10.0, 0, 1, C_)),
+    "gaps": ((0.0, 1.0, 0, 1, M_), (3.0, 4.0, 0, 1, M_), (10.0, 10.5, 0, 1, C_), (4.0, 4.0, 0, 1, M_)),
+    "steps with nothing between": ((0.0, 1.0, 0, 1, M_), (5.0, 6.0, 3, 1, C_)),
+}
+
+
+@pytest.mark.parametrize("name", list(STEP_CASES))
+@pytest.mark.parametrize("steps", [4, 7])
+def test_step_cases_give_the_same_figures_both_ways(name, steps):
+    executions, step_of = _executions(*STEP_CASES[name])
+    _compare_step_figures(executions, step_of, steps, name)
+    for rows in (STEP_CASES[name], STEP_CASES[name][::-1]):  # every category as the collective one, reversed order
+        executions, step_of = _executions(*rows)
+        for index in range(len(CATEGORIES)):
+            with _collective_index(index):
+                _compare_step_figures(executions, step_of, steps, f"{name}, collective index {index}")
+
+
+def test_the_step_cases_reach_what_they_are_for():
+    """On the Python reference: an exposed time of the int 0 where the collective is covered, a float otherwise."""
+    with _python_only():
+        covered = stats._step_figures(_executions(*STEP_CASES["collective fully covered"])[0],
+                                      _executions(*STEP_CASES["collective fully covered"])[1], 1)[0][0]
+        partly = stats._step_figures(*_executions(*STEP_CASES["collective partly covered"]), 1)[0][0]
+    assert type(covered.collective_exposed_us) is int and covered.collective_us == 2.0
+    assert type(partly.collective_exposed_us) is float and partly.collective_exposed_us == 2.0
+
+
 # ---------------------------------------------------------------------------------------------- hostile direct calls
 
 # Run in a child process before each section below: the helpers of the hostile calls.
@@ -1131,6 +1549,326 @@ for cls in (NotAnEvent, object, None):
     refused(f"setup({cls!r})", lambda cls=cls: N.setup(cls, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE,
                                                        stats._CATEGORY_INDEX))
 refused_or_same("add_all after a refused setup()", Acc, lambda acc: E)
+''',
+    'step_figures': r'''
+from hloscope.trace.model import CATEGORIES
+
+CI, CN = stats._COLLECTIVE_INDEX, len(CATEGORIES)
+good = [array("d", [0.0, 1.0, 2.0]), array("d", [1.0, 3.0, 2.5]), array("i", [0, -1, 1]), array("b", [1, 0, 1]),
+        array("b", [0, CI, CI]), 2, CN, CI]
+figures, early = N.step_figures(*good)
+assert type(figures) is list and len(figures) == 2 and all(type(f) is tuple and len(f) == 10 for f in figures), figures
+assert early == (0, 0, 0.0), early
+codes = ["d", "d", "i", "b", "b"]
+for position, code in enumerate(codes):
+    size = len(good[position])
+    wrong = [c for c in "dqibBhfl" if c != code]
+    for bad in [*(array(c, [1] * size) for c in wrong), list(good[position]), None, good[position].tobytes(), "abc",
+                memoryview(good[position]).cast("B")]:
+        args = list(good)
+        args[position] = bad
+        refused(f"step_figures: argument {position} {bad!r}", lambda args=args: N.step_figures(*args))
+    args = list(good)
+    args[position] = memoryview(array(code, [0] * (2 * size)))[::2]  # strided: no C-contiguous buffer
+    refused(f"step_figures: argument {position} strided", lambda args=args: N.step_figures(*args),
+            (TypeError, ValueError, BufferError))
+    for other in (size - 1, size + 1, 0):
+        args = list(good)
+        args[position] = array(code, [0] * other)
+        refused(f"step_figures: argument {position} of length {other}", lambda args=args: N.step_figures(*args))
+for name, column, values in [
+    ("a step index == steps", 2, [0, 2, 1]), ("a step index far out", 2, [0, 2**31 - 1, 1]),
+    ("a category -1", 4, [0, -1, 0]), ("a category == categories", 4, [0, CN, 0]), ("a category 127", 4, [0, 127, 0]),
+    ("a category -128", 4, [0, -128, 0]),
+]:
+    args = list(good)
+    args[column] = array(args[column].typecode, values)
+    refused(f"step_figures: {name}", lambda args=args: N.step_figures(*args))
+for name, position, value in [
+    ("steps -1", 5, -1), ("steps -2**62", 5, -2**62), ("steps 1 (an index out of it)", 5, 1),
+    ("categories 0", 6, 0), ("categories -1", 6, -1), ("categories 128", 6, 128), ("categories 1000", 6, 1000),
+    ("categories 2 (a category out of it)", 6, 2), ("collective index -1", 7, -1),
+    ("collective index == categories", 7, CN), ("collective index 127", 7, 127), ("steps 2.0", 5, 2.0),
+    ("steps '2'", 5, "2"), ("steps None", 5, None), ("categories 7.0", 6, 7.0), ("collective index None", 7, None),
+]:
+    args = list(good)
+    args[position] = value
+    refused(f"step_figures: {name}", lambda args=args: N.step_figures(*args))
+for name, position, value in [("steps 2**63", 5, 2**63), ("categories 2**64", 6, 2**64),
+                              ("collective index -2**70", 7, -2**70)]:
+    args = list(good)
+    args[position] = value
+    refused(f"step_figures: {name}", lambda args=args: N.step_figures(*args), (TypeError, ValueError, OverflowError))
+for name, steps in [("steps sys.maxsize", sys.maxsize), ("steps 2**62", 2**62), ("steps 2**60", 2**60)]:
+    refused(f"step_figures: {name}", lambda steps=steps: N.step_figures(*good[:5], steps, CN, CI),
+            (TypeError, ValueError, MemoryError, OverflowError))
+refused("step_figures()", lambda: N.step_figures())
+refused("step_figures(7 arguments)", lambda: N.step_figures(*good[:7]))
+refused("step_figures(9 arguments)", lambda: N.step_figures(*good, 0))
+refused("step_figures(keyword)", lambda: N.step_figures(*good[:7], collective_index=CI))
+
+
+def python_figures(args):
+    executions = SimpleNamespace(exec_start=args[0], exec_end=args[1], exec_is_kernel=args[3], exec_category=args[4])
+    saved = stats._native, stats._COLLECTIVE_INDEX, stats.CATEGORIES
+    stats._native, stats._COLLECTIVE_INDEX, stats.CATEGORIES = None, args[7], tuple(range(args[6]))
+    try:
+        figures, early = stats._step_figures(executions, args[2], args[5])
+    finally:
+        stats._native, stats._COLLECTIVE_INDEX, stats.CATEGORIES = saved
+    return [tuple(step) for step in figures], early
+
+
+@checked
+def same_figures(name, args):
+    # Arguments the statistics never give but the Python code reads alike: the Python figures, or a refusal.
+    step(name)
+    try:
+        compiled = N.step_figures(*args)
+    except (TypeError, ValueError):
+        return
+    assert canon(compiled) == canon(python_figures(args)), (compiled, python_figures(args))
+
+
+@checked
+def safe(name, args):
+    # Arguments outside the contract (NaN: Python's sort and C's qsort may order them apart): figures of the right
+    # shape, or a refusal.
+    step(name)
+    try:
+        figures, early = N.step_figures(*args)
+    except (TypeError, ValueError):
+        return
+    assert len(figures) == args[5] and all(len(f) == 10 and len(f[1]) == len(f[2]) == args[6] for f in figures)
+    assert len(early) == 3
+
+
+same_figures("step_figures: step indices below -2", [good[0], good[1], array("i", [-3, -2**31, -2]), *good[3:]])
+same_figures("step_figures: no executions, many steps", [array("d"), array("d"), array("i"), array("b"), array("b"),
+                                                         5000, CN, CI])
+same_figures("step_figures: one category", [*good[:4], array("b", [0, 0, 0]), 2, 1, 0])
+same_figures("step_figures: 127 categories", [*good[:4], array("b", [0, 126, 5]), 2, 127, 126])
+same_figures("step_figures: array subclasses", [type("Sub", (array,), {})(a.typecode, a) if isinstance(a, array)
+                                                else a for a in good])
+same_figures("step_figures: memoryviews", [memoryview(a) if isinstance(a, array) else a for a in good])
+nan, inf = float("nan"), float("inf")
+safe("step_figures: NaN everywhere", [array("d", [nan, 1.0, nan, 0.0, nan]), array("d", [1.0, nan, nan, nan, 2.0]),
+                                      array("i", [0, 0, 0, 0, -2]), array("b", [1] * 5), array("b", [CI, 0, CI, 0, 0]),
+                                      1, CN, CI])
+safe("step_figures: infinities", [array("d", [-inf, inf, 0.0]), array("d", [inf, inf, -inf]), array("i", [0, 0, 0]),
+                                  array("b", [1, 1, 1]), array("b", [CI, 0, CI]), 1, CN, CI])
+''',
+    'Checked arguments': r'''
+from pathlib import Path
+
+MAX_EVENT_US, MAX_TIME_US = load.MAX_EVENT_US, load.MAX_TIME_US
+
+
+class Plain(Event):
+    pass
+
+
+plain = [Plain("k", 1.0, 1.0, KERNEL, True, "s", "p")]
+
+
+def run(*args):
+    return list(N.Checked(*args))
+
+
+refused("Checked()", lambda: N.Checked())
+refused("Checked(4 arguments)", lambda: N.Checked(E, load._possible, print, MAX_EVENT_US))
+refused("Checked(6 arguments)", lambda: N.Checked(E, load._possible, print, MAX_EVENT_US, MAX_TIME_US, 1.0))
+for events in (5, None, 1.5, object()):
+    refused(f"Checked(events={events!r})", lambda events=events: run(events, load._possible, print, MAX_EVENT_US,
+                                                                      MAX_TIME_US))
+
+
+class BadIter:
+    def __iter__(self):
+        return 5
+
+
+refused("Checked(events whose __iter__ gives no iterator)", lambda: run(BadIter(), load._possible, print, MAX_EVENT_US,
+                                                                         MAX_TIME_US))
+for name, bounds in [("max_event_us 'x'", ("x", MAX_TIME_US)), ("max_time_us None", (MAX_EVENT_US, None)),
+                     ("max_event_us a list", ([1.0], MAX_TIME_US))]:
+    refused(f"Checked({name})", lambda bounds=bounds: run(E, load._possible, print, *bounds))
+refused("Checked(max_time_us 10**400)", lambda: run(E, load._possible, print, MAX_EVENT_US, 10**400),
+        (TypeError, ValueError, OverflowError))
+for possible in (5, None, "possible"):
+    refused(f"Checked(possible={possible!r}) on an Event subclass",
+            lambda possible=possible: run(plain, possible, print, MAX_EVENT_US, MAX_TIME_US))
+    refused(f"Checked(possible={possible!r}) on an object",
+            lambda possible=possible: run([SimpleNamespace(start_us=1.0, dur_us=1.0)], possible, print,
+                                          MAX_EVENT_US, MAX_TIME_US))
+for finish in (5, None, "finish"):
+    refused(f"Checked(finish={finish!r})", lambda finish=finish: run(E, load._possible, finish, MAX_EVENT_US,
+                                                                     MAX_TIME_US))
+    refused(f"Checked(finish={finish!r}), no event", lambda finish=finish: run([], load._possible, finish,
+                                                                               MAX_EVENT_US, MAX_TIME_US))
+refused("Checked(possible taking no argument)", lambda: run(plain, lambda: True, print, MAX_EVENT_US, MAX_TIME_US))
+refused("Checked(finish taking no argument)", lambda: run(E, load._possible, lambda: None, MAX_EVENT_US, MAX_TIME_US))
+refused("a subclass of Checked", lambda: type("Sub", (N.Checked,), {}))
+
+
+@checked
+def bounds_work(name, bounds, expected):
+    # Other bounds than load's: the compiled check uses the ones it is given.
+    step(name)
+    events = [Event("k", float(i), float(i), KERNEL, True, "s", "p") for i in range(5)]
+    kept = [e.start_us for e in N.Checked(events, load._possible, lambda skipped: None, *bounds)]
+    assert kept == expected, kept
+
+
+bounds_work("Checked(max_event_us 2.5)", (2.5, MAX_TIME_US), [0.0, 1.0, 2.0])
+bounds_work("Checked(max_time_us 3.0)", (MAX_EVENT_US, 3.0), [0.0, 1.0, 2.0, 3.0])
+bounds_work("Checked(NaN bounds)", (float("nan"), float("nan")), [])
+''',
+    'Checked: events with unset slots': r'''
+from pathlib import Path
+
+
+def outcome_of_check(events, native):
+    # (positions of the events yielded, the error, skipped, next() afterwards)
+    checked = load.CheckedEvents(Path("unset.json"), events)
+    load._warned.add("unset.json")
+    yielded, error = [], None
+    iterator = None
+    try:
+        iterator = (N.Checked(checked._events, load._possible, checked._finish, load.MAX_EVENT_US, load.MAX_TIME_US)
+                    if native else checked._checked())
+        for event in iterator:
+            yielded.append(next(i for i, e in enumerate(events) if e is event))
+    except Exception as caught:
+        error = (type(caught).__name__, str(caught))
+    after = "StopIteration"
+    if iterator is not None:
+        try:
+            after = repr(next(iterator))
+        except StopIteration:
+            pass
+        except Exception as caught:
+            after = (type(caught).__name__, str(caught))
+    return yielded, error, checked.skipped, after
+
+
+@checked
+def same_check(name, events):
+    step(name)
+    python = outcome_of_check(events, False)
+    compiled = outcome_of_check(events, True)
+    assert compiled == python, f"compiled {compiled}, Python {python}"
+
+
+def fields(**changed):
+    values = {"name": "k", "start_us": 1.0, "dur_us": 2.0, "kind": KERNEL, "device": True, "lane": "s", "process": "p"}
+    return {**values, **changed}
+
+
+for cls in (Event, type("Plain", (Event,), {})):
+    for slot in Event.__slots__:
+        for dur in (2.0, -2.0, 2):
+            unset = cls(**fields(dur_us=dur))
+            delattr(unset, slot)
+            same_check(f"{cls.__name__} with dur_us={dur!r}, no {slot}", [cls(**fields()), unset, cls(**fields())])
+    same_check(f"{cls.__name__} made by __new__ alone", [cls(**fields()), cls.__new__(cls)])
+''',
+    'Checked re-entered': r'''
+from pathlib import Path
+
+
+class Plain(Event):
+    pass
+
+
+def plain(start, dur=1.0):
+    return Plain("k", start, dur, KERNEL, True, "s", "p")
+
+
+BOX = {}
+
+
+def reentering_possible(catch):
+    def possible(event):
+        if event.start_us == 1.0:
+            if catch:
+                try:
+                    next(BOX["iterator"])
+                except Exception as error:
+                    BOX.setdefault("inner", []).append(type(error).__name__)
+            else:
+                next(BOX["iterator"])
+        return event.dur_us >= 0
+    return possible
+
+
+class ReenteringSource:
+    # An iterator of events that calls next() on the check reading it, after its second event.
+    def __init__(self, events, catch):
+        self.events, self.catch, self.index = list(events), catch, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.index == 2:
+            if self.catch:
+                try:
+                    next(BOX["iterator"])
+                except Exception as error:
+                    BOX.setdefault("inner", []).append(type(error).__name__)
+            else:
+                next(BOX["iterator"])
+        if self.index >= len(self.events):
+            raise StopIteration
+        self.index += 1
+        return self.events[self.index - 1]
+
+
+def reentered(native, events, possible=None, catch=True, source=False):
+    # What the check gives when the events' reading or load._possible calls next() on the check itself.
+    saved = load._possible
+    if possible is not None:
+        load._possible = possible
+    try:
+        checked = load.CheckedEvents(Path("reentered.json"), ReenteringSource(events, catch) if source else events)
+        load._warned.add("reentered.json")
+        finished = []
+        checked._finish = finished.append
+        BOX.clear()
+        iterator = BOX["iterator"] = (N.Checked(checked._events, load._possible, checked._finish, load.MAX_EVENT_US,
+                                                load.MAX_TIME_US) if native else checked._checked())
+        yielded, error = [], None
+        try:
+            for event in iterator:
+                yielded.append(events.index(event))
+        except Exception as caught:
+            error = (type(caught).__name__, str(caught))
+        return yielded, error, finished, BOX.get("inner")
+    finally:
+        load._possible = saved
+        BOX.clear()
+
+
+@checked
+def same_or_refused(name, **how):
+    # The Python generator's outcome, or a refusal (ValueError / RuntimeError) of the re-entrant call: no crash.
+    step(name)
+    events = [plain(0.0), plain(1.0), plain(2.0, -1.0), plain(3.0, -1.0), plain(4.0), plain(5.0, -1.0)]
+    python = reentered(False, events, **how)
+    compiled = reentered(True, events, **how)
+    if compiled == python:
+        return
+    refusals = ("ValueError", "RuntimeError")
+    inner_refused = compiled[3] is not None and all(kind in refusals for kind in compiled[3])
+    outer_refused = compiled[1] is not None and compiled[1][0] in refusals
+    assert (inner_refused and compiled[:3] == python[:3]) or outer_refused, f"compiled {compiled}, Python {python}"
+
+
+same_or_refused("possible calls next() on the check, error caught", possible=reentering_possible(True))
+same_or_refused("possible calls next() on the check, error raised", possible=reentering_possible(False), catch=False)
+same_or_refused("the events call next() on the check, error caught", source=True)
+same_or_refused("the events call next() on the check, error raised", source=True, catch=False)
 ''',
 }
 
