@@ -12,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -913,11 +914,16 @@ static PyObject *step_figures(PyObject *module, PyObject *args) {
     const double *start = c[0].view.buf, *end = c[1].view.buf;
     const int *step_of = c[2].view.buf;
     const signed char *is_kernel = c[3].view.buf, *category = c[4].view.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++) {
         if (step_of[i] >= steps || category[i] < 0 || category[i] >= categories) {
             PyErr_SetString(PyExc_ValueError, "step_figures: a step or category index out of range");
             goto done;
         }
+        if (isnan(start[i]) || isnan(end[i])) {  /* no order to sort by: left to the Python code */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
     /* the executions of each step, in their order: a counting sort by step */
     first = PyMem_Calloc(steps + 1, sizeof(Py_ssize_t));
     members = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
@@ -996,6 +1002,7 @@ typedef struct {
     PyObject *possible, *finish;  /* load._possible(event), CheckedEvents._finish(skipped) */
     double max_event_us, max_time_us;
     Py_ssize_t skipped;
+    int running;  /* in next(): a re-entrant next() is refused, as a running generator refuses it */
 } Checked;
 
 static PyTypeObject CheckedType;
@@ -1003,6 +1010,10 @@ static PyTypeObject CheckedType;
 static PyObject *Checked_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *events, *possible, *finish;
     double max_event_us, max_time_us;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Checked() takes no keyword arguments");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "OOOdd:Checked", &events, &possible, &finish, &max_event_us, &max_time_us)) return NULL;
     if (event_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Checked: setup() was not called");
@@ -1021,6 +1032,7 @@ static PyObject *Checked_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->max_event_us = max_event_us;
     self->max_time_us = max_time_us;
     self->skipped = 0;
+    self->running = 0;
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }
@@ -1028,8 +1040,8 @@ static PyObject *Checked_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 /* 1: the event's times are possible, 0: not, -1: error. */
 static int possible(Checked *self, PyObject *event) {
     if (Py_TYPE(event) == event_type) {
-        PyObject *duration = FIELD(event, E_DUR), *start = FIELD(event, E_START);
-        if (PyFloat_CheckExact(duration) && PyFloat_CheckExact(start)) {
+        PyObject *duration = FIELD(event, E_DUR), *start = FIELD(event, E_START);  /* NULL: unset, Python raises */
+        if (duration != NULL && start != NULL && PyFloat_CheckExact(duration) && PyFloat_CheckExact(start)) {
             double d = PyFloat_AS_DOUBLE(duration), s = PyFloat_AS_DOUBLE(start);
             return 0 <= d && d <= self->max_event_us && -self->max_time_us <= s && s <= self->max_time_us;  /* NaN: 0 */
         }
@@ -1043,18 +1055,33 @@ static int possible(Checked *self, PyObject *event) {
 
 static PyObject *Checked_next(Checked *self) {
     if (self->source == NULL) return NULL;
-    PyObject *event;
-    while ((event = PyIter_Next(self->source)) != NULL) {
+    if (self->running) {
+        PyErr_SetString(PyExc_ValueError, "Checked: already executing");
+        return NULL;
+    }
+    self->running = 1;
+    PyObject *source = Py_NewRef(self->source), *event;  /* held: Python code called below cannot free it */
+    while ((event = PyIter_Next(source)) != NULL) {
         int ok = possible(self, event);
-        if (ok > 0) return event;
+        if (ok > 0) {
+            Py_DECREF(source);
+            self->running = 0;
+            return event;
+        }
         Py_DECREF(event);
         if (ok < 0) break;
         self->skipped++;
     }
+    Py_DECREF(source);
     Py_CLEAR(self->source);  /* finished, as the Python generator would be, after an error too */
-    if (PyErr_Occurred()) return NULL;
-    PyObject *done = PyObject_CallFunction(self->finish, "n", self->skipped);
+    PyObject *done = NULL;
+    if (!PyErr_Occurred()) {
+        PyObject *finish = Py_NewRef(self->finish);
+        done = PyObject_CallFunction(finish, "n", self->skipped);
+        Py_DECREF(finish);
+    }
     Py_XDECREF(done);
+    self->running = 0;
     return NULL;
 }
 

@@ -11,7 +11,7 @@ the common cases and hands the rest back to that code, in order (tests/test_trac
 - `place(exec_corr, exec_anchor, launch_corr, launch_start, launch_dur, window_start, window_end, host_windows,
   flow_base)`: `stats._place`.
 - `step_figures(exec_start, exec_end, step_of_execution, exec_is_kernel, exec_category, steps, categories,
-  collective_index)`: `stats._step_figures`.
+  collective_index)`: `stats._step_figures` (None for a NaN time: the Python code sorts those).
 """
 
 from __future__ import annotations

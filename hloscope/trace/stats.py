@@ -354,9 +354,11 @@ def _step_figures(
 ) -> tuple[list[_StepFigures], tuple[int, int, float]]:
     """(the figures of each step, (executions, kernels, us) launched before the profiling window). Compiled where
     built (hloscope/trace/_stats_native.c: the same sums in the same order)."""
-    if _native is not None:
-        figures, early = _native.step_figures(acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel,
-                                              acc.exec_category, steps, len(CATEGORIES), _COLLECTIVE_INDEX)
+    compiled = None if _native is None else _native.step_figures(
+        acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel, acc.exec_category, steps, len(CATEGORIES),
+        _COLLECTIVE_INDEX)
+    if compiled is not None:  # None: a NaN time (events given directly, not read from a file), sorted in Python
+        figures, early = compiled
         return [_StepFigures(*step) for step in figures], early
     starts = [array("d") for _ in range(steps)]
     ends = [array("d") for _ in range(steps)]
