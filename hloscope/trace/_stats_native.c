@@ -925,6 +925,10 @@ static PyObject *step_figures(PyObject *module, PyObject *args) {
         }
     }
     /* the executions of each step, in their order: a counting sort by step */
+    if (steps >= PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(Py_ssize_t)) {
+        PyErr_NoMemory();
+        goto done;
+    }
     first = PyMem_Calloc(steps + 1, sizeof(Py_ssize_t));
     members = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
     if (first == NULL || members == NULL) {
