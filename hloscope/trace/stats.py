@@ -249,8 +249,6 @@ def summarize_events(
 def _result(trace: Trace, acc: _Accumulator, top: int) -> dict[str, Any]:
     device_time = acc.device_time
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
-    # Host dispatch: the runtime calls whose correlation id is a device execution's (cudaLaunchKernel, cudaMemcpyAsync,
-    # XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event queries).
     host_launch = _dispatched_time(acc)
     per_step, step_source, before_window = _per_step(acc)
     return {
