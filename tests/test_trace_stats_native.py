@@ -273,12 +273,12 @@ def _compare_everything(events: list[Any], what: str, more: Iterable[list[StepWi
 
 def _trace_files() -> list[Path]:
     """Every Kineto / Chrome JSON and xplane.pb file of the real fixtures and of tests/data (tests/data/bad aside:
-    files made to be refused)."""
+    files made to be refused; and run records, which are JSON but no traces)."""
     files: list[Path] = []
     for root in (FIXTURES, DATA):
         if root.is_dir():
             files += [path for path in sorted(root.rglob("*")) if path.is_file() and path.name.endswith(TRACE_SUFFIXES)
-                      and BAD not in path.parents]
+                      and BAD not in path.parents and not path.name.endswith(("run.json", "comparison.json"))]
     return files
 
 
