@@ -97,7 +97,10 @@ def check_batch(entry: dict) -> str | None:
 
 def check_delay(entry: dict) -> str | None:
     waiting = sum(c["seconds"] for c in entry["contributors"] if c["significant"] and c["node"].startswith("idle:"))
-    if entry["verdict"] != "slower" or abs(waiting - DELAY_S) > 0.2 * DELAY_S:
+    # A sleep never ends early but may end late (0.6 ms on a loaded 2-core machine): the delay the device waited for
+    # is DELAY_S or, when the step grew by more, that growth. Within 20% of either is right.
+    realized = max(DELAY_S, entry["gap_s"])
+    if entry["verdict"] != "slower" or min(abs(waiting - DELAY_S), abs(waiting - realized)) > 0.2 * realized:
         return f"verdict {entry['verdict']}, device idle for the host +{waiting * 1e3:.3f} ms (delay {DELAY_S * 1e3} ms)"
     return None
 
