@@ -70,6 +70,7 @@ MEMORY = "memcpy/memset"
 COLLECTIVE = "collective/communication"
 OTHER = "other"
 CATEGORIES = (MATMUL, FUSION, REDUCTION, LAYOUT, MEMORY, COLLECTIVE, OTHER)
+CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}  # position in CATEGORIES (per-step arrays)
 # What decided an event's category: its HLO instruction in the run's optimized module, or its name.
 SOURCE_HLO = "hlo"
 SOURCE_NAMES = "names"

@@ -20,7 +20,7 @@ import importlib
 import os
 from typing import Any
 
-from hloscope.trace.model import CATEGORIES, COLLECTIVE, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event
+from hloscope.trace.model import CATEGORY_INDEX, COLLECTIVE, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, Event
 
 
 def _load() -> Any:
@@ -30,9 +30,8 @@ def _load() -> Any:
         module = importlib.import_module("hloscope.trace._stats_native")
     except ImportError:
         return None
-    category_index = {name: index for index, name in enumerate(CATEGORIES)}
     # raises if Event's slots are not the ones _stats_native.c reads
-    module.setup(Event, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE, category_index)
+    module.setup(Event, DEVICE_EXEC_KINDS, KERNEL, RUNTIME, STEP, COLLECTIVE, CATEGORY_INDEX)
     return module
 
 

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from hloscope.trace.model import (
     CATEGORIES,
+    CATEGORY_INDEX,
     COLLECTIVE,
     DEVICE_EXEC_KINDS,
     FLOW_CORRELATION_BASE,
@@ -34,7 +35,7 @@ TOP_N = 10
 _TRAIN_PROGRAM = re.compile(r"train", re.IGNORECASE)  # XLA modules of a training step: jit_train_step, train_step...
 _NO_CORRELATION = -1
 _INT64 = 1 << 63  # correlation ids are kept in arrays of signed 64-bit integers
-_CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}
+_CATEGORY_INDEX = CATEGORY_INDEX
 _COLLECTIVE_INDEX = _CATEGORY_INDEX[COLLECTIVE]
 
 # Spans of one training-step program's executions: flow correlation id, or (lane, start of the execution) ->
