@@ -15,7 +15,9 @@ MAX_BATCH_SIZE = 65_536
 MAX_SEQ_LEN = 131_072
 MAX_TOP_ROWS = 1_000  # rows of a "top N" table (hlo stats, trace stats)
 MAX_SOURCE_DEPTH = 256  # path components of an op_name kept (hlo stats --source-depth)
+MAX_REPEATS = 100  # compare --repeats: fresh processes per configuration
 MAX_MIN_GAP = 10.0  # explain --min-gap: a fraction of the baseline's step time
+MAX_HOST_DELAY_MS = 60_000.0  # run --inject-host-delay: a minute's sleep per step is already far past any real stall
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:

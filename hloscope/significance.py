@@ -5,6 +5,9 @@
 - A ledger node (device time in one category, idle time for one host cause, ...) is compared across the two runs'
   profiled steps, a handful each: the exact two-sided Mann-Whitney U test says whether the two samples differ at all,
   and the bootstrap interval says by how much.
+- With several processes per configuration (`compare --repeats K`), the gap's interval is a hierarchical bootstrap:
+  processes are resampled, then steps within each process, so that the variation between processes of one
+  configuration (thread placement, memory layout, what else the machine runs) widens the interval as it should.
 - Outlier steps (preemption, the profiler's own start-up) are flagged with the median absolute deviation.
 """
 
@@ -68,6 +71,60 @@ def _bootstrap(a: list[float], b: list[float], statistic, confidence: float) -> 
     tail = (1 - confidence) / 2
     low, high = np.quantile(statistic(ma, mb), [tail, 1 - tail])
     return Interval(float(estimate), float(low), float(high))
+
+
+def hierarchical_median_difference(a: list[list[float]], b: list[list[float]],
+                                   confidence: float = CONFIDENCE) -> Interval | None:
+    """median(pooled a) - median(pooled b), each side a list of processes' step times, with a two-level percentile
+    bootstrap interval: each resample draws the side's processes with replacement, then each drawn process's steps
+    with replacement, and takes the median of the pooled draw. None when a side has no step."""
+    return _hierarchical(a, b, lambda x, y: x - y, confidence)
+
+
+def hierarchical_median_ratio(a: list[list[float]], b: list[list[float]],
+                              confidence: float = CONFIDENCE) -> Interval | None:
+    """median(pooled a) / median(pooled b) with the same two-level interval (b's steps must be positive)."""
+    if any(t <= 0 for p in b for t in p):
+        return None
+    return _hierarchical(a, b, lambda x, y: x / y, confidence)
+
+
+def _hierarchical(a: list[list[float]], b: list[list[float]], statistic, confidence: float) -> Interval | None:
+    a = [list(p) for p in a if p]
+    b = [list(p) for p in b if p]
+    if not a or not b:
+        return None
+    estimate = statistic(median([t for p in a for t in p]), median([t for p in b for t in p]))
+    rng = np.random.default_rng(SEED)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(statistic(_pooled_medians(a, rng), _pooled_medians(b, rng)), [tail, 1 - tail])
+    return Interval(float(estimate), float(low), float(high))
+
+
+def _pooled_medians(processes: list[list[float]], rng: np.random.Generator) -> np.ndarray:
+    """Medians of two-level resamples (processes, then the steps of each) of one side. The number of resamples is
+    capped so that one side never holds more than ~20 million drawn steps (runs of many thousand steps)."""
+    lengths = np.asarray([len(p) for p in processes])
+    width = int(lengths.max())
+    table = np.full((len(processes), width), np.nan)
+    for row, steps in enumerate(processes):
+        table[row, :len(steps)] = steps
+    resamples = max(200, min(RESAMPLES, 20_000_000 // (len(processes) * width)))
+    drawn = rng.integers(0, len(processes), (resamples, len(processes)))
+    columns = []
+    for slot in range(len(processes)):
+        chosen = drawn[:, slot]
+        picks = (rng.random((resamples, width)) * lengths[chosen][:, None]).astype(int)
+        values = table[chosen[:, None], np.minimum(picks, width - 1)]
+        values[np.arange(width)[None, :] >= lengths[chosen][:, None]] = np.nan  # a shorter process draws fewer steps
+        columns.append(values)
+    return np.nanmedian(np.concatenate(columns, axis=1), axis=1)
+
+
+def process_spread(medians: list[float]) -> float | None:
+    """The spread between processes of one configuration: the largest minus the smallest of their medians; None with
+    fewer than two processes (unmeasured)."""
+    return max(medians) - min(medians) if len(medians) >= 2 else None
 
 
 def differs(a: list[float], b: list[float]) -> float | None:

@@ -69,7 +69,7 @@ def comparison(tmp_path_factory) -> Path:
     if given and (Path(given) / "torch_xla_compile" / "run.json").is_file():
         return Path(given)
     root = tmp_path_factory.mktemp("traces")
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
                "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
                "--out", str(root)]  # fmt: skip
     result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1800, capture_output=True,

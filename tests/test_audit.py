@@ -76,7 +76,7 @@ def test_settings_reuse_explains_and_add_the_audit_fields():
 
 @pytest.mark.slow
 def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--modes", "pytorch,torchax,jax", "--model",
+    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "pytorch,torchax,jax", "--model",
                            "vit-tiny", "--batch-size", "2", "--steps", "2", "--warmup", "1", "--out", str(tmp_path),
                            "--json"], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "HLOSCOPE_TEST_PRECISION": "jax:bf16"})

@@ -39,7 +39,7 @@ def without_flax(tmp_path) -> dict:
 
 def test_crashes_and_a_missing_framework_are_reported_and_the_rest_completes(tmp_path, without_flax):
     env = {**without_flax, "HLOSCOPE_TEST_CRASH": "pytorch:segv,pytorch+compile:kill,torch_xla+compile:raise"}
-    result = hloscope("compare", "--modes", "pytorch,pytorch+compile,torch_xla,torch_xla+compile,jax", *TINY,
+    result = hloscope("compare", "--repeats", "1", "--modes", "pytorch,pytorch+compile,torch_xla,torch_xla+compile,jax", *TINY,
                       "--out", str(tmp_path / "out"), "--json", env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     comparison = load_comparison(tmp_path / "out" / json.loads(result.stdout)["comparison_id"])
@@ -79,7 +79,7 @@ def test_ctrl_c_during_run_keeps_the_steps_measured(tmp_path):
 
 def test_ctrl_c_during_compare_marks_the_running_and_the_pending_modes(tmp_path):
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "hloscope", "compare", "--modes", "jax,pytorch",
+    process = subprocess.Popen([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,pytorch",
                                 "--model", "vit-tiny", "--batch-size", "4", "--steps", "100000", "--warmup", "1",
                                 "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "PJRT_DEVICE": "CPU"}, start_new_session=True)
@@ -111,7 +111,7 @@ def test_ctrl_c_during_compare_marks_the_running_and_the_pending_modes(tmp_path)
 
 
 def test_a_mode_over_its_time_limit_is_stopped_and_reported(tmp_path):
-    result = hloscope("compare", "--modes", "jax", *TINY, "--timeout", "1", "--out", str(tmp_path), "--json")
+    result = hloscope("compare", "--repeats", "1", "--modes", "jax", *TINY, "--timeout", "1", "--out", str(tmp_path), "--json")
     assert result.returncode == 1  # no mode succeeded
     entry = json.loads(result.stdout)["modes"][0]
     assert entry["status"] == "failed" and entry["error"].startswith("timed out")

@@ -73,10 +73,10 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
     (("run", "--mode", "pytorch", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
     pytest.param(("run", "--mode", *_mode_args(ONE_DEVICE), "--devices", "2", "--batch-size", "8"),
                  f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
-    pytest.param(("compare", "--modes", f"jax,{ONE_DEVICE}", "--devices", "2", "--batch-size", "8", "--no-audit"),
+    pytest.param(("compare", "--repeats", "1", "--modes", f"jax,{ONE_DEVICE}", "--devices", "2", "--batch-size", "8", "--no-audit"),
                  f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
-    (("compare", "--modes", "jax", "--devices", "1,two", "--no-audit"), "--devices 1,two: expected a device count"),
-    (("compare", "--modes", "jax", "--devices", "0,2", "--no-audit"), "--devices 0,2: expected device counts >= 1"),
+    (("compare", "--repeats", "1", "--modes", "jax", "--devices", "1,two", "--no-audit"), "--devices 1,two: expected a device count"),
+    (("compare", "--repeats", "1", "--modes", "jax", "--devices", "0,2", "--no-audit"), "--devices 0,2: expected device counts >= 1"),
 ])
 def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
     result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)

@@ -40,7 +40,7 @@ def test_explain_json_from_run_records_only(cli_run, tmp_path):
     slow = by_mode["torch_xla"]
     assert slow["gap_s"] == pytest.approx(0.002) and slow["verdict"] == "slower"
     assert slow["gap_ci_s"][0] > 0 and slow["tests"] == {"interval_excludes_zero": True, "at_least_min_gap": True,
-                                                         "beyond_step_spread": True}
+                                                         "beyond_step_spread": True, "beyond_process_spread": True}
     # No profile: nothing measured to split the gap into, so no contributors; the whole gap is the residual and the
     # recompilations stand as a hypothesis for the run, with their counts.
     assert slow["contributors"] == [] and slow["residual_s"] == pytest.approx(0.002)
@@ -62,7 +62,7 @@ def test_explain_markdown_file_is_never_overwritten(cli_run, tmp_path):
     assert "| pytorch | failed |" in text
     assert "| torch_xla | ok | 4.000 ms | 4.000-900.000 ms | 2.00x (" in text and "| +2.000 ms (+2.000 to +" in text
     # Significant, but without a profile there are no measured parts: the hypotheses stand for the run as a whole.
-    assert "**2.00x (" in text and "): slower**" in text and "torch_xla has no usable profile" in text
+    assert "**2.00x (" in text and "): slower (provisional" in text and "torch_xla has no usable profile" in text
     hypotheses = text.index("Hypotheses with no significant part of the step to explain")
     assert text.index("Recompilation inside the timed window") > hypotheses
     code, _, err = cli_run("explain", str(comparison), "-o", str(out))
@@ -137,7 +137,7 @@ def test_html_without_output_is_a_new_file_in_the_comparison(cli_run, tmp_path):
     assert out == "" and f"wrote {first}" in err
     page = first.read_text()
     assert page.startswith("<!DOCTYPE html>") and "Recompilation inside the timed window" in page
-    assert "<b>2.00x (" in page and "): slower</b>" in page and '<table class="steps">' in page
+    assert "<b>2.00x (" in page and "): slower (provisional" in page and '<table class="steps">' in page
     assert "http" not in page  # nothing to fetch, not even an SVG namespace URL
     first.write_text("the user's own notes")  # a second report never replaces the first
     code, _, err = cli_run("explain", str(comparison), "--format", "html")

@@ -31,7 +31,7 @@ def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("compare")
     # 10 profiled steps: the first is the profiler's warm-up and, on a loaded 2-core machine, 1-2 more are dropped as
     # preempted; at least 4 kept a side are needed for a node to differ significantly (exact Mann-Whitney).
-    _hloscope("compare", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "12",
+    _hloscope("compare", "--repeats", "2", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "12",
               "--warmup", "3", "--dump-hlo", "--profile", "--profile-steps", "10", "--out", str(out))
     (path,) = out.glob("compare-*")
     return path
@@ -42,13 +42,30 @@ def report(comparison) -> dict:
     return json.loads(_hloscope("explain", str(comparison), "--json").stdout)
 
 
-def _medians(comparison: Path) -> dict[str, float]:
-    return {m: json.loads((comparison / m / "run.json").read_text())["timing"]["median_s"] for m in ("jax", "torch_xla")}
-
-
 def _step_times(comparison: Path) -> dict[str, list[float]]:
-    return {m: json.loads((comparison / m / "run.json").read_text())["timing"]["step_times_s"]
+    """Each mode's timed steps, its two processes' pooled (folders `jax` and `jax-r2`)."""
+    return {m: [t for folder in (m, f"{m}-r2")
+                for t in json.loads((comparison / folder / "run.json").read_text())["timing"]["step_times_s"]]
             for m in ("jax", "torch_xla")}
+
+
+def _medians(comparison: Path) -> dict[str, float]:
+    return {m: median(times) for m, times in _step_times(comparison).items()}
+
+
+def test_processes_of_a_mode_are_one_configuration(comparison, report):
+    """compare --repeats 2: two fresh processes per mode, pooled by explain, their spread measured."""
+    recorded = json.loads((comparison / "comparison.json").read_text())
+    assert [(e["dir"], e["replicate"]) for e in recorded["modes"]] == [
+        ("jax", 1), ("torch_xla", 1), ("torch_xla-r2", 2), ("jax-r2", 2)]  # the second round in rotated order
+    for row in recorded["configurations"]:
+        assert row["processes"] == row["timed_processes"] == 2 and len(row["process_medians_s"]) == 2
+    assert recorded["between_process_spread"]["relative"] > 0
+    for entry in report["modes"]:
+        assert entry["replicates"] == 2 and entry["provisional"] is False
+        assert entry["between_process_spread_s"] == pytest.approx(max(entry["process_medians_s"]) -
+                                                                  min(entry["process_medians_s"]))
+    assert report["between_process_spread"]["processes"] == 2
 
 
 def test_gaps_are_the_run_medians(comparison, report):
@@ -78,7 +95,7 @@ def test_gaps_are_the_run_medians(comparison, report):
 
 
 def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
-    """Where the definitions agree: step boundaries (a step is the period from its marker's start to the next
+    """Where the definitions agree (the first process's trace against its part of the pooled ledger): step boundaries (a step is the period from its marker's start to the next
     one's), executions and kernels per step (each in the step it started in), the timeline's step; busy time is
     per loop period in the ledger (clipped to it), so it is checked against the period, not trace stats' figure."""
     for mode in ("jax", "torch_xla"):
@@ -86,10 +103,12 @@ def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
         ledger = summary["ledger"]
         trace = json.loads(_hloscope("trace", "stats", str(comparison / mode), "--json").stdout)["traces"]
         (per_step,) = [t["per_step"] for t in trace if t.get("per_step")][:1]
-        assert ledger["profiled_steps"] == len(per_step) == 10
-        assert str(per_step[0]["step"]) in ledger["dropped"] and "warm-up" in ledger["dropped"][str(per_step[0]["step"])]
-        kept = [s for s in per_step if str(s["step"]) not in ledger["dropped"]]
-        assert len(kept) == ledger["kept_steps"] == len(ledger["step_s"]) >= 4
+        # the ledger pools both processes, the first one's steps first; trace stats reads the first process's trace
+        assert ledger["profiled_steps"] == 2 * len(per_step) == 20
+        first = f"process 1 step {per_step[0]['step']}"
+        assert first in ledger["dropped"] and "warm-up" in ledger["dropped"][first]
+        kept = [s for s in per_step if f"process 1 step {s['step']}" not in ledger["dropped"]]
+        assert len(kept) >= 4 and ledger["kept_steps"] == len(ledger["step_s"]) >= len(kept) + 4
         following = {s["step"]: n["start_us"] for s, n in itertools.pairwise(per_step)}
         for step, length in zip(kept, ledger["step_s"]):
             if step["step"] in following:
@@ -160,7 +179,8 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
 
 def test_diff_of_the_two_runs(comparison):
     report = json.loads(_hloscope("diff", str(comparison / "jax"), str(comparison / "torch_xla"), "--json").stdout)
-    medians = _medians(comparison)
+    medians = {m: median(json.loads((comparison / m / "run.json").read_text())["timing"]["step_times_s"])
+               for m in ("jax", "torch_xla")}  # diff compares two run directories: the first process of each
     assert report["runs"]["a"]["median_s"] == pytest.approx(medians["jax"])
     assert report["runs"]["b"]["median_s"] == pytest.approx(medians["torch_xla"])
     assert report["a"]["stage"] == report["b"]["stage"] == "after_optimizations"

@@ -26,7 +26,7 @@ def runs(tmp_path_factory) -> dict[str, dict]:
     pytest.importorskip("torch_xla")
     pytest.importorskip("flax")
     out = tmp_path_factory.mktemp("hlo_runs")
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", ",".join(MODES), "--model", "vit-tiny",
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny",
                "--batch-size", "4", "--steps", "2", "--warmup", "2", "--dump-hlo", "--out", str(out), "--json"]
     subprocess.run(command, capture_output=True, text=True, timeout=1200, env=dict(os.environ, PJRT_DEVICE="CPU"))
     (comparison,) = [p for p in out.iterdir() if (p / "comparison.json").is_file()]

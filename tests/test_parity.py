@@ -60,7 +60,7 @@ MODES = ["pytorch", "torch_xla", "jax", "torchax"]
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_every_mode_starts_from_the_same_weights_and_computes_the_same_first_step(tmp_path, precision):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--modes", ",".join(MODES), "--model",
+    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", ",".join(MODES), "--model",
                            "vit-tiny", "--batch-size", "4", "--steps", "3", "--warmup", "1", "--precision", precision,
                            "--check-parity", "--out", str(tmp_path), "--json"],
                           capture_output=True, text=True, timeout=900, env={**os.environ, "PJRT_DEVICE": "CPU"})

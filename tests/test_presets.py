@@ -47,7 +47,7 @@ def test_synthetic_token_batches():
 @pytest.mark.parametrize("model", TINY_TEXT)
 def test_text_presets_run_under_every_mode_and_compute_the_same_first_step(tmp_path, model):
     modes = "pytorch,torch_xla,jax,torchax"
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--modes", modes, "--model", model,
+    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", modes, "--model", model,
                            "--seq-len", "16", "--batch-size", "2", "--steps", "3", "--warmup", "1", "--check-parity",
                            "--dump-hlo", "--no-audit", "--out", str(tmp_path), "--json"],
                           capture_output=True, text=True, timeout=900, env={**os.environ, "PJRT_DEVICE": "CPU"})

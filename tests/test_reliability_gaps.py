@@ -81,7 +81,7 @@ HLO_TEXT = ("HloModule jit_train_step, is_scheduled=true\n\nENTRY main {\n  a = 
 
 
 def _compare(out: Path, *args: str, env: dict | None = None, sigint_ignored: bool = False, **popen) -> subprocess.Popen:
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,pytorch", *TINY, *args, "--out", str(out)]
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,pytorch", *TINY, *args, "--out", str(out)]
     if sigint_ignored:  # as a background job of a script starts it (`hloscope compare ... &`)
         command = ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *command]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -226,7 +226,7 @@ def test_explain_split_measured_and_inferred():
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("replay")
-    result = _hloscope("compare", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny",
+    result = _hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny",
                        "--batch-size", "8", "--steps", "20", "--warmup", "5", "--dump-hlo", "--profile", "--replay",
                        "--no-audit", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -347,7 +347,7 @@ def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path
 
 
 def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):
-    result = _hloscope("compare", "--modes", "jax", "--replay", "--target", "h100", "--out", str(tmp_path), timeout=300)
+    result = _hloscope("compare", "--repeats", "1", "--modes", "jax", "--replay", "--target", "h100", "--out", str(tmp_path), timeout=300)
     assert result.returncode == 2 and "--replay times the programs on this machine" in result.stderr
     assert not list(tmp_path.iterdir())
 

@@ -122,7 +122,7 @@ def test_one_step_updates_the_running_statistics_as_eager_pytorch_does():
 
 @pytest.mark.slow
 def test_every_mode_runs_resnet_tiny_and_computes_the_same_first_step(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--model", "resnet-tiny", "--batch-size", "2",
+    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "resnet-tiny", "--batch-size", "2",
                            "--steps", "3", "--warmup", "1", "--check-parity", "--dump-hlo", "--no-audit", "--out",
                            str(tmp_path), "--json"],
                           capture_output=True, text=True, timeout=1200, cwd=REPO,

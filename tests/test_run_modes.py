@@ -35,7 +35,7 @@ def hloscope(*args: str, env: dict | None = None, timeout: float = 600) -> subpr
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("compare")
-    result = hloscope("compare", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", str(BATCH),
+    result = hloscope("compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", str(BATCH),
                       "--steps", str(STEPS), "--warmup", str(WARMUP), "--profile-steps", str(PROFILE_STEPS),
                       "--dump-hlo", "--profile", "--out", str(out), "--json")
     assert result.returncode == 0, result.stderr[-3000:]

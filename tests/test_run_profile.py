@@ -1,6 +1,6 @@
 """What a profiled run records so that explain can measure: the profiler's warm-up step marked, the step markers
-wrapping the timed step, the host phases named in every mode's trace, the test-only host delay, and the configuration
-fields a fair comparison needs.
+wrapping the timed step, the host phases named in every mode's trace, the injected host delay (--inject-host-delay),
+and the configuration fields a fair comparison needs.
 
 The slow tests run each mode for real on the tiny preset (a fresh `hloscope run` per mode) and read the traces back
 with hloscope's own readers.
@@ -17,8 +17,7 @@ from statistics import median
 import pytest
 
 from hloscope.backends.base import ProfileResult, RunOptions, profile_warmup_steps
-from hloscope.backends.driver import TEST_HOST_DELAY_ENV, host_delay_hook
-from hloscope.errors import UsageError
+from hloscope.limits import MAX_HOST_DELAY_MS
 
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
 STEPS, WARMUP, BATCH = 5, 2, 4
@@ -41,22 +40,27 @@ def test_the_cli_default_is_six():
     assert option.default == 6
 
 
-def test_host_delay_hook_reads_seconds_and_refuses_nonsense(monkeypatch):
-    monkeypatch.delenv(TEST_HOST_DELAY_ENV, raising=False)
-    assert host_delay_hook() is None
-    monkeypatch.setenv(TEST_HOST_DELAY_ENV, "0.002")
-    assert host_delay_hook() == 0.002
-    monkeypatch.setenv(TEST_HOST_DELAY_ENV, "0")
-    assert host_delay_hook() is None
-    for bad in ("soon", "-1", "nan"):
-        monkeypatch.setenv(TEST_HOST_DELAY_ENV, bad)
-        with pytest.raises(UsageError, match=TEST_HOST_DELAY_ENV):
-            host_delay_hook()
+@pytest.mark.parametrize("bad", ["soon", "-1", "nan", "inf", str(MAX_HOST_DELAY_MS * 2)])
+def test_the_host_delay_option_refuses_nonsense(cli_run, tmp_path, bad):
+    for command in ("run", "compare"):
+        mode = ["--mode", "jax"] if command == "run" else []
+        code, _, err = cli_run(command, *mode, "--inject-host-delay", bad, "--out", str(tmp_path))
+        assert code == 2 and "--inject-host-delay" in err, (command, bad, err)
+    assert not any(tmp_path.iterdir())  # refused before any run directory
 
 
-def test_options_record_the_delay_field():
-    assert RunOptions().to_json()["test_host_delay_s"] is None
-    assert RunOptions(test_host_delay_s=0.002).to_json()["test_host_delay_s"] == 0.002
+def test_options_record_the_delay_and_compare_passes_it_on(tmp_path):
+    from hloscope.cli.run import build_options
+    from hloscope.runs.runner import run_command
+
+    assert RunOptions().to_json()["inject_host_delay_ms"] == 0
+    values = {"model": "vit-tiny", "batch_size": 4, "steps": 5, "warmup": 2, "precision": "fp32", "device": "cpu",
+              "data": "device", "seed": 0, "dump_hlo": False, "profile": False, "profile_steps": 6, "keep_all": False}
+    options = build_options("jax", **values, inject_host_delay_ms=2.5)
+    assert options.to_json()["inject_host_delay_ms"] == 2.5
+    command = run_command(options, tmp_path)
+    assert command[command.index("--inject-host-delay") + 1] == "2.5"
+    assert "--inject-host-delay" not in run_command(build_options("jax", **values), tmp_path)
 
 
 # -- slow: real runs -------------------------------------------------------------------------------------------------
@@ -138,7 +142,7 @@ def test_every_configuration_field_a_comparison_needs_is_recorded(loader_runs, m
     config, environment = record["config"], record["environment"]
     assert config["model"] == "vit-tiny" and config["model_config"]["image_size"] == 32
     assert config["batch_size"] == BATCH and config["data"] == "loader" and config["precision"] == "fp32"
-    assert config["test_host_delay_s"] is None and config["profile_steps"] == 6
+    assert config["inject_host_delay_ms"] == 0 and config["profile_steps"] == 6
     precision = environment["precision"]
     assert precision["requested"] == "fp32" and precision["compute_dtype"] == "float32"
     assert precision["matmul_precision"] == "highest"
@@ -157,14 +161,20 @@ def test_every_configuration_field_a_comparison_needs_is_recorded(loader_runs, m
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "pytorch"])
-def test_the_host_delay_hook_lengthens_every_step_and_is_recorded(tmp_path, mode):
+def test_the_injected_host_delay_lengthens_every_step_unmarked_and_is_recorded(tmp_path, mode):
     delay = 0.010
-    plain = hloscope_run(tmp_path / "plain", mode, steps=15)
-    delayed = hloscope_run(tmp_path / "delayed", mode, "--profile", steps=15, env={TEST_HOST_DELAY_ENV: str(delay)})
-    assert plain["config"]["test_host_delay_s"] is None
-    assert delayed["config"]["test_host_delay_s"] == delay
-    assert any(TEST_HOST_DELAY_ENV in warning for warning in delayed["warnings"])
+    plain = hloscope_run(tmp_path / "plain", mode, "--profile", steps=15)
+    delayed = hloscope_run(tmp_path / "delayed", mode, "--profile", "--inject-host-delay", str(delay * 1e3), steps=15)
+    assert plain["config"]["inject_host_delay_ms"] == 0
+    assert not any("--inject-host-delay" in warning for warning in plain["warnings"])
+    assert delayed["config"]["inject_host_delay_ms"] == delay * 1e3
+    assert any("--inject-host-delay" in warning and "on purpose" in warning for warning in delayed["warnings"])
+    # every timed and profiled step sleeps
     assert min(delayed["timing"]["step_times_s"]) >= delay
+    assert min(delayed["timing"]["profiled_step_times_s"]) >= delay
     assert delayed["timing"]["median_s"] - plain["timing"]["median_s"] >= 0.9 * delay
-    sleeps = [e for e in _events(delayed) if e.name == "hloscope/test_host_delay"]
-    assert len(sleeps) == 6 and all(e.dur_us >= delay * 1e6 for e in sleeps)
+    # nothing hloscope writes into the trace tells where the sleep is: the same annotations as without it
+    def annotations(record: dict) -> set[str]:
+        return {e.name for e in _events(record) if e.name.startswith("hloscope/")}
+
+    assert annotations(delayed) == annotations(plain) == set(delayed["profile"]["annotations"].values())

@@ -35,7 +35,7 @@ def _node(ledger: dict, node: str) -> list[float]:
 
 
 def test_compare_jax_on_1_and_2_devices_then_explain_its_scaling(tmp_path):
-    done = hloscope("compare", "--modes", "jax", "--devices", "1,2", "--model", "vit-tiny", "--batch-size", "8",
+    done = hloscope("compare", "--repeats", "1", "--modes", "jax", "--devices", "1,2", "--model", "vit-tiny", "--batch-size", "8",
                     "--steps", "20", "--warmup", "5", "--profile", "--no-audit", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     comparison_dir = _comparison(tmp_path)
@@ -91,7 +91,7 @@ def test_compare_jax_on_1_and_2_devices_then_explain_its_scaling(tmp_path):
 def test_compare_jax_on_4_devices_with_a_refused_count(tmp_path):
     """Four virtual CPU devices (issue 18 item 3), and a count the batch does not divide: refused in one line,
     recorded, and the other counts run."""
-    done = hloscope("compare", "--modes", "jax,torchax", "--devices", "1,3,4", "--model", "vit-tiny", "--batch-size",
+    done = hloscope("compare", "--repeats", "1", "--modes", "jax,torchax", "--devices", "1,3,4", "--model", "vit-tiny", "--batch-size",
                     "8", "--steps", "10", "--warmup", "3", "--check-parity", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     comparison_dir = _comparison(tmp_path)

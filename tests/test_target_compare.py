@@ -27,7 +27,7 @@ def comparison(tmp_path_factory) -> Path:
     pytest.importorskip("torch_xla")
     pytest.importorskip("flax")
     out = tmp_path_factory.mktemp("target_compare")
-    command = [sys.executable, "-m", "hloscope", "compare", "--modes", "jax,torch_xla", "--model", "vit-tiny",
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny",
                "--batch-size", "8", "--target", "h100", "--out", str(out), "--json"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200,
                             env=dict(os.environ, PJRT_DEVICE="CPU"))

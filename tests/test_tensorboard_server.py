@@ -156,7 +156,7 @@ def comparison(tmp_path_factory) -> Path:
     """`hloscope compare --profile` on the tiny ViT: each mode in its own process, profiled by its framework's profiler."""
     root = tmp_path_factory.mktemp("traces")
     env = {**os.environ, "PJRT_DEVICE": "CPU"}
-    command = [sys.executable, "-m", "hloscope", "compare", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
                "--warmup", "1", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
                "--out", str(root)]  # fmt: skip
     result = subprocess.run(command, env=env, timeout=1500, capture_output=True, text=True)

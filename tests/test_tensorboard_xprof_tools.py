@@ -165,7 +165,7 @@ def cpu_comparison(tmp_path_factory) -> Path:
     if given:
         return Path(given)
     root = tmp_path_factory.mktemp("traces")
-    command = [sys.executable, "-m", "hloscope", "compare", "--model", "vit-tiny", "--batch-size", "2", "--steps", "4",
+    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "4",
                "--warmup", "2", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
                "--out", str(root)]  # fmt: skip
     result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1500, capture_output=True,

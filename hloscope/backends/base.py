@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import resource
 import sys
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from hloscope.backends import scheduling
 from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
 
@@ -35,7 +37,7 @@ class RunOptions:
     check_parity: bool = False        # --check-parity: same weights in every mode; first-step loss and gradient norm
     attention: str = "eager"          # --attention eager | sdpa | flash (transformers' attn_implementation)
     seq_len: int | None = None        # --seq-len for text presets (None: the preset's default)
-    test_host_delay_s: float | None = None  # test hook only (HLOSCOPE_TEST_HOST_DELAY_S, set by the driver)
+    inject_host_delay_ms: float = 0.0  # --inject-host-delay: a known host sleep before each step's dispatch
     devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
 
     @property
@@ -60,7 +62,6 @@ STEP_MARKER = "train_step"              # JAX / torch_xla step annotation name; 
 INPUT_ANNOTATION = "hloscope/input"     # fetching the step's batch (the DataLoader with --data loader) onto the device
 WAIT_ANNOTATION = "hloscope/wait"       # blocking until the device has finished the step
 SYNC_ANNOTATION = "hloscope/sync"       # torch_xla: torch_xla.sync() cuts and dispatches the step's graph
-DELAY_ANNOTATION = "hloscope/test_host_delay"  # the test-only host delay (HLOSCOPE_TEST_HOST_DELAY_S)
 PROFILE_WARMUP_STEPS = 1                # the first profiled step carries the profiler's start-up: readers drop it
 
 
@@ -77,6 +78,8 @@ class ProfileResult:
     step_marker: str = ""  # how a step marker is named in this mode's trace
     annotations: dict[str, str] = field(default_factory=dict)  # phase -> host annotation name
     notes: list[str] = field(default_factory=list)
+    # per recorded step, how the host's threads were scheduled (hloscope.backends.scheduling); None: not measured
+    host_scheduling: list[dict] | None = field(default_factory=list)
 
     def record(self) -> dict:
         """run.json `profile`: what the trace holds and which of its steps readers should drop."""
@@ -84,7 +87,8 @@ class ProfileResult:
         return {"steps": len(self.step_numbers), "warmup_steps": warmup, "step_numbers": list(self.step_numbers),
                 "warmup_step_numbers": list(self.step_numbers[:warmup]),
                 "usable_step_numbers": list(self.step_numbers[warmup:]), "step_marker": self.step_marker,
-                "annotations": dict(self.annotations), "notes": list(self.notes)}
+                "annotations": dict(self.annotations), "notes": list(self.notes),
+                "host_scheduling": None if self.host_scheduling is None else list(self.host_scheduling)}
 
 
 class Session:
@@ -117,13 +121,13 @@ class Session:
         """`annotation(name)` in profiled steps; nothing in the timed window (no profiler listens there)."""
         return self.annotation(name) if self.profiling else contextlib.nullcontext()
 
-    def test_host_delay(self) -> None:
-        """Test hook (HLOSCOPE_TEST_HOST_DELAY_S): sleep on the host before the step's device work is dispatched, so
-        the device waits for the host by that much. Each mode calls it in step(), after fetching the batch."""
-        delay = self.options.test_host_delay_s
-        if delay:
-            with self.annotate(DELAY_ANNOTATION):
-                time.sleep(delay)
+    def inject_host_delay(self) -> None:
+        """--inject-host-delay: sleep on the host before the step's device work is dispatched, so that the device waits
+        for the host by a known amount. Each mode calls it in step(), after fetching the batch, in every step (timed
+        and profiled). No annotation: nothing in the trace tells explain where the delay is, as with a real one."""
+        delay_ms = self.options.inject_host_delay_ms
+        if delay_ms > 0:
+            time.sleep(delay_ms / 1e3)
 
     def setup(self) -> None:
         raise NotImplementedError
@@ -187,14 +191,22 @@ class Session:
         """`steps` more steps after the timed window, under the mode's profiler. In every mode the step marker wraps
         exactly the timed step: marker opens, timer starts, batch, step, wait, timer stops, marker closes. Steps are
         numbered like the run's (the first profiled step is `warmup + steps`), so the profiler's warm-up step is the
-        marker with the smallest number."""
+        marker with the smallest number.
+
+        How the host's threads were scheduled in each recorded step (time waiting for a CPU: explain's contention) is
+        read between the markers, outside the timer: one snapshot just before each marker opens, which ends the
+        previous step and starts this one as the trace's step windows do (marker start to next marker start), and one
+        after the last marker. Its cost (~12 us a thread) lies in the trace's step, between the markers."""
         result = ProfileResult(step_marker=self.profile_step_marker, annotations=dict(self.profile_annotations),
                                notes=list(self.profile_notes))
         first = self.options.warmup + self.options.steps
         lead_in = self.profile_lead_in_steps
+        snapshots: list[scheduling.Snapshot | None] = []
         with self.profiler(result, first, steps):
             for offset in range(lead_in + steps):
                 index = first + offset
+                if offset >= lead_in:
+                    snapshots.append(scheduling.snapshot())
                 with self.step_marker(index):
                     start = time.perf_counter()
                     outputs = self.step(index)
@@ -203,6 +215,13 @@ class Session:
                 if offset >= lead_in:
                     result.step_times_s.append(seconds)
                     result.step_numbers.append(index)
+            snapshots.append(scheduling.snapshot())
+        figures = [scheduling.difference(a, b) for a, b in itertools.pairwise(snapshots)]
+        if any(f is None for f in figures):
+            result.host_scheduling = None
+            result.notes.append(scheduling.NOT_MEASURED)
+        else:
+            result.host_scheduling = [{"step": n, **f} for n, f in zip(result.step_numbers, figures) if f is not None]
         return result
 
     def artifacts(self) -> list[dict]:

@@ -16,10 +16,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from hloscope.backends import scheduling
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.devices import prepare_environment
 from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
-from hloscope.errors import HloscopeError, UsageError
+from hloscope.errors import HloscopeError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs.environment import collect_environment, env_vars
 from hloscope.runs.rundir import SCHEMA_VERSION, write_run
@@ -29,10 +30,6 @@ from hloscope.runs.rundir import SCHEMA_VERSION, write_run
 # how: raise (Python exception), abort (SIGABRT, like a native crash), segv (SIGSEGV), kill (SIGKILL, like the
 # out-of-memory killer), interrupt (KeyboardInterrupt after two timed steps, like Ctrl-C).
 TEST_CRASH_ENV = "HLOSCOPE_TEST_CRASH"
-# Test hook (documented in docs/run.md): HLOSCOPE_TEST_HOST_DELAY_S=<seconds> makes every step sleep that long on the
-# host before its device work is dispatched (a known host delay for checking `explain`). Recorded in run.json as
-# config.test_host_delay_s and as a warning, so that such a run is never mistaken for a real one.
-TEST_HOST_DELAY_ENV = "HLOSCOPE_TEST_HOST_DELAY_S"
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_PRECISION="<mode>:<precision>[,...]" runs that mode in another
 # --precision than the rest of a comparison: a deliberately unfair comparison, for checking the fairness audit.
 # Recorded in config.precision and as a warning.
@@ -75,18 +72,10 @@ def new_record(options: RunOptions, run_dir: Path) -> dict:
     }
 
 
-def host_delay_hook() -> float | None:
-    """Seconds of HLOSCOPE_TEST_HOST_DELAY_S (None when unset or empty)."""
-    text = os.environ.get(TEST_HOST_DELAY_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        delay = float(text)
-    except ValueError:
-        raise UsageError(f"{TEST_HOST_DELAY_ENV}={text!r}: expected a number of seconds") from None
-    if not math.isfinite(delay) or delay < 0:
-        raise UsageError(f"{TEST_HOST_DELAY_ENV}={text!r}: expected a number of seconds >= 0")
-    return delay or None
+def host_delay_warning(delay_ms: float) -> str:
+    """run.json's warning for --inject-host-delay: the steps are longer on purpose, not a real measurement."""
+    return (f"--inject-host-delay {delay_ms:g}: every step sleeps {delay_ms:g} ms on the host before its device work "
+            "is dispatched, injected on purpose: the step times are not the mode's own")
 
 
 def load_session(options: RunOptions, run_dir: Path) -> Session:
@@ -185,15 +174,6 @@ def execute(options: RunOptions, run_dir: Path,
     Raises MissingDependency (framework not installed), ModeFailed (the mode raised) or KeyboardInterrupt, always
     after writing run.json.
     """
-    try:
-        delay = host_delay_hook()
-    except UsageError as error:
-        record = new_record(options, run_dir)
-        record.update(status="failed", error=str(error), finished_at=_now())
-        write_run(run_dir, record)
-        raise
-    if delay is not None:
-        options = dataclasses.replace(options, test_host_delay_s=delay)
     forced_precision = _precision_hook(options.mode)
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)
@@ -202,9 +182,8 @@ def execute(options: RunOptions, run_dir: Path,
         message = f"{TEST_PRECISION_ENV}: {options.mode} runs in {forced_precision} on purpose (test hook)"
         record["warnings"].append(message)
         warn(message)
-    if delay is not None:
-        message = (f"{TEST_HOST_DELAY_ENV}={delay:g}: every step sleeps {delay * 1e3:g} ms on the host on purpose "
-                   "(test hook): not a real measurement")
+    if options.inject_host_delay_ms > 0:
+        message = host_delay_warning(options.inject_host_delay_ms)
         record["warnings"].append(message)
         warn(message)
     write_run(run_dir, record)
@@ -243,6 +222,7 @@ def execute(options: RunOptions, run_dir: Path,
         if crash and crash != "interrupt":
             _trigger(crash)
         counts: dict[str, dict[str, int]] = {}
+        window: list[scheduling.Window] = []
 
         def window_start() -> None:
             counts["before"] = session.compile_counts()
@@ -250,6 +230,7 @@ def execute(options: RunOptions, run_dir: Path,
             # Say where the run is (outside the timed region): a run killed from now on was past its compile.
             record["phase"] = "timed window"
             write_run(run_dir, record)
+            window.append(scheduling.Window())  # last: the processes' and threads' counters as the window opens
 
         def step_done(phase: str, index: int) -> None:
             if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:
@@ -258,6 +239,10 @@ def execute(options: RunOptions, run_dir: Path,
 
         run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
                  on_window_start=window_start, on_step=step_done)
+        host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
+        record["timing"]["host_scheduling"] = host_scheduling
+        if window and host_scheduling is None:
+            record["timing"]["host_scheduling_note"] = scheduling.NOT_MEASURED
         per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
         if per_rank:
             log.step_times_s[:], record["timing"]["ranks"] = rank_timing(per_rank, options.batch_size // len(per_rank))

@@ -133,8 +133,11 @@ class JaxSession(Session):
         if self.options.data == "device":
             return self.pool[index % POOL_SIZE]
         images, labels = next(self.batches)
-        return (self.placement.put_batch(self.images(images.numpy())),
-                self.placement.put_batch(labels.numpy().astype("int32")))
+        batch = (self.placement.put_batch(self.images(images.numpy())),
+                 self.placement.put_batch(labels.numpy().astype("int32")))
+        # device_put only enqueues the host-to-device copy: wait for it here, so that the whole transfer lies in the
+        # input phase (hloscope/input), not in the train step's dispatch, as PyTorch's `.to(device)` does
+        return jax.block_until_ready(batch)
 
     def annotation(self, name: str):
         return jax.profiler.TraceAnnotation(name)
@@ -142,7 +145,7 @@ class JaxSession(Session):
     def step(self, index: int):
         with self.annotate(INPUT_ANNOTATION):
             images, labels = self._batch(index)
-        self.test_host_delay()
+        self.inject_host_delay()
         if self.step_inputs is not None and index == 0:
             self.step_inputs.capture_initial(self.state)  # before the step donates it
         self.state, loss = self.train_step(self.state, images, labels)

@@ -42,7 +42,7 @@ def loss_of(outputs) -> float:
 
 class TorchSession(Session):
     """A mode whose step is the shared PyTorch workload (`self.workload`, built in the subclass's setup): fetch the
-    batch (hloscope/input), the test hook's host delay, then the train step, returned without waiting."""
+    batch (hloscope/input), the injected host delay (--inject-host-delay), then the train step, returned without waiting."""
 
     workload: TorchWorkload | None = None  # set by the subclass's setup()
 
@@ -61,7 +61,7 @@ class TorchSession(Session):
         workload = self.built_workload
         with self.annotate(INPUT_ANNOTATION):
             images, labels = workload.batch(index)
-        self.test_host_delay()
+        self.inject_host_delay()
         return workload.train_step(images, labels)
 
     def loss_of(self, outputs) -> float:

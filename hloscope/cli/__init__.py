@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("hloscope.cli.trace", "Analyse profiler traces (xplane.pb, Kineto JSON)."),
     "diff": ("hloscope.cli.diff", "Compare two runs, dump directories or HLO modules side by side."),
     "explain": ("hloscope.cli.explain", "Each run against the baseline: the gap with its interval and verdict, and the measured parts that make it up."),
+    "calibrate": ("hloscope.cli.calibrate", "Measure the smallest gap this machine resolves: an A/A pair and a known host delay, explained."),
     "replay": ("hloscope.cli.replay", "Replay a run's captured XLA program alone with jaxlib's XLA, timed."),
     "tensorboard": ("hloscope.cli.tensorboard", "Open every mode's traces in TensorBoard's profile plugin."),
 }

@@ -13,9 +13,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from hloscope.cli.options import TIMEOUT_S
+from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
+
+# Processes per mode by default: with 3 a side, explain's known answers on this project's loaded 2-core machine hold
+# (identical configurations: no difference; a 3 ms host delay and the loader found); with 1, processes of one
+# configuration differ by up to a third of a 1 ms CPU step and nothing shows it (docs/diff-explain.md).
+DEFAULT_REPEATS = 3
 
 
 def available_modes() -> tuple[list[str], list[str]]:
@@ -34,6 +39,10 @@ def available_modes() -> tuple[list[str], list[str]]:
 @common_options(device_counts=True)
 @click.option("--timeout", "timeout_s", type=TIMEOUT_S, default=None,
               help="Give up on a mode after this many seconds (it is reported as failed).")
+@click.option("--repeats", type=REPEATS, default=DEFAULT_REPEATS, show_default=True,
+              help="Fresh processes per mode, run round-robin with the order rotated each round; explain pools them "
+                   "and needs a gap larger than the spread between processes of one configuration (1: that spread "
+                   "is unmeasured and explain's verdicts are provisional).")
 @click.option("--json", "as_json", is_flag=True, help="Print comparison.json to stdout instead of the table.")
 @click.option("--no-audit", is_flag=True,
               help="Skip the fairness audit (every mode set up once before timing to record the settings in effect).")
@@ -41,7 +50,7 @@ def available_modes() -> tuple[list[str], list[str]]:
               help="After timing, replay each XLA mode's program alone (hloscope replay, one subprocess each) so that "
                    "explain splits its step into program and framework overhead, measured. Implies --dump-hlo.")
 def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, replay: bool = False,
-            **values) -> None:
+            repeats: int = DEFAULT_REPEATS, **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
     from hloscope.modes import parse_device_counts, parse_modes
@@ -69,6 +78,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         selected = parse_modes(modes)
     if values.get("target"):
         selected = _target_modes(selected, values["target"], console)
+    if values.get("target"):
+        repeats = 1  # compiled for another GPU, nothing timed: one process says it all
     if values.get("target") and len(counts) > 1:
         raise click.UsageError("--target compiles for one GPU without running anything: give one --devices count")
     plan = None
@@ -81,11 +92,13 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
+    config["repeats"] = repeats
     if plan is not None:
         config["devices"] = counts  # every mode at each count (comparison.json's entries each hold their own)
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
     at = f" on {', '.join(map(str, counts))} devices" if plan is not None else ""
-    console.print(f"comparing {', '.join(selected)}{at} -> {comparison_dir}", highlight=False, markup=False)
+    times = f", {repeats} processes each" if repeats > 1 else ""
+    console.print(f"comparing {', '.join(selected)}{at}{times} -> {comparison_dir}", highlight=False, markup=False)
     try:
         audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
     except KeyboardInterrupt:  # a Ctrl-C during the audit leaves no empty comparison directory behind
@@ -96,7 +109,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     with progress:
-        task = progress.add_task("starting", total=len(plan) if plan is not None else len(selected))
+        task = progress.add_task("starting", total=(len(plan) if plan is not None else len(selected)) * repeats)
 
         def started(mode: str) -> None:
             progress.update(task, description=f"running [bold]{escape(mode)}[/bold]")  # TextColumn reads markup
@@ -113,7 +126,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
 
         comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
                                     on_mode_phase=phase,
-                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before, plan=plan)
+                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before, plan=plan,
+                                    repeats=repeats)
     if replay:
         _replay(comparison, comparison_dir, values, timeout_s, console)
     if as_json:
@@ -202,7 +216,8 @@ def _label(entry: dict, by_devices: bool) -> str:
     """A comparison entry's name on the terminal: the mode, with its device count when the comparison has several."""
     from hloscope.modes import run_label
 
-    return run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])
+    label = run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])
+    return f"{label} (process {entry['replicate']})" if entry.get("replicate") else label
 
 
 def _device_plan(selected: list[str], counts: list[int], batch_size: int):

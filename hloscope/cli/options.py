@@ -14,8 +14,10 @@ import click
 
 from hloscope.limits import (
     MAX_BATCH_SIZE,
+    MAX_HOST_DELAY_MS,
     MAX_MIN_GAP,
     MAX_PROFILE_STEPS,
+    MAX_REPEATS,
     MAX_SEED,
     MAX_SEQ_LEN,
     MAX_SOURCE_DEPTH,
@@ -45,5 +47,7 @@ BATCH_SIZE = click.IntRange(1, MAX_BATCH_SIZE)
 SEQ_LEN = click.IntRange(2, MAX_SEQ_LEN)
 TOP_ROWS = click.IntRange(1, MAX_TOP_ROWS)
 SOURCE_DEPTHS = click.IntRange(1, MAX_SOURCE_DEPTH)
+REPEATS = click.IntRange(1, MAX_REPEATS)
 TIMEOUT_S = FiniteFloatRange(min=1)
 MIN_GAP = FiniteFloatRange(0, MAX_MIN_GAP)
+HOST_DELAY_MS = FiniteFloatRange(0, MAX_HOST_DELAY_MS)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from hloscope.cli.options import BATCH_SIZE, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP
+from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 
 
@@ -61,6 +61,10 @@ def common_options(function=None, *, device_counts: bool = False):
         click.option("--attention", type=click.Choice(["eager", "sdpa", "flash"]), default="eager", show_default=True,
                      help="Attention implementation (transformers' attn_implementation) where the mode supports it; "
                           "refused in one line where it does not."),
+        click.option("--inject-host-delay", "inject_host_delay_ms", type=HOST_DELAY_MS, default=0.0, metavar="MS",
+                     help="Sleep MS milliseconds on the host before each step's device work is dispatched (every "
+                          "step: warm-up, timed, profiled), with nothing in the trace marking it: a known host stall "
+                          "for checking what explain finds. Recorded in config.inject_host_delay_ms and as a warning."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
                      help="Do not time: compile the train step for this GPU with XLA's deviceless compile "
                           f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
@@ -81,7 +85,8 @@ def build_options(mode: str, **values):
                       profile_steps=values["profile_steps"], keep_all=values["keep_all"],
                       target=values.get("target"), check_parity=values.get("check_parity", False),
                       attention=values.get("attention") or "eager", seq_len=values.get("seq_len"),
-                      devices=values.get("devices") or 1)
+                      devices=values.get("devices") or 1,
+                      inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0)
 
 
 @click.command(name="run")

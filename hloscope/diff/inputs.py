@@ -64,8 +64,10 @@ def pick_graphs(loaded: list, path: str, module: str | None = None, stage: str |
 
 
 def _trace(run_dir: Path, notes: list[str]):
-    """(trace, its `trace stats` record) of the first readable trace of the run, or (None, None)."""
+    """(trace, its `trace stats` record) of the first readable trace of the run, or (None, None). XLA ops take the
+    category of what their HLO computes, by the resolver `trace stats` uses, so that both sort time alike."""
     from hloscope.trace.load import load_traces
+    from hloscope.trace.program_categories import categorized, resolver_for_run
     from hloscope.trace.stats import trace_stats
 
     try:
@@ -73,6 +75,13 @@ def _trace(run_dir: Path, notes: list[str]):
     except InputError as error:
         notes.append(f"no trace read: {error}")
         return None, None
+    try:
+        resolver = resolver_for_run(run_dir)
+    except HloscopeError as error:
+        notes.append(f"{error}: trace categories by kernel name only")
+        resolver = None
+    if resolver is not None:
+        traces = [categorized(trace, resolver) for trace in traces]
     for trace in traces:
         try:
             return trace, trace_stats(trace)

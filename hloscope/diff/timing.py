@@ -11,12 +11,14 @@ the sum of its nodes' medians.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
 
 from hloscope.trace.hlo_map import _strip_kernel_suffix, kernel_name_for
+from hloscope.trace.model import Event
 
-_SEP = "\x1f"
+SEP = "\x1f"  # between the module and the instruction in a key
 
 
 @dataclass
@@ -34,14 +36,10 @@ class StepTimes:
     dropped: dict[int, str] = field(default_factory=dict)  # step number -> why it was left out
 
 
-def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes | None:
-    """Per-instruction device time per step of `modules` (hloscope.hlo.model.HloModule) from a trace and its
-    `trace stats` record; None when the trace has no step markers or no step is left."""
-    from hloscope.trace.step_profile import profile_steps, step_parts
-
-    windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
-    if not windows:
-        return None
+def instruction_keys(modules: list) -> Callable[[Event], str]:
+    """Event -> `module<SEP>instruction` of the instruction of `modules` (hloscope.hlo.model.HloModule) a device
+    execution runs, "" for executions of other programs: how the time-weighted diff and explain's op table attribute
+    trace time to instructions."""
     names = {m.name: {i.name for c in m.computations for i in c.instructions} for m in modules}
     by_kernel: dict[str, dict[str, str]] = {}
     for module, instructions in names.items():
@@ -51,7 +49,7 @@ def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes 
             table.setdefault(name, name)
     only = next(iter(names)) if len(names) == 1 else None
 
-    def group(event) -> str:
+    def key(event: Event) -> str:
         module = event.hlo_module if event.hlo_module in names else (only if event.hlo_module is None else None)
         if module is None:
             return ""
@@ -60,8 +58,21 @@ def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes 
             table = by_kernel[module]
             instruction = (table.get(event.hlo_op or "") or table.get(event.name)
                            or table.get(_strip_kernel_suffix(event.name)))
-        return f"{module}{_SEP}{instruction}" if instruction else ""
+        return f"{module}{SEP}{instruction}" if instruction else ""
 
+    return key
+
+
+def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes | None:
+    """Per-instruction device time per step of `modules` (hloscope.hlo.model.HloModule) from a trace and its
+    `trace stats` record; None when the trace has no step markers or no step is left."""
+    from hloscope.trace.step_profile import profile_steps, step_parts
+
+    windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
+    if not windows:
+        return None
+    names = [m.name for m in modules]
+    group = instruction_keys(modules)
     profile = profile_steps(step_parts(trace.events, windows, op_group_of=group), warmup)
     kept = profile.kept_steps()
     if not kept:
@@ -71,14 +82,14 @@ def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes 
     for key in keys:
         if not key:
             continue
-        module, instruction = key.split(_SEP, 1)
+        module, instruction = key.split(SEP, 1)
         per_instruction[(module, instruction)] = median(s.ops[key].seconds if key in s.ops else 0.0 for s in kept)
         executions[(module, instruction)] = median(s.ops[key].calls if key in s.ops else 0 for s in kept)
     per_module: dict[str, float] = {}
     for (module, _), seconds in per_instruction.items():
         per_module[module] = per_module.get(module, 0.0) + seconds
     module_executions = {
-        m: median(sum(s.ops[k].calls for k in s.ops if k.startswith(m + _SEP)) for s in kept) for m in names}
+        m: median(sum(s.ops[k].calls for k in s.ops if k.startswith(m + SEP)) for s in kept) for m in names}
     return StepTimes(
         per_instruction=per_instruction, executions=executions, per_module=per_module,
         module_executions=module_executions,

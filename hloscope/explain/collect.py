@@ -3,7 +3,6 @@ and the trace statistics. Anything unreadable becomes a note on the mode, never 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
@@ -15,7 +14,7 @@ from hloscope.runs.fields import RunFields
 from hloscope.runs.settings import device_platform, precision_setting, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
-from hloscope.trace.step_profile import profile_steps, step_parts
+from hloscope.trace.step_profile import profile_steps, split_contention, step_parts
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
 TIMELINE_LIMIT = 4000
@@ -59,6 +58,8 @@ def from_run_record(run: dict) -> ModeSummary:
     summary.devices = int(devices) if devices else None
     summary.run_mode = summary.mode
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
+    host_scheduling = fields.section("timing").get("host_scheduling")
+    summary.host_scheduling = host_scheduling if isinstance(host_scheduling, dict) else None
     if summary.status == "compiled":
         add_compiled(summary, fields)
     return summary
@@ -134,20 +135,25 @@ def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
 
 def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
                 category_of: Callable[[Event], str] | None = None,
-                op_group_of: Callable[[Event], str] | None = None) -> None:
+                op_group_of: Callable[[Event], str] | None = None,
+                waiting_s: dict[int, float] | None = None) -> None:
     """The run's ledger from its trace: each profiled step split into measured parts (hloscope.trace.step_profile),
-    warm-up and outlier steps dropped, and the figures the report shows, as medians over the kept steps."""
+    warm-up and outlier steps dropped, and the figures the report shows, as medians over the kept steps.
+    `waiting_s` (step number -> seconds the main thread waited for a CPU, `waiting_for_cpu`) splits the contention
+    out of each step's unnamed host time (step_profile.split_contention)."""
     windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
     if not windows:
         if stats.get("kernels"):
             summary.notes.append("the trace has no step markers: per-step device time is unknown")
         return
     parts = step_parts(trace.events, windows, category_of, op_group_of)
+    if waiting_s:
+        split_contention(parts, waiting_s)
     profile = profile_steps(parts, warmup)
     if not profile.kept:
         summary.notes.append("no profiled step left after dropping the warm-up and outlier steps")
         return
-    ledger = RunLedger.from_profile(profile)
+    ledger = RunLedger.from_profile(profile, getattr(op_group_of, "group_of_key", None))
     summary.ledger = ledger
     kept = profile.kept_steps()
     summary.profiled_step_s = median(ledger.step_s)
@@ -216,7 +222,12 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             loaded = load_modules(run_dir)
             after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
             add_hlo(summary, [module_stats(m) for m in after])
-            op_groups = source_op_groups([m.module for m in after])
+            from hloscope.explain.ops import run_program, train_step_modules
+
+            step_modules = train_step_modules(loaded)
+            if step_modules:  # explain's op table pairs their instructions by structure with another run's
+                op_groups = source_op_groups([m.module for m in step_modules])
+                summary.program = run_program(run_dir, [m.module.name for m in step_modules])
             categories = category_resolver(after) or None
         except HloscopeError as error:  # the categories fall back to kernel names: said in the report and on stderr
             summary.notes.append(f"HLO not read: {error}")
@@ -236,7 +247,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 stats = trace_stats(trace)
                 if not stats.get("per_step") and not stats.get("kernels"):
                     continue
-                add_profile(summary, trace, stats, warmup, op_group_of=op_groups)
+                add_profile(summary, trace, stats, warmup, op_group_of=op_groups, waiting_s=waiting_for_cpu(run))
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")
@@ -252,6 +263,21 @@ _REPLAY_SHAPE: dict[str, type] = {"source": dict, "config": dict, "device": dict
                  "framework_device": dict, "modules": list, "skipped": list, "warnings": list}
 
 
+def waiting_for_cpu(run: dict) -> dict[int, float]:
+    """Step number -> seconds the thread running the step waited for a CPU (run.json `profile.host_scheduling`,
+    validated by load_run); empty where the run did not measure it."""
+    profile = run.get("profile")
+    steps = profile.get("host_scheduling") if isinstance(profile, dict) else None
+    out: dict[int, float] = {}
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, dict) or not isinstance(step.get("main_thread"), dict):
+            continue
+        number, waiting = step.get("step"), step["main_thread"].get("waiting_for_cpu_s")
+        if isinstance(number, int) and isinstance(waiting, (int, float)) and not isinstance(waiting, bool):
+            out[number] = float(waiting)
+    return out
+
+
 def _warmup_steps(run: dict) -> int:
     """How many profiled steps are the profiler's warm-up (run.json `profile.warmup_steps`; 1 for older runs)."""
     profile = run.get("profile")
@@ -259,25 +285,32 @@ def _warmup_steps(run: dict) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
 
 
-def source_op_groups(modules) -> Callable[[Event], str]:
-    """Op group of an XLA execution: its instruction's source op (HLO `op_name` metadata, JAX's transformation
-    wrappers kept, layer indices folded: `.../layer/*/attention/dot_general`), so that the same source op can be
-    matched across runs; the instruction name without its number where there is no metadata."""
-    from hloscope.diff.match import source_group
-    from hloscope.trace.step_profile import default_op_group
+class InstructionGroups:
+    """Op key of an XLA execution: its instruction, `module<SEP>instruction` (found as the time-weighted diff finds
+    it, hloscope.diff.timing.instruction_keys), so that explain's op table can pair instructions across runs by
+    structure; executions of other programs by name (step_profile.default_op_group). `group_of_key` gives a key's op
+    group: the instruction's source op (HLO `op_name` metadata, layer indices folded: `.../layer/*/attention/
+    dot_general`; hloscope.explain.ops.instruction_group), what the ledger's op groups are."""
 
-    by_instruction: dict[str, str] = {}
-    for module in modules:
-        for instruction in module.all_instructions():
-            op_name = instruction.metadata.get("op_name")
-            if op_name:
-                by_instruction.setdefault(instruction.name, source_group(_JIT_PREFIX.sub("", op_name)))
+    def __init__(self, modules: list) -> None:
+        from hloscope.diff.timing import SEP, instruction_keys
+        from hloscope.explain.ops import instruction_group
+        from hloscope.trace.step_profile import default_op_group
 
-    def group(event: Event) -> str:
-        found = by_instruction.get(event.hlo_op or event.name)
-        return found if found else default_op_group(event)
+        self._key, self._by_name = instruction_keys(modules), default_op_group
+        self._groups: dict[str, str] = {}
+        for module in modules:
+            for instruction in module.all_instructions():
+                self._groups.setdefault(f"{module.name}{SEP}{instruction.name}",
+                                        instruction_group(instruction.metadata.get("op_name", ""), instruction.name))
 
-    return group
+    def __call__(self, event: Event) -> str:
+        return self._key(event) or self._by_name(event)
+
+    def group_of_key(self, key: str) -> str:
+        return self._groups.get(key, key)
 
 
-_JIT_PREFIX = re.compile(r"^(?:jit\([^)]*\)/)+")
+def source_op_groups(modules) -> InstructionGroups:
+    """The op keys and groups of a run's executions from its optimized train-step modules (InstructionGroups)."""
+    return InstructionGroups(modules)

@@ -2,12 +2,16 @@
 ledger nodes make up the difference, with the hypotheses that explain them attached (pure functions, no I/O).
 
 For every run against the baseline (default: the fastest):
-1. the gap is median(step) - median(baseline step) over the timed steps, with a bootstrap interval; it is significant
-   only when the interval excludes zero, the gap is at least `min_gap` x the baseline's median, and it stands out of
-   the runs' own step-to-step spread (the interval cannot see the variation between two processes);
+1. the gap is median(step) - median(baseline step) over the timed steps of every process of each configuration
+   (`compare --repeats K` runs each in K fresh processes), with a bootstrap interval that resamples processes, then
+   steps; it is significant only when the interval excludes zero, the gap is at least `min_gap` x the baseline's
+   median, it stands out of the runs' step-to-step spread, and it is larger than the spread between processes of one
+   configuration (each side's own, and the largest this comparison measured: its A/A control). With one process per
+   side that last spread is unmeasured and the verdict is marked provisional;
 2. when it is, the two ledgers are subtracted node by node (hloscope.explain.ledger): the significant nodes are the
    contributors, the other nodes' deltas are summed into one "within noise" line, and the timed gap minus the profiled
-   gap is the residual, so that contributors + residual == gap exactly;
+   gap is the residual, so that contributors + residual == gap exactly; when the profiled gap has the other sign or
+   the residual is larger than the gap, the profile does not reproduce the gap and no part is offered as its cause;
 3. hypotheses (hloscope.explain.hypotheses) annotate the contributors they can explain, or the run when none.
 Configuration differences (batch, precision, model, versions...) are listed first; when the batch differs the gap is
 also given per sample.
@@ -15,9 +19,11 @@ also given per sample.
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import median
 
 from hloscope import units
+from hloscope.errors import UsageError
 from hloscope.explain.hypotheses import HYPOTHESES, Annotation
 from hloscope.explain.ledger import (
     WITHIN_NOISE,
@@ -25,12 +31,20 @@ from hloscope.explain.ledger import (
     OpDelta,
     node_deltas,
     node_title,
-    op_deltas,
 )
-from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample
+from hloscope.explain.ops import op_rows
+from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs.settings import differences
-from hloscope.significance import ALPHA, median_difference, median_ratio, spread
+from hloscope.significance import (
+    ALPHA,
+    hierarchical_median_difference,
+    hierarchical_median_ratio,
+    median_difference,
+    median_ratio,
+    process_spread,
+    spread,
+)
 
 MIN_GAP = 0.05  # a gap smaller than this fraction of the baseline's step is no practical difference
 # The practical threshold when run.json flagged either run's timed window as noisy: identical JAX runs on this
@@ -46,24 +60,18 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
     timed = [s for s in summaries if s.status == "ok" and _valid_times(s.step_times_s)]
     if not timed:
         return _explain_compiled(summaries)
-    if baseline is not None:
-        from hloscope.errors import UsageError
-
-        # a label as the report writes it, or a mode that only one timed run has
-        chosen = [s for s in timed if s.mode == baseline] or [s for s in timed if s.run_mode == baseline]
-        names = ", ".join(repr(s.mode) for s in (chosen if len(chosen) > 1 else timed))
-        if not chosen:
-            raise UsageError(f"--baseline {baseline!r} is not a timed run here (timed runs: {names})")
-        if len(chosen) > 1:
-            raise UsageError(f"--baseline {baseline!r} is ambiguous: {len(chosen)} timed runs match; name one of "
-                             f"{names}")
-        reference = chosen[0]
-    else:
-        reference = min(timed, key=lambda s: s.step_time_s if s.step_time_s is not None else median(s.step_times_s))
-    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses) for summary in summaries]
+    reference = _baseline(timed, baseline) if baseline is not None else min(timed, key=_pooled_median)
+    noise = process_noise(timed)
+    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, noise) for summary in summaries]
     method = {"gap": "difference of medians of the timed steps, 95% percentile-bootstrap interval",
-              "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, and the gap "
-                             "exceeds both runs' interquartile range or each median lies outside the other's p10-p90",
+              "gap_interval": "two-level bootstrap (processes, then steps within each) when a side ran in several "
+                              "processes",
+              "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, the gap "
+                             "exceeds both runs' interquartile range or each median lies outside the other's p10-p90, "
+                             "and the gap exceeds the spread between processes of one configuration (each side's "
+                             "max - min of its process medians, and the largest relative spread of any configuration "
+                             "here, at the baseline's median); with one process per side that spread is unmeasured "
+                             "and the verdict is provisional",
               "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
                        f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
               "min_gap": min_gap}
@@ -74,7 +82,65 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
         method["scaling"] = SCALING_METHOD
     return ExplainReport(baseline=reference.mode, basis="step_time", modes=modes,
                          summaries={s.mode: s for s in summaries}, baseline_chosen=baseline is not None,
-                         method=method, scaling=found)
+                         method=method, scaling=found, process_noise=noise)
+
+
+def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
+    """The largest relative spread between processes of one configuration; None when no configuration ran in more
+    than one process (between-process variation unmeasured)."""
+    found = None
+    for summary in timed:
+        medians = summary.process_medians_s
+        spread_s = process_spread(medians)
+        if spread_s is None:
+            continue
+        relative = spread_s / median(medians)
+        if found is None or relative > found.relative:
+            found = ProcessNoise(relative, summary.mode, len(medians))
+    return found
+
+
+def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, gap: float, base: float,
+                           noise: ProcessNoise | None) -> bool:
+    """Whether the gap is larger than the spread between processes of one configuration: each side's own, and the
+    comparison's A/A control at the baseline's median. Unmeasured (one process per side, no control): True, and the
+    verdict is marked provisional with a note saying why."""
+    spreads = [s for s in (process_spread(summary.process_medians_s), process_spread(reference.process_medians_s))
+               if s is not None]
+    if noise is not None:
+        spreads.append(noise.relative * base)
+    single = [s.mode for s in (summary, reference) if len(s.processes) < 2]
+    entry.provisional = bool(single)
+    if single:
+        measured = (f"the spread between processes is taken from this comparison's other configurations (up to "
+                    f"{noise.relative:.1%} of a step, {noise.configuration})" if noise is not None else
+                    "between-process variation is unmeasured")
+        entry.notes.append(f"{' and '.join(single)} ran in one process: {measured}, so this verdict is provisional "
+                           "(`hloscope compare --repeats 3` runs each configuration in 3 fresh processes)")
+    return abs(gap) > max(spreads) if spreads else True
+
+
+def _pooled_median(summary: ModeSummary) -> float:
+    """The configuration's median step over every timed step of every process (pooled when it was read)."""
+    return summary.step_time_s if summary.step_time_s is not None else median(summary.step_times_s)
+
+
+def _baseline(timed: list[ModeSummary], wanted: str) -> ModeSummary:
+    """The run --baseline names: a run directory's path (any process of a configuration), a label as the report
+    writes it, or a mode that only one configuration has."""
+    path = Path(wanted)
+    chosen = []
+    if path.exists():
+        resolved = path.resolve()
+        chosen = [s for s in timed if any(Path(d).resolve() == resolved for d in s.run_dirs)]
+    chosen = chosen or [s for s in timed if s.mode == wanted] or [s for s in timed if s.run_mode == wanted]
+    names = ", ".join(repr(s.mode) for s in (chosen if len(chosen) > 1 else timed))
+    if not chosen:
+        raise UsageError(f"--baseline {wanted!r} is not a timed run here: give a run directory, a label or a mode "
+                         f"(timed runs: {names})")
+    if len(chosen) > 1:
+        raise UsageError(f"--baseline {wanted!r} is ambiguous: {len(chosen)} timed runs match; name one of {names}")
+    return chosen[0]
 
 
 def _valid_times(times: list[float]) -> bool:
@@ -88,7 +154,8 @@ def _empty_entry(summary: ModeSummary) -> ModeResult:
                       noisy=summary.noisy)
 
 
-def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses) -> ModeResult:
+def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses,
+           noise: ProcessNoise | None = None) -> ModeResult:
     entry = _empty_entry(summary)
     if not timed:
         if summary.status == "ok" and summary.step_times_s:
@@ -97,8 +164,15 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     from hloscope.replay.explain import split
 
     entry.replay = split(summary, reference)
-    interval = median_difference(summary.step_times_s, reference.step_times_s)
-    ratio = median_ratio(summary.step_times_s, reference.step_times_s)
+    entry.processes = len(summary.processes)
+    entry.process_medians_s = summary.process_medians_s
+    entry.between_process_spread_s = process_spread(entry.process_medians_s)
+    if len(summary.processes) > 1 or len(reference.processes) > 1:
+        interval = hierarchical_median_difference(summary.processes, reference.processes)
+        ratio = hierarchical_median_ratio(summary.processes, reference.processes)
+    else:
+        interval = median_difference(summary.step_times_s, reference.step_times_s)
+        ratio = median_ratio(summary.step_times_s, reference.step_times_s)
     assert interval is not None and ratio is not None  # timed runs: positive, finite steps on both sides
     gap = interval.estimate
     base = median(reference.step_times_s)
@@ -107,16 +181,18 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         entry.per_sample = _per_sample(summary, reference, summary.batch_size, reference.batch_size)
     if summary is reference:
         entry.verdict, entry.significant = "baseline", False
+        entry.provisional = len(summary.processes) < 2
         entry.residual_s = entry.explained_s = entry.unexplained_s = 0.0
         return entry
     entry.config_differences = differences(summary.settings, reference.settings)
     outside_spread = beyond_spread(summary.step_times_s, reference.step_times_s)
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
-    significant = interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread
+    beyond_processes = _beyond_process_spread(entry, summary, reference, gap, base, noise)
+    significant = interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread and beyond_processes
     entry.significant = significant
     entry.tests = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
-                   "beyond_step_spread": outside_spread}
+                   "beyond_step_spread": outside_spread, "beyond_process_spread": beyond_processes}
     entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
     annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]
@@ -141,12 +217,28 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     deltas = node_deltas(summary.ledger, reference.ledger, practical)
     profiled_gap = sum(d.seconds for d in deltas)
     contributors = _contributors(deltas, summary, reference, gap)
+    entry.profiled_gap_s, entry.residual_s = profiled_gap, gap - profiled_gap
+    if profiled_gap * gap <= 0 or abs(gap - profiled_gap) > abs(gap):
+        # The profiled steps do not show this gap: their parts describe the profile, not the gap's causes.
+        entry.profile_reproduces_gap = False
+        entry.profile_parts = contributors
+        entry.residual_s = gap
+        entry.notes.append(
+            f"the profile does not reproduce this gap: the profiled steps differ by {_ms(profiled_gap)} against a "
+            f"timed gap of {_ms(gap)}, so no part of the profile is offered as its cause (the profiled steps' parts "
+            "are listed as profile_parts; profile more steps, or on a quieter machine)")
+        entry.annotations = annotations
+        entry.explained_s, entry.unexplained_s = 0.0, gap
+        entry.ops = [_op_change(d) for d in op_rows(summary, reference, practical)]
+        entry.notes += _profile_notes(summary) + _profile_notes(reference)
+        return entry
+    _offsets(contributors, gap)
     attached = _attach(annotations, contributors, gap)
-    entry.profiled_gap_s, entry.residual_s, entry.contributors = profiled_gap, gap - profiled_gap, contributors
+    entry.contributors = contributors
     entry.annotations = [a for a in annotations if a.rule not in attached]
     explained = sum(c.seconds for c in contributors if c.significant)
     entry.explained_s, entry.unexplained_s = explained, gap - explained
-    entry.ops = [_op_change(d) for d in op_deltas(summary.ledger, reference.ledger, practical)]
+    entry.ops = [_op_change(d) for d in op_rows(summary, reference, practical)]
     entry.notes += _profile_notes(summary) + _profile_notes(reference)
     return entry
 
@@ -173,6 +265,15 @@ def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: Mode
     return out
 
 
+def _offsets(contributors: list[Contributor], gap: float) -> None:
+    """A part larger than the whole gap (a share above 100%) names the parts, moving against the gap, that bring the
+    sum back to the gap."""
+    against = [c for c in contributors if c.seconds * gap < 0]
+    for contributor in contributors:
+        if contributor.significant and contributor.seconds * gap > 0 and abs(contributor.seconds) > abs(gap):
+            contributor.offset_by = [c.node for c in against]
+
+
 def _attach(annotations: list[Annotation], contributors: list[Contributor], gap: float) -> set[str]:
     """Attach each hypothesis to the largest significant contributor, moving with the gap, whose node it names (the
     other nodes it could explain are listed in `also_nodes`); the names of those attached."""
@@ -197,7 +298,15 @@ def _per_sample(summary: ModeSummary, reference: ModeSummary, batch: int, refere
 
 
 def _op_change(delta: OpDelta) -> OpChange:
-    return OpChange(delta.group, delta.slow, delta.fast, delta.seconds, delta.p_value, delta.significant)
+    """The run is the slow side of the op table's rows, the baseline the fast side (hloscope.explain.ops)."""
+    return OpChange(delta.group, delta.slow, delta.fast, delta.seconds, delta.p_value, delta.significant,
+                    run_name=delta.slow_name, baseline_name=delta.fast_name, matched=delta.matched,
+                    matched_by=delta.matched_by,
+                    instructions={"run": delta.instructions.get("slow", []),
+                                  "baseline": delta.instructions.get("fast", [])},
+                    instruction_counts={"run": delta.instruction_counts.get("slow", 0),
+                                        "baseline": delta.instruction_counts.get("fast", 0)},
+                    match_stages=delta.match_stages)
 
 
 def _profile_notes(summary: ModeSummary) -> list[str]:

@@ -22,6 +22,10 @@ TOLERANCE = 0.05
 
 DEVICE = "device:"
 HOST_WORK = "host:inside framework ops"
+# The ledger's CPU contention nodes (hloscope.trace.step_profile.split_contention), device and host-only traces.
+CONTENTION_NODES = ("idle:host waiting for a CPU (contention)", "host:waiting for a CPU (contention)")
+# Contention below this share of the profiled step is not worth a hypothesis of its own.
+CONTENTION_MIN_FRACTION = 0.01
 
 
 @dataclass
@@ -234,7 +238,49 @@ def eager_ops(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
                       evidence={"framework_ops_per_step": {slow.mode: slow.framework_ops, fast.mode: fast.framework_ops}})
 
 
+def _contention_s(summary: ModeSummary) -> float | None:
+    """Median seconds per profiled step the step's thread waited for a CPU (the ledger's contention node); None
+    without a ledger."""
+    if summary.ledger is None:
+        return None
+    return sum(summary.ledger.node_median(node) for node in CONTENTION_NODES)
+
+
+def cpu_contention(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
+    """The thread running the slow side's step was runnable but waiting for a CPU (Linux schedstat, read between the
+    profiled step markers): other threads or processes held the cores. Names the other processes that used the most
+    CPU time during the slow run's timed window (run.json timing.host_scheduling)."""
+    waiting, base = _contention_s(slow), _contention_s(fast) or 0.0
+    step = slow.profiled_step_s
+    if waiting is None or not step or waiting < CONTENTION_MIN_FRACTION * step or not _more(waiting, base):
+        return None
+    claim = (f"the host waited for a CPU for {_ms(waiting)} per step under {slow.mode} against {_ms(base)} under "
+             f"{fast.mode} (measured: schedstat, the step's thread runnable but not running)")
+    evidence: dict = {"waiting_for_cpu_s_per_step": {slow.mode: waiting, fast.mode: base}}
+    window = slow.host_scheduling or {}
+    seconds, cpus, used = window.get("seconds"), window.get("cpu_count"), window.get("other_processes_cpu_s")
+    if isinstance(seconds, (int, float)) and isinstance(cpus, int) and isinstance(used, (int, float)):
+        claim += (f"; during the timed window other processes used {used:.2f} CPU-s of the {seconds * cpus:.2f} "
+                  f"available ({cpus} CPUs x {seconds:.2f} s)")
+        affinity = window.get("cpu_affinity")
+        confined = isinstance(affinity, int) and affinity < cpus
+        processes = window.get("other_processes_on_run_cpus" if confined else "other_processes")
+        processes = [p for p in processes if isinstance(p, dict)] if isinstance(processes, list) else []
+        if confined:
+            claim += f"; the run was allowed {affinity} of the {cpus} CPUs"
+            if processes:
+                claim += ", where ran"
+        if processes:
+            claim += (" " if confined else ": ") + ", ".join(
+                f"{p.get('command')} (pid {p.get('pid')}) {p.get('cpu_s', 0):.2f} CPU-s" for p in processes)
+        evidence["timed_window"] = {key: window.get(key) for key in
+                                    ("seconds", "cpu_count", "cpu_affinity", "main_thread", "other_threads",
+                                     "other_processes_cpu_s", "other_processes", "other_processes_on_run_cpus")}
+    return Annotation("cpu_contention", "The host waited for a CPU (contention)", claim, CONTENTION_NODES,
+                      evidence=evidence)
+
+
 HYPOTHESES: list[Callable[[ModeSummary, ModeSummary], Annotation | None]] = [
-    input_pipeline, compute_dtype, matmul_precision, attention, recompilation, eager_ops, kernel_launches,
+    cpu_contention, input_pipeline, compute_dtype, matmul_precision, attention, recompilation, eager_ops, kernel_launches,
     layout_changes, more_compute, memory_traffic,
 ]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.explain.collect import summarize_run
+from hloscope.explain.replicates import group_processes
 from hloscope.explain.summary import ModeSummary
 from hloscope.modes import run_label
 
@@ -42,8 +43,10 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
                                       devices=devices)
             if by_devices:  # one run per mode and device count: tell them apart by the count
                 summary.mode = run_label(mode, summary.devices if summary.devices is not None else devices)
+            elif isinstance(entry.get("variant"), str):  # one of several configurations of a mode (calibrate)
+                summary.mode = mode
             summaries.append(summary)
-        return summaries, meta
+        return group_processes(summaries), meta
     runs = find_runs(path)
     summaries = [_summarize(run_dir, run_dir.name) for run_dir in runs]
     modes = [s.mode for s in summaries]
@@ -109,6 +112,8 @@ def _summarize(run_dir: Path, mode: str) -> ModeSummary:
             raise InputError(run_dir, "missing: comparison.json lists this run directory but it is not there")
         if not run_dir.is_dir():
             raise InputError(run_dir, "not a directory (a run directory holding run.json was expected)")
-        return summarize_run(run_dir)
+        summary = summarize_run(run_dir)
+        summary.run_dirs = [str(run_dir)]
+        return summary
     except HloscopeError as error:  # one broken run never hides the others
-        return ModeSummary(mode=mode, status="unreadable", notes=[str(error)])
+        return ModeSummary(mode=mode, status="unreadable", notes=[str(error)], run_dirs=[str(run_dir)])

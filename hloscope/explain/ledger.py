@@ -11,6 +11,7 @@ cannot account for, the timed gap minus the profiled gap, is the residual (the p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -25,7 +26,11 @@ NODE_TITLES = {
     "idle:runtime dispatch": "Device idle while the runtime dispatches the program (PjRt execute, kernel launches)",
     "idle:Python before the graph sync (lazy tracing, dynamo)":
         "Device idle while Python runs the model before the graph sync (lazy tracing / dynamo)",
-    "idle:other host": "Device idle, the host in Python / runtime (not named in the trace)",
+    "idle:other host": "Device idle, the host running Python / runtime code not named in the trace",
+    "idle:host waiting for a CPU (contention)":
+        "Device idle, the host waiting for a CPU (runnable, but other threads or processes held the cores)",
+    "host:waiting for a CPU (contention)":
+        "Host waiting for a CPU (runnable, but other threads or processes held the cores)",
     "host:input pipeline": "Input pipeline on the host",
     "host:compilation": "Compilation on the host",
     "host:graph tracing and sync": "Graph tracing and sync on the host",
@@ -75,6 +80,9 @@ class RunLedger:
     dropped: dict[str, str]  # step number -> why it was left out
     device: bool  # whether a device (or XLA's CPU runtime) executed the program; else the host did the work
     busy_s: list[float] = field(default_factory=list)
+    # With the run's HLO: each executed instruction's series by `module<SEP>instruction` (hloscope.diff.timing), and
+    # executions of other programs by op group; what explain's op table pairs by structure (hloscope.explain.ops)
+    instructions: dict[str, OpSeries] = field(default_factory=dict)
 
     def node_median(self, node: str) -> float:
         values = self.nodes.get(node)
@@ -92,20 +100,43 @@ class RunLedger:
                 "kept_steps": len(self.step_s), "dropped": self.dropped, "device": self.device}
 
     @classmethod
-    def from_profile(cls, profile) -> RunLedger:
-        """From a hloscope.trace.step_profile.StepProfile."""
+    def from_profile(cls, profile, group_of: Callable[[str], str] | None = None) -> RunLedger:
+        """From a hloscope.trace.step_profile.StepProfile. `group_of`: where the profile's op keys are instructions
+        (`module<SEP>instruction`), the op group of a key; the ledger then keeps the per-instruction series too."""
         kept = profile.kept_steps()
         names = sorted({node for step in kept for node in step.nodes})
         nodes = {name: [step.nodes.get(name, 0.0) for step in kept] for name in names}
-        ops = {}
-        for group in sorted({g for step in kept for g in step.ops}):
-            samples = [step.ops.get(group) for step in kept]
-            durations = sorted(d for s in samples if s for d in s.durations)
-            ops[group] = OpSeries([s.calls if s else 0 for s in samples], [s.seconds if s else 0.0 for s in samples],
-                                  median(durations) if durations else 0.0, durations[-1] if durations else 0.0)
+        steps = [step.ops for step in kept]
+        instructions = _op_series(steps) if group_of is not None else {}
+        if group_of is not None:
+            steps = [_regrouped(ops, group_of) for ops in steps]
         dropped = {str(profile.steps[i].number): why for i, why in sorted(profile.dropped.items())}
-        return cls(nodes, ops, [s.step_s for s in kept], len(profile.steps), dropped, profile.device,
-                   [s.busy_s for s in kept])
+        return cls(nodes, _op_series(steps), [s.step_s for s in kept], len(profile.steps), dropped, profile.device,
+                   [s.busy_s for s in kept], instructions)
+
+
+def _op_series(steps: list[dict]) -> dict[str, OpSeries]:
+    """Each op key's series over the kept steps ({key: hloscope.trace.step_profile.OpSample} per step)."""
+    out = {}
+    for key in sorted({k for ops in steps for k in ops}):
+        samples = [ops.get(key) for ops in steps]
+        durations = sorted(d for s in samples if s for d in s.durations)
+        out[key] = OpSeries([s.calls if s else 0 for s in samples], [s.seconds if s else 0.0 for s in samples],
+                            median(durations) if durations else 0.0, durations[-1] if durations else 0.0)
+    return out
+
+
+def _regrouped(ops: dict, group_of: Callable[[str], str]) -> dict:
+    """One step's op samples merged by op group."""
+    from hloscope.trace.step_profile import OpSample
+
+    out: dict[str, OpSample] = {}
+    for key, sample in ops.items():
+        merged = out.setdefault(group_of(key), OpSample())
+        merged.calls += sample.calls
+        merged.seconds += sample.seconds
+        merged.durations.extend(sample.durations)
+    return out
 
 
 @dataclass
@@ -139,16 +170,26 @@ def node_deltas(slow: RunLedger, fast: RunLedger, practical_s: float) -> list[No
 
 @dataclass
 class OpDelta:
-    group: str
+    """One row of the op table: an op of the slow run and its counterpart in the fast run."""
+
+    group: str  # the slow run's op group, the fast run's where the slow run has none
     slow: dict  # {"calls", "seconds", "per_call_s", "per_call_max_s"}: medians per step
     fast: dict
     seconds: float  # slow - fast, per step
     p_value: float | None
     significant: bool
+    slow_name: str | None = None  # each side's op group; None: no counterpart on that side
+    fast_name: str | None = None
+    matched: bool = True  # False: only one side has this work
+    matched_by: str = "name"  # "structure" (hloscope.diff.match over the two programs) | "name" (equal op groups)
+    instructions: dict[str, list[str]] = field(default_factory=dict)  # "slow"/"fast": a few instructions of the row
+    instruction_counts: dict[str, int] = field(default_factory=dict)  # "slow"/"fast": all of the row's instructions
+    match_stages: dict[str, int] = field(default_factory=dict)  # pairs by the matching stage that made them
 
 
-def op_deltas(slow: RunLedger, fast: RunLedger, practical_s: float, top: int = 15) -> list[OpDelta]:
-    """The op groups whose time per step changed most (matched by group name), largest change first."""
+def op_deltas(slow: RunLedger, fast: RunLedger, practical_s: float, top: int | None = 15) -> list[OpDelta]:
+    """The op groups whose time per step changed most (matched by group name), largest change first; a group that
+    only one run has is a row with `matched` False."""
     out = []
     for group in set(slow.ops) | set(fast.ops):
         a, b = slow.ops.get(group), fast.ops.get(group)
@@ -156,13 +197,15 @@ def op_deltas(slow: RunLedger, fast: RunLedger, practical_s: float, top: int = 1
         sb = b.seconds if b else [0.0] * len(fast.step_s)
         delta = (median(sa) if sa else 0.0) - (median(sb) if sb else 0.0)
         p_value = differs(sa, sb)
-        out.append(OpDelta(group, _op_figures(a), _op_figures(b), delta, p_value,
-                           p_value is not None and p_value < ALPHA and abs(delta) >= practical_s))
-    out.sort(key=lambda d: -abs(d.seconds))
-    return out[:top]
+        out.append(OpDelta(group, op_figures(a), op_figures(b), delta, p_value,
+                           p_value is not None and p_value < ALPHA and abs(delta) >= practical_s,
+                           slow_name=group if a else None, fast_name=group if b else None,
+                           matched=a is not None and b is not None, matched_by="name"))
+    out.sort(key=lambda d: (-abs(d.seconds), d.group))
+    return out if top is None else out[:top]
 
 
-def _op_figures(series: OpSeries | None) -> dict:
+def op_figures(series: OpSeries | None) -> dict:
     if series is None:
         return {"calls": 0, "seconds": 0.0, "per_call_s": None, "per_call_max_s": None}
     return {"calls": median(series.calls) if series.calls else 0, "seconds": median(series.seconds) if series.seconds else 0.0,

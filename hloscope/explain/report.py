@@ -30,28 +30,44 @@ class Contributor:
     annotations: list[Annotation] = field(default_factory=list)  # hypotheses attached to this part
     kind: str = "measured"
     rule: str = "ledger"
+    # a part larger than the whole gap: the parts moving against the gap that offset it (its share is above 100%)
+    offset_by: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "node": self.node, "title": self.title, "kind": self.kind,
                 "significant": self.significant, "seconds": self.seconds, "interval_s": self.interval_s,
                 "p_value": self.p_value, "claim": self.claim, "evidence": self.evidence,
-                "annotations": [a.to_dict() for a in self.annotations]}
+                "annotations": [a.to_dict() for a in self.annotations], "offset_by": self.offset_by}
 
 
 @dataclass
 class OpChange:
-    """One op group, run against baseline: medians per kept profiled step of each side."""
+    """One op of the run and its counterpart in the baseline (hloscope.explain.ops): medians per kept profiled step of
+    each side. `matched_by` "structure": paired by the structural match of the two programs (`hloscope diff`), each
+    side named by its source op; "name": equal op group names. `matched` False: only one side has this work (the
+    other side's name is None and its figures are zero because there is no counterpart, not because it took no
+    time)."""
 
-    group: str
+    group: str  # the run's op group; the baseline's where only the baseline has the work
     run: dict[str, float]  # {"calls", "seconds", "per_call_s", "per_call_max_s"}
     baseline: dict[str, float]
     seconds: float  # run - baseline, per step
     p_value: float | None
     significant: bool
+    run_name: str | None = None
+    baseline_name: str | None = None
+    matched: bool = True
+    matched_by: str = "name"
+    instructions: dict[str, list[str]] = field(default_factory=dict)  # "run"/"baseline": a few of the row's
+    instruction_counts: dict[str, int] = field(default_factory=dict)  # "run"/"baseline": how many it has
+    match_stages: dict[str, int] = field(default_factory=dict)  # matched pairs by the stage that made them
 
     def to_dict(self) -> dict:
-        return {"group": self.group, "run": self.run, "baseline": self.baseline, "seconds": self.seconds,
-                "p_value": self.p_value, "significant": self.significant}
+        return {"group": self.group, "run_name": self.run_name, "baseline_name": self.baseline_name,
+                "matched": self.matched, "matched_by": self.matched_by, "run": self.run, "baseline": self.baseline,
+                "seconds": self.seconds, "p_value": self.p_value, "significant": self.significant,
+                "instructions": self.instructions, "instruction_counts": self.instruction_counts,
+                "match_stages": self.match_stages}
 
 
 @dataclass
@@ -102,6 +118,12 @@ class ModeResult:
     notes: list[str] = field(default_factory=list)
     replay: dict | None = None  # program on device vs framework overhead (hloscope.replay.explain.split)
     roofline_s: float | None = None  # compiled, not timed: the roofline lower bound per step
+    processes: int | None = None  # processes of this configuration that were timed (`compare --repeats`)
+    process_medians_s: list[float] = field(default_factory=list)  # each process's median step
+    between_process_spread_s: float | None = None  # max - min of those medians; None with one process (unmeasured)
+    provisional: bool | None = None  # a side ran in one process: between-process variation unmeasured on it
+    profile_reproduces_gap: bool | None = None  # False: the profiled gap has the other sign, or is off by > the gap
+    profile_parts: list[Contributor] = field(default_factory=list)  # then: the profile's parts, not offered as causes
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
@@ -113,7 +135,11 @@ class ModeResult:
                 "contributors": [c.to_dict() for c in self.contributors],
                 "annotations": [a.to_dict() for a in self.annotations], "ops": [o.to_dict() for o in self.ops],
                 "explained_s": self.explained_s, "unexplained_s": self.unexplained_s, "notes": self.notes,
-                "replay": self.replay, "roofline_s": self.roofline_s}
+                "replay": self.replay, "roofline_s": self.roofline_s, "replicates": self.processes,
+                "process_medians_s": self.process_medians_s,
+                "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
+                "profile_reproduces_gap": self.profile_reproduces_gap,
+                "profile_parts": [c.to_dict() for c in self.profile_parts]}
 
 
 @dataclass
@@ -183,6 +209,20 @@ class ModeScaling:
                 "points": [p.to_dict() for p in self.points], "notes": self.notes}
 
 
+@dataclass(frozen=True)
+class ProcessNoise:
+    """The A/A control of a comparison: how far processes of one configuration landed from each other. `relative` is
+    the largest (max - min) / median of the process medians over every configuration that ran in several processes;
+    at the baseline's median it is the smallest gap this comparison can resolve."""
+
+    relative: float
+    configuration: str  # the configuration whose processes spread most
+    processes: int  # its processes
+
+    def to_dict(self) -> dict:
+        return {"relative": self.relative, "configuration": self.configuration, "processes": self.processes}
+
+
 @dataclass
 class ExplainReport:
     """Every run against the baseline. `basis`: "step_time" (timed runs) or "roofline_lower_bound" (runs compiled for
@@ -196,12 +236,15 @@ class ExplainReport:
     method: dict[str, Any] | None = None  # how gaps and parts were judged, in words and thresholds
     comparison: dict[str, Any] = field(default_factory=dict)
     scaling: list[ModeScaling] = field(default_factory=list)  # per mode run at several device counts
+    process_noise: ProcessNoise | None = None  # the A/A control (None: no configuration ran twice)
 
     def to_dict(self) -> dict:
         """The `explain --json` document."""
+        noise = self.process_noise
         return {"fastest": self.baseline,  # kept for readers of earlier reports: the reference of every gap
                 "baseline": self.baseline, "baseline_chosen": self.baseline_chosen, "basis": self.basis,
-                "method": self.method, "modes": [m.to_dict() for m in self.modes],
+                "method": self.method, "between_process_spread": noise.to_dict() if noise is not None else None,
+                "modes": [m.to_dict() for m in self.modes],
                 "summaries": {mode: s.to_dict() for mode, s in self.summaries.items()},
                 "comparison": self.comparison, "scaling": [s.to_dict() for s in self.scaling]}
 

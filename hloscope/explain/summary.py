@@ -7,8 +7,13 @@ rules skip what they cannot support with numbers.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from statistics import median
+from typing import TYPE_CHECKING
 
 from hloscope.explain.ledger import RunLedger
+
+if TYPE_CHECKING:
+    from hloscope.explain.ops import ProgramGraph
 
 
 @dataclass
@@ -19,7 +24,10 @@ class ModeSummary:
     # Timing, from run.json
     step_time_s: float | None = None  # median of the timed steps
     mean_s: float | None = None
-    step_times_s: list[float] = field(default_factory=list)
+    step_times_s: list[float] = field(default_factory=list)  # every timed step, of every process pooled
+    # the timed steps of each process of this configuration (`compare --repeats K`: K fresh processes; one otherwise)
+    replicates: list[list[float]] = field(default_factory=list)
+    run_dirs: list[str] = field(default_factory=list)  # the run directory of each process
     step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
     noisy: bool | None = None  # run.json flagged its timed window as noisy
     batch_size: int | None = None
@@ -48,6 +56,8 @@ class ModeSummary:
     bytes_accessed: float | None = None
     # Profile: the ledger of the kept profiled steps (warm-up and outliers dropped) and figures derived from it
     ledger: RunLedger | None = None
+    # the optimized train-step program, read when explain's op table pairs its ops with another run's by structure
+    program: ProgramGraph | None = None
     executed_per_step: float | None = None  # device executions per step, copies included (median of kept steps)
     executed_copies_per_step: float | None = None  # of which top-level copies and transposes
     # The same, summarised over the kept profiled steps (medians; the ledger holds the per-step values)
@@ -60,6 +70,8 @@ class ModeSummary:
     layout_kernel_s: float | None = None  # seconds per step in copy/transpose executions
     # PyTorch's host side per profiled step: the framework ops (aten::*, nested ones included) it dispatched
     framework_ops: int | None = None
+    # run.json timing.host_scheduling: the timed window's CPU contention and the other processes that held the CPUs
+    host_scheduling: dict | None = None
     # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
     target: str | None = None  # the GPU's name
     roofline_s: float | None = None  # roofline lower bound per step, launches one after another (not a prediction)
@@ -75,12 +87,22 @@ class ModeSummary:
     # the errors of files the run lists but that cannot be read (bad input: explain names them and exits 2)
     unreadable_files: list[str] = field(default_factory=list)
 
+    @property
+    def processes(self) -> list[list[float]]:
+        """The timed steps per process: the replicates, or the one process whose steps `step_times_s` holds."""
+        return self.replicates or ([self.step_times_s] if self.step_times_s else [])
+
+    @property
+    def process_medians_s(self) -> list[float]:
+        return [median(steps) for steps in self.processes if steps]
+
     def to_dict(self) -> dict:
-        ledger = self.ledger
-        self.ledger = None
+        ledger, program = self.ledger, self.program
+        self.ledger = self.program = None  # the program may hold a whole parsed graph: never copied
         try:
             data = asdict(self)
         finally:
-            self.ledger = ledger
+            self.ledger, self.program = ledger, program
         data["ledger"] = ledger.to_dict() if ledger is not None else None
+        data["program"] = {"modules": program.modules} if program is not None else None
         return data

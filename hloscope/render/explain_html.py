@@ -193,7 +193,8 @@ def _mode(view: ModeView) -> list[str]:
         body += [f"<h4>{escape(label)}</h4>", f'<ul class="annotations">{_annotation_items(view.annotations)}</ul>']
     if view.ops:
         body += ["<h4>Ops whose time changed most</h4>", _scroll(_op_table(view)),
-                 '<p class="est">bold, *: significant across the profiled steps</p>']
+                 '<p class="est">bold, *: significant across the profiled steps'
+                 + (f"; {escape(view.ops_matching)}" if view.ops_matching else "") + "</p>"]
     body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
     return body
 

@@ -130,7 +130,8 @@ def _mode(view: ModeView) -> list[str]:
                   "|---" + "|---:" * 7 + "|"]
         lines += [_row([text(r.group), r.run_calls, r.run_per_call, r.run_time, r.baseline_calls, r.baseline_per_call,
                         r.baseline_time, text(r.delta)]) for r in view.ops]
-        lines += ["", "\\* significant across the profiled steps", ""]
+        lines += ["", "\\* significant across the profiled steps" + (f"; {text(view.ops_matching)}" if view.ops_matching else ""),
+                  ""]
     lines += [f"Note: {text(note)}  " for note in view.notes]
     return lines
 

@@ -171,6 +171,8 @@ def _mode(view: ModeView, console: Console) -> None:
         console.print(Padding(_annotations(view.annotations, "-"), (0, 0, 0, 4)))
     if view.ops:
         console.print(_op_table(view))
+        if view.ops_matching:
+            _line(console, Text(view.ops_matching, style="dim"))
     for note in view.notes:
         _line(console, Text(f"note: {note}", style="yellow"))
 

@@ -149,6 +149,7 @@ WITHIN_NOISE = "within noise"  # the engine's node for the summed non-significan
 RESIDUAL_LABEL = "residual (timed gap - profiled gap: profiler effect and noise)"
 MODE_ANNOTATIONS_LABEL = "hypotheses with no significant part of the step to explain"
 OP_TOP = 10
+NOT_SET = "not set"  # a configuration difference's side that did not record the setting
 
 
 def baseline_line(report: ExplainReport) -> str:
@@ -156,7 +157,13 @@ def baseline_line(report: ExplainReport) -> str:
     if not report.baseline:
         return "No run finished with a step time."
     why = "chosen with --baseline" if report.baseline_chosen else "the fastest run"
-    return f"Baseline: {report.baseline} ({why}); every gap is this run's median step minus the baseline's."
+    line = f"Baseline: {report.baseline} ({why}); every gap is this run's median step minus the baseline's."
+    noise = report.process_noise
+    if noise is None:
+        return line + (" Each configuration ran in one process: the variation between processes is unmeasured and "
+                       "every verdict is provisional (`hloscope compare --repeats 3`).")
+    return line + (f" A/A control: processes of one configuration landed up to {noise.relative:.1%} of a step apart "
+                   f"({noise.configuration}, {noise.processes} processes); a smaller gap is no difference here.")
 
 
 def method_lines(report: ExplainReport) -> list[str]:
@@ -235,9 +242,19 @@ def verdict_text(entry: ModeResult) -> str:
         return entry.status or "-"
     if verdict == "baseline":
         return "baseline"
+    processes = _processes_text(entry)
     if verdict == "no significant difference":
-        return f"no significant difference: {gap_text(entry)}"
-    return f"{ratio_text(entry)}, {gap_text(entry)}: {verdict}"
+        return f"no significant difference: {gap_text(entry)}{processes}"
+    return f"{ratio_text(entry)}, {gap_text(entry)}: {verdict}{processes}"
+
+
+def _processes_text(entry: ModeResult) -> str:
+    """` (provisional: one process)` or ` (3 processes, spread 0.120 ms)`: how far the verdict can be trusted."""
+    if entry.provisional:
+        return " (provisional: between-process variation unmeasured on a side that ran once)"
+    if entry.processes and entry.processes > 1 and entry.between_process_spread_s is not None:
+        return f" ({entry.processes} processes, spread {fmt.ms(entry.between_process_spread_s)})"
+    return ""
 
 
 def status_text(entry: ModeResult) -> str:
@@ -293,6 +310,7 @@ class OpRow:
     baseline_time: str
     delta: str  # run - baseline, per step; ` *` when significant
     significant: bool
+    matched: bool = True  # False: the work has no counterpart on the other side (the group says which side has it)
 
 
 OP_HEADERS = ("op group", "calls/step", "per call", "time/step", "calls/step", "per call", "time/step", "delta")
@@ -318,6 +336,7 @@ class ModeView:
     ops: list[OpRow]
     notes: list[str]
     replay: str | None = None  # program on device vs framework overhead (hloscope.replay.explain)
+    ops_matching: str | None = None  # how the op table paired the two runs' ops, in words
 
 
 def _annotations(items: list[Annotation]) -> list[AnnotationView]:
@@ -340,13 +359,40 @@ def _contributors(entry: ModeResult) -> tuple[list[ContributorView], str | None]
 
 
 def _contributor_view(rank: int, item: Contributor, gap: float | None) -> ContributorView:
+    share = fmt.share(item.seconds, gap)
+    if item.offset_by:  # more than the whole gap: say what brings it back
+        share += f" (offset by {', '.join(item.offset_by)})"
     return ContributorView(rank, item.title or item.node or "-", fmt.signed_ms(item.seconds),
-                           fmt.ms_interval(item.interval_s), fmt.share(item.seconds, gap), fmt.p_value(item.p_value),
+                           fmt.ms_interval(item.interval_s), share, fmt.p_value(item.p_value),
                            "estimate" if item.kind == "estimate" else "measured", item.claim,
                            _annotations(item.annotations), item.evidence)
 
 
-def _op_rows(entry: ModeResult, top: int = OP_TOP) -> list[OpRow]:
+def op_label(item: OpChange, run: str, baseline: str) -> str:
+    """An op row's name: the run's op, `run op ↔ baseline op` where the two sides name their counterparts
+    differently, or the one side that has the work and why the other has none."""
+    if not item.matched:
+        present, other = (run, baseline) if item.run_name is not None else (baseline, run)
+        name = item.run_name or item.baseline_name or item.group
+        why = (f"no counterpart in {other}'s program" if item.matched_by == "structure"
+               else f"no op of that name in {other}")
+        return f"{name} (only in {present}: {why})"
+    if item.run_name and item.baseline_name and item.run_name != item.baseline_name:
+        return f"{item.run_name} ↔ {item.baseline_name}"
+    return item.group or "-"
+
+
+def ops_matching(entry: ModeResult, baseline: str) -> str | None:
+    """How the op table paired the ops, said under it."""
+    if not entry.ops:
+        return None
+    if any(item.matched_by == "structure" for item in entry.ops):
+        return (f"ops paired by the structural match of the two programs (as `hloscope diff`); a ↔ b: the op named a "
+                f"under {entry.mode} is b under {baseline}")
+    return "ops paired by name (the two runs have no optimized HLO to match by structure)"
+
+
+def _op_rows(entry: ModeResult, baseline: str, top: int = OP_TOP) -> list[OpRow]:
     rows = []
     item: OpChange
     for item in entry.ops[:top]:
@@ -362,8 +408,13 @@ def _op_rows(entry: ModeResult, top: int = OP_TOP) -> list[OpRow]:
             return fmt.ms(side.get("seconds")) if _number(side.get("seconds")) else "-"
 
         significant = item.significant
-        rows.append(OpRow(item.group or "-", calls(run), per_call(run), calls(base), per_call(base), time(run),
-                          time(base), fmt.signed_ms(item.seconds) + (" *" if significant else ""), significant))
+        absent = None if item.matched else ("baseline" if item.run_name is not None else "run")
+        run_cells = ("-", "-", "-") if absent == "run" else (calls(run), per_call(run), time(run))
+        base_cells = ("-", "-", "-") if absent == "baseline" else (calls(base), per_call(base), time(base))
+        # the side without a counterpart shows no figures: its absence is said in the op's name, not as a zero
+        rows.append(OpRow(op_label(item, entry.mode, baseline), run_cells[0], run_cells[1], base_cells[0], base_cells[1],
+                          run_cells[2], base_cells[2], fmt.signed_ms(item.seconds) + (" *" if significant else ""),
+                          significant, item.matched))
     return rows
 
 
@@ -397,13 +448,19 @@ def mode_views(report: ExplainReport) -> list[ModeView]:
         if entry.verdict in (None, "baseline"):
             continue
         contributors, noise = _contributors(entry)
-        differences = [(str(d.get("field")), str(d.get("a")), str(d.get("b"))) for d in entry.config_differences]
+        differences = [(str(d.get("field")), _setting_text(d.get("a")), _setting_text(d.get("b")))
+                       for d in entry.config_differences]
         views.append(ModeView(
             entry.mode, base, status_text(entry), bool(entry.noisy), step_text(entry, report.summaries.get(entry.mode)),
             base_step, verdict_text(entry), bool(entry.significant), differences, _per_sample(entry, base),
-            contributors, noise, _residual(entry), _annotations(entry.annotations), _op_rows(entry),
-            list(entry.notes), replay=replay_line(entry)))
+            contributors, noise, _residual(entry), _annotations(entry.annotations), _op_rows(entry, base),
+            list(entry.notes), replay=replay_line(entry), ops_matching=ops_matching(entry, base)))
     return views
+
+
+def _setting_text(value) -> str:
+    """A configuration difference's value; None: the run did not set it (an environment variable, an option)."""
+    return NOT_SET if value is None else str(value)
 
 
 def step_rows(report: ExplainReport) -> list[dict[str, str]]:

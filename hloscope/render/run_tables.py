@@ -97,7 +97,8 @@ def comparison_table(comparison: dict) -> Table:
     """One row per mode, readable whole in an 80-column terminal: short headers, no box, numbers never wrapped.
     A failed mode's reason is not in the table (compare prints it below). `--target` runs are compiled, not timed:
     their rows show the roofline lower bound and the number of generated kernels instead of timings."""
-    entries = comparison["modes"]
+    entries = _pooled_rows(comparison)
+    replicated = entries is not comparison["modes"]
     medians = [e["median_s"] for e in entries if e.get("status") == "ok" and e.get("median_s")]
     fastest = min(medians) if medians else None
     config = comparison.get("config", {})
@@ -117,6 +118,8 @@ def comparison_table(comparison: dict) -> Table:
                     ("peak mem", "right")]
     if compiled:
         columns += [("lower bound", "right"), ("kernels", "right")]
+    if replicated:  # the processes pooled in each row, and how far their medians spread (max - min, of the median)
+        columns += [("procs", "right"), ("spread", "right")]
     for column, justify in columns:
         table.add_column(column, justify=justify, no_wrap=True)
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
@@ -133,6 +136,10 @@ def comparison_table(comparison: dict) -> Table:
         if compiled:
             kernels = entry.get("kernels")
             row += [step_time(entry.get("roofline_lower_bound_s")), "-" if kernels is None else str(kernels)]
+        if replicated:
+            relative = entry.get("between_process_spread")
+            row += [f"{entry['timed_processes']}/{entry['processes']}",
+                    f"{relative:.1%}" if relative is not None else "-"]
         status = entry.get("status", "?")
         style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow",
                  "refused": "yellow"}.get(status, "")
@@ -140,7 +147,34 @@ def comparison_table(comparison: dict) -> Table:
         add_text_row(table, *row)
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
+    elif replicated:
+        control = comparison.get("between_process_spread")
+        table.caption = ("step: median of every timed step of every process; spread: max - min of the processes' "
+                         "medians, of the step" + (f"; gaps under {control['relative']:.1%} of a step cannot be told "
+                                                   "from this machine's own variation" if control else ""))
     return table
+
+
+def _pooled_rows(comparison: dict) -> list[dict]:
+    """The table's rows: the mode entries, or with several processes per mode (`--repeats`) one row per
+    configuration, its processes pooled (comparison.json `configurations`)."""
+    rows = comparison.get("configurations")
+    if not isinstance(rows, list) or not any(row.get("processes", 1) > 1 for row in rows):
+        return comparison["modes"]
+    by_dir = {entry["dir"]: entry for entry in comparison["modes"]}
+    batch = (comparison.get("config") or {}).get("batch_size")
+    pooled = []
+    for row in rows:
+        members = [by_dir[name] for name in row["dirs"] if name in by_dir]
+        timed = [m for m in members if m.get("status") == "ok"]
+        firsts = sorted(m["first_step_s"] for m in timed if isinstance(m.get("first_step_s"), (int, float)))
+        peaks = [m["peak_memory_bytes"] for m in timed if isinstance(m.get("peak_memory_bytes"), (int, float))]
+        median = row.get("median_s")
+        pooled.append({**row, "status": "ok" if timed else (members[0].get("status") if members else "failed"),
+                       "throughput_img_s": batch / median if median and isinstance(batch, int) else None,
+                       "first_step_s": firsts[len(firsts) // 2] if firsts else None,
+                       "peak_memory_bytes": max(peaks) if peaks else None})
+    return pooled
 
 
 def audit_table(audit_record: dict) -> Table:

@@ -20,8 +20,7 @@ ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES",
             # thread pools (XLA/TSL), JAX's and torch_xla's CPU device counts, DDP's torchrun variables
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "KMP_AFFINITY",
             "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS", "JAX_NUM_CPU_DEVICES", "CPU_NUM_DEVICES",
-            "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-            "HLOSCOPE_TEST_HOST_DELAY_S")
+            "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def package_versions(names=PACKAGES) -> dict[str, str | None]:

@@ -19,10 +19,11 @@ from hloscope.modes import BY_NAME
 
 
 def replayable_entries(comparison: dict) -> list[dict]:
-    """The mode entries of a comparison that a replay applies to: XLA modes (hloscope.modes `xla=True`) that ran."""
+    """The mode entries of a comparison that a replay applies to: XLA modes (hloscope.modes `xla=True`) that ran; of
+    a mode run in several processes (`--repeats`), the first (one program, replayed once)."""
     return [entry for entry in comparison.get("modes", [])
             if BY_NAME.get(str(entry.get("mode"))) is not None and BY_NAME[str(entry["mode"])].xla
-            and entry.get("status") == "ok"]
+            and entry.get("status") == "ok" and entry.get("replicate", 1) == 1]
 
 
 def replay_device(run_dir: Path, device: str) -> str:

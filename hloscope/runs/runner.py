@@ -48,13 +48,28 @@ class PlannedRun:
     mode: str
     devices: int | None = None  # None: the comparison has one device count (the options' own); folders named by mode
     refused: str | None = None
+    replicate: int = 1  # which fresh process of this configuration (`compare --repeats K`: 1..K)
+    # One of several configurations of the same mode (`hloscope calibrate`: "A", "A'", "A+3ms"): its name, used in
+    # its folder's and its label's, and the RunOptions fields it sets.
+    variant: str | None = None
+    changes: tuple[tuple[str, Any], ...] = ()
 
     @property
     def dir_name(self) -> str:
-        return run_dir_name(self.mode, self.devices)
+        name = run_dir_name(self.mode, self.devices)
+        if self.variant is not None:
+            name += "-" + "".join(c if c.isalnum() else "_" for c in self.variant)
+        return name if self.replicate == 1 else f"{name}-r{self.replicate}"
+
+    @property
+    def label(self) -> str | None:
+        """The name comparison.json and explain give this configuration when it is a variant of its mode."""
+        return f"{self.mode} [{self.variant}]" if self.variant is not None else None
 
     def options(self, options_for: Callable[[str], RunOptions]) -> RunOptions:
         options = options_for(self.mode)
+        if self.changes:
+            options = dataclasses.replace(options, **dict(self.changes))
         return options if self.devices is None else dataclasses.replace(options, devices=self.devices)
 
 
@@ -84,6 +99,7 @@ def run_command(options: RunOptions, comparison_dir: Path, name: str | None = No
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
     command += ["--devices", str(options.devices)] if options.devices > 1 else []
+    command += ["--inject-host-delay", str(options.inject_host_delay_ms)] if options.inject_host_delay_ms > 0 else []
     return command
 
 
@@ -316,16 +332,76 @@ def refused_entry(planned: PlannedRun, options: RunOptions) -> dict:
             "devices": options.devices, "median_s": None, "steps": 0, "warnings": []}
 
 
+def interleaved(plan: list[PlannedRun], repeats: int) -> list[PlannedRun]:
+    """`repeats` rounds of the plan, each run a fresh process, round-robin with the order rotated by one each round:
+    a drift in the machine's load (another job starting, the CPU warming up) then falls on every configuration alike
+    instead of on whichever ran last."""
+    if repeats <= 1 or not plan:
+        return list(plan)
+    rounds = []
+    for index in range(repeats):
+        shift = index % len(plan)
+        rounds += [dataclasses.replace(planned, replicate=index + 1) for planned in plan[shift:] + plan[:shift]]
+    return rounds
+
+
+def configurations(entries: list[dict], steps_by_dir: dict[str, list[float]]) -> list[dict]:
+    """comparison.json `configurations`: the processes of each mode (and device count) pooled: how many were timed,
+    each one's median, the pooled median and the spread between processes (max - min of their medians, absolute and
+    relative to the pooled median; None with fewer than two timed processes: unmeasured)."""
+    from statistics import median
+
+    groups: dict[tuple[str, Any], list[dict]] = {}
+    for entry in entries:
+        groups.setdefault((entry["mode"], entry.get("devices")), []).append(entry)
+    out = []
+    for (mode, devices), members in groups.items():
+        timed = [steps_by_dir[e["dir"]] for e in members if e["status"] == "ok" and steps_by_dir.get(e["dir"])]
+        medians = [median(steps) for steps in timed]
+        pooled = median([t for steps in timed for t in steps]) if timed else None
+        spread = max(medians) - min(medians) if len(medians) >= 2 else None
+        row = {"mode": mode, "processes": len(members), "timed_processes": len(timed), "dirs": [e["dir"] for e in members],
+               "median_s": pooled, "process_medians_s": medians, "between_process_spread_s": spread,
+               "between_process_spread": spread / pooled if spread is not None and pooled else None}
+        if devices is not None:
+            row["devices"] = devices
+        out.append(row)
+    return out
+
+
+def between_process_control(rows: list[dict]) -> dict | None:
+    """The A/A control: the largest relative spread between processes of one configuration, i.e. the smallest gap
+    (as a fraction of a step) this comparison can tell from the machine's own variation; None when unmeasured."""
+    measured = [row for row in rows if row["between_process_spread"] is not None]
+    if not measured:
+        return None
+    worst = max(measured, key=lambda row: row["between_process_spread"])
+    return {"relative": worst["between_process_spread"], "configuration": worst["mode"],
+            "processes": worst["timed_processes"],
+            "meaning": "the largest spread between processes of one configuration: gaps smaller than this fraction "
+                       "of a step cannot be told from the machine's own variation in this comparison"}
+
+
+def _name(entry: dict, planned: PlannedRun, repeats: int) -> None:
+    """A comparison entry's process number (several per configuration) and variant label."""
+    if repeats > 1:
+        entry["replicate"] = planned.replicate
+    if planned.label is not None:
+        entry.update(mode=planned.label, variant=planned.variant)
+
+
 def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
                    timeout_s: float | None = None, audit_before: dict | None = None,
-                   plan: list[PlannedRun] | None = None) -> dict:
-    """Run `modes` one after another (or the runs of `plan`: each mode at each device count); comparison.json is
-    rewritten after each so a Ctrl-C keeps what finished. A refused run is recorded as `refused` and the others go
-    on; it does not make the comparison partial."""
-    plan = plan if plan is not None else [PlannedRun(mode) for mode in modes]
+                   plan: list[PlannedRun] | None = None, repeats: int = 1) -> dict:
+    """Run `modes` one after another (or the runs of `plan`: each mode at each device count), `repeats` fresh
+    processes of each, interleaved (see `interleaved`); comparison.json is rewritten after each so a Ctrl-C keeps
+    what finished. A refused run is recorded as `refused` and the others go on; it does not make the comparison
+    partial."""
+    plan = interleaved(plan if plan is not None else [PlannedRun(mode) for mode in modes], repeats)
+    steps_by_dir: dict[str, list[float]] = {}
     entries: list[dict[str, Any]] = []  # comparison["modes"], one entry per mode as it settles
     comparison: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
@@ -337,17 +413,22 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     writer = _ComparisonWriter(comparison_dir)
     write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
     previous = _terminate_like_ctrl_c()
-    named = lambda planned: {"name": planned.dir_name} if planned.devices is not None else {}  # noqa: E731
+    named = lambda planned: {"name": planned.dir_name}  # noqa: E731
     try:
         for planned in plan:
             options = planned.options(options_for)
             if planned.refused is not None:
                 entry = refused_entry(planned, options)
             else:
-                on_mode_start(planned.mode)
+                on_mode_start(planned.label or planned.mode)
                 outcome = run_mode(options, comparison_dir, timeout_s,
                                    on_poll=functools.partial(on_mode_phase, planned.mode), **named(planned))
-                entry = summary_entry(settle_run(options, comparison_dir, outcome, **named(planned)), outcome)
+                record = settle_run(options, comparison_dir, outcome, **named(planned))
+                entry = summary_entry(record, outcome)
+                steps = (record.get("timing") or {}).get("step_times_s")
+                if isinstance(steps, list) and steps:
+                    steps_by_dir[entry["dir"]] = steps
+            _name(entry, planned, repeats)
             entries.append(entry)
             add_ratios(entries)
             writer.write(comparison)
@@ -362,7 +443,9 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             record = settle_run(options, comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
                                 "not started: the comparison was interrupted (Ctrl-C)", **named(planned))
-            entries.append(summary_entry(record, None))
+            entry = summary_entry(record, None)
+            _name(entry, planned, repeats)
+            entries.append(entry)
         add_ratios(entries)
         comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         try:
@@ -376,6 +459,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     comparison.update(status="ok" if statuses and all(s in ("ok", "compiled") for s in statuses) else
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    comparison["configurations"] = configurations(entries, steps_by_dir)
+    comparison["between_process_spread"] = between_process_control(comparison["configurations"])
     if audit_before is not None:
         from hloscope.runs.audit import timed_audit
 
@@ -383,7 +468,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         # device count, and with it XLA_FLAGS or WORLD_SIZE, differs between a mode's runs by design
         audited = plan[0].devices if plan else None
         audit["timed_runs"] = timed_audit(comparison, comparison_dir,
-                                          [e for e in entries if audited is None or e.get("devices") == audited])
+                                          [e for e in entries if (audited is None or e.get("devices") == audited)
+                                           and e.get("replicate", 1) == 1])  # one process per mode: its settings
         audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
     if config.get("check_parity"):
         from hloscope.runs.parity import evaluate
@@ -392,7 +478,21 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         # a refused count ran nothing to check
         by_devices = bool(plan) and plan[0].devices is not None
         comparison["parity"] = evaluate([(run_label(e["mode"], e.get("devices")) if by_devices else e["mode"],
-                                          e.get("parity")) for e in entries if e["status"] != "refused"],
+                                          e.get("parity")) for e in entries
+                                         if e["status"] != "refused" and e.get("replicate", 1) == 1],
                                         config.get("precision", "fp32"))
     writer.write(comparison, final=True)
     return comparison
+
+
+def run_variants(mode: str, options: RunOptions, variants: dict[str, dict[str, Any]], directory: Path,
+                 repeats: int, timeout_s: float | None = None,
+                 on_start: Callable[[str], None] = lambda label: None) -> dict:
+    """Several configurations of one mode, each `options` with some fields changed (`variants`: name -> RunOptions
+    fields), each in `repeats` fresh processes interleaved as compare runs modes, into one comparison directory whose
+    labels are `mode [name]`: `hloscope calibrate` and the known-answer experiments of explain."""
+    plan = [PlannedRun(mode, variant=name, changes=tuple(changes.items())) for name, changes in variants.items()]
+    config = {k: v for k, v in options.to_json().items() if k not in ("mode", "compile_model")}
+    config.update(modes=[mode], repeats=repeats, variants=variants)
+    return run_comparison([mode], lambda name: options, directory, config, on_mode_start=on_start,
+                          timeout_s=timeout_s, plan=plan, repeats=repeats)

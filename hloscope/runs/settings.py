@@ -5,6 +5,17 @@ hold equal (explain lists the differences first; compare's fairness audit tabula
 its size, batch, precision and matmul precision in effect, data path, attention, device, threads, library versions,
 XLA flags) into `name -> text`; `differences(a, b)` lists the names whose values differ. The mode itself (framework,
 compile) is what a comparison compares and is not listed.
+
+A setting recorded by one run only is a difference (the other side is None: "not set") when its absence means
+something: an environment variable (`env.*`: XLA_FLAGS set on one run, unset on the other), an option of the run
+(the `config` keys: model, batch_size, seq_len, model_config.*, inject_host_delay_ms...) and the machine (`machine.*`).
+Facts that each framework reports in its own way stay differences only when both runs recorded them (ONE_SIDED_IGNORED):
+package versions (`packages.*`: jax's version in a PyTorch run's record says nothing about that run), thread figures
+(`threads.*`: torch_num_threads exists in the PyTorch modes only) and the precision in effect ("compute dtype in
+effect", "matmul precision in effect": PyTorch reports no compute dtype without autocast), and the environment variables
+a framework or hloscope sets for itself during the mode's setup (PJRT_DEVICE and XLA_HLO_DEBUG by the torch_xla mode,
+TORCHINDUCTOR_CACHE_DIR by inductor). In XLA_FLAGS, the flags that change nothing about the step are left out before
+comparing: where a dump goes, and `--xla_cpu_enable_fast_math=false` (XLA's default, which torch_xla adds on import).
 """
 
 from __future__ import annotations
@@ -12,6 +23,14 @@ from __future__ import annotations
 # config keys that are not about the work or its speed: how long to run, what to record, where.
 _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps", "keep_all", "out", "run_id",
                "compile_model", "seed", "json", "timeout"}
+# config values that mean "not set": a run without an injected delay reads the same as a record from before the option
+_UNSET_CONFIG = {"inject_host_delay_ms": 0}
+# Settings each framework reports in its own way: a difference only where both runs recorded them (module docstring).
+ONE_SIDED_IGNORED_PREFIXES = ("packages.", "threads.")
+ONE_SIDED_IGNORED = ("matmul precision in effect", "compute dtype in effect", "env.PJRT_DEVICE", "env.XLA_HLO_DEBUG",
+                     "env.TORCHINDUCTOR_CACHE_DIR")
+# XLA_FLAGS entries that change nothing about the step: where a dump goes, XLA's own default that torch_xla adds
+_INERT_XLA_FLAGS = ("--xla_dump", "--xla_cpu_enable_fast_math=false")
 # environment keys that identify the machine the same way in every framework's record (each framework names its
 # device differently, `cpu:0` / `xla:0`: the platform is compared instead, from explain.collect).
 _MACHINE = ("cpu_model", "cpu_count", "hostname", "gpu_name", "gpu_count")
@@ -36,7 +55,7 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
     out: dict[str, str] = {}
     config = _section(run, "config")
     for key, value in config.items():
-        if key in _NOT_CONFIG or value is None:
+        if key in _NOT_CONFIG or value is None or (key in _UNSET_CONFIG and value == _UNSET_CONFIG[key]):
             continue
         if isinstance(value, dict):
             for inner, item in value.items():
@@ -70,18 +89,29 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
     if isinstance(env, dict):
         for name, value in env.items():
             if name.startswith(_ENV_PREFIXES) and not isinstance(value, (dict, list)):
-                if name == "XLA_FLAGS":  # where a dump goes differs per run and changes nothing about the step
-                    value = " ".join(f for f in str(value).split() if not f.startswith("--xla_dump"))
+                if name == "XLA_FLAGS":  # where a dump goes differs per run; torch_xla adds XLA's default
+                    value = " ".join(f for f in str(value).split() if not f.startswith(_INERT_XLA_FLAGS))
                 if value:
                     out[f"env.{name}"] = _text(value)
     return out
 
 
+def one_sided_counts(name: str) -> bool:
+    """Whether a setting recorded by one run only is a difference (the module docstring says which are)."""
+    return not (name.startswith(ONE_SIDED_IGNORED_PREFIXES) or name in ONE_SIDED_IGNORED)
+
+
 def differences(a: dict[str, str], b: dict[str, str]) -> list[dict]:
-    """[{"field", "a", "b"}] for every setting both runs recorded with different values. A setting only one run
-    recorded is not a difference: frameworks record different things (PyTorch has no compute-dtype field, hloscope
-    sets XLA_FLAGS only for the XLA modes' dumps)."""
-    return [{"field": name, "a": a[name], "b": b[name]} for name in sorted(set(a) & set(b)) if a[name] != b[name]]
+    """[{"field", "a", "b"}] for every setting the runs recorded with different values, and for every setting one run
+    recorded and the other did not where that absence means something (`one_sided_counts`): None on the side that
+    did not set it."""
+    out = []
+    for name in sorted(set(a) | set(b)):
+        first, second = a.get(name), b.get(name)
+        if first == second or ((first is None or second is None) and not one_sided_counts(name)):
+            continue
+        out.append({"field": name, "a": first, "b": second})
+    return out
 
 
 def device_platform(environment: dict) -> str:

@@ -14,6 +14,10 @@ kernel launches), framework (aten) ops, the autograd engine and optimizer outsid
 code, then "other host" (Python not named in the trace, the profiler).
 With no device executions at all (PyTorch on the CPU) the host does the work: its step splits into the input
 pipeline, time inside framework ops, and the rest (Python, autograd, optimizer glue).
+
+Where the run measured how its main thread was scheduled (run.json `profile.host_scheduling`, Linux schedstat), the
+time that thread was runnable but waiting for a CPU is taken out of that rest ("other host" idle, or the host-only
+"outside framework ops") into a contention node: see `split_contention`.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ HOST_CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
 EXPOSED_COLLECTIVES = f"device:{COLLECTIVE}, exposed"
 OTHER_HOST = "other host"
 FRAMEWORK_OPS = "framework ops"
+# The part of the unnamed host time the main thread spent runnable but waiting for a core (split_contention).
+CONTENTION = "idle:host waiting for a CPU (contention)"
+HOST_CONTENTION = "host:waiting for a CPU (contention)"
 # Host annotations that are not work: the step markers themselves, hloscope's device wait, profiler bookkeeping.
 _NOT_HOST_WORK = re.compile(
     r"^ProfilerStep#|^hloscope/wait|^hloscope/step|StepTrace|^\$|^Step ?#?\d+$|profiler|^Wait for|ThreadpoolListener", re.IGNORECASE)
@@ -210,6 +217,26 @@ def step_parts(
         out.append(StepParts(number, (end - start) / 1e6, busy / 1e6, nodes, ops[index], counts[index],
                              len(aten[index]), communication[0] / 1e6, communication[1] / 1e6))
     return out
+
+
+def split_contention(parts: list[StepParts], waiting_s: dict[int, float]) -> None:
+    """Move each step's CPU contention out of its unnamed host time, in place. `waiting_s`: step number -> seconds
+    the thread running the step was runnable but not running (schedstat's run-queue wait, measured by the run between
+    the step markers). The trace cannot say where in the step the thread waited; the wait is assumed to lie in the
+    time no named host cause claims ("other host" idle on a device trace, "outside framework ops" on a host-only one)
+    and is capped by it: a wait inside a named cause (a framework op preempted) stays with that cause. The nodes
+    still add up to the step."""
+    for part in parts:
+        waiting = waiting_s.get(part.number)
+        if not waiting or waiting <= 0:
+            continue
+        source, target = ((f"idle:{OTHER_HOST}", CONTENTION) if f"idle:{OTHER_HOST}" in part.nodes
+                          else (f"host:{HOST_WORK_NODES[OTHER_HOST]}", HOST_CONTENTION))
+        unnamed = part.nodes.get(source, 0.0)
+        contention = min(waiting, unnamed)
+        if contention > 0:
+            part.nodes[source] = unnamed - contention
+            part.nodes[target] = part.nodes.get(target, 0.0) + contention
 
 
 def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:

@@ -1,0 +1,84 @@
+"""What `hloscope calibrate` concludes from its three configurations of one mode, each run in several processes: A,
+A' (the same options again: an A/A pair) and A with a known host delay injected before every step (outside any
+annotation, so nothing in the trace says where it is). Pure: reads explain's report, no I/O.
+
+- the smallest gap this machine resolves at these settings: the largest spread between processes of one
+  configuration (explain's A/A control), at A's median step;
+- whether explain called the A/A pair different (it must not);
+- whether it found the delay: a significant gap, and significant host-side parts of the ledger (device idle while the
+  host ..., or host time on a host-only trace) that add up to the delay, and in which node most of it landed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from hloscope.explain.report import ExplainReport, ModeResult
+
+# The delay counts as found at its size when the host-side parts found for it are within this fraction of what the
+# device waited for (a sleep never ends early but may end late on a loaded machine: the larger of the delay and the
+# timed gap).
+DELAY_TOLERANCE = 0.25
+HOST_NODES = ("idle:", "host:")
+
+
+@dataclass
+class Calibration:
+    mode: str
+    processes: int  # per configuration
+    baseline_step_s: float | None
+    resolvable_gap_s: float | None  # the A/A control at A's median; None: unmeasured (one process each)
+    resolvable_gap_relative: float | None
+    identical_verdict: str | None  # explain's verdict on A' against A
+    identical_gap_s: float | None
+    identical_gap_ci_s: list[float] | None
+    identical_called_different: bool
+    delay_s: float
+    delay_verdict: str | None
+    delay_gap_s: float | None
+    delay_gap_ci_s: list[float] | None
+    delay_found_s: float  # the significant host-side parts of the delayed run's ledger, summed
+    delay_node: str | None  # the host-side node most of it landed in
+    delay_nodes: dict[str, float] = field(default_factory=dict)  # every significant host-side node -> seconds
+    delay_found: bool = False  # significant gap, and host-side parts within DELAY_TOLERANCE of the delay waited for
+    trustworthy: bool = False  # the A/A pair was no difference and the delay was found
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, delay_s: float) -> Calibration:
+    """The calibration of `mode` from explain's report on its configurations (labels `identical` and `delayed`,
+    explained against A as the baseline)."""
+    base = next((m for m in report.modes if m.verdict == "baseline"), None)
+    same, slow = _find(report, identical), _find(report, delayed)
+    noise = report.process_noise
+    base_step = base.step_time_s if base is not None else None
+    resolvable = noise.relative * base_step if noise is not None and base_step is not None else None
+    notes = []
+    if noise is None:
+        notes.append("each configuration ran in one process: the smallest resolvable gap is unmeasured")
+    parts = {c.node: c.seconds for c in (slow.contributors if slow else [])
+             if c.significant and c.node.startswith(HOST_NODES) and c.seconds > 0}
+    found_s = sum(parts.values())
+    waited = max(delay_s, slow.gap_s or 0.0) if slow is not None else delay_s
+    found = (slow is not None and slow.verdict == "slower"
+             and min(abs(found_s - delay_s), abs(found_s - waited)) <= DELAY_TOLERANCE * waited)
+    if slow is not None and slow.verdict == "slower" and not found:
+        notes.append(f"the delay's gap was significant but the host-side parts of the ledger add up to "
+                     f"{found_s * 1e3:.3f} ms against {delay_s * 1e3:.3f} ms injected")
+    called = same is not None and same.verdict not in (None, "no significant difference", "baseline")
+    return Calibration(
+        mode=mode, processes=(base.processes or 1) if base is not None else 0, baseline_step_s=base_step,
+        resolvable_gap_s=resolvable, resolvable_gap_relative=noise.relative if noise is not None else None,
+        identical_verdict=same.verdict if same else None, identical_gap_s=same.gap_s if same else None,
+        identical_gap_ci_s=same.gap_ci_s if same else None, identical_called_different=called,
+        delay_s=delay_s, delay_verdict=slow.verdict if slow else None, delay_gap_s=slow.gap_s if slow else None,
+        delay_gap_ci_s=slow.gap_ci_s if slow else None, delay_found_s=found_s,
+        delay_node=max(parts, key=lambda node: parts[node]) if parts else None, delay_nodes=parts,
+        delay_found=found, trustworthy=found and not called and same is not None, notes=notes)
+
+
+def _find(report: ExplainReport, label: str) -> ModeResult | None:
+    return next((m for m in report.modes if m.mode == label), None)

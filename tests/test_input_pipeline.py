@@ -1,0 +1,110 @@
+"""`--data loader` in a profiled run: the time each step spends obtaining its batch (the DataLoader's `next()`, the
+conversion to the framework's arrays, the host-to-device transfer) lies inside the step's `hloscope/input`
+annotation in every mode, and explain's ledger gives it to its input pipeline node, which claims idle time before any
+other host cause.
+
+One short profiled run per mode (vit-tiny, batch 4), each in a fresh `hloscope run` process, shared by the tests of
+the module; for JAX also a `--data device` run with the same options, for explain's comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hloscope.trace.step_profile import CAUSE_ORDER, HOST_CAUSES
+
+pytestmark = pytest.mark.slow
+
+MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax", "torchax"]
+OPTIONS = ["--model", "vit-tiny", "--batch-size", "4", "--steps", "5", "--warmup", "2", "--profile",
+           "--profile-steps", "4"]
+INPUT_NODES = ("idle:input pipeline", "host:input pipeline")
+# What obtaining a batch records in each trace: the DataLoader's own record (Kineto) or its `__next__` frame (JAX's
+# Python tracer), and the host-to-device transfer (JAX's device_put, torch_xla's PjRt transfer).
+FETCH_EVENTS = re.compile(r"DataLoader|dataloader\.py:\d+ __next__|DevicePutWithSharding|TransferToDevice")
+
+
+class Runs:
+    """Profiled runs made on first use, one per (mode, data)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.made: dict[tuple[str, str], Path] = {}
+
+    def __call__(self, mode: str, data: str = "loader") -> Path:
+        if (mode, data) not in self.made:
+            framework, _, compiled = mode.partition("+")
+            run_id = f"{framework}{'_compile' if compiled else ''}_{data}"
+            args = [sys.executable, "-m", "hloscope", "run", "--mode", framework, *OPTIONS, "--data", data,
+                    "--out", str(self.out), "--run-id", run_id, "--json"] + (["--compile-model"] if compiled else [])
+            result = subprocess.run(args, capture_output=True, text=True, timeout=600,
+                                    env={**os.environ, "PJRT_DEVICE": "CPU", "HLOSCOPE_NO_PROGRESS": "1"})
+            assert result.returncode == 0, result.stderr[-3000:]
+            self.made[(mode, data)] = self.out / run_id
+        return self.made[(mode, data)]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    return Runs(tmp_path_factory.mktemp("input_pipeline"))
+
+
+def test_the_input_pipeline_claims_idle_time_first():
+    assert CAUSE_ORDER[0] == "input pipeline" and HOST_CAUSES[0][0] == "input pipeline"
+    pattern = HOST_CAUSES[0][1]
+    for name in ("hloscope/input", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
+        assert pattern.search(name)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_obtaining_the_batch_lies_inside_the_input_annotation(runs, mode):
+    from hloscope.trace.load import load_traces
+
+    (trace,) = load_traces(runs(mode))
+    events = [e for e in trace.events if not e.device]
+    markers = [e for e in events if e.kind == "step"]
+    inputs = [e for e in events if e.name == "hloscope/input"]
+    assert len(markers) == 4 and len(inputs) == 4
+    fetches = [e for e in events if FETCH_EVENTS.search(e.name)
+               and any(m.start_us <= e.start_us <= m.end_us for m in markers)]
+    assert len(fetches) >= 4, sorted({e.name for e in events})[:50]  # at least one per step
+    for fetch in fetches:
+        assert any(i.start_us <= fetch.start_us and fetch.end_us <= i.end_us + 0.01 and i.lane == fetch.lane
+                   for i in inputs), (mode, fetch.name, fetch.start_us)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_has_a_positive_input_pipeline_node(runs, mode):
+    from hloscope.explain.collect import summarize_run
+
+    ledger = summarize_run(runs(mode)).ledger
+    assert ledger is not None
+    measured = {node: ledger.node_median(node) for node in INPUT_NODES if node in ledger.nodes}
+    assert measured and max(measured.values()) > 0, sorted(ledger.nodes)
+
+
+def test_jax_loader_against_device_the_input_node_outweighs_every_other_idle_increase(runs):
+    loader, device = runs("jax"), runs("jax", "device")
+    result = subprocess.run([sys.executable, "-m", "hloscope", "explain", str(loader), str(device), "--json"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    summaries = {Path(s["run_dirs"][0]).name: s for s in report["summaries"].values()}
+    slow = summaries[loader.name]["ledger"]["node_median_s"]
+    fast = summaries[device.name]["ledger"]["node_median_s"]
+    entry = next(m for m in report["modes"] if m["verdict"] != "baseline")
+    assert {"field": "data", "a": "loader", "b": "device"} in entry["config_differences"] or \
+        {"field": "data", "a": "device", "b": "loader"} in entry["config_differences"]
+    input_node = next(node for node in INPUT_NODES if node in slow)
+    # Measured on the loader run's own steps: the DataLoader's time is in its input node, whatever the gap's verdict.
+    assert slow[input_node] > 0
+    increases = {node: seconds - fast.get(node, 0.0) for node, seconds in slow.items()
+                 if node.startswith(("idle:", "host:")) and node not in INPUT_NODES}
+    assert slow[input_node] >= max(increases.values(), default=0.0), (slow, fast)
