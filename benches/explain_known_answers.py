@@ -74,12 +74,18 @@ def check_identical(entry: dict, resolvable: float | None = None) -> str | None:
     return None
 
 
-def resolvable_s(report: dict) -> float | None:
+def resolvable_s(report: dict, entry: dict | None = None) -> float | None:
     """The smallest gap this comparison resolves: its A/A control (the largest relative spread between processes of
-    one configuration) at the baseline's median; None when unmeasured."""
+    one configuration) at the baseline's median and, for one configuration against the baseline, also the spread
+    between the processes of each (explain's between-process test); None when unmeasured."""
     control = report["between_process_spread"]
     base = next(m for m in report["modes"] if m["verdict"] == "baseline")
-    return control["relative"] * base["step_time_s"] if control else None
+    if not control:
+        return None
+    spreads = [control["relative"] * base["step_time_s"], base["between_process_spread_s"]]
+    if entry is not None:
+        spreads.append(entry["between_process_spread_s"])
+    return max(s for s in spreads if s is not None)
 
 
 def check_loader(entry: dict, resolvable: float | None = None) -> str | None:
@@ -121,9 +127,9 @@ def host_parts(entry: dict) -> float:
 
 
 def check_delay(entry: dict, resolvable: float | None = None) -> str | None:
-    # The delay must be found whenever this comparison could resolve it (its A/A control at the baseline's median is
-    # below the delay); when the machine's own variation between processes is larger, "no significant difference"
-    # is the right answer. A sleep never ends early but may end late on a loaded machine: the delay the device waited
+    # The delay must be found whenever this comparison could resolve it (its A/A control at the baseline's median and
+    # the spread between the processes of either side are below the delay); when the machine's own variation between
+    # processes is larger, "no significant difference" is the right answer. A sleep never ends early but may end late on a loaded machine: the delay the device waited
     # for is DELAY_S or, when the step grew by more, that growth. Within DELAY_TOLERANCE of either is right.
     if entry["verdict"] == "no significant difference" and resolvable is not None and resolvable >= DELAY_S:
         return None
@@ -170,8 +176,9 @@ def attempt(out: Path, repeats: int, busy: int = 1) -> dict[str, Any]:
 
 def judge(entries: dict[str, Any]) -> dict[str, str | None]:
     """name -> None when right, else what was wrong (invariants first)."""
-    resolvable = resolvable_s(entries["report"])
-    return {name: invariants(entries[name]) or CHECKS[name](entries[name], resolvable) for name in CHECKS}
+    report = entries["report"]
+    return {name: invariants(entries[name]) or CHECKS[name](entries[name], resolvable_s(report, entries[name]))
+            for name in CHECKS}
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ def test_the_delay_lands_in_a_host_side_node_not_in_device_time(entries):
     """The sleep is outside every annotation: nothing names it, yet the device waits for the host by that much.
     Whenever this comparison can resolve 3 ms (its A/A control says so), the delay is found."""
     entry = entries["delay"]
-    resolvable = known.resolvable_s(entries["report"])
+    resolvable = known.resolvable_s(entries["report"], entry)
     assert resolvable is not None
     if resolvable >= known.DELAY_S:  # the machine's own variation is larger than the delay: no cause may be offered
         assert entry["verdict"] == "no significant difference" and entry["contributors"] == []
