@@ -47,3 +47,24 @@ def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
     assert "lower bound" in text and "compiled for h100" in text
     tiny = render({"config": CONFIG, "modes": [{**entry, "roofline_lower_bound_s": 8.2e-6}]})
     assert "0.008 ms" in tiny  # a tiny model's bound is not rounded to 0.01 ms
+
+
+def test_replicated_modes_are_one_row_each_with_their_processes():
+    """compare --repeats 3: one row per mode, its processes pooled (configurations), still whole in 80 columns."""
+    from hloscope.runs.runner import between_process_control, configurations
+
+    names = ["pytorch+compile", "torch_xla+compile", "jax"]
+    entries = [{"mode": mode, "dir": f"{mode}-r{k}", "status": "ok" if (mode, k) != ("jax", 3) else "failed",
+                "median_s": 0.002 * (i + 1) * (1 + 0.1 * k), "first_step_s": 2.0 + k, "peak_memory_bytes": 2**20 * k}
+               for k in (1, 2, 3) for i, mode in enumerate(names)]
+    steps = {e["dir"]: [e["median_s"]] * 5 for e in entries if e["status"] == "ok"}
+    rows = configurations(entries, steps)
+    comparison = {"config": {**CONFIG, "repeats": 3}, "modes": entries, "configurations": rows,
+                  "between_process_spread": between_process_control(rows)}
+    text = render(comparison)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    lines = [line for line in text.splitlines() if line.startswith(tuple(names))]
+    assert len(lines) == 3  # one per mode, not one per process
+    jax = next(line for line in lines if line.startswith("jax"))
+    assert "ok 2x ±4%" in jax and "6.900 ms" in jax  # two timed processes (6.6 and 7.2 ms), pooled median
+    assert "gaps under 16.7% of a step" in " ".join(text.split())  # the widest: 1.1x to 1.3x of a mode, at 1.2x

@@ -118,8 +118,6 @@ def comparison_table(comparison: dict) -> Table:
                     ("peak mem", "right")]
     if compiled:
         columns += [("lower bound", "right"), ("kernels", "right")]
-    if replicated:  # the processes pooled in each row, and how far their medians spread (max - min, of the median)
-        columns += [("procs", "right"), ("spread", "right")]
     for column, justify in columns:
         table.add_column(column, justify=justify, no_wrap=True)
     table.add_column("status", min_width=len("interrupted"), no_wrap=True)
@@ -136,22 +134,22 @@ def comparison_table(comparison: dict) -> Table:
         if compiled:
             kernels = entry.get("kernels")
             row += [step_time(entry.get("roofline_lower_bound_s")), "-" if kernels is None else str(kernels)]
-        if replicated:
-            relative = entry.get("between_process_spread")
-            row += [f"{entry['timed_processes']}/{entry['processes']}",
-                    f"{relative:.1%}" if relative is not None else "-"]
         status = entry.get("status", "?")
         style = {"ok": "green", "compiled": "green", "failed": "red", "interrupted": "yellow",
                  "refused": "yellow"}.get(status, "")
-        row.append(Text(str(status), style=style))
+        cell = Text(str(status), style=style)
+        if replicated:  # the processes pooled in the row, and half the range of their medians, of the step
+            relative = entry.get("between_process_spread")
+            cell.append(f" {entry['timed_processes']}x" + (f" ±{relative / 2:.0%}" if relative is not None else ""))
+        row.append(cell)
         add_text_row(table, *row)
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     elif replicated:
         control = comparison.get("between_process_spread")
-        table.caption = ("step: median of every timed step of every process; spread: max - min of the processes' "
-                         "medians, of the step" + (f"; gaps under {control['relative']:.1%} of a step cannot be told "
-                                                   "from this machine's own variation" if control else ""))
+        table.caption = ("step: median of every timed step of every process; 3x ±4%: 3 timed processes, their "
+                         "medians within ±4% of the step" + (f"; gaps under {control['relative']:.1%} of a step cannot be "
+                                                     "told from this machine's own variation" if control else ""))
     return table
 
 
