@@ -13,7 +13,7 @@ Every function takes paths (str or Path) and returns exactly what the matching c
 and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
 notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
-`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingFramework`; nothing here prints. The commands in
+`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints. The commands in
 `hloscope/cli/` are thin layers over these functions and their renderers.
 """
 

@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 CONFIDENCE = 0.95
 RESAMPLES = 4000
@@ -136,6 +136,9 @@ def differs(a: list[float], b: list[float]) -> float | None:
     if max(a) == min(a) == max(b) == min(b):
         return 1.0
     method = "exact" if len(a) + len(b) <= 40 else "asymptotic"
+    # scipy here, not at the top: every run imports this module for its percentiles and never tests anything
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
 
 
@@ -148,13 +151,19 @@ def outliers(values: list[float]) -> list[bool]:
     return [abs(v - center) > max(OUTLIER_MADS * mad, OUTLIER_RATIO * abs(center)) for v in values]
 
 
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Linear-interpolated percentile (numpy's default method) of an already sorted list: the one definition that
+    run.json's p10/p90 (hloscope/backends/timing.py) and explain's step spreads use."""
+    position = (len(sorted_values) - 1) * fraction
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
 def spread(values: list[float]) -> dict | None:
-    """median, p10, p90, and n of a sample (nearest-rank percentiles, as run.json records them)."""
+    """median, p10, p90, and n of a sample (interpolated percentiles, as run.json records them)."""
     if not values:
         return None
     ordered = sorted(values)
-
-    def rank(q: float) -> float:
-        return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-    return {"median": median(ordered), "p10": rank(0.1), "p90": rank(0.9), "n": len(ordered)}
+    return {"median": median(ordered), "p10": percentile(ordered, 0.1), "p90": percentile(ordered, 0.9),
+            "n": len(ordered)}

@@ -60,7 +60,7 @@ def test_explain_markdown_file_is_never_overwritten(cli_run, tmp_path):
     assert cli_run("explain", str(comparison), "-o", str(out))[0] == 0
     text = out.read_text()
     assert "| pytorch | failed |" in text
-    assert "| torch_xla | ok | 4.000 ms | 4.000-900.000 ms | 2.00x (" in text and "| +2.000 ms (+2.000 to +" in text
+    assert "| torch_xla | ok | 4.000 ms | 4.000-910.000 ms | 2.00x (" in text and "| +2.000 ms (+2.000 to +" in text
     # Significant, but without a profile there are no measured parts: the hypotheses stand for the run as a whole.
     assert "**2.00x (" in text and "): slower (provisional" in text and "torch_xla has no usable profile" in text
     hypotheses = text.index("Hypotheses with no significant part of the step to explain")

@@ -96,7 +96,7 @@ def _expected(report: ExplainReport) -> dict:
         "within_noise": f"Other parts of the step, each within noise: {noise['seconds'] * 1e3:+.3f} ms",
         "residual": f"residual (timed gap - profiled gap: profiler effect and noise): {slow['residual_s'] * 1e3:+.3f} ms "
                     f"(profiled gap {slow['profiled_gap_s'] * 1e3:+.3f} ms)",
-        "step": "27.300 ms (p10-p90 26.891-27.709 ms, 10 steps)",
+        "step": "27.300 ms (p10-p90 26.877-27.723 ms, 10 steps)",
     }
 
 
@@ -148,8 +148,8 @@ def test_markdown_report_shows_the_comparison_figures():
     report = _report()
     text = explain_md.render(report)
     _figures_shown(text, report)
-    assert "| pytorch | ok **noisy** | 10.300 ms | 7.210-15.450 ms |" in text
-    assert "| torch_xla | ok | 27.300 ms | 26.891-27.709 ms | 2.68x (2.64-2.72x) | +17.100 ms (+16.793 to +17.407 ms) " \
+    assert "| pytorch | ok **noisy** | 10.300 ms | 7.004-15.553 ms |" in text
+    assert "| torch_xla | ok | 27.300 ms | 26.877-27.723 ms | 2.68x (2.64-2.72x) | +17.100 ms (+16.793 to +17.407 ms) " \
            "| slower | 1,577 | 15.200 ms | 0 |" in text
     assert "| pytorch+compile | failed |" in text
     assert "| batch_size | 16 | 8 |\n| precision | bf16 | fp32 |" in text
@@ -179,8 +179,8 @@ def test_terminal_report_shows_the_comparison_figures():
         for line in text.splitlines():  # the first line that starts with the name: its table row
             if line.split()[:1] in (["jax"], ["torch_xla"], ["pytorch"], ["copy.3"]):
                 rows.setdefault(line.split()[0], line.split())
-        assert rows["torch_xla"][:7] == ["torch_xla", "ok", "27.300", "26.891-27.709", "2.68x", "+17.100", "slower"]
-        assert rows["jax"][:7] == ["jax", "ok", "10.200", "10.047-10.353", "1.00x", "0.000", "baseline"]
+        assert rows["torch_xla"][:7] == ["torch_xla", "ok", "27.300", "26.877-27.723", "2.68x", "+17.100", "slower"]
+        assert rows["jax"][:7] == ["jax", "ok", "10.200", "10.042-10.358", "1.00x", "0.000", "baseline"]
         assert rows["pytorch"][:4] == ["pytorch", "ok", "noisy", "10.300"]
         assert rows["copy.3"][-8:] == ["77", "1.43", "0.110", "-", "-", "-", "+0.110", "*"]
         _figures_shown(text, report)

@@ -7,12 +7,13 @@ the timer stops the clock only after it returns. The step times recorded are wal
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from hloscope.significance import percentile
 
 
 @dataclass
@@ -61,14 +62,6 @@ def run_loop(step: Callable[[int], Any], wait: Callable[[Any], None], loss_of: C
     log.window_s = time.perf_counter() - window_start
     if steps:
         log.losses.append(loss_of(outputs))
-
-
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    """Linear-interpolated percentile (numpy's default method) of an already sorted list."""
-    position = (len(sorted_values) - 1) * fraction
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
 def step_statistics(step_times_s: list[float], batch_size: int, window_s: float | None = None) -> dict:

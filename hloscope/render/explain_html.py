@@ -51,7 +51,7 @@ table.ops td.group,table.config td{white-space:normal;overflow-wrap:anywhere}tab
 table.ops td.group{min-width:8em}table.ops th.side{text-align:center;overflow-wrap:anywhere}
 .ci{display:block;color:#555;font-size:.88em}
 .noisy{background:#fff3cd;color:#8a4b00;font-weight:bold;padding:0 .3em;border-radius:3px;white-space:nowrap}
-.verdict{font-size:1.05em}.verdict b{white-space:nowrap}
+.verdict{font-size:1.05em}
 ol.contributors>li{margin-bottom:.7em}.figures-line{color:#333}
 ul.annotations{margin:.2em 0;padding-left:1.2em}ul.annotations li{color:#333}
 .kind{color:#555;font-style:italic}tr.significant td{font-weight:bold}
