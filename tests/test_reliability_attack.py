@@ -325,7 +325,7 @@ def _fake_compare(tmp_path, monkeypatch, outcomes):
     from hloscope.runs import rundir
     from hloscope.runs import runner as compare_runner
 
-    def fake_run_mode(options, comparison_dir, timeout_s=None, on_poll=None):
+    def fake_run_mode(options, comparison_dir, timeout_s=None, on_poll=None, name=None):
         run = comparison_dir / options.mode
         run.mkdir()
         what = outcomes[options.mode]
@@ -336,7 +336,7 @@ def _fake_compare(tmp_path, monkeypatch, outcomes):
         return None
 
     monkeypatch.setattr(compare_runner, "run_mode", fake_run_mode)
-    monkeypatch.setattr(compare_runner, "settle_run", lambda options, d, outcome, status="failed", reason=None:
+    monkeypatch.setattr(compare_runner, "settle_run", lambda options, d, outcome, status="failed", reason=None, name=None:
                         {**rundir._read_json(d / options.mode / "run.json", "run.json"), "_dir": str(d / options.mode)}
                         if (d / options.mode / "run.json").exists() else
                         {"mode": options.mode, "status": status, "error": reason, "_dir": str(d / options.mode)})
