@@ -94,7 +94,7 @@ def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
         spread_s = process_spread(medians)
         if spread_s is None:
             continue
-        relative = spread_s / median(medians)
+        relative = spread_s / _pooled_median(summary)  # as compare's `configurations` give it
         if found is None or relative > found.relative:
             found = ProcessNoise(relative, summary.mode, len(medians))
     return found
