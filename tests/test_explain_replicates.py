@@ -106,15 +106,22 @@ def _ledger(nodes: dict[str, list[float]]) -> RunLedger:
     return RunLedger(nodes, {}, steps, len(steps), {}, True, [nodes["device:matmul"][i] for i in range(len(steps))])
 
 
+def _profiled_pair(seed: int, steps_ms: tuple[float, float], fast_ms: tuple[float, float],
+                   slow_ms: tuple[float, float]):
+    """explain's entry for b against a, three processes each with the given median steps, and profiles whose kept
+    steps hold (matmul, other host idle) milliseconds."""
+    rng = random.Random(seed)
+    ledgers = [_ledger({"device:matmul": [matmul * 1e-3] * 6, "idle:other host": [idle * 1e-3] * 6})
+               for matmul, idle in (fast_ms, slow_ms)]
+    a = _summary("a", [_process(rng, steps_ms[0] * 1e-3) for _ in range(3)], ledger=ledgers[0])
+    b = _summary("b", [_process(rng, steps_ms[1] * 1e-3) for _ in range(3)], ledger=ledgers[1])
+    return explain([a, b]).mode("b")
+
+
 def test_a_profile_that_does_not_reproduce_the_gap_offers_no_cause():
     """Timed: b is 3x slower. Profiled: b's steps are *shorter* (the profile caught other conditions): the parts
     describe the profile, not the gap, and are not listed as its causes."""
-    rng = random.Random(6)
-    fast_ledger = _ledger({"device:matmul": [1.0e-3] * 6, "idle:other host": [2.0e-3] * 6})
-    slow_ledger = _ledger({"device:matmul": [1.0e-3] * 6, "idle:other host": [0.5e-3] * 6})
-    a = _summary("a", [_process(rng, 1e-3) for _ in range(3)], ledger=fast_ledger)
-    b = _summary("b", [_process(rng, 3e-3) for _ in range(3)], ledger=slow_ledger)
-    entry = explain([a, b]).mode("b")
+    entry = _profiled_pair(6, (1.0, 3.0), fast_ms=(1.0, 2.0), slow_ms=(1.0, 0.5))
     assert entry.verdict == "slower"
     assert entry.profile_reproduces_gap is False and entry.contributors == []
     assert [c.node for c in entry.profile_parts if c.significant] == ["idle:other host"]
@@ -123,12 +130,7 @@ def test_a_profile_that_does_not_reproduce_the_gap_offers_no_cause():
 
 
 def test_a_share_above_the_gap_names_what_offsets_it():
-    rng = random.Random(7)
-    fast_ledger = _ledger({"device:matmul": [1.0e-3] * 6, "idle:other host": [1.0e-3] * 6})
-    slow_ledger = _ledger({"device:matmul": [3.0e-3] * 6, "idle:other host": [0.5e-3] * 6})
-    a = _summary("a", [_process(rng, 2e-3) for _ in range(3)], ledger=fast_ledger)
-    b = _summary("b", [_process(rng, 3.5e-3) for _ in range(3)], ledger=slow_ledger)
-    entry = explain([a, b]).mode("b")
+    entry = _profiled_pair(7, (2.0, 3.5), fast_ms=(1.0, 1.0), slow_ms=(3.0, 0.5))
     matmul = next(c for c in entry.contributors if c.node == "device:matmul")
     assert matmul.seconds > entry.gap_s and matmul.offset_by == ["idle:other host"]
     assert sum(c.seconds for c in entry.contributors) + entry.residual_s == pytest.approx(entry.gap_s, abs=1e-12)

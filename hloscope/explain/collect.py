@@ -153,19 +153,12 @@ def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
     if not profile.kept:
         summary.notes.append("no profiled step left after dropping the warm-up and outlier steps")
         return
-    ledger = RunLedger.from_profile(profile, getattr(op_group_of, "group_of_key", None))
-    summary.ledger = ledger
+    set_ledger(summary, RunLedger.from_profile(profile, getattr(op_group_of, "group_of_key", None)))
     kept = profile.kept_steps()
-    summary.profiled_step_s = median(ledger.step_s)
     if profile.device:
-        summary.device_busy_s = median(ledger.busy_s)
-        summary.device_idle_s = median(s.step_s - s.busy_s for s in kept)
-        summary.categories_s = {node.removeprefix("device:"): ledger.node_median(node)
-                                for node in ledger.nodes if node.startswith("device:")}
         summary.executed_per_step = median(sum(s.executions.values()) for s in kept)
         summary.executed_copies_per_step = median(s.executions.get(LAYOUT, 0) + s.executions.get(MEMORY, 0)
                                                   for s in kept)
-        summary.layout_kernel_s = summary.categories_s.get(LAYOUT, 0.0) + summary.categories_s.get(MEMORY, 0.0)
         by_number = {w.get("step"): w for w in stats.get("per_step") or []}
         rows = [by_number.get(s.number) or {} for s in kept]
         summary.trace_kernels = median(r.get("kernels", 0) for r in rows)
@@ -177,6 +170,19 @@ def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
     if window is not None:
         following = stats["per_step"][middle + 1]["start_us"] if middle + 1 < len(stats["per_step"]) else None
         summary.timeline = step_timeline(trace.events, window, following)
+
+
+def set_ledger(summary: ModeSummary, ledger: RunLedger) -> None:
+    """The summary's ledger and the figures derived from it (medians over its kept steps): the profiled step and,
+    where a device ran the program, its busy and idle time and the device time by category."""
+    summary.ledger = ledger
+    summary.profiled_step_s = median(ledger.step_s)
+    if ledger.device:
+        summary.device_busy_s = median(ledger.busy_s)
+        summary.device_idle_s = median(step - busy for step, busy in zip(ledger.step_s, ledger.busy_s))
+        summary.categories_s = {node.removeprefix("device:"): ledger.node_median(node)
+                                for node in ledger.nodes if node.startswith("device:")}
+        summary.layout_kernel_s = summary.categories_s.get(LAYOUT, 0.0) + summary.categories_s.get(MEMORY, 0.0)
 
 
 def step_timeline(events, window: dict, next_start_us: float | None = None) -> list[tuple[float, float, str]]:
@@ -226,7 +232,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
 
             step_modules = train_step_modules(loaded)
             if step_modules:  # explain's op table pairs their instructions by structure with another run's
-                op_groups = source_op_groups([m.module for m in step_modules])
+                op_groups = InstructionGroups([m.module for m in step_modules])
                 summary.program = run_program(run_dir, [m.module.name for m in step_modules])
             categories = category_resolver(after) or None
         except HloscopeError as error:  # the categories fall back to kernel names: said in the report and on stderr
@@ -309,8 +315,3 @@ class InstructionGroups:
 
     def group_of_key(self, key: str) -> str:
         return self._groups.get(key, key)
-
-
-def source_op_groups(modules) -> InstructionGroups:
-    """The op keys and groups of a run's executions from its optimized train-step modules (InstructionGroups)."""
-    return InstructionGroups(modules)

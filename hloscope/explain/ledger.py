@@ -193,16 +193,24 @@ def op_deltas(slow: RunLedger, fast: RunLedger, practical_s: float, top: int | N
     out = []
     for group in set(slow.ops) | set(fast.ops):
         a, b = slow.ops.get(group), fast.ops.get(group)
-        sa = a.seconds if a else [0.0] * len(slow.step_s)
-        sb = b.seconds if b else [0.0] * len(fast.step_s)
-        delta = (median(sa) if sa else 0.0) - (median(sb) if sb else 0.0)
-        p_value = differs(sa, sb)
-        out.append(OpDelta(group, op_figures(a), op_figures(b), delta, p_value,
-                           p_value is not None and p_value < ALPHA and abs(delta) >= practical_s,
-                           slow_name=group if a else None, fast_name=group if b else None,
-                           matched=a is not None and b is not None, matched_by="name"))
+        out.append(series_delta(group, a, b, slow, fast, practical_s, slow_name=group if a else None,
+                                fast_name=group if b else None, matched=a is not None and b is not None,
+                                matched_by="name"))
     out.sort(key=lambda d: (-abs(d.seconds), d.group))
     return out if top is None else out[:top]
+
+
+def series_delta(group: str, a: OpSeries | None, b: OpSeries | None, slow: RunLedger, fast: RunLedger,
+                 practical_s: float, **row) -> OpDelta:
+    """One op table row: the slow side's series `a` against the fast side's `b` (None: that side has none, 0 in each
+    of its steps), the difference of medians per step, its Mann-Whitney test and whether it counts (p < ALPHA and at
+    least `practical_s`); `row`: OpDelta's naming fields."""
+    sa = a.seconds if a else [0.0] * len(slow.step_s)
+    sb = b.seconds if b else [0.0] * len(fast.step_s)
+    delta = (median(sa) if sa else 0.0) - (median(sb) if sb else 0.0)
+    p_value = differs(sa, sb)
+    return OpDelta(group, op_figures(a), op_figures(b), delta, p_value,
+                   p_value is not None and p_value < ALPHA and abs(delta) >= practical_s, **row)
 
 
 def op_figures(series: OpSeries | None) -> dict:

@@ -25,8 +25,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from hloscope.diff.timing import SEP
-from hloscope.explain.ledger import OpDelta, OpSeries, RunLedger, op_deltas, op_figures
-from hloscope.significance import ALPHA, differs
+from hloscope.explain.ledger import OpDelta, OpSeries, RunLedger, op_deltas, series_delta
 
 if TYPE_CHECKING:
     from hloscope.diff.graph import Graph, Node
@@ -195,19 +194,14 @@ def _summed(ledger: RunLedger, keys: list[str]) -> OpSeries | None:
 
 
 def _delta(row: _Row, slow: RunLedger, fast: RunLedger, practical_s: float) -> OpDelta:
-    a, b = _summed(slow, row.slow_keys), _summed(fast, row.fast_keys)
-    sa = a.seconds if a else [0.0] * len(slow.step_s)
-    sb = b.seconds if b else [0.0] * len(fast.step_s)
-    delta = (median(sa) if sa else 0.0) - (median(sb) if sb else 0.0)
-    p_value = differs(sa, sb)
     name = row.slow_name if row.slow_name is not None else row.fast_name
     assert name is not None  # every row has a side
-    return OpDelta(name, op_figures(a), op_figures(b), delta, p_value,
-                   p_value is not None and p_value < ALPHA and abs(delta) >= practical_s,
-                   slow_name=row.slow_name, fast_name=row.fast_name, matched=row.matched, matched_by=row.matched_by,
-                   instructions={"slow": _examples(row.slow_keys), "fast": _examples(row.fast_keys)},
-                   instruction_counts={"slow": len(row.slow_keys), "fast": len(row.fast_keys)},
-                   match_stages=dict(row.stages))
+    return series_delta(name, _summed(slow, row.slow_keys), _summed(fast, row.fast_keys), slow, fast, practical_s,
+                        slow_name=row.slow_name, fast_name=row.fast_name, matched=row.matched,
+                        matched_by=row.matched_by,
+                        instructions={"slow": _examples(row.slow_keys), "fast": _examples(row.fast_keys)},
+                        instruction_counts={"slow": len(row.slow_keys), "fast": len(row.fast_keys)},
+                        match_stages=dict(row.stages))
 
 
 def _examples(keys: list[str]) -> list[str]:

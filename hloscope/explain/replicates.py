@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from statistics import fmean, median
 
+from hloscope.explain.collect import set_ledger
 from hloscope.explain.ledger import OpSeries, RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.significance import spread
@@ -41,13 +42,7 @@ def pool(label: str, summaries: list[ModeSummary]) -> ModeSummary:
                 pooled.unreadable_files += summary.notes[:1]
     ledgers = [s.ledger for s in timed if s.ledger is not None]
     if ledgers:
-        pooled.ledger = merge_ledgers(ledgers)
-        pooled.profiled_step_s = median(pooled.ledger.step_s)
-        if pooled.ledger.busy_s and pooled.ledger.device:
-            pooled.device_busy_s = median(pooled.ledger.busy_s)
-            pooled.device_idle_s = median(s - b for s, b in zip(pooled.ledger.step_s, pooled.ledger.busy_s))
-            pooled.categories_s = {node.removeprefix("device:"): pooled.ledger.node_median(node)
-                                   for node in pooled.ledger.nodes if node.startswith("device:")}
+        set_ledger(pooled, merge_ledgers(ledgers))
     return pooled
 
 

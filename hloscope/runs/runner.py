@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError, warn
@@ -349,8 +350,6 @@ def configurations(entries: list[dict], steps_by_dir: dict[str, list[float]]) ->
     """comparison.json `configurations`: the processes of each mode (and device count) pooled: how many were timed,
     each one's median, the pooled median and the spread between processes (max - min of their medians, absolute and
     relative to the pooled median; None with fewer than two timed processes: unmeasured)."""
-    from statistics import median
-
     groups: dict[tuple[str, Any], list[dict]] = {}
     for entry in entries:
         groups.setdefault((entry["mode"], entry.get("devices")), []).append(entry)
