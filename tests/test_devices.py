@@ -97,7 +97,6 @@ def _run(tmp_path: Path, devices: int, mode: str = "jax") -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
 def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode):
-    pytest.importorskip(mode)
     record = _run(tmp_path, 2, mode)
     assert record["status"] == "ok"
     assert record["config"]["devices"] == 2

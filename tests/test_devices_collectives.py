@@ -15,8 +15,6 @@ import pytest
 
 from hloscope.trace.step_profile import EXPOSED_COLLECTIVES, exposed_time
 
-pytest.importorskip("jax")
-
 
 def test_exposed_time_is_the_collectives_with_nothing_beside_them():
     # collectives 0-10 and 20-30; compute 5-12 and 22-24, 26-28: exposed 0-5, 20-22, 24-26, 28-30

@@ -17,8 +17,6 @@ import pytest
 from hloscope.backends.timing import rank_timing
 from hloscope.modes import DATA_PARALLEL_MODES
 
-pytest.importorskip("torch")
-
 
 def _clean_env() -> dict[str, str]:
     env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}

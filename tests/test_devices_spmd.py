@@ -16,8 +16,6 @@ import pytest
 from hloscope.backends.devices import CPU_DEVICE_COUNT_ENV, check_devices
 from hloscope.errors import UsageError
 
-pytest.importorskip("torch_xla")
-
 
 def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1", "PJRT_DEVICE": "CPU"}

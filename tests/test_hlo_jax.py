@@ -26,7 +26,6 @@ def _xla_total(cost_analysis) -> dict:
 
 def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
     """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes against compiled.cost_analysis()."""
-    pytest.importorskip("flax")
     import jax
 
     from hloscope.backends.jax_workload import build_jax_workload
@@ -35,7 +34,7 @@ def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
     compiled = jax.jit(workload.train_step).lower(workload.state, *workload.batch).compile()
     text = compiled.as_text()
     (module,) = parse_hlo_text(text)
-    _hlo = pytest.importorskip("jaxlib._hlo")
+    from jaxlib import _hlo
     assert our_view(module) == xla_view(_hlo.hlo_module_from_text(text))
     ours, _analysis = module_cost(module)
     theirs = _xla_total(compiled.cost_analysis())
@@ -67,7 +66,6 @@ MLP_SCRIPT = textwrap.dedent(
 
 def test_jax_dump_directory(tmp_path, cli_run):
     """XLA_FLAGS=--xla_dump_to in a subprocess, then the dump directory as a user gives it to `hlo stats`."""
-    pytest.importorskip("optax")
     dump = tmp_path / "dump"
     env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_module_re=train_step", JAX_PLATFORMS="cpu")
     subprocess.run([sys.executable, "-c", MLP_SCRIPT], env=env, check=True, capture_output=True, timeout=300)
@@ -78,7 +76,7 @@ def test_jax_dump_directory(tmp_path, cli_run):
     before, after = modules
     assert after.platform == "cpu" and before.platform == "cpu"
     assert after.buffer_assignment and after.memory_report
-    _hlo = pytest.importorskip("jaxlib._hlo")
+    from jaxlib import _hlo
     for item in modules:
         (module,) = parse_hlo_file(item.file)
         assert our_view(module) == xla_view(_hlo.hlo_module_from_text(Path(item.file).read_text()))
@@ -129,7 +127,6 @@ def test_data_parallel_step_has_its_all_reduce(tmp_path):
 
 def test_stats_on_a_run_directory_hloscope_wrote(tmp_path, cli_run):
     """`hloscope run --mode jax --dump-hlo`, then `hloscope hlo stats RUN_DIR`: the train step, both stages."""
-    pytest.importorskip("flax")
     command = [sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8",
                "--steps", "2", "--warmup", "1", "--dump-hlo", "--out", str(tmp_path)]
     subprocess.run(command, check=True, capture_output=True, timeout=600, env=dict(os.environ, PJRT_DEVICE="CPU"))

@@ -24,8 +24,7 @@ REQUIRED_KEYS = ["name", "file", "stage", "platform", "computations", "instructi
 
 
 def xla_cost(text: str) -> dict:
-    _hlo = pytest.importorskip("jaxlib._hlo")
-    from jaxlib import _jax
+    from jaxlib import _hlo, _jax
 
     return _jax.hlo_module_cost_analysis(_jax.get_tfrt_cpu_client(), _hlo.hlo_module_from_text(text))
 
@@ -146,7 +145,6 @@ def test_custom_calls_xla_cannot_cost_are_not_shown_as_negative_figures(cli_run)
     calls, 3 loop fusions) gets -4 FLOPs from XLA. JSON keeps XLA's figures and says how many custom calls are in them;
     the table shows them with those taken out, which is hloscope's own figure without library calls."""
     path = FIXTURES / "openxla_xla/gpu_tests/kernel_reuse.hlo"
-    pytest.importorskip("jaxlib._hlo")
     code, out, err = cli_run("hlo", "stats", "--json", str(path))
     assert code == 0, err
     first = json.loads(out)["modules"][0]

@@ -16,8 +16,6 @@ from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.shapes import parse_shape
 from hloscope.hlo.xla import run_isolated
 
-pytest.importorskip("jaxlib._hlo")
-
 HLO = FETCHED / "hlo"
 
 

@@ -34,8 +34,7 @@ STEP = textwrap.dedent(
 
 
 def test_torch_xla_dump_directory(tmp_path, cli_run):
-    pytest.importorskip("torch_xla")
-    _hlo = pytest.importorskip("jaxlib._hlo")
+    from jaxlib import _hlo
     env = dict(os.environ, PJRT_DEVICE="CPU", XLA_FLAGS=f"--xla_dump_to={tmp_path}")
     subprocess.run([sys.executable, "-c", STEP], env=env, check=True, capture_output=True, timeout=300)
     modules = load_modules(tmp_path)

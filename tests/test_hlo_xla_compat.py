@@ -12,13 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import SPLIT_MARKER, paired_with_xla, xla_opcode
 
 from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
-
-pytest.importorskip("jaxlib._hlo")
-from helpers import SPLIT_MARKER, paired_with_xla, xla_opcode
-
 from hloscope.hlo.xla import run_isolated
 
 DATA = Path(__file__).parent / "data" / "hlo"

@@ -321,7 +321,6 @@ def _state(pid: int) -> str:
 @needs_proc
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
 def test_busy_loops_on_the_runs_cpu_show_as_contention(tmp_path):
-    pytest.importorskip("jax")
     cpu = min(os.sched_getaffinity(0))
     quiet = _profiled_run(tmp_path, "quiet", cpu)
     hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(cpu)]) for _ in range(HOGS)]

@@ -139,7 +139,6 @@ def test_a_malformed_scheduler_address_is_one_usage_line_at_once(traces, tmp_pat
 
 @pytest.mark.parametrize("command", ["stats", "export"])
 def test_an_unreachable_scheduler_is_one_line_and_the_process_exits(traces, tmp_path, monkeypatch, command):
-    pytest.importorskip("distributed")
     monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "2s")
     outs = [tmp_path / "out"] if command == "export" else []
     result = hloscope("trace", command, traces, *outs, "--scheduler", "tcp://127.0.0.1:1", "--no-progress",

@@ -10,7 +10,6 @@ from hloscope.errors import UsageError
 
 
 def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_path):
-    pytest.importorskip("torch_xla")
     from importlib import metadata
 
     if tuple(int(p) for p in metadata.version("torch_xla").split(".")[:2]) < (2, 9):
@@ -56,7 +55,6 @@ def test_files_xla_does_not_write_are_ignored():
 
 
 def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
-    pytest.importorskip("torch")
     from hloscope.backends.data import synthetic_pool, torch_loader
     from hloscope.models.presets import get_preset
 

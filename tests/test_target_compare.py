@@ -24,8 +24,6 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
-    pytest.importorskip("torch_xla")
-    pytest.importorskip("flax")
     out = tmp_path_factory.mktemp("target_compare")
     command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny",
                "--batch-size", "8", "--target", "h100", "--out", str(out), "--json"]

@@ -197,7 +197,6 @@ def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
 def test_jax_graph_is_the_timed_step(tmp_path):
     """The StableHLO handed to the GPU compiler is, text for text, what `run --mode jax` lowers and times on the CPU:
     JAX's lowering of this step does not depend on the platform."""
-    pytest.importorskip("flax")
     import jax
 
     from hloscope.backends.jax_workload import build_jax_workload

@@ -165,7 +165,7 @@ def test_pool_equals_serial(job64, job64_serial, cli_run):
 def test_dask_local_cluster_equals_serial(job64, job64_serial, cli_run):
     """Two worker processes (not threads of this one): the per-file tasks are pickled, run in other interpreters
     and their summaries sent back over TCP, as on a real cluster."""
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tcp",
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         code, out, err = cli_run("trace", "stats", "--json", "--scheduler", cluster.scheduler_address, str(job64))
@@ -220,7 +220,7 @@ def test_progress_bar_counts_files(job64, capsys):
 
 
 def test_export_duckdb_matches_trace_stats(job64, job64_serial, tmp_path, cli_run):
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
     out_dir = tmp_path / "parquet"
     code, out, err = cli_run("trace", "export", "--jobs", "2", str(job64), str(out_dir))
     assert code == 0, err
@@ -246,7 +246,7 @@ def test_export_duckdb_matches_trace_stats(job64, job64_serial, tmp_path, cli_ru
 
 def test_docs_queries_run(job64, job64_serial, tmp_path, cli_run):
     """The DuckDB queries of docs/trace.md, on the export of the 64-rank job, agree with `trace stats`."""
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
     out_dir = tmp_path / "parquet"
     code, _, err = cli_run("trace", "export", str(out_dir.parent / "missing"), str(out_dir))
     assert code == 2

@@ -105,7 +105,7 @@ def test_host_selection_and_export(logdir, cli_run, tmp_path):
     code, out, err = cli_run("trace", "stats", "--json", "--jobs", "1", "--ranks", "2-3", str(logdir))
     assert code == 0, err
     assert [row["host"] for row in json.loads(out)["job"]["ranks"]] == [HOSTS[2][0], HOSTS[3][0]]
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
     out_dir = tmp_path / "parquet"
     code, _, err = cli_run("trace", "export", "--jobs", "1", str(logdir), str(out_dir))
     assert code == 0, err

@@ -133,7 +133,6 @@ def test_the_maker_refuses_classes_whose_slots_it_does_not_know():
 def test_gzip_read_by_isal_gives_the_same_events_and_errors(tmp_path, monkeypatch):
     """A .json.gz is decompressed by isal on the fast path; a damaged one is re-read by the standard library, so every
     error names the same cause and place as without isal."""
-    pytest.importorskip("isal")
     text = json.dumps({"traceEvents": _EVENTS * 50}).encode()
     whole = gzip.compress(text)
     cases = {"whole.json.gz": whole, "truncated.json.gz": whole[: len(whole) // 2], "tail.json.gz": whole[:-3],

@@ -27,7 +27,7 @@ def _fixture(real_file, relative):
 
 def _xprof_kernel_stats(path, tmp_path) -> tuple[float, float]:
     """(kernel executions, total us) from XProf's kernel_stats tool (it caches next to the file: a copy of its own)."""
-    raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    from xprof.convert import raw_to_tool_data
     copy = tmp_path / "profile.xplane.pb"
     shutil.copy(path, copy)
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], "kernel_stats", {})

@@ -20,7 +20,7 @@ def _trace_viewer_rows(path) -> Counter:
     """(process, thread) -> complete-event count, from XProf's trace_viewer converter (no hloscope code)."""
     import json
 
-    raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    from xprof.convert import raw_to_tool_data
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer", {})
     events = json.loads(data)["traceEvents"]
     processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
