@@ -46,10 +46,10 @@ def load_comparison(path: PathLike) -> dict:
     return load(Path(path))
 
 
-def hlo_stats(path: PathLike, xla_cost: bool = False, top: int = 10, source_depth: int = 5) -> list[dict]:
+def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth: int = 5) -> list[dict]:
     """One record per HLO module at `path` (an HLO text file, an XLA dump directory or a run directory): kernels,
-    fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis when
-    `xla_cost` (needs jaxlib)."""
+    fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis beside
+    hloscope's unless `xla_cost` is False, as the command (`--no-xla-cost`)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_record
 
