@@ -19,6 +19,11 @@ MAX_REPEATS = 100  # compare --repeats: fresh processes per configuration
 MAX_MIN_GAP = 10.0  # explain --min-gap: a fraction of the baseline's step time
 MAX_HOST_DELAY_MS = 60_000.0  # run --inject-host-delay: a minute's sleep per step is already far past any real stall
 
+# Bounds on what a file may make hloscope do (docs/reliability.md), beyond its size:
+# an xplane.pb stores each name once and lets every event refer to it; the names and text stats its events refer to,
+# counted once per event, may add up to this much (a real trace of 10 million events with 100-character names: 1 GB).
+MAX_XPLANE_EXPANDED_BYTES = 2 << 30
+
 
 def check_range(name: str, value: float, low: float, high: float) -> None:
     """UsageError unless `value` is a finite number from `low` to `high` (an int where the bounds are ints)."""

@@ -36,7 +36,7 @@ UNSAFE_ATTRIBUTE_CALLS = {("torch", "load"), ("np", "load"), ("numpy", "load"), 
 IMPORT_MODULE_ALLOWED = {
     "hloscope/cli/__init__.py": "COMMANDS[name][0]",  # the CLI's fixed command table
     "hloscope/modes.py": "module_name",  # the mode registry's own "module:attribute" paths
-    "hloscope/tensorboard/xplane_proto.py": "module_name",  # loops over the constant PYTHON_MODULES tuple
+    "hloscope/trace/xplane_proto.py": "module_name",  # loops over the constant PYTHON_MODULES tuple
     # kind is "diff" or "explain" (the calling command), form one of click's --format choices
     "hloscope/render/output.py": "f\"hloscope.render.{kind}_{('term' if form == 'terminal' else form)}\"",
 }

@@ -13,7 +13,7 @@ import pytest
 from hloscope.errors import InputError
 from hloscope.tensorboard.convert import convert_kineto_file, host_name
 from hloscope.tensorboard.logdir import ViewLogdir, find_sessions
-from hloscope.tensorboard.xplane_proto import PROTO_FILE, xspace_class
+from hloscope.trace.xplane_proto import PROTO_FILE, xspace_class
 
 # A100 Kineto trace from HolisticTraceAnalysis (SOURCES.md: 1,408 events, 79 kernels, streams 7 and 20).
 ALEXNET = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.tensorboard.xplane_proto import xspace_class
 from hloscope.trace.kineto import trace_id
+from hloscope.trace.xplane_proto import xspace_class
 
 HOST_PLANE = "/host:CPU"
 # Kineto categories recorded by the GPU (CUPTI/roctracer activities); everything else happened on a CPU thread.

@@ -71,7 +71,7 @@ def programs_in_steps(space) -> set[int]:
 def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
     """Write `source` (an xplane.pb) to `target` with only the programs that ran in the profiled steps in its metadata
     plane; None (nothing written) when there is nothing to leave out or nothing to keep."""
-    from hloscope.tensorboard.xplane_proto import xspace_class
+    from hloscope.trace.xplane_proto import xspace_class
 
     space = xspace_class()()
     space.ParseFromString(source.read_bytes())

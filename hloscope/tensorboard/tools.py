@@ -13,7 +13,7 @@ CPU_NOTE = ("op profile, HLO op stats and roofline model show nothing for these 
 
 
 def plane_names(xplanes: list[Path]) -> set[str]:
-    from hloscope.tensorboard.xplane_proto import xspace_class
+    from hloscope.trace.xplane_proto import xspace_class
 
     names: set[str] = set()
     for path in xplanes:

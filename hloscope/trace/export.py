@@ -6,7 +6,7 @@ read `rank` as a column). Each file is written to a temporary name and renamed w
 written from unchanged traces, so an interrupted export restarts where it stopped.
 
 Each trace is read twice, streamed, in bounded memory: once for its step markers and host launches, once to write
-its events in row groups of `BATCH` events.
+its events in row groups of `BATCH` events (fewer when their text passes `BATCH_TEXT` characters).
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from hloscope.writing import atomic_output
 
 EXPORT_VERSION = 1
 BATCH = 65536
+# A row group is also written once the text in it (names, lanes, HLO ops) reaches this many characters: events that
+# share one long name (an xplane stores it once) would otherwise be copied into one Arrow batch of BATCH copies.
+BATCH_TEXT = 64 << 20
 _INT64 = 1 << 63
 _METADATA_KEY = b"hloscope.source"
 
@@ -236,6 +239,7 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None,
             for values in columns.values():
                 values.clear()
 
+        text = 0
         for event in trace.events:
             correlation = event.correlation
             if correlation is not None and not -_INT64 <= correlation < _INT64:
@@ -256,8 +260,11 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None,
             columns["hlo_op"].append(event.hlo_op)
             columns["hlo_module"].append(event.hlo_module)
             rows += 1
-            if len(columns["name"]) >= BATCH:
+            text += (len(event.name) + len(event.lane) + len(event.process) + len(event.hlo_op or "")
+                     + len(event.hlo_module or ""))
+            if len(columns["name"]) >= BATCH or text >= BATCH_TEXT:
                 flush()
+                text = 0
         if columns["name"] or rows == 0:
             flush()
     return rows

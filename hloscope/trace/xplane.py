@@ -1,7 +1,11 @@
 """Read an xplane.pb (XSpace) from JAX, PyTorch/XLA, TensorFlow or XProf into `Event`s.
 
-Decoding is done by XLA's own reader, `jax.profiler.ProfileData` (its class lives in jaxlib, imported directly so that
-reading a trace does not import all of JAX). Planes named "/device:..." are devices, "/host:CPU" is the host.
+Decoding is done by the protobuf runtime with the XSpace schema that XProf's or jaxlib's library carries
+(`hloscope.trace.xplane_proto`). Names are kept as the file stores them: once per plane in its event and stat metadata,
+which events refer to by id. Each name becomes one Python string, shared by every event that refers to it, so an
+xplane whose events all refer to one huge name costs the name once, not once per event; what those references add
+up to (the text a consumer would copy) is bounded as well (`limits.MAX_XPLANE_EXPANDED_BYTES`).
+Planes named "/device:..." are devices, "/host:CPU" is the host.
 
 Which rows are device executions:
 - GPU planes: the "Stream #N" lines (kernels, and memcpy/memset by name); the other lines ("XLA Ops", "XLA Modules",
@@ -18,13 +22,14 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError, MissingDependency, reading
+from hloscope.errors import InputError, reading
+from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
 from hloscope.machine import available_memory, gb
-from hloscope.native_stderr import quiet_native_stderr
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
     ANNOTATION,
@@ -45,30 +50,18 @@ from hloscope.trace.model import (
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
 _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w-]+)\(")
 _MODULE_SUFFIX = re.compile(r"\(\d+\)$")  # "jit_step(123456)" -> "jit_step"
-# Bytes of memory per byte of xplane.pb while it is read: the file's bytes plus XLA's parsed copy (measured ~2x).
+# Bytes of memory per byte of xplane.pb while it is read: the file's bytes plus the parsed copy (measured ~2x).
 XPLANE_MEMORY_FACTOR = 3
-# An event's stats as XLA's reader gives them: stat name -> value.
+# An event's stats: stat name -> value.
 _Stats = dict[str, int | float | str | bytes]
-# XLA's reader (jaxlib's ProfileData and its planes, lines and events) has no type information: its objects are Any.
-
-
-def _profile_data_class() -> Any:
-    try:
-        from jaxlib import _profile_data  # type: ignore[attr-defined]  # jax.profiler.ProfileData, without jax
-
-        return _profile_data.ProfileData
-    except ImportError:
-        try:
-            from jax.profiler import ProfileData
-        except ImportError as error:
-            raise MissingDependency("jaxlib", "to read xplane.pb profiles") from error
-        return ProfileData
+# The protobuf messages (XSpace, XPlane, XLine, XEvent, XStat) are built from a descriptor at run time: Any.
 
 
 class XSpaceEvents:
     """The events of one parsed xplane.pb, produced one plane at a time each time it is iterated.
 
-    XLA's reader holds the XSpace in C++ memory (about the file's size); Python holds the events of one plane at most.
+    The parsed XSpace is held by the protobuf runtime (about the file's size); Python holds the events of one plane
+    at most, and each distinct name once.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -77,24 +70,29 @@ class XSpaceEvents:
 
     def __iter__(self) -> Iterator[Event]:
         correlations = CorrelationIds()  # shared by the device and host planes: launches and their work match
+        budget = _ExpandedBytes(self.path)
         for plane in self._space.planes:
             if plane.name.startswith("/device:"):
-                yield from _device_plane_events(plane, correlations)
+                yield from _device_plane_events(_Plane(plane, budget), correlations)
             elif plane.name.startswith("/host:"):
-                yield from _host_plane_events(plane, correlations)
+                yield from _host_plane_events(_Plane(plane, budget), correlations)
 
 
 def _parse(path: Path) -> Any:
+    from google.protobuf.message import DecodeError
+
+    from hloscope.trace.xplane_proto import xspace_class
+
     with reading(path, "a trace file"):
         size = path.stat().st_size
         _check_memory(path, size)
         data = path.read_bytes()
     if not data:
         raise InputError(path, "empty file: not an xplane.pb profile")
+    xspace = xspace_class()
     try:
-        with quiet_native_stderr():  # XLA's protobuf reader logs its complaints straight to file descriptor 2
-            space = _profile_data_class().from_serialized_xspace(data)
-    except (RuntimeError, ValueError) as error:
+        space = xspace.FromString(data)
+    except (DecodeError, RuntimeError, ValueError) as error:
         raise InputError(path, "not a valid xplane.pb (XSpace protobuf): truncated or corrupt") from error
     del data
     if not any(plane.name.startswith(("/device:", "/host:")) for plane in space.planes):
@@ -111,32 +109,100 @@ def _check_memory(path: Path, size: int) -> None:
     if needed > available:
         raise InputError(
             path,
-            f"too large to read here: an xplane.pb is read whole by XLA's reader, which needs about "
+            f"too large to read here: an xplane.pb is read whole, which needs about "
             f"{gb(needed)} for this {gb(size)} file, and {gb(available)} is available",
         )
 
 
-def _stats(xevent: Any) -> _Stats:
-    return dict(xevent.stats)
+class _ExpandedBytes:
+    """The characters of the names and text stats that the events of one pass refer to, counted as if each event had
+    its own copy (what a consumer writing one row per event copies). Past MAX_XPLANE_EXPANDED_BYTES the file is
+    refused: a small file whose events all refer to one huge name would otherwise cost that name per event."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.total = 0
+
+    def add(self, count: int) -> None:
+        self.total += count
+        if self.total > MAX_XPLANE_EXPANDED_BYTES:
+            raise InputError(
+                self.path,
+                f"not read: its events refer to more than {gb(MAX_XPLANE_EXPANDED_BYTES)} of names and text "
+                "(a few names repeated by every event, each far longer than any real name)",
+            )
 
 
-def _device_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event]:
+class _Plane:
+    """One XPlane with its names decoded once: event metadata id -> name, stat metadata id -> name (the same string
+    object for every event and stat that refers to it), and the per-name work (parsing, categories) done once."""
+
+    def __init__(self, plane: Any, budget: _ExpandedBytes) -> None:
+        self.plane = plane
+        self.name: str = plane.name
+        self.budget = budget
+        self._event_names: dict[int, str] = {}
+        self._stat_names: dict[int, str] = {}
+        self.derived: dict[tuple[object, ...], Any] = {}  # per-name results, keyed by (what, name id, ...)
+
+    def event_name(self, metadata_id: int) -> str:
+        name = self._event_names.get(metadata_id)
+        if name is None:
+            metadata = self.plane.event_metadata.get(metadata_id)
+            name = self._event_names[metadata_id] = sys.intern(metadata.name) if metadata is not None else ""
+        return name
+
+    def stat_name(self, metadata_id: int) -> str:
+        name = self._stat_names.get(metadata_id)
+        if name is None:
+            metadata = self.plane.stat_metadata.get(metadata_id)
+            name = self._stat_names[metadata_id] = sys.intern(metadata.name) if metadata is not None else ""
+        return name
+
+    def events(self, line: Any) -> Iterator[tuple[Any, int, str, float, float, _Stats]]:
+        """(event, name id, name, start ns, duration ns, stats) for each event of `line`, as XLA's reader
+        (jaxlib's ProfileData) gives them: start = the line's timestamp + the offset, in whole nanoseconds."""
+        timestamp = line.timestamp_ns
+        add = self.budget.add
+        where = len(self.name) + len(line.name)  # each event carries its plane's and line's names too
+        for xevent in line.events:
+            metadata_id = xevent.metadata_id
+            name = self.event_name(metadata_id)
+            stats = self.stats(xevent)
+            add(where + len(name) + sum(len(value) for value in stats.values() if isinstance(value, str | bytes)))
+            yield (xevent, metadata_id, name, float(timestamp + xevent.offset_ps // 1000),
+                   float(xevent.duration_ps // 1000), stats)
+
+    def stats(self, xevent: Any) -> _Stats:
+        stats: _Stats = {}
+        for stat in xevent.stats:
+            which = stat.WhichOneof("value")
+            if which is None:
+                continue
+            value = self.stat_name(stat.ref_value) if which == "ref_value" else getattr(stat, which)
+            stats[self.stat_name(stat.metadata_id)] = value
+        return stats
+
+
+def _device_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Event]:
     plane_name = plane.name
+    derived = plane.derived
     out: list[Event] = []
     modules: list[tuple[float, float, str]] = []  # (start, end, module) from the "XLA Modules" line
     ops_needing_module: list[Event] = []
-    for line in plane.lines:
+    for line in plane.plane.lines:
         line_name = line.name
         executes = device_line_executes(plane_name, line_name)
-        for xevent in line.events:
-            stats = _stats(xevent)
-            name = xevent.name
-            start = xevent.start_ns / 1000.0
-            duration = xevent.duration_ns / 1000.0
+        for _, name_id, name, start_ns, duration_ns, stats in plane.events(line):
+            start = start_ns / 1000.0
+            duration = duration_ns / 1000.0
             hlo_op = _str_or_none(stats.get("hlo_op"))
             step = None
             if executes:
-                kind = execution_kind(name)
+                executed = derived.get(("exec", name_id))
+                if executed is None:
+                    executed = derived[("exec", name_id)] = _executed_name(name)
+                kind, name, opcode = executed
                 # ROCm xplanes put copies on "Stream #N(MemcpyOther)" lines as events named "CopyDeviceToDevice":
                 # the profiler's memcpy_details / memset_details stat says what they are (XProf's kernel_stats counts
                 # only events with kernel_details).
@@ -145,19 +211,23 @@ def _device_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event
                         kind = MEMCPY
                     elif "memset_details" in stats:
                         kind = MEMSET
-                opcode = None
-                parsed = _HLO_TEXT.match(name) if name.startswith("%") else None
-                if parsed:
-                    name, opcode = parsed.group("name"), parsed.group("opcode")
+                if opcode is not None:
                     hlo_op = hlo_op or name
-                category = category_for(opcode or name, kind) if opcode is None else _opcode_category(name, opcode)
+                known = derived.get(("category", name_id, kind))
+                if known is None:
+                    known = derived[("category", name_id, kind)] = (
+                        category_for(name, kind) if opcode is None else _opcode_category(name, opcode))
+                category = known
             else:
                 kind = ANNOTATION
                 category = OTHER
                 if line_name == "Steps":
                     kind, step = STEP, _int_or_none(stats.get("step_name", name))
                 elif line_name == "XLA Modules":
-                    modules.append((start, start + duration, _MODULE_SUFFIX.sub("", name)))
+                    module = derived.get(("module", name_id))
+                    if module is None:
+                        module = derived[("module", name_id)] = _MODULE_SUFFIX.sub("", name)
+                    modules.append((start, start + duration, module))
             event = Event(
                 name=name,
                 start_us=start,
@@ -179,6 +249,16 @@ def _device_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event
     return out
 
 
+def _executed_name(name: str) -> tuple[str, str, str | None]:
+    """(kind, name, HLO opcode or None) of a device execution named `name`: TPU op names that are HLO text give
+    their instruction name and opcode."""
+    kind = execution_kind(name)
+    parsed = _HLO_TEXT.match(name) if name.startswith("%") else None
+    if parsed:
+        return kind, parsed.group("name"), parsed.group("opcode")
+    return kind, name, None
+
+
 def _opcode_category(name: str, opcode: str) -> str:
     # A fusion's opcode says nothing about what it computes; its name ("convolution_fusion.2") may.
     return category_for(name if opcode == "fusion" else opcode, KERNEL)
@@ -196,22 +276,21 @@ def _attach_modules(ops: list[Event], modules: list[tuple[float, float, str]]) -
             op.hlo_module = modules[index][2]
 
 
-def _host_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event]:
+def _host_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Event]:
     out: list[Event] = []
     plane_name = plane.name
+    derived = plane.derived
     flow_parent = _thread_pool_flows(plane)
-    for line in plane.lines:
+    for line in plane.plane.lines:
         line_name = line.name
         region = None  # the thread-pool flow whose work this thread is running
-        for xevent in line.events:
-            stats = _stats(xevent)
-            name = xevent.name
+        for _, name_id, name, start_ns, duration_ns, stats in plane.events(line):
             hlo_op = _str_or_none(stats.get("hlo_op"))
             correlation = correlations(_int_or_none(stats.get("correlation_id")))
             device = False
             step = None
             region = _region_after(stats, name, region)
-            if hlo_op is not None and hlo_op == name:
+            if hlo_op is not None and (hlo_op is name or hlo_op == name):
                 kind, device = KERNEL, True  # XLA's CPU runtime executing an op
                 if correlation is None and region is not None:
                     correlation = FLOW_CORRELATION_BASE + _flow_root(region, flow_parent)
@@ -227,16 +306,22 @@ def _host_plane_events(plane: Any, correlations: CorrelationIds) -> list[Event]:
                 kind, step = STEP, _int_or_none(stats["step_num"])
             else:
                 kind = HOST_OP
+            category = OTHER
+            if device:
+                known = derived.get(("category", name_id, kind))
+                if known is None:
+                    known = derived[("category", name_id, kind)] = category_for(name, kind)
+                category = known
             out.append(
                 Event(
                     name=name,
-                    start_us=xevent.start_ns / 1000.0,
-                    dur_us=xevent.duration_ns / 1000.0,
+                    start_us=start_ns / 1000.0,
+                    dur_us=duration_ns / 1000.0,
                     kind=kind,
                     device=device,
                     lane=line_name,
                     process=plane_name,
-                    category=category_for(name, kind) if device else OTHER,
+                    category=category,
                     step=step,
                     hlo_op=hlo_op,
                     hlo_module=_str_or_none(stats.get("hlo_module")),
@@ -262,16 +347,16 @@ def _region_after(stats: _Stats, name: str, region: int | None) -> int | None:
     return region
 
 
-def _thread_pool_flows(plane: Any) -> dict[int, int | None]:
+def _thread_pool_flows(plane: _Plane) -> dict[int, int | None]:
     """producer flow id -> the flow whose region the producer ran in (None: a root, e.g. the Python thread)."""
     parent: dict[int, int | None] = {}
-    for line in plane.lines:
+    for line in plane.plane.lines:
         region = None
         for xevent in line.events:
-            stats = _stats(xevent)
+            stats = plane.stats(xevent)
             if stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
                 parent[int(stats["_p"])] = region
-            region = _region_after(stats, xevent.name, region)
+            region = _region_after(stats, plane.event_name(xevent.metadata_id), region)
     return parent
 
 

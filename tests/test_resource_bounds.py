@@ -1,0 +1,68 @@
+"""Small inputs that would make a reader do unbounded work: each finishes in bounded time and memory, with its result
+or a one-line refusal naming the file (docs/reliability.md, "Bounds on what a file may make hloscope do")."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from helpers import assert_refused, hloscope
+
+from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
+
+# Enough for the interpreter, pyarrow and the protobuf runtime; far below what copying the names per event would take.
+XPLANE_MEMORY_LIMIT = 3 << 30
+
+
+def _xplane_with_shared_names(path: Path, events: int, name_bytes: int) -> Path:
+    """A device plane and a host plane whose events all refer to one long name, and carry a stat whose value refers
+    to another long name (the stat metadata), as XProf's writer stores names: once, by id."""
+    from hloscope.trace.xplane_proto import xspace_class
+
+    space = xspace_class()()
+    for plane_name, line_name in (("/device:GPU:0", "Stream #7"), ("/host:CPU", "python3")):
+        plane = space.planes.add(name=plane_name, id=1)
+        plane.event_metadata[1].id = 1
+        plane.event_metadata[1].name = "k" * name_bytes
+        for stat_id, stat_name in ((1, "hlo_op"), (2, "h" * name_bytes), (3, "correlation_id")):
+            plane.stat_metadata[stat_id].id = stat_id
+            plane.stat_metadata[stat_id].name = stat_name
+        line = plane.lines.add(name=line_name, id=1, timestamp_ns=1_000)
+        for index in range(events):
+            event = line.events.add(metadata_id=1, offset_ps=index * 2_000_000, duration_ps=1_000_000)
+            event.stats.add(metadata_id=1, ref_value=2)
+            event.stats.add(metadata_id=3, int64_value=index)
+    path.write_bytes(space.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("command", ["stats", "export"])
+def test_xplane_whose_events_all_refer_to_one_huge_name_is_refused(tmp_path, command):
+    # 2 planes x 2,000 events x two 1 MB names: a 4 MB file that is 8 GB of names if each event had its own copy
+    trace = _xplane_with_shared_names(tmp_path / "bomb.xplane.pb", 2_000, 1 << 20)
+    assert trace.stat().st_size < 5 << 20
+    outs = [tmp_path / "out", "--no-progress", "-j1"] if command == "export" else []
+    started = time.monotonic()
+    result = hloscope("trace", command, trace, *outs, timeout=60, memory_limit=XPLANE_MEMORY_LIMIT)
+    assert_refused(result, trace, words=("names and text",))
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("command", ["stats", "export"])
+def test_xplane_with_long_shared_names_below_the_bound_is_read(tmp_path, command):
+    # 2 planes x 500 events x two 64 KB names: 128 MB counted per event, each name held once
+    trace = _xplane_with_shared_names(tmp_path / "long.xplane.pb", 500, 64 << 10)
+    assert MAX_XPLANE_EXPANDED_BYTES > 2 * 500 * 2 * (64 << 10)
+    out = tmp_path / "out"
+    outs = [out, "--no-progress", "-j1"] if command == "export" else ["--json"]
+    result = hloscope("trace", command, trace, *outs, timeout=60, memory_limit=XPLANE_MEMORY_LIMIT)
+    assert result.code == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    if command == "export":
+        import pyarrow.parquet as pq
+
+        (exported,) = out.glob("rank=*/*.parquet")
+        table = pq.read_table(exported, columns=["name", "hlo_op"])
+        assert table.num_rows == 1_000
+        assert set(table.column("name").to_pylist()) == {"k" * (64 << 10)}
