@@ -66,3 +66,29 @@ def test_xplane_with_long_shared_names_below_the_bound_is_read(tmp_path, command
         table = pq.read_table(exported, columns=["name", "hlo_op"])
         assert table.num_rows == 1_000
         assert set(table.column("name").to_pylist()) == {"k" * (64 << 10)}
+
+
+def _nested_fusions(path: Path, depth: int) -> Path:
+    """A GPU module whose fused computations each call the level below twice: 2**depth paths to the innermost one."""
+    lines = ["HloModule nested", "", "fused_0 {", "  p = f32[8] parameter(0)", "  ROOT a = f32[8] add(p, p)", "}", ""]
+    for level in range(1, depth + 1):
+        lines += [f"fused_{level} {{", "  p = f32[8] parameter(0)",
+                  f"  x = f32[8] fusion(p), kind=kLoop, calls=fused_{level - 1}",
+                  f"  ROOT y = f32[8] fusion(x), kind=kLoop, calls=fused_{level - 1}", "}", ""]
+    lines += ["ENTRY main {", "  p = f32[8] parameter(0)", f"  ROOT r = f32[8] fusion(p), kind=kLoop, calls=fused_{depth}",
+              "}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_roofline_of_deeply_nested_fusions_is_linear(tmp_path):
+    from helpers import GOOD_DUMP, fixture
+
+    module = _nested_fusions(tmp_path / "module_0001.nested.sm_9.0a_gpu_after_optimizations.txt", 60)
+    target = next(fixture(GOOD_DUMP).glob("*gpu_target_config.pbtxt"))
+    (tmp_path / "module_0001.nested.gpu_target_config.pbtxt").write_bytes(target.read_bytes())
+    started = time.monotonic()
+    result = hloscope("hlo", "stats", "--no-xla-cost", "--json", module, timeout=60)
+    assert result.code == 0, result.stderr[-2000:]
+    assert time.monotonic() - started < 20
+    assert '"roofline"' in result.stdout

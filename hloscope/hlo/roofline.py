@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from hloscope.errors import InputError
 from hloscope.hlo.gpu_spec import GpuTarget, target_from_text
 from hloscope.hlo.load import dump_sibling
-from hloscope.hlo.model import HloInstruction, HloModule
+from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.shapes import first_element
 
 if TYPE_CHECKING:
@@ -49,17 +49,55 @@ def _precision_of_custom_call(instr: HloInstruction) -> list[str]:
     return []
 
 
-def _matrix_instr(instr: HloInstruction) -> HloInstruction | None:
-    """The dot/convolution a launch runs (itself, or inside its fused computation), or None."""
-    if instr.opcode in _MATRIX_OPS:
-        return instr
-    if instr.opcode == "fusion":
-        for comp in instr.called_computations:
-            for inner in comp.instructions:
-                found = _matrix_instr(inner)
+class _MatrixFinder:
+    """The dot/convolution a launch runs (itself, or the first inside its fused computation, depth first), found once
+    per fused computation: a computation reached through many fusions (nested fusions that each call the level
+    below twice) is searched once, not once per path to it, and without recursion."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, HloInstruction | None] = {}  # computation name -> its first matrix op
+
+    def __call__(self, instr: HloInstruction) -> HloInstruction | None:
+        if instr.opcode in _MATRIX_OPS:
+            return instr
+        if instr.opcode == "fusion":
+            for comp in instr.called_computations:
+                found = self._in(comp)
                 if found is not None:
                     return found
-    return None
+        return None
+
+    def _in(self, root: HloComputation) -> HloInstruction | None:
+        if root.name not in self._found:
+            # callees first (iterative post-order), so that each computation's fusions are already searched
+            on_path = {root.name}
+            stack = [(root, iter(_fused_callees(root)))]
+            while stack:
+                comp, callees = stack[-1]
+                callee = next(callees, None)
+                if callee is None:
+                    stack.pop()
+                    on_path.discard(comp.name)
+                    self._found[comp.name] = self._first(comp)
+                elif callee.name not in self._found and callee.name not in on_path:  # a cycle is not followed
+                    on_path.add(callee.name)
+                    stack.append((callee, iter(_fused_callees(callee))))
+        return self._found[root.name]
+
+    def _first(self, comp: HloComputation) -> HloInstruction | None:
+        for inner in comp.instructions:
+            if inner.opcode in _MATRIX_OPS:
+                return inner
+            if inner.opcode == "fusion":
+                for callee in inner.called_computations:
+                    found = self._found.get(callee.name)
+                    if found is not None:
+                        return found
+        return None
+
+
+def _fused_callees(comp: HloComputation) -> list[HloComputation]:
+    return [callee for instr in comp.instructions if instr.opcode == "fusion" for callee in instr.called_computations]
 
 
 def _rate(rates: dict[str, float], dtype: str | None) -> float | None:
@@ -67,7 +105,8 @@ def _rate(rates: dict[str, float], dtype: str | None) -> float | None:
     return rates.get(dtype) if dtype is not None else None
 
 
-def _peak(gpu: GpuTarget, instr: HloInstruction, kind: str) -> tuple[float | None, str]:
+def _peak(gpu: GpuTarget, instr: HloInstruction, kind: str,
+          matrix_of: _MatrixFinder) -> tuple[float | None, str]:
     """The fastest FLOP/s rate the target states for this launch, and which unit it is."""
     if kind == "copy":
         return None, "none"
@@ -75,7 +114,7 @@ def _peak(gpu: GpuTarget, instr: HloInstruction, kind: str) -> tuple[float | Non
         source = instr
         precision = _precision_of_custom_call(instr)
     else:
-        matrix = _matrix_instr(instr)
+        matrix = matrix_of(instr)
         if matrix is None:
             dtype = first_element(instr.shape).element_type
             rate = _rate(gpu.vector_flops_s, dtype)
@@ -114,9 +153,10 @@ def roofline(module: HloModule, gpu: GpuTarget) -> dict[str, Any]:
     analysis = CostAnalysis(module)
     bandwidth = float(gpu.memory_bandwidth_bytes_s)
     launches: list[dict[str, Any]] = []
+    matrix_of = _MatrixFinder()
     for _, instr, kind in launches_of(module, "gpu"):
         flops, data = _launch_cost(analysis, instr, kind)
-        peak, unit = _peak(gpu, instr, kind)
+        peak, unit = _peak(gpu, instr, kind, matrix_of)
         memory_s = data / bandwidth
         compute_s = flops / peak if peak and flops else (0.0 if flops == 0 else None)
         bound_s = max(memory_s, compute_s or 0.0)
