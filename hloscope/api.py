@@ -51,11 +51,11 @@ def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth
     fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis beside
     hloscope's unless `xla_cost` is False, as the command (`--no-xla-cost`)."""
     from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import stats_record
+    from hloscope.hlo.stats import stats_records
 
     check_range("top", top, 1, MAX_TOP_ROWS)
     check_range("source_depth", source_depth, 1, MAX_SOURCE_DEPTH)
-    return [stats_record(loaded, top, source_depth, False, xla_cost) for loaded in load_modules(Path(path))]
+    return stats_records(load_modules(Path(path)), top, source_depth, False, xla_cost)
 
 
 def trace_stats(path: PathLike, top: int = 10) -> list[dict]:

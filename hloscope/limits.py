@@ -23,6 +23,10 @@ MAX_HOST_DELAY_MS = 60_000.0  # run --inject-host-delay: a minute's sleep per st
 # an xplane.pb stores each name once and lets every event refer to it; the names and text stats its events refer to,
 # counted once per event, may add up to this much (a real trace of 10 million events with 100-character names: 1 GB).
 MAX_XPLANE_EXPANDED_BYTES = 2 << 30
+# XLA's own cost analysis (hlo stats, diff) runs in one child process for all the modules of a command; it takes
+# seconds for real modules but is exponential in the depth of nested calls. Past this many seconds in all (or
+# HLOSCOPE_XLA_TIMEOUT_S) the child is killed and the modules it did not finish get no XLA figures, with one warning.
+XLA_COST_TIMEOUT_S = 60.0
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:

@@ -92,3 +92,57 @@ def test_roofline_of_deeply_nested_fusions_is_linear(tmp_path):
     assert result.code == 0, result.stderr[-2000:]
     assert time.monotonic() - started < 20
     assert '"roofline"' in result.stdout
+
+
+def _nested_calls(depth: int) -> str:
+    """A module whose computations each call the level below twice: XLA's cost analysis is exponential in the depth."""
+    lines = ["HloModule calls", "", "c_0 {", "  p = f32[8] parameter(0)", "  ROOT a = f32[8] add(p, p)", "}", ""]
+    for level in range(1, depth + 1):
+        lines += [f"c_{level} {{", "  p = f32[8] parameter(0)", f"  x = f32[8] call(p), to_apply=c_{level - 1}",
+                  f"  ROOT y = f32[8] call(x), to_apply=c_{level - 1}", "}", ""]
+    lines += ["ENTRY main {", "  p = f32[8] parameter(0)", f"  ROOT r = f32[8] call(p), to_apply=c_{depth}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_xla_cost_analysis_past_its_time_limit_is_one_warning(tmp_path, monkeypatch):
+    module = tmp_path / "calls.hlo"
+    module.write_text(_nested_calls(40))  # XLA's analysis would take days
+    monkeypatch.setenv("HLOSCOPE_XLA_TIMEOUT_S", "3")
+    started = time.monotonic()
+    result = hloscope("hlo", "stats", "--json", module, timeout=60)
+    assert time.monotonic() - started < 30
+    assert result.code == 0, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hloscope: warning: ") and str(module) in lines[0], result.stderr
+    assert "did not finish in 3 s" in lines[0]
+    import json
+
+    (record,) = json.loads(result.stdout)["modules"]
+    assert "did not finish" in record["xla_cost"]["error"]
+    assert record["computations"] == 42 and record["flops"] > 0  # hloscope's own figures are all there
+
+
+def test_xla_cost_analysis_of_many_modules_runs_in_one_child(tmp_path, monkeypatch):
+    from hloscope.hlo import xla
+    from hloscope.hlo.load import load_modules
+
+    crash = "HloModule crash\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT r = f32[7] reshape(p)\n}\n"
+    for index in range(30):
+        text = (crash if index == 10 else
+                f"HloModule m{index}\n\nENTRY e {{\n  p = f32[{index + 1}] parameter(0)\n"
+                f"  ROOT a = f32[{index + 1}] add(p, p)\n}}\n")
+        (tmp_path / f"module_{index:04d}.m{index}.before_optimizations.txt").write_text(text)
+    started: list[object] = []
+    real_init = xla._Worker.__init__
+
+    def counting_init(self):
+        started.append(self)
+        real_init(self)
+
+    monkeypatch.setattr(xla._Worker, "__init__", counting_init)
+    modules = load_modules(tmp_path)
+    figures = {loaded.module.name: figure for loaded, figure in zip(modules, xla.xla_cost_analyses(modules))}
+    assert len(started) == 2  # one child, and one more after the module that crashed it
+    assert "crashed" in figures.pop("crash")["error"]
+    assert {name: figure["flops"] for name, figure in figures.items()} == {
+        f"m{index}": float(index + 1) for index in range(30) if index != 10}

@@ -34,10 +34,10 @@ def command() -> None:
 def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int, launches: bool) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import stats_record
+    from hloscope.hlo.stats import stats_records
 
     loaded = load_modules(path)
-    results = [stats_record(item, top, source_depth, launches, xla_cost) for item in loaded]
+    results = stats_records(loaded, top, source_depth, launches, xla_cost)
     if Path(path).is_dir():  # only a run directory has a profile (the trace modules are not imported for a file)
         _add_measured(path, loaded, results, top)
     if as_json:

@@ -100,14 +100,14 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
               xla_cost: bool = True) -> Side:
     from hloscope.diff.compare import total_record
     from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import stats_record
+    from hloscope.hlo.stats import stats_records
 
     path = Path(path)
     modules = load_modules(path)
     graphs = pick_graphs(modules, str(path), module, stage)
     chosen = max(graphs, key=lambda m: m.module.instruction_count)
     # each graph's record is exactly the one `hloscope hlo stats --json` prints for that module
-    records = [stats_record(m, xla_cost=xla_cost) for m in graphs]
+    records = stats_records(graphs, xla_cost=xla_cost)
     side = Side(path=str(path), loaded=chosen, stats=records[0] if len(records) == 1 else total_record(records),
                 modules=modules, graphs=graphs, graph_stats=records)
     if len(graphs) > 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hloscope.errors import InputError
@@ -47,25 +47,43 @@ def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> d
     return result
 
 
+_ASK_XLA = object()  # stats_record's default: run XLA's analysis for this one module
+
+
 # The defaults of `hloscope hlo stats` (and of `hloscope diff`, whose two sides are exactly its records).
 TOP = 10
 SOURCE_DEPTH = 5
 
 
 def stats_record(loaded: LoadedModule, top: int = TOP, source_depth: int = SOURCE_DEPTH, with_launches: bool = False,
-                 xla_cost: bool = True) -> dict[str, Any]:
+                 xla_cost: bool = True, xla_figures: object = _ASK_XLA) -> dict[str, Any]:
     """One module's record of `hloscope hlo stats --json`: `module_stats`, then XLA's own cost figures (`xla_cost`,
-    when asked) and, for an optimized GPU module with XLA's gpu_target_config.pbtxt beside it, its roofline lower bound
-    (`roofline`)."""
+    when asked; `xla_figures` when already computed, see `stats_records`) and, for an optimized GPU module with XLA's
+    gpu_target_config.pbtxt beside it, its roofline lower bound (`roofline`)."""
     result = module_stats(loaded, top_sources=top, source_depth=source_depth, with_launches=with_launches)
     if xla_cost:
-        from hloscope.hlo.xla import xla_cost_analysis
+        if xla_figures is _ASK_XLA:
+            from hloscope.hlo.xla import xla_cost_analysis
 
-        result["xla_cost"] = xla_cost_analysis(loaded)
+            xla_figures = xla_cost_analysis(loaded)
+        result["xla_cost"] = xla_figures
     bound = roofline_beside(loaded)
     if bound is not None:
         result["roofline"] = bound
     return result
+
+
+def stats_records(modules: Sequence[LoadedModule], top: int = TOP, source_depth: int = SOURCE_DEPTH,
+                  with_launches: bool = False, xla_cost: bool = True) -> list[dict[str, Any]]:
+    """`stats_record` of each module, XLA's analyses of all of them run first in one child process within one time
+    limit (`hloscope.hlo.xla.xla_cost_analyses`), not one child per module."""
+    figures: list[Any] = [None] * len(modules)
+    if xla_cost:
+        from hloscope.hlo.xla import xla_cost_analyses
+
+        figures = list(xla_cost_analyses(modules))
+    return [stats_record(loaded, top, source_depth, with_launches, xla_cost, xla_figures=figure)
+            for loaded, figure in zip(modules, figures)]
 
 
 def roofline_beside(loaded: LoadedModule) -> dict[str, Any] | None:
