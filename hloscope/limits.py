@@ -27,6 +27,9 @@ MAX_XPLANE_EXPANDED_BYTES = 2 << 30
 # seconds for real modules but is exponential in the depth of nested calls. Past this many seconds in all (or
 # HLOSCOPE_XLA_TIMEOUT_S) the child is killed and the modules it did not finish get no XLA figures, with one warning.
 XLA_COST_TIMEOUT_S = 60.0
+# `tensorboard` converts a Kineto trace into one XSpace message held whole in memory (~1.3 KB per event: 1.59 GB for
+# 1.2 M events); a trace with more events than this is refused before converting (about 2.6 GB at the bound).
+MAX_XSPACE_EVENTS = 2_000_000
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:

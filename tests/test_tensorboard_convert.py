@@ -237,3 +237,23 @@ def test_view_follows_runs_added_and_removed(tmp_path):
     assert [s.name for s in view.sync()] == ["torch_xla/cmp"]
     assert not (tmp_path / "view/jax/plugins/profile/cmp").exists()
     assert (tmp_path / "view/torch_xla/plugins/profile/cmp").is_dir()
+
+
+def test_trace_with_more_events_than_the_conversion_may_hold_is_refused_before_converting(tmp_path, monkeypatch):
+    from hloscope.tensorboard import convert
+
+    monkeypatch.setattr(convert, "MAX_XSPACE_EVENTS", 1_000)
+    events = ",".join(f'{{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}' for i in range(1_001))
+    many = tmp_path / "worker.1.pt.trace.json"
+    many.write_text(f'{{"traceEvents": [{events}]}}')
+    converted: list[object] = []
+    monkeypatch.setattr(convert, "kineto_to_xspace", lambda *args: converted.append(args))
+    with pytest.raises(InputError) as error:
+        convert_kineto_file(many, tmp_path / "out")
+    assert str(many) in str(error.value) and "more than 1,000" in str(error.value)
+    assert not converted and not (tmp_path / "out").exists()
+    # the conversion's own count holds as well (events the streaming check does not count)
+    _, stream = convert.read_kineto(many)
+    with pytest.raises(InputError, match="too many events"):
+        for _ in stream:
+            pass

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError
+from hloscope.limits import MAX_XSPACE_EVENTS
 from hloscope.tensorboard.kineto_xspace import Conversion, kineto_to_xspace
 from hloscope.trace.kineto import open_trace_bytes
 
@@ -56,9 +57,13 @@ HEADER_KEYS = ("baseTimeNanoseconds", "deviceProperties")
 
 def _events(path: Path, backend: Any, ijson: Any) -> Iterator[dict[str, Any]]:
     seen = False
+    count = 0
     with _read_errors(path, ijson), open_trace_bytes(path) as stream:
         for event in backend.items(stream, "traceEvents.item", use_float=True):
             seen = True
+            count += 1
+            if count > MAX_XSPACE_EVENTS:  # the up-front count (_check_streaming) skips some kinds of events
+                raise too_many_events(path)
             if isinstance(event, dict):
                 yield event
     if not seen:
@@ -84,14 +89,22 @@ def _backend(ijson: Any) -> Any:
         return ijson
 
 
+def too_many_events(path: Path) -> InputError:
+    return InputError(path, f"too many events to convert for TensorBoard: more than {MAX_XSPACE_EVENTS:,} (the "
+                            "conversion holds every event in memory, ~1.3 KB each); read it with `hloscope trace stats` "
+                            "or `hloscope trace export`, or profile fewer steps")
+
+
 def _check_streaming(source: Path) -> None:
     """Read the trace once with `hloscope trace`'s streaming reader before converting it: only a regular file,
     nesting, gzip, JSON and impossible event times are refused or counted there in bounded memory (a 200 KB file of
-    nested arrays once grew past 8 GB in ijson)."""
+    nested arrays once grew past 8 GB in ijson), and a trace of more events than the conversion may hold
+    (MAX_XSPACE_EVENTS) is refused as soon as the count passes it, before anything is converted."""
     from hloscope.trace.load import load_trace
 
-    for _ in load_trace(source).events:
-        pass
+    for count, _ in enumerate(load_trace(source).events, 1):
+        if count > MAX_XSPACE_EVENTS:
+            raise too_many_events(source)
 
 
 def convert_kineto_file(source: Path, session_dir: Path) -> tuple[Path, Conversion]:
