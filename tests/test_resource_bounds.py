@@ -146,3 +146,48 @@ def test_xla_cost_analysis_of_many_modules_runs_in_one_child(tmp_path, monkeypat
     assert "crashed" in figures.pop("crash")["error"]
     assert {name: figure["flops"] for name, figure in figures.items()} == {
         f"m{index}": float(index + 1) for index in range(30) if index != 10}
+
+
+@pytest.fixture
+def stranger():
+    """start(reply) -> the address of a TCP server on 127.0.0.1 that accepts every connection and sends `reply`
+    (nothing: it stays silent)."""
+    import socket
+    import threading
+
+    servers: list[socket.socket] = []
+
+    def start(reply: bytes) -> str:
+        server = socket.create_server(("127.0.0.1", 0))
+        servers.append(server)
+        accepted: list[socket.socket] = []
+
+        def serve() -> None:
+            while True:
+                try:
+                    connection, _ = server.accept()
+                except OSError:  # closed at the end of the test
+                    return
+                accepted.append(connection)
+                if reply:
+                    connection.sendall(reply)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("reply", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" * 4],
+                         ids=["silent", "http"])
+def test_scheduler_address_where_no_dask_scheduler_answers_is_one_line(stranger, monkeypatch, reply):
+    from helpers import KINETO_FIXTURE, fixture
+
+    address = stranger(reply)
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "3s")
+    started = time.monotonic()
+    result = hloscope("trace", "stats", fixture(KINETO_FIXTURE), "--scheduler", address, timeout=40)
+    assert_refused(result, address, words=("cannot connect to a Dask scheduler",))
+    assert time.monotonic() - started < 35

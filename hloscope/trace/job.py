@@ -278,13 +278,7 @@ def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequ
     client: Any = None
     try:
         if own_client:
-            try:
-                client = Client(scheduler_address(scheduler), set_as_default=False)  # type: ignore[no-untyped-call]
-            except (OSError, ValueError) as error:  # refused, unreachable, timed out (TimeoutError is an OSError)
-                from hloscope.errors import UsageError
-
-                raise UsageError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler: "
-                                 f"{_first_line(error)}") from None
+            client = _connect(Client, scheduler)
         else:
             client = scheduler
         with client.as_current():  # as_completed looks for "the" client
@@ -296,6 +290,68 @@ def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequ
     finally:
         if own_client and client is not None:
             client.close()  # its event loop thread would keep the process alive
+
+
+# Beyond Dask's connect timeout, for the rest of the handshake (the scheduler's first message) to arrive.
+HANDSHAKE_GRACE_S = 10.0
+
+
+def _connect(client_class: Any, scheduler: str) -> Any:
+    """A Dask client of the scheduler at `scheduler`, or UsageError in one line naming the address: refused,
+    unreachable, or something there that is no Dask scheduler. Bounded in time whatever answers there: Dask's connect
+    timeout (`distributed.comm.timeouts.connect`, 30 s) for connecting and reading its handshake, and the whole
+    attempt runs in a thread that is given up that long plus HANDSHAKE_GRACE_S later (a port that accepts and stays
+    silent). A reply that is no Dask message (an HTTP server: its first bytes read as a length of exabytes) fails
+    there too. Dask's own log lines about the attempt are kept off stderr."""
+    import logging
+    import threading
+
+    from hloscope.errors import UsageError
+
+    address = scheduler_address(scheduler)
+    seconds = _connect_timeout()
+    outcome: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            outcome["client"] = client_class(address, timeout=seconds, set_as_default=False)
+        except BaseException as error:  # anything a stranger's reply provokes in Dask's reader is a failed connect
+            outcome["error"] = error
+
+    quiet = [logging.getLogger(name) for name in ("distributed", "tornado")]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        thread = threading.Thread(target=connect, name="hloscope-dask-connect", daemon=True)
+        thread.start()
+        thread.join(seconds + HANDSHAKE_GRACE_S)
+    finally:
+        for logger, level in zip(quiet, levels):
+            logger.setLevel(level)
+    if thread.is_alive():  # left behind: a daemon thread does not keep the process alive
+        raise UsageError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler: no handshake from it within "
+                         f"{seconds + HANDSHAKE_GRACE_S:g} s")
+    error = outcome.get("error")
+    if isinstance(error, MemoryError | OverflowError):
+        raise UsageError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler: what answered there is not one "
+                         "(its reply is no Dask message)")
+    if error is not None:
+        raise UsageError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler: {_first_line(error)}")
+    return outcome["client"]
+
+
+def _connect_timeout() -> float:
+    """Dask's connect timeout in seconds (`distributed.comm.timeouts.connect`, settable as
+    DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT), 30 when it cannot be read."""
+    try:
+        from dask.config import get
+        from dask.utils import parse_timedelta
+
+        seconds = parse_timedelta(get("distributed.comm.timeouts.connect"), default="seconds")
+    except Exception:
+        return 30.0
+    return float(seconds) if isinstance(seconds, int | float) and 0 < seconds < 86_400 else 30.0
 
 
 _SCHEDULER = re.compile(r"(tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
