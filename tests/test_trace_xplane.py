@@ -129,3 +129,20 @@ def test_shares_and_categories_add_up(fixtures_dir, relative):
     assert sum(stats["categories"].values()) == pytest.approx(stats["device_time_us"], rel=1e-6)
     assert sum(row["total_us"] for row in stats["top"]) == pytest.approx(stats["device_time_us"], rel=1e-6)
     assert sum(row["share"] for row in stats["top"]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_bytes_stat_that_is_not_utf8_is_read_as_text(tmp_path):
+    """XLA's reader raised UnicodeDecodeError on such a stat; its text is kept with the bad byte replaced."""
+    from hloscope.trace.xplane import XSpaceEvents
+    from hloscope.trace.xplane_proto import xspace_class
+
+    space = xspace_class()()
+    plane = space.planes.add(name="/device:GPU:0", id=1)
+    plane.event_metadata[1].name = "fusion.1"
+    plane.stat_metadata[1].name = "hlo_module"
+    event = plane.lines.add(name="Stream #7", id=1).events.add(metadata_id=1, duration_ps=2_000_000)
+    event.stats.add(metadata_id=1, bytes_value=b"jit_\xffstep")
+    path = tmp_path / "bytes.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    (read,) = list(XSpaceEvents(path))
+    assert read.name == "fusion.1" and read.hlo_module == "jit_\ufffdstep" and read.dur_us == 2.0

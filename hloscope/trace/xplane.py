@@ -179,7 +179,12 @@ class _Plane:
             which = stat.WhichOneof("value")
             if which is None:
                 continue
-            value = self.stat_name(stat.ref_value) if which == "ref_value" else getattr(stat, which)
+            if which == "ref_value":
+                value = self.stat_name(stat.ref_value)
+            elif which == "bytes_value":  # as text, as XLA's reader gives it
+                value = stat.bytes_value.decode("utf-8", "replace")
+            else:
+                value = getattr(stat, which)
             stats[self.stat_name(stat.metadata_id)] = value
         return stats
 
