@@ -91,11 +91,20 @@ class _Worker:
         """The child's answer; {"error": ..., "crashed": True} when it died (it is then closed); None when the
         deadline passed first (the child is then killed)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(request.encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._crashed()
+        data = memoryview(request.encode())
+        stdin = self.proc.stdin.fileno()
+        os.set_blocking(stdin, False)  # a text of 50 MB is written as the child reads it, within the deadline too
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [stdin], [], left)[1]:
+                self.close()
+                return None
+            try:
+                data = data[os.write(stdin, data[: 1 << 20]):]
+            except BlockingIOError:
+                continue
+            except OSError:  # the child is gone (broken pipe)
+                return self._crashed()
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
