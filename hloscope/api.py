@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hloscope.limits import MAX_MIN_GAP, MAX_SOURCE_DEPTH, MAX_TOP_ROWS, check_range
 
 if TYPE_CHECKING:
     from hloscope.explain.report import ExplainReport
+    from hloscope.hlo.load import LoadedModule
 
 PathLike = str | os.PathLike
 
@@ -46,16 +47,39 @@ def load_comparison(path: PathLike) -> dict:
     return load(Path(path))
 
 
-def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth: int = 5) -> list[dict]:
+def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth: int = 5,
+              launches: bool = False) -> list[dict]:
     """One record per HLO module at `path` (an HLO text file, an XLA dump directory or a run directory): kernels,
     fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis beside
-    hloscope's unless `xla_cost` is False, as the command (`--no-xla-cost`)."""
+    hloscope's unless `xla_cost` is False, as the command (`--no-xla-cost`); with `launches`, every kernel launch of
+    a GPU module's thunk sequence. A run directory with a profile adds each module's measured time (`measured`)."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_records
 
     check_range("top", top, 1, MAX_TOP_ROWS)
     check_range("source_depth", source_depth, 1, MAX_SOURCE_DEPTH)
-    return stats_records(load_modules(Path(path)), top, source_depth, False, xla_cost)
+    loaded = load_modules(Path(path))
+    results = stats_records(loaded, top, source_depth, launches, xla_cost)
+    if Path(path).is_dir():  # only a run directory has a profile (the trace modules are not imported for a file)
+        _add_measured(Path(path), loaded, results, top)
+    return results
+
+
+def _add_measured(path: Path, loaded: list[LoadedModule], results: list[dict[str, Any]], top: int) -> None:
+    """Run directories with a profile: each module's measured time beside its HLO (`measured`); a profile that cannot
+    be read is a warning, the module's own figures stay."""
+    from hloscope.errors import warn
+    from hloscope.trace.hlo_map import measured_instructions
+    from hloscope.trace.load import device_events_by_run
+
+    by_run, unread = device_events_by_run(path)
+    for error in unread:
+        warn(f"no measured time from this run's profile: {error}")
+    for item, result in zip(loaded, results):
+        events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
+        measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
+        if measured is not None:
+            result["measured"] = measured
 
 
 def trace_stats(path: PathLike, top: int = 10) -> list[dict]:

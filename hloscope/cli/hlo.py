@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from hloscope.cli.options import SOURCE_DEPTHS, TOP_ROWS
-from hloscope.errors import warn
 from hloscope.hlo.stats import SOURCE_DEPTH, TOP
-
-if TYPE_CHECKING:
-    from hloscope.hlo.load import LoadedModule
 
 
 @click.group("hlo")
@@ -33,13 +27,9 @@ def command() -> None:
               help="With a thunk_sequence.txt beside a GPU module: list every launch (grid, block, shared memory).")
 def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int, launches: bool) -> None:
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
-    from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import stats_records
+    from hloscope.api import hlo_stats
 
-    loaded = load_modules(path)
-    results = stats_records(loaded, top, source_depth, launches, xla_cost)
-    if Path(path).is_dir():  # only a run directory has a profile (the trace modules are not imported for a file)
-        _add_measured(path, loaded, results, top)
+    results = hlo_stats(path, xla_cost, top, source_depth, launches)
     if as_json:
         click.echo(json.dumps({"modules": results}, indent=1))
         return
@@ -47,17 +37,3 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
 
     render_stats(results)
 
-
-def _add_measured(path: str, loaded: list[LoadedModule], results: list[dict[str, Any]], top: int) -> None:
-    """Run directories with a profile: each module's measured time beside its HLO (`measured`)."""
-    from hloscope.trace.hlo_map import measured_instructions
-    from hloscope.trace.load import device_events_by_run
-
-    by_run, unread = device_events_by_run(path)
-    for error in unread:
-        warn(f"no measured time from this run's profile: {error}")
-    for item, result in zip(loaded, results):
-        events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
-        measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
-        if measured is not None:
-            result["measured"] = measured
