@@ -262,3 +262,31 @@ def bounded_int(text: str, path: str | os.PathLike, line: int | None = None, col
         return int(text)
     except ValueError:
         raise InputError(check_path(path), f"not a {what}: {text[:40]!r}", line, col) from None
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def int64(value: object) -> int | None:
+    """`value` as an integer that fits a signed 64-bit slot (a step, a rank, an id, a Parquet int64 column), or None:
+    for None, a bool, text that is not a whole number, a float that is not whole, and any integer beyond int64. Text
+    of more than 20 digits is never given to int() (Python refuses more than 4,300 with a ValueError)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        if not value.is_integer():
+            return None
+        number = int(value)
+    elif isinstance(value, str | bytes):
+        text = (value.decode("ascii", "replace") if isinstance(value, bytes) else value).strip()
+        if not 0 < len(text.lstrip("+-")) <= 20:
+            return None
+        try:
+            number = int(text)
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if INT64_MIN <= number <= INT64_MAX else None

@@ -72,8 +72,14 @@ def _main(argv: list[str] | None) -> None:
     except click.exceptions.Abort:
         click.echo("hloscope: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as error:
+        # click's own usage errors (a missing argument, an unknown option, a bad value) as the same one line, with
+        # where to look instead of click's three (usage, hint, error)
+        where = f" (see '{error.ctx.command_path} --help')" if error.ctx is not None else ""
+        click.echo(f"hloscope: error: {one_line(error.format_message())}{where}", err=True)
+        sys.exit(2)
     except click.ClickException as error:
-        error.show()
+        click.echo(f"hloscope: error: {one_line(error.format_message())}", err=True)
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         click.echo("hloscope: interrupted", err=True)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.errors import InputError, warn
+from hloscope.errors import InputError, one_line, warn
 
 # How often new or rewritten runs under DIR are added to the running TensorBoard.
 SYNC_INTERVAL_S = 5.0
@@ -93,7 +93,7 @@ def _print_sessions(sessions) -> None:
     table.add_column("profile", overflow="fold")
     for session in sessions:
         fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
-        table.add_row(Text(session.name), fmt, Text(session.source.name))
+        table.add_row(Text(one_line(session.name)), fmt, Text(one_line(session.source.name)))
     Console(soft_wrap=True).print(table)
 
 
@@ -103,12 +103,12 @@ def _print_tool_notes(sessions, view) -> None:
 
     cpu = [s.name for s in sessions if is_cpu_only(sorted(view.session_dir(s.name).glob("*.xplane.pb")))]
     if cpu:
-        click.echo(f"note: {CPU_NOTE}: " + ", ".join(cpu))
+        click.echo(one_line(f"note: {CPU_NOTE}: " + ", ".join(cpu)))
     filtered = [(s.name, *view.module_filters[s.name]) for s in sessions if s.name in view.module_filters]
     if filtered:
-        click.echo("note: graph viewer and memory viewer list only the XLA modules that ran in the profiled steps: "
-                   + "; ".join(f"{name}: {', '.join(kept)} ({dropped} other modules compiled in the profiling window "
-                               "left out)" for name, kept, dropped in filtered))
+        click.echo(one_line("note: graph viewer and memory viewer list only the XLA modules that ran in the profiled "
+                            "steps: " + "; ".join(f"{name}: {', '.join(kept)} ({dropped} other modules compiled in the "
+                                                  "profiling window left out)" for name, kept, dropped in filtered)))
 
 
 def _warn_problems(problems: dict[str, str]) -> None:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from hloscope.errors import ParseError
+from hloscope.files import int64
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.opcodes import OPCODES
 from hloscope.hlo.shapes import Shape, first_element
@@ -83,8 +84,18 @@ def shape_size(shape: Shape) -> int:
 
 
 
+def _int(text: object) -> int:
+    """A whole number of the HLO text (a window size, a group count, an index); ValueError for anything else and for
+    one beyond 64 bits, never an int() of 5,000 digits."""
+    number = int64(text)
+    if number is None:
+        shown = str(text)
+        raise ValueError(f"{shown[:24]}{'...' if len(shown) > 24 else ''} is not a whole number of at most 64 bits")
+    return number
+
+
 def _ints(text: str) -> list[int]:
-    return [int(x) for x in re.findall(r"-?\d+", text)]
+    return [_int(x) for x in re.findall(r"-?\d+", text)]
 
 
 def _window(text: str | None) -> list[dict[str, int]]:
@@ -92,14 +103,14 @@ def _window(text: str | None) -> list[dict[str, int]]:
     if not text:
         return []
     fields = dict(re.findall(r"(\w+)=([\dx_\-]+)", text))
-    sizes = [int(s) for s in fields.get("size", "").split("x") if s]
+    sizes = [_int(s) for s in fields.get("size", "").split("x") if s]
     n = len(sizes)
 
     def per_dim(key: str, default: int) -> list[int]:
         value = fields.get(key)
-        return [int(v) for v in value.split("x")] if value else [default] * n
+        return [_int(v) for v in value.split("x")] if value else [default] * n
 
-    pads = [tuple(int(p) for p in d.split("_")) for d in fields["pad"].split("x")] if "pad" in fields else [(0, 0)] * n
+    pads = [tuple(_int(p) for p in d.split("_")) for d in fields["pad"].split("x")] if "pad" in fields else [(0, 0)] * n
     strides, base, win = per_dim("stride", 1), per_dim("lhs_dilate", 1), per_dim("rhs_dilate", 1)
     return [
         {"size": sizes[i], "stride": strides[i], "pad_low": pads[i][0], "pad_high": pads[i][1],
@@ -150,8 +161,8 @@ def _conv_flops(instr: HloInstruction) -> float:
                     continue
                 valid += 1
         counts.append(valid)
-    feature_groups = int(instr.attrs.get("feature_group_count", "1"))
-    batch_groups = int(instr.attrs.get("batch_group_count", "1"))
+    feature_groups = _int(instr.attrs.get("feature_group_count", "1"))
+    batch_groups = _int(instr.attrs.get("batch_group_count", "1"))
     return 2.0 * (input_feature // feature_groups) * output_feature * (batch // batch_groups) * math.prod(counts)
 
 
@@ -424,7 +435,7 @@ class CostAnalysis:
             if dims is None:
                 return None
             lhs = instr.operands[0].shape
-            width = math.prod(lhs.dims[int(d)] for d in dims)
+            width = math.prod(lhs.dims[_int(d)] for d in dims)
             return 2.0 * out.elements * width
         if target in ("__cudnn$convForward", "__cudnn$convBiasActivationForward"):
             return _conv_flops(instr)
@@ -533,7 +544,7 @@ class CostAnalysis:
             for index, sub in enumerate(parts):
                 child = node
                 for user in users.get(node.name, ()):
-                    if user.opcode == "get-tuple-element" and int(user.attrs.get("index", "-1")) == index:
+                    if user.opcode == "get-tuple-element" and _int(user.attrs.get("index", "-1")) == index:
                         child = user
                         break
                 walk(child, sub)
@@ -598,7 +609,7 @@ class CostAnalysis:
 
 
 def _parameter_number(instr: HloInstruction) -> int:
-    return int(instr.operand_text.strip() or 0)
+    return _int(instr.operand_text.strip() or 0)
 
 
 def _callees(comp: HloComputation) -> list[HloComputation]:

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from hloscope.errors import ParseError
+from hloscope.files import json_depth_error
 from hloscope.hlo import attrs as scan
 from hloscope.hlo.shapes import Shape, parse_shape
 
@@ -256,9 +257,11 @@ class HloInstruction:
             return {}
         if value.startswith('"'):
             value = scan.unquote(value)
+        if json_depth_error(value) is not None:  # nested 100,000 deep: no RecursionError, not a config
+            return {}
         try:
             parsed: object = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # also an integer of more than 4,300 digits
             return {}
         return parsed if isinstance(parsed, dict) else {}
 

@@ -22,7 +22,7 @@ class NameUniquer:
         dot = name.rfind(".")
         if 0 < dot < len(name) - 1:
             tail = name[dot + 1 :]
-            if tail.isdigit():
+            if tail.isdigit() and len(tail) <= 18:  # a longer tail is part of the name (no int() of 5,000 digits)
                 root, suffix, has_suffix = name[:dot], int(tail), True
         used = self._used.setdefault(root, set())
         if suffix in used:

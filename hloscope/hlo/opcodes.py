@@ -66,7 +66,7 @@ def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str])
     if opcode == "get-tuple-element" and len(operand_shapes) == 1 and operand_shapes[0].tuple_shapes is not None:
         elements = operand_shapes[0].tuple_shapes
         index = attrs.get("index", "")
-        if index.isdigit() and int(index) < len(elements):
+        if index.isdigit() and len(index) <= 18 and int(index) < len(elements):
             return str(elements[int(index)])
     if opcode in ("opt-barrier", "add-dependency", "bitcast") and operand_shapes:
         return str(operand_shapes[0])

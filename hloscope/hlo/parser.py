@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from hloscope.errors import ParseError
+from hloscope.files import int64
 from hloscope.hlo import attrs as scan
 from hloscope.hlo.attrs import find_closing
 from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInstruction, HloModule
@@ -245,6 +246,9 @@ class _Parser:
             close = instr.text.find(")", instr.pos)
             number = instr.text[instr.pos : close].strip()
             if number.isdigit():
+                if int64(number) is None:
+                    raise self.error(f"parameter number of {len(number):,} digits in '{instr.name}': beyond 64 bits",
+                                     instr.lineno, col + 1)
                 first = self.parameters.get(int(number))
                 if first is not None:
                     raise self.error(f"duplicate parameter number {number} in computation '{instr.computation.name}' "
@@ -542,7 +546,11 @@ class _Parser:
             entry = _STACK_ENTRY.match(line)
             if entry is None:
                 raise self.error("expected '<id> <value>' in a stack-frame table", lineno, _column(line))
-            self.table[int(entry.group(1))] = entry.group(2)
+            number = int64(entry.group(1))
+            if number is None:
+                raise self.error(f"a stack-frame table id of {len(entry.group(1)):,} digits: beyond 64 bits", lineno,
+                                 _column(line))
+            self.table[number] = entry.group(2)
             return None
         match = _COMPUTATION.match(line)
         if match is None:

@@ -22,7 +22,6 @@ holds even if launches overlapped.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -41,11 +40,13 @@ _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
 
 
 def _precision_of_custom_call(instr: HloInstruction) -> list[str]:
-    config = json.loads(instr.attrs.get("backend_config", "{}") or "{}")
+    config = instr.backend_config  # {} when it is not JSON or nested absurdly deep
     for key in ("gemm_backend_config", "cudnn_conv_backend_config"):
-        precision = config.get(key, {}).get("precision_config", {}).get("operand_precision")
-        if precision:
-            return [p.lower() for p in precision]
+        section = config.get(key)
+        precision_config = section.get("precision_config") if isinstance(section, dict) else None
+        precision = precision_config.get("operand_precision") if isinstance(precision_config, dict) else None
+        if isinstance(precision, list) and precision:
+            return [str(p).lower() for p in precision]
     return []
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import prod
 
+from hloscope.files import int64
+
 # Bytes per element as XLA's ShapeUtil::ByteSizeOfPrimitiveType counts them (sub-byte types take a byte unless packed).
 ELEMENT_BYTES = {
     "pred": 1, "s1": 1, "u1": 1, "s2": 1, "u2": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1,
@@ -142,11 +144,15 @@ def _parse(text: str, pos: int) -> tuple[Shape, int]:
             if dim_match is None:
                 raise ValueError(f"bad dimension '{dim}'")
             bound, size = dim_match.groups()
+            if size is not None and int64(size) is None:
+                raise ValueError(f"a dimension of {len(size):,} digits: beyond 64 bits")
             dims.append(int(size) if size is not None else 0)
             dynamic.append("?" if size is None else bound or "")
     bits = 0
     if layout is not None and "E(" in layout:
         bits_match = _ELEMENT_BITS.search(layout)
+        if bits_match and len(bits_match.group(1)) > 4:
+            raise ValueError(f"an element size of {len(bits_match.group(1)):,} digits in bits")
         bits = int(bits_match.group(1)) if bits_match else 0
     marks = tuple(dynamic) if any(dynamic) else ()
     return Shape(element_type, tuple(dims), layout, None, marks, bits), match.end()

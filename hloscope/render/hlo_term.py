@@ -45,6 +45,7 @@ def _counts(title: str, counts: dict, limit: int = 12) -> Table:
 
 def render_stats(results: list[dict], console: Console | None = None) -> None:
     console = console or Console(markup=False)
+    results = fmt.printable(results)  # names from the HLO text are shown escaped, never run as terminal control
     for result in results:
         console.rule(Text.assemble((str(result["name"]), "bold"), f"  {result['stage']}  {result['platform']}"))
         console.print(_t(result["file"]), style="dim", highlight=False)

@@ -10,6 +10,7 @@ from hloscope.render import fmt
 
 
 def render_job(console: Console, view: dict, rows: int = 16) -> None:
+    view = fmt.printable(view)  # host and kernel names from the traces are shown escaped
     ranks = Table(title=f"Job: {len(view['ranks'])} ranks", title_justify="left")
     for column in ("rank", "host", "steps", "step ms (median)", "busy ms", "idle ms", "kernels", "collective wait ms",
                    "last to arrive"):

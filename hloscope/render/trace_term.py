@@ -19,6 +19,7 @@ def _short(name: str, width: int = _NAME_WIDTH) -> str:
 
 
 def render_stats(console: Console, stats: dict) -> None:
+    stats = fmt.printable(stats)  # names from the trace are shown escaped, never run as terminal control
     console.print(Text.assemble(
         (str(stats["file"]), "bold"),
         f"  ({stats['format']}: {stats['events']:,} events, {stats['kernels']:,} kernels, "
@@ -102,6 +103,7 @@ def render_stats(console: Console, stats: dict) -> None:
 
 
 def render_ranks(console: Console, rows: list[dict]) -> None:
+    rows = fmt.printable(rows)
     table = Table(title="Per rank", title_justify="left")
     for column in ("rank", "steps", "kernels", "device ms", "launch ms", "busy/step ms", "pre-window ms",
                    "file"):

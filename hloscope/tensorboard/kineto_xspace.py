@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.files import int64
 from hloscope.trace.kineto import trace_id
 from hloscope.trace.xplane_proto import xspace_class
 
@@ -120,8 +121,14 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
     xspace = xspace_class()()
     xspace.hostnames.append(host)
     result = Conversion(xspace=xspace)
-    base_ns = int(trace.get("baseTimeNanoseconds") or 0)
-    devices = {int(d.get("id", i)): d for i, d in enumerate(trace.get("deviceProperties") or [])}
+    base_ns = int64(trace.get("baseTimeNanoseconds") or 0)
+    if base_ns is None:
+        raise ValueError("'baseTimeNanoseconds' is not a whole number of nanoseconds that fits 64 bits")
+    properties = trace.get("deviceProperties")
+    devices: dict[int, Mapping[str, Any]] = {}
+    for i, d in enumerate(properties if isinstance(properties, list) else []):
+        if isinstance(d, Mapping) and (number := int64(d.get("id", i))) is not None and 0 <= number < 2**31:
+            devices[number] = d
 
     host_plane = _Plane(xspace.planes.add())
     host_plane.proto.id, host_plane.proto.name = 0, HOST_PLANE
@@ -182,8 +189,8 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "ru
 
 
 def _step_number(name: str) -> int | None:
-    if name.startswith("ProfilerStep#") and name[len("ProfilerStep#") :].isdigit():
-        return int(name[len("ProfilerStep#") :])
+    if name.startswith("ProfilerStep#"):
+        return int64(name[len("ProfilerStep#") :])  # None also for a number beyond 64 bits: not a step
     return None
 
 
@@ -300,8 +307,9 @@ def _stats(event: Mapping[str, Any]) -> dict[str, Any]:
         if details:
             stats["kernel_details"] = details
     name = str(event.get("name", ""))
-    if name.startswith("ProfilerStep#") and name[len("ProfilerStep#") :].isdigit():
-        stats["step_num"] = int(name[len("ProfilerStep#") :])
+    step = _step_number(name)
+    if step is not None:
+        stats["step_num"] = step
     return stats
 
 
@@ -363,7 +371,6 @@ def _us_to_ns(microseconds: Any) -> int:
 
 
 def _as_int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
+    """A number from the trace as an int64; `default` for anything else (files.int64: never int() of 5,000 digits)."""
+    number = int64(value)
+    return default if number is None else number

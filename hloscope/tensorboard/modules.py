@@ -17,6 +17,8 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.files import int64
+
 METADATA_PLANE = "/host:metadata"
 STEP_MARKERS = ("train_step", "StepMarker")  # hloscope's step annotation (jax.profiler.StepTraceAnnotation, xp.StepTrace)
 
@@ -59,9 +61,9 @@ def programs_in_steps(space) -> set[int]:
                 stats = _stats(plane, event)
                 if meta is not None:
                     stats = {**_stats(plane, meta), **stats}
-                program = stats.get("program_id")
+                program = int64(stats.get("program_id"))
                 if program is not None and stats.get("hlo_op") == name:
-                    ops.append((start, int(program)))
+                    ops.append((start, program))
     if not markers:
         return set()
     markers.sort()
@@ -84,8 +86,8 @@ def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
     keep: list[int] = []
     drop: list[int] = []
     for key, meta in metadata.event_metadata.items():
-        program = _stats(metadata, meta).get("program_id")
-        (keep if program is not None and int(program) in ran else drop).append(key)
+        program = int64(_stats(metadata, meta).get("program_id"))
+        (keep if program is not None and program in ran else drop).append(key)
     if not keep or not drop:
         return None
     result = ModuleFilter(kept=sorted(metadata.event_metadata[k].name for k in keep), dropped=len(drop))

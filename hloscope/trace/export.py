@@ -137,12 +137,17 @@ def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
     """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
     {"file", "error", "error_path", ...} for a trace that cannot be read or a target path that holds something
     hloscope did not export (left as it is). Runs in pool and Dask workers alike."""
+    from hloscope.trace.load import trace_rank
+
     file, rank, out = task
     target = Path(out)
     try:
         identity = _identity(file)
+        trace_rank(file)  # a rank beyond 64 bits is refused here, naming the file (the plan numbered it by order)
     except OSError as error:
         return {"file": file, "error": f"cannot read: {error.strerror or error}", "error_path": file}
+    except InputError as error:
+        return {"file": file, "error": error.message, "error_path": error.path}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:

@@ -46,13 +46,22 @@ def job_ranks(files: Sequence[Path]) -> tuple[list[int], str]:
     """The rank of each file in a job: the traces' own ranks (`distributedInfo.rank`, `rank-N` in the name) when every
     file has one and no two share it; otherwise each file's position in the (sorted) file list: per-host xplanes of a
     TensorBoard logdir, torch.profiler's `<host>_<pid>` files. Returns (ranks, "trace" | "file order")."""
-    from hloscope.trace.load import trace_rank
-
-    own = [trace_rank(file) for file in files]
+    own = [_rank_or_none(file) for file in files]
     known = [rank for rank in own if rank is not None]
     if len(known) == len(own) and len(set(known)) == len(known):
         return known, "trace"
     return list(range(len(files))), "file order"
+
+
+def _rank_or_none(file: Path) -> int | None:
+    """The trace's own rank; None for none and for one beyond 64 bits (that file's own reading refuses it in one
+    line, and the others keep their output)."""
+    from hloscope.trace.load import trace_rank
+
+    try:
+        return trace_rank(file)
+    except InputError:
+        return None
 
 
 MAX_RANK = 1 << 31  # no job has more ranks; a larger number in --ranks is a typo
@@ -137,6 +146,7 @@ def summarize_file(file: str, top: int = 10) -> Summary:
 
     path = Path(file)
     try:
+        rank = trace_rank(path)
         trace = load_trace(path)
         resolver = _resolver(path)
         if resolver is not None:
@@ -147,7 +157,7 @@ def summarize_file(file: str, top: int = 10) -> Summary:
     except InputError as error:  # one broken trace does not hide the others
         return {"file": str(file), "error": error.message, "error_path": error.path, "line": error.line,
                 "col": error.col}
-    stats["rank"] = trace_rank(path)
+    stats["rank"] = rank
     return {"file": str(file), "stats": stats, "kernel_counts": totals.kernel_counts,
             "collectives": totals.collectives()}
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError, MissingDependency, reading, warn
+from hloscope.files import INT64_MAX, INT64_MIN, int64
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
 from hloscope.trace.model import (
@@ -69,6 +70,7 @@ _RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "mt
 _KINETO_HOST_CATS: dict[str | None, str] = {"cpu_op": HOST_OP, "Operator": HOST_OP, "python_function": HOST_OP, "user_annotation": ANNOTATION,
                      **dict.fromkeys(_RUNTIME_CATS, RUNTIME)}
 _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
+_INTEGER = re.compile(r"[+-]?\d+")
 # Categories known not to be device executions although their events may name a stream: device-side sync markers,
 # annotations, profiler ranges and bookkeeping.
 _NOT_DEVICE_WORK_CATS = {"cuda_sync", "gpu_user_annotation", "cuda_profiler_range", "overhead", "Trace", "ac2g",
@@ -216,7 +218,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
                             yield event
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
-                _warn_unclassified(path, builder.unclassified)
+                _warn_unclassified(path, builder)
                 return
             except kineto_chunks.Malformed as error:
                 if error.truncated:
@@ -348,7 +350,7 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
                     yield event
         if builder.items == 0:
             raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
-        _warn_unclassified(path, builder.unclassified)
+        _warn_unclassified(path, builder)
     except json_error as error:
         if backend != "python" and _YAJL_INTEGER_OVERFLOW in _first_line(error):
             # every complete event counted so far was produced (or skipped as already produced)
@@ -366,12 +368,19 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
                                "refusing rather than holding it in memory (a gzip bomb?)") from None
 
 
-def _warn_unclassified(path: Path, unclassified: dict[str, int]) -> None:
+def _warn_unclassified(path: Path, builder: _EventBuilder) -> None:
     """One warning per file: complete events that look like device work but that no category rule reads as such
-    (a vendor's device category hloscope does not know yet) are counted as host events, not device time."""
-    if not unclassified or str(path) in _warned_unclassified:
+    (a vendor's device category hloscope does not know yet) are counted as host events, not device time. Another
+    counts the step markers whose number does not fit int64 (`ProfilerStep#` and 5,000 digits): not steps."""
+    unclassified = builder.unclassified
+    if str(path) in _warned_unclassified or not (unclassified or builder.bad_steps):
         return
     _warned_unclassified.add(str(path))
+    if builder.bad_steps:
+        warn(f"{path}: {builder.bad_steps:,} step marker(s) with a step number beyond 64 bits: read as plain "
+             "events, not steps")
+    if not unclassified:
+        return
     total = sum(unclassified.values())
     listed = ", ".join(f"{category!r}: {count:,}" for category, count in sorted(unclassified.items(), key=lambda i: -i[1]))
     warn(f"{path}: {total:,} event(s) look like device work but no rule classifies their category ({listed}): "
@@ -449,6 +458,7 @@ class _EventBuilder:
         # (pid, tid or stream, on device) -> (process, lane); cleared when names arrive
         self.places: dict[tuple[_Id, _Id, bool], tuple[str, str]] = {}
         self.unclassified: dict[str, int] = {}  # category -> device-like events that no rule classifies
+        self.bad_steps = 0  # step markers whose number does not fit int64: kept as plain events
         self.correlations = CorrelationIds()
         # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
         self.device_categories: dict[tuple[str, str], str] = {}
@@ -630,11 +640,17 @@ class _EventBuilder:
         if name.startswith("ProfilerStep#"):
             marker = _STEP_NAME.match(name)
             if marker:
-                kind, step = STEP, int(marker.group(1))
+                number = int64(marker.group(1))
+                if number is None:  # 5,000 digits: no step number, and no int() of it
+                    self.bad_steps += 1
+                else:
+                    kind, step = STEP, number
         elif step_num is not None and not device:  # jax.profiler.StepTraceAnnotation / torch_xla StepTrace
             number = _as_int(step_num)
             if number is not None:
                 kind, step = STEP, number
+            elif _INTEGER.fullmatch(str(step_num).strip()):  # a whole number beyond int64
+                self.bad_steps += 1
         return Event(
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
             hlo_op, hlo_module, self.correlations(_as_int(correlation)),
@@ -650,9 +666,7 @@ def trace_id(value: Any) -> Any:
 
 
 def _as_int(value: int | str | float | None) -> int | None:
-    if value is None or type(value) is int:
+    """An id or step number as an int64, None when absent, not a whole number or beyond int64 (files.int64)."""
+    if value is None or (type(value) is int and INT64_MIN <= value <= INT64_MAX):
         return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return int64(value)

@@ -104,9 +104,18 @@ def trace_rank(file: str | os.PathLike[str]) -> int | None:
         except InputError:
             match = None
         if match:
-            return int(match.group(1))
+            return _rank(path, match.group(1).decode("ascii"), "its header's distributedInfo.rank")
     named = _RANK_IN_NAME.search(path.name)
-    return int(named.group(1)) if named else None
+    return _rank(path, named.group(1), "the rank in its file name") if named else None
+
+
+def _rank(path: Path, digits: str, where: str) -> int:
+    """A rank as written, refused in one line naming the file when it does not fit 64 bits (a 5,000-digit rank)."""
+    rank = files.int64(digits)
+    if rank is None:
+        shown = digits if len(digits) <= 24 else f"{digits[:12]}...({len(digits):,} digits)"
+        raise InputError(path, f"{where} {shown} does not fit in 64 bits: not a rank")
+    return rank
 
 
 def _without_duplicate_profiles(files: list[Path]) -> list[Path]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError, reading
+from hloscope.files import int64
 from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
 from hloscope.machine import available_memory, gb
 from hloscope.trace.categories import category_for
@@ -227,7 +228,7 @@ def _device_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Ev
                 kind = ANNOTATION
                 category = OTHER
                 if line_name == "Steps":
-                    kind, step = STEP, _int_or_none(stats.get("step_name", name))
+                    kind, step = STEP, int64(stats.get("step_name", name))
                 elif line_name == "XLA Modules":
                     module = derived.get(("module", name_id))
                     if module is None:
@@ -305,10 +306,10 @@ def _host_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Even
                 # kernel), async copies (cuMemcpyHtoDAsync, hipMemcpyDtoDAsync), stream waits. Which of them
                 # launched device work is decided by the correlation ids of the device executions (trace_stats).
                 kind = RUNTIME
-            elif stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
-                kind, correlation = RUNTIME, FLOW_CORRELATION_BASE + int(stats["_p"])  # work handed to a thread pool
+            elif stats.get("_pt") == _THREAD_POOL_FLOW and (flow := _int_or_none(stats.get("_p"))) is not None:
+                kind, correlation = RUNTIME, FLOW_CORRELATION_BASE + flow  # work handed to a thread pool
             elif "step_num" in stats:
-                kind, step = STEP, _int_or_none(stats["step_num"])
+                kind, step = STEP, int64(stats["step_num"])
             else:
                 kind = HOST_OP
             category = OTHER
@@ -345,8 +346,8 @@ _THREAD_POOL_FLOW = 15
 
 
 def _region_after(stats: _Stats, name: str, region: int | None) -> int | None:
-    if stats.get("_ct") == _THREAD_POOL_FLOW and "_c" in stats:
-        return int(stats["_c"])
+    if stats.get("_ct") == _THREAD_POOL_FLOW and (flow := _int_or_none(stats.get("_c"))) is not None:
+        return flow
     if name == "ThreadpoolListener::StopRegion":
         return None
     return region
@@ -359,8 +360,8 @@ def _thread_pool_flows(plane: _Plane) -> dict[int, int | None]:
         region = None
         for xevent in line.events:
             stats = plane.stats(xevent)
-            if stats.get("_pt") == _THREAD_POOL_FLOW and "_p" in stats:
-                parent[int(stats["_p"])] = region
+            if stats.get("_pt") == _THREAD_POOL_FLOW and (flow := _int_or_none(stats.get("_p"))) is not None:
+                parent[flow] = region
             region = _region_after(stats, plane.event_name(xevent.metadata_id), region)
     return parent
 
@@ -381,9 +382,8 @@ def _str_or_none(value: object) -> str | None:
 
 
 def _int_or_none(value: int | float | str | bytes | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    """An id as written (protobuf integers as they are: a uint64 correlation id stays one), None for text or a float
+    that is not a whole number of at most 64 bits (files.int64: never an int() of 5,000 digits)."""
+    if type(value) is int:
+        return value
+    return int64(value)

@@ -1,0 +1,162 @@
+"""Hostile inputs for the readers, one class at a time, each built here and run through the real command
+(`helpers.hloscope`: a child process under a timeout and an address-space limit):
+
+1. numbers too large for their meaning (a step, a rank, an id beyond 64 bits; 5,000 digits)
+2. deep nesting, NUL bytes, unreadable files and FIFOs inside dump, run and trace directories
+3. crafted `trace stats --state` records: never trusted unless they match the trace they cache
+4. output below `trace export OUT` never follows a symbolic link out of OUT
+5. names from files never reach the terminal as escape sequences
+6. click's own usage errors are the project's one line
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from helpers import assert_refused, hloscope
+
+BIG = "9" * 5000
+# ESC, BEL and the C1 controls (CSI 0x9b among them): none may reach stdout raw
+_TERMINAL_CONTROL = re.compile("[\x07\x1b\x80-\x9f]")
+
+
+def _kineto(path: Path, step: str = "1", kernel: str = "gemm", header: str = "") -> Path:
+    """A small Kineto trace: two steps (the first named `ProfilerStep#<step>`), a kernel launched in each."""
+    events = []
+    for i, name in enumerate((f"ProfilerStep#{step}", "ProfilerStep#2")):
+        base = 1000 * i
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1, "ts": base, "dur": 900},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": base + 10,
+             "dur": 5, "args": {"correlation": i + 1}},
+            {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": base + 20, "dur": 100,
+             "args": {"stream": 7, "correlation": i + 1, "device": 0}},
+        ]
+    path.write_text("{" + header + '"schemaVersion": 1, "traceEvents": ' + json.dumps(events) + "}")
+    return path
+
+
+def _hlo(path: Path, body: str = "", tail: str = "", op_name: str = "jit(f)/dot") -> Path:
+    quoted = op_name.replace("\\", "\\\\").replace('"', '\\"')
+    body = body or (
+        "  a = f32[8,8]{1,0} parameter(0)\n"
+        "  b = f32[8,8]{1,0} parameter(1)\n"
+        "  ROOT d = f32[8,8]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+        f'metadata={{op_name="{quoted}" source_file="x.py" source_line=1}}\n')
+    path.write_text("HloModule jit_f, is_scheduled=true\n\nENTRY main {\n" + body + "}\n" + tail)
+    return path
+
+
+def _one_warning(stderr: str, path: Path, words: str) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hloscope: warning: ") and str(path) in lines[0], stderr
+    assert words in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------------------------- 1. numbers beyond 64 bits
+
+
+def test_a_step_number_of_5000_digits_is_no_step_and_hides_no_other_trace(tmp_path):
+    good = _kineto(tmp_path / "a.pt.trace.json")
+    bad = _kineto(tmp_path / "b.pt.trace.json", step=BIG)
+    result = hloscope("trace", "stats", "--json", "-j", "1", tmp_path)
+    assert result.code == 0, result.stderr[-2000:]
+    _one_warning(result.stderr, bad, "beyond 64 bits")
+    traces = {Path(t["file"]).name: t for t in json.loads(result.stdout)["traces"]}
+    assert traces[good.name]["steps"] == 2 and traces[bad.name]["steps"] == 1  # the good step of the bad file stays
+
+
+def test_a_step_beyond_int64_is_exported_as_no_step(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    trace = _kineto(tmp_path / "t.pt.trace.json", step=str(2**63))
+    result = hloscope("trace", "export", trace, tmp_path / "out")
+    assert result.code == 0, result.stderr[-2000:]
+    _one_warning(result.stderr, trace, "beyond 64 bits")
+    steps = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).column("step").to_pylist()
+    assert set(steps) <= {None, 2}
+
+
+def test_tensorboard_conversion_reads_a_huge_step_name_as_no_step():
+    from hloscope.tensorboard.kineto_xspace import _step_number, kineto_to_xspace
+
+    assert _step_number("ProfilerStep#" + BIG) is None and _step_number("ProfilerStep#" + str(2**63)) is None
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#" + BIG, "pid": 1, "tid": 1, "ts": 0,
+               "dur": 10, "args": {"step_num": BIG}}]
+    kineto_to_xspace({"deviceProperties": [{"id": BIG}, 7]}, iter(events), host="h")
+
+
+@pytest.mark.parametrize("where", ["name", "header"])
+def test_a_rank_beyond_int64_is_refused_naming_its_file_while_the_others_are_read(tmp_path, where):
+    good = _kineto(tmp_path / "rank-1.json")
+    if where == "name":
+        bad = _kineto(tmp_path / f"rank-{'1' * 200}.json")
+    else:
+        bad = _kineto(tmp_path / "other.json", header=f'"distributedInfo": {{"rank": {"7" * 5000}}}, ')
+    for command in (("trace", "stats", "-j", "1", tmp_path), ("trace", "export", "-j", "1", tmp_path, tmp_path / "out")):
+        result = hloscope(*command)
+        assert_refused(result, bad, words=("64 bits", "rank"))
+        assert (good.name in result.stdout) if command[1] == "stats" else ("1 trace(s)" in result.stdout)
+
+
+@pytest.mark.parametrize("case", ["stack_frame_id", "parameter_number", "dimension", "element_bits", "window"])
+def test_hlo_numbers_beyond_64_bits_are_refused_at_their_line_and_column(tmp_path, case):
+    a = "  a = f32[8,8]{1,0} parameter(0)\n  b = f32[8,8]{1,0} parameter(1)\n"
+    bodies = {
+        "stack_frame_id": ("", f'\nFileNames\n{BIG} "x.py"\n'),
+        "parameter_number": (f"  a = f32[8]{{0}} parameter({BIG})\n  ROOT d = f32[8]{{0}} add(a, a)\n", ""),
+        "dimension": (f"  a = f32[{2**64},8]{{1,0}} parameter(0)\n  ROOT d = f32[8]{{0}} negate(a)\n", ""),
+        "element_bits": (f"  a = s4[8]{{0:E({BIG})}} parameter(0)\n  ROOT d = s4[8]{{0}} negate(a)\n", ""),
+        "window": (a + f"  ROOT c = f32[8,8]{{1,0}} convolution(a, b), window={{size={BIG}x1}}, "
+                   "dim_labels=bf_io->bf\n", ""),
+    }
+    body, tail = bodies[case]
+    path = _hlo(tmp_path / "m.hlo", body, tail)
+    line = assert_refused(hloscope("hlo", "stats", path), path, position=True)
+    assert re.search("64 bits|digits", line) and "4300" not in line
+
+
+def test_unit_int64_bounds_text_without_converting_it():
+    from hloscope.files import int64
+
+    assert [int64(v) for v in ("12", " -5 ", 3.0, str(2**63 - 1))] == [12, -5, 3, 2**63 - 1]
+    assert all(int64(v) is None for v in (BIG, str(2**63), 1e300, float("nan"), 2.5, "", "x", True, None, [1]))
+
+
+# ------------------------------------------------------------------------- 5. no terminal escapes from names
+
+ESCAPES = "\x1b]52;c;aGk=\x07clip\x1b]0;title\x07\x1b[31mred\x9bcsi"
+
+
+def test_escape_sequences_in_names_never_reach_the_terminal(tmp_path):
+    trace = _kineto(tmp_path / "t.pt.trace.json", kernel="k" + ESCAPES)
+    module = _hlo(tmp_path / "m.hlo", op_name="jit(f)/" + ESCAPES)
+    for command in (("trace", "stats", trace), ("hlo", "stats", module)):
+        result = hloscope(*command)
+        assert result.code == 0, result.stderr[-2000:]
+        assert "\\x1b" in result.stdout and not _TERMINAL_CONTROL.search(result.stdout), result.stdout[-2000:]
+
+
+# ----------------------------------------------------------------------------- 6. click's errors in one line
+
+
+@pytest.mark.parametrize("args", [("hlo", "stats"), ("trace", "stats"), ("trace", "export", "x"), ("diff", "x"),
+                                  ("replay",), ("trace", "stats", "--top", "0", "x")])
+def test_click_usage_errors_are_one_line(args):
+    result = hloscope(*args)
+    assert result.code == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hloscope: error: ") and "--help" in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("args", [("hlo", "stats"), ("trace", "stats"), ("trace", "export", "{}", "{}/out"),
+                                  ("diff", "{}", "{}"), ("explain",), ("replay",), ("tensorboard",)])
+def test_a_missing_path_is_one_line_naming_it(tmp_path, args):
+    missing = tmp_path / "missing"
+    argv = [a.format(missing) for a in args]
+    if len(argv) == len(args) and "{}" not in "".join(args):
+        argv.append(str(missing))
+    assert_refused(hloscope(*argv), missing)
