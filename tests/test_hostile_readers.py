@@ -160,3 +160,26 @@ def test_a_missing_path_is_one_line_naming_it(tmp_path, args):
     if len(argv) == len(args) and "{}" not in "".join(args):
         argv.append(str(missing))
     assert_refused(hloscope(*argv), missing)
+
+
+# ------------------------------------------------------------------ 4. output never follows a link out of OUT
+
+
+def test_trace_export_never_writes_through_a_symlink_below_out(tmp_path):
+    trace = _kineto(tmp_path / "t.pt.trace.json")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(outside, out / "rank=0")
+    result = hloscope("trace", "export", trace, out)
+    assert_refused(result, out / "rank=0", words=("symbolic link",))
+    assert list(outside.iterdir()) == [] and (out / "rank=0").is_symlink()
+
+
+def test_report_output_never_replaces_what_a_dangling_link_names(tmp_path):
+    module = _hlo(tmp_path / "m.hlo")
+    link = tmp_path / "report.md"
+    os.symlink(tmp_path / "elsewhere.md", link)
+    result = hloscope("diff", module, module, "-o", link)
+    assert result.code == 2 and "already exists" in result.stderr and not (tmp_path / "elsewhere.md").exists()

@@ -44,7 +44,7 @@ def check_writable(output: Path | None, force: bool) -> None:
         return
     if output.is_dir():
         raise UsageError(f"{output} is a directory; give a file name")
-    if output.exists() and not force:
+    if os.path.lexists(output) and not force:  # a symbolic link too, even one that leads nowhere (never followed)
         raise UsageError(f"{output} already exists; use --force to overwrite it")
     if output.parent and not output.parent.is_dir():
         raise UsageError(f"{output.parent}: no such directory")

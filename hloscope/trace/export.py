@@ -107,6 +107,26 @@ class _Occupied(Exception):
     """Something that hloscope did not export is at the target path: it is never replaced."""
 
 
+def _own_folder(folder: Path) -> None:
+    """Create `folder` (OUT/rank=N, one level below OUT) or accept the real folder there; _Occupied for a symbolic
+    link (to a folder outside OUT or anywhere: never written through), a file or anything else in the way. Checked
+    with lstat, which does not follow links, right before the trace is written there."""
+    try:
+        folder.mkdir(exist_ok=True)
+    except FileExistsError:
+        pass  # a file, a dangling link: said below
+    except OSError as error:
+        raise _Occupied(f"cannot create: {error.strerror or error}") from None
+    try:
+        info = os.lstat(folder)
+    except OSError as error:
+        raise _Occupied(f"cannot inspect: {error.strerror or error}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise _Occupied("is a symbolic link: trace export never writes through one; remove it or choose another OUT")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _Occupied("exists and is not a folder: cannot export there")
+
+
 def _already_exported(target: Path, identity: dict[str, Any]) -> int | None:
     """Rows of `target` when it was written from this very trace; None when nothing is there or an export of
     hloscope's from another trace (replaced); _Occupied for anything else there: a file of the user's, a folder, a
@@ -149,11 +169,9 @@ def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
     except InputError as error:
         return {"file": file, "error": error.message, "error_path": error.path}
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        return {"file": file, "error": "exists and is not a folder: cannot export there", "error_path": str(target.parent)}
-    except OSError as error:
-        return {"file": file, "error": f"cannot create: {error.strerror or error}", "error_path": str(target.parent)}
+        _own_folder(target.parent)
+    except _Occupied as occupied:
+        return {"file": file, "error": str(occupied), "error_path": str(target.parent)}
     try:
         rows = _already_exported(target, identity)
     except _Occupied as occupied:
@@ -233,7 +251,10 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None,
     steps = _Steps(trace.events)
     host = host_of(file)
     table_schema = schema().with_metadata({_METADATA_KEY: json.dumps(identity or _identity(file)).encode()})
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _own_folder(target.parent)
+    except _Occupied as occupied:
+        raise InputError(target.parent, str(occupied)) from None
     names = [field.name for field in table_schema]
     rows = 0
     with atomic_output(target, replace=replace) as output, pq.ParquetWriter(output, table_schema, compression="zstd") as writer:
