@@ -183,3 +183,70 @@ def test_report_output_never_replaces_what_a_dangling_link_names(tmp_path):
     os.symlink(tmp_path / "elsewhere.md", link)
     result = hloscope("diff", module, module, "-o", link)
     assert result.code == 2 and "already exists" in result.stderr and not (tmp_path / "elsewhere.md").exists()
+
+
+# ------------------------------------------------------------------------- 3. crafted --state records
+
+
+def _record_path(state: Path, trace: Path) -> Path:
+    from hloscope.trace.job import StateDir
+
+    return StateDir(state, {"top": 10})._path(str(trace))
+
+
+def _traces_by_name(stdout: str) -> dict[str, dict]:
+    return {Path(t["file"]).name: t for t in json.loads(stdout)["traces"]}
+
+
+def test_state_entries_that_are_not_records_are_ignored_without_blocking(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    hostile = {
+        "fifo": None, "folder": None,
+        "deep": "[" * 100_000 + "]" * 100_000,
+        "shape": json.dumps({"identity": 1, "result": [], "digest": "x"}),
+        "huge_int": '{"identity": {"size": ' + BIG + "}}",
+        "recursion": '{"result": ' * 5000 + "1" + "}" * 5000,
+    }
+    for name, text in hostile.items():
+        record = _record_path(state, _kineto(folder / f"{name}.pt.trace.json"))
+        if name == "fifo":
+            os.mkfifo(record)
+        elif name == "folder":
+            record.mkdir()
+        else:
+            record.write_text(text)
+    result = hloscope("trace", "stats", "--json", "-j", "1", "--state", state, folder, timeout=120)
+    assert result.code == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.splitlines()) <= 1  # at most one warning: a summary that could not be kept
+    traces = _traces_by_name(result.stdout)
+    assert len(traces) == len(hostile) and all(t["steps"] == 2 and t["kernels"] == 2 for t in traces.values())
+
+
+def test_a_state_record_is_used_only_for_the_very_trace_it_caches(tmp_path):
+    state = tmp_path / "state"
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    forged, rewritten = _kineto(folder / "a.pt.trace.json"), _kineto(folder / "b.pt.trace.json")
+    first = hloscope("trace", "stats", "--json", "-j", "1", "--state", state, folder)
+    assert first.code == 0, first.stderr
+    # a record whose figures were changed (its identity still the trace's, the old self-digest recomputed)
+    path = _record_path(state, forged)
+    record = json.loads(path.read_text())
+    record["result"]["stats"].update(kernels=4242, steps=999, device_time_us=123456789.0)
+    path.write_text(json.dumps(record))
+    legacy = dict(record, digest="0" * 64)  # the older format, with a digest of the result only
+    # a trace rewritten in place: same size, same modification time, other bytes
+    info = rewritten.stat()
+    rewritten.write_text(rewritten.read_text().replace('"gemm"', '"gemx"'))
+    os.utime(rewritten, ns=(info.st_atime_ns, info.st_mtime_ns))
+    again = hloscope("trace", "stats", "--json", "-j", "1", "--state", state, folder)
+    assert again.code == 0, again.stderr
+    traces = _traces_by_name(again.stdout)
+    assert traces["a.pt.trace.json"]["kernels"] == 2 and traces["a.pt.trace.json"]["steps"] == 2
+    assert traces["b.pt.trace.json"]["top"][0]["name"] == "gemx"
+    path.write_text(json.dumps(legacy))
+    assert _traces_by_name(hloscope("trace", "stats", "--json", "-j", "1", "--state", state, forged).stdout)[
+        "a.pt.trace.json"]["kernels"] == 2

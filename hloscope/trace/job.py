@@ -9,9 +9,11 @@ atomically, so an interrupted analysis restarts where it stopped.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -388,11 +390,17 @@ def _first_line(error: BaseException) -> str:
 
 
 class StateDir:
-    """Per-file results kept under DIR, one JSON file each, written atomically (temporary file + rename), keyed by
-    the file's absolute path, size, modification time and the options: a restart reuses what is there and reads only
-    the files still missing or changed. A record is trusted only as hloscope wrote it: its result carries the digest
-    of its JSON text, and one that was edited since (or has not a summary's shape) is ignored and the trace read
-    again."""
+    """Per-file results kept under DIR, one JSON file each, written atomically (temporary file + rename): a restart
+    reuses what is there and reads only the files still missing or changed.
+
+    A record is a cache of one trace, checked against that trace, never trusted on its own: it is used only when the
+    trace has the size, modification time (ns) and BLAKE2b digest of its bytes that the record names (read again in
+    full: a file rewritten in place with the same size and time is read again too), under the same options and
+    summary version, and when the record has a summary's shape (decoded into typed msgspec structs, so a missing key
+    or a value of another type is a mismatch, never a KeyError) with figures that agree with each other. Anything
+    else in DIR, a FIFO, a folder, a file too large, JSON nested too deep, a record of another version, is ignored:
+    the trace is read again. A record that cannot be written (a folder or FIFO in its place, a full disk) is skipped
+    with one warning; the analysis goes on."""
 
     def __init__(self, directory: str | os.PathLike[str], options: dict[str, Any]):
         from hloscope.errors import UsageError
@@ -407,47 +415,145 @@ class StateDir:
         if not self.directory.is_dir():
             raise UsageError(f"--state: {directory}: not a directory")
         self.options = options
-
-    def _identity(self, file: str) -> dict[str, Any]:
-        stat = os.stat(file)
-        return {"file": os.path.abspath(file), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                "options": self.options, "version": SUMMARY_VERSION}
+        self._seen: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) before its summary was computed
+        self._warned = False
 
     def _path(self, file: str) -> Path:
-        return self.directory / f"{_digest(os.path.abspath(file))[:32]}.json"
+        return self.directory / f"{_text_digest(os.path.abspath(file))[:32]}.json"
 
     def load(self, files: Sequence[str]) -> dict[int, Summary]:
         done: dict[int, Summary] = {}
         for index, file in enumerate(files):
-            path = self._path(file)
             try:
-                record = json.loads(path.read_bytes())
-                result = record["result"]
-                if (record.get("identity") == self._identity(file) and isinstance(result, dict)
-                        and record.get("digest") == _digest(json.dumps(result, sort_keys=True))
-                        and result.keys() >= _SUMMARY_KEYS and "error" not in result):
-                    done[index] = result
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                continue  # absent, or a leftover of another version: read the file again
+                info = os.stat(file)
+            except (OSError, ValueError):
+                continue
+            self._seen[file] = (info.st_size, info.st_mtime_ns)
+            result = self._cached(file, info)
+            if result is not None:
+                done[index] = result
         return done
+
+    def _cached(self, file: str, info: os.stat_result) -> Summary | None:
+        """The record's summary when it is one of this very trace, else None (never an exception)."""
+        from hloscope import files as reading
+
+        try:
+            data = reading.read_bytes(self._path(file), "summary record", max_bytes=MAX_STATE_RECORD_BYTES)
+        except InputError:  # absent, a FIFO, a folder, unreadable, too large
+            return None
+        if reading.json_depth_error(data, MAX_STATE_DEPTH) is not None:
+            return None
+        record = _decode_record(data)
+        if record is None:
+            return None
+        identity, result = record
+        if (identity.file != os.path.abspath(file) or identity.size != info.st_size
+                or identity.mtime_ns != info.st_mtime_ns or identity.version != SUMMARY_VERSION
+                or identity.options != self.options):
+            return None
+        if identity.content != _file_digest(file, info):  # the bytes themselves, not only what stat says
+            return None
+        return result
 
     def save(self, file: str, result: Summary) -> None:
         if "error" in result:
             return  # an unreadable file is tried again next time
         from hloscope.writing import atomic_output  # only for --state: tempfile costs `trace stats` 3 ms of imports
 
-        with atomic_output(self._path(file), text=True) as handle:
-            handle.write(json.dumps({"identity": self._identity(file), "result": result,
-                                     "digest": _digest(json.dumps(result, sort_keys=True))}))
+        path = self._path(file)
+        try:
+            info = os.stat(file)
+            if self._seen.get(file, (info.st_size, info.st_mtime_ns)) != (info.st_size, info.st_mtime_ns):
+                return  # the trace changed while it was read: no record of it
+            content = _file_digest(file, info)
+            if content is None or _consistent(result) is None:
+                return
+            identity = {"file": os.path.abspath(file), "size": info.st_size, "mtime_ns": info.st_mtime_ns,
+                        "content": content, "options": self.options, "version": SUMMARY_VERSION}
+            existing = os.lstat(path) if os.path.lexists(path) else None
+            if existing is not None and not stat.S_ISREG(existing.st_mode):
+                raise IsADirectoryError(errno.EEXIST, "something that is not a record is in its place", str(path))
+            with atomic_output(path, text=True) as handle:
+                handle.write(json.dumps({"identity": identity, "result": result}))
+        except (OSError, ValueError) as error:
+            if not self._warned:
+                self._warned = True
+                warn(f"--state: {path}: cannot keep this summary ({getattr(error, 'strerror', None) or error}); "
+                     "the analysis goes on without it")
 
 
-_SUMMARY_KEYS = {"file", "stats", "kernel_counts", "collectives"}
+MAX_STATE_RECORD_BYTES = 64 << 20  # a summary is a few KB to a few MB (kernel counts of a large trace)
+MAX_STATE_DEPTH = 8  # record -> result -> stats -> per_step -> step -> categories: 6
 
 
-def _digest(text: str) -> str:
+def _text_digest(text: str) -> str:
     import hashlib  # only for --state: trace stats starts without it
 
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _file_digest(file: str, info: os.stat_result) -> str | None:
+    """BLAKE2b of the trace's bytes, read with the bounded reader (a FIFO is never opened for reading); None when
+    it cannot be read or is not the file `info` describes any more."""
+    import hashlib
+
+    from hloscope.files import open_binary
+
+    digest = hashlib.blake2b(digest_size=32)
+    size = 0
+    try:
+        with open_binary(file, "trace") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+            after = os.fstat(handle.fileno())
+    except (InputError, OSError):
+        return None
+    if size != info.st_size or (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
+        return None
+    return digest.hexdigest()
+
+
+def _decode_record(data: bytes) -> tuple[Any, Summary] | None:
+    """(identity, summary) of a record in the shape hloscope writes, or None: decoded into typed structs (every field
+    present with its type), then checked for figures that agree (_consistent)."""
+    import msgspec
+
+    from hloscope.trace.state_records import Record
+
+    try:
+        record = msgspec.json.decode(data, type=Record)
+        result = msgspec.json.decode(data)["result"]  # the summary as the job view reads it: plain dicts
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(result, dict) or _consistent(result, record.result) is None:
+        return None
+    return record.identity, result
+
+
+def _consistent(result: Summary, typed: Any = None) -> Summary | None:
+    """`result` when it has a summary's shape and its figures agree: one file named throughout, as many step rows as
+    steps, the kernel counts adding up to the kernels. None otherwise."""
+    if typed is None:
+        import msgspec
+
+        from hloscope.trace.state_records import Result
+
+        try:
+            typed = msgspec.convert(result, type=Result)
+        except (msgspec.ValidationError, TypeError, ValueError):
+            return None
+    stats = typed.stats
+    if not (typed.file == stats.file and stats.steps == len(stats.per_step)
+            and stats.kernels == sum(typed.kernel_counts.values()) and "error" not in result):
+        return None
+    columns = typed.collectives
+    if not len(columns.name) == len(columns.start_us) == len(columns.dur_us):
+        return None
+    if any(not 0 <= index < len(columns.names) for index in columns.name):
+        return None
+    return result
 
 
 # --------------------------------------------------------------------------------------------------- the job view
