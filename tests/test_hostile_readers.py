@@ -250,3 +250,114 @@ def test_a_state_record_is_used_only_for_the_very_trace_it_caches(tmp_path):
     path.write_text(json.dumps(legacy))
     assert _traces_by_name(hloscope("trace", "stats", "--json", "-j", "1", "--state", state, forged).stdout)[
         "a.pt.trace.json"]["kernels"] == 2
+
+
+# ---------------------------------------------- 2. deep nesting, NUL bytes, unreadable files, FIFOs in folders
+
+
+def test_a_backend_config_nested_100000_deep_reads_as_no_config(tmp_path):
+    deep = "{" + '"a":{' * 100_000 + "}" * 100_001
+    quoted = deep.replace('"', '\\"')
+    path = tmp_path / "deep.hlo"
+    path.write_text(
+        "HloModule jit_f, is_scheduled=true\n\n"
+        "fused {\n  p = f32[8]{0} parameter(0)\n  ROOT n = f32[8]{0} negate(p)\n}\n\n"
+        "ENTRY main {\n  a = f32[8]{0} parameter(0)\n"
+        f'  f = f32[8]{{0}} fusion(a), kind=kCustom, calls=fused, backend_config="{quoted}"\n'
+        f'  ROOT c = f32[8]{{0}} custom-call(f), custom_call_target="__cublas$gemm", backend_config={deep}\n'
+        "}\n")
+    for command in (("hlo", "stats", "--json", "--no-xla-cost", path), ("diff", "--json", path, path)):
+        result = hloscope(*command, memory_limit=2 << 30)
+        assert result.code == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
+def test_fifos_in_a_trace_folder_are_never_opened(tmp_path):
+    good = _kineto(tmp_path / "good.pt.trace.json")
+    for name in ("rank-3.json", "other.json.gz"):
+        os.mkfifo(tmp_path / name)
+    result = hloscope("trace", "stats", "--json", tmp_path, timeout=60)
+    assert result.code == 0, result.stderr[-2000:]
+    assert [Path(t["file"]).name for t in json.loads(result.stdout)["traces"]] == [good.name]
+    assert all("not a regular file" in line for line in result.stderr.splitlines()), result.stderr
+    for name in ("rank-3.json", "other.json.gz"):
+        (tmp_path / name).unlink()
+    os.mkfifo(tmp_path / "named.pt.trace.json")  # a trace's own name: refused in one line, the others still read
+    assert_refused(hloscope("trace", "stats", tmp_path, timeout=60), tmp_path / "named.pt.trace.json",
+                   words=("FIFO",))
+
+
+@pytest.mark.parametrize("where", ["hlo", "trace"])
+def test_a_nul_byte_in_an_artifact_path_is_one_line_for_every_command(tmp_path, where):
+    from helpers import FIXTURES, good_run  # the run is made of real fixture files
+
+    if not FIXTURES.is_dir():
+        pytest.skip(f"real fixtures not found at {FIXTURES}")
+    run = good_run(tmp_path / "runs")
+    record = json.loads((run / "run.json").read_text())
+    artifact = next(a for a in record["artifacts"] if a["kind"] == where)
+    artifact["path"] += "\u0000x"
+    (run / "run.json").write_text(json.dumps(record))
+    # (an HLO artifact is only a warning for trace stats: the trace is read with categories by kernel name)
+    commands = [["explain", run.parent], *([["hlo", "stats", "--no-xla-cost", run], ["diff", run, run], ["replay", run]]
+                                            if where == "hlo" else
+                                            [["trace", "stats", run], ["trace", "export", run, tmp_path / "out"]])]
+    for args in commands:
+        assert_refused(hloscope(*args, timeout=120, memory_limit=2 << 30), run / "run.json", words=("NUL",))
+
+
+def _dump(tmp_path: Path) -> Path:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    _hlo(dump / "module_0001.jit_f.before_optimizations.txt")
+    _hlo(dump / "module_0001.jit_f.sm_9.0_gpu_after_optimizations.txt")
+    return dump
+
+
+def _deny(monkeypatch, locked: Path, *, listing: bool = False) -> None:
+    """Make `locked` unreadable as EACCES would (these tests may run as root, whom chmod does not stop): opening it
+    fails; with `listing`, a folder that cannot be listed or looked into either."""
+    import builtins
+    import errno
+
+    def denied(path) -> bool:
+        try:
+            text = os.fsdecode(os.fspath(path))
+        except TypeError:
+            return False
+        return text == str(locked) or (listing and text.startswith(f"{locked}/"))
+
+    def guard(real):
+        def call(path, *args, **kwargs):
+            if denied(path):
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+            return real(path, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(builtins, "open", guard(builtins.open))
+    monkeypatch.setattr(os, "open", guard(os.open))
+    if listing:
+        monkeypatch.setattr(os, "listdir", guard(os.listdir))
+        monkeypatch.setattr(os, "scandir", guard(os.scandir))
+        monkeypatch.setattr(os, "stat", guard(os.stat))
+
+
+@pytest.mark.parametrize("listing", [False, True])
+def test_an_unreadable_file_or_folder_in_a_dump_is_one_line_naming_it(tmp_path, monkeypatch, cli_run, listing):
+    dump = _dump(tmp_path)
+    locked = dump / "module_0001.jit_f.before_optimizations.txt"
+    _deny(monkeypatch, locked, listing=listing)
+    if listing:  # a folder inside the dump that cannot be looked into: the folder or a file in it is named
+        locked.unlink()
+        locked.mkdir()
+    for args in (["hlo", "stats", "--no-xla-cost", str(dump)], ["diff", str(dump), str(dump)]):
+        code, _, err = cli_run(*args)
+        lines = err.splitlines()
+        assert code == 2 and len(lines) == 1 and str(locked) in lines[0] and "Permission denied" in lines[0], err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_a_mode_000_module_in_a_dump_is_one_line(tmp_path):
+    dump = _dump(tmp_path)
+    locked = dump / "module_0001.jit_f.before_optimizations.txt"
+    locked.chmod(0)
+    assert_refused(hloscope("hlo", "stats", "--no-xla-cost", dump), locked)

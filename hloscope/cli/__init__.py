@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 
 import click
@@ -81,6 +82,14 @@ def _main(argv: list[str] | None) -> None:
     except click.ClickException as error:
         click.echo(f"hloscope: error: {one_line(error.format_message())}", err=True)
         sys.exit(error.exit_code)
+    except PermissionError as error:
+        # belt and braces: a file or folder the readers met that this user may not read or list (a dump directory
+        # with mode 000) is one line naming it, like every other input error, never a traceback
+        if error.filename is None:
+            raise
+        name = os.fsdecode(error.filename)
+        click.echo(f"hloscope: error: {one_line(f'{name}: cannot read: {error.strerror or error}')}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("hloscope: interrupted", err=True)
         sys.exit(130)

@@ -92,10 +92,17 @@ def load_file(path: str | os.PathLike[str], stage: str | None = None) -> list[Lo
 
 def dump_files(directory: Path) -> list[Path]:
     """The HLO module files of an XLA dump directory, grouped by module name with stages in compile order."""
+    from hloscope.errors import reading
+
     files = []
-    for entry in directory.iterdir():
+    with reading(directory, "an XLA dump directory"):  # a folder that cannot be listed: one line naming it
+        entries = list(directory.iterdir())
+    for entry in entries:
         match = DUMP_NAME.match(entry.name)
-        if match and not match["report"] and entry.is_file():
+        if match and not match["report"]:
+            with reading(entry, "an HLO module file"):  # stat refused (EACCES): one line naming the file
+                if not entry.is_file():
+                    continue
             files.append((match["name"], match["stage"] != "before_optimizations", int(match["id"]), entry))
     files.sort(key=lambda f: (f[0], f[2], f[1]))
     return [f[3] for f in files]

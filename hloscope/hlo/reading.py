@@ -46,10 +46,15 @@ def memory_budget() -> tuple[int | None, str]:
 def count_shapes(path: str) -> int:
     """How many shapes the text can hold: its `[` bytes (every array shape has exactly one; a few attributes and names
     add some, so this is an upper bound). C-speed counting, a few hundred ms per GB."""
+    from hloscope import files
+
     count = 0
-    with open(path, "rb") as f:
-        while block := f.read(_COUNT_BLOCK):
-            count += block.count(b"[")
+    with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:  # EACCES: one line
+        try:
+            while block := f.read(_COUNT_BLOCK):
+                count += block.count(b"[")
+        except OSError as error:
+            raise InputError(path, f"cannot read: {error.strerror or error}") from None
     return count
 
 
@@ -103,8 +108,10 @@ def check_readable(path: str) -> None:
 
 def _decode_error_position(path: str) -> tuple[int, int, int]:
     """(line, column, byte) of the first byte that is not UTF-8."""
+    from hloscope import files
+
     line = 1
-    with open(path, "rb") as f:
+    with files.open_binary(path, "an HLO text file") as f:
         for raw in f:
             try:
                 raw.decode("utf-8")

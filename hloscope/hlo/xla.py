@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from hloscope.errors import UsageError, warn
+from hloscope.errors import UsageError, reading, warn
 from hloscope.hlo.load import LoadedModule
 from hloscope.limits import XLA_COST_TIMEOUT_S
 
@@ -149,7 +149,7 @@ class _Worker:
 def module_text(loaded: LoadedModule) -> str:
     """The lines of the file that hold this one module (XLA's parser takes one module at a time)."""
     module = loaded.module
-    with open(loaded.file, encoding="utf-8") as f:
+    with reading(loaded.file, "an HLO text file"), open(loaded.file, encoding="utf-8", errors="replace") as f:
         lines = [line for number, line in enumerate(f, 1) if module.lineno <= number <= module.end_lineno]
     return "".join(lines)
 

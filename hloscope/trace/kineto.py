@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError, MissingDependency, reading, warn
+from hloscope import files
 from hloscope.files import INT64_MAX, INT64_MIN, int64
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
@@ -115,9 +116,17 @@ _YAJL_INTEGER_OVERFLOW = "integer overflow"
 def open_trace_bytes(path: Path) -> io.BufferedIOBase:
     """Open a .json or .json.gz file for binary reading (gzip detected from the magic bytes, not the name), past a
     UTF-8 byte order mark if the text starts with one (JSON parsers may ignore it, RFC 8259; Python's json does)."""
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    return _past_byte_order_mark(gzip.open(path, "rb") if magic == _GZIP_MAGIC else open(path, "rb"))
+    raw: Any = files.open_binary(path, "a trace file", "save the trace to a file first")  # a FIFO: refused, never opened for reading
+    try:
+        magic = raw.peek(2)[:2]
+        if magic != _GZIP_MAGIC:
+            return _past_byte_order_mark(raw)
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        stream.myfileobj = raw  # closed with the gzip stream (as gzip.open(path) does with the file it opens)
+    except BaseException:
+        raw.close()
+        raise
+    return _past_byte_order_mark(stream)
 
 
 def _past_byte_order_mark(stream: Any) -> io.BufferedIOBase:

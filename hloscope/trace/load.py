@@ -81,7 +81,10 @@ _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
 
 
 def _not_a_trace(file: Path) -> str | None:
-    """Why a JSON file found in a directory is not a Kineto / Chrome trace (None: it is one)."""
+    """Why a JSON file found in a directory is not a Kineto / Chrome trace (None: it is one). A FIFO, a device or a
+    socket is never opened: it is skipped for what it is."""
+    if not files.is_regular(file):
+        return "not a regular file (a FIFO, a device, a socket or a link to nothing)"
     try:
         head = _head(file, _SNIFF_BYTES)
     except InputError as error:
@@ -149,9 +152,10 @@ def _listed_traces(run: Path, record: dict[str, Any]) -> list[Path]:
         return find_trace_files(run)
     files: list[Path] = []
     for artifact in listed:
+        from hloscope.runs.rundir import _inside
+
+        _inside(run, artifact["path"], run_json)  # outside the run, a NUL byte, a symlink loop: one line
         target = run / artifact["path"]
-        if not target.resolve().is_relative_to(run.resolve()):
-            raise InputError(run_json, f"artifact path {artifact['path']!r} points outside the run directory")
         if not target.exists():
             raise InputError(target, f"listed in {run_json} as a trace artifact but missing")
         files += find_trace_files(target) if target.is_dir() else [target]
