@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hloscope.errors import InputError, MissingDependency, reading, warn
 from hloscope import files
+from hloscope.errors import InputError, MissingDependency, reading, warn
 from hloscope.files import INT64_MAX, INT64_MIN, int64
 from hloscope.trace import kineto_chunks
 from hloscope.trace.categories import category_for
