@@ -70,6 +70,20 @@ def test_a_step_number_of_5000_digits_is_no_step_and_hides_no_other_trace(tmp_pa
     assert traces[good.name]["steps"] == 2 and traces[bad.name]["steps"] == 1  # the good step of the bad file stays
 
 
+def test_a_step_num_of_5000_digits_is_no_step_or_refused_in_one_line(tmp_path):
+    text = _kineto(tmp_path / "t.pt.trace.json").read_text()
+    as_text = tmp_path / "text.pt.trace.json"  # a string: read, the marker no step
+    as_text.write_text(text.replace('"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2"',
+                                    f'"ph": "X", "args": {{"step_num": "{BIG}"}}, "name": "train"'))
+    result = hloscope("trace", "stats", "--json", as_text)
+    assert result.code == 0, result.stderr
+    _one_warning(result.stderr, as_text, "beyond 64 bits")
+    as_number = tmp_path / "number.pt.trace.json"  # a JSON number of 5,000 digits: no trace hloscope reads
+    as_number.write_text(as_text.read_text().replace(f'"{BIG}"', BIG))
+    line = assert_refused(hloscope("trace", "stats", as_number), as_number, words=("digits",))
+    assert len(line) < 500
+
+
 def test_a_step_beyond_int64_is_exported_as_no_step(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     trace = _kineto(tmp_path / "t.pt.trace.json", step=str(2**63))

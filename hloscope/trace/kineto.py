@@ -369,7 +369,13 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
         if isinstance(error, incomplete_json_error) and "premature EOF" in str(error):
             raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
         line, col, message = _locate_json_error(path)
-        raise InputError(path, f"invalid JSON: {message or _first_line(error)}", line, col) from error
+        detail = message or _first_line(error)
+        digits = re.search(r"[0-9]{100,}", detail)
+        if digits:  # Python's int() refuses more than 4,300 digits: ijson reports it as an unexpected symbol
+            raise InputError(path, f"not a trace: a number of {len(digits.group()):,} digits or more", line,
+                             col) from error
+        shown = detail if len(detail) <= 200 else detail[:200] + "..."
+        raise InputError(path, f"invalid JSON: {shown}", line, col) from error
     except UnicodeDecodeError as error:
         raise InputError(path, "invalid JSON: bytes that are not UTF-8 text") from error
     except TokenTooLong:
