@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, REQUIRE_FIXTURES_ENV, fixture, fixtures_missing
+from helpers import FIXTURES, REQUIRE_FIXTURES_ENV, fixture, fixtures_missing, hloscope
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,11 +67,9 @@ def comparison(tmp_path_factory) -> Path:
     if given and (Path(given) / "torch_xla_compile" / "run.json").is_file():
         return Path(given)
     root = tmp_path_factory.mktemp("traces")
-    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
-               "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
-               "--out", str(root)]  # fmt: skip
-    result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1800, capture_output=True,
-                            text=True)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
+                      "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
+                      "--out", root, timeout=1800, memory_limit=None)  # fmt: skip
+    assert result.code == 0, result.stderr[-3000:]
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found

@@ -150,12 +150,19 @@ _LIMITED_MAIN = ("import resource, runpy, sys; limit = int(sys.argv.pop(1)); "
                  "runpy.run_module('hloscope', run_name='__main__', alter_sys=True)")
 
 
-def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int = MEMORY_LIMIT_BYTES) -> Result:
-    """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed."""
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200"}
-    process = subprocess.Popen([sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)], cwd=REPO,
-                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
+def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int | None = MEMORY_LIMIT_BYTES,
+             env: dict[str, str | None] | None = None) -> Result:
+    """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed.
+    `env` is laid over this process's environment (a None value removes the variable); `memory_limit=None` leaves the
+    address space uncapped, for runs of the frameworks themselves (torch and torch_xla reserve more than the cap)."""
+    merged = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200", **(env or {})}
+    merged = {name: value for name, value in merged.items() if value is not None}
+    if memory_limit is None:
+        command = [sys.executable, "-m", "hloscope", *map(str, args)]
+    else:
+        command = [sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)]
+    process = subprocess.Popen(command, cwd=REPO, env=merged, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -219,6 +226,18 @@ def good_run(root: Path, name: str = "jax") -> Path:
 
 def chromium_binary() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium() -> str:
+    """Headless chromium for the browser tests. Missing, it fails the test wherever scripts/install-browser.sh can
+    install it (root, as in CI): only a machine where it cannot (not root) skips them."""
+    binary = chromium_binary()
+    if binary is None:
+        how = "chromium is not installed: run `bash scripts/install-browser.sh` (as root: it installs Debian's chromium)"
+        if os.geteuid() == 0 or os.environ.get(REQUIRE_FIXTURES_ENV) == "1":
+            pytest.fail(how)
+        pytest.skip(f"{how}; not root here, so it cannot")
+    return binary
 
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

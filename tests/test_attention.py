@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 
+import helpers
 import pytest
 
 from hloscope.backends import preflight
 from hloscope.errors import UsageError
 from hloscope.modes import MODES, get_mode
 
-
-def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PJRT_DEVICE": "CPU"})
+# runs of the frameworks themselves: their address space is not capped
+hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600)
 
 
 def test_every_mode_runs_eager_and_says_why_it_refuses_the_others():
@@ -39,7 +36,7 @@ def test_refused_in_one_line_before_anything_starts():
 
 def test_the_cli_refuses_with_exit_2_and_no_run_directory(tmp_path):
     done = hloscope("run", "--mode", "jax", "--attention", "flash", "--model", "vit-tiny", "--out", str(tmp_path))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.code == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().count("\n") == 0 and "--attention flash --mode jax" in done.stderr
     assert not list(tmp_path.iterdir())
 
@@ -48,7 +45,7 @@ def test_the_cli_refuses_with_exit_2_and_no_run_directory(tmp_path):
 def test_flash_on_the_cpu_is_refused_by_the_pytorch_session(tmp_path):
     done = hloscope("run", "--mode", "pytorch", "--attention", "flash", "--device", "cpu", "--model", "vit-tiny",
                     "--out", str(tmp_path))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.code == 2 and "Traceback" not in done.stderr
     assert "flash_attention_2 runs the flash-attn package's CUDA kernels; the device is cpu" in done.stderr
 
 
@@ -57,7 +54,7 @@ def test_flash_on_the_cpu_is_refused_by_the_pytorch_session(tmp_path):
 def test_sdpa_is_recorded_in_run_json(tmp_path, mode):
     done = hloscope("run", "--mode", mode, "--attention", "sdpa", "--model", "vit-tiny", "--batch-size", "2",
                     "--steps", "2", "--warmup", "1", "--out", str(tmp_path), "--json")
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.code == 0, done.stderr[-2000:]
     record = json.loads(done.stdout)
     assert record["config"]["attention"] == "sdpa"
     assert record["environment"]["attention"]["implementation"] == "sdpa"

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 from rich.console import Console
 
 from hloscope.render.run_tables import audit_table
@@ -76,11 +74,10 @@ def test_settings_reuse_explains_and_add_the_audit_fields():
 
 @pytest.mark.slow
 def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "pytorch,torchax,jax", "--model",
-                           "vit-tiny", "--batch-size", "2", "--steps", "2", "--warmup", "1", "--out", str(tmp_path),
-                           "--json"], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "HLOSCOPE_TEST_PRECISION": "jax:bf16"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = hloscope("compare", "--repeats", "1", "--modes", "pytorch,torchax,jax", "--model", "vit-tiny", "--batch-size",
+                    "2", "--steps", "2", "--warmup", "1", "--out", tmp_path, "--json", timeout=900, memory_limit=None,
+                    env={"HLOSCOPE_TEST_PRECISION": "jax:bf16"})
+    assert done.code == 0, done.stderr[-3000:]
     comparison = json.loads(done.stdout)
     audit_record = comparison["audit"]
     assert audit_record["ok"] is False
@@ -95,11 +92,16 @@ def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
         "comparison.json", "jax", "logs", "pytorch", "torchax"]
     # explain lists the mismatch first, in every renderer (terminal, Markdown, HTML) and in its JSON
     directory = str(Path(tmp_path) / comparison["comparison_id"])
-    explain = [sys.executable, "-m", "hloscope", "explain", directory]
-    report = json.loads(subprocess.run([*explain, "--json"], capture_output=True, text=True, check=True).stdout)
+
+    def explain(*form: str) -> str:
+        done = hloscope("explain", directory, *form)
+        assert done.code == 0, done.stderr[-3000:]
+        return done.stdout
+
+    report = json.loads(explain("--json"))
     assert "MISMATCH precision: pytorch=fp32, torchax=fp32, jax=bf16" in report["comparison"]["audit_mismatches"]
     for form, then in (([], "Step time"), (["--format", "md"], "Comparison: "),
                        (["--format", "html", "-o", "-"], "Comparison: ")):
-        out = subprocess.run([*explain, *form], capture_output=True, text=True, check=True).stdout
+        out = explain(*form)
         heading = out.index("The modes did not run the same settings")
         assert heading < out.index("MISMATCH precision: pytorch=fp32, torchax=fp32, jax=bf16") < out.index(then)

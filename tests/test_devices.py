@@ -5,12 +5,11 @@ with XLA's own parser (jaxlib._hlo) beside hloscope's collective count."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
+import helpers
 import pytest
 
 from hloscope.backends.base import RunOptions
@@ -18,12 +17,9 @@ from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, hos
 from hloscope.errors import UsageError
 from hloscope.modes import BY_NAME, DATA_PARALLEL_MODES, MODES
 
-
-def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
-    env.pop("XLA_FLAGS", None)
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+# runs of the frameworks (address space not capped), without the test run's own XLA_FLAGS (its device count)
+hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600,
+                   env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
 
 
 # a mode that runs on one device only, for the refusals (None once every mode runs data-parallel)
@@ -80,7 +76,7 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
 ])
 def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
     result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)
-    assert result.returncode == 2, result.stderr
+    assert result.code == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and expected in lines[0], result.stderr
     assert not (tmp_path / "out").exists()
@@ -90,7 +86,7 @@ def _run(tmp_path: Path, devices: int, mode: str = "jax") -> dict:
     result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "8", "--warmup",
                       "3", "--devices", str(devices), "--dump-hlo", "--out", str(tmp_path), "--run-id",
                       f"{mode}{devices}", "--json")
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.code == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
 
 
@@ -118,7 +114,7 @@ def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode)
     assert sum(name in ("kAllReduce", "kAllReduceStart") for name in opcodes) >= 1, sorted(set(opcodes))
     # hloscope's count agrees
     stats = hloscope("hlo", "stats", str(path), "--json", "--no-xla-cost")
-    assert stats.returncode == 0, stats.stderr
+    assert stats.code == 0, stats.stderr
     collectives = json.loads(stats.stdout)["modules"][0]["collectives"]
     assert collectives["count"] >= 1 and collectives["bytes"] > 0, collectives
 

@@ -6,12 +6,10 @@ step) against the xplane read by jax.profiler.ProfileData and the collectives na
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.trace.step_profile import EXPOSED_COLLECTIVES, exposed_time
 
@@ -24,13 +22,11 @@ def test_exposed_time_is_the_collectives_with_nothing_beside_them():
 
 
 def _run(out: Path) -> Path:
-    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
-    env.pop("XLA_FLAGS", None)
-    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "vit-tiny",
-                             "--batch-size", "8", "--steps", "3", "--warmup", "2", "--devices", "2", "--dump-hlo",
-                             "--profile", "--profile-steps", "4", "--out", str(out), "--run-id", "jax2", "--json"],
-                            capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "2",
+                      "--devices", "2", "--dump-hlo", "--profile", "--profile-steps", "4", "--out", out, "--run-id",
+                      "jax2", "--json", timeout=600, memory_limit=None,
+                      env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
+    assert result.code == 0, result.stderr[-3000:]
     return out / "jax2"
 
 
@@ -84,10 +80,8 @@ def _expected_per_step(run: Path) -> dict[int, tuple[float, float]]:
 @pytest.mark.slow
 def test_collective_time_per_step_and_in_the_ledger(tmp_path):
     run = _run(tmp_path)
-    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
-    result = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", str(run), "--json"],
-                            capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = hloscope("trace", "stats", run, "--json", timeout=600, env={"HLOSCOPE_NO_PROGRESS": "1"})
+    assert result.code == 0, result.stderr[-2000:]
     (trace,) = json.loads(result.stdout)["traces"]
     expected = _expected_per_step(run)
     steps = trace["per_step"]

@@ -6,28 +6,23 @@ batch, and the reported step is the slowest rank's of each step."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
+import helpers
 import pytest
 
 from hloscope.backends.timing import rank_timing
 from hloscope.modes import DATA_PARALLEL_MODES
 
-
-def _clean_env() -> dict[str, str]:
-    env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"):
-        env.pop(name, None)
-    return env
+# torch.distributed's variables of a job this test run may be in, removed: each run starts its own ranks
+CLEAN_ENV: dict[str, str | None] = {"HLOSCOPE_NO_PROGRESS": "1", **dict.fromkeys(
+    ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"))}
 
 
-def hloscope(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, timeout=timeout,
-                          env=_clean_env())
+# runs of the frameworks (address space not capped), outside any torch.distributed job this test run is in
+hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600, env=CLEAN_ENV)
 
 
 def test_the_pytorch_modes_are_data_parallel():
@@ -46,7 +41,7 @@ def _run(out: Path, devices: int, *extra: str) -> dict:
     result = hloscope("run", "--mode", "pytorch", "--model", "vit-tiny", "--batch-size", "8", "--steps", "6",
                       "--warmup", "2", "--devices", str(devices), "--out", str(out), "--run-id", f"ddp{devices}",
                       "--json", *extra)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.code == 0, result.stderr[-3000:]
     return json.loads(result.stdout)  # stdout is the record alone: gloo's connection lines went to stderr
 
 
@@ -125,7 +120,7 @@ def test_ddp_on_two_processes(tmp_path):
 
     # trace stats reads the run directory as a job of ranks 0 and 1
     stats = hloscope("trace", "stats", str(tmp_path / "ddp2"), "--json", "--jobs", "1")
-    assert stats.returncode == 0, stats.stderr[-2000:]
+    assert stats.code == 0, stats.stderr[-2000:]
     document = json.loads(stats.stdout)
     assert [t["rank"] for t in document["traces"]] == [0, 1]
     # each step's time in gloo's collectives, and its exposed part (no framework op computing beside it)
@@ -153,11 +148,10 @@ def test_ddp_on_two_processes(tmp_path):
 def test_a_failing_rank_0_stops_the_other_ranks_at_once(tmp_path):
     env_hook = {"HLOSCOPE_TEST_CRASH": "pytorch:raise"}  # rank 0 raises after setup; rank 1 waits in its first step
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "pytorch", "--model", "vit-tiny",
-                             "--batch-size", "8", "--steps", "2", "--warmup", "1", "--devices", "2", "--out",
-                             str(tmp_path), "--run-id", "crash"], capture_output=True, text=True, timeout=300,
-                            env={**_clean_env(), **env_hook})
-    assert result.returncode == 1, result.stderr[-2000:]
+    result = hloscope("run", "--mode", "pytorch", "--model", "vit-tiny", "--batch-size", "8", "--steps", "2", "--warmup",
+                      "1", "--devices", "2", "--out", tmp_path, "--run-id", "crash", timeout=300,
+                      env={**CLEAN_ENV, **env_hook})
+    assert result.code == 1, result.stderr[-2000:]
     assert json.loads((tmp_path / "crash" / "run.json").read_text())["status"] == "failed"
     # not gloo's 300 s timeout, nor the 60 s rank 0 gives the others to finish: rank 1 was stopped
     assert time.monotonic() - started < 50

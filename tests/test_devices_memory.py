@@ -5,22 +5,19 @@ has no per-device figure."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 pytestmark = pytest.mark.slow
 
 
 def _run(out: Path, mode: str, devices: int) -> dict:
-    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "vit-tiny",
-                             "--batch-size", "8", "--steps", "3", "--warmup", "1", "--devices", str(devices),
-                             "--out", str(out), "--run-id", f"{mode}{devices}", "--json"],
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "1",
+                      "--devices", str(devices), "--out", out, "--run-id", f"{mode}{devices}", "--json", timeout=600,
+                      memory_limit=None)
+    assert result.code == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
 
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import bisect
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from statistics import median
 
 import pytest
+from helpers import hloscope
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +28,8 @@ CONTROL_FLOW = {"kWhile", "kConditional", "kCall"}
 
 @pytest.fixture(scope="module")
 def report(comparison) -> dict:
-    result = subprocess.run([sys.executable, "-m", "hloscope", "diff", str(comparison / "jax"),
-                             str(comparison / "torch_xla_compile"), "--json"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    result = hloscope("diff", comparison / "jax", comparison / "torch_xla_compile", "--json")
+    assert result.code == 0, result.stderr
     return json.loads(result.stdout)
 
 

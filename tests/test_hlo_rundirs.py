@@ -5,13 +5,10 @@ FLOPs and bytes agree with XLA's HloCostAnalysis within 5% (slow: runs the three
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import our_view, split_for_xla, xla_view
+from helpers import hloscope, our_view, split_for_xla, xla_view
 
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.runs.rundir import find_runs, load_run
@@ -24,9 +21,9 @@ MODES = ["jax", "torch_xla", "torch_xla+compile"]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("hlo_runs")
-    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny",
-               "--batch-size", "4", "--steps", "2", "--warmup", "2", "--dump-hlo", "--out", str(out), "--json"]
-    subprocess.run(command, capture_output=True, text=True, timeout=1200, env=dict(os.environ, PJRT_DEVICE="CPU"))
+    done = hloscope("compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", "4",
+                    "--steps", "2", "--warmup", "2", "--dump-hlo", "--out", out, "--json", timeout=1200, memory_limit=None)
+    assert done.code == 0, done.stderr[-3000:]
     (comparison,) = [p for p in out.iterdir() if (p / "comparison.json").is_file()]
     records = {}
     for run_dir in find_runs(comparison):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import SPLIT_MARKER, paired_with_xla, xla_opcode
+from helpers import SPLIT_MARKER, hloscope, paired_with_xla, xla_opcode
 
 from hloscope.errors import ParseError
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
@@ -155,9 +153,8 @@ def test_xla_crash_is_one_warning(tmp_path):
     """A reshape whose element counts differ: XLA's parser CHECK-fails (SIGABRT); hlo stats still answers."""
     path = tmp_path / "crash.hlo"
     path.write_text("HloModule m\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT r = f32[7] reshape(p)\n}\n")
-    proc = subprocess.run([sys.executable, "-m", "hloscope", "hlo", "stats", str(path), "--json"], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = hloscope("hlo", "stats", path, "--json", timeout=120)
+    assert proc.code == 0, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "hloscope: warning:" in proc.stderr and "XLA crashed" in proc.stderr
     module = json.loads(proc.stdout)["modules"][0]
     assert "crashed" in module["xla_cost"]["error"] and module["instructions"] == 2
@@ -166,6 +163,6 @@ def test_xla_crash_is_one_warning(tmp_path):
 @pytest.mark.parametrize("option", ["--top", "--source-depth"])
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_top_and_depth_ranges(option, value):
-    proc = subprocess.run([sys.executable, "-m", "hloscope", "hlo", "stats", str(DATA / "xla_accepts" / "custom_call_start.hlo"),
-                           "--no-xla-cost", option, value], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and option in proc.stderr
+    proc = hloscope("hlo", "stats", DATA / "xla_accepts" / "custom_call_start.hlo", "--no-xla-cost", option, value,
+                    timeout=120)
+    assert proc.code == 2 and option in proc.stderr

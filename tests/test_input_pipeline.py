@@ -10,13 +10,11 @@ the module; for JAX also a `--data device` run with the same options, for explai
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.trace.step_profile import CAUSE_ORDER, HOST_CAUSES
 
@@ -42,11 +40,10 @@ class Runs:
         if (mode, data) not in self.made:
             framework, _, compiled = mode.partition("+")
             run_id = f"{framework}{'_compile' if compiled else ''}_{data}"
-            args = [sys.executable, "-m", "hloscope", "run", "--mode", framework, *OPTIONS, "--data", data,
-                    "--out", str(self.out), "--run-id", run_id, "--json"] + (["--compile-model"] if compiled else [])
-            result = subprocess.run(args, capture_output=True, text=True, timeout=600,
-                                    env={**os.environ, "PJRT_DEVICE": "CPU", "HLOSCOPE_NO_PROGRESS": "1"})
-            assert result.returncode == 0, result.stderr[-3000:]
+            result = hloscope("run", "--mode", framework, *OPTIONS, "--data", data, "--out", self.out, "--run-id",
+                              run_id, "--json", *(["--compile-model"] if compiled else []), timeout=600,
+                              memory_limit=None, env={"HLOSCOPE_NO_PROGRESS": "1"})
+            assert result.code == 0, result.stderr[-3000:]
             self.made[(mode, data)] = self.out / run_id
         return self.made[(mode, data)]
 
@@ -92,9 +89,8 @@ def test_every_mode_has_a_positive_input_pipeline_node(runs, mode):
 
 def test_jax_loader_against_device_the_input_node_outweighs_every_other_idle_increase(runs):
     loader, device = runs("jax"), runs("jax", "device")
-    result = subprocess.run([sys.executable, "-m", "hloscope", "explain", str(loader), str(device), "--json"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("explain", loader, device, "--json")
+    assert result.code == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     summaries = {Path(s["run_dirs"][0]).name: s for s in report["summaries"].values()}
     slow = summaries[loader.name]["ledger"]["node_median_s"]

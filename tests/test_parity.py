@@ -4,12 +4,10 @@ in which every mode starts from the same weights and agrees on the first batch's
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.runs.parity import evaluate, parity_lines, tolerances
 
@@ -60,11 +58,10 @@ MODES = ["pytorch", "torch_xla", "jax", "torchax"]
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_every_mode_starts_from_the_same_weights_and_computes_the_same_first_step(tmp_path, precision):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", ",".join(MODES), "--model",
-                           "vit-tiny", "--batch-size", "4", "--steps", "3", "--warmup", "1", "--precision", precision,
-                           "--check-parity", "--out", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = hloscope("compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", "4",
+                    "--steps", "3", "--warmup", "1", "--precision", precision, "--check-parity", "--out", tmp_path,
+                    "--json", timeout=900, memory_limit=None)
+    assert done.code == 0, done.stderr[-3000:]
     comparison = json.loads(done.stdout)
     parity = comparison["parity"]
     assert parity["ok"], parity["failures"]

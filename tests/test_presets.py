@@ -4,12 +4,10 @@ no downloads, `--seq-len`; every mode runs them and they compute the same first 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.backends.data import synthetic_pool
 from hloscope.errors import UsageError
@@ -47,11 +45,10 @@ def test_synthetic_token_batches():
 @pytest.mark.parametrize("model", TINY_TEXT)
 def test_text_presets_run_under_every_mode_and_compute_the_same_first_step(tmp_path, model):
     modes = "pytorch,torch_xla,jax,torchax"
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", modes, "--model", model,
-                           "--seq-len", "16", "--batch-size", "2", "--steps", "3", "--warmup", "1", "--check-parity",
-                           "--dump-hlo", "--no-audit", "--out", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = hloscope("compare", "--repeats", "1", "--modes", modes, "--model", model, "--seq-len", "16", "--batch-size",
+                    "2", "--steps", "3", "--warmup", "1", "--check-parity", "--dump-hlo", "--no-audit", "--out",
+                    tmp_path, "--json", timeout=900, memory_limit=None)
+    assert done.code == 0, done.stderr[-3000:]
     comparison = json.loads(done.stdout)
     assert all(entry["status"] == "ok" for entry in comparison["modes"]), comparison["modes"]
     assert comparison["parity"]["ok"], comparison["parity"]["failures"]

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, hloscope
 
 PACKAGE = REPO / "hloscope"
 
@@ -161,18 +161,13 @@ def _explain_input(root: Path) -> Path:
     return run.parent
 
 
-def _hloscope(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hloscope", *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=300)
-
-
 @pytest.mark.parametrize("suffix", [".md", ".html", ".json"])
 def test_report_never_overwrites_a_users_file(tmp_path, suffix):
     comparison = _explain_input(tmp_path)
     mine = tmp_path / f"report{suffix}"
     mine.write_text("the user's own notes\n")
-    done = _hloscope("explain", comparison, "-o", mine)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "already exists" in done.stderr
+    done = hloscope("explain", comparison, "-o", mine)
+    assert done.code == 2 and done.stderr.count("\n") == 1 and "already exists" in done.stderr
     assert "Traceback" not in done.stderr
     assert mine.read_text() == "the user's own notes\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp", mine.name]  # no temporary file left either
@@ -183,8 +178,8 @@ def test_report_temporary_file_never_clobbers_a_users_file(tmp_path):
     comparison = _explain_input(tmp_path)
     decoy = tmp_path / ".report.md.tmp"
     decoy.write_text("keep me\n")
-    done = _hloscope("explain", comparison, "-o", tmp_path / "report.md")
-    assert done.returncode == 0, done.stderr
+    done = hloscope("explain", comparison, "-o", tmp_path / "report.md")
+    assert done.code == 0, done.stderr
     assert decoy.read_text() == "keep me\n"
     assert "| jax |" in (tmp_path / "report.md").read_text()
     mode = (tmp_path / "report.md").stat().st_mode & 0o777
@@ -197,13 +192,13 @@ def test_report_force_replaces_and_a_directory_is_refused(tmp_path):
     comparison = _explain_input(tmp_path)
     target = tmp_path / "report.json"
     target.write_text("old\n")
-    done = _hloscope("explain", comparison, "-o", target, "--force")
-    assert done.returncode == 0, done.stderr
+    done = hloscope("explain", comparison, "-o", target, "--force")
+    assert done.code == 0, done.stderr
     assert json.loads(target.read_text())["fastest"] == "jax"
     folder = tmp_path / "folder.md"
     folder.mkdir()
-    done = _hloscope("explain", comparison, "-o", folder, "--force")
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a directory" in done.stderr
+    done = hloscope("explain", comparison, "-o", folder, "--force")
+    assert done.code == 2 and done.stderr.count("\n") == 1 and "is a directory" in done.stderr
     assert "Traceback" not in done.stderr and list(folder.iterdir()) == []
 
 
@@ -245,8 +240,8 @@ def test_processes_started_in_the_same_second_get_different_run_directories(tmp_
 @pytest.mark.parametrize("run_id", ["../x", "/tmp/x", "..", "a/../../x"])
 def test_run_id_cannot_escape_out_as_a_real_command(tmp_path, run_id):
     out = tmp_path / "out"
-    done = _hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--out", out, "--run-id", run_id)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "invalid run id" in done.stderr
+    done = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--out", out, "--run-id", run_id)
+    assert done.code == 2 and done.stderr.count("\n") == 1 and "invalid run id" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["out"])
     assert not out.exists() or list(out.iterdir()) == []
 
@@ -257,14 +252,14 @@ def test_an_output_directory_that_cannot_be_made_is_one_line(tmp_path, command):
     blocker.write_text("not a directory\n")
     out = blocker / "traces"
     args = ["--mode", "jax"] if command == "run" else ["--modes", "jax"]
-    done = _hloscope(command, *args, "--model", "vit-tiny", "--steps", "1", "--warmup", "1", "--out", out)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    done = hloscope(command, *args, "--model", "vit-tiny", "--steps", "1", "--warmup", "1", "--out", out)
+    assert done.code == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"hloscope: error: cannot create output directory {out}: Not a directory"]
     assert blocker.read_text() == "not a directory\n"
 
 
 def test_a_report_that_cannot_be_written_is_one_line(tmp_path):
     comparison = _explain_input(tmp_path)
-    done = _hloscope("explain", comparison, "-o", "/proc/hloscope-report.md")  # /proc takes no new files, even as root
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    done = hloscope("explain", comparison, "-o", "/proc/hloscope-report.md")  # /proc takes no new files, even as root
+    assert done.code == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == ["hloscope: error: cannot write /proc/hloscope-report.md: No such file or directory"]

@@ -80,6 +80,7 @@ HLO_TEXT = ("HloModule jit_train_step, is_scheduled=true\n\nENTRY main {\n  a = 
             "  ROOT d = f32[8,8]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
 
 
+# its own runner: compare is signalled (SIGTERM, SIGINT) while it runs, so it is started here, not waited for
 def _compare(out: Path, *args: str, env: dict | None = None, sigint_ignored: bool = False, **popen) -> subprocess.Popen:
     command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,pytorch", *TINY, *args, "--out", str(out)]
     if sigint_ignored:  # as a background job of a script starts it (`hloscope compare ... &`)

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium_binary
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium
 from rich.console import Console
 
 from hloscope.explain.engine import explain
@@ -276,14 +276,14 @@ MEASURE = """<script>
 </script>"""
 
 
-def _layout(chromium: str, html: str, width: int, tmp_path: Path) -> dict:
+def _layout(browser: str, html: str, width: int, tmp_path: Path) -> dict:
     import html as html_lib
     import json
 
     page = tmp_path / f"layout-{width}.html"
     page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
-    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-layout="([^"]*)"', dom.stdout)
     assert match, dom.stdout[:2000]
@@ -292,14 +292,12 @@ def _layout(chromium: str, html: str, width: int, tmp_path: Path) -> dict:
 
 @pytest.mark.browser
 def test_html_report_renders_in_headless_chromium(tmp_path: Path):
-    chromium = chromium_binary()
-    if chromium is None:
-        pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
+    browser = chromium()
     report = _report()
     page = tmp_path / "explain.html"
     page.write_text(explain_html.render(report), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     _figures_shown(re.sub(r"<[^>]+>", " ", dom.stdout).replace("&nbsp;", " ").replace("\xa0", " ")
                    .replace("&#x27;", "'"), report)
@@ -308,7 +306,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path):
                                 (800, 3200, "explain_report_constructed_800px.png")):
         shot = ARTIFACTS / name
         shot.unlink(missing_ok=True)
-        run = subprocess.run([chromium, *flags, "--hide-scrollbars", f"--window-size={width},{height}",
+        run = subprocess.run([browser, *flags, "--hide-scrollbars", f"--window-size={width},{height}",
                               f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr[-2000:]
         assert shot.stat().st_size > 20_000  # a rendered page with plots, not a blank image
@@ -320,11 +318,9 @@ def test_html_tables_fit_the_window(tmp_path: Path, width: int):
     """At 800 px (and wider) the page never scrolls sideways and no table is cut off or needs its own scroll bar:
     intervals wrap under their figures, op groups wrap, the op table names each side once. The hostile report has
     the longest mode names and op groups."""
-    chromium = chromium_binary()
-    if chromium is None:
-        pytest.skip("chromium is not installed (bash scripts/install-browser.sh)")
+    browser = chromium()
     for report in (_report(), _hostile_report()):
-        layout = _layout(chromium, explain_html.render(report), width, tmp_path)
+        layout = _layout(browser, explain_html.render(report), width, tmp_path)
         assert layout["window"] == width
         assert layout["page"] <= width, layout
         classes = [t["cls"] for t in layout["tables"]]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.backends.data import synthetic_pool
 from hloscope.errors import UsageError
@@ -122,12 +123,10 @@ def test_one_step_updates_the_running_statistics_as_eager_pytorch_does():
 
 @pytest.mark.slow
 def test_every_mode_runs_resnet_tiny_and_computes_the_same_first_step(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "resnet-tiny", "--batch-size", "2",
-                           "--steps", "3", "--warmup", "1", "--check-parity", "--dump-hlo", "--no-audit", "--out",
-                           str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=1200, cwd=REPO,
-                          env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = hloscope("compare", "--repeats", "1", "--model", "resnet-tiny", "--batch-size", "2", "--steps", "3",
+                    "--warmup", "1", "--check-parity", "--dump-hlo", "--no-audit", "--out", tmp_path, "--json",
+                    timeout=1200, memory_limit=None)
+    assert done.code == 0, done.stderr[-3000:]
     comparison = json.loads(done.stdout)
     assert [entry["mode"] for entry in comparison["modes"]] == [
         "pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax", "torchax"]
@@ -168,13 +167,12 @@ def test_target_compiles_resnet_tiny_with_the_same_cudnn_convolutions(mode, tmp_
     the optimized GPU HLO parses with jaxlib._hlo."""
     from hloscope.targets.cuda_env import find_target_python
 
-    if find_target_python() is None:
-        pytest.skip("no environment with jax's CUDA plugin (scripts/setup.sh makes .venv-cuda)")
-    env = {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
-    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "resnet-tiny",
-                           "--batch-size", "4", "--target", "h100", "--out", str(tmp_path), "--run-id", "t", "--json"],
-                          capture_output=True, text=True, timeout=900, cwd=REPO, env={**env, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert find_target_python() is not None, "no environment with jax's CUDA plugin: scripts/setup.sh makes .venv-cuda"
+    # without transformers' framework switches, which an earlier import in this process may have set
+    done = hloscope("run", "--mode", mode, "--model", "resnet-tiny", "--batch-size", "4", "--target", "h100", "--out",
+                    tmp_path, "--run-id", "t", "--json", timeout=900, memory_limit=None,
+                    env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))
+    assert done.code == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "t" / "run.json").read_text())
     assert record["status"] == "compiled" and record["kernels"]["by_kind"]["kConvolution"] == 26
     from jaxlib import _hlo

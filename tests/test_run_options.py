@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import hloscope
 
 from hloscope.backends import parse_modes
 from hloscope.backends.xla_dump import classify
@@ -77,17 +78,13 @@ def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
 ])
 def test_bf16_with_the_loader_is_in_effect(tmp_path, mode, precision_key, expected):
     """--precision bf16 --data loader: recorded as in effect, and for XLA modes visible in the compiled HLO."""
-    import os
-    import subprocess
-    import sys
 
     from hloscope.runs.rundir import load_run
 
-    result = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", mode, "--model", "vit-tiny",
-                             "--batch-size", "4", "--steps", "3", "--warmup", "1", "--precision", "bf16",
-                             "--data", "loader", "--dump-hlo", "--out", str(tmp_path), "--run-id", "r"],
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "4", "--steps", "3", "--warmup", "1",
+                      "--precision", "bf16", "--data", "loader", "--dump-hlo", "--out", tmp_path, "--run-id", "r",
+                      timeout=600, memory_limit=None)
+    assert result.code == 0, result.stderr[-2000:]
     record = load_run(tmp_path / "r")
     assert record["config"]["data"] == "loader" and len(record["timing"]["step_times_s"]) == 3
     assert record["environment"]["precision"][precision_key] == expected

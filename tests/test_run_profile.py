@@ -8,13 +8,11 @@ with hloscope's own readers.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from statistics import median
 
 import pytest
+from helpers import hloscope
 
 from hloscope.backends.base import ProfileResult, RunOptions, profile_warmup_steps
 from hloscope.limits import MAX_HOST_DELAY_MS
@@ -68,12 +66,10 @@ def test_options_record_the_delay_and_compare_passes_it_on(tmp_path):
 def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, steps: int = STEPS) -> dict:
     framework, _, compiled = mode.partition("+")
     run_id = mode.replace("+", "_")
-    args = [sys.executable, "-m", "hloscope", "run", "--mode", framework, "--model", "vit-tiny",
-            "--batch-size", str(BATCH), "--steps", str(steps), "--warmup", str(WARMUP), "--out", str(out),
-            "--run-id", run_id, "--json", *extra] + (["--compile-model"] if compiled else [])
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "PJRT_DEVICE": "CPU", **(env or {})})
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("run", "--mode", framework, "--model", "vit-tiny", "--batch-size", str(BATCH), "--steps",
+                      str(steps), "--warmup", str(WARMUP), "--out", out, "--run-id", run_id, "--json", *extra,
+                      *(["--compile-model"] if compiled else []), timeout=600, memory_limit=None, env=env)
+    assert result.code == 0, result.stderr[-3000:]
     from hloscope.runs.rundir import load_run
 
     return load_run(out / run_id)

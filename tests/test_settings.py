@@ -5,12 +5,10 @@ where frameworks record different things by nature (package versions, thread fig
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.runs.settings import differences, one_sided_counts, settings
 
@@ -141,19 +139,16 @@ def test_every_report_format_says_not_set(cli_run, tmp_path):
 def test_an_unoptimised_xla_run_is_explained_with_its_flag(tmp_path):
     """End to end: a real jax run with XLA_FLAGS in its environment against one without."""
     def run(run_id: str, env: dict) -> Path:
-        args = [sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "4",
-                "--steps", "5", "--warmup", "2", "--out", str(tmp_path), "--run-id", run_id, "--json"]
-        clean = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-        result = subprocess.run(args, capture_output=True, text=True, timeout=600,
-                                env={**clean, "PJRT_DEVICE": "CPU", **env})
-        assert result.returncode == 0, result.stderr[-3000:]
+        result = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "4", "--steps", "5", "--warmup",
+                          "2", "--out", tmp_path, "--run-id", run_id, "--json", timeout=600, memory_limit=None,
+                          env={"XLA_FLAGS": None, **env})
+        assert result.code == 0, result.stderr[-3000:]
         return tmp_path / run_id
 
     flagged = run("flagged", {"XLA_FLAGS": "--xla_backend_optimization_level=0"})
     plain = run("plain", {})
-    result = subprocess.run([sys.executable, "-m", "hloscope", "explain", str(flagged), str(plain), "--json"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("explain", flagged, plain, "--json")
+    assert result.code == 0, result.stderr[-3000:]
     entries = json.loads(result.stdout)["modes"]
     listed = [d for entry in entries for d in entry["config_differences"]]
     assert {"field": "env.XLA_FLAGS", "a": "--xla_backend_optimization_level=0", "b": None} in listed or \

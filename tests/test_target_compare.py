@@ -5,14 +5,12 @@ each checked against the thunk sequence XLA wrote for that run (slow: captures a
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.targets.cuda_env import find_target_python
 
@@ -25,11 +23,9 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("target_compare")
-    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny",
-               "--batch-size", "8", "--target", "h100", "--out", str(out), "--json"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1200,
-                            env=dict(os.environ, PJRT_DEVICE="CPU"))
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8",
+                      "--target", "h100", "--out", out, "--json", timeout=1200, memory_limit=None)
+    assert result.code == 0, result.stderr[-2000:]
     record = json.loads(result.stdout)
     assert sorted((m["mode"], m["status"]) for m in record["modes"]) == [("jax", "compiled"), ("torch_xla", "compiled")]
     (directory,) = [p for p in out.iterdir() if (p / "comparison.json").is_file()]

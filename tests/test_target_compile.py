@@ -8,10 +8,10 @@ The end-to-end tests need the CUDA-plugin environment that `scripts/setup.sh` cr
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.targets.compile import compile_for_target
@@ -225,15 +225,13 @@ def test_torch_xla_graph_is_the_timed_step(compiled, tmp_path):
     """The HLO captured for the GPU compile is, instruction for instruction, the train-step graph that
     `run --mode torch_xla --dump-hlo` times (apart from the op_name metadata XLA_HLO_DEBUG adds)."""
     import re
-    import subprocess
 
     record, run_dir = compiled("torch_xla", "h100")
     (graph,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "input"]
-    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "torch_xla", "--model", "vit-tiny",
-                           "--batch-size", "8", "--steps", "2", "--warmup", "2", "--dump-hlo", "--out", str(tmp_path),
-                           "--run-id", "timed", "--json"], capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "PJRT_DEVICE": "CPU", "HLOSCOPE_NO_PROGRESS": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = hloscope("run", "--mode", "torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "2", "--warmup",
+                    "2", "--dump-hlo", "--out", tmp_path, "--run-id", "timed", "--json", timeout=600,
+                    memory_limit=None, env={"HLOSCOPE_NO_PROGRESS": "1"})
+    assert done.code == 0, done.stderr[-2000:]
     timed = json.loads(done.stdout)
     (timed_graph,) = [a for a in timed["artifacts"] if a["kind"] == "hlo" and a["stage"] == "before_optimizations"
                       and a["train_step"]]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -79,13 +80,11 @@ def test_run_target_records_and_compiles_the_seq_len(tmp_path):
     """`hloscope run --target h100 --seq-len 48`: run.json's config says 48 and the compiled input graph takes it."""
     from hloscope.targets.cuda_env import find_target_python
 
-    if find_target_python() is None:
-        pytest.skip("no environment with jax's CUDA plugin (scripts/setup.sh makes .venv-cuda)")
-    done = subprocess.run([sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "gpt2-tiny",
-                           "--seq-len", str(SEQ_LEN), "--batch-size", str(BATCH), "--target", "h100",
-                           "--out", str(tmp_path), "--run-id", "t", "--json"],
-                          capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert find_target_python() is not None, "no environment with jax's CUDA plugin: scripts/setup.sh makes .venv-cuda"
+    done = hloscope("run", "--mode", "jax", "--model", "gpt2-tiny", "--seq-len", str(SEQ_LEN), "--batch-size",
+                    str(BATCH), "--target", "h100", "--out", tmp_path, "--run-id", "t", "--json", timeout=900,
+                    memory_limit=None, env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))
+    assert done.code == 0, done.stderr[-3000:]
     record = json.loads((tmp_path / "t" / "run.json").read_text())
     assert record["status"] == "compiled" and record["config"]["seq_len"] == SEQ_LEN
     (graph,) = [a for a in record["artifacts"] if a["stage"] == "input"]

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium, hloscope
 
 from hloscope.modes import MODES
 
@@ -60,6 +60,7 @@ def is_alive(pid: int) -> bool:
 def hloscope_tensorboard(directory: Path, *args: str, timeout_s: float = 180, host: str | None = "127.0.0.1"):
     """Run `hloscope tensorboard DIRECTORY ARGS` until it says it is ready; always killed (whole group) at the end.
     `host=None` leaves out --host (hloscope's default)."""
+    # its own runner: the server is read while it runs, then stopped with Ctrl-C
     env = {**os.environ, "PJRT_DEVICE": "CPU"}
     process = subprocess.Popen(
         [sys.executable, "-m", "hloscope", "tensorboard", str(directory), *(["--host", host] if host else []), *args],
@@ -155,12 +156,10 @@ PROFILE_STEPS = 2
 def comparison(tmp_path_factory) -> Path:
     """`hloscope compare --profile` on the tiny ViT: each mode in its own process, profiled by its framework's profiler."""
     root = tmp_path_factory.mktemp("traces")
-    env = {**os.environ, "PJRT_DEVICE": "CPU"}
-    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
-               "--warmup", "1", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
-               "--out", str(root)]  # fmt: skip
-    result = subprocess.run(command, env=env, timeout=1500, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
+                      "--warmup", "1", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
+                      "--out", root, timeout=1500, memory_limit=None)  # fmt: skip
+    assert result.code == 0, result.stderr[-3000:]
     (comparison_dir,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return comparison_dir
 
@@ -201,9 +200,7 @@ def test_pytorch_step_is_in_the_trace_viewer(served_comparison, comparison):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_path):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium is not installed (scripts/install-browser.sh)")
+    browser = chromium()
     ARTIFACTS.mkdir(exist_ok=True)
     shots = {
         "tensorboard_profile.png": served_comparison + "#profile",
@@ -214,9 +211,7 @@ def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_pa
         target = ARTIFACTS / name
         target.unlink(missing_ok=True)
         subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={target}", "--window-size=1400,900",
+            [browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={target}", "--window-size=1400,900",
              "--virtual-time-budget=20000", page],
             check=True, capture_output=True, timeout=180,
         )  # fmt: skip
@@ -300,11 +295,8 @@ def test_port_in_use_is_one_line_with_tensorboards_reason(fixture_traces):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "hloscope", "tensorboard", str(fixture_traces), "--port", str(port)],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-    assert result.returncode == 1
+        result = hloscope("tensorboard", fixture_traces, "--port", str(port), timeout=180, memory_limit=None)
+    assert result.code == 1
     assert result.stderr.strip().splitlines() == [
         f"hloscope: error: TensorBoard exited with code 255: ERROR: TensorBoard could not bind to port {port}, "
         "it was already in use"

@@ -11,12 +11,11 @@ import gzip
 import json
 import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.tensorboard.convert import convert_kineto_file
 
@@ -35,8 +34,8 @@ def tool(xplane: Path, name: str, **params):
 
 def trace_stats(path: Path) -> dict:
 
-    result = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", str(path), "--json"],
-                            capture_output=True, text=True, check=True)  # fmt: skip
+    result = hloscope("trace", "stats", path, "--json")
+    assert result.code == 0, result.stderr[-3000:]
     (trace,) = json.loads(result.stdout)["traces"]
     return trace
 
@@ -165,12 +164,10 @@ def cpu_comparison(tmp_path_factory) -> Path:
     if given:
         return Path(given)
     root = tmp_path_factory.mktemp("traces")
-    command = [sys.executable, "-m", "hloscope", "compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "4",
-               "--warmup", "2", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
-               "--out", str(root)]  # fmt: skip
-    result = subprocess.run(command, env={**os.environ, "PJRT_DEVICE": "CPU"}, timeout=1500, capture_output=True,
-                            text=True)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "4",
+                      "--warmup", "2", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
+                      "--out", root, timeout=1500, memory_limit=None)  # fmt: skip
+    assert result.code == 0, result.stderr[-3000:]
     (comparison,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return comparison
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import median
 
 import pytest
+from helpers import hloscope
 
 from hloscope.trace.load import load_trace
 from hloscope.trace.stats import trace_stats
@@ -78,15 +79,11 @@ def test_a_trace_with_device_kernels_has_no_host_op_table(fixtures_dir):
 def test_host_op_table_is_the_same_whatever_the_hash_seed(fixtures_dir, tmp_path):
     """Op names and step parts come from sets: the JSON must not depend on PYTHONHASHSEED (it did: parts_us order,
     and the order of ops with equal time per step)."""
-    import os
-    import subprocess
-    import sys
 
     path, _ = _host_only(fixtures_dir, tmp_path)
     outputs = set()
     for seed in ("0", "1", "2", "3"):
-        done = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", "--json", "--top", "1000", str(path)],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
-        assert done.returncode == 0, done.stderr
+        done = hloscope("trace", "stats", "--json", "--top", "1000", path, env={"PYTHONHASHSEED": seed})
+        assert done.code == 0, done.stderr
         outputs.add(done.stdout)
     assert len(outputs) == 1

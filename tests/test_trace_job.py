@@ -13,6 +13,7 @@ from pathlib import Path
 from statistics import median
 
 import pytest
+from helpers import hloscope
 from trace_job_data import (
     INJECTED_KERNEL,
     STRAGGLER_DELAY_US,
@@ -52,12 +53,8 @@ def job64(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def job64_serial(job64):
-    import subprocess
-    import sys
-
-    result = subprocess.run([sys.executable, "-m", "hloscope", "trace", "stats", "--json", "--jobs", "1", str(job64)],
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
+    result = hloscope("trace", "stats", "--json", "--jobs", "1", job64)
+    assert result.code == 0, result.stderr
     return result.stdout
 
 

@@ -5,14 +5,12 @@ thunk sequences say how many library calls and copies run), and a real JAX CPU r
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import hloscope
 
 from hloscope.hlo.load import load_file
 from hloscope.hlo.parser import parse_hlo_file
@@ -210,12 +208,10 @@ def test_resolver_looks_events_up_by_module_op_and_kernel_name():
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    done = subprocess.run(
-        [sys.executable, "-m", "hloscope", "run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8",
-         "--steps", "3", "--warmup", "1", "--dump-hlo", "--profile", "--out", str(out), "--run-id", "jax"],
-        env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "1",
+                    "--dump-hlo", "--profile", "--out", out, "--run-id", "jax", timeout=600, memory_limit=None,
+                    env={"JAX_PLATFORMS": "cpu"})
+    assert done.code == 0, done.stderr[-3000:]
     return out / "jax"
 
 
