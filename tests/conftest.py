@@ -60,6 +60,18 @@ def cli_run():
 
 
 @pytest.fixture(scope="session")
+def cuda_plugin() -> str:
+    """The Python with jax's CUDA plugin that `--target` compiles with (.venv-cuda, or $HLOSCOPE_TARGET_PYTHON).
+    scripts/setup.sh always makes it, so a missing one fails the test that needs it."""
+    from hloscope.targets.cuda_env import find_target_python
+
+    python = find_target_python()
+    assert python is not None, ("no environment with jax's CUDA plugin: run `bash scripts/setup-cuda-target.sh` "
+                                "(scripts/setup.sh does), or set HLOSCOPE_TARGET_PYTHON")
+    return python
+
+
+@pytest.fixture(scope="session")
 def comparison(tmp_path_factory) -> Path:
     """A real comparison (jax and torch_xla+compile, vit-tiny, --dump-hlo --profile), made once per session; or the one
     at $HLOSCOPE_TEST_COMPARISON."""

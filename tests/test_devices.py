@@ -22,21 +22,19 @@ hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600,
                    env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
 
 
-# a mode that runs on one device only, for the refusals (None once every mode runs data-parallel)
-ONE_DEVICE = next((mode.name for mode in MODES if not mode.data_parallel), None)
-needs_one_device_mode = pytest.mark.skipif(ONE_DEVICE is None, reason="every mode runs data-parallel")
+# the mode that runs on one device only, for the refusals (openxla's dynamo bridge keeps one device)
+ONE_DEVICE = "torch_xla+compile"
 
 
-def _mode_args(name: str | None) -> list[str]:
+def _mode_args(name: str) -> list[str]:
     """`run`'s spelling of a mode: `--mode FRAMEWORK [--compile-model]`."""
-    if name is None:
-        return ["none"]
     mode = BY_NAME[name]
     return [mode.framework, *(["--compile-model"] if mode.compile else [])]
 
 
 def test_the_registry_says_which_modes_run_data_parallel():
     assert {"jax", "torchax", "pytorch", "pytorch+compile"} <= set(DATA_PARALLEL_MODES)
+    assert [mode.name for mode in MODES if not mode.data_parallel] == [ONE_DEVICE]
     assert all(bool(mode.data_parallel) == (mode.name in DATA_PARALLEL_MODES) for mode in MODES)
 
 
@@ -53,7 +51,6 @@ def test_refusals_are_one_line_naming_the_mode_or_the_batch():
         check_devices("pytorch", 3, 8)
 
 
-@needs_one_device_mode
 def test_a_one_device_mode_is_refused_by_name():
     with pytest.raises(UsageError, match=re.escape(f"--mode {ONE_DEVICE}: this mode runs on one device only")):
         check_devices(ONE_DEVICE, 2, 8)
@@ -68,9 +65,9 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
     (("run", "--mode", "jax", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
     (("run", "--mode", "pytorch", "--devices", "3", "--batch-size", "8"), "--devices 3 --batch-size 8"),
     pytest.param(("run", "--mode", *_mode_args(ONE_DEVICE), "--devices", "2", "--batch-size", "8"),
-                 f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
+                 f"--mode {ONE_DEVICE}"),
     pytest.param(("compare", "--repeats", "1", "--modes", f"jax,{ONE_DEVICE}", "--devices", "2", "--batch-size", "8", "--no-audit"),
-                 f"--mode {ONE_DEVICE}", marks=needs_one_device_mode),
+                 f"--mode {ONE_DEVICE}"),
     (("compare", "--repeats", "1", "--modes", "jax", "--devices", "1,two", "--no-audit"), "--devices 1,two: expected a device count"),
     (("compare", "--repeats", "1", "--modes", "jax", "--devices", "0,2", "--no-audit"), "--devices 0,2: expected device counts >= 1"),
 ])

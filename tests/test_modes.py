@@ -104,8 +104,7 @@ def test_every_entry_resolves_where_its_framework_is_installed(mode):
     from hloscope.backends.base import Session
 
     missing = [p for p in mode.packages if find_spec(p) is None]
-    if missing:
-        pytest.skip(f"{mode.name} needs {', '.join(missing)}")
+    assert not missing, f"{mode.name} needs {', '.join(missing)}, pinned in requirements.txt: run scripts/setup.sh"
     session = resolve(mode.session)
     assert inspect.isclass(session) and issubclass(session, Session)
     for path in (mode.target_capture, mode.preflight):

@@ -161,13 +161,10 @@ def test_attention_other_than_eager_is_refused_in_one_line(cli_run, tmp_path, at
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "torchax", "torch_xla"])
-def test_target_compiles_resnet_tiny_with_the_same_cudnn_convolutions(mode, tmp_path):
+def test_target_compiles_resnet_tiny_with_the_same_cudnn_convolutions(mode, tmp_path, cuda_plugin):
     """`--target h100`: every framework's ResNet step meets XLA's GPU compiler with the same 26 cuDNN convolutions
     (9 forward, 9 weight gradients, 8 input gradients: the stem's input needs none), read from XLA's thunk sequence;
     the optimized GPU HLO parses with jaxlib._hlo."""
-    from hloscope.targets.cuda_env import find_target_python
-
-    assert find_target_python() is not None, "no environment with jax's CUDA plugin: scripts/setup.sh makes .venv-cuda"
     # without transformers' framework switches, which an earlier import in this process may have set
     done = hloscope("run", "--mode", mode, "--model", "resnet-tiny", "--batch-size", "4", "--target", "h100", "--out",
                     tmp_path, "--run-id", "t", "--json", timeout=900, memory_limit=None,

@@ -13,8 +13,8 @@ from hloscope.errors import UsageError
 def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_path):
     from importlib import metadata
 
-    if tuple(int(p) for p in metadata.version("torch_xla").split(".")[:2]) < (2, 9):
-        pytest.skip("this torch_xla still supports CUDA")
+    # requirements.txt pins torch_xla 2.9, the first release without CUDA
+    assert tuple(int(p) for p in metadata.version("torch_xla").split(".")[:2]) >= (2, 9)
     code, _, err = cli_run("run", "--mode", "torch_xla", "--device", "cuda", "--model", "vit-tiny", "--out", str(tmp_path))
     last = err.strip().splitlines()[-1]
     assert code == 2 and "Traceback" not in err

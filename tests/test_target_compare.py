@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
-from hloscope.targets.cuda_env import find_target_python
-
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(find_target_python() is None, reason="no environment with jax's CUDA plugin (scripts/setup.sh)"),
+    pytest.mark.usefixtures("cuda_plugin"),  # fails where .venv-cuda is missing (conftest)
 ]
 
 

@@ -76,11 +76,8 @@ def test_the_captured_step_takes_sequences_of_the_runs_length(mode, tmp_path):
     assert set(tokens) == {f"{int_type}[{BATCH},{SEQ_LEN}]"}
 
 
-def test_run_target_records_and_compiles_the_seq_len(tmp_path):
+def test_run_target_records_and_compiles_the_seq_len(tmp_path, cuda_plugin):
     """`hloscope run --target h100 --seq-len 48`: run.json's config says 48 and the compiled input graph takes it."""
-    from hloscope.targets.cuda_env import find_target_python
-
-    assert find_target_python() is not None, "no environment with jax's CUDA plugin: scripts/setup.sh makes .venv-cuda"
     done = hloscope("run", "--mode", "jax", "--model", "gpt2-tiny", "--seq-len", str(SEQ_LEN), "--batch-size",
                     str(BATCH), "--target", "h100", "--out", tmp_path, "--run-id", "t", "--json", timeout=900,
                     memory_limit=None, env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))

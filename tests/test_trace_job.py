@@ -46,8 +46,7 @@ def two_ranks(real_file, tmp_path):
 def job64(tmp_path_factory):
     from trace_job_data import SOURCE
 
-    if not SOURCE.is_dir():
-        pytest.skip("HTA's trace_filter_ranks not in tests/data/fetched")
+    assert SOURCE.is_dir(), f"{SOURCE} is in git (tests/data/fetched/SOURCES.md)"
     return make_job(tmp_path_factory.mktemp("job64") / "job")
 
 
