@@ -86,9 +86,10 @@ def test_the_whole_torch_xla_compile_step_is_compared_graph_by_graph(comparison,
     # the same work: JAX's step and torch_xla+compile's graphs together within 5% of each other's FLOPs
     assert flops == pytest.approx(a_flops, rel=0.05)
     # matches land in every large graph of B: JAX's one module holds forward, backward and optimizer
-    for row in rows.values():
-        if row["graph_instructions"] > 50:
-            assert row["matched"] > 0 and set(row["matched_to"]) == {"jit_train_step"}
+    large = [row for row in rows.values() if row["graph_instructions"] > 50]
+    assert large, rows
+    for row in large:
+        assert row["matched"] > 0 and set(row["matched_to"]) == {"jit_train_step"}
 
 
 def test_every_output_says_what_was_compared(comparison, report):

@@ -174,12 +174,15 @@ def test_explain_between_two_real_gpu_runs_adds_up_and_annotates_the_right_nodes
     # computes it from the evidence; the parts whose steps do not overlap at all get the smallest p, 2 / C(10, 5)
     from scipy.stats import mannwhitneyu
 
+    apart = []
     for c in significant:
         a, b = c["evidence"]["a100"], c["evidence"]["a100-fast"] or [0.0] * 5
         assert c["p_value"] == pytest.approx(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
         assert c["p_value"] < 0.05
         if min(a) > max(b):
+            apart.append(c["node"])
             assert c["p_value"] == pytest.approx(2 / comb(10, 5))
+    assert "device:memcpy/memset" in apart  # the fast run has none of it: no overlap
     # The largest: memcpy/memset, all of the slow run's (the fast run has none), its median over the kept steps.
     first = significant[0]
     assert first["node"] == "device:memcpy/memset" and fast.ledger.node_median("device:memcpy/memset") == 0.0

@@ -70,6 +70,7 @@ def _steps(count=6, period=1000.0, input_us=300.0, busy_us=400.0, slow_step=None
 def test_step_parts_add_up_to_the_step_and_name_the_input_pipeline():
     events, windows = _steps()
     parts = step_parts(events, windows)
+    assert len(parts) == len(windows) == 6
     for part in parts[:-1]:
         assert part.step_s == pytest.approx(1e-3)  # the period: next step's start - this step's start
         assert sum(part.nodes.values()) == pytest.approx(part.step_s)

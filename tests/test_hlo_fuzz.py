@@ -149,6 +149,8 @@ def test_printed_modules_parse_back_to_the_same_module(text):
 
 @pytest.mark.parametrize("index", range(len(SEED_TEXTS)))
 def test_seeds_print_back_to_the_same_modules(index):
-    for module in parse_hlo_text(SEED_TEXTS[index]):
+    modules = parse_hlo_text(SEED_TEXTS[index])
+    assert modules
+    for module in modules:
         (again,) = parse_hlo_text(module_text(module))
         assert _structure(again) == _structure(module)

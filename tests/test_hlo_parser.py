@@ -87,7 +87,9 @@ ENTRY %main (p: (f32[2], s32[])) -> f32[2,2] {
                                   "gpu_aot/mlp_sm90_triton/module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"])
 def test_printed_module_parses_back_the_same(name):
     path = fixture(name)
-    for module in parse_hlo_file(path):
+    modules = parse_hlo_file(path)
+    assert modules
+    for module in modules:
         text = module_text(module)
         (again,) = parse_hlo_text(text)
         assert our_view(again) == our_view(module)

@@ -37,6 +37,7 @@ ACCEPTED = [*sorted((DATA / "xla_accepts").glob("*.hlo")), DATA / "jax_h100x8_as
 @pytest.mark.parametrize("path", ACCEPTED, ids=lambda p: p.name)
 def test_same_module_as_xla(path: Path):
     modules = parse_hlo_file(path)
+    assert modules
     for module, view in paired_with_xla(modules, xla_chunks(path.read_text())):
         assert ours(module) == theirs(view)
         assert len(module.computations) == len(view)
