@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from hloscope.backends.timing import StepLog, run_loop, step_statistics
 
@@ -50,30 +55,56 @@ def test_without_waiting_the_same_steps_look_instant():
     assert max(log.step_times_s) < 0.05
 
 
-def test_jax_wait_blocks_until_the_outputs_are_computed():
+def test_jax_wait_blocks_until_the_outputs_are_computed(tmp_path):
     import jax
 
-    from hloscope.backends import jax_mode
+    from hloscope.backends.base import RunOptions
+    from hloscope.backends.jax_mode import JaxSession
 
-    session = jax_mode.JaxSession.__new__(jax_mode.JaxSession)
+    session = JaxSession(RunOptions(mode="jax"), tmp_path)  # wait takes the step's outputs: no workload needed
     x = jax.numpy.ones((512, 512))
-    outputs = (jax.jit(lambda a: jax.lax.fori_loop(0, 40, lambda _, b: jax.numpy.tanh(b @ a), a))(x), {"loss": x[0, 0]})
+    step = jax.jit(lambda a: jax.lax.fori_loop(0, 40, lambda _, b: jax.numpy.tanh(b @ a), a))
+    step(x).block_until_ready()  # compiled before the timed call
+    outputs = (step(x), {"loss": x[0, 0]})
+    leaves = jax.tree_util.tree_leaves(outputs)
+    assert not all(leaf.is_ready() for leaf in leaves)  # dispatched: 40 matmuls (10 GFLOP) still to compute
     session.wait(outputs)
-    # block_until_ready returned, so every leaf is materialised: reading it now cannot wait for the device.
-    assert all(leaf.is_ready() for leaf in jax.tree_util.tree_leaves(outputs))
+    assert all(leaf.is_ready() for leaf in leaves)
 
 
-def test_torch_xla_wait_syncs_and_waits_for_device_ops(monkeypatch):
-    from hloscope.backends.torch_xla_mode import TorchXlaSession
+# A real torch_xla session on the CPU, in its own process (its runtime stays out of this one): how many XLA
+# executions torch_xla's metrics count at each point of one step.
+TORCH_XLA_STEP = """
+import json, sys
+from pathlib import Path
+import torch_xla.debug.metrics as metrics
+from hloscope.backends.base import RunOptions
+from hloscope.backends.torch_xla_mode import TorchXlaSession
 
-    calls = []
-    session = TorchXlaSession.__new__(TorchXlaSession)
-    session.options = type("O", (), {"warmup": 0, "compile_model": True})()
-    session.current_index = 5
-    session.workload = type("W", (), {"sync": staticmethod(lambda: calls.append("sync"))})()  # torch_xla.sync
-    session.xm = type("X", (), {"wait_device_ops": staticmethod(lambda: calls.append("wait_device_ops"))})()
-    session.wait(object())
-    assert calls == ["sync", "wait_device_ops"]
+def executions():
+    data = metrics.metric_data("ExecuteTime")
+    return data[0] if data else 0
+
+session = TorchXlaSession(RunOptions(mode="torch_xla", model="vit-tiny", batch_size=2, steps=1, warmup=0),
+                          Path(sys.argv[1]))
+session.setup()
+before = executions()
+outputs = session.step(0)
+dispatched = executions()
+session.wait(outputs)
+print(json.dumps({"before": before, "dispatched": dispatched, "waited": executions()}))
+"""
+
+
+@pytest.mark.slow
+def test_torch_xla_wait_runs_the_traced_step(tmp_path):
+    """torch_xla traces the step lazily: nothing runs until wait cuts the graph and waits for its execution."""
+    done = subprocess.run([sys.executable, "-c", TORCH_XLA_STEP, str(tmp_path)], capture_output=True, text=True,
+                          timeout=600, cwd=REPO, env={**os.environ, "PJRT_DEVICE": "CPU"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts["dispatched"] == counts["before"]  # the step only traced
+    assert counts["waited"] == counts["before"] + 1  # wait ran it: the whole step is one graph
 
 
 def test_statistics_match_numpy():
