@@ -163,7 +163,7 @@ def test_the_input_pipeline_node_is_the_contributor_and_everything_adds_up():
     assert report.baseline == "jax (device)" and entry.verdict == "slower"
     first = entry.contributors[0]
     assert first.node == "idle:input pipeline" and first.significant and first.kind == "measured"
-    assert first.seconds == pytest.approx(2.0e-3, rel=0.02)
+    assert first.seconds == pytest.approx(2.0e-3)  # the loader run's median: the device run has no such node
     assert first.p_value == pytest.approx(2 / comb(12, 6))
     assert [a.rule for a in first.annotations] == ["input_pipeline"]
     assert entry.residual_s is not None and entry.gap_s is not None and entry.profiled_gap_s is not None

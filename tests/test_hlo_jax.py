@@ -24,8 +24,9 @@ def _xla_total(cost_analysis) -> dict:
     return cost_analysis[0] if isinstance(cost_analysis, (list, tuple)) else cost_analysis
 
 
-def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
-    """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes against compiled.cost_analysis()."""
+def test_vit_tiny_train_step_cost_is_xlas():
+    """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes are compiled.cost_analysis()'s (XLA sums
+    in float: a relative 1e-4 covers its rounding; the module has no custom calls, whose cost XLA does not know)."""
     import jax
 
     from hloscope.backends.jax_workload import build_jax_workload
@@ -38,8 +39,8 @@ def test_vit_tiny_train_step_cost_within_5_percent_of_xla():
     assert our_view(module) == xla_view(_hlo.hlo_module_from_text(text))
     ours, _analysis = module_cost(module)
     theirs = _xla_total(compiled.cost_analysis())
-    assert ours.flops == pytest.approx(theirs["flops"], rel=0.05)
-    assert ours.bytes_accessed == pytest.approx(theirs["bytes accessed"], rel=0.05)
+    assert ours.flops == pytest.approx(theirs["flops"], rel=1e-4)
+    assert ours.bytes_accessed == pytest.approx(theirs["bytes accessed"], rel=1e-4)
     assert ours.flops > 1e6  # a real train step, not an empty module
     # The CPU module has dots (or oneDNN custom calls) and fusions.
     assert any(i.opcode == "fusion" for i in module.all_instructions())
