@@ -70,7 +70,30 @@ def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str])
             return str(elements[int(index)])
     if opcode in ("opt-barrier", "add-dependency", "bitcast") and operand_shapes:
         return str(operand_shapes[0])
+    if opcode == "dot" and len(operand_shapes) == 2:
+        return _dot_shape(operand_shapes[0], operand_shapes[1], attrs)
     return None
+
+
+def _dot_shape(lhs: Shape, rhs: Shape, attrs: dict[str, str]) -> str | None:
+    """ShapeInference::InferDotOpShape: the batch dimensions, then lhs's and rhs's other free dimensions."""
+    from hloscope.hlo.shapes import Shape
+
+    if lhs.tuple_shapes is not None or rhs.tuple_shapes is not None or lhs.dynamic or rhs.dynamic:
+        return None
+
+    def dims(key: str) -> list[int]:
+        return [int(d) for d in attrs.get(key, "{}").strip("{} ").split(",") if d.strip()]
+
+    lhs_batch, rhs_batch = dims("lhs_batch_dims"), dims("rhs_batch_dims")
+    lhs_used = set(lhs_batch) | set(dims("lhs_contracting_dims"))
+    rhs_used = set(rhs_batch) | set(dims("rhs_contracting_dims"))
+    if any(d >= len(lhs.dims) for d in lhs_used) or any(d >= len(rhs.dims) for d in rhs_used):
+        return None
+    out = [lhs.dims[d] for d in lhs_batch]
+    out += [size for d, size in enumerate(lhs.dims) if d not in lhs_used]
+    out += [size for d, size in enumerate(rhs.dims) if d not in rhs_used]
+    return str(Shape(lhs.element_type, tuple(out)))
 
 
 # Opcodes whose shape XLA's parser builds itself (HloInstruction::CreateSend / CreateSendDone / CreateRecv /

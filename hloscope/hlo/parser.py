@@ -49,6 +49,7 @@ _MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME}):?[ \t]*(?:,|$|//|/\*)")
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_INLINE_COMMENT = re.compile(r"/\*.*?\*/")  # `ENTRY /*comment*/ c1 {`: XLA's lexer skips it
 
 
 @contextmanager
@@ -98,6 +99,13 @@ def _is_split_marker(stripped: str) -> bool:
     is a decorative comment inside one module: MLIR warns of a near miss and does not split there, and without
     --split-input-file XLA's parser reads the whole file as one module."""
     return stripped.startswith("// -----") and not stripped.startswith("-", 8)
+
+
+def _blank_comments(line: str) -> str:
+    """`/* ... */` comments before the first quoted string of a line, each turned into as many spaces."""
+    quote = line.find('"')
+    head, tail = (line, "") if quote < 0 else (line[:quote], line[quote:])
+    return _INLINE_COMMENT.sub(lambda match: " " * len(match.group()), head) + tail
 
 
 def _column(line: str) -> int:
@@ -158,7 +166,7 @@ class _Parser:
             handed_back: str | None
             while True:
                 comp = self.comp
-                if comp is not None and self.pending is None and self.pending_head is None:
+                if comp is not None and self.pending is None and self.pending_head is None and not self.in_comment:
                     handed_back, lineno = scan(remaining, lineno, comp, comp.instructions, shared, plain,
                                                self.parameters)
                 else:
@@ -174,6 +182,9 @@ class _Parser:
         comp = self.comp
         if comp is None:
             self.comp = self._outside_computation(line, lineno)
+            return
+        if self.in_comment:  # a /* ... */ comment over several lines: what it holds is no instruction
+            self._comment(line.strip())
             return
         if (self.pending is not None or self.pending_head is not None) and self._continue(line, lineno, comp):
             return
@@ -202,7 +213,7 @@ class _Parser:
             self._close_computation(comp)
             comp.module.end_lineno = lineno
             self.comp = None
-        elif self.in_comment or stripped.startswith("/*"):
+        elif stripped.startswith("/*"):
             self._comment(stripped)
         elif stripped and not stripped.startswith("//"):
             self._slow_instruction(line, lineno, comp)
@@ -230,8 +241,10 @@ class _Parser:
         pending.text = pending.text.rstrip("\n") + "\n" + line
         if not _is_open(pending.text):
             self.pending = None
-            if "={" in pending.text or "= {" in pending.text:
-                self.deferred.append(pending)  # perhaps an inline called computation, `to_apply={ ... }`
+            if ("={" in pending.text or "= {" in pending.text or not pending.shape_text
+                    or "(" in pending.operand_text) and not (self.deferred and self.deferred[-1] is pending):
+                # an inline called computation (`to_apply={ ... }`), a nested operand or no shape: rewritten at '}'
+                self.deferred.append(pending)
         return True
 
     def _special(self, instr: HloInstruction, col: int) -> None:
@@ -266,6 +279,8 @@ class _Parser:
     def _slow_instruction(self, line: str, lineno: int, comp: HloComputation) -> None:
         """Lines the one-regex path does not take: tuple shapes, instructions without a shape, and instructions
         continued over several lines (multi-dimensional constants; hand-written test files break long attribute lists)."""
+        if "/*" in line:  # `ROOT c = /*foo*/f32[1]{0} constant({1 /*bar*/})`: blanked, so columns stay right
+            line = _blank_comments(line)
         previous = comp.instructions[-1] if comp.instructions else None
         if previous is not None and (_is_open(previous.text) or line.lstrip().startswith(",")):
             previous.text = previous.text.rstrip("\n") + "\n" + line
@@ -453,10 +468,17 @@ class _Parser:
     def _infer_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
         comp._by_name = None
         shapes = [operand.shape for operand in instr.operands]
+        if instr.opcode == "conditional":  # the shape of the branches' roots (they are read before the conditional)
+            branches = instr.attrs.get("true_computation") or instr.attrs.get("branch_computations") or ""
+            first = scan.name_list(branches)[:1]
+            for called in comp.module.computations:
+                if first and called.name == first[0] and called.has_root:
+                    instr.shape_text = called.root.shape_text
+                    return
         inferred = infer_shape(instr.opcode if instr.opcode in OPCODES else "", shapes, instr.attrs)
         if inferred is None:
             raise instr._error(f"'{instr.name}' has no shape, and hloscope infers shapes only for elementwise ops, "
-                               "compare, select, tuple and get-tuple-element: write its shape", instr.pos - len(instr.opcode) - 1)
+                               "compare, select, tuple, get-tuple-element, dot and conditional: write its shape", instr.pos - len(instr.opcode) - 1)
         instr.shape_text = inferred
 
     def _desugar(self, instr: HloInstruction, comp: HloComputation) -> None:
@@ -552,7 +574,7 @@ class _Parser:
                                  _column(line))
             self.table[number] = entry.group(2)
             return None
-        match = _COMPUTATION.match(line)
+        match = _COMPUTATION.match(_INLINE_COMMENT.sub(" ", line) if "/*" in line else line)
         if match is None:
             hint = _wrong_format(line) if not self.modules else None
             if hint:
