@@ -16,6 +16,7 @@ from hloscope.errors import ParseError
 from hloscope.files import json_depth_error
 from hloscope.hlo import attrs as scan
 from hloscope.hlo.shapes import Shape, parse_shape
+from hloscope.hlo.verify import verify_module
 
 # Attributes that name the computations an instruction calls.
 CALLED_COMPUTATION_ATTRS = (
@@ -379,7 +380,8 @@ class HloModule:
         return sum(len(c.instructions) for c in self.computations)
 
     def validate(self) -> None:
-        """Parse every lazily parsed part of every instruction (raises ParseError on malformed text).
+        """Parse every lazily parsed part of every instruction, then check what XLA refuses in text that parses
+        (verify.py). Raises ParseError on the first problem.
 
         The same checks, in the same order, as HloInstruction.validate on each instruction, with each distinct shape
         text parsed once (instructions share their shape strings, see the parser)."""
@@ -459,6 +461,7 @@ class HloModule:
                         parsed.add(operand.shape_text)
                 instr._validate_attributes()
             comp._by_name = None  # every operand is resolved now: the name index is rebuilt only if asked for again
+        verify_module(self)  # what XLA refuses in text that parses: counts, shapes, parameters, called computations
 
     def all_instructions(self) -> Iterator[HloInstruction]:
         for comp in self.computations:

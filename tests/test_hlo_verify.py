@@ -1,0 +1,192 @@
+"""What XLA refuses in HLO text that parses (verify.py), refused at the line and column of the fault: one built
+module per rule, each with one defect. `xla` says where XLA itself refuses it: its parser ("parser"), its cost
+analysis dying on what its parser took ("cost"), or its verifier ("verifier", which jaxlib's parser does not run);
+the first two are checked against jaxlib here. Beside them, text XLA accepts that hloscope refused: comments inside
+a computation, a shapeless instruction over several lines, dot and conditional shapes XLA infers, nested tuple
+shapes with layouts and memory spaces, a custom call whose async chain stops at its start."""
+
+from __future__ import annotations
+
+import pytest
+
+from hloscope.errors import ParseError
+from hloscope.hlo.parser import parse_hlo_text
+from hloscope.hlo.xla import run_isolated
+
+ADD = "add {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b)\n}\n"
+NEG = "fc {\n a = f32[2] parameter(0)\n ROOT n = f32[2] negate(a)\n}\n"
+
+
+def entry(body: str, extra: str = "") -> str:
+    return f"HloModule m\n{extra}ENTRY e {{\n{body}\n}}\n"
+
+
+# rule: (text, where XLA refuses it, line, column, words of the message)
+INVALID = {
+    "reshape element count": (entry(" p = f32[2,3] parameter(0)\n ROOT r = f32[7] reshape(p)"),
+                              "parser", 4, 18, "changes the element count"),
+    "parameter number gap": (entry(" p = f32[2] parameter(0)\n q = f32[2] parameter(2)\n ROOT a = f32[2] add(p, q)"),
+                             "parser", 4, 23, "parameter number 2 of 'q' is out of range"),
+    "parameter number in a fusion": (
+        entry(" p = f32[2] parameter(0)\n ROOT f = f32[2] fusion(p), kind=kLoop, calls=fc",
+              "fc {\n a = f32[2] parameter(1)\n ROOT n = f32[2] negate(a)\n}\n"),
+        "parser", 3, 23, "computation 'fc' has 1 parameter"),
+    "fusion parameter count": (
+        entry(" p = f32[2] parameter(0)\n ROOT f = f32[2] fusion(p), kind=kLoop, calls=fc",
+              "fc {\n a = f32[2] parameter(0)\n b = f32[2] parameter(1)\n ROOT s = f32[2] add(a, b)\n}\n"),
+        "verifier", 9, 41, "'fc' takes 2 parameters"),
+    "call parameter count": (entry(" p = f32[2] parameter(0)\n ROOT c = f32[2] call(p, p), to_apply=fc", NEG),
+                             "verifier", 8, 30, "'fc' takes 1 parameter"),
+    "map parameter count": (entry(" p = f32[4] parameter(0)\n ROOT r = f32[4] map(p), dimensions={0}, to_apply=add", ADD),
+                            "verifier", 9, 42, "'add' takes 2 parameters"),
+    "reduce parameter count": (
+        entry(" p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n ROOT r = f32[4] reduce(p, z), dimensions={1}, "
+              "to_apply=neg", "neg {\n a = f32[] parameter(0)\n ROOT n = f32[] negate(a)\n}\n"),
+        "verifier", 9, 48, "'neg' takes 1 parameter"),
+    "while body parameter count": (
+        entry(" p = f32[2] parameter(0)\n ROOT w = f32[2] while(p), condition=c, body=b",
+              "c {\n a = f32[2] parameter(0)\n ROOT t = pred[] constant(true)\n}\n"
+              "b {\n a = f32[2] parameter(0)\n b = f32[2] parameter(1)\n ROOT n = f32[2] negate(a)\n}\n"),
+        "verifier", 13, 41, "'b' takes 2 parameters"),
+    "transpose rank": (entry(" p = f32[2,3] parameter(0)\n ROOT t = f32[3,2] transpose(p), dimensions={1,0,2}"),
+                       "cost", 4, 34, "not a permutation"),
+    "transpose not a permutation": (entry(" p = f32[2,3] parameter(0)\n ROOT t = f32[3,2] transpose(p), dimensions={1,1}"),
+                                    "verifier", 4, 34, "not a permutation"),
+    "transpose result": (entry(" p = f32[2,3] parameter(0)\n ROOT t = f32[2,3] transpose(p), dimensions={1,0}"),
+                         "verifier", 4, 20, "is not f32[2,3]"),
+    "broadcast rank": (entry(" p = f32[3] parameter(0)\n ROOT b = f32[2,3] broadcast(p), dimensions={0,1}"),
+                       "verifier", 4, 34, "2 entries for an operand of 1 dimension"),
+    "broadcast dimension bound": (entry(" p = f32[3] parameter(0)\n ROOT b = f32[2,3] broadcast(p), dimensions={2}"),
+                                  "verifier", 4, 34, "dimension 2 is outside"),
+    "broadcast dimension size": (entry(" p = f32[3] parameter(0)\n ROOT b = f32[2,3] broadcast(p), dimensions={0}"),
+                                 "verifier", 4, 34, "maps to result dimension 0 (2)"),
+    "add operand count": (entry(" p = f32[2] parameter(0)\n ROOT a = f32[2] add(p, p, p)"), "parser", 4, 18,
+                          "takes 2 operands, not 3"),
+    "negate operand count": (entry(" p = f32[2] parameter(0)\n ROOT n = f32[2] negate(p, p)"), "parser", 4, 18,
+                             "takes 1 operand, not 2"),
+    "dot without operands": (entry(" ROOT d = f32[2,2] dot(), lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+                             "parser", 3, 20, "takes 2 operands, not 0"),
+    "add operand shapes": (entry(" p = f32[2] parameter(0)\n q = f32[3] parameter(1)\n ROOT a = f32[2] add(p, q)"),
+                           "verifier", 5, 18, "operand 'q' f32[3]"),
+    "negate result shape": (entry(" p = f32[2] parameter(0)\n ROOT n = f32[3] negate(p)"), "verifier", 4, 18,
+                            "the result f32[3]"),
+    "slice bounds": (entry(" p = f32[4] parameter(0)\n ROOT s = f32[4] slice(p), slice={[2:6]}"), "verifier", 4, 28,
+                     "[2:6] is outside dimension 0"),
+    "slice rank": (entry(" p = f32[4] parameter(0)\n ROOT s = f32[2] slice(p), slice={[0:2], [0:1]}"), "verifier", 4, 28,
+                   "2 ranges for an operand of 1 dimension"),
+    "slice result": (entry(" p = f32[4] parameter(0)\n ROOT s = f32[3] slice(p), slice={[0:2]}"), "verifier", 4, 18,
+                     "is [2], not f32[3]"),
+    "concatenate dimension": (entry(" p = f32[4] parameter(0)\n ROOT c = f32[8] concatenate(p, p), dimensions={1}"),
+                              "verifier", 4, 37, "must name one of the 1 dimension"),
+    "concatenate result": (entry(" p = f32[4] parameter(0)\n ROOT c = f32[9] concatenate(p, p), dimensions={0}"),
+                           "verifier", 4, 18, "add up to 8 along dimension 0"),
+    "get-tuple-element index": (entry(" p = (f32[4], f32[2]) parameter(0)\n ROOT g = f32[4] get-tuple-element(p), index=2"),
+                                "verifier", 4, 40, "index 2 is out of range"),
+    "get-tuple-element of an array": (entry(" p = f32[4] parameter(0)\n ROOT g = f32[4] get-tuple-element(p), index=0"),
+                                      "verifier", 4, 18, "not a tuple"),
+    "signature result": ("HloModule m\nENTRY e (p: f32[2]) -> f32[3] {\n p = f32[2] parameter(0)\n"
+                         " ROOT n = f32[2] negate(p)\n}\n", "parser", 2, 1, "declares f32[3]"),
+    "conditional selector": (
+        entry(" i = f32[] parameter(0)\n p = f32[2] parameter(1)\n ROOT c = f32[2] conditional(i, p), "
+              "branch_computations={fc}", NEG),
+        "parser", 9, 18, "must be a scalar pred or s32"),
+    "async-done of a non-async op": (entry(" p = f32[2] parameter(0)\n ROOT d = f32[2] async-done(p)"), "parser", 4, 18,
+                                     "takes a single async-start or async-update"),
+    "recv with an array shape": (entry(" t = token[] after-all()\n ROOT r = f32[10] recv(t)"), "parser", 4, 19,
+                                 "must have a non-empty tuple shape"),
+}
+
+
+def refusal(text: str) -> ParseError:
+    with pytest.raises(ParseError) as info:
+        for module in parse_hlo_text(text, "t.hlo"):
+            module.validate()
+    return info.value
+
+
+@pytest.mark.parametrize("rule", sorted(INVALID))
+def test_refused_at_the_fault(rule: str):
+    text, _, line, col, words = INVALID[rule]
+    error = refusal(text)
+    assert words in str(error), str(error)
+    assert (error.line, error.col) == (line, col), str(error)
+    assert str(error).startswith(f"t.hlo:{line}:{col}: ")
+
+
+def test_xla_refuses_what_its_parser_and_cost_analysis_are_said_to():
+    """The rules marked "parser" or "cost" are XLA's own refusals (jaxlib, a child process)."""
+    rules = [rule for rule in sorted(INVALID) if INVALID[rule][1] != "verifier"]
+    texts = [INVALID[rule][0] for rule in rules]
+    views = run_isolated(texts, "view")
+    costs = run_isolated(texts, "cost")
+    for rule, view, cost in zip(rules, views, costs):
+        where = INVALID[rule][1]
+        assert ("view" not in view) if where == "parser" else ("view" in view and "error" in cost), rule
+
+
+def test_each_fixed_module_is_accepted():
+    """The same modules without their defect are accepted, so each refusal is the rule's and nothing else's."""
+    fixed = {
+        "reshape": entry(" p = f32[2,3] parameter(0)\n ROOT r = f32[6] reshape(p)"),
+        "transpose": entry(" p = f32[2,3] parameter(0)\n ROOT t = f32[3,2] transpose(p), dimensions={1,0}"),
+        "broadcast": entry(" p = f32[3] parameter(0)\n ROOT b = f32[2,3] broadcast(p), dimensions={1}"),
+        "scalar broadcast": entry(" p = f32[] parameter(0)\n ROOT b = f32[2,3] broadcast(p), dimensions={}"),
+        "slice": entry(" p = f32[9] parameter(0)\n ROOT s = f32[3] slice(p), slice={[1:8:3]}"),
+        "concatenate": entry(" p = f32[4] parameter(0)\n q = f32[2] parameter(1)\n ROOT c = f32[6] concatenate(p, q), "
+                             "dimensions={0}"),
+        "reduce": entry(" p = f32[4,8] parameter(0)\n z = f32[] constant(0)\n ROOT r = f32[4] reduce(p, z), "
+                        "dimensions={1}, to_apply=add", ADD),
+        "conditional": entry(" i = s32[] parameter(0)\n p = f32[2] parameter(1)\n ROOT c = f32[2] conditional(i, p, p), "
+                             "branch_computations={fc, fc}", NEG),
+        "dynamic": entry(" p = f32[<=4] parameter(0)\n ROOT n = f32[4] negate(p)"),
+    }
+    for name, text in fixed.items():
+        for module in parse_hlo_text(text, name):
+            module.validate()
+
+
+XLA_ACCEPTS = {
+    "comments in a computation": "HloModule comments:\n\nENTRY /*comment*/ c1 {\n  /* blah */\n"
+    "  ROOT const1 = /*foo*/f32[1]{0} constant({12345 /*bar*/})\n  /* comment */\n}\n",
+    "multi-line comment holding an instruction": "HloModule m\nENTRY c1 {\n  p = f32[1] parameter(0)\n  // one\n  /*\n"
+    "     ROOT foo = f32[1]{0} constant({12345})\n  */\n  ROOT n = f32[1]{0} negate(p)\n/*\na\n\n*/\n}\n",
+    "shapeless over several lines": "HloModule test\n\nENTRY test {\n  ROOT root = get-tuple-element(\n"
+    "    (f32[10], f16[10]) tuple(f32[10] parameter(0), f16[10] parameter(1))\n  ), index=0\n}\n",
+    "dot shape inferred": "HloModule m\nENTRY e {\n  a = f32[2,10]{1,0} parameter(0)\n  b = f32[10,2]{1,0} parameter(1)\n"
+    "  ROOT dot = dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={1}, rhs_contracting_dims={0}\n}\n",
+    "conditional shape inferred": "HloModule m\nNegate {\n  x = f32[] parameter(0)\n  ROOT negate = negate(x)\n}\n\n"
+    "Identity {\n  y = f32[] parameter(0)\n  ROOT copy = copy(y)\n}\n\nENTRY e {\n  a = f32[] parameter(0)\n"
+    "  p = pred[] parameter(1)\n  ROOT conditional = conditional(p, a, a), true_computation=Negate, "
+    "false_computation=Identity\n}\n",
+    "nested tuple shapes with layouts": "HloModule m\nENTRY e (p: (f32[2]{0:S(1)}, (s32[], f32[3]{0}))) -> f32[2]{0:S(1)} {\n"
+    "  p = (f32[2]{0:S(1)}, (s32[], f32[3]{0})) parameter(0)\n  g = (s32[], f32[3]{0}) get-tuple-element(p), index=1\n"
+    "  g0 = s32[]{:T(128)} get-tuple-element(g), index=0\n  g1 = f32[3]{0:T(256)S(1)} get-tuple-element(g), index=1\n"
+    "  g1t = (f32[3]{0:T(256)S(1)}) tuple(g1)\n  g2 = f32[2]{0:S(1)} get-tuple-element(p), index=0\n"
+    "  t = (s32[]{:T(128)}, (f32[3]{0:T(256)S(1)}), f32[2]{0:S(1)}) tuple(g0, g1t, g2)\n"
+    "  ROOT r = f32[2]{0:S(1)} get-tuple-element(p), index=0\n}\n",
+    "custom call at the start of an async chain": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+    "  ROOT s = ((f32[2]), f32[2], s32[]) custom-call-start(p), custom_call_target=\"foo\"\n}\n",
+    "canonical form": "HloModule m, entry_computation_layout={(f32[2]{0}, f32[2]{0})->f32[2]{0}}\n\n"
+    "ENTRY %e (p: f32[2], q: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  %q = f32[2]{0} parameter(1)\n"
+    "  ROOT %a = f32[2]{0} add(f32[2]{0} %p, f32[2]{0} %q)\n}\n",
+    "single instruction": "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+}
+
+
+def test_forms_xla_accepts_are_read_and_costed():
+    from hloscope.hlo.cost import module_cost
+
+    texts = list(XLA_ACCEPTS.values())
+    for name, view in zip(XLA_ACCEPTS, run_isolated(texts, "view")):
+        assert "view" in view, (name, view)
+        (module,) = parse_hlo_text(XLA_ACCEPTS[name], name)
+        module.validate()
+        assert module.instruction_count == sum(len(v) for v in view["view"].values()), name
+        module_cost(module)
+
+
+def test_inferred_dot_and_conditional_shapes():
+    (dot,) = parse_hlo_text(XLA_ACCEPTS["dot shape inferred"])
+    assert dot.entry.root.shape_text == "f32[2]"  # the batch dimension; lhs and rhs have no free one
+    (conditional,) = parse_hlo_text(XLA_ACCEPTS["conditional shape inferred"])
+    assert conditional.entry.root.shape_text == "f32[]"
