@@ -94,6 +94,18 @@ INVALID = {
                                      "takes a single async-start or async-update"),
     "recv with an array shape": (entry(" t = token[] after-all()\n ROOT r = f32[10] recv(t)"), "parser", 4, 19,
                                  "must have a non-empty tuple shape"),
+    "integer constant out of range": (entry(" ROOT c = u4[] constant(16)"), "parser", 3, 25, "u4 holds 0 to 15"),
+    "signed constant out of range": (entry(" ROOT c = s4[2] constant({-9, 0})"), "parser", 3, 27, "s4 holds -8 to 7"),
+    "float constant out of range": (entry(" ROOT c = f16[2] constant({1, -65520})"), "parser", 3, 31,
+                                    "rounds to infinity in f16"),
+    "undefined control predecessor of a send": (
+        entry(" t = token[] after-all()\n c = f32[] constant(2)\n s = (f32[], u32[], token[]) send(c, t), channel_id=1, "
+              "control-predecessors={done}\n ROOT d = token[] send-done(s), channel_id=1"),
+        "parser", 5, 56, "control predecessor 'done' of 's' is not defined"),
+    "declared operand shape": (
+        entry(" p = f32[2,2] parameter(0)\n c = f32[2,2] constant({{1, 2}, {3, 4}})\n"
+              " ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)"),
+        "parser", 5, 36, "declares operand 'c' as f32[2,5]"),
 }
 
 
@@ -139,6 +151,10 @@ def test_each_fixed_module_is_accepted():
         "conditional": entry(" i = s32[] parameter(0)\n p = f32[2] parameter(1)\n ROOT c = f32[2] conditional(i, p, p), "
                              "branch_computations={fc, fc}", NEG),
         "dynamic": entry(" p = f32[<=4] parameter(0)\n ROOT n = f32[4] negate(p)"),
+        "u64 wraps": entry(" ROOT c = u64[] constant(-1)"),  # XLA reads 64-bit literals as int64
+        "bf16 extremes": entry(" ROOT c = bf16[3] constant({-3.39e+38, inf, nan})"),  # rounds to the largest finite
+        "declared operand shapes": entry(" p = f32[2,2]{1,0} parameter(0)\n ROOT a = f32[2,2] add(f32[2,2]{0,1} p, "
+                                         "f32[2,2] p)"),  # layouts aside, as XLA compares them
     }
     for name, text in fixed.items():
         for module in parse_hlo_text(text, name):

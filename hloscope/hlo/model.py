@@ -151,14 +151,14 @@ class HloInstruction:
         self._validate_attributes()
 
     def _validate_attributes(self) -> None:
-        if self._attrs is not None:
-            return
-        start = self._operand_end() + 1
-        text = self.text
-        if scan.plain_attributes(text, start) and _REFERENCE_KEY.search(text, start) is None:
-            self._calls = _NO_CALLS  # well-formed, and naming nothing to resolve: nothing is kept
-            return
-        attrs = self._scan_attributes()  # check the attributes without keeping them: most are never asked for
+        attrs = self._attrs
+        if attrs is None:
+            start = self._operand_end() + 1
+            text = self.text
+            if scan.plain_attributes(text, start) and _REFERENCE_KEY.search(text, start) is None:
+                self._calls = _NO_CALLS  # well-formed, and naming nothing to resolve: nothing is kept
+                return
+            attrs = self._scan_attributes()  # check the attributes without keeping them: most are never asked for
         predecessors = attrs.get("control-predecessors")
         if predecessors:
             comp = self.computation
@@ -169,7 +169,7 @@ class HloInstruction:
                 except KeyError:
                     raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined in computation "
                                       f"'{comp.name}'", self.text.find("control-predecessors")) from None
-        if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):
+        if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):  # (attributes the parser already split included)
             self._attrs = attrs
             _ = self.called_computations
         else:

@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hloscope.errors import ParseError
+from hloscope.hlo.attrs import _split_top_level
 from hloscope.hlo.opcodes import BINARY_ELEMENTWISE, UNARY_ELEMENTWISE
 from hloscope.hlo.shapes import Shape, parse_shape
 
@@ -39,6 +40,14 @@ _ARITY: dict[str, int] = {
 _SAME_DIMS = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | {"compare", "convert", "is-finite", "real", "imag", "complex",
                                                        "stochastic-convert"}
 _PLAIN_VALUE = re.compile(r'\{[^{}"]*\}(?=\s*(?:,|$))|[^\s,{}()"]+(?=\s*(?:,|$))')
+# The values a constant of each type may hold (XLA's parser refuses a literal outside them: `u4[] constant(16)`;
+# 64-bit literals are read as int64 and wrap, so `u64[] constant(-1)` is taken). Floats: a value that rounds to
+# infinity in the type (its largest finite value plus half a unit in the last place, or more) is refused.
+_INT_RANGES = {f"{kind}{bits}": ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if kind == "s" else (0, (1 << bits) - 1))
+               for kind in "su" for bits in (1, 2, 4, 8, 16, 32)}
+_FLOAT_MAX = {"f16": 65504.0 + 16, "bf16": 3.3895313892515355e38 + 2.0**119, "f32": 3.4028234663852886e38 + 2.0**103,
+              "c64": 3.4028234663852886e38 + 2.0**103, "f64": float("inf"), "c128": float("inf")}
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.(])")
 _INTS = re.compile(r"-?\d+")
 _SLICE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
@@ -353,6 +362,51 @@ _CHECKS = {
 }
 
 
+def _constant(verifier: _Verifier, instr: HloInstruction) -> None:
+    """Each number of a constant's literal within its type's range (integers, and floats that are finite in it)."""
+    element_type = instr.shape.element_type
+    ints = _INT_RANGES.get(element_type or "")
+    largest = _FLOAT_MAX.get(element_type or "")
+    if ints is None and largest is None:
+        return
+    start, end = instr.pos, instr._operand_end()
+    for number in _NUMBER.finditer(instr.text, start, end):
+        text = number.group()
+        if ints is not None:
+            if "." in text or "e" in text or "E" in text:
+                continue  # not an integer: XLA's parser says so; hloscope leaves it
+            value: float = int(text)
+            if ints[0] <= value <= ints[1]:
+                continue
+            why = f"{element_type} holds {ints[0]} to {ints[1]}"
+        else:
+            assert largest is not None
+            value = float(text)
+            if abs(value) < largest:
+                continue
+            why = f"it rounds to infinity in {element_type}"
+        raise instr._error(f"constant '{instr.name}': {text} is out of range ({why})", number.start())
+
+
+def _declared_operands(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+    """Older text writes each operand's shape before its name (`add(f32[2] %p, ...)`): XLA's parser refuses one that
+    is not compatible with the operand's own shape."""
+    pieces = _split_top_level(instr.operand_text)
+    if len(pieces) != len(operands):
+        return
+    for piece, operand in zip(pieces, operands):
+        words = piece.strip().rsplit(None, 1)
+        if len(words) != 2:
+            continue
+        try:
+            declared = parse_shape(words[0])
+        except ValueError:
+            continue
+        if not _compatible(declared, operand.shape):
+            raise instr._error(f"'{instr.name}' declares operand '{operand.name}' as {declared}, but it is "
+                               f"{operand.shape}", instr.text.find(words[0], instr.pos))
+
+
 def verify_module(module: HloModule) -> None:
     """Raise ParseError at the first thing in `module` that XLA refuses (see the module docstring); the operands of
     every instruction must be resolved (HloModule.validate does it, then calls this).
@@ -367,9 +421,14 @@ def verify_module(module: HloModule) -> None:
     for comp in module.computations:
         for instr in comp.instructions:
             opcode = instr.opcode
-            if opcode == "parameter" or opcode == "constant":
+            if opcode == "parameter":
+                continue
+            if opcode == "constant":
+                _constant(verifier, instr)
                 continue
             operands = instr.operands
+            if operands and instr.text.find("[", instr.pos, instr._operand_end()) >= 0:
+                _declared_operands(verifier, instr, operands)
             arity = arities.get(opcode)
             if arity is not None and len(operands) != arity:
                 verifier.arity(instr, operands)
