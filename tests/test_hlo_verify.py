@@ -182,6 +182,8 @@ XLA_ACCEPTS = {
     "  ROOT r = f32[2]{0:S(1)} get-tuple-element(p), index=0\n}\n",
     "custom call at the start of an async chain": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
     "  ROOT s = ((f32[2]), f32[2], s32[]) custom-call-start(p), custom_call_target=\"foo\"\n}\n",
+    "custom call returning an empty tuple at the start of an async chain": "HloModule m\nENTRY e {\n"
+    "  p = f32[2] parameter(0)\n  ROOT s = ((f32[2]), ()) custom-call-start(p), custom_call_target=\"foo\"\n}\n",
     "canonical form": "HloModule m, entry_computation_layout={(f32[2]{0}, f32[2]{0})->f32[2]{0}}\n\n"
     "ENTRY %e (p: f32[2], q: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  %q = f32[2]{0} parameter(1)\n"
     "  ROOT %a = f32[2]{0} add(f32[2]{0} %p, f32[2]{0} %q)\n}\n",

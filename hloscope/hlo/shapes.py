@@ -101,9 +101,10 @@ class Shape:
 
 
 def first_element(shape: Shape) -> Shape:
-    """A tuple's first element (the result of a library call, of a multi-output op), or the array itself."""
+    """A tuple's first element (the result of a library call, of a multi-output op), or the array itself (an empty
+    tuple, `()`, as a custom call wrapped by `custom-call-start` may return: itself, with no elements)."""
     parts = shape.tuple_shapes
-    return parts[0] if parts is not None else shape
+    return parts[0] if parts else shape
 
 
 def _parse(text: str, pos: int) -> tuple[Shape, int]:
