@@ -106,6 +106,9 @@ INVALID = {
         entry(" p = f32[2,2] parameter(0)\n c = f32[2,2] constant({{1, 2}, {3, 4}})\n"
               " ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)"),
         "parser", 5, 36, "declares operand 'c' as f32[2,5]"),
+    "operand used before its definition": (
+        entry(" p = f32[2] parameter(0)\n ROOT a = f32[2] add(p, n)\n n = f32[2] negate(p)"),
+        "parser", 4, 25, "operand 'n' of 'a' is used before its definition (line 5)"),
 }
 
 
@@ -184,6 +187,10 @@ XLA_ACCEPTS = {
     "  ROOT s = ((f32[2]), f32[2], s32[]) custom-call-start(p), custom_call_target=\"foo\"\n}\n",
     "custom call returning an empty tuple at the start of an async chain": "HloModule m\nENTRY e {\n"
     "  p = f32[2] parameter(0)\n  ROOT s = ((f32[2]), ()) custom-call-start(p), custom_call_target=\"foo\"\n}\n",
+    "comments after and before instructions": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0) /* c */\n"
+    "  /* x */ n = f32[2] negate(p)\n  c = f32[2] copy(n) /* over\n  two lines */\n  ROOT a = f32[2] add(c, p) // t\n}\n",
+    "tuple shape against its opcode": "HloModule m\nENTRY e {\n  p = (f32[2],s32[])parameter(0)\n"
+    "  ROOT g = f32[2] get-tuple-element(p), index=0\n}\n",
     "canonical form": "HloModule m, entry_computation_layout={(f32[2]{0}, f32[2]{0})->f32[2]{0}}\n\n"
     "ENTRY %e (p: f32[2], q: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  %q = f32[2]{0} parameter(1)\n"
     "  ROOT %a = f32[2]{0} add(f32[2]{0} %p, f32[2]{0} %q)\n}\n",

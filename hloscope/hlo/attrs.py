@@ -161,6 +161,12 @@ def split_attributes(text: str, start: int) -> dict[str, str]:
             rest = text[pos:end].lstrip()
             if rest.startswith("//"):  # a trailing comment
                 break
+            if rest.startswith("/*"):  # a /* */ comment, which XLA's lexer skips; one left open goes on past the text
+                close = text.find("*/", text.find("/*", pos) + 2)
+                if close < 0:
+                    break
+                pos = close + 2
+                continue
             raise ValueError(f"expected ', name=value', got '{rest[:30]}'")
         value_start = match.end()
         value_end = _value_end(text, value_start)

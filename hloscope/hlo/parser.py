@@ -31,7 +31,7 @@ _INSTRUCTION = re.compile(rf"[ \t]*(ROOT )?%?({_NAME}) = ([a-z][a-z0-9]*\[[^ ]*)
 # The slow path: any spacing, tuple shapes (scanned for their closing parenthesis).
 _INSTRUCTION_HEAD = re.compile(rf"[ \t]*(ROOT[ \t]+)?%?({_NAME})[ \t]*=[ \t]*")
 _ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^}\n]*\})?")
-_OPCODE = re.compile(r"[ \t]+([a-z][a-z0-9\-]*)\(")
+_OPCODE = re.compile(r"[ \t]*([a-z][a-z0-9\-]*)\(")  # `(f32[2], s32[])parameter(0)`: no space needed
 _BUFFER_SHAPE = re.compile(r"b[ \t]*\(")  # XLA's buffer shape, `b(f32[2,4])`
 _OPCODE_AT = re.compile(r"([a-z][a-z0-9\-]*)\(")  # an instruction written without a shape: `n = negate(p)`
 # A computation's closing brace, with what XLA may print after it (`}, execution_thread="..."`) and a comment.
@@ -99,6 +99,24 @@ def _is_split_marker(stripped: str) -> bool:
     is a decorative comment inside one module: MLIR warns of a near miss and does not split there, and without
     --split-input-file XLA's parser reads the whole file as one module."""
     return stripped.startswith("// -----") and not stripped.startswith("-", 8)
+
+
+def _opens_comment(text: str) -> bool:
+    """Does `text` end inside a /* comment (one it opens and does not close)?"""
+    opened = text.rfind("/*")
+    if opened < 0:
+        return False
+    if '"' in text:  # `op_name="a/*b"` opens nothing
+        text = _STRING.sub('""', text)
+        opened = text.rfind("/*")
+    return opened >= 0 and text.find("*/", opened + 2) < 0
+
+
+def _after_comment(stripped: str) -> str:
+    """What follows a /* */ comment that starts a line (`/* x */ n = f32[2] negate(p)`), comments after it aside."""
+    close = stripped.find("*/", 2)
+    rest = stripped[close + 2 :].strip() if close >= 0 else ""
+    return "" if rest.startswith(("//", "/*")) else rest
 
 
 def _blank_comments(line: str) -> str:
@@ -207,16 +225,23 @@ class _Parser:
                 self.deferred.append(instr)  # a nested operand, or older text's tuple-shaped operand
             if line.endswith(_CONTINUES) and _is_open(line):
                 self.pending = instr
+            elif "/*" in line and _opens_comment(line):
+                self.in_comment = True  # `p = f32[2] parameter(0) /* goes on` over the next lines
             return
         stripped = line.strip()
         if stripped.startswith("}") and _CLOSE.match(stripped) and _closes_computation(instructions[-1] if instructions else None):
             self._close_computation(comp)
             comp.module.end_lineno = lineno
             self.comp = None
-        elif stripped.startswith("/*"):
+        elif stripped.startswith("/*") and not _after_comment(stripped):
+            self._comment(stripped)
+        elif instructions and _opens_comment(instructions[-1].text):
+            self.in_comment = True  # the rest of a comment an instruction's line opened (lines the scan took)
             self._comment(stripped)
         elif stripped and not stripped.startswith("//"):
             self._slow_instruction(line, lineno, comp)
+            if "/*" in line and _opens_comment(line):
+                self.in_comment = True
 
     def _comment(self, stripped: str) -> None:
         """Lines of a /* ... */ comment (JAX dumps may start with one)."""

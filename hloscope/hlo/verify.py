@@ -170,6 +170,11 @@ class _Verifier:
                                  key + "=")
 
     # -- instructions -----------------------------------------------------------------------------------------------
+    def defined_later(self, instr: HloInstruction, operand: HloInstruction) -> None:
+        at = re.search(r"(?<![\w.\-$])%?" + re.escape(operand.name) + r"(?![\w.\-$])", instr.text[instr.pos :])
+        raise instr._error(f"operand '{operand.name}' of '{instr.name}' is used before its definition (line "
+                           f"{operand.lineno})", instr.pos + at.start() if at else None)
+
     def arity(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         arity = _ARITY.get(instr.opcode)
         if arity is not None and len(operands) != arity:
@@ -427,6 +432,10 @@ def verify_module(module: HloModule) -> None:
                 _constant(verifier, instr)
                 continue
             operands = instr.operands
+            lineno = instr.lineno
+            for operand in operands:
+                if operand.lineno > lineno:  # XLA's parser reads a computation in order: no operand ahead of its use
+                    verifier.defined_later(instr, operand)
             if operands and instr.text.find("[", instr.pos, instr._operand_end()) >= 0:
                 _declared_operands(verifier, instr, operands)
             arity = arities.get(opcode)
