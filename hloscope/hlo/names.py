@@ -51,5 +51,9 @@ def uniquify_instruction_names(module: HloModule) -> None:
                 renames[instr.name] = new
                 instr.name = new
         if renames:
+            # An inline computation was renamed once already, in the module its parser read it into: the text's
+            # names go through both renames.
+            for text_name, first in (comp.renames or {}).items():
+                renames[text_name] = renames.get(first, first)
             comp.renames = renames
             comp._by_name = None  # built under the old names

@@ -23,6 +23,7 @@ from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInst
 from hloscope.hlo.names import uniquify_instruction_names
 from hloscope.hlo.native import native
 from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
+from hloscope.hlo.shapes import parse_shape
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
@@ -49,6 +50,7 @@ _MODULE = re.compile(rf"HloModule[ \t]+%?({_NAME}):?[ \t]*(?:,|$|//|/\*)")
 _STACK_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _STACK_ENTRY = re.compile(r"[ \t]*(\d+)[ \t]+(.*?)\s*$")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SHAPED_OPERAND = re.compile(rf"(.*\S)\s+%?({_NAME})")  # `f32[2]{0} %a`: an operand's shape and name
 _INLINE_COMMENT = re.compile(r"/\*.*?\*/")  # `ENTRY /*comment*/ c1 {`: XLA's lexer skips it
 
 
@@ -82,7 +84,7 @@ _open_brackets: Callable[[str], tuple[int, int]] = native.open_brackets if nativ
 def _is_open(text: str) -> bool:
     """Does an instruction's text continue on the next line (unclosed brackets, or a trailing comma)?"""
     parens, braces = _open_brackets(text)
-    return parens > 0 or braces > 0 or text.rstrip().endswith(",")
+    return parens > 0 or braces > 0 or text.rstrip().endswith((",", "="))  # `calls=` with its `{` below
 
 
 def _closes_computation(last: HloInstruction | None) -> bool:
@@ -140,8 +142,9 @@ def _wrong_format(line: str) -> str | None:
 
 
 class _Parser:
-    def __init__(self, path: str, first_line: int = 1):
+    def __init__(self, path: str, first_line: int = 1, taken: frozenset[str] | set[str] = frozenset()):
         self.path = path
+        self.taken = set(taken)  # computation names of the module an inline computation is read for
         self.first_line = first_line
         self.modules: list[HloModule] = []
         self.module: HloModule | None = None
@@ -150,6 +153,7 @@ class _Parser:
         self.in_wrapper = False  # inside PyTorch/XLA's text around a saved graph
         self.in_comment = False  # inside a /* ... */ comment spanning lines
         self.header_open = False  # an HloModule header continued on the next line
+        self.single_instruction = False  # the text is one instruction (see _single_instruction)
         self.graph_start = 0
         self.lineno = 0
         self._reset_computation()
@@ -412,9 +416,8 @@ class _Parser:
             name = f"{base}.{n}"
         return name
 
-    @staticmethod
-    def _unique_computation_name(base: str, module: HloModule) -> str:
-        names = {c.name for c in module.computations}
+    def _unique_computation_name(self, base: str, module: HloModule) -> str:
+        names = {c.name for c in module.computations} | self.taken
         name, n = base, 0
         while name in names:
             n += 1
@@ -459,26 +462,40 @@ class _Parser:
             self._replace_text(instr, text[:pos] + ", ".join(names) + text[end:])
 
     def _inline_computations(self, instr: HloInstruction, comp: HloComputation) -> None:
-        """`to_apply={ a = ... ROOT s = ... }`: a computation written inside the attribute; XLA names it `_`."""
+        """`to_apply={ a = ... ROOT s = ... }`: a computation written inside the attribute, which XLA names `_`
+        (`_.1`, ... where taken); `branch_computations={{...}, {...}}`: a list of them."""
         attrs = instr.attrs
         for key in CALLED_COMPUTATION_ATTRS:
             value = attrs.get(key)
             if value is None or not value.startswith("{") or "=" not in value:
                 continue
             start = instr.text.find(value, instr._operand_end())
-            first_line = instr.lineno + instr.text.count("\n", 0, start)
-            sub = _Parser(self.path, first_line)
-            body = value[1:-1]
-            modules = sub.run(io.StringIO("_ {" + body + ("\n" if not body.endswith("\n") else "") + "}\n", newline=None))
-            inner = modules[0]
-            main = inner.entry
-            main.is_entry = False
-            for new in inner.computations:
-                new.module = comp.module
-                if new is main:
-                    new.name = self._unique_computation_name("_", comp.module)
-                self._add_computation(new, comp)
-            self._replace_text(instr, instr.text[:start] + main.name + instr.text[start + len(value):])
+            inner = value[1:-1]
+            if inner.strip().startswith("{"):
+                names, offset = [], start + 1
+                for block in scan._split_top_level(inner):
+                    at = offset + len(block) - len(block.lstrip())
+                    names.append(self._inline_computation(block.strip(), instr.lineno + instr.text.count("\n", 0, at), comp))
+                    offset += len(block) + 1
+                replacement = "{" + ", ".join(names) + "}"
+            else:
+                replacement = self._inline_computation(value, instr.lineno + instr.text.count("\n", 0, start), comp)
+            self._replace_text(instr, instr.text[:start] + replacement + instr.text[start + len(value):])
+
+    def _inline_computation(self, block: str, first_line: int, comp: HloComputation) -> str:
+        """One `{ ... }` block read as a computation of the module (its own inline ones before it); its name."""
+        sub = _Parser(self.path, first_line, self.taken | {c.name for c in comp.module.computations})
+        body = block[1:-1]
+        modules = sub.run(io.StringIO("_ {" + body + ("\n" if not body.endswith("\n") else "") + "}\n", newline=None))
+        inner = modules[0]
+        main = inner.entry
+        main.is_entry = False
+        for new in inner.computations:
+            new.module = comp.module
+            if new is main:
+                new.name = self._unique_computation_name("_", comp.module)
+            self._add_computation(new, comp)
+        return main.name
 
     def _derive_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
         """send, recv, their -done, infeed, add-dependency, after-all: the shape XLA's parser builds (opcodes.py)."""
@@ -604,6 +621,8 @@ class _Parser:
             hint = _wrong_format(line) if not self.modules else None
             if hint:
                 raise self.error(hint, lineno, _column(line))
+            if self.module is None and not self.modules and self._single_instruction(line, lineno):
+                return self.comp
             if _INSTRUCTION.match(line) or _INSTRUCTION_HEAD.match(line):
                 raise self.error("instruction outside a computation: expected 'name {' before it", lineno, _column(line))
             expected = "'HloModule <name>' or a computation 'name {'" if not self.modules else "a computation 'name {', 'HloModule' or a comment"
@@ -660,8 +679,56 @@ class _Parser:
                     raise self.error(f"computation '{comp.name}' is defined twice", comp.lineno, 1)
                 seen.add(comp.name)
 
+    def _single_instruction(self, line: str, lineno: int) -> bool:
+        """A text that is one instruction, `[name =] shape opcode(shape [name], ...), attributes` (XLA's
+        ParseSingleInstruction): a module `_` whose entry `_` holds a parameter per operand (named as the operand,
+        else `_<n>`) and the instruction as its root (named `_` when the text names none). False when `line` does not
+        read so."""
+        head = _INSTRUCTION_HEAD.match(line)
+        start = head.end() if head is not None else len(line) - len(line.lstrip())
+        if line.startswith("(", start):
+            shape_end = find_closing(line, start + 1) + 1
+            shape = None
+        else:
+            array = _ARRAY_SHAPE.match(line, start)
+            shape_end = array.end() if array is not None else 0
+        opcode = _OPCODE.match(line, shape_end) if shape_end > start else None
+        if opcode is None:
+            return False
+        close = find_closing(line, opcode.end())
+        if close < 0:
+            return False
+        segment = line[opcode.end() : close]
+        names, params = [], []
+        for number, piece in enumerate(scan._split_top_level(segment) if segment.strip() else []):
+            named = _SHAPED_OPERAND.fullmatch(piece.strip())
+            shape, name = (named.group(1), named.group(2)) if named is not None else (piece.strip(), f"_{number}")
+            try:
+                parse_shape(shape)
+            except ValueError:
+                col = line.find(piece.strip(), opcode.end()) + 1
+                raise self.error(f"operand '{piece.strip()}' has no shape: an instruction alone in the text must give "
+                                 "each operand's shape", lineno, col) from None
+            names.append(name)
+            params.append(f"{name} = {shape} parameter({number})\n")
+        self.module = HloModule("_", "", self.path, lineno)
+        self.modules.append(self.module)
+        comp = self.comp = HloComputation("_", True, lineno, self.module)
+        self.module.computations.append(comp)
+        self.module.entry = comp
+        self._reset_computation()
+        self.single_instruction = True
+        for param in params:
+            self._line(param, lineno)
+        name = head.group(2) if head is not None else "_"
+        self._line(f"ROOT {name} = {line[start:shape_end]} {opcode.group(1)}({', '.join(names)}){line[close + 1:]}", lineno)
+        return True
+
     def finish(self) -> list[HloModule]:
         end = self.lineno + 1
+        if self.comp is not None and self.single_instruction and self.pending is None:
+            self._close_computation(self.comp)  # the instruction alone in the text: no '}' closes its computation
+            self.comp = None
         if self.comp is not None:
             comp = self.comp
             raise self.error(

@@ -299,9 +299,6 @@ class _Verifier:
         elif opcode == "sort":
             self.calls(instr, "comparator", 2 * count)
             self.calls(instr, "to_apply", 2 * count)
-        elif opcode == "while":
-            self.calls(instr, "condition", 1)
-            self.calls(instr, "body", 1)
         elif opcode == "conditional":
             self.conditional(instr, operands)
 
@@ -356,7 +353,6 @@ _CHECKS = {
     "reduce": _Verifier.called,
     "reduce-window": _Verifier.called,
     "sort": _Verifier.called,
-    "while": _Verifier.called,
     "conditional": _Verifier.called,
     "async-start": _Verifier.async_start,
     "async-update": _Verifier.async_chain,
