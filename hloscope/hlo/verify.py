@@ -11,6 +11,7 @@ attribute. Dynamic shapes (`<=n`, `?`) are checked only where their dimensions c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hloscope.errors import ParseError
@@ -417,7 +418,7 @@ def verify_module(module: HloModule) -> None:
     verifier = _Verifier(module)
     for comp in module.computations:
         verifier.computation(comp)
-    arities, checks, same_dims = _ARITY, _CHECKS, _SAME_DIMS
+    rules = _RULES
     pairs: set[tuple[str, str]] = set()  # (result, operand) shape texts an elementwise op was found right with
     for comp in module.computations:
         for instr in comp.instructions:
@@ -427,23 +428,42 @@ def verify_module(module: HloModule) -> None:
             if opcode == "constant":
                 _constant(verifier, instr)
                 continue
-            operands = instr.operands
-            lineno = instr.lineno
-            for operand in operands:
-                if operand.lineno > lineno:  # XLA's parser reads a computation in order: no operand ahead of its use
-                    verifier.defined_later(instr, operand)
-            if operands and instr.text.find("[", instr.pos, instr._operand_end()) >= 0:
-                _declared_operands(verifier, instr, operands)
-            arity = arities.get(opcode)
+            operands = instr._operands
+            if operands is None:
+                operands = instr.operands
+            if operands:
+                lineno = instr.lineno
+                for operand in operands:
+                    if operand.lineno > lineno:  # XLA's parser reads a computation in order: no operand ahead of use
+                        verifier.defined_later(instr, operand)
+                end = instr._end
+                if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
+                    _declared_operands(verifier, instr, operands)
+            rule = rules.get(opcode)
+            if rule is None:
+                continue
+            arity, check = rule
             if arity is not None and len(operands) != arity:
                 verifier.arity(instr, operands)
-            check = checks.get(opcode)
             if check is not None:
                 check(verifier, instr, operands)
-            elif opcode in same_dims:
+            else:  # elementwise
                 shape_text = instr.shape_text
                 for operand in operands:
                     theirs = operand.shape_text
                     if theirs != shape_text and (shape_text, theirs) not in pairs:
                         verifier.same_dims(instr, operand)
                         pairs.add((shape_text, theirs))
+
+
+def _count_only(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+    """Opcodes whose operand count is their only check."""
+
+
+# Per opcode: (its fixed operand count or None, its check, or None for the elementwise dimensions check); opcodes
+# with neither are not here.
+_RULES: dict[str, tuple[int | None, Callable[[_Verifier, HloInstruction, tuple[HloInstruction, ...]], None] | None]] = {
+    **{opcode: (arity, _count_only) for opcode, arity in _ARITY.items()},
+    **{opcode: (_ARITY.get(opcode), None) for opcode in _SAME_DIMS},
+    **{opcode: (_ARITY.get(opcode), check) for opcode, check in _CHECKS.items()},
+}
