@@ -101,6 +101,24 @@ INVALID = {
         entry(" p = f32[2,2] parameter(0)\n c = f32[2,2] constant({{1, 2}, {3, 4}})\n"
               " ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)"),
         "parser", 5, 36, "declares operand 'c' as f32[2,5]"),
+    "custom-call api_version": (
+        entry(' p = f32[2] parameter(0)\n ROOT c = f32[2] custom-call(p), custom_call_target="foo", '
+              "api_version=API_VERSION_UNSPECIFIED"), "parser", 4, 60, "unknown api_version API_VERSION_UNSPECIFIED"),
+    "operand layout constraint count": (
+        entry(' p = f32[2] parameter(0)\n ROOT c = f32[2] custom-call(p, p), custom_call_target="foo", '
+              "operand_layout_constraints={f32[2]{0}}"), "parser", 4, 63, "1 operand layout constraint for 2 operands"),
+    "operand layout constraint shape": (
+        entry(' p = f32[2] parameter(0)\n ROOT c = f32[2] custom-call(p), custom_call_target="foo", '
+              "operand_layout_constraints={f32[5]{0}}"), "parser", 4, 60, "f32[5]{0} for operand 0 is not its shape"),
+    "result_accuracy mode": (entry(" p = f32[2] parameter(0)\n ROOT e = f32[2] exponential(p), result_accuracy={mode=high}"),
+                             "parser", 4, 34, "bad result_accuracy of 'e': {mode=high}"),
+    "result_accuracy on bitcast-convert": (
+        entry(" p = f32[2] parameter(0)\n ROOT e = s32[2] bitcast-convert(p), result_accuracy={mode=highest}"),
+        "parser", 4, 38, "(bitcast-convert) takes no result_accuracy"),
+    "input_output_alias": ("HloModule m, input_output_alias={ {0, a}: (0, {0}) }\nENTRY e {\n"
+                           " ROOT p = (f32[2], f32[2]) parameter(0)\n}\n", "parser", 1, 14, "bad input_output_alias"),
+    "buffer_donor": ("HloModule m, buffer_donor={ (zero, {0}) }\nENTRY e {\n ROOT p = (f32[2], f32[2]) parameter(0)\n}\n",
+                     "parser", 1, 14, "bad buffer_donor"),
     "operand used before its definition": (
         entry(" p = f32[2] parameter(0)\n ROOT a = f32[2] add(p, n)\n n = f32[2] negate(p)"),
         "parser", 4, 25, "operand 'n' of 'a' is used before its definition (line 5)"),
@@ -150,6 +168,12 @@ def test_each_fixed_module_is_accepted():
                              "branch_computations={fc, fc}", NEG),
         "dynamic": entry(" p = f32[<=4] parameter(0)\n ROOT n = f32[4] negate(p)"),
         "u64 wraps": entry(" ROOT c = u64[] constant(-1)"),  # XLA reads 64-bit literals as int64
+        "result_accuracy": entry(" p = f32[2] parameter(0)\n ROOT e = f32[2] exponential(p), "
+                                 "result_accuracy={tolerance={rtol=0.5, atol=1.0, ulps=2}}"),
+        "aliases": "HloModule m, input_output_alias={ {0}: (0, {0}, must-alias), {1}: (0, {1}) }, "
+                   "buffer_donor={ (0, {0}), (0, {1}) }\nENTRY e {\n ROOT p = (f32[2], f32[2]) parameter(0)\n}\n",
+        "custom call": entry(' p = f32[2]{0} parameter(0)\n ROOT c = f32[2] custom-call(p), custom_call_target="foo", '
+                             "operand_layout_constraints={f32[2]{0}}, api_version=API_VERSION_TYPED_FFI"),
         "bf16 extremes": entry(" ROOT c = bf16[3] constant({-3.39e+38, inf, nan})"),  # rounds to the largest finite
         "declared operand shapes": entry(" p = f32[2,2]{1,0} parameter(0)\n ROOT a = f32[2,2] add(f32[2,2]{0,1} p, "
                                          "f32[2,2] p)"),  # layouts aside, as XLA compares them

@@ -49,6 +49,19 @@ _INT_RANGES = {f"{kind}{bits}": ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if 
 _FLOAT_MAX = {"f16": 65504.0 + 16, "bf16": 3.3895313892515355e38 + 2.0**119, "f32": 3.4028234663852886e38 + 2.0**103,
               "c64": 3.4028234663852886e38 + 2.0**103, "f64": float("inf"), "c128": float("inf")}
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.(])")
+_INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"  # a shape index, `{0, 1}`
+_ALIAS = rf"{_INDEX}\s*:\s*\(\s*\d+\s*,\s*{_INDEX}\s*(?:,\s*[a-z][a-z\-]*\s*)?\)"  # `{1}: (0, {1}, must-alias)`
+_DONOR = rf"\(\s*\d+\s*,\s*{_INDEX}\s*\)"  # `(0, {1})`
+# The module attributes XLA's parser reads entry by entry: their whole value as it takes it.
+_MODULE_VALUES = {
+    "input_output_alias": re.compile(rf"\{{\s*(?:{_ALIAS}\s*(?:,\s*{_ALIAS}\s*)*)?\}}"),
+    "buffer_donor": re.compile(rf"\{{\s*(?:{_DONOR}\s*(?:,\s*{_DONOR}\s*)*)?\}}"),
+}
+_API_VERSIONS = {"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING", "API_VERSION_STATUS_RETURNING_UNIFIED",
+                 "API_VERSION_TYPED_FFI"}
+_NUMBER_VALUE = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_ACCURACY = re.compile(rf"\{{\s*(?:mode\s*=\s*(?:default|highest)|tolerance\s*=\s*\{{\s*(?:(?:rtol|atol|ulps)\s*=\s*"
+                       rf"{_NUMBER_VALUE}\s*(?:,\s*(?:rtol|atol|ulps)\s*=\s*{_NUMBER_VALUE}\s*)*)?\}})\s*\}}", re.I)
 _INTS = re.compile(r"-?\d+")
 _SLICE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
@@ -335,6 +348,50 @@ class _Verifier:
         if not operands:
             raise self.error(instr, f"'{instr.name}' ({instr.opcode}) needs at least one operand")
 
+    def custom_call(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        """The API version is one XLA knows; operand layout constraints give one shape per operand, each the
+        operand's."""
+        version = _attr(instr, "api_version")
+        if version is not None and version not in _API_VERSIONS:
+            raise self.error(instr, f"custom call '{instr.name}': unknown api_version {version} (one of "
+                                    f"{', '.join(sorted(_API_VERSIONS))})", "api_version=")
+        constraints = _attr(instr, "operand_layout_constraints")
+        if constraints is None:
+            return
+        inner = constraints.strip()[1:-1]
+        pieces = _split_top_level(inner) if inner.strip() else []
+        if len(pieces) != len(operands):
+            raise self.error(instr, f"custom call '{instr.name}': {_count(len(pieces), 'operand layout constraint')} "
+                                    f"for {_count(len(operands), 'operand')}", "operand_layout_constraints=")
+        for number, (piece, operand) in enumerate(zip(pieces, operands)):
+            try:
+                shape = parse_shape(piece.strip())
+            except ValueError as error:
+                raise self.error(instr, f"custom call '{instr.name}': bad operand layout constraint {number}: {error}",
+                                 "operand_layout_constraints=") from None
+            if not _compatible(shape, operand.shape):
+                raise self.error(instr, f"custom call '{instr.name}': operand layout constraint {shape} for operand "
+                                        f"{number} is not its shape {operand.shape}", "operand_layout_constraints=")
+
+    def result_accuracy(self, instr: HloInstruction) -> None:
+        """`result_accuracy={mode=highest}` or `={tolerance={rtol=..., atol=..., ulps=...}}`, on unary ops only."""
+        value = _attr(instr, "result_accuracy")
+        if value is None:
+            return
+        if instr.opcode not in UNARY_ELEMENTWISE:
+            raise self.error(instr, f"'{instr.name}' ({instr.opcode}) takes no result_accuracy", "result_accuracy=")
+        if _ACCURACY.fullmatch(value) is None:
+            raise self.error(instr, f"bad result_accuracy of '{instr.name}': {value} (expected {{mode=default|highest}} "
+                                    "or {tolerance={rtol=..., atol=..., ulps=...}})", "result_accuracy=")
+
+    def module_attributes(self) -> None:
+        module = self.module
+        for key, pattern in _MODULE_VALUES.items():
+            value = module.attrs.get(key)
+            if value is not None and pattern.fullmatch(value) is None:
+                raise ParseError(module.path, f"bad {key} of module '{module.name}': {value}", module.lineno,
+                                 module.header.find(key) + 1)
+
     def infeed(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         """infeed and recv: (data, ..., token[]); XLA's parser CHECK-fails on an array."""
         if not instr.shape.tuple_shapes:
@@ -360,6 +417,7 @@ _CHECKS = {
     "async-done": _Verifier.async_chain,
     "dynamic-reshape": _Verifier.minimum_one,
     "infeed": _Verifier.infeed,
+    "custom-call": _Verifier.custom_call,
     "recv": _Verifier.infeed,
 }
 
@@ -416,6 +474,7 @@ def verify_module(module: HloModule) -> None:
     Linear and cheap: an elementwise instruction whose operands share its shape text (most of them) costs a string
     comparison, and each pair of shape texts, each signature, is checked once."""
     verifier = _Verifier(module)
+    verifier.module_attributes()
     for comp in module.computations:
         verifier.computation(comp)
     rules = _RULES
@@ -439,6 +498,8 @@ def verify_module(module: HloModule) -> None:
                 end = instr._end
                 if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
                     _declared_operands(verifier, instr, operands)
+            if "result_accuracy" in instr.text:
+                verifier.result_accuracy(instr)
             rule = rules.get(opcode)
             if rule is None:
                 continue
