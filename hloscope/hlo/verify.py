@@ -42,7 +42,7 @@ _SAME_DIMS = UNARY_ELEMENTWISE | BINARY_ELEMENTWISE | {"compare", "convert", "is
                                                        "stochastic-convert"}
 _PLAIN_VALUE = re.compile(r'\{[^{}"]*\}(?=\s*(?:,|$))|[^\s,{}()"]+(?=\s*(?:,|$))')
 # The values a constant of each type may hold (XLA's parser refuses a literal outside them: `u4[] constant(16)`;
-# 64-bit literals are read as int64 and wrap, so `u64[] constant(-1)` is taken). Floats: a value that rounds to
+# 64-bit literals are read as int64 and wrap, so `u64[] constant(-1)` is taken). Floats: a value that overflows to
 # infinity in the type (its largest finite value plus half a unit in the last place, or more) is refused.
 _INT_RANGES = {f"{kind}{bits}": ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if kind == "s" else (0, (1 << bits) - 1))
                for kind in "su" for bits in (1, 2, 4, 8, 16, 32)}
@@ -110,7 +110,7 @@ class _Verifier:
         self.module = module
         self.parameter_counts: dict[str, int] = {}
         self.signatures: set[tuple[str, str]] = set()  # (declared result, root shape) texts found compatible
-        # Computations the parser wrapped around async syntax sugar (`call-start()`): XLA's parser leaves the wrapped
+        # Computations the parser built for async syntax sugar (`call-start()`): XLA's parser leaves the wrapped
         # instruction's operands to the async ops, so their count is not checked there.
         self.wrappers = {wrapper for _, wrapper in module.async_chains.values()}
 
@@ -444,7 +444,7 @@ def _constant(verifier: _Verifier, instr: HloInstruction) -> None:
             value = float(text)
             if abs(value) < largest:
                 continue
-            why = f"it rounds to infinity in {element_type}"
+            why = f"it overflows to infinity in {element_type}"
         raise instr._error(f"constant '{instr.name}': {text} is out of range ({why})", number.start())
 
 
