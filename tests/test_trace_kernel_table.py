@@ -202,3 +202,67 @@ def test_a_name_without_the_required_text_never_matches(tokens, name):
     for text in (name, f"x{name}", name * 2, "ab" + name + "ba"):
         if expression.search(text):
             assert required_text(pattern) in text, (pattern, text)
+
+
+def _pieces_of_every_pattern() -> set[str]:
+    """Each pattern of the table, and each run of plain text in it: repeated, these make the names on which a
+    backtracking pattern would take time quadratic (or worse) in the name's length."""
+    import re
+
+    pieces = set()
+    for rule in kernel_rules():
+        for pattern in (*rule.literals, *(expression.pattern for _, expression in rule.expressions)):
+            pieces.add(pattern)
+            pieces.update(piece for piece in re.split(r"\\[a-z]|[]^$()[?*+{}|.\\>=!:]", pattern) if piece)
+    return pieces | {"ck::", "ck_tile::", "ck::gem", "ampere_", "%copy-", "copy_", "cutlass_1_", "sm1", "\n"}
+
+
+def test_a_hostile_name_is_categorised_at_once():
+    # `ck::.*(gemm|conv)` searched with re took 0.8 s on a 10 KB name of repeated "ck::", 22 s on 80 KB and hours on
+    # 1 MB: a trace can hold any name. Now the table is linear in the name and reads only its first MATCHED_CHARS.
+    import time
+
+    from hloscope.trace.categories import MATCHED_CHARS
+
+    kernel_rule.cache_clear()
+    start = time.perf_counter()
+    assert category_of("ck::" * 250_000) == "other"
+    assert category_of("void ck::" * 100_000 + "gemm") == "other"  # the gemm lies past the part that is matched
+    assert category_of("void ck::kernel_x<" + "ab, " * 250_000) == "other"
+    assert category_of("void ck::kernel_gemm_x<" + "ab, " * 250_000) == "matmul/conv"
+    pieces = _pieces_of_every_pattern()
+    assert len(pieces) > 100
+    for piece in pieces:  # 100 KB each (a pattern quadratic in the name would take minutes on one of them)
+        category_of((piece * (100_000 // len(piece) + 1))[:100_000])
+    assert time.perf_counter() - start < 5.0
+    assert category_of("x" * (MATCHED_CHARS - 4) + "gemm") == "matmul/conv"
+    assert category_of("x" * (MATCHED_CHARS - 3) + "gemm") == "other"
+
+
+def test_every_pattern_is_linear_in_the_name():
+    # without the bound on the matched length: every rule on 200 KB names of repeated pieces that patterns start with
+    import time
+
+    rules = kernel_rules()
+    start = time.perf_counter()
+    for piece in ["ck::", "ck_tile::", "%", "copy_", "ampere_"]:
+        name = (piece * (200_000 // len(piece) + 1))[:200_000]
+        for rule in rules:
+            rule.matches(name)
+    assert time.perf_counter() - start < 5.0  # ~0.3 s on a quiet machine; `ck::.*(gemm|conv)` took minutes on one
+
+
+def test_composable_kernel_patterns_answer_as_first_written(kernels):
+    # `(?m:^(?>.*?ck::).*(?:gemm|conv))` (one pass) is the `ck::.*(gemm|conv)` of the table as first written (a
+    # search that restarts at every "ck::"): the same answer on every device name of the fixtures and on edge cases
+    import re
+
+    for prefix in ("ck::", "ck_tile::"):
+        original = re.compile(re.escape(prefix) + ".*(gemm|conv)")
+        rewritten = re.compile(f"(?m:^(?>.*?{re.escape(prefix)}).*(?:gemm|conv))")
+        names = {name.lower() for totals in kernels.values() for name in totals}
+        names |= {f"{prefix}gemm", f"x {prefix} a conv", f"gemm {prefix}", f"{prefix}\ngemm", f"a\n{prefix}conv",
+                  f"{prefix} x\n{prefix} gemm", f"{prefix} gemm\nz", f"{prefix}{prefix}conv", f"{prefix}\n{prefix}", ""}
+        assert sum(bool(original.search(name)) for name in names) > 5
+        for name in names:
+            assert bool(rewritten.search(name)) == bool(original.search(name)), name
