@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-MODULES = ["hloscope.hlo._native", "hloscope.trace._kineto_native", "hloscope.trace._stats_native"]
+MODULES = ["hloscope.hlo._native", "hloscope.trace._stats_native"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -21,7 +21,7 @@ def test_each_extension_is_built_where_required(name):
 
 def test_the_readers_use_the_extensions_when_built():
     from hloscope.hlo import native
-    from hloscope.trace import kineto, stats
+    from hloscope.trace import stats
 
     if os.environ.get("HLOSCOPE_REQUIRE_NATIVE") and not os.environ.get("HLOSCOPE_PURE_PYTHON"):
-        assert native.native is not None and kineto._native is not None and stats._native is not None
+        assert native.native is not None and stats._native is not None

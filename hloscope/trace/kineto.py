@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import importlib
 import io
 import json
 import os
@@ -37,7 +36,6 @@ from hloscope.trace.model import (
     MEMSET,
     OTHER,
     RUNTIME,
-    SOURCE_NAMES,
     STEP,
     CorrelationIds,
     Event,
@@ -444,21 +442,6 @@ def _event_items(path: Path, ijson: Any, stream: _TokenGuard, top_is_array: bool
             in_events = True
 
 
-def _load_native() -> Any:
-    """The compiled event loop (hloscope/trace/_kineto_native.c), or None where it was not built (pip install without a
-    C compiler) or HLOSCOPE_PURE_PYTHON=1 is set: then the Python loop does everything."""
-    if os.environ.get("HLOSCOPE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("hloscope.trace._kineto_native")
-    except ImportError:
-        return None
-
-
-_native = _load_native()
-_NOT_MADE = object()
-
-
 class _EventBuilder:
     """Turns decoded trace items (ijson dicts or msgspec structs) into Events, with the tables they need."""
 
@@ -477,7 +460,6 @@ class _EventBuilder:
         self.correlations = CorrelationIds()
         # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
         self.device_categories: dict[tuple[str, str], str] = {}
-        self._maker: Any = _NOT_MADE  # the compiled loop bound to this builder's tables, made on first use
 
     def from_dict(self, path: Path, raw: object, build: bool = True) -> Event | None:
         # (the msgspec structs only hold scalar ids: an object or list pid/tid/stream comes this way, see trace_id)
@@ -510,23 +492,7 @@ class _EventBuilder:
         )
 
     def from_structs(self, chunk: list[Any]) -> Iterator[Event]:
-        """Events of one decoded chunk: by the compiled loop where it is built (the A100 fixture's 110k events in
-        13 ms against 42 ms), otherwise by `structs_to_events`, which stays the reference: the compiled loop takes
-        its two common cases and calls this builder's methods for the rest, in file order
-        (tests/test_trace_kineto_native.py compares every Event)."""
-        if self._maker is _NOT_MADE:
-            self._maker = None if _native is None else _native.Maker(
-                Event, *kineto_chunks.struct_types(), SOURCE_NAMES, OTHER, FLOW_CORRELATION_BASE, _DEVICE_CATS,
-                _DEVICE_EVENT_KIND_CATS, _DEVICE_EVENT_KINDS, _KINETO_HOST_CATS, self.places, self.device_categories,
-                self._process, self._stream_lane, self._thread, self._metadata, self._complete,
-                self._renumbered_correlation, category_for, kineto_chunks.GiveUp)
-        if self._maker is None:
-            return self.structs_to_events(chunk)
-        self.items += len(chunk)
-        return self._maker.events(chunk)  # type: ignore[no-any-return]
-
-    def structs_to_events(self, chunk: list[Any]) -> Iterator[Event]:
-        """Events of one decoded chunk, in Python. The two commonest cases (GPU activity, PyTorch host events) are
+        """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are
         built inline, with their lane and process names cached: this loop runs once per event of traces with millions
         of them."""
         device_cats = _DEVICE_CATS

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import msgspec
 
     # What _types() makes: the decoders of a chunk of events and of the rest of the document (its `traceEvents`), and
-    # the classes of a decoded event and of its args (for the compiled event loop, hloscope/trace/_kineto_native.c).
+    # the classes of a decoded event and of its args.
     _Decoders = tuple[ModuleType, msgspec.json.Decoder[list[Any]], msgspec.json.Decoder[Any], type, type]
 
 BLOCK_BYTES = 4 << 20
@@ -80,11 +80,6 @@ def _types() -> "_Decoders":
         traceEvents: list[TraceEvent] = []
 
     return msgspec, msgspec.json.Decoder(list[TraceEvent]), msgspec.json.Decoder(Document), TraceEvent, Args
-
-
-def struct_types() -> tuple[type, type]:
-    """(TraceEvent, Args): the classes of the decoded events and of their args."""
-    return _types()[3:]
 
 
 def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
