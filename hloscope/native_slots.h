@@ -1,4 +1,4 @@
-/* Shared by the compiled fast paths (hlo/_native.c, trace/_kineto_native.c): the offsets of a class's slots, to read
+/* Used by the compiled fast paths (hlo/_native.c): the offsets of a class's slots, to read
  * and write them in place as CPython's own member descriptors do. Refuses a class with a __dict__ or a name that is
  * not a plain object slot (T_OBJECT_EX), so that a changed class fails loudly at import, never silently. */
 #ifndef HLOSCOPE_NATIVE_SLOTS_H

@@ -21,7 +21,6 @@ from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto
 from hloscope.trace.model import Event, EventStream, Trace
-from hloscope.trace.native import events_native
 
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.json[.gz] and JAX's <host>.trace.json.gz
@@ -205,9 +204,6 @@ class CheckedEvents:
         self.skipped = 0
 
     def __iter__(self) -> Iterator[Event]:
-        if events_native is not None:  # the same in C (hloscope/trace/native.py)
-            return events_native.Checked(self._events, _possible, self._finish,  # type: ignore[no-any-return]
-                                         MAX_EVENT_US, MAX_TIME_US)
         return self._checked()
 
     def _checked(self) -> Iterator[Event]:

@@ -28,7 +28,6 @@ from hloscope.trace.model import (
     Event,
     Trace,
 )
-from hloscope.trace.native import events_native as _native
 from hloscope.trace.steps import StepLocator, StepWindow, busy_summary, exposed_time, step_windows
 
 TOP_N = 10
@@ -81,11 +80,7 @@ class _Accumulator:
         self.collective_dur = array("d")
 
     def add_all(self, events: Iterable[Event]) -> None:
-        """`add` each event, by the compiled loop where it is built (hloscope/trace/_stats_native.c: it takes the
-        common cases and calls `add` for the rest, in order; tests/test_trace_stats_native.py compares the results)."""
-        if _native is not None and type(self) is _Accumulator:
-            _native.add_all(self, events)
-            return
+        """`add` each event, in order."""
         add = self.add
         for event in events:
             add(event)
@@ -195,10 +190,6 @@ class _Accumulator:
         else:
             span[0] = min(span[0], event.start_us)
             span[1] = max(span[1], event.end_us)
-
-
-if _native is not None:
-    _native.set_accumulator_class(_Accumulator)
 
 
 def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None) -> dict[str, Any]:
@@ -351,14 +342,7 @@ class _StepFigures(NamedTuple):
 def _step_figures(
     acc: _Accumulator, step_of_execution: array[int], steps: int,
 ) -> tuple[list[_StepFigures], tuple[int, int, float]]:
-    """(the figures of each step, (executions, kernels, us) launched before the profiling window). Compiled where
-    built (hloscope/trace/_stats_native.c: the same sums in the same order)."""
-    compiled = None if _native is None else _native.step_figures(
-        acc.exec_start, acc.exec_end, step_of_execution, acc.exec_is_kernel, acc.exec_category, steps, len(CATEGORIES),
-        _COLLECTIVE_INDEX)
-    if compiled is not None:  # None: a NaN time (events given directly, not read from a file), sorted in Python
-        figures, early = compiled
-        return [_StepFigures(*step) for step in figures], early
+    """(the figures of each step, (executions, kernels, us) launched before the profiling window)."""
     starts = [array("d") for _ in range(steps)]
     ends = [array("d") for _ in range(steps)]
     collective = [array("b") for _ in range(steps)]  # 1 where the execution is a collective
@@ -404,9 +388,7 @@ def _collective_time(starts: array[float], ends: array[float], flags: array[int]
 def _dispatched_time(acc: _Accumulator) -> float:
     """Host dispatch: the time of the runtime calls whose correlation id is a device execution's (cudaLaunchKernel,
     cudaMemcpyAsync, XLA thread-pool hand-offs), apart from the rest of the runtime time (cudaDeviceSynchronize, event
-    queries). Compiled where built (the same sum, in the same order)."""
-    if _native is not None:
-        return _native.dispatched_time(acc.launch_corr, acc.launch_dur, acc.exec_corr)  # type: ignore[no-any-return]
+    queries)."""
     dispatched = frozenset(acc.exec_corr)
     total: float = 0  # stays the int 0 when no launch matched (as it always has: "host_launch_us": 0)
     for correlation, duration in zip(acc.launch_corr, acc.launch_dur):
@@ -424,12 +406,7 @@ def _place(acc: _Accumulator, windows: list[StepWindow], host_windows: bool) -> 
     """(the step index of each device execution, or _NO_STEP / _EARLY; the host launch time of each step).
 
     A device event is in the step its launch was in (when the steps are host markers); without a launch record, in
-    the last step started before its program execution began. Compiled where built (hloscope/trace/_stats_native.c;
-    tests/test_trace_stats_native.py compares both on every fixture)."""
-    if _native is not None:
-        return _native.place(acc.exec_corr, acc.exec_anchor, acc.launch_corr, acc.launch_start,  # type: ignore[no-any-return]
-                             acc.launch_dur, array("d", [w.start_us for w in windows]),
-                             array("d", [w.end_us for w in windows]), host_windows, FLOW_CORRELATION_BASE)
+    the last step started before its program execution began."""
     locator = StepLocator(windows)
     launches = _LaunchSteps(acc, locator, len(windows))
     use_launches = host_windows and launches.any
