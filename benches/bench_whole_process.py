@@ -62,17 +62,21 @@ def main() -> None:
     variants = [parse_variant(text) for text in options.variant]
     for tree in {tree for _, tree, _ in variants}:
         compileall.compile_dir(str(Path(tree) / "hloscope"), quiet=1)
-    cwd = tempfile.mkdtemp(prefix="bench_whole_process_")
+    with tempfile.TemporaryDirectory(prefix="bench_whole_process_") as cwd:
+        measure(variants, options.command, options.repeat, cwd)
+
+
+def measure(variants: list[tuple[str, str, dict[str, str]]], commands: list[list[str]], repeat: int, cwd: str) -> None:
     print("| command | file | MB | variant | best s | median s | median CPU s | peak RSS MB (max) | "
           "median / the first variant's (wall, CPU) |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|")
-    for command, file in options.command:
+    for command, file in commands:
         args = [*command.split(), str(Path(file).resolve())]
         times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         peaks: dict[str, list[int]] = {name: [] for name, _, _ in variants}
         cpu: dict[str, list[float]] = {name: [] for name, _, _ in variants}
         reference: tuple[str, int] | None = None
-        for round_ in range(options.repeat):
+        for round_ in range(repeat):
             shift = round_ % len(variants)
             for name, tree, env in variants[shift:] + variants[:shift]:
                 seconds, cpu_seconds, peak, digest, code = run_once(tree, env, args, cwd)
