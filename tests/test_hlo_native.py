@@ -170,6 +170,8 @@ TRICKY_LINES = [
     "  %s = f32[2]{0} add(a, b), x={\n    1}",
     "  %s = f32[2]{0} add(a,\n    b)",
     "  %s = f32[2]{0} add(a, b), dimensions={0}, to_apply=sum, metadata={op_name=\"jit(f)/add\"}",
+    # a comment opened at the end of a line the compiled scan would take: the next line is inside it, no instruction
+    "  %s = f32[2]{0} add(a, b) /* from here\n  z = f32[2]{0} add(a, b)\n  */",
 ]
 
 

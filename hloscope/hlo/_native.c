@@ -194,6 +194,9 @@ static int take_line(PyObject *line, long lineno, PyObject *comp, PyObject *inst
     /* A line that may continue on the next one (parser._CONTINUES) is the Python parser's. */
     if (n >= 2 && s[n - 1] == '\n' && (s[n - 2] == '{' || s[n - 2] == ',' || s[n - 2] == '(' || s[n - 2] == '='))
         return 0;
+    /* A line opening a comment is the Python parser's: the comment may run over the lines after it. */
+    for (Py_ssize_t i = 0; i + 1 < n; i++)
+        if (s[i] == '/' && s[i + 1] == '*') return 0;
     Py_ssize_t close = find_char(s, h.pos, n, ')');
     if (close < 0 || find_char(s, h.pos, close, '(') >= 0) return 0; /* unclosed, or a nested operand */
     if (h.root) {
