@@ -40,3 +40,11 @@ def check_range(name: str, value: float, low: float, high: float) -> None:
         raise UsageError(f"{name} must be a whole number, not {value!r}")
     if not math.isfinite(value) or not low <= value <= high:
         raise UsageError(f"{name} must be from {low} to {high}, not {value!r}")
+
+# `hloscope replay` runs XLA on files it did not write (docs/replay.md "What replay accepts"): every bound in one place.
+MAX_REPLAY_MODULE_BYTES = 256 << 20  # one HLO / StableHLO module's text, read whole
+MAX_REPLAY_ARRAY_BYTES = 16 << 30  # one entry parameter (or, in HLO, any instruction's array): built on the host first
+MAX_REPLAY_INPUT_BYTES = 64 << 30  # all entry parameters of one module together
+MAX_REPLAY_SAVED_STEPS = 64  # batches in a run's saved step inputs (hloscope saves 3)
+MAX_NPY_HEADER_BYTES = 64 << 10  # an .npy member's header beyond its data (numpy writes 128 bytes)
+MAX_REPLAY_TIMEOUT_S = 3600.0  # the child process that compiles and executes: killed past this (HLOSCOPE_REPLAY_TIMEOUT_S)

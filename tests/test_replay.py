@@ -102,11 +102,10 @@ def test_host_callback_is_refused_in_one_line(tmp_path):
     path = tmp_path / "callback.hlo.txt"
     path.write_text(CALLBACK_HLO, encoding="utf-8")
     result = _hloscope("replay", str(path), "--steps", "2", "--warmup", "1", "--json", timeout=300)
-    assert result.returncode == 1
-    (line,) = [x for x in result.stderr.splitlines() if "not replayed" in x]
-    assert "calls back into the host (xla_python_cpu_callback)" in line
-    record = json.loads(result.stdout)
-    assert record["status"] == "not_replayable" and "host" in record["skipped"][0]["reason"]
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert f"{path}:5:" in line and "calls back into the host ('xla_python_cpu_callback')" in line
+    assert not list(tmp_path.glob("*.replay*.json"))
 
 
 def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):

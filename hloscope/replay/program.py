@@ -13,10 +13,8 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import HloscopeError, InputError
+from hloscope.limits import MAX_REPLAY_MODULE_BYTES
 
-# custom calls that call back into the host process (a Python callback has no Python to call in a replay)
-HOST_CALLBACKS = ("xla_python_cpu_callback", "xla_python_gpu_callback", "xla_ffi_python_cpu_callback",
-                  "xla_ffi_python_gpu_callback", "xla_ffi_partial_python_cpu_callback", "SendToHost", "RecvFromHost")
 _SHAPE = re.compile(r"\b(pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128)\[([\d,]*)\]")
 _DTYPES = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8",
            "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
@@ -82,10 +80,9 @@ class Program:
 
 def module_format(path: str | os.PathLike) -> str:
     """'mlir' for StableHLO/MHLO text, 'hlo' for HLO text, from the file's beginning."""
-    from hloscope.files import regular_file
+    from hloscope.files import open_binary
 
-    regular_file(path, "HLO module")
-    with open(path, "rb") as f:
+    with open_binary(path, "HLO module") as f:
         head = f.read(1 << 16).decode("utf-8", "replace").lstrip()
     if head.startswith("HloModule"):
         return "hlo"
@@ -95,11 +92,8 @@ def module_format(path: str | os.PathLike) -> str:
 
 
 def check_replayable(name: str, text: str, fmt: str, devices: int) -> None:
-    """Raise NotReplayable (one line: module and reason) for what jaxlib cannot run alone on `devices` devices."""
-    for target in HOST_CALLBACKS:
-        if target in text:
-            raise NotReplayable(f"{name}: calls back into the host ({target}): the framework's Python is not there to "
-                                "answer it")
+    """Raise NotReplayable (one line: module and reason) for what jaxlib cannot run alone on `devices` devices.
+    (What replay refuses to run at all, custom calls and host transfers, hloscope.replay.accept has refused before.)"""
     if fmt == "hlo":
         header = text[: text.find("\n")]
         parts = re.search(r"num_partitions=(\d+)", header)
@@ -127,12 +121,14 @@ def compile_program(path: str | os.PathLike, device, name: str | None = None, fm
     path = str(path)
     fmt = fmt or module_format(path)
     name = name or Path(path).name
-    text = read_text(path, "HLO module")
+    text = read_text(path, "HLO module", MAX_REPLAY_MODULE_BYTES)
     check_replayable(name, text, fmt, len(device.client.devices()))
     try:
         module_text, donors = stablehlo_from_text(text, fmt)
-    except Exception as error:  # jaxlib's HLO parser
+        operations = _operations(module_text)
+    except Exception as error:  # jaxlib's HLO parser, MLIR's
         raise _unreadable(path, name, fmt, error) from None
+    _check_operations(path, operations)
     start = time.perf_counter()
     try:
         executable = compile_stablehlo(device.client, (device,), module_text, donors, load=True)
@@ -151,6 +147,43 @@ def compile_program(path: str | os.PathLike, device, name: str | None = None, fm
     return Program(name=name, file=path, fmt=fmt, executable=executable, compiled_hlo=compiled,
                    parameters=parameters, outputs=outputs, feeds=feeds, feeds_from=how, donors=len(donors),
                    compile_s=compile_s)
+
+
+def _operations(module_text: str | bytes) -> list[tuple[str, str | None]]:
+    """(operation name, custom-call target or None) of every operation of the module as MLIR parses it: what XLA will
+    compile, whatever the text looked like to hloscope's own checks."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    found: list[tuple[str, str | None]] = []
+    with mlir.make_ir_context():
+        module = ir.Module.parse(module_text)
+        stack = [module.operation]
+        while stack:
+            op = stack.pop()
+            target = None
+            if op.name.endswith(".custom_call"):
+                try:
+                    target = ir.StringAttr(op.attributes["call_target_name"]).value
+                except (KeyError, ValueError):  # no target, or not a string: nothing the allow-list names
+                    target = ""
+            found.append((op.name, target))
+            for region in op.regions:
+                for block in region.blocks:
+                    stack.extend(child.operation for child in block.operations)
+    return found
+
+
+def _check_operations(path: str, operations: list[tuple[str, str | None]]) -> None:
+    """The allow-list of hloscope.replay.accept, once more on the parsed module: InputError for a custom call it does
+    not name exactly or an operation that talks to the host."""
+    from hloscope.replay.accept import ALLOWED_CUSTOM_CALLS, describe_target
+
+    for op, target in operations:
+        if target is not None and target not in ALLOWED_CUSTOM_CALLS:
+            raise InputError(path, describe_target(target))
+        if op.split(".")[-1] in ("send", "recv", "infeed", "outfeed"):
+            raise InputError(path, f"'{op}' talks to the host, which is not there in a replay: not replayed")
 
 
 def _first_line(error: BaseException) -> str:

@@ -8,18 +8,17 @@ are `hloscope run`'s (hloscope.backends.timing): the clock stops after the outpu
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import time
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from hloscope.errors import InputError, MissingDependency, UsageError
+from hloscope.errors import HloscopeError, InputError, MissingDependency, UsageError
+from hloscope.limits import MAX_REPLAY_MODULE_BYTES, MAX_REPLAY_TIMEOUT_S
 from hloscope.modes import BY_NAME
-from hloscope.replay.program import NotReplayable, Program, UnreadableModule, compile_program, loss_index, make_inputs
-from hloscope.replay.trajectory import check_trajectory, saved_inputs
+from hloscope.replay.trajectory import saved_inputs
+from hloscope.replay.worker import fusions, instructions
 
 SCHEMA_VERSION = 1
 REPLAY_FILE = "replay.json"
@@ -68,100 +67,73 @@ def modules_of(path: Path) -> tuple[dict | None, Path | None, list[tuple[str, Pa
 
 
 def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,
-           profile_steps: int = 6, seed: int = 0, on_skip=lambda line: None) -> tuple[dict, Path | None]:
-    """Replay and record; returns (record, path of the replay.json written, or None when it could not be written)."""
-    from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
+           profile_steps: int = 6, seed: int = 0, on_skip=lambda line: None,
+           timeout_s: float | None = None) -> tuple[dict, Path | None]:
+    """Replay and record; returns (record, path of the replay.json written, or None when it could not be written).
+
+    Every module and the run's saved inputs are checked first (hloscope.replay.accept, .inputs: InputError for what
+    replay does not run); XLA then compiles and executes in a child process (hloscope.replay.worker) bounded by
+    `timeout_s` (HLOSCOPE_REPLAY_TIMEOUT_S, else MAX_REPLAY_TIMEOUT_S): its crash, abort or time-out is one
+    InputError naming the module."""
+    from hloscope.replay.accept import accept_module
 
     if steps < 1 or warmup < 1:
         raise UsageError("--steps and --warmup must be at least 1")
+    if device not in ("cpu", "cuda"):
+        raise UsageError(f"--device {device}: choose cpu or cuda")
     path = Path(path)
     run, run_dir, wanted = modules_of(path)
-    dev = select_device(device)
+    accepted = [accept_module(file, name, fmt) for name, file, fmt in wanted]
     config = (run or {}).get("config") or {}
     batch = config.get("batch_size") if isinstance(config.get("batch_size"), int) else None
     labels = (config.get("model_config") or {}).get("num_labels") if isinstance(config.get("model_config"),
                                                                                  dict) else None
+    labels = labels if isinstance(labels, int) and not isinstance(labels, bool) and 0 < labels <= 10**7 else None
+    saved = _checked_saved_inputs(run, accepted)
+    base = run_dir or path.parent
+    logdir = _new_profile_dir(base) if profile else None
+    request = {"modules": [[a.name, a.file, a.fmt] for a in accepted], "device": device, "steps": steps,
+               "warmup": warmup, "seed": seed, "batch": batch, "labels": labels, "saved_inputs": saved,
+               "profile_dir": str(logdir) if logdir else None, "profile_steps": profile_steps}
+    result = run_child(request, [a.file for a in accepted], path, timeout_s)
     record: dict = {
         "schema_version": SCHEMA_VERSION, "kind": "replay", "status": "running",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "source": {"path": str(path), "run_id": (run or {}).get("run_id"), "mode": (run or {}).get("mode"),
                    "batch_size": batch, "num_labels": labels},
         "config": {"device": device, "steps": steps, "warmup": warmup, "seed": seed, "profile": profile},
-        "device": {"platform": dev.platform, "kind": dev.device_kind, "count": len(dev.client.devices())},
-        "compiler": _compiler(run, dev), "modules": [], "skipped": [], "warnings": [],
+        "device": result["device"], "compiler": _compiler(run, result.get("platform_version")), "modules": [],
+        "skipped": [], "warnings": result.get("warnings", []),
         "inputs": ("images ~ N(0,1) of the run's batch shape, weights and optimizer state ~ N(0,0.02), float "
                    "scalars 0.01, integer labels uniform in [0, num_labels), step counters 0"),
     }
-    programs: list[Program] = []
     unreadable: list[InputError] = []
-    for name, file, fmt in wanted:
-        try:
-            programs.append(compile_program(file, dev, name=name, fmt=fmt))
-        except NotReplayable as why:
-            line = str(why) if str(why).startswith(name) else f"{name}: {why}"
-            record["skipped"].append({"module": name, "file": str(file), "reason": line})
-            if isinstance(why, UnreadableModule):
-                unreadable.append(why.input_error)
-            else:
-                on_skip(f"not replayed: {line}")
+    for skip in result["skipped"]:
+        bad = skip.pop("input_error", None)
+        record["skipped"].append(skip)
+        if bad is not None:
+            unreadable.append(InputError(bad["path"], bad["message"], bad.get("line"), bad.get("col")))
+        else:
+            on_skip(f"not replayed: {skip['reason']}")
     if unreadable and len(unreadable) == len(wanted):  # nothing to replay, and only bad input to blame: exit 2
         raise unreadable[0]
     for error in unreadable:  # the other modules are replayed; the damaged file is named, with its line:column
         on_skip(f"not replayed: {error}")
-    if not programs:
+    if not result["modules"]:
         record["status"] = "not_replayable"
         return record, _write(record, run_dir, path)
-    saved = saved_inputs(run)
-    if saved is not None and run is not None and len(programs) == 1:  # jax, torchax: the run's own start, checked
-        record["trajectory"] = check_trajectory(programs[0], run, saved, dev)
-    inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
-    hosts = [[None] * len(args) for args in inputs]  # host copies of donated inputs that are not fed back
-    state: dict[str, list[Any]] = {"outputs": [None] * len(programs)}  # each program's last outputs (jax arrays)
-
-    def step(index: int):
-        state["outputs"] = [p.executable.execute(args) for p, args in zip(programs, inputs)]
-        return state["outputs"]
-
-    def wait(outputs) -> None:
-        for outs in outputs:
-            for array in outs:
-                array.block_until_ready()
-
-    def thread(phase: str = "", index: int = 0) -> None:  # outside the timer: run_loop's on_step hook
-        for k, (program, args, outs) in enumerate(zip(programs, inputs, state["outputs"])):
-            for param, out in program.feeds.items():
-                args[param] = outs[out]
-            for j, array in enumerate(args):
-                if array.is_deleted():  # donated but not fed back: a fresh copy, as the framework keeps its own
-                    if hosts[k][j] is None:
-                        hosts[k][j] = make_inputs(_only(program, j), dev, batch, labels, seed + j)[0]
-                    args[j] = _copy(hosts[k][j], dev)
-
-    # the loss is the first program's scalar loss output; without one, nothing is recorded (run_loop still asks)
-    loss_at = next(((k, index) for k, program in enumerate(programs)
-                    if (index := loss_index(program)) is not None), None)
-
-    def loss_of(outputs: list[Any]) -> float:
-        return float(outputs[loss_at[0]][loss_at[1]]) if loss_at is not None else math.nan
-
-    log = StepLog()
-    run_loop(step, wait, loss_of, steps, warmup, log, on_step=thread)
-    stats = step_statistics(log.step_times_s, batch or 1, log.window_s)
-    record["timing"] = {"step_times_s": log.step_times_s, "warmup_times_s": log.warmup_times_s,
-                        "first_step_s": log.first_step_s, **stats}
-    if batch is None:
-        record["timing"].pop("throughput_img_s", None)
-    noise = noise_warning(stats)
-    if noise:
-        record["warnings"].append(noise)
-    losses = log.losses if loss_at is not None else []
-    record["loss"] = {"first": losses[0] if losses else None, "last": losses[-1] if losses else None,
-                      "finite": all(x == x and abs(x) != float("inf") for x in losses) if losses else None}
-    per_module = _per_module(programs, inputs, state, wait, thread, min(steps, 20)) if len(programs) > 1 else None
-    for i, program in enumerate(programs):
-        record["modules"].append(_module_entry(program, run, run_dir, per_module[i] if per_module else None))
-    if profile:
-        record["profile"] = _profile(run_dir or path.parent, step, wait, thread, profile_steps, record)
+    if "trajectory" in result:
+        record["trajectory"] = result["trajectory"]
+    for key in ("timing", "loss"):
+        record[key] = result[key]
+    for entry in result["modules"]:
+        after = _run_optimized(run, run_dir, entry["module"])
+        if after is not None:
+            entry["run_fusions"] = fusions(after)
+            entry["run_instructions"] = instructions(after)
+        record["modules"].append(entry)
+    if logdir is not None:
+        record["profile"] = {**result.get("profile", {}), "logdir": str(logdir), "xplane": _xplanes(logdir)}
     record["comparison"] = _against_run(run, record)
     if run is not None and run_dir is not None:
         record["framework_device"] = _framework_device(run_dir, record)
@@ -169,74 +141,133 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     return record, _write(record, run_dir, path)
 
 
-def _only(program: Program, j: int) -> Program:
-    from dataclasses import replace
+def _checked_saved_inputs(run: dict | None, accepted: list) -> dict | None:
+    """The run's saved step inputs for the child, after load_saved has checked them against the one module's
+    parameters (InputError naming the .npz otherwise); None without them or with several modules."""
+    from hloscope.replay.inputs import load_saved
+    from hloscope.runs.rundir import artifact_path
 
-    return replace(program, parameters=[program.parameters[j]])
-
-
-def _copy(array, device):
-    import jax
-    import numpy as np
-
-    return jax.device_put(np.asarray(array), device)
-
-
-def _per_module(programs, inputs, state, wait, thread, steps: int) -> list[float]:
-    """Each module's own median, timed one module at a time (a sync after each), for the table per graph."""
-    from statistics import median
-
-    times: list[list[float]] = [[] for _ in programs]
-    for _ in range(steps):
-        outputs = []
-        for k, (program, args) in enumerate(zip(programs, inputs)):
-            start = time.perf_counter()
-            outs = program.executable.execute(args)
-            wait([outs])
-            times[k].append(time.perf_counter() - start)
-            outputs.append(outs)
-        state["outputs"] = outputs
-        thread()
-    return [median(t) for t in times]
+    saved = saved_inputs(run)
+    if saved is None or run is None or len(accepted) != 1 or not isinstance(saved.get("path"), str):
+        return None
+    load_saved(artifact_path(run, saved), accepted[0].parameters, accepted[0].name)
+    precision = str(((run.get("config") or {}).get("precision")) or "fp32")
+    return {"dir": str(run["_dir"]), "path": saved["path"], "precision": precision}
 
 
-_FUSION = re.compile(r"=\s*\S+\s+fusion\(")
+def _timeout(timeout_s: float | None) -> float:
+    if timeout_s is not None:
+        return timeout_s
+    try:
+        value = float(os.environ.get("HLOSCOPE_REPLAY_TIMEOUT_S", ""))
+    except ValueError:
+        return MAX_REPLAY_TIMEOUT_S
+    return value if 0 < value <= MAX_REPLAY_TIMEOUT_S else MAX_REPLAY_TIMEOUT_S
 
 
-def _module_entry(program: Program, run: dict | None, run_dir: Path | None, median_s: float | None) -> dict:
-    entry = {"module": program.name, "file": program.file, "format": program.fmt,
-             "parameters": len(program.parameters), "outputs": len(program.outputs),
-             "fed_back": len(program.feeds), "fed_back_from": program.feeds_from, "donated": program.donors,
-             "compile_s": program.compile_s, "replay_fusions": len(_FUSION.findall(program.compiled_hlo)),
-             "replay_instructions": _instructions(program.compiled_hlo)}
-    if median_s is not None:
-        entry["median_s"] = median_s
-    after = _run_optimized(run, run_dir, program.name)
-    if after is not None:
-        entry["run_fusions"] = len(_FUSION.findall(after))
-        entry["run_instructions"] = _instructions(after)
-    return entry
+def run_child(request: dict, files: list[str], source: Path, timeout_s: float | None = None) -> dict:
+    """Run hloscope.replay.worker on `request`; its result, or its error raised here. A child that crashes,
+    aborts or runs past the time bound is one InputError naming the module it was compiling (the source when it was
+    executing several)."""
+    import json
+    import subprocess
+    import sys
+
+    from hloscope.replay.worker import MARK
+
+    limit = _timeout(timeout_s)
+    root = str(Path(__file__).resolve().parent.parent.parent)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    if request["device"] == "cpu":
+        env.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
+    stdout: str | bytes | None
+    stderr: str | bytes | None
+    code: int | None
+    try:
+        child = subprocess.run([sys.executable, "-m", "hloscope.replay.worker"], input=json.dumps(request),
+                               capture_output=True, text=True, timeout=limit, env=env, check=False)
+        stdout, stderr, code = child.stdout, child.stderr, child.returncode
+    except subprocess.TimeoutExpired as expired:
+        stdout, stderr, code = expired.stdout, expired.stderr, None
+    except OSError as error:
+        raise HloscopeError(f"could not start replay's XLA process: {error.strerror or error}") from None
+    messages = []
+    for line in _text(stdout).splitlines():
+        if line.startswith(MARK):
+            try:
+                messages.append(json.loads(line[len(MARK):]))
+            except ValueError:
+                continue
+    stage = next((m for m in reversed(messages) if "stage" in m), None)
+    blame = files[stage["index"]] if stage and stage.get("index") is not None and stage["index"] < len(files) else (
+        files[0] if len(files) == 1 else str(source))
+    doing = "compiling" if stage and stage.get("stage") == "compile" else "running" if stage else "starting on"
+    final = messages[-1] if messages and ("result" in messages[-1] or "error" in messages[-1]) else None
+    if code is None:
+        raise InputError(blame, f"XLA did not finish {doing} it within {limit:g} s: stopped, not replayed "
+                                "(HLOSCOPE_REPLAY_TIMEOUT_S sets the bound)")
+    if final is None:
+        detail = next((ln[ln.index("Check failed"):].strip() for ln in _text(stderr).splitlines()
+                       if "Check failed" in ln), "")
+        raise InputError(blame, f"XLA {_died(code)} while {doing} it: not replayed"
+                                + (f" ({detail[:200]})" if detail else ""))
+    if "error" in final:
+        raise _rebuilt(final["error"], blame)
+    result: dict = final["result"]
+    return result
 
 
-def _instructions(hlo_text: str) -> int:
-    return sum(1 for line in hlo_text.splitlines() if re.match(r"\s+(ROOT\s+)?%?[\w.-]+\s*=", line))
+def _text(output: str | bytes | None) -> str:
+    if isinstance(output, bytes):
+        return output.decode("utf-8", "replace")
+    return output or ""
+
+
+def _died(code: int) -> str:
+    import signal
+
+    if code < 0:
+        try:
+            return f"crashed ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"crashed (signal {-code})"
+    return f"stopped with exit code {code}"
+
+
+def _rebuilt(error: dict, blame: str) -> HloscopeError:
+    """The child's error as the same kind of hloscope error here."""
+    message = str(error.get("message"))
+    kind = error.get("class")
+    if error.get("path") is not None:
+        return InputError(str(error["path"]), message, error.get("line"), error.get("col"))
+    if kind == "UsageError":
+        return UsageError(message)
+    if kind == "XlaFailure":
+        return InputError(blame, f"XLA failed on it: {message}")
+    rebuilt = HloscopeError(message)
+    rebuilt.exit_code = int(error.get("exit_code") or 1)
+    return rebuilt
 
 
 def _run_optimized(run: dict | None, run_dir: Path | None, module: str) -> str | None:
-    """The run's own optimized HLO of `module` (what the framework's XLA made of the same graph)."""
+    """The run's own optimized HLO of `module` (what the framework's XLA made of the same graph), read bounded."""
+    from hloscope.files import read_text
+    from hloscope.runs.rundir import artifact_path
+
     if run is None or run_dir is None:
         return None
     for artifact in run.get("artifacts", []):
         if (artifact.get("kind") == "hlo" and artifact.get("stage") == "after_optimizations"
-                and artifact.get("module") == module):
+                and artifact.get("module") == module and isinstance(artifact.get("path"), str)):
             try:
-                return (run_dir / artifact["path"]).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                return read_text(artifact_path(run, artifact), "HLO module", MAX_REPLAY_MODULE_BYTES)
+            except InputError:
                 return None
     return None
 
 
-def _compiler(run: dict | None, device) -> dict:
+def _compiler(run: dict | None, platform_version: str | None) -> dict:
     """Which XLA compiled what: the replay's (jaxlib's) and the run's (the framework's own, or bundled)."""
     from importlib import metadata
 
@@ -247,7 +278,7 @@ def _compiler(run: dict | None, device) -> dict:
             return None
 
     replay = {"xla": f"jaxlib {version('jaxlib')}", "jax": version("jax"), "jaxlib": version("jaxlib"),
-              "platform_version": getattr(device.client, "platform_version", None)}
+              "platform_version": platform_version}
     out: dict[str, object] = {"replay": replay}
     if run is not None:
         mode = str(run.get("mode") or "")
@@ -301,21 +332,31 @@ def _framework_device(run_dir: Path, record: dict) -> dict:
     return out
 
 
-def _profile(base: Path, step, wait, thread, steps: int, record: dict) -> dict:
-    import jax
+def _new_profile_dir(base: Path) -> Path:
+    """A fresh folder for --profile in `base`: replay-profile, else replay-profile-2, ...; made here with mkdir, which
+    never follows or reuses what is there (a symbolic link planted under the name is skipped, never written through),
+    so the profile lands inside `base` and overwrites nothing."""
+    for n in range(1, 1000):
+        candidate = base / (PROFILE_DIR if n == 1 else f"{PROFILE_DIR}-{n}")
+        try:
+            os.mkdir(candidate, 0o755)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise InputError(candidate, f"cannot create the profile folder: {error.strerror or error}") from None
+        if not stat.S_ISDIR(os.lstat(candidate).st_mode):  # replaced since: never written through
+            raise InputError(candidate, "replaced while replay made it: not written")
+        return candidate
+    raise InputError(base, f"{PROFILE_DIR}-2 ... {PROFILE_DIR}-999 all exist: no name left for the profile")
 
-    logdir = base / PROFILE_DIR
-    before = set(logdir.rglob("*.xplane.pb")) if logdir.exists() else set()
-    jax.profiler.start_trace(str(logdir))
-    try:
-        for index in range(steps):
-            with jax.profiler.StepTraceAnnotation("train_step", step_num=index):
-                wait(step(index))
-            thread()
-    finally:
-        jax.profiler.stop_trace()
-    new = sorted(set(logdir.rglob("*.xplane.pb")) - before)
-    return {"steps": steps, "warmup_steps": 1, "logdir": str(logdir), "xplane": [str(p) for p in new]}
+
+def _xplanes(logdir: Path) -> list[str]:
+    """The xplane files the child wrote under `logdir` (symbolic links neither followed nor listed)."""
+    found = []
+    for folder, _dirs, names in os.walk(logdir, followlinks=False):
+        found += [os.path.join(folder, n) for n in names if n.endswith(".xplane.pb")
+                  and stat.S_ISREG(os.lstat(os.path.join(folder, n)).st_mode)]
+    return sorted(found)
 
 
 def output_path(run_dir: Path | None, source: Path) -> Path:
@@ -326,7 +367,7 @@ def output_path(run_dir: Path | None, source: Path) -> Path:
         folder, stem = source.parent, f"{source.name}.replay"
     candidate = folder / f"{stem}.json"
     n = 2
-    while candidate.exists():
+    while os.path.lexists(candidate):  # a symbolic link there, even one leading nowhere, is never written through
         candidate = folder / f"{stem}-{n}.json"
         n += 1
     return candidate
@@ -337,7 +378,8 @@ def _write(record: dict, run_dir: Path | None, source: Path) -> Path | None:
 
     target = output_path(run_dir, source)
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # reserve the name: never overwrite
+        # reserve the name: never overwrite, never follow a link (the record then replaces this empty file of ours)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         os.close(fd)
         write_json_atomic(target, record)
     except OSError as error:

@@ -23,14 +23,14 @@ def check_trajectory(program: Program, run: dict, entry: dict, device) -> dict:
     `trajectory` field. A mismatch of shapes or a missing file is recorded as `error`, never raised."""
     import jax
 
-    from hloscope.backends.step_inputs import load
     from hloscope.errors import HloscopeError
+    from hloscope.replay.inputs import load_saved
     from hloscope.runs.parity import relative_difference, tolerances
     from hloscope.runs.rundir import artifact_path
 
     path = artifact_path(run, entry)
     try:
-        arrays = load(path)
+        arrays = load_saved(path, program.parameters, program.name)
     except HloscopeError as error:
         return {"file": entry.get("path"), "ok": False, "error": str(error)}
     n_state = sum(1 for name in arrays if name.startswith("state_"))
