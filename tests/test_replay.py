@@ -361,3 +361,228 @@ def test_explain_shows_the_split(comparison):
     assert "against_baseline" in modes["torch_xla"]["replay"]
     text = _hloscope("explain", str(comparison), "--format", "md", "-o", "-")
     assert "framework overhead" in text.stdout and "replayed (measured" in text.stdout
+
+
+# ------------------------------------------------------------------- hostile run directories and module files
+# replay runs XLA on files it did not write: each class of hostile input is one line on stderr naming the file, exit
+# 2, never a crash, a hang or a write outside the run directory (docs/replay.md "What replay accepts").
+
+CUSTOM_CALL_HLO = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+ENTRY %main (x: f32[2]) -> f32[2] {
+  %x = f32[2]{0} parameter(0)
+  ROOT %cc = f32[2]{0} custom-call(%x), custom_call_target=TARGET
+}
+"""
+CUSTOM_CALL_MLIR = """module @jit_f {
+  func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>) {
+    %0 = CALL
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+# a reshape XLA's shape check refuses with a CHECK failure (SIGABRT), which hloscope's parser lets through
+RESHAPE_HLO = """HloModule jit_f, entry_computation_layout={(f32[6]{0})->f32[4]{0}}
+
+ENTRY %main (x: f32[6]) -> f32[4] {
+  %x = f32[6]{0} parameter(0)
+  ROOT %r = f32[4]{0} reshape(%x)
+}
+"""
+
+
+def _module(tmp_path: Path, text: str, name: str = "module.hlo.txt") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _refused(path: Path, *args: str, at: Path | None = None, words: tuple[str, ...] = (), position: bool = False,
+             timeout: float = 120) -> str:
+    from helpers import assert_refused, hloscope
+
+    result = hloscope("replay", path, "--steps", "2", "--warmup", "1", *args, timeout=timeout)
+    return assert_refused(result, at or path, words=words, position=position)
+
+
+@pytest.mark.parametrize("target", [
+    '"xla_ffi_partitioned_python_cpu_callback"', '"xla_buffer_python_cpu_callback"', '"xla_python_cpu_callback"',
+    r'"xla\x5fpython_cpu_callback"', r'"xla_python_cpu_callback\00"', '"SendToHost"', '"Sharding_and_more"',
+    '"my Sharding"', "xla_ffi_python_cpu_callback"])
+def test_an_unlisted_custom_call_in_hlo_is_refused_before_xla(tmp_path, target):
+    path = _module(tmp_path, CUSTOM_CALL_HLO.replace("TARGET", target))
+    _refused(path, position=True)
+    assert list(tmp_path.iterdir()) == [path]
+
+
+@pytest.mark.parametrize("call", [
+    "stablehlo.custom_call @xla_ffi_partitioned_python_cpu_callback(%arg0) : (tensor<2xf32>) -> tensor<2xf32>",
+    'stablehlo.custom_call @"xla_buffer_python_cpu_callback"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>',
+    r'stablehlo.custom_call @"xla\5Fpython_cpu_callback"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>',
+    'stablehlo.custom_call @"Sharding\\00"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>',
+    '"stablehlo.custom_call"(%arg0) <{call_target_name = "xla_python_cpu_callback"}> : (tensor<2xf32>) -> '
+    "tensor<2xf32>"])
+def test_an_unlisted_custom_call_in_stablehlo_is_refused(tmp_path, call):
+    path = _module(tmp_path, CUSTOM_CALL_MLIR.replace("CALL", call), "step.stablehlo.mlir")
+    _refused(path, position=True)
+
+
+def test_an_allowed_custom_call_passes_the_check(tmp_path):
+    from hloscope.replay.accept import accept_module
+
+    path = _module(tmp_path, CUSTOM_CALL_HLO.replace("TARGET", '"Sharding"').replace(
+        'custom_call_target="Sharding"', 'custom_call_target="Sharding", sharding={replicated}'))
+    assert accept_module(path, "jit_f", "hlo").parameters[0].text == "f32[2]"
+
+
+def test_a_module_xla_aborts_on_is_one_line(tmp_path):
+    line = _refused(_module(tmp_path, RESHAPE_HLO), words=("XLA crashed (SIGABRT) while compiling it",))
+    assert "Check failed" in line
+
+
+@pytest.mark.parametrize("how", ["abort", "hang"])
+def test_a_child_that_dies_or_hangs_is_one_line(tmp_path, monkeypatch, how):
+    from hloscope.replay.worker import TEST_CHILD_ENV
+
+    monkeypatch.setenv(TEST_CHILD_ENV, how)
+    monkeypatch.setenv("HLOSCOPE_REPLAY_TIMEOUT_S", "4")
+    words = ("crashed (SIGABRT) while compiling it",) if how == "abort" else ("did not finish", "within 4 s")
+    _refused(_train_file(tmp_path), words=words, timeout=90)
+
+
+def test_token_huge_and_dynamic_parameters_are_refused(tmp_path):
+    train = TRAIN_HLO.replace("\nENTRY", "\n" + ADD + "ENTRY", 1)
+    token = train.replace("p2.3: f32[4,3])", "p2.3: f32[4,3], t: token[])").replace(
+        "  %multiply.4", "  %t = token[] parameter(3)\n  %multiply.4")
+    _refused(_module(tmp_path, token), position=True, words=("is a token",))
+    huge = train.replace("f32[4,3]", "f32[400000,300000]")
+    _refused(_module(tmp_path, huge), position=True, words=("over replay's limit",))
+    mlir = CUSTOM_CALL_MLIR.replace("%arg0: tensor<2xf32>", "%arg0: tensor<2xf32>, %arg1: !stablehlo.token").replace(
+        "%0 = CALL", "%0 = stablehlo.negate %arg0 : tensor<2xf32>")
+    _refused(_module(tmp_path, mlir, "t.stablehlo.mlir"), position=True, words=("is a token",))
+    wide = mlir.replace(", %arg1: !stablehlo.token", ", %arg1: tensor<100000x100000x1000xf32>")
+    _refused(_module(tmp_path, wide, "w.stablehlo.mlir"), position=True, words=("over replay's limit",))
+
+
+def test_a_fifo_and_a_huge_sparse_module_are_refused_at_once(tmp_path):
+    fifo = tmp_path / "module.hlo.txt"
+    os.mkfifo(fifo)
+    _refused(fifo, words=("FIFO",), timeout=60)
+    sparse = tmp_path / "big.hlo.txt"
+    with open(sparse, "wb") as f:
+        f.write(b"HloModule big\n")
+        f.truncate(6 << 30)
+    _refused(sparse, words=("too large",), timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A run directory of the JAX mode in miniature, as `run --dump-hlo` writes it: run.json listing the train step's
+    StableHLO and its saved inputs (made in this process: no framework run)."""
+    from hloscope.runs import rundir
+
+    run = rundir.create_run_dir(tmp_path_factory.mktemp("tiny"), run_id="jax")
+    entry, module, _, _, _, _ = _tiny_training(run)
+    stablehlo = {"kind": "stablehlo", "path": module.name, "module": "jit_step", "stage": "before_optimizations",
+                 "train_step": True}
+    steps = [0.002, 0.0021, 0.0019, 0.002]
+    rundir.write_run(run, {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "ok", "error": None,
+                           "config": {"model": "vit-tiny", "batch_size": 4, "precision": "fp32"},
+                           "environment": {"platform": "cpu"},
+                           "timing": {"step_times_s": steps, "median_s": 0.002, "mean_s": sum(steps) / 4},
+                           "artifacts": [stablehlo, entry]})
+    return run
+
+
+def _tampered(tiny_run: Path, tmp_path: Path, **arrays) -> tuple[Path, Path]:
+    """A copy of the tiny run whose saved inputs have `arrays` replaced (None: left out)."""
+    import shutil
+
+    import numpy as np
+
+    from hloscope.backends.step_inputs import INPUTS_FILE
+
+    run = tmp_path / "jax"
+    shutil.copytree(tiny_run, run)
+    with np.load(run / INPUTS_FILE, allow_pickle=False) as data:
+        saved = {name: data[name] for name in data.files}
+    saved.update(arrays)
+    np.savez(run / INPUTS_FILE, **{k: v for k, v in saved.items() if v is not None})
+    return run, run / INPUTS_FILE
+
+
+def test_the_tiny_run_replays_with_its_trajectory(tiny_run, tmp_path):
+    import shutil
+
+    from helpers import hloscope
+
+    run = tmp_path / "jax"
+    shutil.copytree(tiny_run, run)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (run / "replay-profile").symlink_to(outside, target_is_directory=True)  # --profile must not write through it
+    (run / "replay.json").symlink_to(outside / "replay.json")  # nor replay.json
+    result = hloscope("replay", run, "--steps", "2", "--warmup", "1", "--profile", "--profile-steps", "2", "--json")
+    assert result.code == 0 and result.stderr == "", result.stderr[-2000:]
+    record = json.loads(result.stdout)
+    assert record["trajectory"]["ok"] and record["written"] == str(run / "replay-2.json")
+    assert list(outside.iterdir()) == []
+    assert record["profile"]["logdir"] == str(run / "replay-profile-2") and record["profile"]["xplane"]
+    assert all(Path(x).resolve().is_relative_to(run.resolve()) for x in record["profile"]["xplane"])
+
+
+def test_saved_inputs_of_the_wrong_kind_are_refused_in_one_line(tiny_run, tmp_path):
+    import numpy as np
+
+    cases = {"wrong dtype": ({"state_2": np.zeros((3, 2), np.float64)}, "state_2: recorded as float32 but stored as "
+                                                                         "float64"),
+             "wrong type": ({"state_2": np.zeros((3, 2), np.float64), "dtypes": None},
+                            "state_1: parameter 1 of jit_step is bf16[], the saved array u16[]"),
+             "wrong shape": ({"state_2": np.zeros((2, 3), np.float32)}, "f32[3,2], the saved array f32[2,3]"),
+             "object dtype": ({"batch1_0": np.array([object()] * 12, dtype=object).reshape(4, 3)}, "allow_pickle"),
+             "missing batch": ({"batch0_1": None}, "entry parameters"),
+             "a big endian": ({"state_2": np.zeros((3, 2), ">f4")}, "not a plain numeric array")}
+    for name, (arrays, words) in cases.items():
+        folder = tmp_path / name.replace(" ", "_")
+        folder.mkdir()
+        run, npz = _tampered(tiny_run, folder, **arrays)
+        _refused(run, at=npz, words=(words,))
+        assert not list(run.glob("replay*")), name
+
+
+def test_a_deflate_bomb_in_the_saved_inputs_is_refused_before_decompressing(tiny_run, tmp_path):
+    import shutil
+    import zipfile
+
+    from hloscope.backends.step_inputs import INPUTS_FILE
+
+    run = tmp_path / "jax"
+    shutil.copytree(tiny_run, run)
+    npz = run / INPUTS_FILE
+    with zipfile.ZipFile(npz) as old:
+        members = {info.filename: old.read(info) for info in old.infolist()}
+    with zipfile.ZipFile(npz, "w", zipfile.ZIP_DEFLATED) as new:
+        for name, data in members.items():
+            if name != "state_2.npy":
+                new.writestr(name, data)
+        info = zipfile.ZipInfo("state_2.npy")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with new.open(info, "w", force_zip64=True) as bomb:
+            bomb.write(members["state_2.npy"][:128])  # a valid header, then 256 MB of zeros (256 KB compressed)
+            chunk = bytes(1 << 20)
+            for _ in range(256):
+                bomb.write(chunk)
+    assert npz.stat().st_size < 2_000_000
+    _refused(run, at=npz, words=("declares 268,435,", "not decompressed"))
+
+
+def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_path):
+    import shutil
+
+    from hloscope.backends.step_inputs import INPUTS_FILE
+
+    run = tmp_path / "jax"
+    shutil.copytree(tiny_run, run)
+    (run / INPUTS_FILE).unlink()
+    os.mkfifo(run / INPUTS_FILE)
+    _refused(run, at=run / INPUTS_FILE, words=("FIFO",), timeout=60)

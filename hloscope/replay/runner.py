@@ -59,7 +59,7 @@ def modules_of(path: Path) -> tuple[dict | None, Path | None, list[tuple[str, Pa
         if not chosen:
             raise UsageError(f"{run_dir}: no train-step XLA program in this run: replay needs a run of an XLA mode "
                              "made with --dump-hlo")
-        return run, run_dir, [(a.get("module") or Path(a["path"]).name, artifact_path(run, a),
+        return run, run_dir, [(str(a.get("module") or Path(a["path"]).name)[:200], artifact_path(run, a),
                                "mlir" if a.get("kind") == "stablehlo" else "hlo") for a in chosen]
     if not path.exists():
         raise InputError(path, "no such file or directory")

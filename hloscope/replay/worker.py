@@ -19,7 +19,7 @@ from typing import Any
 
 MARK = "@@hloscope-replay "
 # Test hook (docs/replay.md): HLOSCOPE_TEST_REPLAY_CHILD=abort|hang makes the child abort (SIGABRT, as an XLA CHECK
-# failure does) or hang when it starts compiling its first module.
+# failure does) or hang as it starts on its first module, before it imports jax.
 TEST_CHILD_ENV = "HLOSCOPE_TEST_REPLAY_CHILD"
 _FUSION = re.compile(r"=\s*\S+\s+fusion\(")
 
@@ -41,6 +41,9 @@ def _test_hook() -> None:
 
 def execute(request: dict) -> dict:
     """Compile every module, check the run's trajectory, time the step; the record's measured parts."""
+    if os.environ.get(TEST_CHILD_ENV) and request["modules"]:
+        _say({"stage": "compile", "index": 0})
+        _test_hook()
     from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
     from hloscope.replay.program import (
         NotReplayable,
@@ -63,7 +66,6 @@ def execute(request: dict) -> dict:
     programs: list[Program] = []
     for index, (name, file, fmt) in enumerate(request["modules"]):
         _say({"stage": "compile", "index": index})
-        _test_hook()
         try:
             programs.append(compile_program(file, dev, name=name, fmt=fmt))
         except NotReplayable as why:
