@@ -421,7 +421,7 @@ def test_an_unlisted_custom_call_in_hlo_is_refused_before_xla(tmp_path, target):
     r'stablehlo.custom_call @"xla\5Fpython_cpu_callback"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>',
     'stablehlo.custom_call @"Sharding\\00"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>',
     '"stablehlo.custom_call"(%arg0) <{call_target_name = "xla_python_cpu_callback"}> : (tensor<2xf32>) -> '
-    "tensor<2xf32>"])
+    "tensor<2xf32>"], ids=["partitioned", "quoted", "escaped", "nul-suffixed", "generic-form"])
 def test_an_unlisted_custom_call_in_stablehlo_is_refused(tmp_path, call):
     path = _module(tmp_path, CUSTOM_CALL_MLIR.replace("CALL", call), "step.stablehlo.mlir")
     _refused(path, position=True)

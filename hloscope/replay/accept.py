@@ -81,7 +81,11 @@ def accept_module(path: str | os.PathLike, name: str, fmt: str) -> Accepted:
     from hloscope.files import read_text
 
     file = os.fspath(path)
-    text = read_text(file, "HLO module", MAX_REPLAY_MODULE_BYTES)
+    text = read_text(file, "HLO module", MAX_REPLAY_MODULE_BYTES)  # a larger file is refused before it is read
+    if fmt == "hlo":  # what `hlo stats` refuses before parsing: empty, binary, or too large for the memory left
+        from hloscope.hlo.reading import check_readable
+
+        check_readable(file)
     parameters = _check_hlo(file, text) if fmt == "hlo" else _check_mlir(file, text)
     total = sum(p.byte_size for p in parameters)
     if total > MAX_REPLAY_INPUT_BYTES:
