@@ -539,9 +539,10 @@ def test_saved_inputs_of_the_wrong_kind_are_refused_in_one_line(tiny_run, tmp_pa
              "wrong type": ({"state_2": np.zeros((3, 2), np.float64), "dtypes": None},
                             "state_1: parameter 1 of jit_step is bf16[], the saved array u16[]"),
              "wrong shape": ({"state_2": np.zeros((2, 3), np.float32)}, "f32[3,2], the saved array f32[2,3]"),
-             "object dtype": ({"batch1_0": np.array([object()] * 12, dtype=object).reshape(4, 3)}, "allow_pickle"),
+             "object dtype": ({"batch1_0": np.array([object()] * 12, dtype=object).reshape(4, 3)}, "pickled objects"),
              "missing batch": ({"batch0_1": None}, "entry parameters"),
-             "a big endian": ({"state_2": np.zeros((3, 2), ">f4")}, "not a plain numeric array")}
+             "a big endian": ({"state_2": np.zeros((3, 2), ">f4")}, "not a plain numeric array"),
+             "records": ({"state_2": np.zeros((3, 2), [("a", "<f4")])}, "not a plain numeric array")}
     for name, (arrays, words) in cases.items():
         folder = tmp_path / name.replace(" ", "_")
         folder.mkdir()
@@ -574,6 +575,18 @@ def test_a_deflate_bomb_in_the_saved_inputs_is_refused_before_decompressing(tiny
                 bomb.write(chunk)
     assert npz.stat().st_size < 2_000_000
     _refused(run, at=npz, words=("declares 268,435,", "not decompressed"))
+
+    # a header that claims 400 GB of data in a member of a few bytes: refused before anything is allocated
+    import io
+
+    import numpy as np
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (10**11,)})
+    with zipfile.ZipFile(npz, "w") as new:
+        for name, data in members.items():
+            new.writestr(name, header.getvalue() + bytes(24) if name == "state_2.npy" else data)
+    _refused(run, at=npz, words=("state_2: its header says <f4[100000000000]",))
 
 
 def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_path):

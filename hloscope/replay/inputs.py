@@ -126,15 +126,32 @@ def _read_member(file: str, archive: zipfile.ZipFile, member: zipfile.ZipInfo, l
 
 
 def _array(file: str, name: str, data: bytes):
+    """The .npy member as an array, its header read first: the dtype must be plain numbers (no object, no fields,
+    native byte order) and the data exactly as long as the shape says, before anything is allocated."""
     import numpy as np
 
+    fp = io.BytesIO(data)
     try:
-        array = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False, max_header_size=MAX_NPY_HEADER_BYTES)
+        version = np.lib.format.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp, max_header_size=MAX_NPY_HEADER_BYTES)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp, max_header_size=MAX_NPY_HEADER_BYTES)
+        else:
+            raise ValueError(f".npy format version {version[0]}.{version[1]}, not one hloscope writes")
     except (ValueError, OSError, EOFError, SyntaxError, TypeError) as error:
         raise InputError(file, f"{name}: not a plain numpy array: {_first_line(error)}") from None
-    if array.dtype.hasobject or array.dtype.fields is not None or not array.dtype.isnative:
-        raise InputError(file, f"{name}: an array of {array.dtype.str!r}: not a plain numeric array")
-    return array
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or not dtype.isnative:
+        raise InputError(file, f"{name}: an array of {dtype.str!r}: not a plain numeric array (pickled objects and "
+                               "records are never read)")
+    count = 1
+    for dim in shape:
+        count *= dim
+    if count * dtype.itemsize != len(data) - fp.tell():
+        raise InputError(file, f"{name}: its header says {dtype.str}{list(shape)} ({count * dtype.itemsize:,} bytes), "
+                               f"it holds {len(data) - fp.tell():,} bytes of data")
+    array = np.frombuffer(data, dtype=dtype, count=count, offset=fp.tell())
+    return array.reshape(shape, order="F" if fortran else "C")
 
 
 def _typed(file: str, arrays: dict[str, Any], parameters: Sequence[ParameterShape], module: str) -> dict[str, Any]:
