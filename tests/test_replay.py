@@ -321,7 +321,8 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
     assert set(replays) == {"jax", "torch_xla", "torch_xla+compile", "torchax"}
     assert replays["torch_xla"]["status"] == "not_replayable"  # bad input: the file named at XLA's line:column
     error = replays["torch_xla"]["error"]
-    assert re.search(re.escape(Path(graph).name) + r"(:\d+:\d+)?: jaxlib cannot parse it as HLO text", error), error
+    # hloscope's own parser refuses it before XLA sees it, at its line:column
+    assert re.search(re.escape(Path(graph).name) + r":\d+:\d+: unexpected end of file", error), error
     for mode in ("jax", "torch_xla+compile", "torchax"):
         assert replays[mode]["status"] == "ok" and replays[mode]["file"] == "replay-2.json"
     assert (copy / "jax" / "replay.json").read_bytes() == (comparison / "jax" / "replay.json").read_bytes()
@@ -447,7 +448,8 @@ def test_a_child_that_dies_or_hangs_is_one_line(tmp_path, monkeypatch, how):
     monkeypatch.setenv(TEST_CHILD_ENV, how)
     monkeypatch.setenv("HLOSCOPE_REPLAY_TIMEOUT_S", "4")
     words = ("crashed (SIGABRT) while compiling it",) if how == "abort" else ("did not finish", "within 4 s")
-    _refused(_train_file(tmp_path), words=words, timeout=90)
+    _refused(_train_file(tmp_path), "--profile", words=words, timeout=90)
+    assert not list(tmp_path.glob("replay-profile*")) and not list(tmp_path.glob("*.json"))
 
 
 def test_token_huge_and_dynamic_parameters_are_refused(tmp_path):

@@ -95,7 +95,11 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     request = {"modules": [[a.name, a.file, a.fmt] for a in accepted], "device": device, "steps": steps,
                "warmup": warmup, "seed": seed, "batch": batch, "labels": labels, "saved_inputs": saved,
                "profile_dir": str(logdir) if logdir else None, "profile_steps": profile_steps}
-    result = run_child(request, [a.file for a in accepted], path, timeout_s)
+    try:
+        result = run_child(request, [a.file for a in accepted], path, timeout_s)
+    finally:
+        if logdir is not None:
+            _discard_if_empty(logdir)
     record: dict = {
         "schema_version": SCHEMA_VERSION, "kind": "replay", "status": "running",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -132,7 +136,7 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
             entry["run_fusions"] = fusions(after)
             entry["run_instructions"] = instructions(after)
         record["modules"].append(entry)
-    if logdir is not None:
+    if logdir is not None and os.path.isdir(logdir):
         record["profile"] = {**result.get("profile", {}), "logdir": str(logdir), "xplane": _xplanes(logdir)}
     record["comparison"] = _against_run(run, record)
     if run is not None and run_dir is not None:
@@ -348,6 +352,14 @@ def _new_profile_dir(base: Path) -> Path:
             raise InputError(candidate, "replaced while replay made it: not written")
         return candidate
     raise InputError(base, f"{PROFILE_DIR}-2 ... {PROFILE_DIR}-999 all exist: no name left for the profile")
+
+
+def _discard_if_empty(logdir: Path) -> None:
+    """Remove the profile folder replay made when the child wrote nothing in it (it failed, or nothing ran)."""
+    try:
+        os.rmdir(logdir)  # only an empty folder: a profile, or anything else put there, stays
+    except OSError:
+        pass
 
 
 def _xplanes(logdir: Path) -> list[str]:
