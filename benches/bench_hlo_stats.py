@@ -1,5 +1,5 @@
 """`hloscope hlo stats --json --no-xla-cost` end to end against XLA's C++ parse plus its cost analysis, on the same
-file, in one run (issue 13's speed target).
+file, in one run (the speed target).
 
     .venv/bin/python benches/bench_hlo_stats.py [FIXTURES_DIR] [--repeat 5] [--file PATH] [--generated-mb 110]
 

@@ -1,4 +1,4 @@
-"""Large inputs (issue 8): a ~500 MB HLO dump and a ~2 GB Kineto trace through the real commands, peak memory and outcome.
+"""Large inputs: a ~500 MB HLO dump and a ~2 GB Kineto trace through the real commands, peak memory and outcome.
 
     .venv/bin/python benches/bench_large_inputs.py [--hlo-mb 500] [--trace-mb 2000] [--no-gzip] [--skip-hlo|--skip-trace]
 

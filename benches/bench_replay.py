@@ -1,4 +1,4 @@
-"""Replay benchmark (issue 20): per preset and XLA mode, the run's step time, the replayed program's time (jaxlib's
+"""Replay benchmark: per preset and XLA mode, the run's step time, the replayed program's time (jaxlib's
 XLA, the program alone) and the measured framework overhead (step - replay, 95% bootstrap interval), beside the run's
 own profiled device time and explain's idle-based estimate.
 

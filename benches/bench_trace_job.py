@@ -1,4 +1,4 @@
-"""issue 19: `trace stats` on a whole job, serial vs a 2-process pool vs a 2-worker local Dask cluster, and
+"""`trace stats` on a whole job, serial vs a 2-process pool vs a 2-worker local Dask cluster, and
 Holistic Trace Analysis (HTA) on the same directory, in one run.
 
 The job: 64 ranks generated from HTA's two real ranks (tests/trace_job_data.py: time-shifted copies, one straggler),

@@ -1,4 +1,4 @@
-"""--devices N (issue 18): the registry's data-parallel modes, the one-line refusals, and a JAX step over 2 virtual CPU
+"""--devices N: the registry's data-parallel modes, the one-line refusals, and a JAX step over 2 virtual CPU
 devices (XLA_FLAGS --xla_force_host_platform_device_count) whose optimized HLO holds the gradient all-reduce, checked
 with XLA's own parser (jaxlib._hlo) beside hloscope's collective count."""
 

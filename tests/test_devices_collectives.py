@@ -1,4 +1,4 @@
-"""Collective time per step (issue 18): `trace stats` on a single trace gives each step's time in collectives and
+"""Collective time per step: `trace stats` on a single trace gives each step's time in collectives and
 its exposed part (no other device work beside it), and explain's ledger has exposed communication as a node of its
 own. Checked on a real `--mode jax --devices 2` profile (2 virtual XLA CPU devices, one all-reduce per device per
 step) against the xplane read by jax.profiler.ProfileData and the collectives named by XLA's own HLO parser."""

@@ -1,4 +1,4 @@
-"""--mode pytorch --devices 2 (issue 18): DistributedDataParallel over 2 gloo processes on the CPU. The per-rank Kineto
+"""--mode pytorch --devices 2: DistributedDataParallel over 2 gloo processes on the CPU. The per-rank Kineto
 traces are found and read by `trace stats` as a job (ranks 0 and 1, checked against json.load of each trace's own
 distributedInfo), the gloo all-reduces are in every rank's trace, the loss equals the one-device run on the same global
 batch, and the reported step is the slowest rank's of each step."""

@@ -1,4 +1,4 @@
-"""Per-device and per-rank memory with --devices N (issue 18): JAX records every device's memory_stats() (None on XLA's
+"""Per-device and per-rank memory with --devices N: JAX records every device's memory_stats() (None on XLA's
 CPU devices, and run.json says so), DDP gathers each rank's peak memory like its step times, torch_xla SPMD says why it
 has no per-device figure."""
 

@@ -1,4 +1,4 @@
-"""--mode torch_xla --devices 2 (issue 18): PyTorch/XLA SPMD over 2 PJRT CPU devices (CPU_NUM_DEVICES). The train
+"""--mode torch_xla --devices 2: PyTorch/XLA SPMD over 2 PJRT CPU devices (CPU_NUM_DEVICES). The train
 step's optimized HLO, read by XLA's own parser (jaxlib._hlo), holds the gradient all-reduces, and hloscope's
 collective bytes equal the model's gradient bytes (counted from the PyTorch model's parameters) plus the loss's
 scalars; the loss equals the one-device run on the same global batch. torch_xla+compile is refused in one line."""

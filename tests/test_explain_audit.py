@@ -1,4 +1,4 @@
-"""explain lists the fairness audit's mismatches first (issue 17): a comparison whose modes did not run the same
+"""explain lists the fairness audit's mismatches first: a comparison whose modes did not run the same
 settings says so before any step time, in every renderer. The audit is built by hloscope.runs.audit from the runs'
 own run.json, as compare builds it; the pages are read back with html.parser and json.load."""
 

@@ -1,4 +1,4 @@
-"""Scaling efficiency from 1 to N devices (issue 18, item 6) on constructed runs whose right answer is known: the
+"""Scaling efficiency from 1 to N devices on constructed runs whose right answer is known: the
 efficiency arithmetic, its bootstrap interval against scipy's own bootstrap, the causes of the lost efficiency from the
 ledgers, the engine's significance rules, refused device counts, and what every renderer says about shared CPU cores."""
 

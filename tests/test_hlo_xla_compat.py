@@ -1,4 +1,4 @@
-"""issue 13: HLO text XLA accepts (async syntax sugar, headers over several lines, comments, split instructions,
+"""HLO text XLA accepts (async syntax sugar, headers over several lines, comments, split instructions,
 shapeless and nested instructions, inline computations, headerless `// -----` chunks) parsed to exactly the
 computations, instructions and opcodes of XLA's own parser (jaxlib, run isolated in a child process); what XLA
 refuses at the level hloscope models is refused with file:line:col; XLA dying never takes hloscope down."""

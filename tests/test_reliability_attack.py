@@ -1,4 +1,4 @@
-"""Issue 14, reliability round two: the hostile inputs of the attack, one class at a time, each against every reader
+"""The hostile inputs of the attack, one class at a time, each against every reader
 that meets it. Every command runs as a real subprocess (`python -m hloscope`) under a timeout and an address-space
 limit (`test_reliability_inputs.hloscope`), so a hang or a memory bomb fails its test instead of the machine; each
 check is "exit 2 + one stderr line naming the file + no traceback", or "a result with one counted warning".

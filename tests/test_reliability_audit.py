@@ -1,4 +1,4 @@
-"""Issue 8, the safety rules that no single command owns:
+"""The safety rules that no single command owns:
 
 - hloscope never unpickles or executes what it reads (checked on the source, with Python's own parser);
 - TensorBoard binds to 127.0.0.1 unless told otherwise;

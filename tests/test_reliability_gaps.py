@@ -1,4 +1,4 @@
-"""Issue 14, the gaps left after round two (docs/reliability.md): gzip bombs of one huge token, tensorboard's Kineto
+"""Hostile inputs beyond the attack's first classes (docs/reliability.md): gzip bombs of one huge token, tensorboard's Kineto
 conversion memory, shape-aware HLO memory check, `compare` on a full disk, `running` records with no live writer,
 dumps left in `.xla_dump` after a kill, and SIGTERM/SIGKILL against a real `compare`.
 

@@ -1,4 +1,4 @@
-"""Issue 8, across every reader-facing command: broken input is refused with ONE line on stderr that names the file
+"""Across every reader-facing command: broken input is refused with ONE line on stderr that names the file
 (with line:column for text formats) and exit code 2, never a traceback.
 
 The commands run as real subprocesses (`python -m hloscope ...`) so that what the user sees on stderr is what is

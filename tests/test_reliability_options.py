@@ -1,4 +1,4 @@
-"""Round three, engineer C's part (docs/reliability.md): option values checked before any work (hloscope/cli/options.py),
+"""Option values (docs/reliability.md) checked before any work (hloscope/cli/options.py),
 `-o -` as stdout for every -o, a symlink loop at an artifact, a damaged StableHLO / HLO module given to replay, and a
 negative measured overhead reported as an anomaly."""
 

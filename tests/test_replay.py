@@ -1,4 +1,4 @@
-"""hloscope replay (issue 20): a captured XLA program run alone through jaxlib's XLA, timed like `run`; and explain's
+"""hloscope replay: a captured XLA program run alone through jaxlib's XLA, timed like `run`; and explain's
 program/overhead split from replay.json. Fast tests use small hand-written modules; the slow ones replay real runs."""
 
 from __future__ import annotations

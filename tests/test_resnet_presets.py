@@ -1,4 +1,4 @@
-"""ResNet presets (issue 17): transformers' ResNetForImageClassification / FlaxResNetForImageClassification, random
+"""ResNet presets: transformers' ResNetForImageClassification / FlaxResNetForImageClassification, random
 init, no downloads; BatchNorm in training mode, its running statistics carried by every train step (Flax
 `batch_stats` in the JAX state, PyTorch buffers through torchax). Every mode runs resnet-tiny on the CPU, the XLA modes'
 programs are read by XLA's parser (jaxlib._hlo), and the first step agrees across modes (--check-parity)."""

@@ -1,4 +1,4 @@
-"""`compare --devices 1,2,4` end to end (issue 18, item 6): every mode at each device count, one run directory and one
+"""`compare --devices 1,2,4` end to end: every mode at each device count, one run directory and one
 comparison.json entry each, a refused count recorded with its one line, and `explain` on the comparison adding the
 scaling efficiency from 1 to N devices, checked against the run.json files read with json.load."""
 
@@ -90,7 +90,7 @@ def test_compare_jax_on_1_and_2_devices_then_explain_its_scaling(tmp_path):
 
 
 def test_compare_jax_on_4_devices_with_a_refused_count(tmp_path):
-    """Four virtual CPU devices (issue 18 item 3), and a count the batch does not divide: refused in one line,
+    """Four virtual CPU devices, and a count the batch does not divide: refused in one line,
     recorded, and the other counts run."""
     done = hloscope("compare", "--repeats", "1", "--modes", "jax,torchax", "--devices", "1,3,4", "--model", "vit-tiny", "--batch-size",
                     "8", "--steps", "10", "--warmup", "3", "--check-parity", "--out", str(tmp_path))

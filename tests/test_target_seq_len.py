@@ -1,4 +1,4 @@
-"""`--target` on a text preset captures the train step at the run's --seq-len, not the preset's default (issue 17).
+"""`--target` on a text preset captures the train step at the run's --seq-len, not the preset's default.
 
 The captured program is read back by XLA's own parser (jaxlib._hlo; JAX's and torchax's StableHLO converted to HLO by
 jaxlib's `mlir_module_to_xla_computation` first): the entry computation's token-id parameters (input ids and labels)

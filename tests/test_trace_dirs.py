@@ -1,4 +1,4 @@
-"""issue 13: directories laid out the way HTA expects (`rank-0.json.gz`, `rank-1.json.gz`, any *.json[.gz] with
+"""Directories laid out the way HTA expects (`rank-0.json.gz`, `rank-1.json.gz`, any *.json[.gz] with
 Kineto content) are read by `trace stats DIR`, with the rank of each trace and a per-rank summary; JSON files in
 them that are not traces are skipped with a note. Checked against `json.load` of each file."""
 

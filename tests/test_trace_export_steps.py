@@ -1,4 +1,4 @@
-"""issue 19 with issue 13's rule: `trace export`'s `step` column puts each event in the step `trace stats` does. On two
+"""`trace export`'s `step` column puts each event in the step `trace stats` does. On two
 real DDP traces with device work launched before the profiling window (HTA's V100 `trace_diff/test`, TraceLens'
 MI300X `resnet_act_checkpoint`), read back with DuckDB: that work has a null step (the same executions as json.load
 finds without a launch, and as `before_window` counts), and every step's kernels, executions and time by category,

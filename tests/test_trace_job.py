@@ -1,4 +1,4 @@
-"""issue 19: the job view of a directory of per-rank profiles, parallel (process pool, Dask) and serial alike, the
+"""The job view of a directory of per-rank profiles, parallel (process pool, Dask) and serial alike, the
 Parquet export read by DuckDB, progress and resumability. On HTA's two real ranks and on a generated 64-rank job made
 from them (tests/trace_job_data.py: time-shifted copies, a straggler rank, a rank with another kernel mix), checked
 against json.load of each rank."""

@@ -1,4 +1,4 @@
-"""issue 19: a TensorBoard log directory of several hosts' xplanes (`plugins/profile/<run>/<host>.xplane.pb`) read as
+"""A TensorBoard log directory of several hosts' xplanes (`plugins/profile/<run>/<host>.xplane.pb`) read as
 one job, a rank per host. Built from real xplanes (XProf's V100 multi-worker demo, TraceLens' two MI300X hosts) copied
 under the host names such profiles carry, and checked host by host against `jax.profiler.ProfileData` read here."""
 

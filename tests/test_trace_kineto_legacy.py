@@ -1,4 +1,4 @@
-"""issue 13: PyTorch 1.8/1.9 Kineto categories (Kernel, Memcpy, Memset, Runtime, Operator), checked against json.load."""
+"""PyTorch 1.8/1.9 Kineto categories (Kernel, Memcpy, Memset, Runtime, Operator), checked against json.load."""
 
 from __future__ import annotations
 

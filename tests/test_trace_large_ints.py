@@ -1,4 +1,4 @@
-"""issue 13: JSON integers above 2^63 are valid JSON (rocprofiler-sdk writes 64-bit unsigned ids) and are read as
+"""JSON integers above 2^63 are valid JSON (rocprofiler-sdk writes 64-bit unsigned ids) and are read as
 Python ints, never refused as "integer overflow". Checked against `json.load`."""
 
 from __future__ import annotations

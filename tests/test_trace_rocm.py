@@ -1,4 +1,4 @@
-"""issue 13, AMD/ROCm profiles: ROCm xplanes (MI300X, an older and a newer ROCm profiler) checked against XProf's own
+"""AMD/ROCm profiles: ROCm xplanes (MI300X, an older and a newer ROCm profiler) checked against XProf's own
 kernel_stats converter and plain `ProfileData` loops; an MI300X Kineto trace checked against `json.load`.
 Fixtures from AMD-AGI/TraceLens (shared/fixtures/SOURCES.md)."""
 

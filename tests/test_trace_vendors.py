@@ -1,4 +1,4 @@
-"""issue 13: other vendors' device work in its own Kineto category. Meta MTIA traces (HTA's fixtures: device work
+"""Other vendors' device work in its own Kineto category. Meta MTIA traces (HTA's fixtures: device work
 in `mtia_ccp_events`, launches in `mtia_runtime`) give kernels, copies and device time; a trace whose device-like events no rule
 classifies gets one warning with their count. Checked against `json.load`."""
 

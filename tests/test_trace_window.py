@@ -1,4 +1,4 @@
-"""issue 13: device work launched before the profiling window (its launch is not in the trace: its correlation id is
+"""Device work launched before the profiling window (its launch is not in the trace: its correlation id is
 below every captured launch) belongs to no captured step and is reported apart. Checked against `json.load` on a
 V100 DDP trace (HTA) and an MI300X DDP trace (TraceLens); shared/fixtures/SOURCES.md."""
 
@@ -51,7 +51,7 @@ def test_work_launched_before_the_window_is_in_no_step(real_file, relative, firs
     before, per_step = _expected(path)
     stats = trace_stats(load_trace(path))
     assert {s["step"]: s["kernels"] for s in stats["per_step"]} == per_step
-    assert stats["per_step"][0]["kernels"] == first_step  # not 2,101 / 1,383 (issue 13)
+    assert stats["per_step"][0]["kernels"] == first_step  # not 2,101 / 1,383
     assert stats["before_window"]["executions"] == before["executions"]
     assert stats["before_window"]["kernels"] == before["kernels"]
     # end - start of timestamps near 3.7e12 us: a few ns of rounding per event
