@@ -1,0 +1,5 @@
+import sys
+
+from hloscope.gpucheck.main import main
+
+sys.exit(main())
