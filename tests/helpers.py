@@ -155,20 +155,28 @@ def hloscope(*args: str | Path, timeout: float = 300, memory_limit: int | None =
     """Run `python -m hloscope ARGS` in its own process group; on a timeout the whole group (TensorBoard too) is killed.
     `env` is laid over this process's environment (a None value removes the variable); `memory_limit=None` leaves the
     address space uncapped, for runs of the frameworks themselves (torch and torch_xla reserve more than the cap)."""
+    if memory_limit is None:
+        argv: list[str] = [sys.executable, "-m", "hloscope", *map(str, args)]
+    else:
+        argv = [sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)]
+    return command(*argv, timeout=timeout, env=env, description=f"hloscope {' '.join(map(str, args))}")
+
+
+def command(*argv: str | Path, timeout: float = 300, env: dict[str, str | None] | None = None,
+            description: str | None = None) -> Result:
+    """Run ARGV (a script of the project, or hloscope through `hloscope()`) from the repository root in its own process
+    group, with PJRT_DEVICE=CPU and `env` laid over the environment (None removes a variable); on a timeout the whole
+    group is killed and the test fails."""
     merged = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200", **(env or {})}
     merged = {name: value for name, value in merged.items() if value is not None}
-    if memory_limit is None:
-        command = [sys.executable, "-m", "hloscope", *map(str, args)]
-    else:
-        command = [sys.executable, "-c", _LIMITED_MAIN, str(memory_limit), *map(str, args)]
-    process = subprocess.Popen(command, cwd=REPO, env=merged, text=True, stdout=subprocess.PIPE,
+    process = subprocess.Popen(list(map(str, argv)), cwd=REPO, env=merged, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        pytest.fail(f"hloscope {' '.join(map(str, args))} did not finish in {timeout} s")
+        pytest.fail(f"{description or ' '.join(map(str, argv))} did not finish in {timeout} s")
     return Result(process.returncode, stdout, stderr)
 
 

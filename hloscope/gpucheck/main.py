@@ -71,6 +71,7 @@ class Plan:
     extra: list[tuple[str, list[str]]]  # other comparisons: precision variants (timing only)
     probe_steps: int
     replay_steps: int
+    probe_chunk: int = 5
 
 
 def make_plan(dry_run: bool, modes: str | None) -> Plan:
@@ -79,7 +80,7 @@ def make_plan(dry_run: bool, modes: str | None) -> Plan:
     if dry_run:
         main = ["--model", "vit-tiny", "--batch-size", "8", "--steps", "10", "--warmup", "3", "--precision", "fp32",
                 "--device", "cpu", "--dump-hlo", "--profile", "--repeats", "2", *common]
-        return Plan(True, chosen, "cpu", "vit-tiny batch 8 fp32 (CPU)", main, None, [], 12, 20)
+        return Plan(True, chosen, "cpu", "vit-tiny batch 8 fp32 (CPU)", main, None, [], 16, 20, 2)
     smoke = ["--model", "vit-tiny", "--batch-size", "8", "--steps", "10", "--warmup", "3", "--precision", "tf32",
              "--device", "cuda", "--dump-hlo", "--profile", "--repeats", "1", *common]
     base = ["--model", "vit-base", "--batch-size", "32", "--steps", "20", "--warmup", "5", "--device", "cuda"]
@@ -276,7 +277,7 @@ def step_analyses(ctx: Context, comparison: Path) -> None:
         if mode in ("jax", "pytorch"):
             probe = json_of(run_step(ctx, f"timing probe {slug}", [
                 sys.executable, "-m", "hloscope.gpucheck.timing_probe", str(folder), "--steps",
-                str(plan.probe_steps), "--warmup", "3", "--chunk", "4"]))
+                str(plan.probe_steps), "--warmup", "3", "--chunk", str(plan.probe_chunk)]))
             save_json(ctx, f"timing-probe.{slug}", probe)
             ctx.record(checks.check_sync_timing(mode, probe, gpu=gpu))
 

@@ -15,7 +15,7 @@ fresh process and times the step without hloscope's timer (`hloscope.backends.ti
 
 hloscope's own timer (`timing.timed`, what `run` records) runs in the same process, alternating with the reference
 chunk by chunk. Prints one JSON object: {"mode", "device", "method", "reference_median_s", "samples_s",
-"hloscope_timer_median_s", "hloscope_timer_s", "run_median_s"}.
+"reference_min_s", "hloscope_timer_median_s", "hloscope_timer_min_s", "hloscope_timer_s", "run_median_s"}.
 """
 
 from __future__ import annotations
@@ -110,8 +110,9 @@ def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
             session.close()
     timing = run.get("timing") or {}
     return {"mode": options.mode, "device": options.device, "method": method,
-            "reference_median_s": statistics.median(samples), "samples_s": samples,
-            "hloscope_timer_median_s": statistics.median(ours), "hloscope_timer_s": ours,
+            "reference_median_s": statistics.median(samples), "reference_min_s": min(samples), "samples_s": samples,
+            "hloscope_timer_median_s": statistics.median(ours), "hloscope_timer_min_s": min(ours),
+            "hloscope_timer_s": ours,
             "run_median_s": timing.get("median_s")}
 
 
