@@ -192,3 +192,21 @@ def test_trim_and_size(tmp_path: Path) -> None:
     assert (run / "trace.xplane.pb").exists() and (tmp_path / "analysis" / "explain.json").exists()
     assert checks.check_size(tmp_path, 5000).status == PASS
     assert json.loads((tmp_path / "TRIMMED.json").read_text())
+
+
+def test_gpu_plan_parses_as_compare_options() -> None:
+    """The GPU plan cannot run here; its comparisons' options are at least what `hloscope compare` accepts, and the
+    seed's configuration (ViT-B/16, batch 32, tf32, dumps, profiles, two processes) is the one the invariants read."""
+    from hloscope.cli.compare import command as compare
+    from hloscope.gpucheck.main import GPU_MODES, make_plan
+
+    plan = make_plan(False, None)
+    assert plan.smoke_args is not None
+    parsed = [compare.make_context("compare", [*args, "--out", "x"]).params
+              for args in (plan.smoke_args, plan.main_args, *(extra for _, extra in plan.extra))]
+    assert all(p["device"] == "cuda" and p["modes"] == GPU_MODES for p in parsed)
+    smoke, main, fp32, bf16 = parsed
+    assert smoke["model"] == "vit-tiny"
+    assert (main["model"], main["batch_size"], main["precision"], main["repeats"]) == ("vit-base", 32, "tf32", 2)
+    assert main["dump_hlo"] and main["profile"] and not main["no_audit"]
+    assert (fp32["precision"], fp32["repeats"], bf16["precision"], bf16["repeats"]) == ("fp32", 2, "bf16", 1)
