@@ -19,7 +19,7 @@ SYNC_TOLERANCE_CPU = 0.50
 # step; on the CPU dry run the shared cores make two processes differ by more than the overhead.
 REPLAY_TOLERANCE_GPU = 0.15
 REPLAY_TOLERANCE_CPU = 0.50
-# The ledger's nodes add up to each kept step by construction: only rounding may separate them.
+# The ledger's nodes add up to each kept step by construction: only float error may separate them.
 LEDGER_TOLERANCE = 1e-6
 
 

@@ -138,7 +138,7 @@ def run_step(ctx: Context, name: str, argv: list[str], timeout: float | None = N
     (logs / f"{slug}.stdout.log").write_text(stdout)
     (logs / f"{slug}.stderr.log").write_text(stderr)
     ctx.steps.append({"step": name, "argv": argv[2:] if argv[:2] == [sys.executable, "-m"] else argv, "exit": code,
-                      "seconds": round(seconds, 1)})
+                      "seconds": float(f"{seconds:.1f}")})
     print(f"-- {name}: exit {code} in {seconds:.0f} s", flush=True)
     return Ran(code, stdout, stderr, seconds)
 

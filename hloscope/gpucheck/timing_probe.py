@@ -1,7 +1,7 @@
 """An independent clock for the same training step that `hloscope run` timed: is its median taken after the device
 finished?
 
-Rebuilds the run's Session from its run.json `config` (same mode, model, batch, precision, device, data, seed) in a
+Rebuilds the run's mode object (hloscope/backends) from its run.json `config` (same mode, model, batch, precision, device, data, seed) in a
 fresh process and times the step without hloscope's timer (`hloscope.backends.timing`):
 
 - PyTorch on CUDA: a pair of `torch.cuda.Event(enable_timing=True)` recorded on the stream around each step, read
@@ -44,39 +44,39 @@ def options_from_run(run: dict) -> RunOptions:
     return RunOptions(**kept)
 
 
-def _cuda_event_times(session: Any, first: int, steps: int) -> list[float]:
+def _cuda_event_times(stepper: Any, first: int, steps: int) -> list[float]:
     import torch
 
     times = []
     for index in range(first, first + steps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        session.step(index)
+        stepper.step(index)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)  # ms -> s
     return times
 
 
-def _chunk_times(session: Any, first: int, steps: int, chunk: int) -> list[float]:
+def _chunk_times(stepper: Any, first: int, steps: int, chunk: int) -> list[float]:
     times = []
     index = first
     for _ in range(max(steps // chunk, 1)):
         start = time.perf_counter()
         outputs = None
         for _ in range(chunk):
-            outputs = session.step(index)
+            outputs = stepper.step(index)
             index += 1
-        session.wait(outputs)
+        stepper.wait(outputs)
         times.append((time.perf_counter() - start) / chunk)
     return times
 
 
-def _hloscope_times(session: Any, first: int, steps: int) -> list[float]:
+def _hloscope_times(stepper: Any, first: int, steps: int) -> list[float]:
     """hloscope's own step timer, the one `run` records every step with."""
     from hloscope.backends.timing import timed
 
-    return [timed(session.step, session.wait, index)[1] for index in range(first, first + steps)]
+    return [timed(stepper.step, stepper.wait, index)[1] for index in range(first, first + steps)]
 
 
 def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
@@ -86,28 +86,28 @@ def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
     run = json.loads((run_dir / "run.json").read_text())
     options = options_from_run(run)
     with tempfile.TemporaryDirectory(prefix="hloscope-probe-") as scratch:
-        session = load_session(options, Path(scratch))
-        session.setup()
+        stepper = load_session(options, Path(scratch))
+        stepper.setup()
         try:
             for index in range(warmup):
-                session.wait(session.step(index))
-            # PyTorch sessions hold their torch.device; JAX's place arrays through jax and have none
-            torch_cuda = getattr(getattr(session, "device", None), "type", "") == "cuda"
+                stepper.wait(stepper.step(index))
+            # PyTorch's mode objects hold their torch.device; JAX's place arrays through jax and have none
+            torch_cuda = getattr(getattr(stepper, "device", None), "type", "") == "cuda"
             samples: list[float] = []
             ours: list[float] = []
             index = warmup
             for _ in range(max(steps // chunk, 1)):
                 if torch_cuda:
-                    samples += _cuda_event_times(session, index, chunk)
+                    samples += _cuda_event_times(stepper, index, chunk)
                 else:
-                    samples += _chunk_times(session, index, chunk, chunk)
+                    samples += _chunk_times(stepper, index, chunk, chunk)
                 index += chunk
-                ours += _hloscope_times(session, index, chunk)
+                ours += _hloscope_times(stepper, index, chunk)
                 index += chunk
             method = ("torch.cuda.Event pairs around each step" if torch_cuda else
                       f"wall time of {chunk} steps dispatched back to back, one wait at the end, / {chunk}")
         finally:
-            session.close()
+            stepper.close()
     timing = run.get("timing") or {}
     return {"mode": options.mode, "device": options.device, "method": method,
             "reference_median_s": statistics.median(samples), "reference_min_s": min(samples), "samples_s": samples,
