@@ -382,12 +382,20 @@ CUSTOM_CALL_MLIR = """module @jit_f {
   }
 }
 """
-# a reshape XLA's shape check refuses with a CHECK failure (SIGABRT), which hloscope's parser lets through
-RESHAPE_HLO = """HloModule jit_f, entry_computation_layout={(f32[6]{0})->f32[4]{0}}
 
-ENTRY %main (x: f32[6]) -> f32[4] {
-  %x = f32[6]{0} parameter(0)
-  ROOT %r = f32[4]{0} reshape(%x)
+# An all-reduce over a mesh axis that does not exist: hloscope's validation reads past it, XLA CHECK-fails (SIGABRT)
+# when it compiles the module.
+ABORTING_HLO = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  p = f32[128,32] parameter(0)
+  ROOT ar = f32[128,32] all-reduce(p), replica_groups=mesh['axis_0'=2,'axis_1'=2] {'bogus'}, to_apply=add
 }
 """
 
@@ -437,7 +445,7 @@ def test_an_allowed_custom_call_passes_the_check(tmp_path):
 
 
 def test_a_module_xla_aborts_on_is_one_line(tmp_path):
-    line = _refused(_module(tmp_path, RESHAPE_HLO), words=("XLA crashed (SIGABRT) while compiling it",))
+    line = _refused(_module(tmp_path, ABORTING_HLO), words=("XLA crashed (SIGABRT) while compiling it",))
     assert "Check failed" in line
 
 
