@@ -173,7 +173,8 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     else:
         interval = median_difference(summary.step_times_s, reference.step_times_s)
         ratio = median_ratio(summary.step_times_s, reference.step_times_s)
-    assert interval is not None and ratio is not None  # timed runs: positive, finite steps on both sides
+    if interval is None or ratio is None:  # timed runs have positive, finite steps on both sides
+        raise RuntimeError(f"no step times to compare: {summary.mode} against {reference.mode}")
     gap = interval.estimate
     base = median(reference.step_times_s)
     entry.gap_s, entry.gap_ci_s, entry.ratio, entry.ratio_ci = gap, interval.as_list(), ratio.estimate, ratio.as_list()
@@ -246,7 +247,8 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
 def _contributors(deltas: list[NodeDelta], summary: ModeSummary, reference: ModeSummary,
                   gap: float) -> list[Contributor]:
     """The significant nodes, largest in the gap's direction first, then one line for the rest (within noise)."""
-    assert summary.ledger is not None and reference.ledger is not None  # checked by the caller
+    if summary.ledger is None or reference.ledger is None:  # the caller asks only for profiled runs
+        raise RuntimeError(f"no profile to break the gap down: {summary.mode} against {reference.mode}")
     run_ledger, base_ledger = summary.ledger, reference.ledger
     sign = 1.0 if gap >= 0 else -1.0
     significant = sorted((d for d in deltas if d.significant), key=lambda d: -sign * d.seconds)
@@ -292,7 +294,8 @@ def _per_sample(summary: ModeSummary, reference: ModeSummary, batch: int, refere
     a = [t / batch for t in summary.step_times_s]
     b = [t / reference_batch for t in reference.step_times_s]
     interval = median_difference(a, b)
-    assert interval is not None  # timed runs have steps
+    if interval is None:  # timed runs have steps
+        raise RuntimeError(f"no step times per sample: {summary.mode} against {reference.mode}")
     return PerSample(batch, reference_batch, median(a), median(b), interval.estimate, interval.as_list(),
                      median(a) / median(b))
 

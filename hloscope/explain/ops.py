@@ -95,7 +95,8 @@ def op_rows(run: ModeSummary, baseline: ModeSummary, practical_s: float, top: in
     from hloscope.errors import HloscopeError
 
     slow, fast = run.ledger, baseline.ledger
-    assert slow is not None and fast is not None  # the engine asks only for runs with a profile
+    if slow is None or fast is None:  # the engine asks only for runs with a profile
+        raise RuntimeError(f"no profile for the op table: {run.mode} against {baseline.mode}")
     if run.program is not None and baseline.program is not None and _placed(slow) and _placed(fast):
         try:
             graph_a, graph_b = run.program.graph(), baseline.program.graph()
@@ -195,7 +196,8 @@ def _summed(ledger: RunLedger, keys: list[str]) -> OpSeries | None:
 
 def _delta(row: _Row, slow: RunLedger, fast: RunLedger, practical_s: float) -> OpDelta:
     name = row.slow_name if row.slow_name is not None else row.fast_name
-    assert name is not None  # every row has a side
+    if name is None:  # every row has at least one side
+        raise RuntimeError("an op row with neither side")
     return series_delta(name, _summed(slow, row.slow_keys), _summed(fast, row.fast_keys), slow, fast, practical_s,
                         slow_name=row.slow_name, fast_name=row.fast_name, matched=row.matched,
                         matched_by=row.matched_by,

@@ -72,7 +72,8 @@ def scaling_point(run: ModeSummary, reference: ModeSummary, min_gap: float = MIN
     ideal = [t / n for t in reference.step_times_s]
     ratio = median_ratio(reference.step_times_s, run.step_times_s)
     lost = median_difference(run.step_times_s, ideal)
-    assert ratio is not None and lost is not None  # both runs timed: positive steps on each side
+    if ratio is None or lost is None:  # both runs timed: positive steps on each side
+        raise RuntimeError(f"no step times for scaling: {run.mode} against {reference.mode}")
     ideal_s = median(ideal)
     if run.noisy or reference.noisy:
         min_gap = max(min_gap, NOISY_MIN_GAP)

@@ -301,7 +301,8 @@ class HloComputation:
         root = self._root
         # The parser sets every computation's root when it closes it (the last instruction when none says ROOT; it
         # refuses empty computations): only a computation still being read has none.
-        assert root is not None, f"computation '{self.name}' has no root yet"
+        if root is None:
+            raise RuntimeError(f"computation '{self.name}' has no root yet")
         return root
 
     @root.setter
@@ -345,7 +346,8 @@ class HloModule:
         entry = self._entry
         # The parser sets the entry of every module it returns (the last computation when none says ENTRY; it refuses
         # modules without computations): only a module still being read has none.
-        assert entry is not None, f"module '{self.name}' has no entry computation yet"
+        if entry is None:
+            raise RuntimeError(f"module '{self.name}' has no entry computation yet")
         return entry
 
     @entry.setter

@@ -527,7 +527,8 @@ class _Parser:
         """`reduce-scatter-start(p), ...` -> `async-start(p), calls=async_wrapped` and a computation `async_wrapped`
         holding `async_param`s and the reduce-scatter, as XLA's parser builds it (update/done follow the start)."""
         sugar = async_sugar(instr.opcode)
-        assert sugar is not None  # _special refused every other opcode outside XLA's list
+        if sugar is None:  # _special refused every other opcode outside XLA's list
+            raise RuntimeError(f"'{instr.name}': {instr.opcode} is not an async op to rewrite")
         async_opcode, wrapped = sugar
         module = comp.module
         chains = module.async_chains
@@ -578,7 +579,8 @@ class _Parser:
         stripped = line.strip()
         if self.header_open:
             module = self.module
-            assert module is not None  # header_open is set only by a module's header line
+            if module is None:  # header_open is set only by a module's header line
+                raise RuntimeError(f"line {lineno}: a module header continues with no module open")
             module.header += " " + stripped
             self.header_open = any(_open_brackets(module.header))
             return None

@@ -61,7 +61,8 @@ class Shape:
         if self.tuple_shapes is not None:
             return sum(s.byte_size for s in self.tuple_shapes)
         element_type = self.element_type
-        assert element_type is not None  # an array has an element type (only tuples have none)
+        if element_type is None:  # an array has an element type (only tuples have none)
+            raise RuntimeError(f"array shape {self} without an element type")
         if self.element_bits:  # XLA's ShapeUtil::ByteSizeOfElements: packed, rounded up to whole bytes
             return -(-prod(self.dims) * self.element_bits // 8)
         return prod(self.dims) * ELEMENT_BYTES.get(element_type, 4)

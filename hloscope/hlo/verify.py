@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from hloscope.errors import ParseError
 from hloscope.hlo.attrs import _split_top_level
@@ -439,10 +439,9 @@ def _constant(verifier: _Verifier, instr: HloInstruction) -> None:
             if ints[0] <= value <= ints[1]:
                 continue
             why = f"{element_type} holds {ints[0]} to {ints[1]}"
-        else:
-            assert largest is not None
+        else:  # a float type: `ints` and `largest` are not both None (returned above)
             value = float(text)
-            if abs(value) < largest:
+            if abs(value) < cast(float, largest):
                 continue
             why = f"it overflows to infinity in {element_type}"
         raise instr._error(f"constant '{instr.name}': {text} is out of range ({why})", number.start())

@@ -90,7 +90,8 @@ class _Worker:
     def ask(self, request: str, deadline: float) -> dict[str, Any] | None:
         """The child's answer; {"error": ..., "crashed": True} when it died (it is then closed); None when the
         deadline passed first (the child is then killed)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if self.proc.stdin is None or self.proc.stdout is None:  # started with stdin=PIPE, stdout=PIPE
+            raise RuntimeError("the XLA child process has no pipes")
         data = memoryview(request.encode())
         stdin = self.proc.stdin.fileno()
         os.set_blocking(stdin, False)  # a text of 50 MB is written as the child reads it, within the deadline too

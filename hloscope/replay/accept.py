@@ -131,7 +131,8 @@ def _check_hlo(file: str, text: str) -> list[Parameter]:
             if leaf.is_dynamic:
                 raise instr._error(f"entry parameter {instr.name} has a dynamic shape ({leaf}): replay needs static "
                                    "shapes")
-            assert leaf.element_type is not None
+            if leaf.element_type is None:  # a leaf of a shape is an array, which has an element type
+                raise RuntimeError(f"entry parameter {instr.name}: an array leaf without an element type")
             parameters.append(Parameter(leaf.element_type, tuple(leaf.dims)))
     return parameters
 

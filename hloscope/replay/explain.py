@@ -67,7 +67,8 @@ def split(summary, reference) -> dict | None:
         return out
     program = replay["program_times_s"]
     overhead = median_difference(summary.step_times_s, program)
-    assert overhead is not None  # both samples have steps: step_times_s checked above, replay_of keeps no empty replay
+    if overhead is None:  # both samples have steps: step_times_s checked above, replay_of keeps no empty replay
+        raise RuntimeError(f"{summary.mode}: no steps to set the replay against")
     out = {"measured": True, "file": replay["file"], "program_s": median(program),
            "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(), **overhead_anomaly(overhead.estimate),
            "compiler": replay.get("compiler"), "run_compiler": replay.get("run_compiler"),
@@ -80,7 +81,8 @@ def split(summary, reference) -> dict | None:
     if reference is not summary and _is_xla(reference) and reference.replay and "error" not in reference.replay:
         other = reference.replay["program_times_s"]
         program_gap = median_difference(program, other)
-        assert program_gap is not None  # replay_of keeps no replay without steps (an empty one is an "error")
+        if program_gap is None:  # replay_of keeps no replay without steps (an empty one is an "error")
+            raise RuntimeError(f"{reference.mode}: a replay without steps")
         out["against_baseline"] = {
             "program_gap_s": program_gap.estimate, "program_gap_ci_s": program_gap.as_list(),
             **_overhead_gap(summary.step_times_s, program, reference.step_times_s, other)}

@@ -328,7 +328,8 @@ def _restore_signals(previous: dict) -> None:
 
 def refused_entry(planned: PlannedRun, options: RunOptions) -> dict:
     """comparison.json's entry for a (mode, device count) the mode refuses: no run directory, the one line why."""
-    assert planned.refused is not None
+    if planned.refused is None:  # only refused runs have an entry made here
+        raise RuntimeError(f"{planned.mode}: not a refused run")
     return {"mode": planned.mode, "dir": planned.dir_name, "status": "refused", "error": planned.refused,
             "devices": options.devices, "median_s": None, "steps": 0, "warnings": []}
 

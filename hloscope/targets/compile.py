@@ -107,7 +107,8 @@ def _capture(mode: str, preset: str, batch_size: int, precision: str, seed: int,
     input_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     capture_path = get_mode(mode).target_capture
-    assert capture_path is not None, mode  # compile_for_target's require_target_mode let only such modes through
+    if capture_path is None:  # compile_for_target's require_target_mode let only such modes through
+        raise RuntimeError(f"{mode}: the mode has no target capture")
     capture = resolve(capture_path)
     graph_file, info = capture(preset, batch_size, precision, seed, input_dir, run_dir / _DUMP / "capture",
                                seq_len=seq_len)
