@@ -66,6 +66,7 @@ def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
     from hloscope.diff.adapt import graph_from_modules
     from hloscope.diff.inputs import pick_graphs
     from hloscope.diff.match import match_graphs
+    from hloscope.errors import UsageError
 
     stage = side_a.loaded.stage
     m = report["matching"]
@@ -74,7 +75,7 @@ def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
     try:
         ma = pick_graphs(side_a.modules, side_a.path, module, other)
         mb = pick_graphs(side_b.modules, side_b.path, module, other)
-    except Exception:
+    except UsageError:  # a side without the other stage: only the compared stage's rate
         return rates
     ga, gb = graph_from_modules([x.module for x in ma]), graph_from_modules([x.module for x in mb])
     rates[ma[0].stage] = _rate(len(match_graphs(ga, gb).pairs), len(ga.nodes), len(gb.nodes))

@@ -321,11 +321,12 @@ def _against_run(run: dict | None, record: dict) -> dict | None:
 
 def _framework_device(run_dir: Path, record: dict) -> dict:
     """The run's own device time per profiled step (from its profile), beside the replay's of the same graph."""
-    try:
-        from hloscope.explain.collect import summarize_run
+    from hloscope.errors import HloscopeError
+    from hloscope.explain.collect import summarize_run
 
+    try:
         summary = summarize_run(run_dir)
-    except Exception as error:  # any unreadable part: a note, never a failed replay
+    except HloscopeError as error:  # an unreadable run or profile: a note, never a failed replay
         return {"note": f"the run's profile was not read: {str(error).splitlines()[0][:200]}"}
     if summary.device_busy_s is None:
         return {"note": "the run has no profile with device time (run it with --profile)"}

@@ -157,12 +157,19 @@ class ViewLogdir:
         """Write a copy of `xplane` whose module list (graph viewer, memory viewer) holds only the XLA modules that
         ran in the profiled steps (hloscope.tensorboard.modules); False when there is nothing to leave out or the
         xplane cannot be read that way (then the original is linked, as before)."""
+        from hloscope.errors import MissingDependency
         from hloscope.tensorboard.modules import keep_step_modules
 
         self.module_filters.pop(session.name, None)
         try:
+            from google.protobuf.message import DecodeError
+        except ImportError:  # no protobuf runtime, so no schema to read it with: serve the file as it is
+            return False
+        try:
             kept = keep_step_modules(xplane, target)
-        except Exception:  # not decodable with XProf's schema, or no schema at all: serve the file as it is
+        except (OSError, DecodeError, RuntimeError, ValueError, MissingDependency):
+            # not readable, not decodable with XProf's schema (protobuf's errors, as trace.xplane reads them), or no
+            # schema at all: serve the file as it is
             target.unlink(missing_ok=True)
             return False
         if kept is None:

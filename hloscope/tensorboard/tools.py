@@ -25,7 +25,13 @@ def plane_names(xplanes: list[Path]) -> set[str]:
 
 def is_cpu_only(xplanes: list[Path]) -> bool:
     """True when no plane of the session is a GPU or TPU: XProf's device-op tools have nothing to read."""
+    from hloscope.errors import MissingDependency
+
+    try:
+        from google.protobuf.message import DecodeError
+    except ImportError:  # no protobuf runtime: the planes cannot be read
+        return False
     try:
         return not any(name.startswith(DEVICE_PREFIXES) for name in plane_names(xplanes))
-    except (OSError, ValueError, Exception):
+    except (OSError, DecodeError, RuntimeError, ValueError, MissingDependency):  # unreadable, undecodable, no schema
         return False

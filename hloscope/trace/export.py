@@ -141,13 +141,15 @@ def _already_exported(target: Path, identity: dict[str, Any]) -> int | None:
         kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a symbolic link" if stat.S_ISLNK(info.st_mode)
                 else "not a regular file")
         raise _Occupied(f"is {kind}, not a Parquet file hloscope exported: not replaced")
-    _, pq = _pyarrow()
+    pa, pq = _pyarrow()
     try:
         metadata = pq.read_metadata(target)
         recorded = json.loads((metadata.metadata or {})[_METADATA_KEY])
         if not isinstance(recorded, dict) or "version" not in recorded:
             raise ValueError("no identity")
-    except Exception:
+    # not Parquet (ArrowInvalid, a ValueError), unreadable (OSError), no identity key, not JSON (ValueError), and
+    # whatever else Arrow says of the file (its ArrowException family)
+    except (OSError, ValueError, KeyError, pa.ArrowException):
         raise _Occupied("exists and is not a Parquet file hloscope exported: not replaced") from None
     rows: int = metadata.num_rows
     return rows if recorded == identity else None

@@ -361,7 +361,9 @@ def _connect_timeout() -> float:
         from dask.utils import parse_timedelta
 
         seconds = parse_timedelta(get("distributed.comm.timeouts.connect"), default="seconds")
-    except Exception:
+    # no dask; or a value it cannot parse: by the text, dask raises KeyError or IndexError (LookupError),
+    # AttributeError, OverflowError (ArithmeticError), ValueError or TypeError
+    except (ImportError, LookupError, AttributeError, ArithmeticError, ValueError, TypeError):
         return 30.0
     return float(seconds) if isinstance(seconds, int | float) and 0 < seconds < 86_400 else 30.0
 

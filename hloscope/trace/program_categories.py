@@ -34,6 +34,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from hloscope.errors import ParseError
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
 from hloscope.trace.categories import category_of
@@ -110,7 +111,7 @@ def custom_call_target_category(target: str) -> str | None:
 def _called(instr: HloInstruction) -> list[HloComputation]:
     try:
         return list(instr.called_computations)
-    except Exception:  # a module whose text names a computation it does not define: nothing to look into
+    except ParseError:  # a module whose text names a computation it does not define: nothing to look into
         return []
 
 

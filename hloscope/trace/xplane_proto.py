@@ -79,6 +79,7 @@ def read_embedded_descriptor(library: Path) -> bytes | None:
     that cannot start one of them; the result must then parse as a FileDescriptorProto for this file and package.
     """
     from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
 
     name = PROTO_FILE.encode()
     header = b"\n" + bytes([len(name)]) + name
@@ -91,7 +92,7 @@ def read_embedded_descriptor(library: Path) -> bytes | None:
                 parsed = descriptor_pb2.FileDescriptorProto()
                 try:
                     parsed.ParseFromString(blob)
-                except Exception:
+                except (DecodeError, RuntimeError, ValueError):  # protobuf's refusals, as trace.xplane catches them
                     parsed = None
                 if parsed is not None and parsed.package == PROTO_PACKAGE and parsed.message_type:
                     return blob
