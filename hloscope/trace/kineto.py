@@ -415,16 +415,16 @@ def _event_items(path: Path, ijson: Any, stream: _TokenGuard, top_is_array: bool
     events_depth = 1 if top_is_array else 2
     top_key = None
     builder = None
-    for token, value in ijson.basic_parse(stream, use_float=True, buf_size=_READ_BYTES):
-        opening = token == "start_map" or token == "start_array"
+    for kind, value in ijson.basic_parse(stream, use_float=True, buf_size=_READ_BYTES):
+        opening = kind == "start_map" or kind == "start_array"
         if opening:
             depth += 1
             if depth > MAX_DEPTH:
                 raise InputError(path, f"not a trace: JSON nested more than {MAX_DEPTH} levels deep")
-        elif token == "end_map" or token == "end_array":
+        elif kind == "end_map" or kind == "end_array":
             depth -= 1
         if builder is not None:  # inside one item
-            builder.event(token, value)
+            builder.event(kind, value)
             if depth == events_depth:
                 yield builder.value
                 builder = None
@@ -433,12 +433,12 @@ def _event_items(path: Path, ijson: Any, stream: _TokenGuard, top_is_array: bool
                 in_events = False
             elif opening:
                 builder = ijson_package.ObjectBuilder()
-                builder.event(token, value)
+                builder.event(kind, value)
             else:
                 yield value  # a scalar item: refused by the caller
-        elif token == "map_key" and depth == 1:
+        elif kind == "map_key" and depth == 1:
             top_key = value
-        elif token == "start_array" and depth == events_depth and (top_is_array or top_key == "traceEvents"):
+        elif kind == "start_array" and depth == events_depth and (top_is_array or top_key == "traceEvents"):
             in_events = True
 
 
