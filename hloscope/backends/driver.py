@@ -133,7 +133,8 @@ def parity_probe(session: Session, options: RunOptions) -> dict:
         probe = session.parity()
     except NotImplementedError as error:
         return {**base, "error": str(error)}
-    except Exception as error:  # a probe that fails must not cost the timing; it is a parity failure
+    # The framework's probe may raise anything: a parity failure, not a lost timing
+    except Exception as error:  # noqa: BLE001
         return {**base, "error": f"{type(error).__name__}: {error}".splitlines()[0]}
     return {**base, **probe, "seconds": round(time.perf_counter() - started, 3)}
 
@@ -196,7 +197,8 @@ def execute(options: RunOptions, run_dir: Path,
         if status != "ok" and session is not None and "framework" not in record["environment"]:
             try:  # device and precision facts, when setup got far enough to know them
                 record["environment"].update(session.info())
-            except Exception:
+            # a framework half set up may raise anything here; the run's own error is what run.json must keep
+            except Exception:  # noqa: BLE001, S110
                 pass
         # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
         record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
@@ -284,7 +286,8 @@ def execute(options: RunOptions, run_dir: Path,
     except HloscopeError as error:  # missing package, impossible option: the user's one-line message, its exit code
         finish("failed", str(error))
         raise
-    except Exception as error:
+    # The mode's boundary: any framework error is this run's recorded failure
+    except Exception as error:  # noqa: BLE001
         record["error_traceback"] = traceback.format_exc(limit=20)
         sys.stderr.write(record["error_traceback"])
         message = f"{type(error).__name__}: {error}".strip()
@@ -295,5 +298,6 @@ def execute(options: RunOptions, run_dir: Path,
         if session is not None:
             try:
                 session.close()
-            except Exception:
+            # the framework's teardown may raise anything; it must not replace the run's outcome, already written
+            except Exception:  # noqa: BLE001, S110
                 pass

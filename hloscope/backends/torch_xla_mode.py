@@ -226,7 +226,7 @@ class TorchXlaSession(TorchSession):
         mat_mul_precision = self.torch_xla.backends.get_mat_mul_precision()
         try:
             device_kind = self.xm.xla_device_kind(self.device)
-        except Exception:
+        except Exception:  # noqa: BLE001  # an optional fact: torch_xla's runtime raises various types across versions
             device_kind = None
         return {"framework": "torch_xla", "device": str(self.device), "pjrt_device": self.pjrt_device,
                 "device_type": xr.device_type(), "device_kind": device_kind, "torch_xla": torch_xla_version(),

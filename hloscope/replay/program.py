@@ -126,13 +126,13 @@ def compile_program(path: str | os.PathLike, device, name: str | None = None, fm
     try:
         module_text, donors = stablehlo_from_text(text, fmt)
         operations = _operations(module_text)
-    except Exception as error:  # jaxlib's HLO parser, MLIR's
+    except Exception as error:  # noqa: BLE001  # jaxlib's HLO parser, MLIR's: their error types differ by version
         raise _unreadable(path, name, fmt, error) from None
     _check_operations(path, operations)
     start = time.perf_counter()
     try:
         executable = compile_stablehlo(device.client, (device,), module_text, donors, load=True)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001  # XLA's compile refusals, any type: the module is not replayable
         if fmt == "mlir" and str(error).startswith("Unable to parse module"):  # MLIR's parser, within the compile
             raise _unreadable(path, name, fmt, error) from None
         message = _first_line(error)

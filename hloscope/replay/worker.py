@@ -209,7 +209,8 @@ def main() -> int:
                         "path": error.path, "line": error.line, "col": error.col}})
     except HloscopeError as error:
         _say({"error": {"class": type(error).__name__, "exit_code": error.exit_code, "message": str(error)}})
-    except Exception as error:  # XLA's runtime errors (out of memory, a failed execution): one line in the parent
+    # The child's boundary: XLA's runtime errors (out of memory, a failed execution), any type, one line in the parent
+    except Exception as error:  # noqa: BLE001
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         _say({"error": {"class": "XlaFailure", "exit_code": 2,
                         "message": f"{type(error).__name__}: {(lines[0] if lines else '')[:300]}"}})

@@ -21,7 +21,7 @@ def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, 
         info = lower_torchax_train_step(preset, batch_size, precision, seed, graph_file, seq_len)
     except HloscopeError:
         raise
-    except Exception as error:  # a framework error becomes a failed run with its reason
+    except Exception as error:  # noqa: BLE001  # a framework error, any type, becomes a failed run with its reason
         raise TargetCompileError(f"lowering the torchax train step failed: {type(error).__name__}: "
                                  f"{_first_line(str(error))}") from None
     return graph_file, info

@@ -57,7 +57,8 @@ def execute_target(options, target: str, run_dir: Path) -> dict:
     except HloscopeError as error:
         finish("failed", str(error))
         raise
-    except Exception as error:
+    # The mode's boundary: any framework error is this run's recorded failure
+    except Exception as error:  # noqa: BLE001
         message = f"{type(error).__name__}: {error}".strip().splitlines()[0]
         finish("failed", message)
         raise TargetCompileFailed(f"{options.mode}: {message} (run.json in {run_dir})") from None

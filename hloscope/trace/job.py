@@ -327,7 +327,9 @@ def _connect(client_class: Any, scheduler: str) -> Any:
     def connect() -> None:
         try:
             outcome["client"] = client_class(address, timeout=seconds, set_as_default=False)
-        except BaseException as error:  # anything a stranger's reply provokes in Dask's reader is a failed connect
+        # A thread body: anything a stranger's reply provokes in Dask's reader (MemoryError, OverflowError included)
+        # is handed to the caller as a failed connect.
+        except BaseException as error:  # noqa: BLE001
             outcome["error"] = error
 
     quiet = [logging.getLogger(name) for name in ("distributed", "tornado")]

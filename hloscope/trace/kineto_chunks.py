@@ -145,7 +145,8 @@ class _ReadAhead:
     def _read_block(self) -> None:
         try:
             self._block = self._stream.read(self._size)
-        except BaseException as error:  # handed to the caller by read()
+        # A thread body: any error is raised again in the caller by read()
+        except BaseException as error:  # noqa: BLE001
             self._error = error
 
     def read(self) -> bytes:

@@ -45,7 +45,9 @@ def xspace_class() -> Any:
             continue
         try:
             return importlib.import_module(module_name).XSpace
-        except Exception:
+        # importing a third party's package runs its code (TensorFlow's start-up, a protobuf version clash): whatever
+        # it raises, that module is not usable, and the next source is tried
+        except Exception:  # noqa: BLE001, S112
             continue
     for package, library in NATIVE_LIBRARIES:
         path = _package_file(package, library)
