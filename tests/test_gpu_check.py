@@ -73,6 +73,12 @@ def test_environment_checks() -> None:
     assert checks.check_jax_cuda({**GPU_ENV, "jax_cuda_plugin": None}).status == FAIL
     assert checks.check_jax_cuda({**GPU_ENV, "jax_cuda_plugin": "0.9.0"}).status == FAIL
     assert checks.check_jax_cuda({**GPU_ENV, "jax_backend": "cpu"}).status == FAIL
+    # the lent GPU machine's jax is built for CUDA 13: its plugin is jax-cuda13-plugin
+    cuda13 = {**GPU_ENV, "torch": "2.11.0+cu130", "torch_cuda": "13.0", "jax": "0.11.2", "jaxlib": "0.11.2",
+              "jax_cuda_plugin": "0.11.2", "jax_cuda_plugin_name": "jax-cuda13-plugin"}
+    assert checks.check_torch_cuda(cuda13).status == PASS
+    assert "jax-cuda13-plugin 0.11.2" in checks.check_jax_cuda(cuda13).detail
+    assert checks.check_jax_cuda({**cuda13, "jax_cuda_plugin": "0.10.2"}).status == FAIL
 
 
 def test_torch_xla_refusal() -> None:
@@ -81,6 +87,11 @@ def test_torch_xla_refusal() -> None:
     assert checks.check_torch_xla_refused(1, line).status == FAIL
     assert checks.check_torch_xla_refused(2, "Traceback (most recent call last):\n  ...\n" + line).status == FAIL
     assert checks.check_torch_xla_refused(2, "hloscope: error: something else").status == FAIL
+    # no torch_xla at all (the lent GPU machine): refused as a missing package in one line, and the check says so
+    missing = "hloscope: error: this needs the Python package 'torch_xla', which is not installed: pip install torch_xla"
+    assert checks.check_torch_xla_refused(3, missing + "\n", installed=False).status == SKIP
+    assert checks.check_torch_xla_refused(1, "Traceback ...\nImportError: torch_xla", installed=False).status == FAIL
+    assert checks.check_torch_xla_refused(2, line, installed=False).status == FAIL
 
 
 def test_comparison_and_verdicts() -> None:
@@ -210,3 +221,214 @@ def test_gpu_plan_parses_as_compare_options() -> None:
     assert (main["model"], main["batch_size"], main["precision"], main["repeats"]) == ("vit-base", 32, "tf32", 2)
     assert main["dump_hlo"] and main["profile"] and not main["no_audit"]
     assert (fp32["precision"], fp32["repeats"], bf16["precision"], bf16["repeats"]) == ("fp32", 2, "bf16", 1)
+
+
+# ------------------------------------------------------------------------------------- the lent GPU machine's wheels
+
+REPO = Path(__file__).resolve().parents[1]
+# what `gpu-check` runs needs beyond pyproject.toml's dependencies and its frameworks extra: xplane (protobuf), the HLO
+# inputs' dtypes (ml_dtypes), explain's significance tests (scipy)
+CHECK_ALSO_NEEDS = ["numpy", "protobuf", "ml-dtypes", "scipy"]
+# the frameworks the machine brings at its own versions (jax's CUDA plugin must match its jaxlib; torch is its CUDA
+# build): SUMMARY.md lists how they differ from the pins, nothing is carried for them
+MACHINE_VERSIONS_USED = {"torch", "jax", "jaxlib", "flax", "optax"}
+MACHINE_PACKAGES_USING_CARRIED = [("accelerate 1.15.0", "huggingface-hub>=0.21.0")]
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[-_.]+", "-", text).lower()
+
+
+def _listed(path: Path) -> dict[str, str | None]:
+    """`name[==version]` lines (comments and blank lines skipped) -> {normalised name: version or None}."""
+    found: dict[str, str | None] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert _name(name) not in found, f"{name} twice in {path.name}: two versions stop the whole install"
+            found[_name(name)] = version or None
+    return found
+
+
+def _device_and_wheels() -> tuple[dict[str, str | None], dict[str, str | None]]:
+    return _listed(REPO / "tests" / "data" / "gpu-device-packages.txt"), _listed(REPO / "scripts" / "gpu-wheels.txt")
+
+
+def _satisfied(requirement, device: dict[str, str | None], wheels: dict[str, str | None]) -> str | None:
+    """None when the wheels or the machine provide `requirement` (a machine's package of unread version counts), else
+    why not."""
+    name = _name(requirement.name)
+    if name in wheels:
+        version = wheels[name]
+        return None if version and requirement.specifier.contains(version, prereleases=True) else \
+            f"{requirement}: the wheel list has {name}=={version}"
+    if name not in device:
+        return f"{requirement}: neither on the machine nor in scripts/gpu-wheels.txt"
+    version = device[name]
+    if version is None or name in MACHINE_VERSIONS_USED or requirement.specifier.contains(version, prereleases=True):
+        return None
+    return f"{requirement}: the machine has {name} {version} and scripts/gpu-wheels.txt carries none"
+
+
+def test_gpu_wheels_cover_what_the_check_needs() -> None:
+    """Every package hloscope's GPU check imports is on the lent GPU machine at a usable version or in the wheel list
+    scripts/gpu-wheels.sh downloads (nothing is downloaded here)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    device, wheels = _device_and_wheels()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    needed = [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["frameworks"]
+              + CHECK_ALSO_NEEDS]
+    needed = [r for r in needed if _name(r.name) != "torch-xla"]  # absent there by design: refused in one line
+    assert {"transformers", "torchax", "msgspec", "ijson", "click", "rich", "jax", "flax"} <= {_name(r.name) for r
+                                                                                            in needed}
+    problems = [why for r in needed if (why := _satisfied(r, device, wheels))]
+    assert not problems, "\n".join(problems)
+    # transformers < 5: the Flax ViT of the jax and torchax modes
+    assert wheels["transformers"] and int(wheels["transformers"].split(".")[0]) < 5
+    # a wheel is carried only for a package the machine lacks or has at another version
+    same = [n for n, v in wheels.items() if device.get(n) is not None and device.get(n) == v]
+    assert not same, f"carried though the machine has the same version: {same}"
+
+
+def test_gpu_wheels_requirements_are_met() -> None:
+    """Each carried wheel's own requirements (its Requires-Dist for Python 3.12 on Linux x86-64, read from this
+    environment, which holds the same versions) are met by the machine or by another carried wheel."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    device, wheels = _device_and_wheels()
+    where = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
+             "platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython",
+             "platform_python_implementation": "CPython", "os_name": "posix", "extra": ""}
+    problems, read = [], []
+    for name, version in wheels.items():
+        try:
+            if metadata.version(name) != version:
+                continue
+        except metadata.PackageNotFoundError:
+            continue
+        read.append(name)
+        for text in metadata.requires(name) or []:
+            requirement = Requirement(text)
+            if requirement.marker is not None and not requirement.marker.evaluate(where):
+                continue
+            if why := _satisfied(requirement, device, wheels):
+                problems.append(f"{name}: {why}")
+    assert {"transformers", "tokenizers", "huggingface-hub"} <= set(read), read  # the pinned set holds them
+    # the machine's own packages that import a carried one at run time: transformers imports accelerate when present
+    # (accelerate 1.15.0's Requires-Dist, read from its wheel on 2026-12-02)
+    for name, text in MACHINE_PACKAGES_USING_CARRIED:
+        if why := _satisfied(Requirement(text), device, wheels):
+            problems.append(f"{name} (on the machine): {why}")
+    assert not problems, "\n".join(problems)
+
+
+def test_gpu_wheels_script_reads_the_list() -> None:
+    """gpu-wheels.sh downloads for the machine's Python (cp312, manylinux x86-64) into the git-ignored .whl/ and
+    enforces the carry limit."""
+    script = (REPO / "scripts" / "gpu-wheels.sh").read_text()
+    assert "scripts/gpu-wheels.txt" in script and "--python-version 3.12" in script and "--no-deps" in script
+    assert "limit_mib=60" in script
+    assert "/.whl/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def _wheel(folder: Path, name: str, version: str) -> Path:
+    """A minimal pure-Python wheel of one module, built by hand (no network, no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {f"{name}.py": "VALUE = 42\n",
+             f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                                  "Tag: py3-none-any\n"}
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()}"
+              f",{len(text.encode())}" for path, text in files.items()]
+    files[f"{name}-{version}.dist-info/RECORD"] = "\n".join([*record, f"{name}-{version}.dist-info/RECORD,,"]) + "\n"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+    return path
+
+
+def test_wheels_mode_installs_offline_and_runs_from_the_source_tree(tmp_path: Path) -> None:
+    """HLOSCOPE_WHEELS: the wheels are installed with --no-index into HLOSCOPE_SITE, which is on PYTHONPATH after the
+    source tree, and scripts/setup.sh is not run."""
+    (tmp_path / "wheels").mkdir()
+    _wheel(tmp_path / "wheels", "hloscope_wheel_probe", "0.0.1")
+    site = tmp_path / "site"
+    probe = ("import hloscope, hloscope_wheel_probe, os; print(hloscope.__file__); print(hloscope_wheel_probe.__file__)"
+             "; print(os.environ['PYTHONPATH'])")
+    result = command("bash", "scripts/gpu-check.sh", "--help", timeout=120,
+                     env={"HLOSCOPE_PYTHON": sys.executable, "HLOSCOPE_WHEELS": str(tmp_path / "wheels"),
+                          "HLOSCOPE_SITE": str(site), "PIP_INDEX_URL": "http://127.0.0.1:9/nothing"})
+    assert result.code == 0, result.stderr[-2000:]
+    assert "--budget-s" in result.stdout and "1 wheels" in result.stdout
+    assert (site / "hloscope_wheel_probe.py").exists()
+    ran = command(sys.executable, "-c", probe, env={"PYTHONPATH": f"{REPO}:{site}"})
+    assert ran.stdout.splitlines()[0].startswith(str(REPO / "hloscope"))
+    empty = command("bash", "scripts/gpu-check.sh", "--help", env={"HLOSCOPE_WHEELS": str(tmp_path / "none")})
+    assert empty.code == 2 and "holds no wheels" in empty.stderr
+
+
+# ---------------------------------------------------------------------------------------------------- time budget
+
+def test_budget_skips_the_optional_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--budget-s: once spent, the smoke test and the fp32/bf16 comparisons are SKIPped with the reason and never
+    started; the required steps still run."""
+    from hloscope.gpucheck import main as gpucheck
+
+    started: list[str] = []
+
+    def fake_run_step(ctx: gpucheck.Context, name: str, argv: list[str], timeout: float | None = None) -> gpucheck.Ran:
+        started.append(name)
+        return gpucheck.Ran(0, "", "", 0.0)
+
+    monkeypatch.setattr(gpucheck, "run_step", fake_run_step)
+    monkeypatch.setattr(gpucheck.shutil, "which", lambda name: None)
+    gpucheck.main(["--out", str(tmp_path / "out"), "--budget-s", "0", "--modes", "pytorch,jax"])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    skipped = {c["name"]: c["detail"] for c in summary["checks"] if c["status"] == SKIP}
+    for label in ("vit-tiny smoke test", "vit-base batch 32 fp32", "vit-base batch 32 bf16"):
+        assert skipped[f"compare {label}: every mode finished"].startswith("time budget: "), skipped
+    assert "compare main" in started and "torch_xla on cuda" in started
+    assert not {"compare smoke", "compare fp32", "compare bf16"} & set(started), started
+    assert summary["budget_s"] == 0
+    # without a budget every step is started
+    started.clear()
+    gpucheck.main(["--out", str(tmp_path / "all"), "--modes", "pytorch,jax"])
+    assert {"compare smoke", "compare main", "compare fp32", "compare bf16"} <= set(started)
+
+
+def test_budget_hard_end_starts_no_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the budget and its grace no step is started (its check then fails: not verified); before it a step's
+    timeout is cut to the time left."""
+    from hloscope.gpucheck import main as gpucheck
+
+    ctx = gpucheck.Context(tmp_path, gpucheck.make_plan(True, None), timeout=900, budget=0)
+    monkeypatch.setattr(gpucheck, "BUDGET_GRACE_S", 0.0)
+    ran = gpucheck.run_step(ctx, "late", [sys.executable, "-c", "print(1)"])
+    assert ran.code == 124 and "not started" in ran.stderr and ctx.steps[-1]["exit"] == "not started"
+    monkeypatch.setattr(gpucheck, "BUDGET_GRACE_S", 2.0)
+    ran = gpucheck.run_step(ctx, "slow", [sys.executable, "-c", "import time; time.sleep(30)"])
+    assert ran.code == 124 and ran.seconds < 20 and "did not finish" in ran.stderr
+
+
+def test_pin_differences() -> None:
+    """The machine's versions against requirements.txt's pins: recorded in SUMMARY.md, never a FAIL."""
+    from hloscope.gpucheck.main import pin_differences, requirement_pins
+
+    pins = requirement_pins()
+    assert pins["torch"] == "2.9.0" and pins["jax"] == "0.10.2"  # `jax[cpu]==0.10.2`: the extra is dropped
+    same = {name: pins[name] for name in ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax",
+                                          "transformers", "click", "rich", "msgspec", "ijson", "isal")}
+    assert pin_differences({**same, "torch": "2.9.0+cu128"}, pins) == []
+    lent = {**same, "torch": "2.11.0+cu130", "jax": "0.11.2", "jaxlib": "0.11.2", "torch_xla": None}
+    assert pin_differences(lent, pins) == ["torch 2.11.0+cu130 (pinned 2.9.0)", "torch_xla not installed (pinned "
+                                           "2.9.0)", "jax 0.11.2 (pinned 0.10.2)", "jaxlib 0.11.2 (pinned 0.10.2)"]

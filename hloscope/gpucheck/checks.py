@@ -61,21 +61,31 @@ def check_jax_cuda(env: dict) -> Check:
     """jaxlib with its CUDA plugin, and a GPU as JAX's default backend (torchax reaches the GPU through it)."""
     name = "env: jax runs on the GPU (jaxlib + CUDA plugin; torchax goes through it)"
     backend, plugin = env.get("jax_backend"), env.get("jax_cuda_plugin")
+    # CUDA 12's plugin (what requirements-cuda-target.txt pins) or CUDA 13's (a jax built for CUDA 13)
+    plugin_name = env.get("jax_cuda_plugin_name") or "jax-cuda12-plugin"
     if not plugin:
-        return Check(name, FAIL, f"jax {env.get('jax')}: no jax-cuda12-plugin installed (pip install 'jax[cuda12]=="
-                                 f"{env.get('jax')}')")
+        return Check(name, FAIL, f"jax {env.get('jax')}: no jax CUDA plugin installed (pip install 'jax[cuda12]=="
+                                 f"{env.get('jax')}' or 'jax[cuda13]=={env.get('jax')}')")
     if plugin != env.get("jaxlib"):
-        return Check(name, FAIL, f"jax-cuda12-plugin {plugin} does not match jaxlib {env.get('jaxlib')}")
+        return Check(name, FAIL, f"{plugin_name} {plugin} does not match jaxlib {env.get('jaxlib')}")
     if backend != "gpu":
         return Check(name, FAIL, f"jax's default backend is {backend!r}, not 'gpu' ({env.get('jax_error') or ''})")
-    return Check(name, PASS, f"jax {env.get('jax')}, jaxlib {env.get('jaxlib')}, plugin {plugin}, "
+    return Check(name, PASS, f"jax {env.get('jax')}, jaxlib {env.get('jaxlib')}, {plugin_name} {plugin}, "
                              f"devices {env.get('jax_devices')}")
 
 
-def check_torch_xla_refused(code: int, stderr: str) -> Check:
-    """`hloscope run --mode torch_xla --device cuda`: exit 2 and exactly one line saying torch_xla has no CUDA."""
+def check_torch_xla_refused(code: int, stderr: str, *, installed: bool = True) -> Check:
+    """`hloscope run --mode torch_xla --device cuda`: exit 2 and exactly one line saying torch_xla has no CUDA. Where
+    torch_xla is not installed (`installed` False) the refusal cannot be shown: SKIP, provided the run is refused in
+    one line naming the missing package (MissingDependency, exit 3)."""
     name = "torch_xla on CUDA is refused in one line"
     lines = [line for line in stderr.splitlines() if line.strip()]
+    if not installed:
+        if code == 3 and len(lines) == 1 and "torch_xla" in lines[0]:
+            return Check(name, SKIP, f"torch_xla is not installed here, so its CUDA refusal is not exercised; the "
+                                     f"torch_xla modes are refused: {lines[0]}")
+        return Check(name, FAIL, f"torch_xla is not installed; expected exit 3 and one line naming it, got exit "
+                                 f"{code} and {len(lines)} lines: {' | '.join(lines[-2:])}")
     if code != 2:
         return Check(name, FAIL, f"exit code {code}, expected 2; stderr ends: {' | '.join(lines[-2:])}")
     if len(lines) != 1:

@@ -1,10 +1,12 @@
 """The steps of `scripts/gpu-check.sh`, in order, each in its own process; every result goes into one folder.
 
-    python -m hloscope.gpucheck --out DIR [--dry-run] [--modes pytorch,jax] [--max-mb 10]
+    python -m hloscope.gpucheck --out DIR [--dry-run] [--modes pytorch,jax] [--max-mb 10] [--budget-s S]
 
 A step that fails, crashes or times out is recorded as FAIL with the end of its stderr (`logs/`), and the next step
 runs. SUMMARY.md and summary.json are rewritten after every step, so an interrupted check keeps what it found. Exit
-code 1 when any check failed, else 0. docs/gpu-check.md says what each check means.
+code 1 when any check failed, else 0. With `--budget-s S` the optional steps (the smoke test, the fp32 and bf16
+comparisons) start only within S seconds and are SKIPped after; no step runs past S + BUDGET_GRACE_S. docs/gpu-check.md
+says what each check means.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ GPU_MODES = "pytorch,pytorch+compile,jax,torchax"
 # are jax's (same XLA path); pytorch (Kineto, synchronous CPU) and jax (xplane, HLO, replay) cover every check.
 DRY_RUN_MODES = "pytorch,jax"
 MAX_MB = 8.0
+# With --budget-s: how long past the budget the required steps may still run; a step is killed at that hard end, and a
+# step due after it is not started (its check then FAILs: it was not verified).
+BUDGET_GRACE_S = 120.0
 
 # The environment as the checks need it: versions, CUDA builds, what each framework sees. Never fails: errors are facts.
 ENV_PROBE = r"""
@@ -39,8 +44,19 @@ def version(name):
     except md.PackageNotFoundError:
         return None
 out = {name.replace('-', '_'): version(name) for name in
-       ('torch', 'torch_xla', 'torchax', 'jax', 'jaxlib', 'jax-cuda12-plugin', 'jax-cuda12-pjrt')}
-out['jax_cuda_plugin'] = out.pop('jax_cuda12_plugin')
+       ('torch', 'torch_xla', 'torchax', 'jax', 'jaxlib', 'flax', 'optax', 'transformers', 'tokenizers',
+        'huggingface-hub', 'numpy', 'click', 'rich', 'msgspec', 'ijson', 'isal')}
+# jax's CUDA plugin: CUDA 13's (a jax >= 0.7 built for CUDA 13) or CUDA 12's, whichever is installed
+out['jax_cuda_plugin'] = out['jax_cuda_plugin_name'] = None
+for name in ('jax-cuda13-plugin', 'jax-cuda12-plugin'):
+    if version(name):
+        out['jax_cuda_plugin'], out['jax_cuda_plugin_name'] = version(name), name
+        out['jax_cuda_pjrt'] = version(name.replace('plugin', 'pjrt'))
+        break
+import sys
+import hloscope
+out['python'] = sys.version.split()[0]
+out['hloscope_from'] = hloscope.__file__  # the source tree when PYTHONPATH names it (no install)
 try:
     import torch
     out['torch_cuda'] = torch.version.cuda
@@ -96,6 +112,7 @@ class Context:
     out: Path
     plan: Plan
     timeout: float
+    budget: float | None = None  # --budget-s
     started: float = field(default_factory=time.monotonic)
     results: list[Check] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
@@ -105,6 +122,21 @@ class Context:
         self.results.append(check)
         print(check.line(), flush=True)
         write_summary(self)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def hard_end(self) -> float | None:
+        """Seconds since the start after which no step runs (--budget-s plus the grace), or None without a budget."""
+        return None if self.budget is None else self.budget + BUDGET_GRACE_S
+
+    def within_budget(self, check_name: str) -> bool:
+        """Whether an optional step may start; when it may not, its check is recorded as SKIP with the reason."""
+        if self.budget is None or self.elapsed() < self.budget:
+            return True
+        self.record(checks.skip(check_name, f"time budget: {self.elapsed():.0f} s spent of --budget-s "
+                                            f"{self.budget:.0f}"))
+        return False
 
 
 @dataclass
@@ -119,6 +151,17 @@ def run_step(ctx: Context, name: str, argv: list[str], timeout: float | None = N
     """One step in its own process group; stdout and stderr kept under logs/. A timeout kills the group."""
     logs = ctx.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    timeout = timeout or ctx.timeout
+    hard_end = ctx.hard_end()
+    if hard_end is not None:
+        left = hard_end - ctx.elapsed()
+        if left <= 0:
+            ctx.steps.append({"step": name, "argv": argv[2:] if argv[:2] == [sys.executable, "-m"] else argv,
+                              "exit": "not started", "seconds": 0.0})
+            print(f"-- {name}: not started, past the time budget's hard end", flush=True)
+            return Ran(124, "", f"gpu-check: {name} not started: {ctx.elapsed():.0f} s spent, past --budget-s "
+                                f"{ctx.budget:.0f} + {BUDGET_GRACE_S:.0f} s\n", 0.0)
+        timeout = min(timeout, left)
     env = {**os.environ, "HLOSCOPE_NO_PROGRESS": "1", "COLUMNS": "160"}
     if ctx.plan.dry_run:
         env["PJRT_DEVICE"] = "CPU"
@@ -126,13 +169,13 @@ def run_step(ctx: Context, name: str, argv: list[str], timeout: float | None = N
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                start_new_session=True)
     try:
-        stdout, stderr = process.communicate(timeout=timeout or ctx.timeout)
+        stdout, stderr = process.communicate(timeout=timeout)
         code = process.returncode
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         stdout, stderr = process.communicate()
         code = 124
-        stderr += f"\ngpu-check: {name} did not finish in {timeout or ctx.timeout:.0f} s\n"
+        stderr += f"\ngpu-check: {name} did not finish in {timeout:.0f} s\n"
     seconds = time.monotonic() - start
     slug = name.replace(" ", "-").replace("/", "-")
     (logs / f"{slug}.stdout.log").write_text(stdout)
@@ -209,7 +252,9 @@ def step_torch_xla(ctx: Context) -> None:
     # refused before anything is imported (package metadata only), so this runs on any machine
     ran = run_step(ctx, "torch_xla on cuda", hloscope("run", "--mode", "torch_xla", "--device", "cuda", "--model",
                                                       "vit-tiny", "--out", str(ctx.out / "refused")), timeout=120)
-    ctx.record(checks.check_torch_xla_refused(ran.code, ran.stderr))
+    # an environment without torch_xla (the lent GPU machine's) refuses it as a missing package instead
+    installed = "torch_xla" not in ctx.env or ctx.env["torch_xla"] is not None
+    ctx.record(checks.check_torch_xla_refused(ran.code, ran.stderr, installed=installed))
     shutil.rmtree(ctx.out / "refused", ignore_errors=True)
 
 
@@ -317,17 +362,59 @@ def trim(out: Path, limit_bytes: int) -> list[dict]:
     return removed
 
 
+# the packages whose version the environment probe reads and requirements.txt pins
+PINNED = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax", "transformers", "click", "rich",
+          "msgspec", "ijson", "isal")
+
+
+REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
+
+
+def requirement_pins(path: Path = REQUIREMENTS) -> dict[str, str]:
+    """`name==version` lines of requirements.txt (extras dropped, names with '_'); empty when it cannot be read."""
+    pins = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        match = re.match(r"\s*([A-Za-z0-9_.-]+)(\[[^]]*\])?\s*==\s*([^\s;#]+)", line)
+        if match:
+            pins[match[1].lower().replace("-", "_")] = match[3]
+    return pins
+
+
+def pin_differences(env: dict, pins: dict[str, str] | None = None) -> list[str]:
+    """The environment's versions that are not requirements.txt's (a local `+cu130` ignored): recorded, not a FAIL."""
+    pins = requirement_pins() if pins is None else pins
+    found = []
+    for name in PINNED:
+        pinned, have = pins.get(name), env.get(name)
+        if pinned is None:
+            continue
+        if have is None:
+            found.append(f"{name} not installed (pinned {pinned})")
+        elif have.split("+")[0] != pinned:
+            found.append(f"{name} {have} (pinned {pinned})")
+    return found
+
+
 def write_summary(ctx: Context) -> None:
     counts = {status: sum(c.status == status for c in ctx.results) for status in ("PASS", "FAIL", "SKIP")}
     plan = ctx.plan
     env = ctx.env
+    differences = pin_differences(env) if env and "error" not in env else []
     lines = [f"# gpu-check {'dry run (CPU, tiny preset)' if plan.dry_run else 'on ' + str(env.get('nvidia_smi') or 'GPU')}",
              "",
-             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {time.monotonic() - ctx.started:.0f} s so far; "
+             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {time.monotonic() - ctx.started:.0f} s so far"
+             f"{f' (--budget-s {ctx.budget:.0f})' if ctx.budget is not None else ''}; "
              f"modes {', '.join(plan.modes)}; main comparison {plan.main_label}.",
              f"torch {env.get('torch')} (CUDA {env.get('torch_cuda')}), jax {env.get('jax')}, jaxlib {env.get('jaxlib')}"
-             f", jax-cuda12-plugin {env.get('jax_cuda_plugin')}, torchax {env.get('torchax')}, torch_xla "
+             f", {env.get('jax_cuda_plugin_name') or 'jax CUDA plugin'} {env.get('jax_cuda_plugin')}, torchax {env.get('torchax')}, torch_xla "
              f"{env.get('torch_xla')}.",
+             f"Versions that differ from requirements.txt's pins: {'; '.join(differences) if differences else 'none'}"
+             + (" (timings are those of other framework versions: compare them with runs of the pinned set as "
+                "such)." if differences else "."),
              "",
              f"**{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP**",
              "",
@@ -343,7 +430,9 @@ def write_summary(ctx: Context) -> None:
     (ctx.out / "SUMMARY.md").write_text("\n".join(lines))
     (ctx.out / "summary.json").write_text(json.dumps({"dry_run": plan.dry_run, "modes": plan.modes,
                                                       "checks": [c.to_dict() for c in ctx.results],
-                                                      "steps": ctx.steps, "environment": env}, indent=1))
+                                                      "steps": ctx.steps, "environment": env,
+                                                      "budget_s": ctx.budget, "pin_differences": differences},
+                                                     indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,24 +442,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=None, help=f"default {GPU_MODES}; dry run {DRY_RUN_MODES}")
     parser.add_argument("--max-mb", type=float, default=MAX_MB, help="trim the folder to this size")
     parser.add_argument("--timeout", type=float, default=900, help="seconds any one step may take")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="start the optional steps (smoke test, fp32 and bf16 comparisons) only within this many "
+                             f"seconds, SKIP them after; no step runs past it + {BUDGET_GRACE_S:.0f} s")
     args = parser.parse_args(argv)
     out = args.out or Path("traces") / f"gpu-check-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     if out.exists() and any(out.iterdir()):
         print(f"gpu-check: {out} exists and is not empty; give a new --out", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(out, make_plan(args.dry_run, args.modes), args.timeout)
+    ctx = Context(out, make_plan(args.dry_run, args.modes), args.timeout, args.budget_s)
     print(f"gpu-check{' --dry-run' if args.dry_run else ''}: {', '.join(ctx.plan.modes)} -> {out}", flush=True)
     step_environment(ctx)
     step_torch_xla(ctx)
     plan = ctx.plan
-    if plan.smoke_args is not None:
+    if plan.smoke_args is not None and ctx.within_budget("compare vit-tiny smoke test: every mode finished"):
         step_compare(ctx, "vit-tiny smoke test", "smoke", plan.smoke_args)
     comparison = step_compare(ctx, plan.main_label, "main", plan.main_args)
     if comparison is not None:
         step_analyses(ctx, comparison)
     for label, compare_args in plan.extra:
-        step_compare(ctx, label, label.split()[-1], compare_args)
+        if ctx.within_budget(f"compare {label}: every mode finished"):
+            step_compare(ctx, label, label.split()[-1], compare_args)
     if plan.dry_run:
         ctx.record(checks.skip("compare vit-base batch 32 fp32 and bf16: every mode finished",
                                "dry run: no GPU (the precision variants are GPU runs)"))
