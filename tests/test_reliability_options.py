@@ -169,13 +169,14 @@ def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
 
 
 def test_negative_overhead_is_reported_as_an_anomaly():
+    from hloscope.explain.replay_split import split
     from hloscope.explain.summary import ModeSummary
     from hloscope.render.replay_text import render_text
-    from hloscope.replay.explain import split
     from hloscope.replay.runner import _against_run
+    from hloscope.runs.replay_record import ReplaySummary
 
     steps, program = [0.010] * 10, [0.013] * 10  # the replay 3 ms slower than the run (a busy machine)
-    run = ModeSummary(mode="jax", step_times_s=steps, replay={"file": "replay.json", "program_times_s": program})
+    run = ModeSummary(mode="jax", step_times_s=steps, replay=ReplaySummary(file="replay.json", program_times_s=program))
     data = split(run, run)
     assert data["overhead_s"] == pytest.approx(-0.003) and data["overhead_anomaly"] is True
     assert data["overhead_note"] == "replay slower than the run by 3.000 ms: overhead not measurable here"
@@ -187,6 +188,6 @@ def test_negative_overhead_is_reported_as_an_anomaly():
               "skipped": [], "warnings": [], "comparison": comparison}
     text = render_text(record, None)
     assert "overhead not measurable here" in text and "framework overhead -" not in text
-    slower = ModeSummary(mode="jax", step_times_s=program, replay={"file": "replay.json", "program_times_s": steps})
+    slower = ModeSummary(mode="jax", step_times_s=program, replay=ReplaySummary(file="replay.json", program_times_s=steps))
     positive = split(slower, slower)
     assert positive["overhead_anomaly"] is False and "overhead_note" not in positive

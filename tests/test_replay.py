@@ -192,17 +192,18 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
 
 
 def test_explain_split_measured_and_inferred():
+    from hloscope.explain.replay_split import split
     from hloscope.explain.report import ModeResult
     from hloscope.explain.summary import ModeSummary
     from hloscope.render.explain_views import replay_line
-    from hloscope.replay.explain import split
+    from hloscope.runs.replay_record import ReplaySummary
 
     steps = [0.010 + 0.0001 * i for i in range(10)]
     program = [0.002 + 0.00005 * i for i in range(10)]
     run = ModeSummary(mode="torch_xla", step_times_s=steps, device_busy_s=0.0021, profiled_step_s=0.0105,
-                      replay={"file": "replay.json", "program_times_s": program, "compiler": "jaxlib 0.10.2"})
+                      replay=ReplaySummary(file="replay.json", program_times_s=program, compiler="jaxlib 0.10.2"))
     base = ModeSummary(mode="jax", step_times_s=[0.003] * 10,
-                       replay={"file": "replay.json", "program_times_s": [0.0029] * 10, "compiler": "jaxlib 0.10.2"})
+                       replay=ReplaySummary(file="replay.json", program_times_s=[0.0029] * 10, compiler="jaxlib 0.10.2"))
     data = split(run, base)
     assert data["measured"] and abs(data["overhead_s"] - (sorted(steps)[4] + sorted(steps)[5]) / 2
                                     + (sorted(program)[4] + sorted(program)[5]) / 2) < 1e-12
@@ -609,3 +610,27 @@ def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_pa
     (run / INPUTS_FILE).unlink()
     os.mkfifo(run / INPUTS_FILE)
     _refused(run, at=run / INPUTS_FILE, words=("FIFO",), timeout=60)
+
+
+def test_the_replay_record_read_by_explain_is_typed_and_bounded(tmp_path):
+    """explain reads replay records through runs/replay_record.py: the newest by number (a name of hundreds of
+    digits is no record), sections of the wrong type read as absent, a record without steps is unread, not used."""
+    from hloscope.errors import InputError
+    from hloscope.runs.replay_record import ReplaySummary, ReplayUnread, latest_replay, read_replay
+
+    (tmp_path / f"replay-{'9' * 200}.json").write_text("{}")
+    assert latest_replay(tmp_path) is None
+    record = {"schema_version": 1, "kind": "replay", "status": "ok", "timing": {"step_times_s": [0.002, 0.003]},
+              "compiler": {"replay": "jaxlib", "run": {"xla": "jaxlib 0.10.2"}}, "device": {"platform": "cpu"},
+              "skipped": [{"reason": "not the train step"}, "junk"]}
+    (tmp_path / "replay.json").write_text(json.dumps(record))
+    (tmp_path / "replay-2.json").write_text(json.dumps({**record, "timing": {"step_times_s": []}}))
+    assert latest_replay(tmp_path) == tmp_path / "replay-2.json"
+    assert read_replay(tmp_path / "replay.json") == ReplaySummary(
+        file="replay.json", program_times_s=[0.002, 0.003], device="cpu", compiler=None, run_compiler="jaxlib 0.10.2",
+        skipped=["not the train step"])
+    unread = read_replay(tmp_path / "replay-2.json")
+    assert isinstance(unread, ReplayUnread) and "no replayed steps" in unread.error
+    (tmp_path / "replay-3.json").write_text(json.dumps({**record, "timing": {"step_times_s": [-1.0]}}))
+    with pytest.raises(InputError, match=r"replay-3\.json"):
+        read_replay(tmp_path / "replay-3.json")

@@ -205,17 +205,14 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     summary = from_run_record(run)
-    from hloscope.replay.explain import replay_of
-    from hloscope.replay.runner import latest_replay
-    from hloscope.runs.rundir import load_record
+    from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 
     replay_file = latest_replay(run_dir)
     if replay_file is not None:
         try:  # validated as run.json is: a broken record is named, never half used
-            load_record(replay_file, "replay record", "replay", _REPLAY_STATUSES, _REPLAY_SHAPE)
-            summary.replay = replay_of(run_dir)
+            summary.replay = read_replay(replay_file)
         except HloscopeError as error:
-            summary.replay = {"error": f"{replay_file.name} not read: {error}"}
+            summary.replay = ReplayUnread(f"{replay_file.name} not read: {error}")
             summary.unreadable_files.append(str(error))
     op_groups, categories = None, None
     kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
@@ -261,12 +258,6 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     elif summary.status != "compiled":  # a run compiled for a target GPU never ran: there is nothing to profile
         summary.notes.append("no profiler trace in this run (run with --profile)")
     return summary
-
-
-# What `hloscope replay` writes (hloscope/replay/runner.py) and explain reads of it.
-_REPLAY_STATUSES = ("running", "ok", "partial", "not_replayable", "failed")
-_REPLAY_SHAPE: dict[str, type] = {"source": dict, "config": dict, "device": dict, "compiler": dict, "timing": dict, "comparison": dict,
-                 "framework_device": dict, "modules": list, "skipped": list, "warnings": list}
 
 
 def waiting_for_cpu(run: dict) -> dict[int, float]:

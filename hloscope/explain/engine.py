@@ -161,7 +161,7 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         if summary.status == "ok" and summary.step_times_s:
             entry.notes.append("its step times are not all positive and finite: it is left out of the comparison")
         return entry
-    from hloscope.replay.explain import split
+    from hloscope.explain.replay_split import split
 
     entry.replay = split(summary, reference)
     entry.processes = len(summary.processes)

@@ -2,7 +2,7 @@
 field is a type error, not a silently empty cell), and, through `to_dict()`, the `explain --json` document.
 
 Nested figures that are documents of their own stay dicts: a run's step spread (hloscope.significance.spread), the
-replay split (hloscope.replay.explain.split), a configuration difference, a contributor's evidence.
+replay split (hloscope.explain.replay_split.split), a configuration difference, a contributor's evidence.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class ModeResult:
     explained_s: float | None = None
     unexplained_s: float | None = None
     notes: list[str] = field(default_factory=list)
-    replay: dict | None = None  # program on device vs framework overhead (hloscope.replay.explain.split)
+    replay: dict | None = None  # program on device vs framework overhead (hloscope.explain.replay_split.split)
     roofline_s: float | None = None  # compiled, not timed: the roofline lower bound per step
     processes: int | None = None  # processes of this configuration that were timed (`compare --repeats`)
     process_medians_s: list[float] = field(default_factory=list)  # each process's median step

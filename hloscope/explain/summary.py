@@ -14,6 +14,7 @@ from hloscope.explain.ledger import RunLedger
 
 if TYPE_CHECKING:
     from hloscope.explain.ops import ProgramGraph
+    from hloscope.runs.replay_record import ReplaySummary, ReplayUnread
 
 
 @dataclass
@@ -80,8 +81,8 @@ class ModeSummary:
     thunk_library_calls: int | None = None  # cuBLAS/cuDNN calls,
     thunk_copies: int | None = None  # and device copies
     memory_estimate_bytes: float | None = None  # XLA's memory analysis: arguments + outputs - aliases + temporaries
-    # `hloscope replay`: the newest replay.json of the run ({program_times_s, compiler, ...}; {"error"} if unreadable)
-    replay: dict | None = None
+    # `hloscope replay`: the newest replay record of the run (hloscope.runs.replay_record), None without one
+    replay: ReplaySummary | ReplayUnread | None = None
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start_s, duration_s, category), one step
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
     # the errors of files the run lists but that cannot be read (bad input: explain names them and exits 2)

@@ -335,7 +335,7 @@ class ModeView:
     annotations: list[AnnotationView]
     ops: list[OpRow]
     notes: list[str]
-    replay: str | None = None  # program on device vs framework overhead (hloscope.replay.explain)
+    replay: str | None = None  # program on device vs framework overhead (hloscope.explain.replay_split)
     ops_matching: str | None = None  # how the op table paired the two runs' ops, in words
 
 

@@ -9,7 +9,6 @@ are `hloscope run`'s (hloscope.backends.timing): the clock stops after the outpu
 from __future__ import annotations
 
 import os
-import re
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +21,6 @@ from hloscope.replay.worker import fusions, instructions
 
 SCHEMA_VERSION = 1
 REPLAY_FILE = "replay.json"
-REPLAY_NAME = re.compile(r"^replay(?:-(\d+))?\.json$")
 PROFILE_DIR = "replay-profile"
 
 
@@ -301,7 +299,7 @@ def _compiler(run: dict | None, platform_version: str | None) -> dict:
 
 def _against_run(run: dict | None, record: dict) -> dict | None:
     """The run's timed step against the replayed program: the framework's overhead, measured, with its interval."""
-    from hloscope.replay.explain import overhead_anomaly
+    from hloscope.runs.replay_record import overhead_anomaly
     from hloscope.significance import median_difference
 
     timing = (run or {}).get("timing") or {}
@@ -401,17 +399,3 @@ def _write(record: dict, run_dir: Path | None, source: Path) -> Path | None:
     return target
 
 
-def latest_replay(run_dir: str | os.PathLike) -> Path | None:
-    """The newest replay record of a run directory (replay.json, replay-2.json, ...: the highest number)."""
-    best, number = None, -1
-    try:
-        names = os.listdir(run_dir)
-    except OSError:
-        return None
-    for name in names:
-        match = REPLAY_NAME.match(name)
-        if match:
-            n = int(match.group(1) or 1)
-            if n > number:
-                best, number = Path(run_dir) / name, n
-    return best
