@@ -43,6 +43,8 @@ from hloscope.trace.model import (
     execution_kind,
 )
 
+UINT64_MAX = 2**64 - 1  # rocprofiler writes unsigned 64-bit correlation ids
+
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
@@ -482,7 +484,7 @@ class _EventBuilder:
             raise InputError(path, f"not a trace: complete event {index} has no numeric 'ts'/'dur'") from error
         self.complete_events += 1
         if not build:  # produced by an earlier pass: number its correlation id all the same, as that pass did
-            self.correlations(_as_int(args.get("correlation", args.get("correlation_id"))))
+            self.correlations(_as_id(args.get("correlation", args.get("correlation_id"))))
             return None
         return self._complete(
             raw.get("name"), raw.get("cat"), start, duration, trace_id(raw.get("pid")), trace_id(raw.get("tid")),
@@ -551,7 +553,7 @@ class _EventBuilder:
 
     def _renumbered_correlation(self, correlation: int | str | None, correlation_id: int | str | None) -> int | None:
         """The correlation id of a chunk's event whose `correlation` is not an int below FLOW_CORRELATION_BASE."""
-        return self.correlations(_as_int(correlation if correlation is not None else correlation_id))
+        return self.correlations(_as_id(correlation if correlation is not None else correlation_id))
 
     def _stream_lane(self, stream: _Id) -> str:
         lane = self.lanes.get(stream)
@@ -595,7 +597,7 @@ class _EventBuilder:
             kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
             return Event(
                 name, start, duration, kind, True, self._stream_lane(stream if stream is not None else tid),
-                self._process(pid), category_for(name, kind), None, None, None, self.correlations(_as_int(correlation)),
+                self._process(pid), category_for(name, kind), None, None, None, self.correlations(_as_id(correlation)),
             )
         process = self._process(pid)
         lane = self._thread(pid, tid)
@@ -634,7 +636,7 @@ class _EventBuilder:
                 self.bad_steps += 1
         return Event(
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
-            hlo_op, hlo_module, self.correlations(_as_int(correlation)),
+            hlo_op, hlo_module, self.correlations(_as_id(correlation)),
         )
 
 
@@ -644,6 +646,22 @@ def trace_id(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True, default=str)
     return value
+
+
+def _as_id(value: int | str | float | None) -> int | None:
+    """A correlation id: any integer the JSON holds (rocprofiler writes unsigned 64-bit ids, some writers more;
+    CorrelationIds renumbers them all), or text of at most 20 digits; None when absent or anything else. Longer text
+    never reaches int() (Python refuses more than 4,300 digits)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if type(value) is int:
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) <= UINT64_MAX else None
+    if isinstance(value, str):
+        digits = value.strip().lstrip("+-")
+        return int(value) if 0 < len(digits) <= 20 and digits.isascii() and digits.isdigit() else None
+    return None
 
 
 def _as_int(value: int | str | float | None) -> int | None:
