@@ -31,6 +31,15 @@ XLA_COST_TIMEOUT_S = 60.0
 # 1.2 M events); a trace with more events than this is refused before converting (about 2.6 GB at the bound).
 MAX_XSPACE_EVENTS = 2_000_000
 
+# A kernel launch as CUDA allows it (CUDA C Programming Guide, "Features and Technical Specifications", compute
+# capability 5.0 to 12.x): grid x up to 2^31 - 1, grid y and z up to 65,535; block x and y up to 1,024, z up to 64, at
+# most 1,024 threads per block. Shared memory per block: at most what one SM has, 228 KiB on sm_80 (A100: 164 KiB),
+# sm_90 and sm_100 (a block may opt in to 227 KiB of it). A thunk_sequence.txt launch outside these is not one XLA made.
+MAX_GRID_DIMS = (2**31 - 1, 65_535, 65_535)
+MAX_BLOCK_DIMS = (1_024, 1_024, 64)
+MAX_THREADS_PER_BLOCK = 1_024
+MAX_SHARED_MEMORY_BYTES = 228 << 10
+
 
 def check_range(name: str, value: float, low: float, high: float) -> None:
     """UsageError unless `value` is a finite number from `low` to `high` (an int where the bounds are ints)."""

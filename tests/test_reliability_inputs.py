@@ -486,13 +486,15 @@ def test_xla_dump_directory_with_a_module_cut_in_half(tmp_path, command):
 @needs_fixtures
 def test_broken_sibling_file_is_reported_inside_the_result(tmp_path):
     """The documented exception (docs/hlo.md): a garbage buffer assignment beside a module does not stop the analysis;
-    the module's memory section says what is wrong with which file."""
+    the module's memory section says what is wrong with which file, and so does one warning line."""
     dump = tmp_path / "dump"
     shutil.copytree(FIXTURES / GOOD_DUMP, dump)
     (assignment,) = dump.glob("*-buffer-assignment.txt")
     shutil.copy(BAD / "rel_garbage.hlo", assignment)
     result = hloscope("hlo", "stats", "--json", "--no-xla-cost", dump)
-    assert result.code == 0 and result.stderr == "", result.stderr
+    warnings = result.stderr.splitlines()
+    assert result.code == 0 and len(warnings) == 1 and warnings[0].startswith("hloscope: warning: "), result.stderr
+    assert str(assignment) in warnings[0] and "left out" in warnings[0]
     (after,) = [m for m in json.loads(result.stdout)["modules"] if m["stage"] == "after_optimizations"]
     error = after["memory"]["buffer_assignment"]["error"]
     assert str(assignment) in error

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import prod
 
-from hloscope.files import int64
+from hloscope.files import INT64_MAX, int64
 
 # Bytes per element as XLA's ShapeUtil::ByteSizeOfPrimitiveType counts them (sub-byte types take a byte unless packed).
 ELEMENT_BYTES = {
@@ -157,7 +157,23 @@ def _parse(text: str, pos: int) -> tuple[Shape, int]:
             raise ValueError(f"an element size of {len(bits_match.group(1)):,} digits in bits")
         bits = int(bits_match.group(1)) if bits_match else 0
     marks = tuple(dynamic) if any(dynamic) else ()
-    return Shape(element_type, tuple(dims), layout, None, marks, bits), match.end()
+    shape = Shape(element_type, tuple(dims), layout, None, marks, bits)
+    _check_size(shape)
+    return shape, match.end()
+
+
+def _check_size(shape: Shape) -> None:
+    """XLA's rule (ShapeUtil::ValidateShapeSize): an array's element count, and its size in bytes, fit a signed 64-bit
+    integer; `f32[4611686018427387904,4]` overflows both and is not a shape XLA accepts. Refused here, so that no
+    figure is ever computed from it."""
+    elements = 1
+    for dim in shape.dims:
+        elements *= dim
+        if elements > INT64_MAX:
+            raise ValueError(f"{len(shape.dims)} dimensions whose product overflows 64 bits: no array XLA can hold")
+    if shape.byte_size > INT64_MAX:
+        raise ValueError(f"{elements:,} elements of {shape.element_type}: {shape.byte_size:,} bytes, beyond "
+                         "2^63 - 1 bytes, more than XLA can address")
 
 
 @lru_cache(maxsize=65536)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, warn
 from hloscope.hlo import attribution, kernels, memory, ops
 from hloscope.hlo.cost import CostAnalysis, module_cost
 from hloscope.hlo.load import LoadedModule
@@ -23,7 +23,21 @@ def _read_sibling(path: str | None, parse: Callable[[str, str], dict[str, Any]])
     try:
         return parse(files.read_text(path, "an XLA report", max_bytes=SIBLING_MAX_BYTES), path)
     except InputError as error:
-        return {"error": str(error)}
+        return {"error": _sibling_left_out(error)}
+
+
+_warned_siblings: set[str] = set()
+
+
+def _sibling_left_out(error: InputError) -> str:
+    """A broken file beside a module (buffer assignment, memory report, thunk sequence) is left out of the figures: one
+    warning line naming it (FILE:LINE:COL: why, once per file and process), the module's own figures stand. Returns
+    the error's text for the module's result."""
+    text = str(error)
+    if error.path not in _warned_siblings:
+        _warned_siblings.add(error.path)
+        warn(f"{text} (left out; the module's own figures stand)")
+    return text
 
 
 SIBLING_MAX_BYTES = 1 << 30  # XLA's largest reports beside a 500 MB module are ~100 MB
@@ -38,7 +52,7 @@ def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> d
     try:
         sequence = thunks.parse_thunk_sequence(loaded.thunk_sequence)
     except InputError as error:
-        return {"file": loaded.thunk_sequence, "error": str(error)}
+        return {"file": loaded.thunk_sequence, "error": _sibling_left_out(error)}
     joined = thunks.attach_launches(kernels.kernel_list(loaded.module, "gpu"), sequence)
     result: dict[str, Any] = {"file": loaded.thunk_sequence, "by_kind": sequence.counts_by_kind(), "agrees": joined["agrees"],
               "reason": joined["reason"]}

@@ -29,6 +29,7 @@ from hloscope import files
 from hloscope.errors import InputError, ParseError
 from hloscope.files import bounded_int
 from hloscope.hlo.load import dump_sibling
+from hloscope.limits import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_SHARED_MEMORY_BYTES, MAX_THREADS_PER_BLOCK
 
 # Thunks that launch a kernel XLA generated, library calls, and pure data movement. Anything else (control flow,
 # command buffers, collectives) is listed by kind only.
@@ -39,8 +40,10 @@ COPY_KINDS = frozenset({"kCopy", "kMemset32BitValue", "kMemzero", "kDeviceToDevi
                         "kDeviceToHostCopy", "kDynamicMemcpy"})
 
 _LINE = re.compile(r"^(?P<indent>\s*)(?P<index>\d+):\s+(?P<kind>k\w+)\s*\[(?P<deps>[^\]]*)\]\s*(?P<rest>.*?)\s*$")
-_LAUNCH = re.compile(r"^(?P<name>\S+)\s+grid:\s*\[(?P<grid>[\d,\s]+)\]\s+threads:\s*\[(?P<block>[\d,\s]+)\]"
-                     r"\s+shared_memory:\s*(?P<shmem>\d+)\s*bytes$")
+# Numbers are taken as any token here and checked one by one (_dims, _shared_memory), so that a negative or absurd one
+# is refused by name at its column rather than as a malformed line.
+_LAUNCH = re.compile(r"^(?P<name>\S+)\s+grid:\s*\[(?P<grid>[^\]]*)\]\s+threads:\s*\[(?P<block>[^\]]*)\]"
+                     r"\s+shared_memory:\s*(?P<shmem>\S+)\s*bytes$")
 _METADATA = re.compile(r'thunk_metadata\s*\{\s*thunk_info\s*\{(?P<info>[^}]*)\}\s*thunk_kind:\s*"(?P<kind>\w+)"\s*\}')
 _ANNOTATION = re.compile(r'profile_annotation:\s*"(?P<op>[^"]*)"')
 _THUNK_ID = re.compile(r"thunk_id:\s*(?P<id>\d+)")
@@ -110,12 +113,44 @@ def _product(dims: tuple[int, ...]) -> int:
     return out
 
 
-def _dims(text: str, path: str, line: int, col: int) -> tuple[int, int, int]:
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ParseError(path, f"expected three dimensions, got [{text}]", line, col)
-    x, y, z = (bounded_int(part, path, line, col, "launch dimension") for part in parts)
-    return x, y, z
+def _dims(text: str, path: str, line: int, col: int, what: str, bounds: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A launch's grid or block, `[x, y, z]`: three whole numbers, each from 1 to its CUDA bound (limits.py); anything
+    else is a ParseError at the offending number."""
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise ParseError(path, f"expected three {what} dimensions, got [{text[:60]}]", line, col)
+    dims: list[int] = []
+    offset = 0
+    for axis, part, bound in zip("xyz", parts, bounds):
+        at = col + offset + len(part) - len(part.lstrip())
+        offset += len(part) + 1
+        number = part.strip()
+        if not re.fullmatch(r"[+-]?\d+", number):
+            raise ParseError(path, f"{what} {axis} {number[:40]!r} is not a whole number", line, at)
+        value = bounded_int(number, path, line, at, f"{what} dimension")
+        if not 1 <= value <= bound:
+            raise ParseError(path, f"{what} {axis} of {value:,}: a CUDA launch has 1 to {bound:,} there, not a launch "
+                                   "XLA made", line, at)
+        dims.append(value)
+    return dims[0], dims[1], dims[2]
+
+
+def _threads(block: tuple[int, int, int], path: str, line: int, col: int) -> tuple[int, int, int]:
+    threads = _product(block)
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise ParseError(path, f"a block of {block[0]} x {block[1]} x {block[2]} = {threads:,} threads: a CUDA block has "
+                               f"at most {MAX_THREADS_PER_BLOCK:,}", line, col)
+    return block
+
+
+def _shared_memory(text: str, path: str, line: int, col: int) -> int:
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise ParseError(path, f"shared memory {text[:40]!r} is not a whole number of bytes", line, col)
+    value = bounded_int(text, path, line, col, "shared memory size")
+    if not 0 <= value <= MAX_SHARED_MEMORY_BYTES:
+        raise ParseError(path, f"shared memory of {value:,} bytes: a CUDA block has 0 to {MAX_SHARED_MEMORY_BYTES:,} "
+                               f"({MAX_SHARED_MEMORY_BYTES >> 10} KiB), not a launch XLA made", line, col)
+    return value
 
 
 def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequence:
@@ -132,18 +167,22 @@ def parse_thunk_sequence_text(text: str, path: str = "<string>") -> ThunkSequenc
         launch = _LAUNCH.match(rest)
         if launch:
             col = m.start("rest") + 1
+            block_col = col + launch.start("block")
             seq.thunks.append(Thunk(
-                index=bounded_int(m["index"], path, lineno, 1, "thunk index"), kind=kind, name=launch["name"],
-                grid=_dims(launch["grid"], path, lineno, col + launch.start("grid")),
-                block=_dims(launch["block"], path, lineno, col + launch.start("block")),
-                shared_memory_bytes=bounded_int(launch["shmem"], path, lineno, col, "shared memory size"), depth=depth,
-                line=lineno))
+                index=bounded_int(m["index"], path, lineno, m.start("index") + 1, "thunk index"), kind=kind,
+                name=launch["name"],
+                grid=_dims(launch["grid"], path, lineno, col + launch.start("grid"), "grid", MAX_GRID_DIMS),
+                block=_threads(_dims(launch["block"], path, lineno, block_col, "block", MAX_BLOCK_DIMS), path, lineno,
+                               block_col),
+                shared_memory_bytes=_shared_memory(launch["shmem"], path, lineno, col + launch.start("shmem")),
+                depth=depth, line=lineno))
         else:
             if "grid:" in rest:
                 raise ParseError(path, f"malformed launch dimensions: {rest[:80]!r}", lineno, m.start("rest") + 1)
             # Library calls and copies repeat their kind as the name; keep None for "no name".
             name = rest if rest and rest != kind else None
-            seq.thunks.append(Thunk(index=bounded_int(m["index"], path, lineno, 1, "thunk index"), kind=kind, name=name,
+            seq.thunks.append(Thunk(index=bounded_int(m["index"], path, lineno, m.start("index") + 1, "thunk index"),
+                                    kind=kind, name=name,
                                     depth=depth, line=lineno))
     if not seq.thunks:
         raise InputError(path, "no thunks found (empty or not a thunk_sequence.txt)")
