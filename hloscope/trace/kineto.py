@@ -39,6 +39,7 @@ from hloscope.trace.model import (
     STEP,
     CorrelationIds,
     Event,
+    Flaws,
     device_line_executes,
     execution_kind,
 )
@@ -201,13 +202,14 @@ def _first_line(error: BaseException) -> str:
     return "bytes that are not UTF-8 text" if "UTF8" in first else first
 
 
-def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
+def iter_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Iterator[Event]:
     """Every complete (ph "X") event of a Kineto / Chrome JSON trace, in file order.
 
     Raises InputError (one line, naming the file) for empty, truncated, corrupt or non-trace input. Memory does not
     grow with the file: one block of the file and one chunk of events at a time, plus the process/thread name tables.
     The msgspec fast path (hloscope/trace/kineto_chunks.py) is tried first; if it gives up, the file is read again
-    with ijson, skipping the events already produced.
+    with ijson, skipping the events already produced. Step markers whose number does not fit 64 bits are counted in
+    `flaws` when given (the caller warns), else warned about here.
     """
     path = Path(path)
     produced = 0
@@ -227,7 +229,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
                             yield event
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
-                _warn_unclassified(path, builder)
+                _warn_unclassified(path, builder, flaws)
                 return
             except kineto_chunks.Malformed as error:
                 if error.truncated:
@@ -239,7 +241,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
     with _open(path) as stream:
         with _as_input_errors(path):
             prefix = _sniff_prefix(path, stream)
-        yield from _stream_with_ijson(path, stream, prefix, skip=produced)
+        yield from _stream_with_ijson(path, stream, prefix, skip=produced, flaws=flaws)
 
 
 def _open(path: Path) -> io.BufferedIOBase:
@@ -347,7 +349,7 @@ class _TokenGuard(io.RawIOBase):
 
 
 def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip: int,
-                       backend: str = "yajl2_c") -> Iterator[Event]:
+                       backend: str = "yajl2_c", flaws: Flaws | None = None) -> Iterator[Event]:
     ijson, json_error, incomplete_json_error = _ijson(backend)
     guarded = _TokenGuard(stream)
     builder = _EventBuilder()
@@ -359,12 +361,12 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
                     yield event
         if builder.items == 0:
             raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
-        _warn_unclassified(path, builder)
+        _warn_unclassified(path, builder, flaws)
     except json_error as error:
         if backend != "python" and _YAJL_INTEGER_OVERFLOW in _first_line(error):
             # every complete event counted so far was produced (or skipped as already produced)
             with _open(path) as again:
-                yield from _stream_with_ijson(path, again, prefix, max(skip, builder.complete_events), "python")
+                yield from _stream_with_ijson(path, again, prefix, max(skip, builder.complete_events), "python", flaws)
             return
         if isinstance(error, incomplete_json_error) and "premature EOF" in str(error):
             raise InputError(path, "truncated JSON: the file ends in the middle of the trace") from error
@@ -383,17 +385,23 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
                                "refusing rather than holding it in memory (a gzip bomb?)") from None
 
 
-def _warn_unclassified(path: Path, builder: _EventBuilder) -> None:
+BAD_STEP_MARKERS = "step marker(s) with a step number beyond 64 bits: read as plain events, not steps"
+
+
+def _warn_unclassified(path: Path, builder: _EventBuilder, flaws: Flaws | None = None) -> None:
     """One warning per file: complete events that look like device work but that no category rule reads as such
-    (a vendor's device category hloscope does not know yet) are counted as host events, not device time. Another
-    counts the step markers whose number does not fit int64 (`ProfilerStep#` and 5,000 digits): not steps."""
+    (a vendor's device category hloscope does not know yet) are counted as host events, not device time. The step
+    markers whose number does not fit int64 (`ProfilerStep#` and 5,000 digits, not steps) go into `flaws` (said in
+    the caller's one line about the file's impossible values), or, without it, into another warning."""
+    if flaws is not None and builder.bad_steps:
+        flaws.read_otherwise[BAD_STEP_MARKERS] += builder.bad_steps
+        builder.bad_steps = 0
     unclassified = builder.unclassified
     if str(path) in _warned_unclassified or not (unclassified or builder.bad_steps):
         return
     _warned_unclassified.add(str(path))
     if builder.bad_steps:
-        warn(f"{path}: {builder.bad_steps:,} step marker(s) with a step number beyond 64 bits: read as plain "
-             "events, not steps")
+        warn(f"{path}: {builder.bad_steps:,} {BAD_STEP_MARKERS}")
     if not unclassified:
         return
     total = sum(unclassified.values())

@@ -8,11 +8,13 @@ iterated, so a multi-GB trace never sits in memory.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from hloscope import files
 from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.trace import kineto
-from hloscope.trace.model import Event, EventStream, Trace
+from hloscope.trace.model import Event, Flaws, Trace
 
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.json[.gz] and JAX's <host>.trace.json.gz
@@ -174,7 +176,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     if head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] in (b"{", b"["):
         kind = "chrome" if (b'"/host:' in head or b'"/device:' in head) else "kineto"
         return Trace(file=str(path), format=kind,
-                     events=CheckedEvents(path, EventStream(lambda: kineto.iter_events(path))))
+                     events=CheckedEvents(path, lambda flaws: kineto.iter_events(path, flaws)))
     if path.name.endswith((".json", ".gz")) or head[:1] in (b"{", b"["):
         raise InputError(path, "not a JSON trace: it does not start with '{' or '['")
     return _xplane_trace(path)
@@ -183,7 +185,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 def _xplane_trace(path: Path) -> Trace:
     from hloscope.trace import xplane  # only for xplanes: 2 ms less start-up for `trace stats` on a JSON trace
 
-    return Trace(file=str(path), format="xplane", events=CheckedEvents(path, xplane.XSpaceEvents(path)))
+    space = xplane.XSpaceEvents(path)
+    return Trace(file=str(path), format="xplane", events=CheckedEvents(path, space.events))
 
 
 # A single event longer than a day, or a timestamp beyond the year 5000 (in microseconds since 1970), is not a
@@ -194,38 +197,73 @@ _warned: set[str] = set()
 
 
 class CheckedEvents:
-    """The events of one trace with impossible times left out: a negative, NaN, infinite or day-long duration, or a
-    start that is not a finite time. They would give "device time -307 ms" or "inf ms" and shift idle attribution.
-    The rest of the trace is used; one warning per file says how many were skipped."""
+    """The events of one trace with impossible times left out: a negative, NaN, infinite or day-long duration, a
+    start that is not a finite time, and what the reader itself finds (an xplane event with a negative offset, on a
+    line with a negative timestamp). They would give "device time -307 ms" or "inf ms" and shift idle attribution.
+    The rest of the trace is used; one warning line per file names every class found with its count (and the values
+    the reader read as something else, such as step markers beyond 64 bits). A trace whose every event is impossible
+    is refused in one line."""
 
-    def __init__(self, path: Path, events: Iterable[Event]):
+    def __init__(self, path: Path, read: Callable[[Flaws], Iterable[Event]]):
         self.path = path
-        self._events = events
+        self._read = read  # one pass over the reader's events, counting what it leaves out in the Flaws given
         self.skipped = 0
 
     def __iter__(self) -> Iterator[Event]:
         return self._checked()
 
     def _checked(self) -> Iterator[Event]:
-        skipped = 0
-        for event in self._events:
-            if not _possible(event):
-                skipped += 1
+        flaws = Flaws()
+        left_out = flaws.left_out
+        kept = 0
+        for event in self._read(flaws):
+            why = _impossible(event)
+            if why is not None:
+                left_out[why] += 1
                 continue
+            kept += 1
             yield event
-        self._finish(skipped)
+        self._finish(flaws, kept)
 
-    def _finish(self, skipped: int) -> None:
-        self.skipped = skipped
-        if skipped and str(self.path) not in _warned:
+    def _finish(self, flaws: Flaws, kept: int) -> None:
+        self.skipped = skipped = sum(flaws.left_out.values())
+        if skipped and not kept:
+            raise InputError(self.path, f"not read: every event has impossible times ({_described(flaws.left_out)})")
+        if (skipped or flaws.read_otherwise) and str(self.path) not in _warned:
             _warned.add(str(self.path))
-            warn(f"{self.path}: {skipped:,} event(s) with impossible times (negative, NaN, infinite or longer than a "
-                 "day) skipped")
+            parts = []
+            if skipped:
+                parts.append(f"{skipped:,} event(s) with impossible times left out of every figure "
+                             f"({_described(flaws.left_out)})")
+            parts += [f"{count:,} {what}" for what, count in flaws.read_otherwise.items()]
+            warn(f"{self.path}: {'; '.join(parts)}")
 
 
-def _possible(event: Event) -> bool:
+def _described(counts: Counter[str]) -> str:
+    """`2 with a negative duration, 1 longer than a day`: every class found, the commonest first."""
+    return ", ".join(f"{count:,} {why}" for why, count in counts.most_common())
+
+
+NEGATIVE_DURATION = "with a negative duration"
+NAN_DURATION = "with a duration that is not a number"
+INFINITE_DURATION = "with an infinite duration"
+DAY_LONG = "longer than a day"
+NAN_START = "with a start that is not a number"
+START_OUT_OF_RANGE = "with a start more than 3,000 years from 1970"
+
+
+def _impossible(event: Event) -> str | None:
+    """Why an event's times are impossible (the class the warning counts), or None."""
     duration, start = event.dur_us, event.start_us
-    return 0 <= duration <= MAX_EVENT_US and -MAX_TIME_US <= start <= MAX_TIME_US  # also False for NaN
+    if not 0 <= duration <= MAX_EVENT_US:  # also True for NaN
+        if duration != duration:
+            return NAN_DURATION
+        if duration < 0:
+            return NEGATIVE_DURATION
+        return INFINITE_DURATION if math.isinf(duration) else DAY_LONG
+    if not -MAX_TIME_US <= start <= MAX_TIME_US:
+        return NAN_START if start != start else START_OUT_OF_RANGE
+    return None
 
 
 def _head(path: Path, size: int = 65536) -> bytes:

@@ -6,6 +6,7 @@ gigabytes, so `Trace.events` is re-iterable (each iteration streams the file aga
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +102,16 @@ class Event:
     @property
     def is_device_exec(self) -> bool:
         return self.device and self.kind in DEVICE_EXEC_KINDS
+
+
+@dataclass
+class Flaws:
+    """What one pass over a trace found impossible, by class (a short phrase, e.g. "with a negative duration"):
+    events left out of every figure, and values read as something else (a step number beyond 64 bits: the marker is a
+    plain event). The readers fill it; trace/load.py's CheckedEvents says it all in one warning line per file."""
+
+    left_out: Counter[str] = field(default_factory=Counter)
+    read_otherwise: Counter[str] = field(default_factory=Counter)
 
 
 class EventStream:

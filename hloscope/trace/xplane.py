@@ -44,6 +44,7 @@ from hloscope.trace.model import (
     STEP,
     CorrelationIds,
     Event,
+    Flaws,
     device_line_executes,
     execution_kind,
 )
@@ -70,13 +71,18 @@ class XSpaceEvents:
         self._space = _parse(self.path)
 
     def __iter__(self) -> Iterator[Event]:
+        return self.events(Flaws())
+
+    def events(self, flaws: Flaws) -> Iterator[Event]:
+        """One pass over the events; those with impossible times (`_impossible`) are left out and counted in
+        `flaws.left_out` by class (trace/load.py's CheckedEvents warns once per file)."""
         correlations = CorrelationIds()  # shared by the device and host planes: launches and their work match
         budget = _ExpandedBytes(self.path)
         for plane in self._space.planes:
             if plane.name.startswith("/device:"):
-                yield from _device_plane_events(_Plane(plane, budget), correlations)
+                yield from _device_plane_events(_Plane(plane, budget, flaws), correlations)
             elif plane.name.startswith("/host:"):
-                yield from _host_plane_events(_Plane(plane, budget), correlations)
+                yield from _host_plane_events(_Plane(plane, budget, flaws), correlations)
 
 
 def _parse(path: Path) -> Any:
@@ -138,10 +144,11 @@ class _Plane:
     """One XPlane with its names decoded once: event metadata id -> name, stat metadata id -> name (the same string
     object for every event and stat that refers to it), and the per-name work (parsing, categories) done once."""
 
-    def __init__(self, plane: Any, budget: _ExpandedBytes) -> None:
+    def __init__(self, plane: Any, budget: _ExpandedBytes, flaws: Flaws | None = None) -> None:
         self.plane = plane
         self.name: str = plane.name
         self.budget = budget
+        self.left_out = (flaws or Flaws()).left_out
         self._event_names: dict[int, str] = {}
         self._stat_names: dict[int, str] = {}
         self.derived: dict[tuple[object, ...], Any] = {}  # per-name results, keyed by (what, name id, ...)
@@ -162,11 +169,22 @@ class _Plane:
 
     def events(self, line: Any) -> Iterator[tuple[Any, int, str, float, float, _Stats]]:
         """(event, name id, name, start ns, duration ns, stats) for each event of `line`, as XLA's reader
-        (jaxlib's ProfileData) gives them: start = the line's timestamp + the offset, in whole nanoseconds."""
+        (jaxlib's ProfileData) gives them: start = the line's timestamp + the offset, in whole nanoseconds. Events
+        with impossible times are left out and counted by class in `left_out`."""
         timestamp = line.timestamp_ns
         add = self.budget.add
         where = len(self.name) + len(line.name)  # each event carries its plane's and line's names too
+        left_out = self.left_out
+        if timestamp < 0 or timestamp > MAX_TIMESTAMP_NS:  # no event of the line has a time
+            count = len(line.events)
+            if count:
+                left_out[LINE_BEFORE_1970 if timestamp < 0 else LINE_AFTER_5000] += count
+            return
         for xevent in line.events:
+            why = _impossible(timestamp, xevent.offset_ps, xevent.duration_ps)
+            if why is not None:
+                left_out[why] += 1
+                continue
             metadata_id = xevent.metadata_id
             name = self.event_name(metadata_id)
             stats = self.stats(xevent)
@@ -188,6 +206,32 @@ class _Plane:
                 value = getattr(stat, which)
             stats[self.stat_name(stat.metadata_id)] = value
         return stats
+
+
+# An xplane's times: a line's timestamp_ns since 1970, each event's offset_ps from it and its duration_ps, all int64.
+# XLA's profiler writes none of them negative; a duration beyond a day or a time beyond the year 5000 is no measurement
+# (the same bounds as trace/load.py's check of every reader's events). Each class is named in the one warning line.
+MAX_DURATION_PS = 86_400 * 10**12
+MAX_TIMESTAMP_NS = 10**20  # 1e17 us, about the year 5000
+NEGATIVE_OFFSET = "with a negative offset_ps (before their line began)"
+NEGATIVE_DURATION = "with a negative duration_ps"
+DAY_LONG = "with a duration_ps longer than a day"
+AFTER_5000 = "starting after the year 5000"
+LINE_BEFORE_1970 = "on a line whose timestamp_ns is negative"
+LINE_AFTER_5000 = "on a line whose timestamp_ns is after the year 5000"
+
+
+def _impossible(timestamp_ns: int, offset_ps: int, duration_ps: int) -> str | None:
+    """Why an event's times are impossible (the class counted in the warning), or None."""
+    if offset_ps < 0:
+        return NEGATIVE_OFFSET
+    if duration_ps < 0:
+        return NEGATIVE_DURATION
+    if duration_ps > MAX_DURATION_PS:
+        return DAY_LONG
+    if timestamp_ns + offset_ps // 1000 > MAX_TIMESTAMP_NS:
+        return AFTER_5000
+    return None
 
 
 def _device_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Event]:
