@@ -384,19 +384,13 @@ CUSTOM_CALL_MLIR = """module @jit_f {
 }
 """
 
-# An all-reduce over a mesh axis that does not exist: hloscope's validation reads past it, XLA CHECK-fails (SIGABRT)
-# when it compiles the module.
+# A sharding over a mesh axis that does not exist: hloscope reads shardings as text and takes it, XLA CHECK-fails
+# (SIGABRT) when it reads the module to compile it.
 ABORTING_HLO = """HloModule m
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
 
 ENTRY e {
   p = f32[128,32] parameter(0)
-  ROOT ar = f32[128,32] all-reduce(p), replica_groups=mesh['axis_0'=2,'axis_1'=2] {'bogus'}, to_apply=add
+  ROOT n = f32[128,32] negate(p), sharding={mesh['axis_0'=2,'axis_1'=2], [{'bogus'}, {}]}
 }
 """
 

@@ -151,6 +151,7 @@ class _Parser:
         self.comp: HloComputation | None = None
         self.table: dict[int, str] | None = None  # the stack-frame table being read
         self.in_wrapper = False  # inside PyTorch/XLA's text around a saved graph
+        self.async_threads: dict[tuple[int, str], str] = {}  # (module, async op) -> the thread its chain runs on
         self.in_comment = False  # inside a /* ... */ comment spanning lines
         self.header_open = False  # an HloModule header continued on the next line
         self.single_instruction = False  # the text is one instruction (see _single_instruction)
@@ -535,6 +536,9 @@ class _Parser:
         end = instr._operand_end()
         operands = instr.text[instr.pos : end]
         head = instr.text[: instr.pos - len(instr.opcode) - 1]
+        # The thread each op of the chain runs on, kept on the rewritten op (verify.py: one thread per chain).
+        thread = instr.attrs.get("async_execution_thread") if "async_execution_thread" in instr.text else None
+        kept = f", async_execution_thread={thread}" if thread is not None else ""
         if async_opcode != "async-start":
             names = instr.operand_names
             origin = chains.get(names[0]) if names else None
@@ -542,7 +546,12 @@ class _Parser:
                 raise instr._error(f"'{instr.name}' ({instr.opcode}) expects an operand produced by {wrapped}-start"
                                    f" or {wrapped}-update")
             chains[instr.name] = origin
-            text = f"{head}{async_opcode}({operands})\n"
+            started = self.async_threads.get((id(module), names[0]), '"main"')
+            if thread is not None and thread != started:
+                raise instr._error(f"{instr.opcode} '{instr.name}' runs on thread {thread}, the async op it continues "
+                                   f"on {started}", instr.text.find("async_execution_thread", end))
+            self.async_threads[(id(module), instr.name)] = started
+            text = f"{head}{async_opcode}({operands}){kept}\n"
             instr.opcode = async_opcode
             self._replace_text(instr, text, len(head) + len(async_opcode) + 1)
             return
@@ -570,8 +579,9 @@ class _Parser:
         wrapper.root = inner
         self._add_computation(wrapper, comp)
         chains[instr.name] = (wrapped, name)
+        self.async_threads[(id(module), instr.name)] = thread or '"main"'
         instr.opcode = "async-start"
-        text = f"{head}async-start({operands}), calls={name}\n"
+        text = f"{head}async-start({operands}), calls={name}{kept}\n"
         self._replace_text(instr, text, len(head) + len("async-start") + 1)
 
     # -- module level ---------------------------------------------------------------------------------------------

@@ -49,6 +49,15 @@ _INT_RANGES = {f"{kind}{bits}": ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if 
 _FLOAT_MAX = {"f16": 65504.0 + 16, "bf16": 3.3895313892515355e38 + 2.0**119, "f32": 3.4028234663852886e38 + 2.0**103,
               "c64": 3.4028234663852886e38 + 2.0**103, "f64": float("inf"), "c128": float("inf")}
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.(])")
+# A dense literal's tokens: braces, comments (`/*i0=1*/`), and elements (a complex `(re, im)`, a NaN with its
+# payload `nan(0x1)`).
+_LITERAL_TOKEN = re.compile(r"[{}]|/\*.*?\*/|\((?:[^()]|\([^()]*\))*\)|[^\s{},()]+(?:\([^()]*\))?")
+_NAN_PAYLOAD = re.compile(r"nan\(\s*0x([0-9a-fA-F]+)\s*\)")
+# Explicit mantissa bits of the float types whose NaNs carry a payload (any payload that fits them); the `fn` types
+# have one NaN (all mantissa bits set) and the `fnuz` types one without mantissa bits, so no other payload.
+_NAN_BITS = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "c64": 23, "c128": 52, "f8e5m2": 2, "f8e4m3": 3,
+             "f8e3m4": 4}
+_NAN_ONLY = {"f8e4m3fn": 0b111, "f8e4m3fnuz": 0, "f8e5m2fnuz": 0, "f8e4m3b11fnuz": 0}
 _INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"  # a shape index, `{0, 1}`
 _ALIAS = rf"{_INDEX}\s*:\s*\(\s*\d+\s*,\s*{_INDEX}\s*(?:,\s*[a-z][a-z\-]*\s*)?\)"  # `{1}: (0, {1}, must-alias)`
 _DONOR = rf"\(\s*\d+\s*,\s*{_INDEX}\s*\)"  # `(0, {1})`
@@ -63,6 +72,23 @@ _NUMBER_VALUE = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _ACCURACY = re.compile(rf"\{{\s*(?:mode\s*=\s*(?:default|highest)|tolerance\s*=\s*\{{\s*(?:(?:rtol|atol|ulps)\s*=\s*"
                        rf"{_NUMBER_VALUE}\s*(?:,\s*(?:rtol|atol|ulps)\s*=\s*{_NUMBER_VALUE}\s*)*)?\}})\s*\}}", re.I)
 _INTS = re.compile(r"-?\d+")
+# A convolution's `dim_labels`: lhs, rhs and output labels, `b01f_01io->b01f`.
+_DIM_LABELS = re.compile(r"([0-9bf?]+)_([0-9io?]+)->([0-9bf?]+)")
+# `window={size=3x3 stride=2x2 pad=0_1x0_1 ...}`: its fields (space- or comma-separated), and each entry's form.
+_WINDOW_FIELDS = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"}
+_WINDOW_ENTRY = re.compile(r"-?\d+")
+_PAD_ENTRY = re.compile(r"-?\d+_-?\d+")
+# `replica_groups=mesh['x'=2,'y'=2, device_ids=(...)] {'x'}`: the mesh's axes, its device ids, the axes grouped.
+_MESH = re.compile(r"mesh\[([^\]]*)\]\s*\{([^{}]*)\}")
+_MESH_AXIS = re.compile(r"'([^']*)'\s*=\s*(\d+)")
+_MESH_IDS = re.compile(r"device_ids\s*=\s*\(([\d\s,]*)\)")
+_MESH_USE = re.compile(r"'([^']*)'")
+_REPLICA_GROUPED = frozenset({"all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
+                              "all-to-all", "ragged-all-to-all", "collective-broadcast"})
+# A layout's dim level types, `D(D,C+)`: each Dense, Compressed, Singleton or loose compressed (H), `+` non-unique,
+# `~` unordered; a physical shape `P(...)` is for a sparse layout only.
+_DIM_LEVEL = re.compile(r"(?<![A-Za-z])D\(([^()]*)\)")
+_DIM_LEVEL_TYPE = re.compile(r"\s*[DCSH][+~]*\s*")
 _SLICE = re.compile(r"\[\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?\]")
 
 
@@ -86,6 +112,10 @@ def _attr(instr: HloInstruction, key: str) -> str | None:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _entries(n: int) -> str:
+    return f"{n} entr" + ("y" if n == 1 else "ies")
 
 
 def _static(shape: Shape) -> bool:
@@ -113,6 +143,7 @@ class _Verifier:
         # Computations the parser built for async syntax sugar (`call-start()`): XLA's parser leaves the wrapped
         # instruction's operands to the async ops, so their count is not checked there.
         self.wrappers = {wrapper for _, wrapper in module.async_chains.values()}
+        self.async_callees: dict[str, HloInstruction] = {}  # computation -> the async-start that calls it
 
     def error(self, instr: HloInstruction, message: str, near: str | None = None) -> ParseError:
         """ParseError at `near` in the instruction's text (an attribute), else at its opcode."""
@@ -325,23 +356,54 @@ class _Verifier:
         if selector.tuple_shapes is not None or selector.dims or selector.element_type not in allowed:
             raise self.error(instr, f"conditional '{instr.name}': the first operand must be a scalar "
                                     f"{' or '.join(allowed)}, not {selector}")
+        if selector.element_type == "pred" and not two_way:
+            raise self.error(instr, f"conditional '{instr.name}': a pred selector takes true_computation and "
+                                    "false_computation, not branch_computations", "branch_computations=")
         self.calls(instr, "true_computation", 1)
         self.calls(instr, "false_computation", 1)
         self.calls(instr, "branch_computations", 1)
 
     def async_chain(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
-        """async-update and async-done take one async-start or async-update; an update keeps its operand's shape."""
+        """async-update and async-done take one async-start or async-update; an update keeps its operand's shape;
+        each op of the chain calls the start's computation and runs on its thread."""
         if len(operands) != 1 or operands[0].opcode not in ("async-start", "async-update"):
             raise self.error(instr, f"'{instr.name}' ({instr.opcode}) takes a single async-start or async-update")
         if instr.opcode == "async-update" and not _compatible(instr.shape, operands[0].shape):
             raise self.error(instr, f"async-update '{instr.name}' is {instr.shape}, its operand "
                                     f"'{operands[0].name}' is {operands[0].shape}: an update keeps the shape")
+        start = operands[0]
+        for _ in range(len(instr.computation.instructions)):  # operands come first: no cycle
+            if start.opcode == "async-start":
+                break
+            theirs = start._operands if start._operands is not None else start.operands
+            if len(theirs) != 1:
+                return  # its own check refuses it
+            start = theirs[0]
+        calls = _attr(instr, "calls")
+        if calls is not None and calls.lstrip("%") != (_attr(start, "calls") or "").lstrip("%"):
+            raise self.error(instr, f"{instr.opcode} '{instr.name}' calls {calls.lstrip('%')}, its async-start "
+                                    f"'{start.name}' calls {(_attr(start, 'calls') or 'nothing').lstrip('%')}", "calls=")
+        thread = _attr(instr, "async_execution_thread") if "async_execution_thread" in instr.text else None
+        if thread is not None:
+            theirs_thread = (_attr(start, "async_execution_thread") if "async_execution_thread" in start.text
+                             else None) or '"main"'
+            if thread != theirs_thread:
+                raise self.error(instr, f"{instr.opcode} '{instr.name}' runs on thread {thread}, its async-start "
+                                        f"'{start.name}' on {theirs_thread}", "async_execution_thread=")
 
     def async_start(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         parts = instr.shape.tuple_shapes
         if parts is None or len(parts) < 2 or parts[0].tuple_shapes is None:
             raise self.error(instr, f"async-start '{instr.name}' must have the shape ((operand shapes), output "
                                     f"shape, ...), not {instr.shape}")
+        calls = _attr(instr, "calls")
+        if calls is not None:
+            callee = calls.lstrip("%")
+            first = self.async_callees.setdefault(callee, instr)
+            if first is not instr:
+                raise self.error(instr, f"async-start '{instr.name}' calls '{callee}', which async-start "
+                                        f"'{first.name}' (line {first.lineno}) already calls: one async op per "
+                                        "computation", "calls=")
         self.called(instr, operands)
 
     def minimum_one(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
@@ -351,6 +413,8 @@ class _Verifier:
     def custom_call(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         """The API version is one XLA knows; operand layout constraints give one shape per operand, each the
         operand's."""
+        if "window=" in instr.text:
+            self.window(instr)
         version = _attr(instr, "api_version")
         if version is not None and version not in _API_VERSIONS:
             raise self.error(instr, f"custom call '{instr.name}': unknown api_version {version} (one of "
@@ -392,6 +456,109 @@ class _Verifier:
                 raise ParseError(module.path, f"bad {key} of module '{module.name}': {value}", module.lineno,
                                  module.header.find(key) + 1)
 
+    def window(self, instr: HloInstruction) -> None:
+        """Each field of `window={...}` has one entry per window dimension (as many as `size`); pads are `lo_hi`."""
+        value = _attr(instr, "window")
+        if value is None:
+            return
+        body = value.strip()
+        if not (body.startswith("{") and body.endswith("}")):
+            raise self.error(instr, f"bad window of '{instr.name}': {value}", "window=")
+        entries: dict[str, list[str]] = {}
+        for field in body[1:-1].replace(",", " ").split():
+            key, _, text = field.partition("=")
+            if key not in _WINDOW_FIELDS or not text:
+                raise self.error(instr, f"bad window of '{instr.name}': '{field}' is not one of "
+                                        f"{', '.join(sorted(_WINDOW_FIELDS))} with a value", "window=")
+            pattern = _PAD_ENTRY if key == "pad" else _WINDOW_ENTRY
+            pieces = text.split("x")
+            for piece in pieces:
+                if pattern.fullmatch(piece) is None:
+                    raise self.error(instr, f"bad window of '{instr.name}': {key}={text} ("
+                                            + ("each pad is low_high" if key == "pad" else "integers")
+                                            + " separated by 'x')", "window=")
+            entries[key] = pieces
+        size = entries.get("size")
+        for key, pieces in entries.items():
+            if size is not None and len(pieces) != len(size):
+                raise self.error(instr, f"bad window of '{instr.name}': {key} has {_entries(len(pieces))}, size has "
+                                        f"{len(size)}", "window=")
+
+    def convolution(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        self.window(instr)
+        value = _attr(instr, "dim_labels")
+        if value is None:
+            return
+        match = _DIM_LABELS.fullmatch(value.strip())
+        if match is None:
+            raise self.error(instr, f"bad dim_labels of '{instr.name}': {value} (expected lhs_rhs->output, as "
+                                    "b01f_01io->b01f)", "dim_labels=")
+        rank = len(match.group(1))
+        for part, labels in zip(("lhs", "rhs", "output"), match.groups()):
+            if len(labels) != rank:
+                raise self.error(instr, f"bad dim_labels of '{instr.name}': {value}: the lhs, rhs and output labels "
+                                        "must have the same rank", "dim_labels=")
+            named = [c for c in labels if c != "?"]
+            if len(set(named)) != len(named):
+                raise self.error(instr, f"bad dim_labels of '{instr.name}': the {part} labels {labels} name a "
+                                        "dimension twice", "dim_labels=")
+
+    def reduce_window(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        self.called(instr, operands)
+        self.window(instr)
+
+    def select_and_scatter(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        self.window(instr)
+
+    def one_dimension(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        """all-gather and reduce-scatter gather or scatter along the one dimension `dimensions` names."""
+        dims = self.ints(instr, "dimensions")
+        if dims is not None and not dims:
+            raise self.error(instr, f"{instr.opcode} '{instr.name}' needs one dimension in dimensions={{...}}",
+                             "dimensions=")
+
+    def mesh(self, instr: HloInstruction) -> None:
+        """`replica_groups=mesh[...] {...}`: device ids one per device of the mesh, and grouped axes that are the
+        mesh's, by name or index (XLA's parser dies on one that is not)."""
+        value = _attr(instr, "replica_groups")
+        if value is None or not value.startswith("mesh"):
+            return
+        match = _MESH.match(instr.text, instr.text.find("mesh[", instr._operand_end()))
+        if match is None:
+            return
+        axes = _MESH_AXIS.findall(match.group(1))
+        names = {name for name, _ in axes}
+        ids = _MESH_IDS.search(match.group(1))
+        if ids is not None and axes:
+            devices = 1
+            for _, size in axes:
+                devices *= int(size)
+            count = len(_INTS.findall(ids.group(1)))
+            if count != devices:
+                raise self.error(instr, f"'{instr.name}' ({instr.opcode}): the mesh has {_count(devices, 'device')}"
+                                        f", its device_ids name {count}", "device_ids=")
+        for axis in _MESH_USE.findall(match.group(2)):
+            if axis in names or (axis.isdigit() and int(axis) < len(axes)):
+                continue
+            raise self.error(instr, f"'{instr.name}' ({instr.opcode}): axis '{axis}' is not an axis of the mesh "
+                                    f"(named {', '.join(repr(n) for n, _ in axes) or 'none'}, or indexed 0 to "
+                                    f"{len(axes) - 1})", "'" + axis + "'")
+
+    def layouts(self, instr: HloInstruction) -> None:
+        """Dim level types in a layout are D, C, S or H (with + or ~); a physical shape only in a sparse layout."""
+        text = instr.shape_text
+        for match in _DIM_LEVEL.finditer(text):
+            for item in match.group(1).split(","):
+                if _DIM_LEVEL_TYPE.fullmatch(item) is None:
+                    raise instr._error(f"bad layout of '{instr.name}': '{item.strip()}' in {match.group()} is not a "
+                                       "dim level type (D, C, S or H)", instr.text.find(match.group()))
+        colon = text.find(":")
+        if colon >= 0 and text.find("P(", colon) >= 0:
+            levels = "".join(m.group(1) for m in _DIM_LEVEL.finditer(text))
+            if not any(c in levels for c in "CSH"):
+                raise instr._error(f"bad layout of '{instr.name}': a physical shape P(...) is only for a sparse "
+                                   "layout", instr.text.find("P(", instr.text.find(text)))
+
     def infeed(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         """infeed and recv: (data, ..., token[]); XLA's parser CHECK-fails on an array."""
         if not instr.shape.tuple_shapes:
@@ -409,7 +576,12 @@ _CHECKS = {
     "fusion": _Verifier.called,
     "map": _Verifier.called,
     "reduce": _Verifier.called,
-    "reduce-window": _Verifier.called,
+    "reduce-window": _Verifier.reduce_window,
+    "select-and-scatter": _Verifier.select_and_scatter,
+    "convolution": _Verifier.convolution,
+    "all-gather": _Verifier.one_dimension,
+    "all-gather-start": _Verifier.one_dimension,
+    "reduce-scatter": _Verifier.one_dimension,
     "sort": _Verifier.called,
     "conditional": _Verifier.called,
     "async-start": _Verifier.async_start,
@@ -447,6 +619,65 @@ def _constant(verifier: _Verifier, instr: HloInstruction) -> None:
         raise instr._error(f"constant '{instr.name}': {text} is out of range ({why})", number.start())
 
 
+def _literal(verifier: _Verifier, instr: HloInstruction) -> None:
+    """A dense literal nested as its shape: one level of braces per dimension, each holding as many entries as the
+    dimension, elements only at the innermost level; and NaN payloads that the element type can hold."""
+    shape = instr.shape
+    start, end = instr.pos, instr._operand_end()
+    text = instr.text
+    if shape.tuple_shapes is not None or shape.dynamic or text.find("...", start, end) >= 0:
+        return
+    if text.find("nan(", start, end) >= 0:
+        _nan_payloads(instr, shape.element_type or "", start, end)
+    dims = shape.dims
+    rank = len(dims)
+    if rank == 0 or (text.find("{", start, end) < 0 and text.find("}", start, end) < 0):
+        return  # a scalar, or an array written without braces: not read here
+    depth, seen = 0, [0] * (rank + 1)
+    for token in _LITERAL_TOKEN.finditer(text, start, end):
+        kind = token.group()
+        if kind[0] == "/":
+            continue
+        if kind == "{":
+            if depth == rank:
+                raise instr._error(f"constant '{instr.name}': the literal is nested deeper than the "
+                                   f"{_count(rank, 'dimension')} of {shape}", token.start())
+            if depth:
+                seen[depth - 1] += 1
+            seen[depth] = 0
+            depth += 1
+        elif kind == "}":
+            if depth == 0:
+                raise instr._error(f"constant '{instr.name}': unbalanced '}}' in the literal", token.start())
+            if seen[depth - 1] != dims[depth - 1]:
+                raise instr._error(f"constant '{instr.name}': {_entries(seen[depth - 1])} in dimension {depth - 1} of "
+                                   f"{shape}, which has {dims[depth - 1]}", token.start())
+            depth -= 1
+        elif depth == 0:
+            raise instr._error(f"constant '{instr.name}': {kind} outside the literal's braces", token.start())
+        elif depth != rank:
+            raise instr._error(f"constant '{instr.name}': element {kind} at nesting level {depth}, {shape} has its "
+                               f"elements at level {rank}", token.start())
+        else:
+            seen[depth - 1] += 1
+    if depth:
+        raise instr._error(f"constant '{instr.name}': the literal leaves {_count(depth, 'brace')} open", end)
+
+
+def _nan_payloads(instr: HloInstruction, element_type: str, start: int, end: int) -> None:
+    bits = _NAN_BITS.get(element_type)
+    only = _NAN_ONLY.get(element_type)
+    if bits is None and only is None:
+        return
+    for match in _NAN_PAYLOAD.finditer(instr.text, start, end):
+        payload = int(match.group(1), 16)
+        if (payload < 1 << bits) if bits is not None else payload in (0, only):
+            continue
+        raise instr._error(f"constant '{instr.name}': NaN payload 0x{match.group(1)} does not fit {element_type}"
+                           + (f" ({bits} mantissa bits)" if bits is not None else " (it has a single NaN)"),
+                           match.start())
+
+
 def _declared_operands(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
     """Older text writes each operand's shape before its name (`add(f32[2] %p, ...)`): XLA's parser refuses one that
     is not compatible with the operand's own shape."""
@@ -478,13 +709,19 @@ def verify_module(module: HloModule) -> None:
         verifier.computation(comp)
     rules = _RULES
     pairs: set[tuple[str, str]] = set()  # (result, operand) shape texts an elementwise op was found right with
+    layouts: set[str] = set()  # shape texts with layout items (`T(8,128)`, `D(D,C)`) found right
     for comp in module.computations:
         for instr in comp.instructions:
             opcode = instr.opcode
+            shape_text = instr.shape_text
+            if "(" in shape_text and shape_text not in layouts:  # layouts with tiles, dim level types, ...
+                verifier.layouts(instr)
+                layouts.add(shape_text)
             if opcode == "parameter":
                 continue
             if opcode == "constant":
                 _constant(verifier, instr)
+                _literal(verifier, instr)
                 continue
             operands = instr._operands
             if operands is None:
@@ -497,8 +734,11 @@ def verify_module(module: HloModule) -> None:
                 end = instr._end
                 if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
                     _declared_operands(verifier, instr, operands)
-            if "result_accuracy" in instr.text:
+            text = instr.text
+            if "result_accuracy" in text:
                 verifier.result_accuracy(instr)
+            if opcode in _REPLICA_GROUPED and "mesh[" in text:
+                verifier.mesh(instr)
             rule = rules.get(opcode)
             if rule is None:
                 continue
@@ -508,7 +748,6 @@ def verify_module(module: HloModule) -> None:
             if check is not None:
                 check(verifier, instr, operands)
             else:  # elementwise
-                shape_text = instr.shape_text
                 for operand in operands:
                     theirs = operand.shape_text
                     if theirs != shape_text and (shape_text, theirs) not in pairs:
