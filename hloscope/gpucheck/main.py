@@ -25,27 +25,34 @@ from pathlib import Path
 
 from hloscope.gpucheck import checks
 from hloscope.gpucheck.checks import FAIL, Check
+from hloscope.modes import BY_NAME, MODES, TRACE_KINETO
 
-GPU_MODES = "pytorch,pytorch+compile,jax,torchax"
-# The dry run's modes: the CPU of a CI machine compiles pytorch+compile in minutes under load, and torchax's checks
-# are jax's (same XLA path); pytorch (Kineto, synchronous CPU) and jax (xplane, HLO, replay) cover every check.
-DRY_RUN_MODES = "pytorch,jax"
+# Every mode that runs on a CUDA GPU with the pinned versions (the registry's `devices`).
+GPU_MODES = ",".join(mode.name for mode in MODES if "cuda" in mode.devices)
+# One mode of each trace format, the ones the timing probe drives: eager PyTorch (Kineto, synchronous on the CPU) and
+# the first XLA mode that runs on a GPU (xplane, HLO, replay). They are also the dry run's modes: together they cover
+# every check, and the CPU of a CI machine compiles pytorch+compile in minutes under load.
+PROBED_MODES = (next(m.name for m in MODES if m.trace_format == TRACE_KINETO and not m.compile),
+                next(m.name for m in MODES if m.xla and "cuda" in m.devices))
+DRY_RUN_MODES = ",".join(PROBED_MODES)
 MAX_MB = 8.0
 # With --budget-s: how long past the budget the required steps may still run; a step is killed at that hard end, and a
 # step due after it is not started (its check then FAILs: it was not verified).
 BUDGET_GRACE_S = 120.0
 
+# The packages whose versions the summary records: every mode's (the registry's), then what they and hloscope need.
+PACKAGES = (*dict.fromkeys(package for mode in MODES for package in mode.packages), "jaxlib", "tokenizers",
+            "huggingface-hub", "numpy", "click", "rich", "msgspec", "ijson", "isal")
 # The environment as the checks need it: versions, CUDA builds, what each framework sees. Never fails: errors are facts.
 ENV_PROBE = r"""
+PACKAGES = __PACKAGES__
 import json, importlib.metadata as md
 def version(name):
     try:
         return md.version(name)
     except md.PackageNotFoundError:
         return None
-out = {name.replace('-', '_'): version(name) for name in
-       ('torch', 'torch_xla', 'torchax', 'jax', 'jaxlib', 'flax', 'optax', 'transformers', 'tokenizers',
-        'huggingface-hub', 'numpy', 'click', 'rich', 'msgspec', 'ijson', 'isal')}
+out = {name.replace('-', '_'): version(name) for name in PACKAGES}
 # jax's CUDA plugin: CUDA 13's (a jax >= 0.7 built for CUDA 13) or CUDA 12's, whichever is installed
 out['jax_cuda_plugin'] = out['jax_cuda_plugin_name'] = None
 for name in ('jax-cuda13-plugin', 'jax-cuda12-plugin'):
@@ -71,7 +78,7 @@ try:
 except Exception as error:
     out['jax_error'] = str(error).splitlines()[0]
 print(json.dumps(out))
-"""
+""".replace("__PACKAGES__", repr(PACKAGES))
 
 
 @dataclass
@@ -288,8 +295,8 @@ def step_analyses(ctx: Context, comparison: Path) -> None:
     run_step(ctx, "explain markdown", hloscope("explain", str(comparison), "--format", "md", "-o",
                                                str(ctx.out / "explain.md")))
     ctx.record(checks.check_verdicts(explain))
-    device_modes = [m for m in plan.modes if m in ("jax", "torchax")] + ([m for m in plan.modes if
-                                                                          m.startswith("pytorch")] if gpu else [])
+    device_modes = [m for m in plan.modes if BY_NAME[m].xla] + (
+        [m for m in plan.modes if BY_NAME[m].trace_format == TRACE_KINETO] if gpu else [])
     ctx.record(checks.check_ledger(explain, require_device=device_modes))
 
     traces: dict[str, dict | None] = {}
@@ -302,16 +309,16 @@ def step_analyses(ctx: Context, comparison: Path) -> None:
         traces[mode] = json_of(run_step(ctx, f"trace stats {slug}", hloscope("trace", "stats", str(folder),
                                                                              "--json")))
         save_json(ctx, f"trace-stats.{slug}", traces[mode])
-        fmt = "kineto" if mode.startswith("pytorch") else "xplane"
+        fmt = BY_NAME[mode].trace_format
         name = f"{mode}: {fmt} trace has GPU kernels on device streams"
         if gpu:
             ctx.record(checks.check_gpu_kernels(mode, traces[mode], fmt))
         else:
             ctx.record(checks.skip(name, "dry run: no GPU (the CPU trace has no device streams)"))
-        if mode in ("jax", "torchax"):
+        if BY_NAME[mode].xla:
             hlo = json_of(run_step(ctx, f"hlo stats {slug}", hloscope("hlo", "stats", str(folder), "--json")))
             save_json(ctx, f"hlo-stats.{slug}", hlo)
-            if mode == "jax":
+            if mode == PROBED_MODES[1]:
                 ctx.record(checks.check_kernel_count(mode, hlo, traces[mode]))
                 replay = json_of(run_step(ctx, f"replay {slug}", hloscope(
                     "replay", str(folder), "--device", plan.device, "--steps", str(plan.replay_steps), "--warmup",
@@ -319,7 +326,7 @@ def step_analyses(ctx: Context, comparison: Path) -> None:
                 save_json(ctx, f"replay.{slug}", replay)
                 run = load(folder / "run.json") or {}
                 ctx.record(checks.check_replay(mode, replay, run.get("timing"), gpu=gpu))
-        if mode in ("jax", "pytorch"):
+        if mode in PROBED_MODES:
             probe = json_of(run_step(ctx, f"timing probe {slug}", [
                 sys.executable, "-m", "hloscope.gpucheck.timing_probe", str(folder), "--steps",
                 str(plan.probe_steps), "--warmup", "3", "--chunk", str(plan.probe_chunk)]))
