@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hloscope.errors import ParseError
@@ -33,15 +34,6 @@ ELEMENTWISE = TRANSCENDENTAL | {
     "asinh", "atanh", "sinh", "cosh", "mulhi",
 }
 ZERO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "add-dependency"}
-# Every opcode CostAnalysis._cost has a branch of its own for (tests/test_hlo_stats.py checks the list against the
-# branches); any other opcode costs its default bytes and nothing else.
-_COSTED_APART = {
-    "custom-call", "dot", "scaled-dot", "convolution", "ragged-dot", "fft", "tuple", "opt-barrier", "transpose",
-    "outfeed", "slice", "dynamic-slice", "dynamic-update-slice", "gather", "scatter", "reduce", "reduce-window", "map",
-    "select-and-scatter", "scan", "sort", "all-reduce", "all-reduce-start", "rng", "rng-bit-generator", "fusion", "call",
-    "async-start", "while", "conditional", "triangular-solve", "cholesky",
-}
-DEFAULT_BYTES_ONLY = set(OPCODES) - ZERO_BYTES - ELEMENTWISE - _COSTED_APART
 
 
 @dataclass(slots=True)
@@ -348,77 +340,102 @@ class CostAnalysis:
         op = instr.opcode
         if op in ZERO_BYTES:
             return _ZERO
-        if op in DEFAULT_BYTES_ONLY:  # copy, broadcast, reshape, concatenate, pad, ...: no branch below
+        if op in DEFAULT_BYTES_ONLY:  # copy, broadcast, reshape, concatenate, pad, ...: no handler below
             return Cost(bytes_accessed=self._default_bytes(instr))
-        if op == "custom-call":
-            flops = self._library_flops(instr)
-            if flops is None:
-                self.uncosted.append(instr.name)
-                return Cost()
-            size = self._default_bytes(instr)
-            return Cost(flops=flops, bytes_accessed=size, library_flops=flops, library_bytes=size)
         if op in ELEMENTWISE:  # the commonest case first
             return self._elementwise(instr)
+        handler = _HANDLERS.get(op)
+        if handler is not None:
+            return handler(self, instr)
+        return Cost(bytes_accessed=self._default_bytes(instr))
+
+    # One handler per opcode family that XLA's HloCostAnalysis counts differently from the default bytes.
+
+    def _custom_call(self, instr: HloInstruction) -> Cost:
+        flops = self._library_flops(instr)
+        if flops is None:
+            self.uncosted.append(instr.name)
+            return Cost()
+        size = self._default_bytes(instr)
+        return Cost(flops=flops, bytes_accessed=size, library_flops=flops, library_bytes=size)
+
+    def _with_flops(self, instr: HloInstruction, flops: float) -> Cost:
+        return Cost(flops=flops, bytes_accessed=self._default_bytes(instr))
+
+    def _dot(self, instr: HloInstruction) -> Cost:
+        return self._with_flops(instr, _dot_flops(instr))
+
+    def _convolution(self, instr: HloInstruction) -> Cost:
+        return self._with_flops(instr, _conv_flops(instr))
+
+    def _ragged_dot(self, instr: HloInstruction) -> Cost:
+        return self._with_flops(instr, _ragged_dot_flops(instr))
+
+    def _fft(self, instr: HloInstruction) -> Cost:
+        return self._with_flops(instr, _fft_flops(instr))
+
+    def _sort(self, instr: HloInstruction) -> Cost:
+        elements = instr.operands[0].shape.elements
+        return self._with_flops(instr, elements * math.ceil(math.log2(elements)) if elements > 1 else 0)
+
+    def _all_reduce(self, instr: HloInstruction) -> Cost:  # bytes: the default (every leaf of the output, each operand)
+        return self._with_flops(instr, sum(s.elements for s in instr.shape.leaves()))
+
+    def _rng(self, instr: HloInstruction) -> Cost:
+        return Cost(transcendentals=sum(s.elements for s in instr.shape.leaves()),
+                    bytes_accessed=self._default_bytes(instr))
+
+    def _tuple(self, instr: HloInstruction) -> Cost:
+        return Cost(bytes_accessed=shape_size(instr.shape))
+
+    def _opt_barrier(self, instr: HloInstruction) -> Cost:  # measured against XLA: the index table plus every array carried
+        return Cost(bytes_accessed=shape_size(instr.shape) + instr.shape.byte_size)
+
+    def _transpose(self, instr: HloInstruction) -> Cost:
+        if _transpose_is_bitcast(instr):
+            return _ZERO
+        return Cost(bytes_accessed=self._default_bytes(instr))
+
+    def _outfeed(self, instr: HloInstruction) -> Cost:  # HandleOutfeed: every array its operands carry, no output
+        return Cost(bytes_accessed=sum(shape_size(leaf) for operand in instr.operands for leaf in operand.shape.leaves()))
+
+    def _slice(self, instr: HloInstruction) -> Cost:
+        return Cost(bytes_accessed=shape_size(instr.shape) * 2)
+
+    def _indexed_read(self, instr: HloInstruction) -> Cost:  # dynamic-slice, gather: output twice plus the indices
+        return Cost(bytes_accessed=shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape))
+
+    def _dynamic_update_slice(self, instr: HloInstruction) -> Cost:
+        operands = instr.operands
+        return Cost(bytes_accessed=shape_size(operands[1].shape) * 2 + shape_size(operands[2].shape))
+
+    def _applied_cost(self, instr: HloInstruction) -> Cost:
         cost = Cost(bytes_accessed=self._default_bytes(instr))
-        if op == "dot" or op == "scaled-dot":
-            cost.flops = _dot_flops(instr)
-        elif op == "convolution":
-            cost.flops = _conv_flops(instr)
-        elif op == "ragged-dot":
-            cost.flops = _ragged_dot_flops(instr)
-        elif op == "fft":
-            cost.flops = _fft_flops(instr)
-        elif op == "tuple":
-            cost.bytes_accessed = shape_size(instr.shape)
-        elif op == "opt-barrier":  # measured against XLA: the tuple's index table plus every array it carries
-            cost.bytes_accessed = shape_size(instr.shape) + instr.shape.byte_size
-        elif op == "transpose":
-            if _transpose_is_bitcast(instr):
-                return _ZERO
-        elif op == "outfeed":  # HandleOutfeed: every array its operands carry, no output
-            cost.bytes_accessed = sum(shape_size(leaf) for operand in instr.operands for leaf in operand.shape.leaves())
-        elif op == "slice":
-            cost.bytes_accessed = shape_size(instr.shape) * 2
-        elif op == "dynamic-slice":
-            cost.bytes_accessed = shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape)
-        elif op == "dynamic-update-slice":
-            operands = instr.operands
-            cost.bytes_accessed = shape_size(operands[1].shape) * 2 + shape_size(operands[2].shape)
-        elif op == "gather":
-            cost.bytes_accessed = shape_size(instr.shape) * 2 + shape_size(instr.operands[1].shape)
-        elif op == "scatter":
-            cost = self._scatter(instr)
-        elif op in ("reduce", "reduce-window", "map", "select-and-scatter", "scan"):
-            self._applied(instr, cost)
-        elif op == "sort":
-            elements = instr.operands[0].shape.elements
-            cost.flops = elements * math.ceil(math.log2(elements)) if elements > 1 else 0
-        elif op in ("all-reduce", "all-reduce-start"):  # bytes: the default (every leaf of the output, each operand)
-            cost.flops = sum(s.elements for s in instr.shape.leaves())
-        elif op in ("rng", "rng-bit-generator"):
-            cost.transcendentals = sum(s.elements for s in instr.shape.leaves())
-        elif op == "fusion":
-            return self._fusion(instr)
-        elif op in ("call", "async-start"):
-            return self._copy_of(self.computation_cost(instr.called_computations[0]))
-        elif op == "while":
-            total = Cost()
-            for comp in instr.called_computations:  # body and condition: one iteration
-                total.add(self.computation_cost(comp))
-            return total
-        elif op == "conditional":
-            branches = [self.computation_cost(c) for c in instr.called_computations]
-            return Cost(*(max(getattr(b, key) for b in branches)
-                          for key in ("flops", "transcendentals", "bytes_accessed", "library_flops", "library_bytes")))
-        elif op == "triangular-solve":
-            a, b = (o.shape for o in instr.operands[:2])
-            cost.bytes_accessed = shape_size(instr.shape) + shape_size(a) / 2 + shape_size(b)
-            cost.flops = 2.0 * a.dims[-1] * b.elements
-        elif op == "cholesky":
-            a = instr.operands[0].shape
-            cost.bytes_accessed = shape_size(a)
-            cost.flops = float(a.dims[-1] * a.elements // 3)
+        self._applied(instr, cost)
         return cost
+
+    def _call(self, instr: HloInstruction) -> Cost:
+        return self._copy_of(self.computation_cost(instr.called_computations[0]))
+
+    def _while(self, instr: HloInstruction) -> Cost:
+        total = Cost()
+        for comp in instr.called_computations:  # body and condition: one iteration
+            total.add(self.computation_cost(comp))
+        return total
+
+    def _conditional(self, instr: HloInstruction) -> Cost:
+        branches = [self.computation_cost(c) for c in instr.called_computations]
+        return Cost(*(max(getattr(b, key) for b in branches)
+                      for key in ("flops", "transcendentals", "bytes_accessed", "library_flops", "library_bytes")))
+
+    def _triangular_solve(self, instr: HloInstruction) -> Cost:
+        a, b = (o.shape for o in instr.operands[:2])
+        return Cost(flops=2.0 * a.dims[-1] * b.elements,
+                    bytes_accessed=shape_size(instr.shape) + shape_size(a) / 2 + shape_size(b))
+
+    def _cholesky(self, instr: HloInstruction) -> Cost:
+        a = instr.operands[0].shape
+        return Cost(flops=float(a.dims[-1] * a.elements // 3), bytes_accessed=shape_size(a))
 
     @staticmethod
     def _copy_of(cost: Cost) -> Cost:
@@ -560,52 +577,66 @@ class CostAnalysis:
         for user in users.get(hlo.name, ()):
             op = user.opcode
             if op == "fusion":
-                nested = user.called_computations[0]
-                nested_users = _users(nested)
-                nested_params = sorted((i for i in nested.instructions if i.opcode == "parameter"), key=_parameter_number)
-                root = nested.root
-                fusion_users = users.get(user.name, ())
-                for idx, operand_name in enumerate(user.operand_names):
-                    if operand_name != hlo.name:
-                        continue
-                    nested_seen = False
-                    param = nested_params[idx]
-                    simple = not root.operand_names or root.operands[0] is param
-                    for fusion_user in fusion_users:
-                        fop = fusion_user.opcode
-                        if simple and fop == "slice":
-                            size += shape_size(fusion_user.shape)
-                        elif simple and fop == "dynamic-slice":
-                            if fusion_user.operands[0] is user:
-                                size += shape_size(fusion_user.shape)
-                            elif not nested_seen:
-                                nested_seen = True
-                                size += shape_size(user.shape)
-                        elif simple and fop == "dynamic-update-slice":
-                            if fusion_user.operands[0] is not user and not nested_seen:
-                                nested_seen = True
-                                size += shape_size(user.shape)
-                        elif not nested_seen:
-                            nested_seen = True
-                            size += self._parameter_read_bytes(param, nested_users)
-            elif op == "slice":
+                size += self._nested_fusion_read_bytes(hlo, user, users)
+            elif op == "slice" or (op == "dynamic-slice" and user.operands[0] is hlo):
                 size += shape_size(user.shape)
-            elif op == "dynamic-slice":
-                if user.operands[0] is hlo:
-                    size += shape_size(user.shape)
-                elif not seen_trivial:
-                    seen_trivial = True
-                    size += own
-            elif op == "dynamic-update-slice":
-                if user.operands[0] is not hlo and not seen_trivial:
-                    seen_trivial = True
-                    size += own
             elif op in ("broadcast", "reshape"):
                 size += own
+            elif op == "dynamic-update-slice" and user.operands[0] is hlo:
+                pass  # updated in place: not read
             elif not seen_trivial:
                 seen_trivial = True
                 size += own
         return size
+
+    def _nested_fusion_read_bytes(self, hlo: HloInstruction, user: HloInstruction, users: _Users) -> float:
+        """FusionParameterReadBytes for a fusion user: what the nested fusion reads of `hlo`, once per operand use."""
+        nested = user.called_computations[0]
+        nested_users = _users(nested)
+        nested_params = sorted((i for i in nested.instructions if i.opcode == "parameter"), key=_parameter_number)
+        root = nested.root
+        fusion_users = users.get(user.name, ())
+        size = 0.0
+        for idx, operand_name in enumerate(user.operand_names):
+            if operand_name != hlo.name:
+                continue
+            nested_seen = False
+            param = nested_params[idx]
+            simple = not root.operand_names or root.operands[0] is param
+            for fusion_user in fusion_users:
+                fop = fusion_user.opcode
+                reads_window = fop == "slice" or (fop == "dynamic-slice" and fusion_user.operands[0] is user)
+                if simple and reads_window:
+                    size += shape_size(fusion_user.shape)
+                elif simple and fop == "dynamic-update-slice" and fusion_user.operands[0] is user:
+                    pass  # updated in place: not read
+                elif not nested_seen:
+                    nested_seen = True
+                    indexed = simple and fop in ("dynamic-slice", "dynamic-update-slice")
+                    size += shape_size(user.shape) if indexed else self._parameter_read_bytes(param, nested_users)
+        return size
+
+
+_Handler = Callable[[CostAnalysis, HloInstruction], Cost]
+# The opcodes XLA's HloCostAnalysis counts differently from their default bytes, each with its handler.
+_HANDLERS: dict[str, _Handler] = {
+    "custom-call": CostAnalysis._custom_call,
+    "dot": CostAnalysis._dot, "scaled-dot": CostAnalysis._dot,
+    "convolution": CostAnalysis._convolution, "ragged-dot": CostAnalysis._ragged_dot, "fft": CostAnalysis._fft,
+    "tuple": CostAnalysis._tuple, "opt-barrier": CostAnalysis._opt_barrier, "transpose": CostAnalysis._transpose,
+    "outfeed": CostAnalysis._outfeed, "slice": CostAnalysis._slice,
+    "dynamic-slice": CostAnalysis._indexed_read, "gather": CostAnalysis._indexed_read,
+    "dynamic-update-slice": CostAnalysis._dynamic_update_slice, "scatter": CostAnalysis._scatter,
+    **dict.fromkeys(("reduce", "reduce-window", "map", "select-and-scatter", "scan"), CostAnalysis._applied_cost),
+    "sort": CostAnalysis._sort, "all-reduce": CostAnalysis._all_reduce, "all-reduce-start": CostAnalysis._all_reduce,
+    "rng": CostAnalysis._rng, "rng-bit-generator": CostAnalysis._rng, "fusion": CostAnalysis._fusion,
+    "call": CostAnalysis._call, "async-start": CostAnalysis._call, "while": CostAnalysis._while,
+    "conditional": CostAnalysis._conditional, "triangular-solve": CostAnalysis._triangular_solve,
+    "cholesky": CostAnalysis._cholesky,
+}
+# Everything else but the free and elementwise opcodes (copy, broadcast, reshape, concatenate, pad, ...) costs its
+# default bytes alone; the compiled loop (hlo/native.py) relies on this set too.
+DEFAULT_BYTES_ONLY = set(OPCODES) - ZERO_BYTES - ELEMENTWISE - set(_HANDLERS)
 
 
 def _parameter_number(instr: HloInstruction) -> int:
