@@ -197,9 +197,7 @@ class HloInstruction:
         if not names:
             self._operands = ()
             return ()
-        by_name = comp._by_name
-        if by_name is None:
-            by_name = comp._by_name = {i.name: i for i in comp.instructions}
+        by_name = comp._by_name or comp.name_index()
         try:
             operands = tuple([by_name[n] for n in names])  # a tuple: one allocation, a third smaller than a list
         except KeyError as error:
@@ -314,10 +312,15 @@ class HloComputation:
         """Whether the root is known yet (the parser asks while it reads the computation)."""
         return self._root is not None
 
+    def name_index(self) -> dict[str, HloInstruction]:
+        """Instruction name -> instruction, built on first use."""
+        by_name = self._by_name
+        if by_name is None:
+            by_name = self._by_name = {i.name: i for i in self.instructions}
+        return by_name
+
     def instruction(self, name: str) -> HloInstruction:
-        if self._by_name is None:
-            self._by_name = {i.name: i for i in self.instructions}
-        return self._by_name[name]
+        return self.name_index()[name]
 
 
 class HloModule:
@@ -391,80 +394,83 @@ class HloModule:
 
         _ = self.attrs
         parsed: set[str] = set()
-        plain_tail = _PLAIN_TAIL.match
-        literal_tail = _PLAIN_LITERAL_TAIL.match
-        computations = self.computations_by_name
         resolve_plain = native.resolve_plain if native is not None else None
         for comp in self.computations:
-            renames = comp.renames
-            by_name: dict[str, HloInstruction] | None = None
-            instructions = comp.instructions
-            if resolve_plain is not None and not renames:
-                by_name = comp._by_name
-                if by_name is None:
-                    by_name = comp._by_name = {i.name: i for i in instructions}
-            index = 0
-            while index < len(instructions):
-                if resolve_plain is not None and not renames:
-                    # The compiled loop takes what the fast path below would (a line ending at its operands, or a
-                    # plain tail); it hands back the first instruction that needs more, which this loop then checks
-                    # as it checks every instruction.
-                    index = resolve_plain(instructions, index, by_name, parsed, computations, _NO_CALLS)
-                    if index == len(instructions):
-                        break
-                instr = instructions[index]
-                index += 1
-                if instr.shape_text not in parsed:
-                    _ = instr.shape
-                    parsed.add(instr.shape_text)
-                if instr._operands is None and instr._attrs is None and not renames:
-                    text = instr.text
-                    end = instr._end
-                    # Most lines end at the ')' the parser found (no '(' before it): no attributes, nothing to match.
-                    bare = end >= 0 and ((end == len(text) - 2 and text[-1] == "\n") or end == len(text) - 1)
-                    if instr.opcode in ("constant", "parameter"):
-                        if bare or literal_tail(text, instr.pos) is not None:
-                            instr._operands = ()
-                            instr._calls = _NO_CALLS
-                            continue
-                    else:
-                        match = None if bare else plain_tail(text, instr.pos)
-                        if bare or match is not None:
-                            names = text[instr.pos : end] if match is None else match.group(1)
-                            operands: tuple[HloInstruction, ...] | None
-                            if not names:
-                                operands = ()
-                            else:
-                                if names[0] == "%":
-                                    names = names[1:].replace(", %", ", ")
-                                if by_name is None:
-                                    by_name = comp._by_name
-                                    if by_name is None:
-                                        by_name = comp._by_name = {i.name: i for i in comp.instructions}
-                                try:  # names hold no '%', ',' or space: any other text fails the look-up
-                                    operands = None if "%" in names else tuple([by_name[n] for n in names.split(", ")])
-                                except KeyError:  # the exact path reports it
-                                    operands = None
-                            calls: Sequence[HloComputation] | None = _NO_CALLS
-                            if match is not None and match.group(2) is not None:
-                                callee = computations.get(match.group(3))
-                                calls = (callee,) if callee is not None else None  # None: the exact path reports it
-                            if operands is not None and calls is not None:
-                                for operand in operands:
-                                    if operand.shape_text not in parsed:
-                                        _ = operand.shape
-                                        parsed.add(operand.shape_text)
-                                instr._operands = operands
-                                instr._calls = calls
-                                continue
-                for operand in instr.operands:
-                    if operand.shape_text not in parsed:
-                        _ = operand.shape
-                        parsed.add(operand.shape_text)
-                instr._validate_attributes()
+            self._validate_computation(comp, parsed, resolve_plain)
             comp._by_name = None  # every operand is resolved now: the name index is rebuilt only if asked for again
         verify_module(self)  # what XLA refuses in text that parses: counts, shapes, parameters, called computations
+
+    def _validate_computation(self, comp: HloComputation, parsed: set[str], resolve_plain: Any) -> None:
+        """validate() for one computation: the compiled loop (when built) or the plain-line fast path resolves what
+        it can, and every other instruction gets HloInstruction's exact checks."""
+        renames = comp.renames
+        instructions = comp.instructions
+        by_name = None if renames else comp.name_index()
+        computations = self.computations_by_name
+        index = 0
+        while index < len(instructions):
+            if resolve_plain is not None and by_name is not None:
+                # The compiled loop takes what _resolve_plain_line would (a line ending at its operands, or a plain
+                # tail); it hands back the first instruction that needs more, which this loop then checks as it
+                # checks every instruction.
+                index = resolve_plain(instructions, index, by_name, parsed, computations, _NO_CALLS)
+                if index == len(instructions):
+                    break
+            instr = instructions[index]
+            index += 1
+            if instr.shape_text not in parsed:
+                _ = instr.shape
+                parsed.add(instr.shape_text)
+            unresolved = instr._operands is None and instr._attrs is None
+            if by_name is not None and unresolved and _resolve_plain_line(instr, by_name, parsed, computations):
+                continue
+            for operand in instr.operands:
+                if operand.shape_text not in parsed:
+                    _ = operand.shape
+                    parsed.add(operand.shape_text)
+            instr._validate_attributes()
 
     def all_instructions(self) -> Iterator[HloInstruction]:
         for comp in self.computations:
             yield from comp.instructions
+
+
+def _resolve_plain_line(instr: HloInstruction, by_name: dict[str, HloInstruction], parsed: set[str],
+                        computations: dict[str, HloComputation]) -> bool:
+    """Resolve an instruction whose line ends at its operands or with a plain tail (most lines) without splitting
+    its attributes; False when the line needs the exact checks, which also report any error."""
+    text = instr.text
+    end = instr._end
+    # Most lines end at the ')' the parser found (no '(' before it): no attributes, nothing to match.
+    bare = end >= 0 and ((end == len(text) - 2 and text[-1] == "\n") or end == len(text) - 1)
+    if instr.opcode in ("constant", "parameter"):
+        if bare or _PLAIN_LITERAL_TAIL.match(text, instr.pos) is not None:
+            instr._operands = ()
+            instr._calls = _NO_CALLS
+            return True
+        return False
+    match = None if bare else _PLAIN_TAIL.match(text, instr.pos)
+    if not bare and match is None:
+        return False
+    names = text[instr.pos : end] if match is None else match.group(1)
+    operands: tuple[HloInstruction, ...] | None = ()
+    if names:
+        if names[0] == "%":
+            names = names[1:].replace(", %", ", ")
+        try:  # names hold no '%', ',' or space: any other text fails the look-up
+            operands = None if "%" in names else tuple([by_name[n] for n in names.split(", ")])
+        except KeyError:  # the exact path reports it
+            operands = None
+    calls: Sequence[HloComputation] | None = _NO_CALLS
+    if match is not None and match.group(2) is not None:
+        callee = computations.get(match.group(3))
+        calls = (callee,) if callee is not None else None  # None: the exact path reports it
+    if operands is None or calls is None:
+        return False
+    for operand in operands:
+        if operand.shape_text not in parsed:
+            _ = operand.shape
+            parsed.add(operand.shape_text)
+    instr._operands = operands
+    instr._calls = calls
+    return True
