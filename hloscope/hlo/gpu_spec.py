@@ -58,6 +58,24 @@ def _tokenize(text: str, path: str) -> list[tuple[str, str, int, int]]:
 MAX_DEPTH = 16  # GpuTargetConfigProto nests 3 deep
 
 
+def _parse_value(tokens: list[tuple[str, str, int, int]], pos: int, path: str, field: str,
+                 depth: int) -> tuple[int, Any]:
+    """The value of `field` at tokens[pos]: a nested message, a string, or a scalar; (position after it, value)."""
+    kind, text, line, col = tokens[pos]
+    if text == "{":
+        if depth >= MAX_DEPTH:
+            raise ParseError(path, f"braces nested more than {MAX_DEPTH} deep: not a GpuTargetConfigProto", line, col)
+        return _parse_fields(tokens, pos + 1, path, opened_at=(line, col), depth=depth + 1)
+    if kind == "str":
+        try:
+            return pos + 1, bytes(text[1:-1], "utf-8").decode("unicode_escape")
+        except UnicodeDecodeError as error:
+            raise ParseError(path, f"bad escape in string: {error.reason}", line, col) from None
+    if kind == "word":
+        return pos + 1, _scalar(text)
+    raise ParseError(path, f"bad value {text!r} for field {field!r}", line, col)
+
+
 def _parse_fields(tokens: list[tuple[str, str, int, int]], pos: int, path: str, top: bool = False,
                   opened_at: tuple[int, int] = (0, 0), depth: int = 0) -> tuple[int, dict[str, Any]]:
     """The fields from tokens[pos] to the '}' closing them (the end of the tokens at the top): (position after it,
@@ -76,21 +94,7 @@ def _parse_fields(tokens: list[tuple[str, str, int, int]], pos: int, path: str, 
             pos += 1
         if pos >= len(tokens):
             raise ParseError(path, f"field {value!r} has no value", line, col)
-        vkind, vtext, vline, vcol = tokens[pos]
-        item: dict[str, Any] | str | int | float | bool
-        if vtext == "{":
-            if depth >= MAX_DEPTH:
-                raise ParseError(path, f"braces nested more than {MAX_DEPTH} deep: not a GpuTargetConfigProto", vline, vcol)
-            pos, item = _parse_fields(tokens, pos + 1, path, opened_at=(vline, vcol), depth=depth + 1)
-        elif vkind == "str":
-            try:
-                item, pos = bytes(vtext[1:-1], "utf-8").decode("unicode_escape"), pos + 1
-            except UnicodeDecodeError as error:
-                raise ParseError(path, f"bad escape in string: {error.reason}", vline, vcol) from None
-        elif vkind == "word":
-            item, pos = _scalar(vtext), pos + 1
-        else:
-            raise ParseError(path, f"bad value {vtext!r} for field {value!r}", vline, vcol)
+        pos, item = _parse_value(tokens, pos, path, value, depth)
         if pos < len(tokens) and tokens[pos][1] in (",", ";"):
             pos += 1
         if value in out:

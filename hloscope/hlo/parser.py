@@ -588,11 +588,7 @@ class _Parser:
     def _outside_computation(self, line: str, lineno: int) -> HloComputation | None:
         stripped = line.strip()
         if self.header_open:
-            module = self.module
-            if module is None:  # header_open is set only by a module's header line
-                raise RuntimeError(f"line {lineno}: a module header continues with no module open")
-            module.header += " " + stripped
-            self.header_open = any(_open_brackets(module.header))
+            self._continue_header(stripped, lineno)
             return None
         if self.in_comment or stripped.startswith("/*"):
             self._comment(stripped)
@@ -603,42 +599,64 @@ class _Parser:
                 self._finish_module()  # XLA's test files: each chunk is a module, with or without 'HloModule'
                 self.module = None
             return None
-        if self._save_tensors_wrapper(stripped, lineno, line):
-            return None
-        if stripped.startswith("HloModule"):
-            match = _MODULE.match(stripped)
-            if match is None:
-                raise self.error("expected 'HloModule <name>[, attribute=value...]'", lineno, _column(line))
-            self._finish_module()
-            self.module = HloModule(match.group(1), stripped, self.path, lineno)
-            self.modules.append(self.module)
-            self.table = None
-            self.header_open = any(_open_brackets(stripped))
-            return None
-        if stripped in _STACK_TABLES and self.module is not None:
-            self.table = self.module.stack_tables.setdefault(stripped, {})
-            return None
-        if self.table is not None:
-            entry = _STACK_ENTRY.match(line)
-            if entry is None:
-                raise self.error("expected '<id> <value>' in a stack-frame table", lineno, _column(line))
-            number = int64(entry.group(1))
-            if number is None:
-                raise self.error(f"a stack-frame table id of {len(entry.group(1)):,} digits: beyond 64 bits", lineno,
-                                 _column(line))
-            self.table[number] = entry.group(2)
+        if (self._save_tensors_wrapper(stripped, lineno, line) or self._module_header(stripped, lineno, line)
+                or self._stack_table_line(stripped, lineno, line)):
             return None
         match = _COMPUTATION.match(_INLINE_COMMENT.sub(" ", line) if "/*" in line else line)
         if match is None:
-            hint = _wrong_format(line) if not self.modules else None
-            if hint:
-                raise self.error(hint, lineno, _column(line))
-            if self.module is None and not self.modules and self._single_instruction(line, lineno):
-                return self.comp
-            if _INSTRUCTION.match(line) or _INSTRUCTION_HEAD.match(line):
-                raise self.error("instruction outside a computation: expected 'name {' before it", lineno, _column(line))
-            expected = "'HloModule <name>' or a computation 'name {'" if not self.modules else "a computation 'name {', 'HloModule' or a comment"
-            raise self.error(f"expected {expected}", lineno, _column(line))
+            return self._not_a_computation_head(line, lineno)
+        return self._open_computation(match, lineno, line)
+
+    def _continue_header(self, stripped: str, lineno: int) -> None:
+        module = self.module
+        if module is None:  # header_open is set only by a module's header line
+            raise RuntimeError(f"line {lineno}: a module header continues with no module open")
+        module.header += " " + stripped
+        self.header_open = any(_open_brackets(module.header))
+
+    def _module_header(self, stripped: str, lineno: int, line: str) -> bool:
+        if not stripped.startswith("HloModule"):
+            return False
+        match = _MODULE.match(stripped)
+        if match is None:
+            raise self.error("expected 'HloModule <name>[, attribute=value...]'", lineno, _column(line))
+        self._finish_module()
+        self.module = HloModule(match.group(1), stripped, self.path, lineno)
+        self.modules.append(self.module)
+        self.table = None
+        self.header_open = any(_open_brackets(stripped))
+        return True
+
+    def _stack_table_line(self, stripped: str, lineno: int, line: str) -> bool:
+        """A stack-frame table's title, or one '<id> <value>' entry of the table open now."""
+        if stripped in _STACK_TABLES and self.module is not None:
+            self.table = self.module.stack_tables.setdefault(stripped, {})
+            return True
+        if self.table is None:
+            return False
+        entry = _STACK_ENTRY.match(line)
+        if entry is None:
+            raise self.error("expected '<id> <value>' in a stack-frame table", lineno, _column(line))
+        number = int64(entry.group(1))
+        if number is None:
+            raise self.error(f"a stack-frame table id of {len(entry.group(1)):,} digits: beyond 64 bits", lineno,
+                             _column(line))
+        self.table[number] = entry.group(2)
+        return True
+
+    def _not_a_computation_head(self, line: str, lineno: int) -> HloComputation | None:
+        """A line that opens no computation: a lone instruction (XLA parses one as a module), or an error."""
+        hint = _wrong_format(line) if not self.modules else None
+        if hint:
+            raise self.error(hint, lineno, _column(line))
+        if self.module is None and not self.modules and self._single_instruction(line, lineno):
+            return self.comp
+        if _INSTRUCTION.match(line) or _INSTRUCTION_HEAD.match(line):
+            raise self.error("instruction outside a computation: expected 'name {' before it", lineno, _column(line))
+        expected = "'HloModule <name>' or a computation 'name {'" if not self.modules else "a computation 'name {', 'HloModule' or a comment"
+        raise self.error(f"expected {expected}", lineno, _column(line))
+
+    def _open_computation(self, match: re.Match[str], lineno: int, line: str) -> HloComputation:
         if self.module is None:  # XLA accepts computations without a module header
             self.module = HloModule("", "", self.path, lineno)
             self.modules.append(self.module)

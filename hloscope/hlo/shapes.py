@@ -110,56 +110,76 @@ def first_element(shape: Shape) -> Shape:
 
 def _parse(text: str, pos: int) -> tuple[Shape, int]:
     buffer = _BUFFER.match(text, pos)
-    if buffer is not None:  # XLA: ShapeUtil::MakeValidatedBufferShape, of an array only
-        array, pos = _parse(text, buffer.end())
-        if array.tuple_shapes is not None or array.element_type == "token":
-            raise ValueError("a buffer shape b(...) holds an array, not a tuple or token")
-        if not text.startswith(")", pos):
-            raise ValueError("expected ')' closing the buffer shape b(...)")
-        end = pos + 1
-        while end < len(text) and text[end] in " \t":
-            end += 1
-        return replace(array, buffer=True), end
+    if buffer is not None:
+        return _parse_buffer(text, buffer.end())
     if text.startswith("(", pos):
-        elements: list[Shape] = []
-        pos += 1
-        while True:
-            while pos < len(text) and text[pos] in " ,":
-                pos += 1
-            if pos >= len(text):
-                raise ValueError("unclosed '(' in tuple shape")
-            if text[pos] == ")":
-                return Shape(tuple_shapes=tuple(elements)), pos + 1
-            element, pos = _parse(text, pos)
-            elements.append(element)
+        return _parse_tuple(text, pos + 1)
     match = _ARRAY.match(text, pos)
     if match is None:
         raise ValueError(f"expected a shape like f32[2,3]{{1,0}} at '{text[pos:pos + 20]}'")
     element_type, dims_text, layout = match.groups()
     if element_type not in ELEMENT_BYTES:
         raise ValueError(f"unknown element type '{element_type}'")
-    dims: list[int] = []
-    dynamic: list[str] = []
-    if dims_text.strip():
-        for dim in dims_text.split(","):
-            dim_match = _DIM.fullmatch(dim.strip())
-            if dim_match is None:
-                raise ValueError(f"bad dimension '{dim}'")
-            bound, size = dim_match.groups()
-            if size is not None and int64(size) is None:
-                raise ValueError(f"a dimension of {len(size):,} digits: beyond 64 bits")
-            dims.append(int(size) if size is not None else 0)
-            dynamic.append("?" if size is None else bound or "")
-    bits = 0
-    if layout is not None and "E(" in layout:
-        bits_match = _ELEMENT_BITS.search(layout)
-        if bits_match and len(bits_match.group(1)) > 4:
-            raise ValueError(f"an element size of {len(bits_match.group(1)):,} digits in bits")
-        bits = int(bits_match.group(1)) if bits_match else 0
+    dims, dynamic = _parse_dims(dims_text)
     marks = tuple(dynamic) if any(dynamic) else ()
-    shape = Shape(element_type, tuple(dims), layout, None, marks, bits)
+    shape = Shape(element_type, tuple(dims), layout, None, marks, _element_bits(layout))
     _check_size(shape)
     return shape, match.end()
+
+
+def _parse_buffer(text: str, pos: int) -> tuple[Shape, int]:
+    """`b(array)` after its `b(`: XLA's ShapeUtil::MakeValidatedBufferShape, of an array only."""
+    array, pos = _parse(text, pos)
+    if array.tuple_shapes is not None or array.element_type == "token":
+        raise ValueError("a buffer shape b(...) holds an array, not a tuple or token")
+    if not text.startswith(")", pos):
+        raise ValueError("expected ')' closing the buffer shape b(...)")
+    end = pos + 1
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return replace(array, buffer=True), end
+
+
+def _parse_tuple(text: str, pos: int) -> tuple[Shape, int]:
+    """A tuple's elements after its '(', up to and past its ')'."""
+    elements: list[Shape] = []
+    while True:
+        while pos < len(text) and text[pos] in " ,":
+            pos += 1
+        if pos >= len(text):
+            raise ValueError("unclosed '(' in tuple shape")
+        if text[pos] == ")":
+            return Shape(tuple_shapes=tuple(elements)), pos + 1
+        element, pos = _parse(text, pos)
+        elements.append(element)
+
+
+def _parse_dims(dims_text: str) -> tuple[list[int], list[str]]:
+    """Sizes (0 for an unbounded `?`) and dynamic marks ('<=' bounds, '?', or '') of `2,<=4,?`."""
+    dims: list[int] = []
+    dynamic: list[str] = []
+    if not dims_text.strip():
+        return dims, dynamic
+    for dim in dims_text.split(","):
+        dim_match = _DIM.fullmatch(dim.strip())
+        if dim_match is None:
+            raise ValueError(f"bad dimension '{dim}'")
+        bound, size = dim_match.groups()
+        if size is not None and int64(size) is None:
+            raise ValueError(f"a dimension of {len(size):,} digits: beyond 64 bits")
+        dims.append(int(size) if size is not None else 0)
+        dynamic.append("?" if size is None else bound or "")
+    return dims, dynamic
+
+
+def _element_bits(layout: str | None) -> int:
+    """The element size in bits a layout's `E(n)` sets, else 0."""
+    if layout is None or "E(" not in layout:
+        return 0
+    bits_match = _ELEMENT_BITS.search(layout)
+    if bits_match and len(bits_match.group(1)) > 4:
+        raise ValueError(f"an element size of {len(bits_match.group(1)):,} digits in bits")
+    return int(bits_match.group(1)) if bits_match else 0
 
 
 def _check_size(shape: Shape) -> None:

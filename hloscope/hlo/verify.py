@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from hloscope.errors import ParseError
 from hloscope.hlo.attrs import _split_top_level
@@ -134,6 +134,9 @@ def _compatible(a: Shape, b: Shape) -> bool:
         return True
     return a.element_type == b.element_type and a.dims == b.dims
 
+
+# An opcode's operand count (None: any) and its check (None: elementwise, operands of the result's dimensions).
+_Rule: TypeAlias = "tuple[int | None, Callable[[_Verifier, HloInstruction, tuple[HloInstruction, ...]], None] | None]"
 
 class _Verifier:
     def __init__(self, module: HloModule):
@@ -727,32 +730,45 @@ def verify_module(module: HloModule) -> None:
             if operands is None:
                 operands = instr.operands
             if operands:
-                lineno = instr.lineno
-                for operand in operands:
-                    if operand.lineno > lineno:  # XLA's parser reads a computation in order: no operand ahead of use
-                        verifier.defined_later(instr, operand)
-                end = instr._end
-                if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
-                    _declared_operands(verifier, instr, operands)
+                _operand_text(verifier, instr, operands)
             text = instr.text
             if "result_accuracy" in text:
                 verifier.result_accuracy(instr)
             if opcode in _REPLICA_GROUPED and "mesh[" in text:
                 verifier.mesh(instr)
             rule = rules.get(opcode)
-            if rule is None:
-                continue
-            arity, check = rule
-            if arity is not None and len(operands) != arity:
-                verifier.arity(instr, operands)
-            if check is not None:
-                check(verifier, instr, operands)
-            else:  # elementwise
-                for operand in operands:
-                    theirs = operand.shape_text
-                    if theirs != shape_text and (shape_text, theirs) not in pairs:
-                        verifier.same_dims(instr, operand)
-                        pairs.add((shape_text, theirs))
+            if rule is not None:
+                _apply_rule(verifier, instr, operands, rule, pairs)
+
+
+def _operand_text(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+    """No operand defined after its use (XLA's parser reads a computation in order), and operand shapes written
+    in the operand list agree with the operands'."""
+    lineno = instr.lineno
+    for operand in operands:
+        if operand.lineno > lineno:
+            verifier.defined_later(instr, operand)
+    end = instr._end
+    if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
+        _declared_operands(verifier, instr, operands)
+
+
+def _apply_rule(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...], rule: _Rule,
+                pairs: set[tuple[str, str]]) -> None:
+    """The opcode's operand count and check; an elementwise op's operands checked against its shape once per pair
+    of shape texts (`pairs`)."""
+    arity, check = rule
+    if arity is not None and len(operands) != arity:
+        verifier.arity(instr, operands)
+    if check is not None:
+        check(verifier, instr, operands)
+        return
+    shape_text = instr.shape_text
+    for operand in operands:
+        theirs = operand.shape_text
+        if theirs != shape_text and (shape_text, theirs) not in pairs:
+            verifier.same_dims(instr, operand)
+            pairs.add((shape_text, theirs))
 
 
 def _count_only(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
@@ -761,7 +777,7 @@ def _count_only(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloI
 
 # Per opcode: (its fixed operand count or None, its check, or None for the elementwise dimensions check); opcodes
 # with neither are not here.
-_RULES: dict[str, tuple[int | None, Callable[[_Verifier, HloInstruction, tuple[HloInstruction, ...]], None] | None]] = {
+_RULES: dict[str, _Rule] = {
     **{opcode: (arity, _count_only) for opcode, arity in _ARITY.items()},
     **{opcode: (_ARITY.get(opcode), None) for opcode in _SAME_DIMS},
     **{opcode: (_ARITY.get(opcode), check) for opcode, check in _CHECKS.items()},
