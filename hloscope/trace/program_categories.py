@@ -166,45 +166,57 @@ def instruction_category(instr: HloInstruction) -> str | None:
     if opcode in COLLECTIVES:
         return COLLECTIVE
     if opcode == "fusion":
-        if instr.fusion_kind == "kCustom":
-            kind = fusion_backend_kind(instr) or ""
-            if kind.startswith(MATMUL_FUSION_KINDS):
-                return MATMUL
-            if kind.startswith(MEMCPY_FUSION_KINDS):
-                return MEMORY
-        return category_of_opcodes(body_opcodes(_called(instr)))
+        return _fusion_category(instr)
     if opcode == "custom-call":
-        target = instr.custom_call_target or ""
-        if target in NO_OP_TARGETS:
-            return None
-        category = custom_call_target_category(target)
-        if category is not None:
-            return category
-        called = _called(instr)
-        return category_of_opcodes(body_opcodes(called)) if called else category_of(target)
+        return _custom_call_category(instr)
     if opcode in WRAPPERS:
-        called = _called(instr)
-        if called:
-            return category_of_opcodes(body_opcodes(called))
-        if opcode.endswith("-done") or opcode == "async-update":  # older text: the -done names only its -start
-            operands = instr.operands
-            return instruction_category(operands[0]) if operands else OTHER
-        return OTHER
+        return _wrapper_category(instr)
     if opcode == "copy":
         operands = instr.operands
         same = operands and operands[0].shape_text == instr.shape_text
         return MEMORY if same else LAYOUT
-    if opcode in MEMORY_OPCODES:
-        return MEMORY
-    if opcode in MATMUL_OPCODES:
-        return MATMUL
-    if opcode in REDUCTION_OPCODES:
-        return REDUCTION
-    if opcode in DATA_MOVEMENT:
-        return LAYOUT
-    if opcode in RANDOM_OPCODES:
-        return OTHER
+    for opcodes, category in _BY_OPCODE:
+        if opcode in opcodes:
+            return category
     return FUSION
+
+
+# Plain opcodes' categories, checked in this order; any other opcode runs as a generated (fused) kernel.
+_BY_OPCODE = ((MEMORY_OPCODES, MEMORY), (MATMUL_OPCODES, MATMUL), (REDUCTION_OPCODES, REDUCTION),
+              (DATA_MOVEMENT, LAYOUT), (RANDOM_OPCODES, OTHER))
+
+
+def _fusion_category(instr: HloInstruction) -> str:
+    """A custom fusion's backend kind names a library matmul or a memcpy; any other fusion is what its body does."""
+    if instr.fusion_kind == "kCustom":
+        kind = fusion_backend_kind(instr) or ""
+        if kind.startswith(MATMUL_FUSION_KINDS):
+            return MATMUL
+        if kind.startswith(MEMCPY_FUSION_KINDS):
+            return MEMORY
+    return category_of_opcodes(body_opcodes(_called(instr)))
+
+
+def _custom_call_category(instr: HloInstruction) -> str | None:
+    target = instr.custom_call_target or ""
+    if target in NO_OP_TARGETS:
+        return None
+    category = custom_call_target_category(target)
+    if category is not None:
+        return category
+    called = _called(instr)
+    return category_of_opcodes(body_opcodes(called)) if called else category_of(target)
+
+
+def _wrapper_category(instr: HloInstruction) -> str | None:
+    """Async and call wrappers are what they run."""
+    called = _called(instr)
+    if called:
+        return category_of_opcodes(body_opcodes(called))
+    if instr.opcode.endswith("-done") or instr.opcode == "async-update":  # older text: the -done names only its -start
+        operands = instr.operands
+        return instruction_category(operands[0]) if operands else OTHER
+    return OTHER
 
 
 def executed_instructions(module: HloModule) -> Iterator[HloInstruction]:
