@@ -191,3 +191,34 @@ def test_negative_overhead_is_reported_as_an_anomaly():
     slower = ModeSummary(mode="jax", step_times_s=program, replay=ReplaySummary(file="replay.json", program_times_s=steps))
     positive = split(slower, slower)
     assert positive["overhead_anomaly"] is False and "overhead_note" not in positive
+
+
+def test_an_overhead_measured_under_load_is_not_an_overhead():
+    """The run and its replay are timed minutes apart: a run slowed by load (flagged noisy, or its main thread waiting
+    for a CPU) would show a large "framework overhead" that is the load's. The record says it cannot tell instead."""
+    from hloscope.explain.replay_split import split
+    from hloscope.explain.summary import ModeSummary
+    from hloscope.replay.runner import _against_run
+    from hloscope.runs.replay_record import ReplaySummary
+
+    steps, program = [0.021] * 10, [0.0023] * 10  # seen: a jax run at 21 ms under load, its replay 2.3 ms
+    waited = {"seconds": 1.0, "main_thread": {"running_s": 0.6, "waiting_for_cpu_s": 0.4}}
+    quiet = {"seconds": 1.0, "main_thread": {"running_s": 0.99, "waiting_for_cpu_s": 0.01}}
+    cases = [  # (run noisy, run host scheduling, replay noisy) -> the note, or None for a measured overhead
+        ((True, quiet, False), "run timing noisy: overhead not measurable here"),
+        ((False, waited, False), "run waited for a CPU 40% of its timed window: overhead not measurable here"),
+        ((False, quiet, True), "replay timing noisy: overhead not measurable here"),
+        ((True, waited, True), "run timing noisy; run waited for a CPU 40% of its timed window; replay timing noisy: "
+                               "overhead not measurable here"),
+        ((False, quiet, False), None),
+        ((None, None, False), None),  # older records: nothing flagged, nothing measured
+    ]
+    for (run_noisy, scheduling, replay_noisy), note in cases:
+        summary = ModeSummary(mode="jax", step_times_s=steps, noisy=run_noisy, host_scheduling=scheduling,
+                              replay=ReplaySummary(file="replay.json", program_times_s=program, noisy=replay_noisy))
+        comparison = _against_run(
+            {"timing": {"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}},
+            {"timing": {"step_times_s": program, "median_s": 0.0023, "noisy": replay_noisy}})
+        for data in (split(summary, summary), comparison):
+            assert data is not None and data["overhead_anomaly"] is (note is not None)
+            assert data.get("overhead_note") == note

@@ -8,7 +8,7 @@ from __future__ import annotations
 from statistics import median
 
 from hloscope.modes import MODES
-from hloscope.runs.replay_record import ReplayUnread, overhead_anomaly
+from hloscope.runs.replay_record import ReplayUnread, overhead_anomaly, unsteady_sides
 
 XLA_MODES = tuple(mode.name for mode in MODES if mode.xla)  # the modes whose step is an XLA program to replay
 INFERRED_NOTE = ("no replay.json: the program/overhead split is inferred from the profile's device busy and idle time "
@@ -38,7 +38,8 @@ def split(summary, reference) -> dict | None:
     if overhead is None:  # both samples have steps: step_times_s checked above, read_replay keeps no empty replay
         raise RuntimeError(f"{summary.mode}: no steps to set the replay against")
     out = {"measured": True, "file": replay.file, "program_s": median(program),
-           "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(), **overhead_anomaly(overhead.estimate),
+           "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
+           **overhead_anomaly(overhead.estimate, unsteady_sides(summary.noisy, summary.host_scheduling, replay.noisy)),
            "compiler": replay.compiler, "run_compiler": replay.run_compiler, "skipped_modules": list(replay.skipped)}
     if summary.device_busy_s is not None and summary.profiled_step_s is not None:
         inferred = summary.profiled_step_s - summary.device_busy_s

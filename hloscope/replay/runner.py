@@ -299,7 +299,7 @@ def _compiler(run: dict | None, platform_version: str | None) -> dict:
 
 def _against_run(run: dict | None, record: dict) -> dict | None:
     """The run's timed step against the replayed program: the framework's overhead, measured, with its interval."""
-    from hloscope.runs.replay_record import overhead_anomaly
+    from hloscope.runs.replay_record import overhead_anomaly, unsteady_sides
     from hloscope.significance import median_difference
 
     timing = (run or {}).get("timing") or {}
@@ -312,7 +312,9 @@ def _against_run(run: dict | None, record: dict) -> dict | None:
         return None
     run_median = timing.get("median_s") or overhead.estimate + record["timing"]["median_s"]
     return {"run_median_s": run_median, "replay_median_s": record["timing"]["median_s"],
-            "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(), **overhead_anomaly(overhead.estimate),
+            "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
+            **overhead_anomaly(overhead.estimate, unsteady_sides(timing.get("noisy"), timing.get("host_scheduling"),
+                                                       record["timing"].get("noisy"))),
             "replay_over_run": record["timing"]["median_s"] / run_median if run_median else None,
             "method": "median(run step) - median(replayed step), 95% percentile bootstrap over both samples"}
 

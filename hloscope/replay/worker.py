@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 import time
 from typing import Any
@@ -45,26 +46,52 @@ def execute(request: dict) -> dict:
         _say({"stage": "compile", "index": 0})
         _test_hook()
     from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
-    from hloscope.replay.program import (
-        NotReplayable,
-        Program,
-        UnreadableModule,
-        compile_program,
-        loss_index,
-        make_inputs,
-    )
     from hloscope.replay.runner import select_device
     from hloscope.replay.trajectory import check_trajectory
 
     dev = select_device(request["device"])
-    batch, labels, seed = request["batch"], request["labels"], request["seed"]
-    steps, warmup = request["steps"], request["warmup"]
+    batch, steps, warmup = request["batch"], request["steps"], request["warmup"]
     out: dict[str, Any] = {
         "device": {"platform": dev.platform, "kind": dev.device_kind, "count": len(dev.client.devices())},
         "platform_version": getattr(dev.client, "platform_version", None), "modules": [], "skipped": [],
         "warnings": []}
-    programs: list[Program] = []
-    for index, (name, file, fmt) in enumerate(request["modules"]):
+    programs = _compile_all(request["modules"], dev, out["skipped"])
+    if not programs:
+        return out
+    _say({"stage": "execute"})
+    saved = request.get("saved_inputs")
+    if saved is not None and len(programs) == 1:  # jax, torchax: the run's own start, checked
+        run = {"_dir": saved["dir"], "config": {"precision": saved["precision"]}}
+        out["trajectory"] = check_trajectory(programs[0], run, {"path": saved["path"]}, dev)
+    replayer = _Replayer(programs, dev, batch, request["labels"], request["seed"])
+    log = StepLog()
+    run_loop(replayer.step, _wait, replayer.loss_of, steps, warmup, log, on_step=replayer.feed_back)
+    stats = step_statistics(log.step_times_s, batch or 1, log.window_s)
+    out["timing"] = {"step_times_s": log.step_times_s, "warmup_times_s": log.warmup_times_s,
+                     "first_step_s": log.first_step_s, **stats}
+    if batch is None:
+        out["timing"].pop("throughput_img_s", None)
+    noise = noise_warning(stats)
+    out["timing"]["noisy"] = noise is not None
+    if noise:
+        out["warnings"].append(noise)
+    losses = log.losses if replayer.loss_at is not None else []
+    out["loss"] = {"first": losses[0] if losses else None, "last": losses[-1] if losses else None,
+                   "finite": all(x == x and abs(x) != float("inf") for x in losses) if losses else None}
+    per_module = replayer.per_module_medians(min(steps, 20)) if len(programs) > 1 else None
+    for i, program in enumerate(programs):
+        out["modules"].append(_module_entry(program, per_module[i] if per_module else None))
+    if request.get("profile_dir"):
+        out["profile"] = _profile(request["profile_dir"], replayer, request["profile_steps"])
+    return out
+
+
+def _compile_all(modules: list, dev, skipped: list[dict[str, Any]]) -> list:
+    """Every module that compiles, in order; each that cannot be replayed is added to `skipped` with why."""
+    from hloscope.replay.program import NotReplayable, UnreadableModule, compile_program
+
+    programs = []
+    for index, (name, file, fmt) in enumerate(modules):
         _say({"stage": "compile", "index": index})
         try:
             programs.append(compile_program(file, dev, name=name, fmt=fmt))
@@ -75,62 +102,65 @@ def execute(request: dict) -> dict:
                 error = why.input_error
                 skip["input_error"] = {"path": error.path, "message": error.message, "line": error.line,
                                        "col": error.col}
-            out["skipped"].append(skip)
-    if not programs:
-        return out
-    _say({"stage": "execute"})
-    saved = request.get("saved_inputs")
-    if saved is not None and len(programs) == 1:  # jax, torchax: the run's own start, checked
-        run = {"_dir": saved["dir"], "config": {"precision": saved["precision"]}}
-        out["trajectory"] = check_trajectory(programs[0], run, {"path": saved["path"]}, dev)
-    inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
-    hosts: list[list[Any]] = [[None] * len(args) for args in inputs]  # host copies of donated inputs not fed back
-    state: dict[str, list[Any]] = {"outputs": [None] * len(programs)}  # each program's last outputs (jax arrays)
+            skipped.append(skip)
+    return programs
 
-    def step(index: int):
-        state["outputs"] = [p.executable.execute(args) for p, args in zip(programs, inputs)]
-        return state["outputs"]
 
-    def wait(outputs) -> None:
-        for outs in outputs:
-            for array in outs:
-                array.block_until_ready()
+def _wait(outputs) -> None:
+    for outs in outputs:
+        for array in outs:
+            array.block_until_ready()
 
-    def thread(phase: str = "", index: int = 0) -> None:  # outside the timer: run_loop's on_step hook
-        for k, (program, args, outs) in enumerate(zip(programs, inputs, state["outputs"])):
+
+class _Replayer:
+    """The compiled programs with their inputs: one step runs each program once; between steps, outputs that the
+    run fed back (the state) become the next step's inputs, outside the timer."""
+
+    def __init__(self, programs: list, dev, batch: int | None, labels: int, seed: int):
+        from hloscope.replay.program import loss_index, make_inputs
+
+        self.programs, self.dev, self.batch, self.labels, self.seed = programs, dev, batch, labels, seed
+        self.inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
+        self.hosts: list[list[Any]] = [[None] * len(args) for args in self.inputs]  # donated, not fed back
+        self.outputs: list[Any] = [None] * len(programs)  # each program's last outputs (jax arrays)
+        # the loss is the first program's scalar loss output; without one, nothing is recorded (run_loop asks)
+        self.loss_at = next(((k, at) for k, program in enumerate(programs)
+                             if (at := loss_index(program)) is not None), None)
+
+    def step(self, index: int) -> list[Any]:
+        self.outputs = [p.executable.execute(args) for p, args in zip(self.programs, self.inputs)]
+        return self.outputs
+
+    def loss_of(self, outputs: list[Any]) -> float:
+        return float(outputs[self.loss_at[0]][self.loss_at[1]]) if self.loss_at is not None else math.nan
+
+    def feed_back(self, phase: str = "", index: int = 0) -> None:  # run_loop's on_step hook, outside the timer
+        from hloscope.replay.program import make_inputs
+
+        for k, (program, args, outs) in enumerate(zip(self.programs, self.inputs, self.outputs)):
             for param, output in program.feeds.items():
                 args[param] = outs[output]
             for j, array in enumerate(args):
                 if array.is_deleted():  # donated but not fed back: a fresh copy, as the framework keeps its own
-                    if hosts[k][j] is None:
-                        hosts[k][j] = make_inputs(_only(program, j), dev, batch, labels, seed + j)[0]
-                    args[j] = _copy(hosts[k][j], dev)
+                    if self.hosts[k][j] is None:
+                        self.hosts[k][j] = make_inputs(_only(program, j), self.dev, self.batch, self.labels,
+                                                       self.seed + j)[0]
+                    args[j] = _copy(self.hosts[k][j], self.dev)
 
-    # the loss is the first program's scalar loss output; without one, nothing is recorded (run_loop still asks)
-    loss_at = next(((k, at) for k, program in enumerate(programs) if (at := loss_index(program)) is not None), None)
-
-    def loss_of(outputs: list[Any]) -> float:
-        return float(outputs[loss_at[0]][loss_at[1]]) if loss_at is not None else math.nan
-
-    log = StepLog()
-    run_loop(step, wait, loss_of, steps, warmup, log, on_step=thread)
-    stats = step_statistics(log.step_times_s, batch or 1, log.window_s)
-    out["timing"] = {"step_times_s": log.step_times_s, "warmup_times_s": log.warmup_times_s,
-                     "first_step_s": log.first_step_s, **stats}
-    if batch is None:
-        out["timing"].pop("throughput_img_s", None)
-    noise = noise_warning(stats)
-    if noise:
-        out["warnings"].append(noise)
-    losses = log.losses if loss_at is not None else []
-    out["loss"] = {"first": losses[0] if losses else None, "last": losses[-1] if losses else None,
-                   "finite": all(x == x and abs(x) != float("inf") for x in losses) if losses else None}
-    per_module = _per_module(programs, inputs, state, wait, thread, min(steps, 20)) if len(programs) > 1 else None
-    for i, program in enumerate(programs):
-        out["modules"].append(_module_entry(program, per_module[i] if per_module else None))
-    if request.get("profile_dir"):
-        out["profile"] = _profile(request["profile_dir"], step, wait, thread, request["profile_steps"])
-    return out
+    def per_module_medians(self, steps: int) -> list[float]:
+        """Each module's own median, timed one module at a time (a sync after each), for the table per graph."""
+        times: list[list[float]] = [[] for _ in self.programs]
+        for _ in range(steps):
+            outputs = []
+            for k, (program, args) in enumerate(zip(self.programs, self.inputs)):
+                start = time.perf_counter()
+                outs = program.executable.execute(args)
+                _wait([outs])
+                times[k].append(time.perf_counter() - start)
+                outputs.append(outs)
+            self.outputs = outputs
+            self.feed_back()
+        return [statistics.median(t) for t in times]
 
 
 def _only(program, j: int):
@@ -144,24 +174,6 @@ def _copy(array, device):
     import numpy as np
 
     return jax.device_put(np.asarray(array), device)
-
-
-def _per_module(programs, inputs, state, wait, thread, steps: int) -> list[float]:
-    """Each module's own median, timed one module at a time (a sync after each), for the table per graph."""
-    from statistics import median
-
-    times: list[list[float]] = [[] for _ in programs]
-    for _ in range(steps):
-        outputs = []
-        for k, (program, args) in enumerate(zip(programs, inputs)):
-            start = time.perf_counter()
-            outs = program.executable.execute(args)
-            wait([outs])
-            times[k].append(time.perf_counter() - start)
-            outputs.append(outs)
-        state["outputs"] = outputs
-        thread()
-    return [median(t) for t in times]
 
 
 def _module_entry(program, median_s: float | None) -> dict:
@@ -183,7 +195,7 @@ def fusions(hlo_text: str) -> int:
     return len(_FUSION.findall(hlo_text))
 
 
-def _profile(logdir: str, step, wait, thread, steps: int) -> dict:
+def _profile(logdir: str, replayer: _Replayer, steps: int) -> dict:
     """`steps` more steps under jax.profiler into `logdir`, a fresh folder the parent made (never a symlink)."""
     import jax
 
@@ -191,8 +203,8 @@ def _profile(logdir: str, step, wait, thread, steps: int) -> dict:
     try:
         for index in range(steps):
             with jax.profiler.StepTraceAnnotation("train_step", step_num=index):
-                wait(step(index))
-            thread()
+                _wait(replayer.step(index))
+            replayer.feed_back()
     finally:
         jax.profiler.stop_trace()
     return {"steps": steps, "warmup_steps": 1, "logdir": logdir}

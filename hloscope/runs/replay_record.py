@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class ReplaySummary:
     compiler: str | None = None  # the replay's XLA (jaxlib version)
     run_compiler: str | None = None  # the XLA of the run it replays
     skipped: list[str] = field(default_factory=list)  # modules not replayed, with why
+    noisy: bool = False  # the replay flagged its timed steps as noisy
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def read_replay(path: Path) -> ReplaySummary | ReplayUnread:
     skipped = [str(s.get("reason")) for s in record.get("skipped") or [] if isinstance(s, dict)]
     return ReplaySummary(file=path.name, program_times_s=times, device=_text(_section(record, "device"), "platform"),
                          compiler=_text(_section(compiler, "replay"), "xla"),
-                         run_compiler=_text(_section(compiler, "run"), "xla"), skipped=skipped)
+                         run_compiler=_text(_section(compiler, "run"), "xla"), skipped=skipped,
+                         noisy=timing.get("noisy") is True)
 
 
 def _section(part: dict[str, object], key: str) -> dict[str, object]:
@@ -83,10 +86,32 @@ def _text(part: dict[str, object], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def overhead_anomaly(overhead_s: float) -> dict[str, object]:
-    """The flag every measured overhead (step minus replayed program) carries: a negative one (the program alone slower
-    than the whole step: a busy machine, another compile) is a measurement anomaly, not an overhead; `overhead_note`
-    says so in one phrase."""
+# The run's main thread waiting for a CPU this share of its timed window or more: its steps carry the machine's load.
+CONTENDED_SHARE = 0.1
+
+
+def unsteady_sides(run_noisy: object, run_host_scheduling: object, replay_noisy: object) -> list[str]:
+    """Why a run's steps and its replayed program's cannot be set against each other: the run's timed steps flagged
+    noisy, its main thread waiting for a CPU (run.json `timing.host_scheduling`), the replay's steps flagged noisy."""
+    reasons = ["run timing noisy"] if run_noisy is True else []
+    if isinstance(run_host_scheduling, dict):
+        main, seconds = run_host_scheduling.get("main_thread"), run_host_scheduling.get("seconds")
+        waiting = main.get("waiting_for_cpu_s") if isinstance(main, dict) else None
+        if isinstance(waiting, (int, float)) and isinstance(seconds, (int, float)) and seconds > 0 \
+                and waiting / seconds >= CONTENDED_SHARE:
+            reasons.append(f"run waited for a CPU {waiting / seconds:.0%} of its timed window")
+    if replay_noisy is True:
+        reasons.append("replay timing noisy")
+    return reasons
+
+
+def overhead_anomaly(overhead_s: float, unsteady: Sequence[str] = ()) -> dict[str, object]:
+    """The flag every measured overhead (step minus replayed program) carries. It is an anomaly, not an overhead,
+    when the program alone is slower than the whole step (a busy machine, another compile), or when a side was timed
+    under load (`unsteady`, from unsteady_sides): the two are timed minutes apart in different processes, so a load
+    that came and went moves their difference either way. `overhead_note` says so."""
+    if unsteady:
+        return {"overhead_anomaly": True, "overhead_note": f"{'; '.join(unsteady)}: overhead not measurable here"}
     if overhead_s >= 0:
         return {"overhead_anomaly": False}
     return {"overhead_anomaly": True, "overhead_note": f"replay slower than the run by {-overhead_s * 1e3:.3f} ms: "
