@@ -100,6 +100,9 @@ class Session:
     descriptions."""
 
     profiling = False  # True while profile() runs (the driver sets it): the host phases are annotated only then
+    # HLOSCOPE_TEST_RESHAPE (hloscope.backends.startup_ledger): from this step index on, every batch loses its last
+    # sample, so that the mode meets a new input shape inside the timed window; None: never
+    trim_batch_from: int | None = None
 
     # run.json `profile`: how this mode's step marker is named, the host phases it annotates, notes
     profile_step_marker = ""

@@ -19,6 +19,7 @@ from pathlib import Path
 from hloscope.backends import scheduling
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.devices import prepare_environment
+from hloscope.backends.startup_ledger import RESHAPE_WARNING, StartupLedger, reshape_hook
 from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
 from hloscope.errors import HloscopeError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
@@ -187,10 +188,16 @@ def execute(options: RunOptions, run_dir: Path,
         message = host_delay_warning(options.inject_host_delay_ms)
         record["warnings"].append(message)
         warn(message)
+    reshape = reshape_hook(options.mode)
+    if reshape:
+        record["warnings"].append(RESHAPE_WARNING)
+        warn(RESHAPE_WARNING)
     write_run(run_dir, record)
     log = StepLog()
     session: Session | None = None
     crash = _crash_hook(options.mode)
+    entry = get_mode(options.mode)
+    startup = StartupLedger(options.mode, entry.framework, entry.compile, time.perf_counter)
 
     def finish(status: str, error: str | None = None) -> dict:
         fill_timing(record, log, options.batch_size)
@@ -204,14 +211,19 @@ def execute(options: RunOptions, run_dir: Path,
         record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
         record.update(status=status, error=error, finished_at=_now())
         record.pop("phase", None)
+        record["startup"] = startup.record()
         write_run(run_dir, record)
         return record
 
     try:
         started = time.perf_counter()
         prepare_environment(options.mode, options.devices)  # --devices N: XLA_FLAGS before JAX is imported
+        startup.restart()
         session = load_session(options, run_dir)
+        startup.imported()
+        session.trim_batch_from = max(options.warmup, 1) + 1 if reshape else None
         session.setup()
+        startup.setup_done()
         record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
         record["timing"]["setup_s"] = time.perf_counter() - started
         if setup_only:
@@ -228,6 +240,7 @@ def execute(options: RunOptions, run_dir: Path,
 
         def window_start() -> None:
             counts["before"] = session.compile_counts()
+            startup.window_opening()
             session.window_starting()
             # Say where the run is (outside the timed region): a run killed from now on was past its compile.
             record["phase"] = "timed window"
@@ -237,11 +250,16 @@ def execute(options: RunOptions, run_dir: Path,
         def step_done(phase: str, index: int) -> None:
             if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:
                 raise KeyboardInterrupt
+            if index == 0:
+                startup.first_step_done(log.first_step_s)
             on_step(phase, index)
 
+        startup.first_step_started()
         run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
                  on_window_start=window_start, on_step=step_done)
         host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
+        if window:
+            startup.window_closed()
         record["timing"]["host_scheduling"] = host_scheduling
         if window and host_scheduling is None:
             record["timing"]["host_scheduling_note"] = scheduling.NOT_MEASURED
@@ -295,6 +313,7 @@ def execute(options: RunOptions, run_dir: Path,
         raise ModeFailed(f"{options.mode} failed: {message.splitlines()[0] if message else type(error).__name__} "
                          f"(run.json in {run_dir})") from None
     finally:
+        startup.close()
         if session is not None:
             try:
                 session.close()

@@ -120,6 +120,11 @@ class JaxSession(Session):
         if options.data == "device":
             self.pool = [(self.placement.put_batch(self.images(images)), self.placement.put_batch(labels))
                          for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)]
+            # trimmed on the host and placed now: slicing device arrays in the timed window would compile the slice
+            self.trimmed_pool = [(self.placement.put_batch(self.images(images[:-1])),
+                                  self.placement.put_batch(labels[:-1]))
+                                 for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)
+                                 ] if self.trim_batch_from is not None else []
         else:
             n_batches = options.warmup + options.steps + options.profile_steps + 1
             self.batches = iter(torch_loader(options.preset, options.batch_size, n_batches, options.seed))
@@ -130,9 +135,12 @@ class JaxSession(Session):
             self.compiles += 1
 
     def _batch(self, index: int):
+        trim = self.trim_batch_from is not None and index >= self.trim_batch_from
         if self.options.data == "device":
-            return self.pool[index % POOL_SIZE]
+            return (self.trimmed_pool if trim else self.pool)[index % POOL_SIZE]
         images, labels = next(self.batches)
+        if trim:
+            images, labels = images[:-1], labels[:-1]
         batch = (self.placement.put_batch(self.images(images.numpy())),
                  self.placement.put_batch(labels.numpy().astype("int32")))
         # device_put only enqueues the host-to-device copy: wait for it here, so that the whole transfer lies in the

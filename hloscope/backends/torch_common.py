@@ -61,6 +61,8 @@ class TorchSession(Session):
         workload = self.built_workload
         with self.annotate(INPUT_ANNOTATION):
             images, labels = workload.batch(index)
+            if self.trim_batch_from is not None and index >= self.trim_batch_from:
+                images, labels = images[:-1], labels[:-1]
         self.inject_host_delay()
         return workload.train_step(images, labels)
 

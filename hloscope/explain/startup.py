@@ -1,0 +1,250 @@
+"""explain's first-step section: the time to the first step of each run against the baseline's, with the startup
+ledger each run recorded (run.json `startup`, written by hloscope.backends.startup_ledger), and the recompilations
+inside its timed window with their causes. Pure functions over typed records; no I/O.
+
+A first step is one figure per process, so its gap is judged on processes: with several per side (`compare
+--repeats`), it must be at least `min_gap` of the baseline's first step and beyond each side's spread between processes
+(max - min), else "no difference"; with one process on a side the spread is unmeasured, and a gap under
+SINGLE_PROCESS_MIN_GAP of the baseline's first step is "cannot tell" (identical processes on a loaded machine differ
+by tens of percent in compile time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from hloscope.errors import InputError
+
+SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
+FIRST_STEP = "first step"
+
+
+@dataclass(frozen=True)
+class StartupPart:
+    phase: str  # "imports" | "setup" | "first step"
+    name: str  # "compilation (XLA backend compile)", ..., "unaccounted"
+    seconds: float
+    source: str  # the instrument that measured it
+
+
+@dataclass(frozen=True)
+class Recompilation:
+    cause: str  # the guard that failed, the argument that changed, the new graph
+    source: str
+    seconds: float | None = None  # what the framework says this compile cost, where it does per compile
+
+
+@dataclass
+class StartupRecord:
+    """One process's run.json `startup`: phases split into parts (each phase's `unaccounted` part included, so the
+    parts of a phase add up to it), cache hits and misses up to the first step, and the timed window's compiles."""
+
+    phases: dict[str, float]  # phase -> seconds (the driver's clock; the first step's is timing.first_step_s)
+    parts: list[StartupPart]
+    cache_counts: dict[str, int] = field(default_factory=dict)
+    compile_cache: str | None = None  # the persistent cache directory the run used (HLOSCOPE_COMPILE_CACHE)
+    window_compile_s: float | None = None  # framework-timed compile seconds inside the timed window
+    recompilations: list[Recompilation] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.phases.values())
+
+    def part_seconds(self, phase: str) -> dict[str, float]:
+        return {p.name: p.seconds for p in self.parts if p.phase == phase}
+
+    def to_dict(self) -> dict:
+        return {"phases": self.phases, "total_s": self.total_s,
+                "parts": [{"phase": p.phase, "name": p.name, "seconds": p.seconds, "source": p.source}
+                          for p in self.parts],
+                "cache_counts": self.cache_counts, "compile_cache": self.compile_cache,
+                "window_compile_s": self.window_compile_s,
+                "recompilations": [{"cause": r.cause, "source": r.source, "seconds": r.seconds}
+                                   for r in self.recompilations]}
+
+
+def read_startup(data: Any, path: Path) -> StartupRecord:
+    """run.json `startup` as a typed record; anything of the wrong shape is an InputError naming the file."""
+
+    def wrong(where: str, expected: str) -> InputError:
+        return InputError(path, f"not a valid run.json: 'startup.{where}' is not {expected}")
+
+    def number(value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise wrong(where, "a number")
+        return float(value)
+
+    def text(value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise wrong(where, "a string")
+        return value
+
+    if not isinstance(data, dict):
+        raise wrong("", "an object")
+    phases_in = data.get("phases")
+    if not isinstance(phases_in, list):
+        raise wrong("phases", "a list")
+    phases: dict[str, float] = {}
+    parts: list[StartupPart] = []
+    for index, phase in enumerate(phases_in):
+        if not isinstance(phase, dict) or not isinstance(phase.get("parts"), list):
+            raise wrong(f"phases[{index}]", "an object with parts")
+        name = text(phase.get("name"), f"phases[{index}].name")
+        phases[name] = number(phase.get("seconds"), f"phases[{index}].seconds")
+        for k, part in enumerate(phase["parts"]):
+            where = f"phases[{index}].parts[{k}]"
+            if not isinstance(part, dict):
+                raise wrong(where, "an object")
+            parts.append(StartupPart(name, text(part.get("name"), f"{where}.name"),
+                                     number(part.get("seconds"), f"{where}.seconds"),
+                                     text(part.get("source"), f"{where}.source")))
+        unaccounted = number(phase.get("unaccounted_s", 0.0), f"phases[{index}].unaccounted_s")
+        if unaccounted:
+            parts.append(StartupPart(name, "unaccounted", unaccounted,
+                                     "the phase's time minus its measured parts"))
+    counts = data.get("cache_counts") or {}
+    if not isinstance(counts, dict) or any(isinstance(v, bool) or not isinstance(v, int) for v in counts.values()):
+        raise wrong("cache_counts", "an object of integers")
+    cache = data.get("compile_cache")
+    if cache is not None and not (isinstance(cache, dict) and isinstance(cache.get("dir"), str)):
+        raise wrong("compile_cache", "an object with dir")
+    record = StartupRecord(phases, parts, dict(counts), cache["dir"] if cache else None)
+    window = data.get("window")
+    if window is not None:
+        if not isinstance(window, dict) or not isinstance(window.get("recompilations", []), list):
+            raise wrong("window", "an object with a list of recompilations")
+        record.window_compile_s = number(window.get("compile_s", 0.0), "window.compile_s")
+        for k, item in enumerate(window.get("recompilations", [])):
+            if not isinstance(item, dict):
+                raise wrong(f"window.recompilations[{k}]", "an object")
+            seconds = item.get("seconds")
+            record.recompilations.append(Recompilation(
+                text(item.get("cause"), f"window.recompilations[{k}].cause"),
+                text(item.get("source"), f"window.recompilations[{k}].source"),
+                None if seconds is None else number(seconds, f"window.recompilations[{k}].seconds")))
+    return record
+
+
+@dataclass(frozen=True)
+class PartDelta:
+    """One part of the time to the first step: the run's and the baseline's (medians over processes)."""
+
+    phase: str
+    name: str
+    seconds: float
+    baseline_seconds: float | None  # None: no baseline ledger
+    source: str
+
+    @property
+    def delta_s(self) -> float | None:
+        return None if self.baseline_seconds is None else self.seconds - self.baseline_seconds
+
+    def to_dict(self) -> dict:
+        return {"phase": self.phase, "name": self.name, "seconds": self.seconds,
+                "baseline_seconds": self.baseline_seconds, "delta_s": self.delta_s, "source": self.source}
+
+
+@dataclass
+class StartupComparison:
+    """explain --json `modes[].startup`: the run's time to the first step against the baseline's."""
+
+    first_step_s: float | None  # median over processes of the measured first step
+    baseline_first_step_s: float | None
+    gap_s: float | None
+    verdict: str  # "baseline" | "slower" | "faster" | "no difference" | "cannot tell" | "not recorded"
+    processes: int
+    baseline_processes: int
+    total_s: float | None  # imports + setup + first step
+    baseline_total_s: float | None
+    parts: list[PartDelta] = field(default_factory=list)
+    cache_counts: dict[str, int] = field(default_factory=dict)
+    compile_cache: str | None = None
+    recompilations: list[Recompilation] = field(default_factory=list)
+    window_compile_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"first_step_s": self.first_step_s, "baseline_first_step_s": self.baseline_first_step_s,
+                "gap_s": self.gap_s, "verdict": self.verdict, "processes": self.processes,
+                "baseline_processes": self.baseline_processes, "total_s": self.total_s,
+                "baseline_total_s": self.baseline_total_s, "parts": [p.to_dict() for p in self.parts],
+                "cache_counts": self.cache_counts, "compile_cache": self.compile_cache,
+                "window_compile_s": self.window_compile_s,
+                "recompilations": [{"cause": r.cause, "source": r.source, "seconds": r.seconds}
+                                   for r in self.recompilations],
+                "notes": self.notes}
+
+
+def first_step_verdict(run: list[float], baseline: list[float], min_gap: float) -> tuple[float, str]:
+    """The gap of medians between two sets of first steps (one per process) and what can be said of it."""
+    gap = median(run) - median(baseline)
+    base = median(baseline)
+    if abs(gap) < min_gap * base:
+        return gap, "no difference"
+    if len(run) < 2 or len(baseline) < 2:
+        if abs(gap) < SINGLE_PROCESS_MIN_GAP * base:
+            return gap, "cannot tell"
+    elif abs(gap) <= max(max(run) - min(run), max(baseline) - min(baseline)):
+        return gap, "no difference"
+    return gap, "slower" if gap > 0 else "faster"
+
+
+def _median_parts(records: list[StartupRecord]) -> dict[tuple[str, str], tuple[float, str]]:
+    """(phase, part) -> (median over the processes, 0 where a process lacks it; source)."""
+    keys: dict[tuple[str, str], str] = {}
+    for record in records:
+        for part in record.parts:
+            keys.setdefault((part.phase, part.name), part.source)
+    found = {}
+    for key, source in keys.items():
+        values = [sum(p.seconds for p in r.parts if (p.phase, p.name) == key) for r in records]
+        found[key] = (median(values), source)
+    return found
+
+
+def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline: list[StartupRecord],
+                    baseline_first_s: list[float], is_baseline: bool, min_gap: float) -> StartupComparison | None:
+    """The run's startup against the baseline's. `*_first_s`: timing.first_step_s of each process (the figure
+    compare prints); the records: each process's run.json `startup`. None when the run recorded neither."""
+    if not run and not run_first_s:
+        return None
+    first = median(run_first_s) if run_first_s else None
+    base_first = median(baseline_first_s) if baseline_first_s else None
+    comparison = StartupComparison(first, base_first, None, "not recorded", len(run_first_s), len(baseline_first_s),
+                                   median([r.total_s for r in run]) if run else None,
+                                   median([r.total_s for r in baseline]) if baseline else None)
+    if is_baseline:
+        comparison.verdict, comparison.gap_s = "baseline", 0.0
+    elif run_first_s and baseline_first_s and base_first:
+        comparison.gap_s, comparison.verdict = first_step_verdict(run_first_s, baseline_first_s, min_gap)
+        if comparison.verdict != "no difference" and (len(run_first_s) < 2 or len(baseline_first_s) < 2):
+            comparison.notes.append("one process on a side: the spread of first steps between processes is "
+                                    "unmeasured (`hloscope compare --repeats 3` measures it)")
+    if not run:
+        comparison.notes.append("this run recorded no startup ledger (run.json `startup`: runs from before it)")
+        return comparison
+    mine = _median_parts(run)
+    theirs = _median_parts(baseline) if baseline else {}
+    for key in list(mine) + [k for k in theirs if k not in mine]:
+        seconds, source = mine.get(key, (0.0, theirs.get(key, (0.0, ""))[1]))
+        base = theirs.get(key, (0.0, source))[0] if baseline else None
+        comparison.parts.append(PartDelta(key[0], key[1], seconds, base, source))
+    first_record = run[0]
+    comparison.cache_counts = dict(first_record.cache_counts)
+    comparison.compile_cache = first_record.compile_cache
+    comparison.recompilations = [r for record in run for r in record.recompilations]
+    windows = [r.window_compile_s for r in run if r.window_compile_s is not None]
+    comparison.window_compile_s = median(windows) if windows else None
+    if len(run) > 1:
+        comparison.notes.append(f"parts: medians over {len(run)} processes (cache counts and recompilations: every "
+                                "process's, counts from the first)")
+    return comparison
+
+
+def largest_differences(comparison: StartupComparison, limit: int = 3) -> list[PartDelta]:
+    """The parts that moved most against the baseline (the renderers' one-line summary)."""
+    moved = [p for p in comparison.parts if p.delta_s is not None and p.phase == FIRST_STEP]
+    return sorted(moved, key=lambda p: -abs(p.delta_s or 0.0))[:limit]
