@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,6 +167,7 @@ class JaxProbe(Probe):
         self.handler = Collect(logging.WARNING)
         logger.addHandler(self.handler)
         logger.propagate = False  # into run.json, not onto the terminal in the middle of the timed steps
+        self.explained_before = self.jax.config.jax_explain_cache_misses
         self.jax.config.update("jax_explain_cache_misses", True)
 
     def recompilations(self) -> list[dict]:
@@ -183,6 +185,8 @@ class JaxProbe(Probe):
             logger = logging.getLogger(JAX_MISS_LOGGER)
             logger.removeHandler(self.handler)
             logger.propagate = True
+            self.jax.config.update("jax_explain_cache_misses", self.explained_before)
+            self.handler = None
 
 
 class DynamoProbe(Probe):
@@ -310,8 +314,17 @@ def configure_compile_cache(mode: str, framework: str, directory: Path) -> str:
     return "TORCHINDUCTOR_CACHE_DIR (inductor FX graph cache)"
 
 
-def make_probe(mode: str, framework: str, compiled: bool) -> Probe:
-    """The probe for `mode`'s framework (imported already by the session's module)."""
+# The module whose presence says a framework has been imported: a probe never imports its framework itself (torch_xla
+# must start after the session has set PJRT_DEVICE and XLA_FLAGS; a stand-in session imports nothing).
+FRAMEWORK_MODULE = {"jax": "jax", "torchax": "jax", "pytorch": "torch", "torch_xla": "torch_xla"}
+
+
+def make_probe(mode: str, framework: str, compiled: bool) -> Probe | None:
+    """The probe for `mode`'s framework once the session has imported it; None before. JAX's events reach only a
+    listener registered before them (its probe starts when the mode's module is loaded); dynamo's and torch_xla's
+    figures are cumulative since the process started, so their probes can start late."""
+    if FRAMEWORK_MODULE.get(framework) not in sys.modules:
+        return None
     if framework in ("jax", "torchax"):
         return JaxProbe()
     if framework == "torch_xla":
@@ -342,8 +355,9 @@ class StartupLedger:
 
     def _read(self, name: str) -> None:
         self.marks[name] = self.clock()
-        if self.probe is not None:
-            self.readings[name] = (self.probe.totals(), self.probe.counts())
+        if self.probe is None:
+            self.probe = make_probe(self.mode, self.framework, self.compiled)
+        self.readings[name] = (self.probe.totals(), self.probe.counts()) if self.probe is not None else ({}, {})
 
     def imported(self) -> None:
         """The mode's module (and its framework) is imported: the probe can start listening."""
@@ -354,7 +368,6 @@ class StartupLedger:
         if self.cache_dir is not None:
             how = configure_compile_cache(self.mode, self.framework, self.cache_dir)
             self.cache = {"dir": str(self.cache_dir), "how": how}
-        self.probe = make_probe(self.mode, self.framework, self.compiled)
         self._read("setup start")
 
     def setup_done(self) -> None:
@@ -389,7 +402,7 @@ class StartupLedger:
 
     def _phase(self, name: str, start: str, end: str) -> Phase:
         seconds = self.marks[end] - self.marks[start]
-        if self.probe is None or start not in self.readings:
+        if self.probe is None:
             return Phase(name, seconds)
         return phase_of(name, seconds, self.readings[end][0], self.readings[start][0], self.probe.source)
 

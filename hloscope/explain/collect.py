@@ -9,6 +9,7 @@ from statistics import fmean, median
 
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
+from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs.fields import RunFields
 from hloscope.runs.settings import device_platform, precision_setting, settings
@@ -62,6 +63,9 @@ def from_run_record(run: dict) -> ModeSummary:
     summary.host_scheduling = host_scheduling if isinstance(host_scheduling, dict) else None
     if summary.status == "compiled":
         add_compiled(summary, fields)
+    summary.first_steps_s = [summary.first_step_s] if summary.first_step_s is not None else []
+    if run.get("startup") is not None:
+        summary.startups = [read_startup(run["startup"], fields.path)]
     return summary
 
 

@@ -34,6 +34,7 @@ from hloscope.explain.ledger import (
 )
 from hloscope.explain.ops import op_rows
 from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
+from hloscope.explain.startup import compare_startup
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs.settings import differences
 from hloscope.significance import (
@@ -63,6 +64,9 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
     reference = _baseline(timed, baseline) if baseline is not None else min(timed, key=_pooled_median)
     noise = process_noise(timed)
     modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, noise) for summary in summaries]
+    for summary, entry in zip(summaries, modes, strict=True):
+        entry.startup = compare_startup(summary.startups, summary.first_steps_s, reference.startups,
+                                        reference.first_steps_s, summary is reference, min_gap)
     method = {"gap": "difference of medians of the timed steps, 95% percentile-bootstrap interval",
               "gap_interval": "two-level bootstrap (processes, then steps within each) when a side ran in several "
                               "processes",

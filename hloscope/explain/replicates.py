@@ -33,6 +33,8 @@ def pool(label: str, summaries: list[ModeSummary]) -> ModeSummary:
     pooled.run_dirs = [d for s in summaries for d in s.run_dirs]
     pooled.notes = list(timed[0].notes)
     pooled.unreadable_files = [f for s in summaries for f in s.unreadable_files]
+    pooled.startups = [record for s in timed for record in s.startups]
+    pooled.first_steps_s = [t for s in timed for t in s.first_steps_s]
     for summary in summaries:
         if summary not in timed:
             where = summary.run_dirs[0] if summary.run_dirs else summary.mode

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.explain.hypotheses import Annotation
+from hloscope.explain.startup import StartupComparison
 from hloscope.explain.summary import ModeSummary
 
 
@@ -124,6 +125,7 @@ class ModeResult:
     provisional: bool | None = None  # a side ran in one process: between-process variation unmeasured on it
     profile_reproduces_gap: bool | None = None  # False: the profiled gap has the other sign, or is off by > the gap
     profile_parts: list[Contributor] = field(default_factory=list)  # then: the profile's parts, not offered as causes
+    startup: StartupComparison | None = None  # the time to the first step against the baseline's (explain.startup)
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
@@ -139,7 +141,9 @@ class ModeResult:
                 "process_medians_s": self.process_medians_s,
                 "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
                 "profile_reproduces_gap": self.profile_reproduces_gap,
-                "profile_parts": [c.to_dict() for c in self.profile_parts]}
+                "profile_parts": [c.to_dict() for c in self.profile_parts],
+                # only where a run recorded its first step: reports of runs compiled for a target keep their shape
+                **({"startup": self.startup.to_dict()} if self.startup is not None else {})}
 
 
 @dataclass

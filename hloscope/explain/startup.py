@@ -104,7 +104,7 @@ def read_startup(data: Any, path: Path) -> StartupRecord:
         unaccounted = number(phase.get("unaccounted_s", 0.0), f"phases[{index}].unaccounted_s")
         if unaccounted:
             parts.append(StartupPart(name, "unaccounted", unaccounted,
-                                     "the phase's time minus its measured parts"))
+                                     "remainder of the phase"))
     counts = data.get("cache_counts") or {}
     if not isinstance(counts, dict) or any(isinstance(v, bool) or not isinstance(v, int) for v in counts.values()):
         raise wrong("cache_counts", "an object of integers")
@@ -208,8 +208,9 @@ def _median_parts(records: list[StartupRecord]) -> dict[tuple[str, str], tuple[f
 def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline: list[StartupRecord],
                     baseline_first_s: list[float], is_baseline: bool, min_gap: float) -> StartupComparison | None:
     """The run's startup against the baseline's. `*_first_s`: timing.first_step_s of each process (the figure
-    compare prints); the records: each process's run.json `startup`. None when the run recorded neither."""
-    if not run and not run_first_s:
+    compare prints); the records: each process's run.json `startup`. None when the run recorded none (runs from before
+    the ledger: their reports keep their shape)."""
+    if not run:
         return None
     first = median(run_first_s) if run_first_s else None
     base_first = median(baseline_first_s) if baseline_first_s else None
@@ -223,9 +224,9 @@ def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline
         if comparison.verdict != "no difference" and (len(run_first_s) < 2 or len(baseline_first_s) < 2):
             comparison.notes.append("one process on a side: the spread of first steps between processes is "
                                     "unmeasured (`hloscope compare --repeats 3` measures it)")
-    if not run:
-        comparison.notes.append("this run recorded no startup ledger (run.json `startup`: runs from before it)")
-        return comparison
+    if not baseline and not is_baseline:
+        comparison.notes.append("the baseline recorded no startup ledger (a run from before run.json `startup`): "
+                                "the parts are this run's alone")
     mine = _median_parts(run)
     theirs = _median_parts(baseline) if baseline else {}
     for key in list(mine) + [k for k in theirs if k not in mine]:

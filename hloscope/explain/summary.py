@@ -14,6 +14,7 @@ from hloscope.explain.ledger import RunLedger
 
 if TYPE_CHECKING:
     from hloscope.explain.ops import ProgramGraph
+    from hloscope.explain.startup import StartupRecord
     from hloscope.runs.replay_record import ReplaySummary, ReplayUnread
 
 
@@ -87,6 +88,9 @@ class ModeSummary:
     notes: list[str] = field(default_factory=list)  # what could not be read, said once to the user
     # the errors of files the run lists but that cannot be read (bad input: explain names them and exits 2)
     unreadable_files: list[str] = field(default_factory=list)
+    # run.json `startup` of each process (hloscope.explain.startup); first_steps_s: each process's first step
+    startups: list[StartupRecord] = field(default_factory=list)
+    first_steps_s: list[float] = field(default_factory=list)
 
     @property
     def processes(self) -> list[list[float]]:
@@ -98,12 +102,15 @@ class ModeSummary:
         return [median(steps) for steps in self.processes if steps]
 
     def to_dict(self) -> dict:
-        ledger, program = self.ledger, self.program
+        ledger, program, startups, first_steps = self.ledger, self.program, self.startups, self.first_steps_s
         self.ledger = self.program = None  # the program may hold a whole parsed graph: never copied
+        self.startups, self.first_steps_s = [], []
         try:
             data = asdict(self)
         finally:
-            self.ledger, self.program = ledger, program
+            self.ledger, self.program, self.startups, self.first_steps_s = ledger, program, startups, first_steps
         data["ledger"] = ledger.to_dict() if ledger is not None else None
         data["program"] = {"modules": program.modules} if program is not None else None
+        # the startup ledger is in the mode's `startup` block; these lists stay out of the summary (as before them)
+        del data["startups"], data["first_steps_s"]
         return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from hloscope.render import fmt, svg
+from hloscope.render import explain_startup, fmt, svg
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -109,6 +109,7 @@ def render(report: ExplainReport) -> str:
         body.append(f"<h2>{escape(SCALING_HEADING)}</h2>")
     for scaling_view in scaling:
         body += _scaling(scaling_view)
+    body += explain_startup.render_html(report)
 
     kernel_rows = [(r.mode, kernels_by_category(summaries.get(r.mode))) for r in rows]
     time_rows = [(r.mode, device_time_by_category(summaries.get(r.mode))) for r in rows]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hloscope.render import fmt, markdown
+from hloscope.render import explain_startup, fmt, markdown
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -92,6 +92,7 @@ def _timed(report: ExplainReport) -> list[str]:
         lines += ["", f"## {text(SCALING_HEADING)}"]
     for scaling_view in scaling:
         lines += _scaling(scaling_view)
+    lines += explain_startup.render_md(report)
     return lines
 
 

@@ -14,7 +14,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.render import fmt
+from hloscope.render import explain_startup, fmt
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -98,6 +98,7 @@ def render(report: ExplainReport, console: Console) -> None:
         console.print(Text(f"\n{SCALING_HEADING}", style="bold"))
     for scaling_view in scaling:
         _scaling(scaling_view, console)
+    explain_startup.render_term(report, console)
     _notes(report, console)
 
 
