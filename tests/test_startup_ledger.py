@@ -8,10 +8,11 @@ import itertools
 
 import pytest
 
-from hloscope.backends import driver, startup_ledger
+from hloscope.backends import driver, startup_ledger, timing
 from hloscope.backends.base import RunOptions
 from hloscope.backends.startup_ledger import DynamoProbe, JaxProbe, Probe, StartupLedger
 from hloscope.runs.rundir import create_run_dir, load_run
+from tests.test_run_driver import FakeSession
 
 
 class ScriptedProbe(Probe):
@@ -117,10 +118,6 @@ def test_jax_cache_reads_are_taken_out_of_the_backend_compile_that_spans_them():
 
 
 def test_the_driver_writes_the_ledger_with_the_first_step_it_timed(tmp_path, monkeypatch):
-    from tests.test_run_driver import FakeSession
-
-    from hloscope.backends import timing
-
     seconds = itertools.chain([0.75], itertools.repeat(0.01))
 
     def timed(step, wait, index):
