@@ -167,7 +167,7 @@ class JaxProbe(Probe):
         self.handler = Collect(logging.WARNING)
         logger.addHandler(self.handler)
         logger.propagate = False  # into run.json, not onto the terminal in the middle of the timed steps
-        self.explained_before = self.jax.config.jax_explain_cache_misses
+        self.explained_before = bool(self.jax.config.values.get("jax_explain_cache_misses"))
         self.jax.config.update("jax_explain_cache_misses", True)
 
     def recompilations(self) -> list[dict]:

@@ -19,7 +19,6 @@ from typing import Any
 from hloscope.errors import InputError
 
 SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
-FIRST_STEP = "first step"
 
 
 @dataclass(frozen=True)
@@ -244,8 +243,3 @@ def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline
                                 "process's, counts from the first)")
     return comparison
 
-
-def largest_differences(comparison: StartupComparison, limit: int = 3) -> list[PartDelta]:
-    """The parts that moved most against the baseline (the renderers' one-line summary)."""
-    moved = [p for p in comparison.parts if p.delta_s is not None and p.phase == FIRST_STEP]
-    return sorted(moved, key=lambda p: -abs(p.delta_s or 0.0))[:limit]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -14,11 +15,15 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.explain.report import ExplainReport
-from hloscope.explain.startup import StartupComparison, largest_differences
 from hloscope.render.html_page import table as html_table
 from hloscope.render.markdown import row as md_row
 from hloscope.render.markdown import text as md_text
+
+if TYPE_CHECKING:  # the explain layer's types; at run time this module only reads their attributes
+    from hloscope.explain.report import ExplainReport
+    from hloscope.explain.startup import PartDelta, StartupComparison
+
+FIRST_STEP = "first step"  # the phase whose parts the one-line summary ranks
 
 STARTUP_HEADING = "Time to the first step (compilation, caches) against the baseline"
 PART_HEADERS = ("phase", "part", "run", "baseline", "difference", "measured by")
@@ -69,6 +74,12 @@ def _recompilations(item: StartupComparison) -> list[str]:
         cause = "; ".join(line.strip() for line in found.cause.splitlines() if line.strip())  # jax's is a paragraph
         lines.append(f"{cause}{cost} [{found.source}]")
     return lines
+
+
+def largest_differences(item: StartupComparison, limit: int = 3) -> list[PartDelta]:
+    """The first step's parts that moved most against the baseline (the one-line summary)."""
+    moved = [p for p in item.parts if p.delta_s is not None and p.phase == FIRST_STEP]
+    return sorted(moved, key=lambda p: -abs(p.delta_s or 0.0))[:limit]
 
 
 def startup_views(report: ExplainReport) -> list[StartupView]:
