@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import assert_refused, hloscope
 from rich.console import Console
 
 from hloscope.errors import InputError
@@ -15,6 +16,7 @@ from hloscope.explain.engine import explain
 from hloscope.explain.startup import first_step_verdict, read_startup
 from hloscope.explain.summary import ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
+from hloscope.runs.rundir import create_run_dir, write_run
 
 RUN_JSON = Path("runs/a/run.json")
 
@@ -108,3 +110,31 @@ def test_a_malformed_startup_block_is_refused_naming_the_file_and_field(block, f
     with pytest.raises(InputError) as caught:
         read_startup(json.loads(json.dumps(block)), RUN_JSON)
     assert str(RUN_JSON) in str(caught.value) and field in str(caught.value)
+
+
+def _write_run(root: Path, name: str, mode: str, first_s: float, startup: object) -> Path:
+    run = create_run_dir(root, run_id=name)
+    steps = [0.010, 0.011, 0.0105, 0.0102]
+    write_run(run, {"schema_version": 1, "run_id": name, "mode": mode, "status": "ok", "error": None,
+                    "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32"},
+                    "environment": {"platform": "cpu"}, "artifacts": [], "startup": startup,
+                    "timing": {"step_times_s": steps, "first_step_s": first_s}})
+    return run
+
+
+def test_explain_reads_the_ledgers_of_run_directories(tmp_path):
+    jax_run = _write_run(tmp_path, "jax", "jax", 2.0, startup_block(1.5, 2.0))
+    slow = _write_run(tmp_path, "compiled", "pytorch+compile", 46.6,
+                      startup_block(45.0, 46.6, recompile="0/1: tensor 'x' size mismatch at index 0. expected 8"))
+    result = hloscope("explain", jax_run, slow, "--baseline", "jax", "--json")
+    assert result.code == 0, result.stderr[-2000:]
+    modes = {m["mode"]: m for m in json.loads(result.stdout)["modes"]}
+    assert modes["pytorch+compile"]["startup"]["verdict"] == "slower"
+    assert modes["pytorch+compile"]["startup"]["recompilations"][0]["cause"].endswith("expected 8")
+    markdown = hloscope("explain", jax_run, slow, "--baseline", "jax", "--format", "md")
+    assert markdown.code == 0 and "## Time to the first step" in markdown.stdout
+
+
+def test_a_malformed_ledger_fails_explain_in_one_line_naming_run_json(tmp_path):
+    run = _write_run(tmp_path, "jax", "jax", 2.0, {"phases": [{"name": "setup", "seconds": [], "parts": []}]})
+    assert_refused(hloscope("explain", run), run / "run.json", words=("startup.phases[0].seconds",))
