@@ -293,25 +293,27 @@ class TorchXlaProbe(Probe):
         return found
 
 
-def configure_compile_cache(mode: str, framework: str, directory: Path) -> str:
-    """Point the framework's persistent compile cache at `directory` (before its first compile); returns how."""
-    directory.mkdir(parents=True, exist_ok=True)
+def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> dict:
+    """Point the framework's persistent compile caches at folders of `directory` (one per cache, so that the modes of
+    a comparison can share it), before their first compile; returns run.json `startup.compile_cache`."""
+    folders: dict[str, str] = {}
     if framework in ("jax", "torchax"):
         import jax
 
-        jax.config.update("jax_compilation_cache_dir", str(directory))
+        folders["jax_compilation_cache_dir"] = str(directory / "jax")
+        jax.config.update("jax_compilation_cache_dir", folders["jax_compilation_cache_dir"])
         # cache every program, however small or quick to compile, so that a second run finds them all
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-        return "jax_compilation_cache_dir"
-    if framework == "torch_xla":
-        os.environ["XLA_PERSISTENT_CACHE_PATH"] = str(directory / "xla")  # read when the runtime starts
+    if framework == "torch_xla":  # read when torch_xla's runtime starts (torch_xla.runtime.initialize_cache's way)
+        folders["XLA_PERSISTENT_CACHE_PATH"] = os.environ["XLA_PERSISTENT_CACHE_PATH"] = str(directory / "xla")
         os.environ["XLA_PERSISTENT_CACHE_READ_ONLY"] = "0"
-        if "+compile" in mode:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
-        return "XLA_PERSISTENT_CACHE_PATH (torch_xla.runtime.initialize_cache)"
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)  # inductor's FX graph and AOT autograd caches live there
-    return "TORCHINDUCTOR_CACHE_DIR (inductor FX graph cache)"
+    if framework == "pytorch" or (framework == "torch_xla" and compiled):
+        # inductor's FX graph and AOT autograd caches live there (read when inductor compiles)
+        folders["TORCHINDUCTOR_CACHE_DIR"] = os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
+    for folder in folders.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return {"dir": str(directory), "folders": folders}
 
 
 # The module whose presence says a framework has been imported: a probe never imports its framework itself (torch_xla
@@ -366,8 +368,7 @@ class StartupLedger:
                                  [Part("imports (the mode's framework and model libraries)",
                                        self.marks["imported"] - self.started, DRIVER_SOURCE)]))
         if self.cache_dir is not None:
-            how = configure_compile_cache(self.mode, self.framework, self.cache_dir)
-            self.cache = {"dir": str(self.cache_dir), "how": how}
+            self.cache = configure_compile_cache(self.framework, self.compiled, self.cache_dir)
         self._read("setup start")
 
     def setup_done(self) -> None:
