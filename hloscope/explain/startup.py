@@ -232,6 +232,9 @@ def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline
         seconds, source = mine.get(key, (0.0, theirs.get(key, (0.0, ""))[1]))
         base = theirs.get(key, (0.0, source))[0] if baseline else None
         comparison.parts.append(PartDelta(key[0], key[1], seconds, base, source))
+    # phase by phase in the run's order (a part only the baseline has joins its phase), each phase's remainder last
+    order = {phase: index for index, phase in enumerate([*run[0].phases, *(baseline[0].phases if baseline else [])])}
+    comparison.parts.sort(key=lambda p: (order.get(p.phase, len(order)), p.name == "unaccounted"))
     first_record = run[0]
     comparison.cache_counts = dict(first_record.cache_counts)
     comparison.compile_cache = first_record.compile_cache
