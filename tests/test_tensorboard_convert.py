@@ -187,11 +187,23 @@ def test_runs_are_named_mode_slash_comparison(tmp_path):
     make_layout(tmp_path, COMPARISON)
     names = {s.name: s.format for s in find_sessions(tmp_path)}
     assert names == {"jax/cmp": "xplane", "torch_xla/cmp": "xplane", "pytorch/cmp": "kineto",
-                     "pytorch_compile/cmp": "kineto", "single": "xplane"}  # fmt: skip
+                     "pytorch+compile/cmp": "kineto", "single": "xplane"}  # fmt: skip
     # Pointed at the comparison itself, or at one of its runs, the names stay the same.
     assert {s.name for s in find_sessions(tmp_path / "cmp")} == {"jax/cmp", "torch_xla/cmp", "pytorch/cmp",
-                                                                 "pytorch_compile/cmp"}  # fmt: skip
+                                                                 "pytorch+compile/cmp"}  # fmt: skip
     assert [s.name for s in find_sessions(tmp_path / "cmp" / "jax")] == ["jax/cmp"]
+
+
+def test_runs_are_named_by_mode_not_by_folder(tmp_path):
+    make_layout(tmp_path, ["cmp/comparison.json", "cmp/torch_xla_compile-2dev/plugins/profile/2026_a/vm.xplane.pb",
+                           "cmp/renamed/plugins/profile/2026_a/vm.xplane.pb", "cmp/other/plugins/profile/2026_a/vm.xplane.pb",
+                           "pytorch_compile-20261130-041910/kineto/vm_1.1.pt.trace.json"])  # fmt: skip
+    (tmp_path / "cmp/renamed/run.json").write_text('{"mode": "pytorch+compile"}')  # a --run-id of the user's choice
+    (tmp_path / "pytorch_compile-20261130-041910/run.json").write_text('{"mode": "pytorch+compile"}')
+    assert {s.name for s in find_sessions(tmp_path)} == {"torch_xla+compile-2dev/cmp", "renamed/cmp", "other/cmp",
+                                                         "pytorch+compile-20261130-041910"}  # fmt: skip
+    assert [s.name for s in find_sessions(tmp_path / "pytorch_compile-20261130-041910")] == [
+        "pytorch+compile-20261130-041910"]
 
 
 def test_several_sessions_of_one_run_keep_their_session_names(tmp_path):
@@ -219,11 +231,11 @@ def test_view_links_xplanes_and_skips_a_bad_kineto_trace(tmp_path, fixtures_dir)
     view = ViewLogdir(tmp_path / "src", tmp_path / "view")
     shown = view.sync()
     assert [s.name for s in shown] == ["jax/cmp", "pytorch/cmp"]
-    assert list(view.problems) == ["pytorch_compile/cmp"]
+    assert list(view.problems) == ["pytorch+compile/cmp"]
     link = tmp_path / "view/jax/plugins/profile/cmp/vm.xplane.pb"
     assert link.is_symlink() and link.resolve() == (tmp_path / "src/cmp/jax/plugins/profile/2026_a/vm.xplane.pb")
     assert (tmp_path / "view/pytorch/plugins/profile/cmp/rank-0.xplane.pb").stat().st_size > 0
-    assert not (tmp_path / "view/pytorch_compile/plugins/profile/cmp").exists()
+    assert not (tmp_path / "view/pytorch+compile/plugins/profile/cmp").exists()
     assert sorted(p for p in (tmp_path / "src").rglob("*")) == before  # nothing written next to the user's files
 
 

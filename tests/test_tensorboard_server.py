@@ -22,8 +22,8 @@ from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium, hloscope
 
 from hloscope.modes import MODES
 
-# compare's default modes (every registered mode; all are installed here), by run-directory name
-MODE_DIRS = tuple(mode.dir_name for mode in MODES)
+# compare's default modes (every registered mode; all are installed here): runs are named by mode (`pytorch+compile`)
+MODE_NAMES = tuple(mode.name for mode in MODES)
 A100_KINETO = "hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 AMD_JAX_XPLANE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
 URL_PREFIX = "TensorBoard "
@@ -173,13 +173,14 @@ def served_comparison(comparison):
 @pytest.mark.slow
 def test_runs_endpoint_lists_every_mode(served_comparison, comparison):
     runs = http_json(served_comparison + "data/plugin/profile/runs")
-    assert sorted(runs) == sorted(f"{mode}/{comparison.name}" for mode in MODE_DIRS)
+    assert sorted(runs) == sorted(f"{mode}/{comparison.name}" for mode in MODE_NAMES)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", MODE_DIRS)
+@pytest.mark.parametrize("mode", MODE_NAMES)
 def test_tools_endpoint_offers_the_trace_viewer(served_comparison, comparison, mode):
-    tools = http_json(served_comparison + f"data/plugin/profile/run_tools?run={mode}/{comparison.name}")
+    query = urllib.parse.urlencode({"run": f"{mode}/{comparison.name}"})  # '+' of `pytorch+compile` sent as %2B
+    tools = http_json(served_comparison + f"data/plugin/profile/run_tools?{query}")
     assert {"trace_viewer", "trace_viewer@"} & set(tools), tools
 
 

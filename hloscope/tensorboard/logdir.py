@@ -9,6 +9,7 @@ and the converted traces go into the view.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,12 +18,15 @@ from pathlib import Path
 
 from hloscope.errors import InputError
 from hloscope.files import is_regular
+from hloscope.modes import BY_NAME, MODES
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, convert_kineto_file, is_kineto_file
 
 XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
 RECORD_FILES = ("run.json", "comparison.json")
-_RANK_DIR = re.compile(r"rank-\d+")  # a DDP rank's Kineto folder inside a run (hloscope/backends/ddp.py)
+_RANK_DIR = re.compile(r"rank-\d+")
+_DEVICES_SUFFIX = re.compile(r"-\d+dev")  # `compare --devices 1,2`: `<mode folder>-<N>dev` (hloscope.modes.run_dir_name)
+MAX_RECORD_BYTES = 64 * 2**20  # a run.json is a few hundred KB; a bigger one is not read just to name a run  # a DDP rank's Kineto folder inside a run (hloscope/backends/ddp.py)
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,45 @@ def _is_record_dir(directory: Path) -> bool:
 
 def _run_name(run_dir: Path, base: Path, directory: Path) -> str:
     """`<mode>/<comparison>`: the mode first, so that the profile plugin's narrow session list, which cuts long names
-    at the end, still shows it (`jax/compare-20261201-045931`); a lone run keeps its own name."""
+    at the end, still shows it (`jax/compare-20261201-045931`); a lone run keeps its own name. The mode is named as
+    everywhere else in hloscope (`pytorch+compile/...`, not its folder `pytorch_compile`)."""
     relative = run_dir.resolve().relative_to(base.resolve()).parts
     if not relative:
-        return directory.resolve().name
-    return "/".join((relative[-1], *relative[:-1]))
+        return mode_label(directory.resolve())
+    return "/".join((mode_label(run_dir), *relative[:-1]))
+
+
+def mode_label(run_dir: Path) -> str:
+    """A run folder named by its mode: `pytorch_compile` -> `pytorch+compile`, `pytorch_compile-2dev` ->
+    `pytorch+compile-2dev`, `pytorch_compile-20261130-041910` (a lone run) -> `pytorch+compile-20261130-041910`. The
+    mode is run.json's `mode` when the record says one, else the registered mode whose folder the run's is; any other
+    folder keeps its name."""
+    folder = run_dir.name
+    recorded = _recorded_mode(run_dir)
+    if recorded in BY_NAME:  # the record's own run: `<dir name>`, `<dir name>-<N>dev` or `<dir name>-<UTC time>`
+        prefix = BY_NAME[recorded].dir_name
+        if folder == prefix or folder.startswith(prefix + "-"):
+            return recorded + folder.removeprefix(prefix)
+        return folder
+    for mode in MODES:  # no record: only a registered mode's folder, as compare names it
+        suffix = folder.removeprefix(mode.dir_name)
+        if folder.startswith(mode.dir_name) and (not suffix or _DEVICES_SUFFIX.fullmatch(suffix)):
+            return mode.name + suffix
+    return folder
+
+
+def _recorded_mode(run_dir: Path) -> str | None:
+    """run.json's `mode`, or None when there is no readable record (the folder name is used then)."""
+    record = run_dir / "run.json"
+    if not is_regular(record):  # a FIFO named run.json would block
+        return None
+    try:
+        if record.stat().st_size > MAX_RECORD_BYTES:
+            return None
+        mode = json.loads(record.read_bytes()).get("mode")
+    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, not an object: name it by its folder
+        return None
+    return mode if isinstance(mode, str) else None
 
 
 def _kineto_label(path: Path) -> str:
