@@ -197,10 +197,12 @@ def test_runs_are_named_mode_slash_comparison(tmp_path):
 def test_runs_are_named_by_mode_not_by_folder(tmp_path):
     make_layout(tmp_path, ["cmp/comparison.json", "cmp/torch_xla_compile-2dev/plugins/profile/2026_a/vm.xplane.pb",
                            "cmp/renamed/plugins/profile/2026_a/vm.xplane.pb", "cmp/other/plugins/profile/2026_a/vm.xplane.pb",
+                           "cmp/pytorch_compile-r2/kineto/vm_2.2.pt.trace.json",
                            "pytorch_compile-20261130-041910/kineto/vm_1.1.pt.trace.json"])  # fmt: skip
     (tmp_path / "cmp/renamed/run.json").write_text('{"mode": "pytorch+compile"}')  # a --run-id of the user's choice
     (tmp_path / "pytorch_compile-20261130-041910/run.json").write_text('{"mode": "pytorch+compile"}')
     assert {s.name for s in find_sessions(tmp_path)} == {"torch_xla+compile-2dev/cmp", "renamed/cmp", "other/cmp",
+                                                         "pytorch+compile-r2/cmp",
                                                          "pytorch+compile-20261130-041910"}  # fmt: skip
     assert [s.name for s in find_sessions(tmp_path / "pytorch_compile-20261130-041910")] == [
         "pytorch+compile-20261130-041910"]

@@ -25,7 +25,9 @@ XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
 RECORD_FILES = ("run.json", "comparison.json")
 _RANK_DIR = re.compile(r"rank-\d+")
-_DEVICES_SUFFIX = re.compile(r"-\d+dev")  # `compare --devices 1,2`: `<mode folder>-<N>dev` (hloscope.modes.run_dir_name)
+# compare's run folders: `<mode folder>`, `-<N>dev` (--devices 1,2: hloscope.modes.run_dir_name), `-r<K>` (the K-th process
+# of --repeats: hloscope.runs.runner)
+_RUN_FOLDER_SUFFIX = re.compile(r"(-\d+dev)?(-r\d+)?")
 MAX_RECORD_BYTES = 64 * 2**20  # a run.json is a few hundred KB; a bigger one is not read just to name a run  # a DDP rank's Kineto folder inside a run (hloscope/backends/ddp.py)
 
 
@@ -123,7 +125,7 @@ def mode_label(run_dir: Path) -> str:
         return folder
     for mode in MODES:  # no record: only a registered mode's folder, as compare names it
         suffix = folder.removeprefix(mode.dir_name)
-        if folder.startswith(mode.dir_name) and (not suffix or _DEVICES_SUFFIX.fullmatch(suffix)):
+        if folder.startswith(mode.dir_name) and _RUN_FOLDER_SUFFIX.fullmatch(suffix):
             return mode.name + suffix
     return folder
 
