@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import webbrowser
@@ -19,6 +20,21 @@ from hloscope.errors import InputError, one_line, warn
 
 # How often new or rewritten runs under DIR are added to the running TensorBoard.
 SYNC_INTERVAL_S = 5.0
+PROFILED_STEP_NOTE = ("the profiled steps (what XProf's overview shows: step markers) are not the timed steps: they run "
+                      "under the profiler, which records every op (its overhead is in them), and they are few (the "
+                      "first is the profiler's warm-up); compare modes with the timed medians (hloscope compare, "
+                      "hloscope explain)")
+NOT_TRAINING_NOTE = ("XProf's overview hides the step-time graph and the average step time (its data still holds them) "
+                     "for profiles it does not take for training, which it decides only from XLA HLO gradient "
+                     "metadata (JAX's transpose(jvp(...)) scopes), not from step markers; PyTorch runs have no HLO and "
+                     "torch_xla's op names carry no backward scope, so these show as inference there (their profiled "
+                     "step is in the table above)")
+NO_MEMORY_NOTE = ("memory profile: empty for these runs: XProf draws it from allocator records on the host (PyTorch: "
+                  "torch.profiler's profile_memory=True [memory] events, converted), which XLA on the CPU and "
+                  "hloscope's runs do not record; the memory viewer shows each XLA module's buffer assignment")
+OFFLINE_CHARTS_NOTE = ("XProf's pages load their chart library (Google Charts) from www.gstatic.com; it is not among "
+                       "xprof's files, so without internet access its tables and charts stay blank (the trace viewer "
+                       "and the data endpoints work offline)")
 
 
 @click.command(name="tensorboard")
@@ -27,7 +43,9 @@ SYNC_INTERVAL_S = 5.0
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback makes the traces visible to the network.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the profile page in a web browser.")
-def command(directory: Path, port: int | None, host: str, open_browser: bool) -> None:
+@click.option("--progress/--no-progress", default=None,
+              help="A progress bar while a Kineto trace is converted [default: on a terminal].")
+def command(directory: Path, port: int | None, host: str, open_browser: bool, progress: bool | None) -> None:
     """Open every profile under DIRECTORY (default: traces/) in TensorBoard's profile plugin.
 
     Finds JAX and torch_xla xplane.pb sessions (plugins/profile/<session>/) and PyTorch Kineto traces
@@ -46,7 +64,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
     server = None
     try:
         with _sigterm_as_interrupt():
-            view = ViewLogdir(directory, workspace / "logdir")
+            view = ViewLogdir(directory, workspace / "logdir", progress=_progress_bar(progress))
             view.root.mkdir()
             sessions = view.sync()
             _warn_problems(view.problems)
@@ -56,7 +74,7 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
             server.start()
             server.wait_ready()
             page = server.url + "#profile"
-            _print_sessions(sessions)
+            _print_sessions(sessions, view)
             _print_tool_notes(sessions, view)
             click.echo(f"TensorBoard {version} with the profile plugin: {page}")
             click.echo("Press Ctrl-C to stop.")
@@ -72,6 +90,15 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool) ->
         shutil.rmtree(workspace, ignore_errors=True)
 
 
+def _progress_bar(asked: bool | None):
+    """Phases of a Kineto trace's conversion on stderr when asked (--progress), or by default on a terminal."""
+    if not (sys.stderr.isatty() if asked is None else asked):
+        return None
+    from hloscope.render.progress import PhaseProgressBar
+
+    return PhaseProgressBar()
+
+
 def _serve(server, view) -> None:
     """Keep the view in sync with DIRECTORY until TensorBoard exits (an error) or the user interrupts."""
     known = set(view.problems)
@@ -85,25 +112,46 @@ def _serve(server, view) -> None:
     raise server.exit_error()
 
 
-def _print_sessions(sessions) -> None:
+def _print_sessions(sessions, view) -> None:
+    from hloscope.tensorboard.logdir import timed_median_ms
+
     table = Table(title="Runs", title_justify="left")
     # Never cut a run name: it is what to look for in TensorBoard.
     table.add_column("run", no_wrap=True, min_width=max(len(s.name) for s in sessions))
     table.add_column("format", no_wrap=True)
+    table.add_column("profiled step\n(median, steps)", justify="right", no_wrap=True)
+    table.add_column("timed step\n(median)", justify="right", no_wrap=True)
     table.add_column("profile", overflow="fold")
     for session in sessions:
         fmt = "xplane" if session.format == "xplane" else "Kineto -> XSpace"
-        table.add_row(Text(one_line(session.name)), fmt, Text(one_line(session.source.name)))
+        steps = view.step_ms.get(session.name) or []
+        profiled = f"{statistics.median(steps):.2f} ms ({len(steps)})" if steps else "-"
+        timed = timed_median_ms(session.run_dir)
+        table.add_row(Text(one_line(session.name)), fmt, profiled, f"{timed:.2f} ms" if timed else "-",
+                      Text(one_line(session.source.name)))
     Console(soft_wrap=True).print(table)
+    click.echo(one_line(f"note: {PROFILED_STEP_NOTE}"))
 
 
 def _print_tool_notes(sessions, view) -> None:
-    """Say which runs XProf's device-op tools cannot show (CPU profiles), so an empty page is not a mystery."""
+    """Say which runs XProf's tools cannot show and why, so an empty page is not a mystery."""
     from hloscope.tensorboard.tools import CPU_NOTE, is_cpu_only
 
     cpu = [s.name for s in sessions if is_cpu_only(sorted(view.session_dir(s.name).glob("*.xplane.pb")))]
     if cpu:
         click.echo(one_line(f"note: {CPU_NOTE}: " + ", ".join(cpu)))
+    inference = [s.name for s in sessions if s.name not in view.training]
+    if inference:
+        click.echo(one_line(f"note: {NOT_TRAINING_NOTE}: " + ", ".join(inference)))
+    framework = [f"{s.name} ({view.framework_ops[s.name]:,} op executions)" for s in sessions
+                 if view.framework_ops.get(s.name)]
+    if framework:
+        click.echo(one_line("note: framework op stats of the XLA runs name each XLA op by the framework op of its HLO "
+                            "metadata (op_name), added to the view's copy of the xplane: " + ", ".join(framework)))
+    no_memory = [s.name for s in sessions if s.name not in view.memory_records]
+    if no_memory:
+        click.echo(one_line(f"note: {NO_MEMORY_NOTE}: " + ", ".join(no_memory)))
+    click.echo(one_line(f"note: {OFFLINE_CHARTS_NOTE}"))
     filtered = [(s.name, *view.module_filters[s.name]) for s in sessions if s.name in view.module_filters]
     if filtered:
         click.echo(one_line("note: graph viewer and memory viewer list only the XLA modules that ran in the profiled "

@@ -33,6 +33,8 @@ class Conversion:
     xspace: Any
     events: int = 0
     dropped: Counter = field(default_factory=Counter)
+    step_ms: list[float] = field(default_factory=list)  # the `ProfilerStep#N` markers' durations, in time order
+    memory_records: int = 0  # PyTorch allocation records (`[memory]`), given XProf's memory profile names
 
 
 @dataclass
@@ -163,11 +165,17 @@ def kineto_to_xspace(trace: Mapping[str, Any], events: Iterable[Mapping[str, Any
             line = plane.line((stream, annotation), line_name)
         else:
             line = host_plane.line((pid, tid), str(tid))
-        line.events.append((start_ns, duration_ps, str(event.get("name", "")), args))
+        name = str(event.get("name", ""))
+        if name == KINETO_MEMORY_EVENT:
+            name = _memory_event(args)
+            result.memory_records += 1
+        line.events.append((start_ns, duration_ps, name, args))
         result.events += 1
 
     _name_host_lines(host_plane, thread_names, process_names)
-    _add_xprof_grouping(host_plane, gpu_planes)
+    markers = _add_xprof_grouping(host_plane, gpu_planes)
+    _add_peak_memory(host_plane)
+    result.step_ms = [(end - start) / 1e6 for _, start, end in sorted(markers, key=lambda m: m[1])]
     planes = [host_plane, *gpu_planes.values()]
     # Times start at 0, as in JAX's own xplanes: XProf computes in picoseconds, and Kineto's wall-clock nanoseconds
     # (~1.8e18) times 1000 overflow 64 bits. The wall-clock start is kept as a stat of the host plane.
@@ -201,8 +209,9 @@ def tf_op_fullname(op: str) -> str:
     return op
 
 
-def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> None:
-    """Add the stats XProf's step, op and kernel tools read, as its own grouping pass would have written them.
+def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> list[tuple[int, float, float]]:
+    """Add the stats XProf's step, op and kernel tools read, as its own grouping pass would have written them; returns
+    the step markers found, (number, start ns, end ns).
 
     XProf groups events into steps only when no plane has a `group_id` stat yet (tsl's IsXSpaceGrouped), from
     TensorFlow/JAX root events PyTorch does not write; so the grouping is done here, the way `hloscope trace stats`
@@ -219,7 +228,7 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
     """
     from hloscope.trace.steps import StepLocator, step_windows
 
-    markers = []
+    markers: list[tuple[int, float, float]] = []
     for line in host_plane.lines.values():
         for start, duration_ps, name, _ in line.events:
             number = _step_number(name)
@@ -275,6 +284,41 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> No
             steps.id = STEPS_LINE_ID
             for number, (start, end) in sorted(spans.items()):
                 steps.events.append((start, (end - start) * 1000, str(number), {"group_id": number}))
+    return markers
+
+
+# PyTorch's allocation records (`profile_memory=True`): instant events named "[memory]" whose `Bytes` is positive for an
+# allocation and negative for a free, with the allocator's totals after it. XProf's memory profile reads host events
+# named MemoryAllocation / MemoryDeallocation with its allocator stats (xprof xplane_to_memory_profile.cc).
+KINETO_MEMORY_EVENT = "[memory]"
+MEMORY_ALLOCATION, MEMORY_DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
+
+
+def _memory_event(args: dict[str, Any]) -> str:
+    """Give a Kineto allocation record XProf's name and stats (Kineto's own arguments stay as they are); returns the
+    event's name. The allocator is the device (`cpu`, `cuda:0`); `peak_bytes_in_use` is added by _add_peak_memory."""
+    size = _as_int(args.get("Bytes"), default=0)
+    device_type = _as_int(args.get("Device Type"), default=0)  # c10::DeviceType: 0 CPU, 1 CUDA
+    device = _as_int(args.get("Device Id"), default=-1)
+    args["allocator_name"] = "cpu" if device_type == 0 else f"{'cuda' if device_type == 1 else device_type}:{device}"
+    args["bytes_allocated"] = _as_int(args.get("Total Allocated"), default=0)
+    args["bytes_reserved"] = _as_int(args.get("Total Reserved"), default=0)
+    args["requested_bytes"] = args["allocation_bytes"] = abs(size)
+    address = _as_int(args.get("Addr"), default=0)
+    if 0 <= address < 2**63:
+        args["addr"] = address
+    return MEMORY_ALLOCATION if size >= 0 else MEMORY_DEALLOCATION
+
+
+def _add_peak_memory(host_plane: _Plane) -> None:
+    """`peak_bytes_in_use` on each allocation record: the most each allocator held so far, in time order."""
+    records = sorted(((start, args) for line in host_plane.lines.values() for start, _, name, args in line.events
+                      if name in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION)), key=lambda record: record[0])
+    peaks: dict[str, int] = {}
+    for _, args in records:
+        allocator = args["allocator_name"]
+        peaks[allocator] = max(peaks.get(allocator, 0), args["bytes_allocated"])
+        args["peak_bytes_in_use"] = peaks[allocator]
 
 
 def _remember_name(event: Mapping[str, Any], threads: dict, processes: dict) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from hloscope.errors import InputError
 from hloscope.files import is_regular
 from hloscope.modes import BY_NAME, MODES
-from hloscope.tensorboard.convert import KINETO_SUFFIXES, convert_kineto_file, is_kineto_file
+from hloscope.tensorboard.convert import KINETO_SUFFIXES, ConversionProgress, convert_kineto_file, is_kineto_file
 
 XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
@@ -39,6 +39,7 @@ class Session:
     source: Path  # the session directory (xplane) or the Kineto file
     format: str  # "xplane" or "kineto"
     files: tuple[Path, ...]  # xplane.pb files of the session, or the one Kineto file
+    run_dir: Path | None = None  # the run directory it belongs to (its run.json holds the timed steps)
 
     def signature(self) -> tuple:
         """Changes when a file of the session is rewritten, so the view knows to rebuild it."""
@@ -93,7 +94,8 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
         run_name = _run_name(run_dir, base, directory)
         for label, source, trace_format, session_files in sorted(entries):
             name = run_name if len(entries) == 1 else f"{run_name}/{label}"
-            sessions.append(Session(name=name, source=source, format=trace_format, files=session_files))
+            sessions.append(Session(name=name, source=source, format=trace_format, files=session_files,
+                                    run_dir=run_dir))
     return sessions
 
 
@@ -132,16 +134,30 @@ def mode_label(run_dir: Path) -> str:
 
 def _recorded_mode(run_dir: Path) -> str | None:
     """run.json's `mode`, or None when there is no readable record (the folder name is used then)."""
+    mode = _run_record(run_dir).get("mode")
+    return mode if isinstance(mode, str) else None
+
+
+def timed_median_ms(run_dir: Path | None) -> float | None:
+    """The run's timed median step (run.json `timing.median_s`) in ms, or None without a readable record."""
+    timing = _run_record(run_dir).get("timing") if run_dir is not None else None
+    median = timing.get("median_s") if isinstance(timing, dict) else None
+    return median * 1000 if isinstance(median, (int, float)) and median > 0 else None
+
+
+def _run_record(run_dir: Path) -> dict:
+    """The run's run.json as read here (only to name the run and show its timed step), or {} when there is none or it
+    is not a readable JSON object: the run is then shown by its folder name, without a timed step."""
     record = run_dir / "run.json"
     if not is_regular(record):  # a FIFO named run.json would block
-        return None
+        return {}
     try:
         if record.stat().st_size > MAX_RECORD_BYTES:
-            return None
-        mode = json.loads(record.read_bytes()).get("mode")
-    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, not an object: name it by its folder
-        return None
-    return mode if isinstance(mode, str) else None
+            return {}
+        data = json.loads(record.read_bytes())
+    except (OSError, ValueError):  # unreadable or not JSON
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _kineto_label(path: Path) -> str:
@@ -156,13 +172,22 @@ def _kineto_label(path: Path) -> str:
 class ViewLogdir:
     """A generated TensorBoard logdir that mirrors the sessions found under a directory, kept in sync by `sync()`."""
 
-    def __init__(self, source: Path, root: Path):
+    def __init__(self, source: Path, root: Path, progress: ConversionProgress | None = None):
         self.source = source
+        self.progress = progress  # told how far a Kineto trace's conversion is
         self.root = root
         self.problems: dict[str, str] = {}  # session name -> why it is not in the view (an unreadable Kineto trace)
         self._built: dict[str, tuple] = {}  # session name -> signature it was built from (or failed on)
         # session name -> the XLA modules its view keeps (those that ran in the profiled steps) and how many it left out
         self.module_filters: dict[str, tuple[list[str], int]] = {}
+        # session name -> XLA op events of its view given their framework op (`tf_op`) from the xplane's HLO
+        self.framework_ops: dict[str, int] = {}
+        # session name -> its profiled steps' durations (ms, step markers in time order), for the profiled median
+        self.step_ms: dict[str, list[float]] = {}
+        # sessions XProf takes for training (it shows their step-time graph): XLA HLO with gradient metadata
+        self.training: set[str] = set()
+        # session name -> allocation records XProf's memory profile draws (PyTorch `[memory]` events), when any
+        self.memory_records: dict[str, int] = {}
 
     def sync(self) -> list[Session]:
         """Add, rebuild or remove the sessions that are new, changed or gone since the last call; returns those shown.
@@ -174,6 +199,9 @@ class ViewLogdir:
         for gone in set(self._built) - {session.name for session in sessions}:  # deleted under DIR: drop it too
             shutil.rmtree(self.session_dir(gone), ignore_errors=True)
             self._built.pop(gone)
+            for table in (self.module_filters, self.framework_ops, self.step_ms, self.memory_records):
+                table.pop(gone, None)
+            self.training.discard(gone)
             self.problems.pop(gone, None)
         for session in sessions:
             signature = session.signature()
@@ -193,28 +221,41 @@ class ViewLogdir:
         tb_run, _, profile_run = name.rpartition("/")
         return self.root / tb_run / "plugins" / "profile" / profile_run
 
-    def _filtered_copy(self, session: Session, xplane: Path, target: Path) -> bool:
-        """Write a copy of `xplane` whose module list (graph viewer, memory viewer) holds only the XLA modules that
-        ran in the profiled steps (hloscope.tensorboard.modules); False when there is nothing to leave out or the
-        xplane cannot be read that way (then the original is linked, as before)."""
+    def _prepared_copy(self, session: Session, xplane: Path, target: Path) -> bool:
+        """Write a copy of `xplane` with what XProf needs and the recorded file lacks: its module list (graph viewer,
+        memory viewer) holds only the XLA modules that ran in the profiled steps (hloscope.tensorboard.modules), and
+        every XLA op event carries its framework op from the xplane's own HLO (hloscope.tensorboard.xla_ops: framework
+        op stats). Records the session's profiled step times. False when there is nothing to change or the xplane
+        cannot be read that way (then the original is linked, as before)."""
         from hloscope.errors import MissingDependency
-        from hloscope.tensorboard.modules import keep_step_modules
+        from hloscope.tensorboard.modules import keep_step_modules_in, step_marker_ms
+        from hloscope.tensorboard.xla_ops import add_framework_ops, program_ops, xprof_sees_training
+        from hloscope.trace.xplane_proto import xspace_class
 
-        self.module_filters.pop(session.name, None)
         try:
             from google.protobuf.message import DecodeError
         except ImportError:  # no protobuf runtime, so no schema to read it with: serve the file as it is
             return False
         try:
-            kept = keep_step_modules(xplane, target)
+            space = xspace_class()()
+            space.ParseFromString(xplane.read_bytes())
+            kept = keep_step_modules_in(space)
+            programs = program_ops(space)
+            if xprof_sees_training(programs):
+                self.training.add(session.name)
+            framework_ops = add_framework_ops(space, programs)
+            self.step_ms.setdefault(session.name, []).extend(step_marker_ms(space))
+            if kept is None and not framework_ops:
+                return False
+            target.write_bytes(space.SerializeToString())
         except (OSError, DecodeError, RuntimeError, ValueError, MissingDependency):
             # not readable, not decodable with XProf's schema (protobuf's errors, as trace.xplane reads them), or no
             # schema at all: serve the file as it is
             target.unlink(missing_ok=True)
             return False
-        if kept is None:
-            return False
-        self.module_filters[session.name] = (kept.kept, kept.dropped)
+        if kept is not None:
+            self.module_filters[session.name] = (kept.kept, kept.dropped)
+        self.framework_ops[session.name] = self.framework_ops.get(session.name, 0) + framework_ops
         return True
 
     def _build(self, session: Session) -> None:
@@ -222,12 +263,18 @@ class ViewLogdir:
         if target.exists():  # ours: a session that changed since it was last built
             shutil.rmtree(target)
         try:
+            for table in (self.module_filters, self.framework_ops, self.step_ms, self.memory_records):
+                table.pop(session.name, None)
+            self.training.discard(session.name)
             if session.format == "kineto":
-                convert_kineto_file(session.source, target)
+                _, conversion = convert_kineto_file(session.source, target, self.progress)
+                self.step_ms[session.name] = conversion.step_ms
+                if conversion.memory_records:
+                    self.memory_records[session.name] = conversion.memory_records
                 return
             target.mkdir(parents=True)
             for xplane in session.files:
-                if not self._filtered_copy(session, xplane, target / xplane.name):
+                if not self._prepared_copy(session, xplane, target / xplane.name):
                     (target / xplane.name).symlink_to(xplane.resolve())
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)  # no half-built run: the plugin would list it without tools

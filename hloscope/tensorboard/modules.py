@@ -77,6 +77,15 @@ def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
 
     space = xspace_class()()
     space.ParseFromString(source.read_bytes())
+    result = keep_step_modules_in(space)
+    if result is not None:
+        target.write_bytes(space.SerializeToString())
+    return result
+
+
+def keep_step_modules_in(space) -> ModuleFilter | None:
+    """Drop from the space's metadata plane the programs that did not run in the profiled steps; None (the space
+    unchanged) when there is nothing to leave out or nothing to keep."""
     metadata = next((p for p in space.planes if p.name == METADATA_PLANE), None)
     if metadata is None or len(metadata.event_metadata) < 2:
         return None
@@ -93,5 +102,23 @@ def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
     result = ModuleFilter(kept=sorted(metadata.event_metadata[k].name for k in keep), dropped=len(drop))
     for key in drop:
         del metadata.event_metadata[key]
-    target.write_bytes(space.SerializeToString())
     return result
+
+
+def step_marker_ms(space) -> list[float]:
+    """The durations (ms) of the space's step markers, in time order: hloscope's `train_step` annotations of an XLA
+    run (jax.profiler.StepTraceAnnotation, xp.StepTrace), or torch_xla's `StepMarker` events when there is none
+    (torch_xla writes both: counting both would count each step twice)."""
+    found: dict[str, list[tuple[int, float]]] = {name: [] for name in STEP_MARKERS}
+    for plane in space.planes:
+        if plane.name == METADATA_PLANE:
+            continue
+        metadata = plane.event_metadata
+        for line in plane.lines:
+            base_ps = line.timestamp_ns * 1000
+            for event in line.events:
+                meta = metadata.get(event.metadata_id)
+                if meta is not None and meta.name in found:
+                    found[meta.name].append((base_ps + event.offset_ps, event.duration_ps / 1e9))
+    markers = next((found[name] for name in STEP_MARKERS if found[name]), [])
+    return [ms for _, ms in sorted(markers)]
