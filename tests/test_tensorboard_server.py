@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium, hloscope
 
-from hloscope.modes import MODES
+from hloscope.modes import MODES, get_mode
 
 # compare's default modes (every registered mode; all are installed here): runs are named by mode (`pytorch+compile`)
 MODE_NAMES = tuple(mode.name for mode in MODES)
@@ -112,6 +112,15 @@ def fixture_traces(fixtures_dir, tmp_path_factory) -> Path:
     xplane.parent.mkdir(parents=True)
     shutil.copy(fixtures_dir / AMD_JAX_XPLANE, xplane)
     (root / "gpu-cmp" / "comparison.json").write_text('{"schema_version": 1}')
+    # a CPU PyTorch run profiled with profile_memory=True: its allocation records, as torch 2.9 writes them
+    records = [{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
+                "args": {"Total Reserved": 0, "Total Allocated": total, "Bytes": size, "Device Id": -1,
+                         "Device Type": 0, "Addr": address}}
+               for ts, size, total, address in ((10, 4096, 4096, 1), (11, 8192, 12288, 2), (12, -4096, 8192, 1))]
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 5, "dur": 20}
+    memory = root / "gpu-cmp" / "pytorch_compile" / "kineto" / "cpu_2.1.pt.trace.json"
+    memory.parent.mkdir(parents=True)
+    memory.write_text(json.dumps({"traceEvents": [step, *records], "baseTimeNanoseconds": 1}))
     return root
 
 
@@ -132,7 +141,8 @@ def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
     with hloscope_tensorboard(fixture_traces, host=None) as (_, url, stdout):
         # Without --host, TensorBoard listens on 127.0.0.1 only (little-endian hex in /proc/net/tcp).
         assert listening_addresses(urllib.parse.urlsplit(url).port) == {"0100007F"}
-        assert sorted(http_json(url + "data/plugin/profile/runs")) == ["jax/gpu-cmp", "pytorch/gpu-cmp"]
+        assert sorted(http_json(url + "data/plugin/profile/runs")) == ["jax/gpu-cmp", "pytorch+compile/gpu-cmp",
+                                                                       "pytorch/gpu-cmp"]  # fmt: skip
         assert "pytorch/gpu-cmp" in "".join(stdout) and "Kineto -> XSpace" in "".join(stdout)
         tools = http_json(url + "data/plugin/profile/run_tools?run=pytorch/gpu-cmp")
         assert "trace_viewer@" in tools and "kernel_stats" in tools
@@ -144,6 +154,13 @@ def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
         assert "ampere_sgemm_32x32_sliced1x4_tn" in names  # a cuBLAS kernel of the A100 trace, on its stream line
         threads = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
         assert {"Stream #7", "Stream #20"} <= threads
+        # the allocation records fill XProf's memory profile; the runs without any are named in the output
+        memory = tool_data(url, "pytorch+compile/gpu-cmp", "memory_profile")
+        summary = memory["memoryProfilePerAllocator"]["cpu"]["profileSummary"]
+        assert memory["memoryIds"] == ["cpu"] and int(summary["peakStats"]["peakBytesInUse"]) == 12288
+        output = " ".join(stdout)
+        assert "memory profile: empty for these runs" in output and "www.gstatic.com" in output
+        assert "profiled step" in output
     assert tree_state(fixture_traces) == before  # the plugin's caches went to the generated logdir, not here
 
 
@@ -154,7 +171,13 @@ PROFILE_STEPS = 2
 
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
-    """`hloscope compare --profile` on the tiny ViT: each mode in its own process, profiled by its framework's profiler."""
+    """`hloscope compare --profile` on the tiny ViT: each mode in its own process, profiled by its framework's profiler
+    (HLOSCOPE_TEST_COMPARISON reuses one recorded before, in a copy: the plugin must not write next to it)."""
+    given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
+    if given:
+        copy = tmp_path_factory.mktemp("traces") / Path(given).name
+        shutil.copytree(given, copy, symlinks=True)
+        return copy
     root = tmp_path_factory.mktemp("traces")
     result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
                       "--warmup", "1", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
@@ -218,6 +241,56 @@ def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_pa
         )  # fmt: skip
         assert target.stat().st_size > 20_000, name  # a blank 1400x900 PNG is a few kB
         assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def tool_data(url: str, run: str, tool: str):
+    """One of XProf's tools for a run, as the profile page asks for it: the run's host, then the tool's data."""
+    hosts = http_json(url + "data/plugin/profile/hosts?" + urllib.parse.urlencode({"run": run, "tag": tool}))
+    query = urllib.parse.urlencode({"run": run, "tag": tool, "host": hosts[0]["hostname"]})
+    return http_json(url + "data/plugin/profile/data?" + query)
+
+
+def recorded_step_ms(run_dir: Path) -> list[float]:
+    """The profiled steps' durations (ms) read from the recorded files without hloscope: the ProfilerStep#N events of
+    the Kineto JSON, or the `train_step` annotations of the xplane (jaxlib's reader)."""
+    kineto = sorted((run_dir / "kineto").glob("*.pt.trace.json"))
+    if kineto:
+        events = json.loads(kineto[0].read_text())["traceEvents"]
+        return [e["dur"] / 1000 for e in sorted(events, key=lambda e: e.get("ts", 0))
+                if str(e.get("name", "")).startswith("ProfilerStep#")]
+    from jaxlib._profile_data import ProfileData
+
+    (xplane,) = (run_dir / "plugins" / "profile").glob("*/*.xplane.pb")
+    markers = sorted((event.start_ns, event.duration_ns / 1e6) for plane in ProfileData.from_file(str(xplane)).planes
+                     for line in plane.lines for event in line.events if event.name == "train_step")
+    return [ms for _, ms in markers]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_overview_step_times_and_framework_ops_over_http(served_comparison, comparison, mode):
+    run = f"{mode}/{comparison.name}"
+    run_dir = comparison / get_mode(mode).dir_name
+    overview = tool_data(served_comparison, run, "overview_page")
+    graph = next(t for t in overview if t.get("p", {}).get("step_time_graph_column_ids"))
+    shown = [row["c"][-1]["v"] for row in graph["rows"]]
+    expected = recorded_step_ms(run_dir)
+    assert len(expected) == len(json.loads((run_dir / "run.json").read_text())["profile"]["step_numbers"])
+    assert shown == pytest.approx(expected, abs=1e-3)  # XProf's step: the marker (host-only profiles)
+    summary = next(t for t in overview if t.get("p", {}).get("steptime_ms_average"))["p"]
+    assert float(summary["steptime_ms_average"]) == pytest.approx(sum(expected) / len(expected), abs=0.06)
+    # XProf takes only profiles whose HLO has a backward scope for training (JAX, torchax); the others' step graph is
+    # hidden by its page, which the command says.
+    training = next(t for t in overview if "is_training" in t.get("p", {}))["p"]["is_training"]
+    assert training == ("true" if get_mode(mode).framework in ("jax", "torchax") else "false")
+    table = tool_data(served_comparison, run, "framework_op_stats")[0]
+    operations = [row["c"][3]["v"] for row in table["rows"]]
+    if get_mode(mode).trace_format == "xplane":  # XLA ops named by their HLO op_name: aten__mm, .../dot_general
+        assert len(operations) > 20 and any("aten__mm" in op or "dot_general" in op for op in operations), operations
+    else:
+        assert "aten::mm" in operations or "aten::addmm" in operations
+    # no run of hloscope records allocations (profile_memory): XProf's memory profile has no allocator
+    assert tool_data(served_comparison, run, "memory_profile")["memoryIds"] == []
 
 
 def _trace_viewer_page(url: str, comparison: Path) -> str:
