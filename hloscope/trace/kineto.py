@@ -388,6 +388,22 @@ def _stream_with_ijson(path: Path, stream: io.BufferedIOBase, prefix: str, skip:
 BAD_STEP_MARKERS = "step marker(s) with a step number beyond 64 bits: read as plain events, not steps"
 
 
+def iter_perfetto_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Iterator[Event]:
+    """Every complete event of a Perfetto protobuf trace (hloscope.trace.perfetto), built as the JSON reader builds
+    a Kineto trace's, so that both forms of one profile give the same events and the same statistics."""
+    from hloscope.trace.perfetto import trace_dicts
+
+    path = Path(path)
+    builder = _EventBuilder()
+    for raw in trace_dicts(path):
+        event = builder.from_dict(path, raw)
+        if event is not None:
+            yield event
+    if builder.complete_events == 0:
+        raise InputError(path, "not a trace: no complete slice in this Perfetto trace")
+    _warn_unclassified(path, builder, flaws)
+
+
 def _warn_unclassified(path: Path, builder: _EventBuilder, flaws: Flaws | None = None) -> None:
     """One warning per file: complete events that look like device work but that no category rule reads as such
     (a vendor's device category hloscope does not know yet) are counted as host events, not device time. The step

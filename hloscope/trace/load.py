@@ -21,7 +21,7 @@ from typing import Any
 from hloscope import files
 from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
-from hloscope.trace import kineto
+from hloscope.trace import kineto, perfetto
 from hloscope.trace.model import Event, Flaws, Trace
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -61,7 +61,7 @@ def find_trace_files(directory: Path, any_json: bool = False) -> list[Path]:
     found = []
     for root, _, names in os.walk(directory):
         for name in names:
-            if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES)):
+            if name.endswith((XPLANE_SUFFIX, *JSON_TRACE_SUFFIXES, *perfetto.PERFETTO_SUFFIXES)):
                 found.append(Path(root, name))
             elif any_json and name.endswith(OTHER_JSON_SUFFIXES) and name not in (RUN_FILE, COMPARISON_FILE):
                 file = Path(root, name)
@@ -170,6 +170,9 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     files.regular_file(path, "a trace file", "save the trace to a file first")
     if path.name.endswith(".pb"):
         return _xplane_trace(path)
+    if perfetto.is_perfetto_file(path) and perfetto.is_protobuf(path):  # torch names JSON .pftrace too: told by content
+        return Trace(file=str(path), format="perfetto",
+                     events=CheckedEvents(path, lambda flaws: kineto.iter_perfetto_events(path, flaws)))
     head = _head(path)
     if not head:
         raise InputError(path, "empty file: not a trace")

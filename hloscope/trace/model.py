@@ -126,7 +126,7 @@ class EventStream:
 
 @dataclass
 class Trace:
-    """One trace file: where it is, its format ("xplane", "kineto" or "chrome") and its events."""
+    """One trace file: where it is, its format ("xplane", "kineto", "chrome" or "perfetto") and its events."""
 
     file: str
     format: str
