@@ -165,3 +165,19 @@ def test_bad_perfetto_file_is_one_line_exit_2(tmp_path, content, message):
     result = hloscope("trace", "stats", bad)
     assert result.code == 2
     assert result.stderr.strip().count("\n") == 0 and str(bad) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tensorboard_converts_the_perfetto_form_like_the_json(profiled, tmp_path):
+    from hloscope.tensorboard.convert import convert_kineto_file
+
+    trace_json = json.loads((profiled / "w_1.1.pt.trace.json").read_text())
+    events = [e for e in trace_json["traceEvents"] if isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int)]
+    source = tmp_path / "src" / "w_1.1.pt.trace.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps({"traceEvents": events}))
+    to_perfetto(events, tmp_path / "src" / "w_1.1.pftrace")
+    _, from_json = convert_kineto_file(source, tmp_path / "json")
+    xplane, from_protobuf = convert_kineto_file(tmp_path / "src" / "w_1.1.pftrace", tmp_path / "protobuf")
+    assert xplane.name == "w_1.xplane.pb"
+    assert from_protobuf.events == from_json.events == sum(1 for e in events if e["ph"] == "X")
+    assert from_protobuf.step_ms == pytest.approx(from_json.step_ms, abs=1e-5) and len(from_json.step_ms) == 2

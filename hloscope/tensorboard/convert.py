@@ -13,6 +13,7 @@ from hloscope.errors import InputError
 from hloscope.limits import MAX_XSPACE_EVENTS
 from hloscope.tensorboard.kineto_xspace import Conversion, kineto_to_xspace
 from hloscope.trace.kineto import open_trace_bytes
+from hloscope.trace.perfetto import PERFETTO_SUFFIXES, is_perfetto_file, is_protobuf, trace_dicts
 
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 # How often (events) the conversion tells its progress: often enough for a bar, rarely enough to cost nothing.
@@ -31,13 +32,14 @@ class ConversionProgress(Protocol):
 
 
 def is_kineto_file(path: Path) -> bool:
-    return path.name.endswith(KINETO_SUFFIXES)
+    """A PyTorch profiler trace: Kineto JSON, or a Perfetto trace (`.pftrace`, protobuf or JSON by content)."""
+    return path.name.endswith((*KINETO_SUFFIXES, *PERFETTO_SUFFIXES))
 
 
 def host_name(path: Path) -> str:
     """The profiled worker: torch's trace handler names files `<host>_<pid>.<time>.pt.trace.json[.gz]`."""
     name = path.name
-    for suffix in (".gz", ".json", ".trace", ".pt"):
+    for suffix in (".gz", ".json", *PERFETTO_SUFFIXES, ".trace", ".pt"):
         name = name.removesuffix(suffix)
     worker = name.split(".", 1)[0] or "pytorch"
     # The plugin reads the host back from `<host>.xplane.pb`; keep it to characters that are safe in a file name.
@@ -55,6 +57,8 @@ def read_kineto(path: Path, progress: ConversionProgress | None = None
     """
     import ijson
 
+    if is_perfetto_file(path) and is_protobuf(path):  # the same events, decoded from Perfetto's packets
+        return {}, _perfetto_events(path, progress)
     backend = _backend(ijson)
     header: dict[str, Any] = {}
     with _read_errors(path, ijson):
@@ -88,6 +92,17 @@ def _events(path: Path, backend: Any, ijson: Any, progress: ConversionProgress |
                 yield event
     if not seen:
         raise InputError(path, "not a Kineto trace: no 'traceEvents' list")
+
+
+def _perfetto_events(path: Path, progress: ConversionProgress | None) -> Iterator[dict[str, Any]]:
+    if progress is not None:
+        progress.phase(f"converting {path.name} to XSpace (events)", None)
+    for count, event in enumerate(trace_dicts(path), 1):
+        if count > MAX_XSPACE_EVENTS:
+            raise too_many_events(path)
+        if progress is not None and count % PROGRESS_EVERY == 0:
+            progress.update(count)
+        yield event
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from hloscope.errors import InputError
 from hloscope.files import is_regular
 from hloscope.modes import BY_NAME, MODES
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, ConversionProgress, convert_kineto_file, is_kineto_file
+from hloscope.trace.perfetto import PERFETTO_SUFFIXES
 
 XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
@@ -81,7 +82,7 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
         raise InputError(
             directory,
             "no profiles found (looked for plugins/profile/<session>/*.xplane.pb and *"
-            + " / *".join(KINETO_SUFFIXES)
+            + " / *".join((*KINETO_SUFFIXES, *PERFETTO_SUFFIXES))
             + "; record some with `hloscope run --profile`)",
         )
     # Names start at the directory above the comparison (or the lone run) that `directory` is or is inside of.
@@ -163,7 +164,7 @@ def _run_record(run_dir: Path) -> dict:
 def _kineto_label(path: Path) -> str:
     """`host_123.1796011551657941891.pt.trace.json` -> `kineto-1796011551657941891` (the part after the host)."""
     stem = path.name
-    for suffix in KINETO_SUFFIXES:
+    for suffix in (*KINETO_SUFFIXES, *PERFETTO_SUFFIXES):
         stem = stem.removesuffix(suffix)
     _, _, rest = stem.partition(".")
     return f"kineto-{rest or stem}"
