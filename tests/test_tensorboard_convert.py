@@ -271,3 +271,63 @@ def test_trace_with_more_events_than_the_conversion_may_hold_is_refused_before_c
     with pytest.raises(InputError, match="too many events"):
         for _ in stream:
             pass
+
+
+class RecordingProgress:
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def phase(self, description, total):
+        self.calls.append(("phase", description, total))
+
+    def update(self, completed):
+        self.calls.append(("update", completed))
+
+    def stop(self):
+        self.calls.append(("stop",))
+
+
+def test_conversion_tells_its_phases_and_bytes_read(tmp_path, monkeypatch):
+    from hloscope.tensorboard import convert
+
+    monkeypatch.setattr(convert, "PROGRESS_EVERY", 100)
+    events = ",".join(f'{{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}' for i in range(1_000))
+    trace = tmp_path / "worker.1.pt.trace.json"
+    trace.write_text(f'{{"traceEvents": [{events}], "baseTimeNanoseconds": 5}}')
+    progress = RecordingProgress()
+    convert_kineto_file(trace, tmp_path / "out", progress)
+    phases = [call[1].split(" ")[0] for call in progress.calls if call[0] == "phase"]
+    assert phases == ["checking", "reading", "converting", "writing"]
+    converting = next(i for i, call in enumerate(progress.calls) if call[0] == "phase" and "converting" in call[1])
+    assert progress.calls[converting][2] == trace.stat().st_size
+    read = [call[1] for call in progress.calls[converting + 1:] if call[0] == "update"]
+    assert len(read) == 10 and read == sorted(read) and 0 < read[-1] <= trace.stat().st_size
+    assert progress.calls[-1] == ("stop",)
+
+
+def test_conversion_stops_its_progress_on_bad_input(tmp_path):
+    bad = tmp_path / "worker.1.pt.trace.json"
+    bad.write_text('{"traceEvents": [')
+    progress = RecordingProgress()
+    with pytest.raises(InputError):
+        convert_kineto_file(bad, tmp_path / "out", progress)
+    assert progress.calls[-1] == ("stop",)
+
+
+def test_phase_progress_bar_draws_each_phase_on_its_console():
+    import io
+
+    from rich.console import Console
+
+    from hloscope.render.progress import PhaseProgressBar
+
+    out = io.StringIO()
+    bar = PhaseProgressBar(Console(file=out, force_terminal=True, width=100))
+    bar.phase("checking trace.json (events)", None)
+    bar.update(40_000)
+    bar.phase("converting trace.json to XSpace", 2_000_000)
+    bar.update(1_000_000)
+    bar.stop()
+    bar.stop()  # twice: nothing left to stop
+    text = out.getvalue()
+    assert "checking trace.json" in text and "converting trace.json to XSpace" in text and "1.0/2.0 MB" in text
