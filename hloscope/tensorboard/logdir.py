@@ -106,7 +106,7 @@ def _is_record_dir(directory: Path) -> bool:
 
 def _run_name(run_dir: Path, base: Path, directory: Path) -> str:
     """`<mode>/<comparison>`: the mode first, so that the profile plugin's narrow session list, which cuts long names
-    at the end, still shows it (`jax/compare-20261201-045931`); a lone run keeps its own name. The mode is named as
+    at the end, still shows it (`<mode>/compare-20261201-045931`); a lone run keeps its own name. The mode is named as
     everywhere else in hloscope (`pytorch+compile/...`, not its folder `pytorch_compile`)."""
     relative = run_dir.resolve().relative_to(base.resolve()).parts
     if not relative:
