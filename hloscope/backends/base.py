@@ -39,6 +39,7 @@ class RunOptions:
     seq_len: int | None = None        # --seq-len for text presets (None: the preset's default)
     inject_host_delay_ms: float = 0.0  # --inject-host-delay: a known host sleep before each step's dispatch
     devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
+    optimizer: str = "sgd"            # --optimizer sgd | adamw (hloscope/backends/optimizers.py)
 
     @property
     def preset(self) -> Preset:

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from hloscope.backends import scheduling
+from hloscope.backends import memory_ledger, scheduling
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.devices import prepare_environment
 from hloscope.backends.startup_ledger import RESHAPE_WARNING, StartupLedger, reshape_hook
@@ -277,6 +277,7 @@ def execute(options: RunOptions, run_dir: Path,
             record["warnings"].append(message)
             warn(message)
         record["memory"] = session.memory()
+        record["memory"]["ledger"] = memory_ledger.measure(session, record["memory"])
         fill_timing(record, log, options.batch_size)
         noisy = noise_warning(record["timing"])
         record["timing"]["noisy"] = noisy is not None

@@ -71,11 +71,23 @@ class JaxSession(Session):
         through torchax in the torchax mode (a subclass)."""
         options = self.options
         return build_jax_workload(options.preset, options.batch_size, options.precision, options.seed,
-                                  torch_weights=options.check_parity)
+                                  torch_weights=options.check_parity, optimizer=options.optimizer)
 
     def parameters(self, state):
         """The trainable parameters in the step's state (a pytree)."""
         return state.params
+
+    def buffers(self, state):
+        """The model's non-trainable state in the step's state: BatchNorm's running statistics (ResNet), else none."""
+        return getattr(state, "batch_stats", None)
+
+    def optimizer_state(self, state):
+        """The optimizer's part of the step's state: optax's state and TrainState's step count."""
+        return (state.opt_state, state.step)
+
+    def step_batch(self):
+        """One batch as the train step takes it (the memory ledger's inputs)."""
+        return self._pool_or_fresh_batch()
 
     def parity(self) -> dict:
         from hloscope.backends.data import parity_batch

@@ -1,7 +1,7 @@
 """The JAX training step, shared by `hloscope run --mode jax` and the GPU-target compiler.
 
 `jax.jit(w.train_step).lower(w.state, *w.batch)` is exactly the step that `run --mode jax` times: HuggingFace's
-FlaxViTForImageClassification (NHWC input), a Flax TrainState with optax SGD, softmax cross-entropy.
+FlaxViTForImageClassification (NHWC input), a Flax TrainState with optax SGD (or AdamW: --optimizer), softmax cross-entropy.
 Importing this module imports JAX, Flax, optax and transformers; callers import it only when they need JAX.
 """
 
@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.backends.optimizers import optax_optimizer
 from hloscope.errors import MissingDependency, UsageError
 from hloscope.models.presets import Preset, ResNetPreset, TextPreset, get_preset
-
-LEARNING_RATE = 0.01
 
 # --precision -> (jax_default_matmul_precision, compute dtype name). fp32 asks for true fp32 matmuls (XLA's GPU default
 # would use TF32); bf16 follows Flax's recommended way: bf16 compute dtype, fp32 parameters.
@@ -52,6 +51,8 @@ class JaxWorkload:
     # --check-parity: (state, images, labels) -> (loss, gradient global norm, weights global norm), pure, no update
     probe: Callable[..., Any] | None = None
     weights: str = "FlaxViTForImageClassification initialised by Flax from --seed"
+    # the memory ledger: (state, images, labels) -> what autodiff keeps for backward (kept_for_backward); pure
+    residuals: Callable[..., Any] | None = None
 
 
 def apply_precision(precision: str) -> tuple[str | None, str]:
@@ -66,9 +67,10 @@ def apply_precision(precision: str) -> tuple[str | None, str]:
 
 
 def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
-                       torch_weights: bool = False) -> JaxWorkload:
+                       torch_weights: bool = False, optimizer: str = "sgd") -> JaxWorkload:
     """Model, optimizer state and one batch of synthetic data from `seed`, ready to jit and time. `torch_weights`
-    (--check-parity): start from the seeded PyTorch model's weights, converted to Flax (`parity_weights`)."""
+    (--check-parity): start from the seeded PyTorch model's weights, converted to Flax (`parity_weights`); `optimizer`:
+    --optimizer (hloscope.backends.optimizers)."""
     jax, jnp, optax, TrainState, FlaxViT, ViTConfig = _imports()
 
     from hloscope.backends.data import synthetic_pool
@@ -86,9 +88,9 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
     if torch_weights:
         params, weights = parity_weights(preset, seed, model)
     if isinstance(preset, ResNetPreset):  # BatchNorm: its running statistics ride in the state, updated every step
-        return _batch_stats_workload(preset, model, params, weights, batch_size, precision, seed)
+        return _batch_stats_workload(preset, model, params, weights, batch_size, precision, seed, optimizer)
     # The Flax module itself takes NHWC; the HF wrapper's __call__ would transpose from NCHW first.
-    state = TrainState.create(apply_fn=model.module.apply, params=params, tx=optax.sgd(LEARNING_RATE))
+    state = TrainState.create(apply_fn=model.module.apply, params=params, tx=optax_optimizer(optimizer))
     # TrainState starts with step=0, a weakly typed Python int; after one step it is an int32 array, and jit would
     # compile the step a second time. Start with the array so that the first compile is the only one.
     state = state.replace(step=jnp.asarray(0, dtype=jnp.int32))
@@ -111,10 +113,24 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
         loss, grads = jax.value_and_grad(loss_fn)(state.params, images, labels)
         return loss, optax.global_norm(grads), optax.global_norm(state.params)
 
+    def residuals(state, images, labels):
+        return kept_for_backward(lambda params: loss_fn(params, images, labels), state.params, images, labels)
+
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
     batch = (jax.device_put(to_nhwc(images) if preset.kind == "image" else images), jax.device_put(labels))
     return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype,
-                       probe=probe, weights=weights)
+                       probe=probe, weights=weights, residuals=residuals)
+
+
+def kept_for_backward(loss_of_params: Callable[..., Any], params, *inputs, has_aux: bool = False) -> list:
+    """The values `jax.vjp` of `loss_of_params` at `params` keeps for the backward pass (its residuals), without the
+    parameters and the inputs themselves: the activations autodiff saves, before XLA fuses or rematerialises. Meant
+    for `jax.eval_shape` (shapes and dtypes, nothing computed)."""
+    import jax
+
+    pullback = jax.vjp(loss_of_params, params, has_aux=True)[1] if has_aux else jax.vjp(loss_of_params, params)[1]
+    known = {id(leaf) for leaf in jax.tree_util.tree_leaves((params, inputs))}
+    return [leaf for leaf in jax.tree_util.tree_leaves(pullback) if id(leaf) not in known]
 
 
 def _flax_paired_model(preset: TextPreset | ResNetPreset, seed: int, dtype):
@@ -136,10 +152,10 @@ def _flax_paired_model(preset: TextPreset | ResNetPreset, seed: int, dtype):
 
 
 def _batch_stats_workload(preset: ResNetPreset, model, variables, weights: str, batch_size: int, precision: str,
-                          seed: int) -> JaxWorkload:
+                          seed: int, optimizer: str = "sgd") -> JaxWorkload:
     """ResNet's step: the forward in training mode (BatchNorm normalises with the batch's statistics) with
     `mutable=["batch_stats"]`, whose updated running statistics replace the state's (a TrainState with a
-    `batch_stats` field, as in Flax's ImageNet example); SGD on the parameters only."""
+    `batch_stats` field, as in Flax's ImageNet example); the optimizer on the parameters only."""
     jax, jnp, optax, _, _, _ = _imports()
     from flax.training.train_state import TrainState
 
@@ -150,7 +166,7 @@ def _batch_stats_workload(preset: ResNetPreset, model, variables, weights: str, 
 
     matmul_precision, dtype = PRECISIONS[precision]
     state = BatchStatsState.create(apply_fn=model.module.apply, params=variables["params"],
-                                   batch_stats=variables["batch_stats"], tx=optax.sgd(LEARNING_RATE))
+                                   batch_stats=variables["batch_stats"], tx=optax_optimizer(optimizer))
     state = state.replace(step=jnp.asarray(0, dtype=jnp.int32))  # as for the other presets: one compile
 
     def loss_fn(params, batch_stats, images, labels):
@@ -168,10 +184,14 @@ def _batch_stats_workload(preset: ResNetPreset, model, variables, weights: str, 
         (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, state.batch_stats, images, labels)
         return loss, optax.global_norm(grads), optax.global_norm(state.params)
 
+    def residuals(state, images, labels):
+        return kept_for_backward(lambda params: loss_fn(params, state.batch_stats, images, labels), state.params,
+                                 state.batch_stats, images, labels, has_aux=True)
+
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
     batch = (jax.device_put(to_nhwc(images)), jax.device_put(labels))
     return JaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision, dtype=dtype,
-                       probe=probe, weights=weights)
+                       probe=probe, weights=weights, residuals=residuals)
 
 
 def parity_weights(preset: Preset, seed: int, flax_model) -> tuple[Any, str]:

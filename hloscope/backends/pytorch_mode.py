@@ -98,7 +98,8 @@ class PytorchSession(TorchSession):
                                              precision=options.precision, autocast_device=self.device.type,
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
                                              data=options.data, n_batches=self.batch_count(),
-                                             attention=options.attention, wrap=wrap, shard=shard)
+                                             attention=options.attention, wrap=wrap, shard=shard,
+                                             optimizer_name=options.optimizer)
 
     def _enable_inductor_debug(self) -> None:
         """Ask inductor to write its debug trace (FX graphs, IR, output_code.py) under the run directory.

@@ -69,6 +69,21 @@ class TorchSession(Session):
     def loss_of(self, outputs) -> float:
         return loss_of(outputs)
 
+    def step_batch(self):
+        """One batch on the device, as the step takes it (the memory ledger's inputs): the pool's first, or the first
+        batch's shapes from the shared synthetic data with --data loader (drawing from the loader would shift the
+        steps' batches)."""
+        workload = self.built_workload
+        if workload.pool is not None:
+            return workload.pool[0]
+        from hloscope.backends.data import synthetic_pool
+        from hloscope.backends.torch_workload import as_input
+
+        torch = import_torch()
+        images, labels = synthetic_pool(self.options.preset, self.options.batch_size, self.options.seed, pool_size=1)[0]
+        return (as_input(torch, images, self.options.preset).to(workload.device),
+                torch.from_numpy(labels).long().to(workload.device))
+
     def parity(self) -> dict:
         """Forward with the loss and backward on the shared first batch, no optimizer step; gradients cleared after.
         The weights are the seeded PyTorch model's, as in every mode under --check-parity."""

@@ -1,7 +1,7 @@
 """The PyTorch training step, shared by `run --mode pytorch[+compile]`, `run --mode torch_xla[+compile]` and the
 GPU-target capture of PyTorch/XLA's graph (`hloscope.targets.capture_torch_xla`), as `jax_workload.py` is for JAX.
 
-HuggingFace's ViTForImageClassification (NCHW input, eager attention), seeded; SGD; the model's own cross-entropy
+HuggingFace's ViTForImageClassification (NCHW input, eager attention), seeded; SGD or AdamW (--optimizer); the model's own cross-entropy
 loss; the synthetic batches every framework shares (`hloscope.backends.data`). What differs between the modes is a
 parameter, never a copy: the device, the autocast device type, the compile wrapper (`torch.compile` keyword arguments
 or None) and the sync hook (`torch_xla.sync`, which cuts and dispatches a lazy graph; nothing for eager PyTorch).
@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.backends.optimizers import LEARNING_RATE as LEARNING_RATE  # every mode's, re-exported
+from hloscope.backends.optimizers import torch_optimizer
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset
 
-LEARNING_RATE = 0.01  # same as the JAX mode
 # --attention -> transformers' attn_implementation
 ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
 
@@ -63,7 +64,7 @@ def as_input(torch, array, preset):
 @dataclass
 class TorchWorkload:
     model: Any                      # the module the step calls (torch.compile'd when asked)
-    optimizer: Any                  # SGD over the model's parameters
+    optimizer: Any                  # --optimizer (SGD or AdamW) over the model's parameters
     device: Any                     # torch.device the model and batches live on
     autocast_dtype: Any             # torch.bfloat16 for --precision bf16, else None
     autocast_device: str            # torch.autocast's device_type: "cpu", "cuda", "xla"
@@ -97,12 +98,16 @@ class TorchWorkload:
 
         return torch.autocast(device_type=self.autocast_device, dtype=self.autocast_dtype)
 
+    def model_forward(self, model, images, labels):
+        """`model`'s forward with the loss on one batch (the step's, or the eager module's for the memory ledger)."""
+        return model(**{self.input_name: images}, labels=labels).loss
+
     def train_step(self, images, labels):
-        """One training step: forward with the loss, backward, SGD update. Returns the loss tensor without waiting
+        """One training step: forward with the loss, backward, optimizer update. Returns the loss tensor without waiting
         for the device (and, under torch_xla, without cutting the graph: that is `sync`)."""
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.model(**{self.input_name: images}, labels=labels).loss
+            loss = self.model_forward(self.model, images, labels)
         loss.backward()
         self.optimizer.step()
         return loss
@@ -113,9 +118,9 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
                          sync: Callable[[], None] = lambda: None, data: str = "device",
                          n_batches: int = 0, attention: str = "eager", wrap: Callable[[Any], Any] | None = None,
                          shard: Callable[[Any], Any] | None = None,
-                         place: Callable[[Any], Any] | None = None) -> TorchWorkload:
-    """Model on `device` in training mode, `wrap(model)` when given (DistributedDataParallel), SGD, then
-    `torch.compile(model, **compile_kwargs)` when given, and the batches: the shared synthetic pool (`data="device"`)
+                         place: Callable[[Any], Any] | None = None, optimizer_name: str = "sgd") -> TorchWorkload:
+    """Model on `device` in training mode, `wrap(model)` when given (DistributedDataParallel), the optimizer, then
+    `torch.compile(model, **compile_kwargs)` when given (`optimizer_name`: --optimizer), and the batches: the shared synthetic pool (`data="device"`)
     or the benchmark's DataLoader of `n_batches` batches, each cut to `shard(batch)` when given (a rank's slice) and
     passed through `place(tensor)` once on the device when given (SPMD's sharding annotation)."""
     from hloscope.backends.torch_common import check_precision, import_torch
@@ -130,7 +135,7 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
     model.train()
     if wrap is not None:
         model = wrap(model)
-    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    optimizer = torch_optimizer(optimizer_name, model.parameters())
     if compile_kwargs is not None:
         model = torch.compile(model, **compile_kwargs)
     workload = TorchWorkload(model=model, optimizer=optimizer, device=device,

@@ -108,7 +108,8 @@ class TorchXlaSession(TorchSession):
                                              compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
                                              sync=torch_xla.sync, data=options.data, n_batches=self.batch_count(),
                                              attention=options.attention,
-                                             place=self.spmd.place if self.spmd is not None else None)
+                                             place=self.spmd.place if self.spmd is not None else None,
+                                             optimizer_name=options.optimizer)
         torch_xla.sync()
         xm.wait_device_ops()
         self._note_new_modules("setup")

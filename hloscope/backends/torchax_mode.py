@@ -6,7 +6,7 @@ HLO dumped by JAX's own dump path (per-compile `xla_dump_to` of the `jit_train_s
 `--xla_dump_to` would but for that one compile), StableHLO from `lower()`, the JAX profiler's xplane with the same step
 marker and host annotations, device memory from `Device.memory_stats()`, XLA backend compiles counted by
 `jax.monitoring`. What differs: the model (PyTorch modules traced by torchax, NCHW input, the model's own loss) and the
-optimizer (optax SGD on the torch parameters' JAX arrays).
+optimizer (optax, SGD or AdamW, on the torch parameters' JAX arrays).
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ class TorchaxSession(JaxSession):
     def build_workload(self):
         options = self.options
         return build_torchax_workload(options.preset, options.batch_size, options.precision, options.seed,
-                                      attention=options.attention)
+                                      attention=options.attention, optimizer=options.optimizer)
 
     def parameters(self, state):
         return state[0]  # (params, buffers, opt_state)
+
+    def buffers(self, state):
+        return state[1]
+
+    def optimizer_state(self, state):
+        return state[2]
 
     def images(self, images_nchw):
         return images_nchw  # the PyTorch model takes NCHW, like the PyTorch modes
@@ -46,7 +52,7 @@ class TorchaxSession(JaxSession):
             "attention": {"implementation": self.workload.attn_implementation,
                           "source": f"transformers {self.options.preset.config_class}._attn_implementation "
                                     "(PyTorch model traced by torchax)"},
-            "optimizer": OPTIMIZER,
+            "optimizer": OPTIMIZER.format(name=self.options.optimizer),
         })
         info["compile"] = {**info["compile"], "api": "jax.jit (torchax functional call of the torch module)"}
         return info

@@ -6,7 +6,7 @@ become JAX arrays, and `torch.func`-style functional calls of the module, inside
 operations. The whole step (forward, loss, `jax.value_and_grad`, optimizer) is one `jax.jit` function, like the JAX
 mode's, so its graph is one XLA module `jit_train_step` that meets the same XLA compiler.
 
-Optimizer: optax SGD (learning rate 0.01, no momentum, as every other mode), not torch.optim through torchax: the
+Optimizer: optax (--optimizer: SGD or AdamW, hyper-parameters as every other mode), not torch.optim through torchax: the
 update is then the same JAX code as the JAX mode's, and the comparison with it isolates the model's two
 implementations (PyTorch modules traced by torchax against Flax modules).
 
@@ -33,11 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.backends.optimizers import optax_optimizer
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset, ResNetPreset, get_preset
 
-LEARNING_RATE = 0.01  # same as every mode
-OPTIMIZER = "optax.sgd (learning rate 0.01) on the JAX arrays of the torch parameters"
+OPTIMIZER = "optax.{name} (hloscope.backends.optimizers) on the JAX arrays of the torch parameters"
 
 
 def keep_transformers_off_flax() -> None:
@@ -115,6 +115,8 @@ class TorchaxWorkload:
     # --check-parity: (state, images, labels) -> (loss, gradient global norm, weights global norm), pure, no update
     probe: Callable[..., Any] | None = None
     weights: str = "transformers' PyTorch model initialised under torch.manual_seed(--seed), as JAX arrays"
+    # the memory ledger: (state, images, labels) -> what autodiff keeps for backward (jax_workload.kept_for_backward)
+    residuals: Callable[..., Any] | None = None
 
 
 def _write_back_batch_norm_statistics(env, torch) -> None:
@@ -136,8 +138,8 @@ def _write_back_batch_norm_statistics(env, torch) -> None:
 
 
 def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str = "fp32", seed: int = 0,
-                           attention: str = "eager") -> TorchaxWorkload:
-    """The PyTorch model of `seed`, its weights as JAX arrays, optax SGD state and one batch, ready to jit and time."""
+                           attention: str = "eager", optimizer: str = "sgd") -> TorchaxWorkload:
+    """The PyTorch model of `seed`, its weights as JAX arrays, the optax optimizer's state and one batch, ready to jit and time."""
     keep_transformers_off_flax()
     torchax, optax = import_torchax()
     import jax
@@ -146,7 +148,7 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
     from torchax.interop import JittableModule
 
     from hloscope.backends.data import synthetic_pool
-    from hloscope.backends.jax_workload import apply_precision
+    from hloscope.backends.jax_workload import apply_precision, kept_for_backward
     from hloscope.backends.torch_workload import build_model
 
     if isinstance(preset, str):
@@ -158,7 +160,7 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
     env = torchax.default_env()
     params = env.t2j_copy(dict(module.params))
     buffers = env.t2j_copy(dict(module.buffers))
-    tx = optax.sgd(LEARNING_RATE)
+    tx = optax_optimizer(optimizer)
     autocast_dtype = torch.bfloat16 if dtype == "bfloat16" else None
     if autocast_dtype is not None:
         _complete_torchax_autocast()
@@ -195,9 +197,14 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
         (loss, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, buffers, images, labels)
         return loss, optax.global_norm(grads), optax.global_norm(params)
 
+    def residuals(state, images, labels):
+        params, buffers, _ = state
+        return kept_for_backward(lambda p: loss_fn(p, buffers, images, labels), params, buffers, images, labels,
+                                 has_aux=True)
+
     state = (params, buffers, tx.init(params))
     images, labels = synthetic_pool(preset, batch_size, seed, pool_size=1)[0]
     batch = (jax.device_put(images), jax.device_put(labels))
     return TorchaxWorkload(train_step=train_step, state=state, batch=batch, matmul_precision=matmul_precision,
                            dtype=dtype, attn_implementation=getattr(model.config, "_attn_implementation", None),
-                           model=model, probe=probe)
+                           model=model, probe=probe, residuals=residuals)

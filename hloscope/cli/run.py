@@ -58,6 +58,9 @@ def common_options(function=None, *, device_counts: bool = False):
                      help="Start every mode from the same weights (the seeded PyTorch model's, converted for Flax) and "
                           "record the first batch's loss and gradient norm before training (run.json `parity`); "
                           "compare checks they agree within a precision-dependent tolerance."),
+        click.option("--optimizer", type=click.Choice(["sgd", "adamw"]), default="sgd", show_default=True,
+                     help="The optimizer, with the same hyper-parameters in every mode (torch.optim / optax; "
+                          "docs/run.md). Recorded in config.optimizer."),
         click.option("--attention", type=click.Choice(["eager", "sdpa", "flash"]), default="eager", show_default=True,
                      help="Attention implementation (transformers' attn_implementation) where the mode supports it; "
                           "refused in one line where it does not."),
@@ -85,7 +88,7 @@ def build_options(mode: str, **values):
                       profile_steps=values["profile_steps"], keep_all=values["keep_all"],
                       target=values.get("target"), check_parity=values.get("check_parity", False),
                       attention=values.get("attention") or "eager", seq_len=values.get("seq_len"),
-                      devices=values.get("devices") or 1,
+                      devices=values.get("devices") or 1, optimizer=values.get("optimizer") or "sgd",
                       inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0)
 
 

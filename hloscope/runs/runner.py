@@ -99,6 +99,7 @@ def run_command(options: RunOptions, comparison_dir: Path, name: str | None = No
     command += ["--check-parity"] if options.check_parity else []
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
+    command += ["--optimizer", options.optimizer] if options.optimizer != "sgd" else []
     command += ["--devices", str(options.devices)] if options.devices > 1 else []
     command += ["--inject-host-delay", str(options.inject_host_delay_ms)] if options.inject_host_delay_ms > 0 else []
     return command
