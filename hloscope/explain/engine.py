@@ -32,6 +32,7 @@ from hloscope.explain.ledger import (
     node_deltas,
     node_title,
 )
+from hloscope.explain.memory import memory_results
 from hloscope.explain.ops import op_rows
 from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
 from hloscope.explain.startup import compare_startup
@@ -82,6 +83,9 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
     from hloscope.explain.scaling import SCALING_METHOD, scaling  # scaling applies this module's rules
 
     found = scaling(summaries, min_gap)
+    memory = memory_results(summaries, reference.mode)
+    for entry in modes:
+        entry.memory = memory.get(entry.mode)
     if found:
         method["scaling"] = SCALING_METHOD
     return ExplainReport(baseline=reference.mode, basis="step_time", modes=modes,

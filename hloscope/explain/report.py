@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.explain.hypotheses import Annotation
+from hloscope.explain.memory import ModeMemory
 from hloscope.explain.startup import StartupComparison
 from hloscope.explain.summary import ModeSummary
 
@@ -126,9 +127,10 @@ class ModeResult:
     profile_reproduces_gap: bool | None = None  # False: the profiled gap has the other sign, or is off by > the gap
     profile_parts: list[Contributor] = field(default_factory=list)  # then: the profile's parts, not offered as causes
     startup: StartupComparison | None = None  # the time to the first step against the baseline's (explain.startup)
+    memory: ModeMemory | None = None  # the memory gap, where both this run and the baseline have a memory ledger
 
     def to_dict(self) -> dict:
-        return {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
+        data = {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
                 "step_spread": self.step_spread, "noisy": self.noisy, "gap_s": self.gap_s, "gap_ci_s": self.gap_ci_s,
                 "ratio": self.ratio, "ratio_ci": self.ratio_ci, "significant": self.significant,
                 "verdict": self.verdict, "config_differences": self.config_differences, "tests": self.tests,
@@ -141,9 +143,13 @@ class ModeResult:
                 "process_medians_s": self.process_medians_s,
                 "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
                 "profile_reproduces_gap": self.profile_reproduces_gap,
-                "profile_parts": [c.to_dict() for c in self.profile_parts],
-                # only where a run recorded its first step: reports of runs compiled for a target keep their shape
-                **({"startup": self.startup.to_dict()} if self.startup is not None else {})}
+                "profile_parts": [c.to_dict() for c in self.profile_parts]}
+        # only where a run recorded its first step or memory ledger: older runs keep their document as it was
+        if self.startup is not None:
+            data["startup"] = self.startup.to_dict()
+        if self.memory is not None:
+            data["memory"] = self.memory.to_dict()
+        return data
 
 
 @dataclass

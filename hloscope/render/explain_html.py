@@ -6,6 +6,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from hloscope.render import explain_startup, fmt, svg
+from hloscope.render.explain_memory_views import MEMORY_HEADERS, MEMORY_HEADING, MemoryView, memory_views
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -104,6 +105,11 @@ def render(report: ExplainReport) -> str:
         body.append("<h2>Each run against the baseline</h2>")
     for view in views:
         body += _mode(view)
+    memory = memory_views(report)
+    if memory:
+        body.append(f"<h2>{escape(MEMORY_HEADING)}</h2>")
+    for memory_view in memory:
+        body += _memory(memory_view)
     scaling = scaling_views(report)
     if scaling:
         body.append(f"<h2>{escape(SCALING_HEADING)}</h2>")
@@ -196,6 +202,27 @@ def _mode(view: ModeView) -> list[str]:
         body += ["<h4>Ops whose time changed most</h4>", _scroll(_op_table(view)),
                  '<p class="est">bold, *: significant across the profiled steps'
                  + (f"; {escape(view.ops_matching)}" if view.ops_matching else "") + "</p>"]
+    body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
+    return body
+
+
+def _memory(view: MemoryView) -> list[str]:
+    """One run's memory against the baseline: the peak line, the parts side by side (bold: differs), hypotheses."""
+    rows = [('<tr class="significant">' if r.differs else "<tr>")
+            + "".join(f"<td>{escape(cell)}</td>" for cell in (r.title, r.run, r.baseline, r.difference, r.figure))
+            + "</tr>" for r in view.rows]
+    head = "".join(f"<th>{escape(h)}</th>" for h in (MEMORY_HEADERS[0], view.mode, view.baseline,
+                                                      *MEMORY_HEADERS[3:]))
+    body = [f"<h3>{escape(view.mode)} against {escape(view.baseline)}</h3>", f"<p>{escape(view.headline)}</p>",
+            _scroll(f'<table class="memory"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'),
+            '<p class="est">bold, *: differs from the baseline\'s</p>']
+    annotated = [r for r in view.rows if r.annotations]
+    if annotated:
+        body.append("<ul>" + "".join(f'<li><b>{escape(r.title)}</b><ul class="annotations">'
+                                     f"{_annotation_items(r.annotations)}</ul></li>" for r in annotated) + "</ul>")
+    if view.annotations:
+        label = MODE_ANNOTATIONS_LABEL[0].upper() + MODE_ANNOTATIONS_LABEL[1:]
+        body += [f"<h4>{escape(label)}</h4>", f'<ul class="annotations">{_annotation_items(view.annotations)}</ul>']
     body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
     return body
 

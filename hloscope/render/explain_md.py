@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hloscope.render import explain_startup, fmt, markdown
+from hloscope.render.explain_memory_views import MEMORY_HEADERS, MEMORY_HEADING, MemoryView, memory_views
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -87,6 +88,11 @@ def _timed(report: ExplainReport) -> list[str]:
         lines += [""] + [f"- {text(line)}" for line in method]
     for view in mode_views(report):
         lines += _mode(view)
+    memory = memory_views(report)
+    if memory:
+        lines += ["", f"## {text(MEMORY_HEADING)}"]
+    for memory_view in memory:
+        lines += _memory(memory_view)
     scaling = scaling_views(report)
     if scaling:
         lines += ["", f"## {text(SCALING_HEADING)}"]
@@ -134,6 +140,22 @@ def _mode(view: ModeView) -> list[str]:
         lines += ["", "\\* significant across the profiled steps" + (f"; {text(view.ops_matching)}" if view.ops_matching else ""),
                   ""]
     lines += [f"Note: {text(note)}  " for note in view.notes]
+    return lines
+
+
+def _memory(view: MemoryView) -> list[str]:
+    lines = ["", f"### {text(view.mode)} against {text(view.baseline)}", "", _start(text(view.headline)), "",
+             _row([MEMORY_HEADERS[0], text(view.mode), text(view.baseline), *MEMORY_HEADERS[3:]]),
+             "|---|---:|---:|---:|---|"]
+    lines += [_row([f"**{text(r.title)}**" if r.differs else text(r.title), r.run, r.baseline, text(r.difference),
+                    text(r.figure)]) for r in view.rows]
+    lines += ["", "\\* differs from the baseline's", ""]
+    for r in view.rows:
+        lines += [f"- {text(r.title)}: *{text(a.label)}*: {text(a.claim)}" for a in r.annotations]
+    if view.annotations:
+        lines += ["", f"{text(MODE_ANNOTATIONS_LABEL[0].upper() + MODE_ANNOTATIONS_LABEL[1:])}:", ""]
+        lines += [f"- *{text(a.label)}*: {text(a.claim)}" for a in view.annotations]
+    lines += [""] + [f"Note: {text(note)}  " for note in view.notes]
     return lines
 
 

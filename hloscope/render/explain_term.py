@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.render import explain_startup, fmt
+from hloscope.render.explain_memory_views import MEMORY_HEADERS, MEMORY_HEADING, MemoryView, memory_views
 from hloscope.render.explain_views import (
     AUDIT_HEADING,
     MODE_ANNOTATIONS_LABEL,
@@ -93,6 +94,11 @@ def render(report: ExplainReport, console: Console) -> None:
     console.print(Text(baseline_line(report), style="dim"))
     for view in mode_views(report):
         _mode(view, console)
+    memory = memory_views(report)
+    if memory:
+        console.print(Text(f"\n{MEMORY_HEADING}", style="bold"))
+    for memory_view in memory:
+        _memory(memory_view, console)
     scaling = scaling_views(report)
     if scaling:
         console.print(Text(f"\n{SCALING_HEADING}", style="bold"))
@@ -176,6 +182,31 @@ def _mode(view: ModeView, console: Console) -> None:
             _line(console, Text(view.ops_matching, style="dim"))
     for note in view.notes:
         _line(console, Text(f"note: {note}", style="yellow"))
+
+
+def _memory(view: MemoryView, console: Console) -> None:
+    """One run's memory against the baseline: the peak line, the parts side by side, hypotheses beneath them."""
+    head = Text("\n")
+    head.append(view.mode, style="bold")
+    head.append(f" against {view.baseline}: {view.headline}")
+    console.print(head)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    for header in MEMORY_HEADERS:
+        table.add_column(Text(header), justify="left" if header in ("part", "figure") else "right",
+                         no_wrap=header != "figure")
+    for row in view.rows:
+        table.add_row(Text(row.title, style="bold" if row.differs else ""), Text(row.run), Text(row.baseline),
+                      Text(row.difference), Text(row.figure))
+    console.print(Padding(table, (0, 0, 0, 2)))
+    for row in view.rows:
+        if row.annotations:
+            _line(console, Text(row.title, style="bold"))
+            console.print(Padding(_annotations(row.annotations, "↳"), (0, 0, 0, 4)))
+    if view.annotations:
+        console.print(Text(f"  {MODE_ANNOTATIONS_LABEL}:", style="bold"))
+        console.print(Padding(_annotations(view.annotations, "-"), (0, 0, 0, 4)))
+    for note in view.notes:
+        _line(console, Text(f"note: {note}", style="dim"))
 
 
 def _annotations(annotations: list[AnnotationView], bullet: str) -> Table:

@@ -1,0 +1,154 @@
+"""explain's memory section on known ledgers: two run directories whose run.json `memory.ledger` says exactly what
+each step's memory is made of, and what explain, its --json and its three renderers make of the difference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import good_run, hloscope
+
+from hloscope import api
+from hloscope.explain.memory import MemorySide, compare
+from hloscope.runs import rundir
+from hloscope.runs.memory_record import MemoryLedger, MemoryPart
+from hloscope.runs.settings import differences, settings
+
+MiB = 1 << 20
+STEPS = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
+
+
+def xla_ledger(peak: int, activations: int = 2 * MiB, optimizer: str = "sgd") -> dict:
+    """A JAX-like ledger: 1 MiB of parameters, the state not donated (written to new buffers)."""
+    state = MiB + 4
+    return {"peak_bytes": peak, "peak_source": "peak host RSS of the run's process", "optimizer": optimizer,
+            "parts": [{"name": "parameters", "bytes": MiB, "source": "pytree", "detail": {"tensors": 10}},
+                      {"name": "buffers", "bytes": 0, "source": "pytree"},
+                      {"name": "optimizer_state", "bytes": 4, "source": "pytree",
+                       "detail": {"moments_bytes": 0, "step_count_bytes": 4}},
+                      {"name": "inputs", "bytes": 98336, "source": "batch"},
+                      {"name": "outputs", "bytes": state + 40, "source": "xla",
+                       "detail": {"state_bytes": state, "aliased_bytes": 0}},
+                      {"name": "temporaries", "bytes": 6 * MiB, "source": "xla"},
+                      {"name": "gradients", "bytes": MiB, "source": "params", "estimate": True,
+                       "within": "temporaries"},
+                      {"name": "activations", "bytes": activations, "source": "vjp", "estimate": True,
+                       "within": "temporaries"},
+                      {"name": "runtime", "bytes": peak - (MiB + 4 + 98336 + state + 40 + 6 * MiB), "source": "rss"}],
+            "compiled": {"argument_bytes": MiB + 4 + 98336, "output_bytes": state + 40, "alias_bytes": 0,
+                         "temp_bytes": 6 * MiB, "generated_code_bytes": 0, "peak_bytes": None, "source": "xla"},
+            "notes": []}
+
+
+def torch_ledger(peak: int, activations: int = MiB) -> dict:
+    parts = [{"name": "parameters", "bytes": MiB, "source": "tensors", "detail": {"tensors": 10}},
+             {"name": "buffers", "bytes": 0, "source": "tensors"},
+             {"name": "gradients", "bytes": MiB, "source": "tensors"},
+             {"name": "optimizer_state", "bytes": 0, "source": "tensors",
+              "detail": {"moments_bytes": 0, "step_count_bytes": 0}},
+             {"name": "inputs", "bytes": 98336, "source": "tensors"},
+             {"name": "activations", "bytes": activations, "source": "saved_tensors_hooks"},
+             {"name": "temporaries", "bytes": None, "source": "not measured: the CPU allocator keeps no statistics"}]
+    accounted = 2 * MiB + 98336 + activations
+    parts.append({"name": "runtime", "bytes": peak - accounted, "source": "rss"})
+    return {"peak_bytes": peak, "peak_source": "peak host RSS of the run's process", "optimizer": "sgd",
+            "parts": parts, "compiled": None, "notes": []}
+
+
+def write(root: Path, name: str, mode: str, ledger: dict, in_place: bool) -> Path:
+    run = rundir.create_run_dir(root, run_id=name)
+    rundir.write_run(run, {"schema_version": 1, "run_id": name, "mode": mode, "status": "ok", "error": None,
+                           "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32"},
+                           "environment": {"platform": "cpu", "frameworks_imported": [mode.split("+")[0]],
+                                           "donation": {"state_in_place": in_place, "how": f"{mode}'s update"}},
+                           "timing": {"step_times_s": STEPS}, "memory": {"ledger": ledger}, "artifacts": []})
+    return run
+
+
+@pytest.fixture
+def pair(tmp_path):
+    jax_run = write(tmp_path, "jax", "jax", xla_ledger(600 * MiB, activations=3 * MiB), in_place=False)
+    torch_run = write(tmp_path, "pytorch", "pytorch", torch_ledger(500 * MiB), in_place=True)
+    return jax_run, torch_run
+
+
+def test_the_peak_difference_comes_first_then_the_parts_that_differ_with_their_hypotheses(pair):
+    jax_run, torch_run = pair
+    report = api.explain(jax_run, torch_run, baseline="pytorch")
+    memory = report.mode("jax").memory
+    assert memory is not None
+    assert (memory.peak_bytes, memory.baseline_peak_bytes, memory.difference_bytes) == (600 * MiB, 500 * MiB,
+                                                                                        100 * MiB)
+    assert memory.verdict == "more" and memory.provisional  # one process per side: the RSS spread is unmeasured
+    differing = [p.name for p in memory.differing]
+    assert "runtime" in differing and "activations" in differing and "parameters" not in differing
+    outputs = next(p for p in memory.parts if p.name == "outputs")
+    donation = [a for a in outputs.annotations if a.rule == "donation_missing"]
+    assert donation and donation[0].evidence["cost_bytes"] == MiB + 4  # the state written to new buffers
+    activations = next(p for p in memory.parts if p.name == "activations")
+    assert [a.rule for a in activations.annotations] == ["activations_not_rematerialised"]
+    assert activations.annotations[0].kind == "estimate"  # the JAX side's figure is vjp's residuals
+    assert report.mode("pytorch").memory.verdict == "baseline"
+    document = report.to_dict()
+    assert {m["mode"]: m["memory"]["verdict"] for m in document["modes"]} == {"jax": "more", "pytorch": "baseline"}
+
+
+def test_the_terminal_markdown_and_html_reports_show_the_memory_section(pair, tmp_path):
+    jax_run, torch_run = pair
+    for fmt_args, marker in (((), "Memory"), (("--format", "md"), "## Memory"),
+                             (("--format", "html", "-o", "-"), "<h2>Memory")):
+        result = hloscope("explain", jax_run, torch_run, "--baseline", "pytorch", *fmt_args)
+        assert result.code == 0, result.stderr
+        words = " ".join(result.stdout.split())  # the terminal wraps at its width
+        assert marker in words
+        assert "state not donated" in words and "activations not rematerialised" in words
+    result = hloscope("explain", jax_run, torch_run, "--baseline", "pytorch", "--json")
+    modes = {m["mode"]: m for m in json.loads(result.stdout)["modes"]}
+    assert modes["jax"]["memory"]["difference_bytes"] == 100 * MiB
+
+
+def test_a_small_peak_difference_is_no_difference_and_one_inside_the_process_spread_cannot_tell():
+    def side(*peaks: int) -> MemorySide:
+        return MemorySide([MemoryLedger(peak, "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
+                           for peak in peaks], {})
+
+    assert compare(side(505 * MiB), side(500 * MiB)).verdict == "no difference"  # 1% of the baseline's peak
+    spread = compare(side(530 * MiB, 560 * MiB, 545 * MiB), side(500 * MiB, 540 * MiB))
+    assert spread.verdict == "cannot tell" and spread.spread_bytes == 40 * MiB and not spread.provisional
+    assert compare(side(620 * MiB, 625 * MiB), side(500 * MiB, 505 * MiB)).verdict == "more"
+
+
+def test_another_optimizer_is_named_on_the_optimizer_state(tmp_path):
+    adamw = xla_ledger(600 * MiB, optimizer="adamw")
+    adamw["parts"][2] = {"name": "optimizer_state", "bytes": 2 * MiB + 8, "source": "pytree",
+                         "detail": {"moments_bytes": 2 * MiB, "step_count_bytes": 8}}
+    a = write(tmp_path, "a", "jax", adamw, in_place=False)
+    b = write(tmp_path, "b", "torchax", xla_ledger(600 * MiB), in_place=False)
+    memory = api.explain(a, b, baseline="torchax").mode("jax").memory
+    state = next(p for p in memory.parts if p.name == "optimizer_state")
+    assert state.differs and state.difference_bytes == 2 * MiB + 4
+    assert [a.rule for a in state.annotations] == ["optimizer_differs"]
+
+
+def test_runs_without_a_ledger_keep_their_explain_document(tmp_path):
+    run = good_run(tmp_path)
+    assert "memory" not in api.explain(run).to_dict()["modes"][0]
+
+
+def test_the_optimizer_is_a_setting_of_the_fairness_audit():
+    base = {"config": {"model": "vit-tiny", "optimizer": "sgd"}, "environment": {}}
+    other = {"config": {"model": "vit-tiny", "optimizer": "adamw"}, "environment": {}}
+    assert differences(settings(base), settings(other)) == [{"field": "optimizer", "a": "sgd", "b": "adamw"}]
+
+
+def test_compare_passes_the_optimizer_to_each_mode():
+    from hloscope.cli.run import build_options
+    from hloscope.runs.runner import run_command
+
+    values = {"model": "vit-tiny", "batch_size": 8, "steps": 6, "warmup": 2, "precision": "fp32", "device": "cpu",
+              "data": "device", "seed": 0, "dump_hlo": False, "profile": False, "profile_steps": 6,
+              "keep_all": False}
+    command = run_command(build_options("jax", **values, optimizer="adamw"), Path("out"))
+    assert command[command.index("--optimizer") + 1] == "adamw"
+    assert "--optimizer" not in run_command(build_options("jax", **values), Path("out"))
