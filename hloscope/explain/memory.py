@@ -200,8 +200,8 @@ def donation_missing(side: MemorySide, reference: MemorySide) -> Annotation | No
     how = side.environment["donation"].get("how") or "the state is not donated"
     return Annotation(
         "donation_missing", "state not donated: updated in new buffers",
-        f"{how}: the updated state ({units.size(cost)}) is written to new buffers while the old one is still held; "
-        f"donating it (jax.jit donate_argnums) would let XLA alias those {units.size(cost)}",
+        f"the updated state ({units.size(cost)}) is written to new buffers every step while the old one is still "
+        f"held ({how}); donating it (jax.jit donate_argnums) would let XLA alias those {units.size(cost)}",
         ("outputs",), evidence={"cost_bytes": cost, "state_in_place": False,
                                 "baseline_state_in_place": _donation(reference.environment)})
 
