@@ -20,6 +20,7 @@ import helpers
 import pytest
 
 from hloscope.machine import free_port
+from hloscope.runs.memory_record import read_ledger
 from hloscope.runs.rundir import find_runs, load_comparison, load_run
 
 pytestmark = pytest.mark.slow
@@ -69,6 +70,16 @@ def test_each_run_json_is_complete_and_the_loss_falls(runs, mode):
     assert record["environment"]["precision"]["requested"] == "fp32"
     assert record["environment"]["cpu_model"] and record["environment"]["packages"]["jax"]
     assert record["memory"]["peak_host_rss_bytes"] > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_run_json_has_a_memory_ledger_whose_runtime_share_is_the_peak_minus_the_rest(runs, mode):
+    record = runs[mode]
+    ledger = read_ledger(record, Path(record["_dir"]) / "run.json")
+    assert ledger is not None and not ledger.notes
+    assert ledger.peak_bytes == record["memory"]["peak_host_rss_bytes"]  # CPU: no device peak
+    assert ledger.bytes_of("parameters") > 0 and ledger.bytes_of("inputs") > 0
+    assert ledger.bytes_of("runtime") == ledger.peak_bytes - ledger.accounted_bytes()
 
 
 @pytest.mark.parametrize("mode", MODES)

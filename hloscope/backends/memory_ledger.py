@@ -10,8 +10,10 @@ PyTorch (eager, compile) and PyTorch/XLA: parameters, buffers, gradients and opt
 themselves; activations from one extra forward (no backward, no update) under `torch.autograd.graph.saved_tensors_hooks`,
 counting the storages autograd saves that are neither parameters nor the batch (torch.compile: the eager module's
 forward, an estimate of what the compiled graph keeps); temporaries from torch.cuda's peak allocated bytes on CUDA.
-torch_xla traces forward and backward into one XLA graph and exposes no buffer assignment of it: its activations and
-temporaries are not measured (they fall in the runtime's share).
+torch_xla traces forward and backward into one XLA graph and exposes no buffer assignment of it while it runs (its
+metrics count compiles and transfers, not buffers; `xm.get_memory_info` is refused by the CPU client): its activations
+and temporaries are not measured here (they fall in the runtime's share); with --dump-hlo, `hloscope hlo stats` reads
+XLA's buffer assignment of the step's graph from the dump.
 
 The runtime's share is the peak (the device's where it reports one, else the process's peak host RSS) minus every
 other measured part. Importing this module imports no framework.
@@ -174,9 +176,10 @@ def torch_ledger(session, memory: dict, lazy: bool) -> MemoryLedger:
     ]
     if lazy:
         ledger.parts.append(MemoryPart("activations", None, "not measured: torch_xla traces forward and backward into "
-                                       "one XLA graph and exposes no buffer assignment of it"))
+                                       "one XLA graph and exposes no buffer assignment of it while it runs"))
         ledger.parts.append(MemoryPart("temporaries", None, "not measured (as the activations): in the runtime's "
-                                       "share"))
+                                       "share; with --dump-hlo, `hloscope hlo stats` reads XLA's buffer assignment of "
+                                       "the step's graph (memory.buffer_assignment.temp_bytes)"))
         add_runtime(ledger)
         return ledger
     eager = getattr(model, "_orig_mod", model)  # torch.compile's wrapper keeps the eager module
