@@ -13,7 +13,6 @@ from __future__ import annotations
 from hloscope.errors import UsageError
 
 OPTIMIZERS = ("sgd", "adamw")
-DEFAULT_OPTIMIZER = "sgd"
 LEARNING_RATE = 0.01
 ADAMW_BETAS = (0.9, 0.999)
 ADAMW_EPS = 1e-8

@@ -12,7 +12,8 @@ optimizer (optax, SGD or AdamW, on the torch parameters' JAX arrays).
 from __future__ import annotations
 
 from hloscope.backends.jax_mode import JaxSession, jax
-from hloscope.backends.torchax_workload import OPTIMIZER, build_torchax_workload, keep_transformers_off_flax
+from hloscope.backends.optimizers import describe
+from hloscope.backends.torchax_workload import build_torchax_workload, keep_transformers_off_flax
 
 
 class TorchaxSession(JaxSession):
@@ -52,7 +53,7 @@ class TorchaxSession(JaxSession):
             "attention": {"implementation": self.workload.attn_implementation,
                           "source": f"transformers {self.options.preset.config_class}._attn_implementation "
                                     "(PyTorch model traced by torchax)"},
-            "optimizer": OPTIMIZER.format(name=self.options.optimizer),
+            "optimizer": f"optax {describe(self.options.optimizer)}, on the JAX arrays of the torch parameters",
         })
         info["compile"] = {**info["compile"], "api": "jax.jit (torchax functional call of the torch module)"}
         return info

@@ -37,8 +37,6 @@ from hloscope.backends.optimizers import optax_optimizer
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset, ResNetPreset, get_preset
 
-OPTIMIZER = "optax.{name} (hloscope.backends.optimizers) on the JAX arrays of the torch parameters"
-
 
 def keep_transformers_off_flax() -> None:
     """transformers imports Flax (and TensorFlow) whenever installed; a torchax run needs torch and JAX, not Flax.
