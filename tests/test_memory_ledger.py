@@ -101,3 +101,18 @@ def test_a_malformed_ledger_is_refused_naming_run_json_and_the_field(ledger, mes
 
 def test_a_run_without_a_ledger_has_none():
     assert read_ledger({"memory": {"peak_host_rss_bytes": 1}}, "run.json") is None
+
+
+class _Unbuilt:
+    """A session whose setup never ran: measuring it raises inside the framework code."""
+
+    def __init__(self, devices: int = 1):
+        self.options = RunOptions(mode="jax", model="vit-tiny", devices=devices)
+
+
+def test_measuring_never_fails_the_run_an_error_takes_the_ledgers_place():
+    record = memory_ledger.measure(_Unbuilt(), {"peak_host_rss_bytes": 1})
+    assert record["error"].startswith("memory ledger not measured: AttributeError")
+    ledger = read_ledger({"memory": {"ledger": record}}, "run.json")
+    assert ledger is not None and ledger.notes == [record["error"]] and ledger.peak_bytes is None
+    assert "--devices 2" in memory_ledger.measure(_Unbuilt(devices=2), {})["error"]
