@@ -152,3 +152,20 @@ def test_compare_passes_the_optimizer_to_each_mode():
     command = run_command(build_options("jax", **values, optimizer="adamw"), Path("out"))
     assert command[command.index("--optimizer") + 1] == "adamw"
     assert "--optimizer" not in run_command(build_options("jax", **values), Path("out"))
+
+
+def test_the_same_optimizer_with_more_state_per_parameter_byte_is_a_wider_dtype():
+    def side(parameter_bytes: int, moments: int) -> MemorySide:
+        parts = [MemoryPart("parameters", parameter_bytes, "t"),
+                 MemoryPart("optimizer_state", moments + 4, "t", detail={"moments_bytes": moments,
+                                                                        "step_count_bytes": 4})]
+        return MemorySide([MemoryLedger(500 * MiB, "peak host RSS", "adamw", parts)], {})
+
+    # bf16 parameters with fp32 moments (4 state bytes per parameter byte) against fp32 parameters and moments (2)
+    memory = compare(side(MiB, 4 * MiB), side(2 * MiB, 4 * MiB))
+    state = next(p for p in memory.parts if p.name == "optimizer_state")
+    assert not state.differs  # the same bytes: nothing to explain on this part
+    assert [a.rule for a in memory.annotations] == ["optimizer_state_wider"]
+    assert memory.annotations[0].evidence == {"state_per_parameter_byte": 4.0,
+                                              "baseline_state_per_parameter_byte": 2.0}
+    assert compare(side(MiB, 2 * MiB), side(MiB, 2 * MiB)).annotations == []
