@@ -169,3 +169,31 @@ def test_the_same_optimizer_with_more_state_per_parameter_byte_is_a_wider_dtype(
     assert memory.annotations[0].evidence == {"state_per_parameter_byte": 4.0,
                                               "baseline_state_per_parameter_byte": 2.0}
     assert compare(side(MiB, 2 * MiB), side(MiB, 2 * MiB)).annotations == []
+
+
+def test_torch_xlas_temporaries_come_from_the_dumped_buffer_assignment(tmp_path):
+    from helpers import fixture
+
+    from hloscope.hlo.memory import parse_buffer_assignment
+
+    source = fixture("gpu_aot/vit_tiny_sm90_triton/module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations"
+                     "-buffer-assignment.txt")
+    ledger = torch_ledger(900 * MiB)
+    for part in ledger["parts"]:
+        if part["name"] == "activations":
+            part["bytes"] = None  # torch_xla: not measured while it runs
+    run = write(tmp_path, "torch_xla", "torch_xla", ledger, in_place=True)
+    (run / "hlo").mkdir()
+    (run / "hlo" / source.name).write_text(source.read_text())
+    record = rundir.load_run(run, check_artifacts=False)
+    record.pop("_dir")
+    record["artifacts"] = [{"kind": "buffer_assignment", "path": f"hlo/{source.name}", "module": "SyncTensorsGraph",
+                            "stage": "after_optimizations", "train_step": True}]
+    rundir.write_run(run, record)
+    other = write(tmp_path, "pytorch", "pytorch", torch_ledger(500 * MiB), in_place=True)
+    memory = api.explain(run, other, baseline="pytorch").mode("torch_xla").memory
+    temporaries = next(p for p in memory.parts if p.name == "temporaries")
+    expected = parse_buffer_assignment(source.read_text())["temp_bytes"]
+    assert expected > 0 and temporaries.bytes == expected and "buffer assignment" in temporaries.source
+    runtime = next(p for p in memory.parts if p.name == "runtime")
+    assert runtime.bytes == 900 * MiB - (2 * MiB + 98336 + expected)  # recomputed: the peak minus the rest

@@ -12,8 +12,8 @@ counting the storages autograd saves that are neither parameters nor the batch (
 forward, an estimate of what the compiled graph keeps); temporaries from torch.cuda's peak allocated bytes on CUDA.
 torch_xla traces forward and backward into one XLA graph and exposes no buffer assignment of it while it runs (its
 metrics count compiles and transfers, not buffers; `xm.get_memory_info` is refused by the CPU client): its activations
-and temporaries are not measured here (they fall in the runtime's share); with --dump-hlo, `hloscope hlo stats` reads
-XLA's buffer assignment of the step's graph from the dump.
+and temporaries are not measured here (they fall in the runtime's share); with --dump-hlo, explain reads the
+temporaries from XLA's buffer assignment of the step's graph in the dump (hloscope/explain/memory.py).
 
 The runtime's share is the peak (the device's where it reports one, else the process's peak host RSS) minus every
 other measured part. Importing this module imports no framework.
@@ -178,8 +178,8 @@ def torch_ledger(session, memory: dict, lazy: bool) -> MemoryLedger:
         ledger.parts.append(MemoryPart("activations", None, "not measured: torch_xla traces forward and backward into "
                                        "one XLA graph and exposes no buffer assignment of it while it runs"))
         ledger.parts.append(MemoryPart("temporaries", None, "not measured (as the activations): in the runtime's "
-                                       "share; with --dump-hlo, `hloscope hlo stats` reads XLA's buffer assignment of "
-                                       "the step's graph (memory.buffer_assignment.temp_bytes)"))
+                                       "share; with --dump-hlo, explain reads them from XLA's buffer assignment of "
+                                       "the step's graph"))
         add_runtime(ledger)
         return ledger
     eager = getattr(model, "_orig_mod", model)  # torch.compile's wrapper keeps the eager module

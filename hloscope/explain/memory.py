@@ -21,6 +21,9 @@ from hloscope import units
 from hloscope.errors import HloscopeError
 from hloscope.explain.hypotheses import Annotation
 from hloscope.explain.summary import ModeSummary
+from hloscope.files import read_text
+from hloscope.hlo.memory import parse_buffer_assignment
+from hloscope.hlo.stats import SIBLING_MAX_BYTES
 from hloscope.runs.memory_record import PARTS, TITLES, MemoryLedger, read_ledger
 from hloscope.runs.rundir import load_run
 
@@ -109,10 +112,40 @@ def _read_side(summary: ModeSummary) -> MemorySide | None:
             continue
         ledger = read_ledger(run, Path(run_dir) / "run.json")
         if ledger is not None and ledger.peak_bytes is not None:
+            temporaries_from_dump(ledger, run, Path(run_dir))
             ledgers.append(ledger)
             if not environment and isinstance(run.get("environment"), dict):
                 environment = run["environment"]
     return MemorySide(ledgers, environment) if ledgers else None
+
+
+def temporaries_from_dump(ledger: MemoryLedger, run: dict, run_dir: Path) -> None:
+    """Where the run measured no temporaries (torch_xla exposes no buffer assignment while it runs) but --dump-hlo kept
+    XLA's buffer assignment of the train step's graphs: their temporary allocations, the largest graph's (the graphs
+    run one after another), with the runtime's share recomputed from them. A file that cannot be read is a note."""
+    part = ledger.part("temporaries")
+    if part is None or part.bytes is not None:
+        return
+    root = run_dir.resolve()
+    files = [artifact["path"] for artifact in run.get("artifacts") or []
+             if isinstance(artifact, dict) and artifact.get("kind") == "buffer_assignment"
+             and artifact.get("train_step") is True and artifact.get("format") != "values"
+             and isinstance(artifact.get("path"), str) and root in (run_dir / artifact["path"]).resolve().parents]
+    if not files:
+        return
+    try:
+        temps = [parse_buffer_assignment(read_text(run_dir / name, "XLA buffer assignment", max_bytes=SIBLING_MAX_BYTES),
+                                         str(run_dir / name))["temp_bytes"] for name in files]
+    except HloscopeError as error:
+        ledger.notes.append(f"the temporaries could not be read from the dump: {error}")
+        return
+    part.bytes = max(temps)
+    part.source = (f"XLA's buffer assignment of the train step's graph ({len(files)} dumped by --dump-hlo, the "
+                   "largest one's temporary allocations), read by explain")
+    runtime = ledger.part("runtime")
+    if runtime is not None:
+        runtime.bytes = ledger.peak_bytes - ledger.accounted_bytes() if ledger.peak_bytes is not None else None
+        runtime.source += "; recomputed by explain with the dump's temporaries"
 
 
 def memory_results(summaries: list[ModeSummary], baseline: str) -> dict[str, ModeMemory]:
