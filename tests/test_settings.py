@@ -80,6 +80,14 @@ def test_the_injected_host_delay_is_a_difference_and_zero_means_not_set():
     assert differences(settings(plain), settings(older)) == []
 
 
+def test_a_record_from_before_the_optimizer_option_trained_with_sgd():
+    adamw, sgd = _jax_record(optimizer="adamw"), _jax_record(optimizer="sgd")
+    older = _jax_record()  # written when SGD was the only optimizer: no `optimizer` key
+    assert "optimizer" not in older["config"]
+    assert differences(settings(sgd), settings(older)) == []
+    assert differences(settings(adamw), settings(older)) == [{"field": "optimizer", "a": "adamw", "b": "sgd"}]
+
+
 @pytest.mark.parametrize("mode", ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile"])
 def test_jax_against_a_pytorch_mode_on_the_same_options_lists_nothing_one_sided(mode):
     jax, torch = _jax_record(), _pytorch_record(mode)

@@ -25,6 +25,8 @@ _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps"
                "compile_model", "seed", "json", "timeout"}
 # config values that mean "not set": a run without an injected delay reads the same as a record from before the option
 _UNSET_CONFIG = {"inject_host_delay_ms": 0}
+# what a record from before an option ran with: SGD was the only optimizer before --optimizer
+_BEFORE_THE_OPTION = {"optimizer": "sgd"}
 # Settings each framework reports in its own way: a difference only where both runs recorded them (module docstring).
 ONE_SIDED_IGNORED_PREFIXES = ("packages.", "threads.")
 ONE_SIDED_IGNORED = ("matmul precision in effect", "compute dtype in effect", "env.PJRT_DEVICE", "env.XLA_HLO_DEBUG",
@@ -53,7 +55,7 @@ def _section(record: dict, key: str) -> dict:
 def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
     """The run's settings that matter for a comparison, flattened to text."""
     out: dict[str, str] = {}
-    config = _section(run, "config")
+    config = {**_BEFORE_THE_OPTION, **_section(run, "config")}
     for key, value in config.items():
         if key in _NOT_CONFIG or value is None or (key in _UNSET_CONFIG and value == _UNSET_CONFIG[key]):
             continue
