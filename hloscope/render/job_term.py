@@ -9,9 +9,10 @@ from rich.text import Text
 from hloscope.render import fmt
 
 
-def render_job(console: Console, view: dict, rows: int = 16) -> None:
+def render_job(console: Console, view: dict, rows: int = 16, label: str = "") -> None:
+    """`label`: which mode's ranks these are (" of mode jax") when the traces are a comparison's."""
     view = fmt.printable(view)  # host and kernel names from the traces are shown escaped
-    ranks = Table(title=f"Job: {len(view['ranks'])} ranks", title_justify="left")
+    ranks = Table(title=f"Job{label}: {len(view['ranks'])} ranks", title_justify="left")
     for column in ("rank", "host", "steps", "step ms (median)", "busy ms", "idle ms", "kernels", "collective wait ms",
                    "last to arrive"):
         ranks.add_column(column, justify="left" if column == "host" else "right", overflow="fold")
@@ -21,7 +22,7 @@ def render_job(console: Console, view: dict, rows: int = 16) -> None:
                       str(row["last_to_arrive"]))
     console.print(ranks)
     if view["steps"]:
-        steps = Table(title="Slowest rank per step", title_justify="left")
+        steps = Table(title=f"Slowest rank per step{label}", title_justify="left")
         for column in ("step", "ranks", "slowest rank", "its step ms", "median ms", "behind median ms",
                        "behind next ms", "next rank"):
             steps.add_column(column, justify="right")

@@ -102,9 +102,24 @@ def render_stats(console: Console, stats: dict) -> None:
     console.print()
 
 
-def render_ranks(console: Console, rows: list[dict]) -> None:
+def render_modes(console: Console, rows: list[dict]) -> None:
+    """The modes of a comparison side by side: separate runs, so no rank or slowest-rank view across them."""
     rows = fmt.printable(rows)
-    table = Table(title="Per rank", title_justify="left")
+    table = Table(title=f"Modes: {len(rows)} (separate runs; medians over each mode's profiled steps)",
+                  title_justify="left")
+    for column in ("mode", "traces", "steps", "kernels", "device ms", "launch ms", "step ms", "busy/step ms"):
+        table.add_column(column, justify="left" if column == "mode" else "right", overflow="fold")
+    for row in rows:
+        step, busy = row["median_step_us"], row["median_step_busy_us"]
+        table.add_row(Text(str(row["mode"])), str(row["traces"]), str(row["steps"]), f"{row['kernels']:,}",
+                      fmt.ms_column(row["device_time_us"]), fmt.ms_column(row["host_launch_us"]),
+                      "-" if step is None else fmt.ms_column(step), "-" if busy is None else fmt.ms_column(busy))
+    console.print(table)
+
+
+def render_ranks(console: Console, rows: list[dict], label: str = "") -> None:
+    rows = fmt.printable(rows)
+    table = Table(title=f"Per rank{label}", title_justify="left")
     for column in ("rank", "steps", "kernels", "device ms", "launch ms", "busy/step ms", "pre-window ms",
                    "file"):
         table.add_column(column, justify="left" if column == "file" else "right", overflow="fold")

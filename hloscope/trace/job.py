@@ -55,6 +55,17 @@ def job_ranks(files: Sequence[Path]) -> tuple[list[int], str]:
     return list(range(len(files))), "file order"
 
 
+def ranks_within_modes(files: Sequence[Path], modes: Sequence[str | None]) -> list[int]:
+    """The rank of each file within its mode (`job_ranks` of the files of one mode): the runs of a comparison are
+    modes, each with its own ranks (one trace: rank 0), never ranks of one job."""
+    ranks = [0] * len(files)
+    for mode in dict.fromkeys(modes):
+        indices = [index for index, file_mode in enumerate(modes) if file_mode == mode]
+        for index, rank in zip(indices, job_ranks([files[index] for index in indices])[0]):
+            ranks[index] = rank
+    return ranks
+
+
 def _rank_or_none(file: Path) -> int | None:
     """The trace's own rank; None for none and for one beyond 64 bits (that file's own reading refuses it in one
     line, and the others keep their output)."""

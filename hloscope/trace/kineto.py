@@ -36,6 +36,7 @@ from hloscope.trace.model import (
     MEMSET,
     OTHER,
     RUNTIME,
+    SOURCE_NAMES,
     STEP,
     CorrelationIds,
     Event,
@@ -510,11 +511,12 @@ class _EventBuilder:
         if not build:  # produced by an earlier pass: number its correlation id all the same, as that pass did
             self.correlations(_as_id(args.get("correlation", args.get("correlation_id"))))
             return None
+        dims = args.get("Input Dims")
         return self._complete(
             raw.get("name"), raw.get("cat"), start, duration, trace_id(raw.get("pid")), trace_id(raw.get("tid")),
             trace_id(args.get("stream")),
             args.get("correlation", args.get("correlation_id")), args.get("hlo_op"), args.get("hlo_module"),
-            args.get("step_num"),
+            args.get("step_num"), None if dims is None else _compact_json(dims),
         )
 
     def from_structs(self, chunk: list[Any]) -> Iterator[Event]:
@@ -559,7 +561,8 @@ class _EventBuilder:
                 named = categories.get((name, kind))
                 if named is None:
                     named = categories[(name, kind)] = category_for(name, kind)
-                yield Event(name, start, duration, kind, True, place[1], place[0], named, None, None, None, correlation)
+                yield Event(name, start, duration, kind, True, place[1], place[0], named, None, None, None, correlation,
+                            SOURCE_NAMES, category)
                 continue
             kind = host_cats.get(category)
             if kind is not None and not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace
@@ -568,11 +571,13 @@ class _EventBuilder:
                     place = places[(item.pid, item.tid, False)] = (
                         self._process(item.pid), self._thread(item.pid, item.tid)
                     )
-                yield Event(name, start, duration, kind, False, place[1], place[0], OTHER, None, None, None, correlation)
+                dims = args.input_dims
+                yield Event(name, start, duration, kind, False, place[1], place[0], OTHER, None, None, None,
+                            correlation, SOURCE_NAMES, category, None if dims is None else _compact_json(dims))
                 continue
             yield self._complete(
                 name, category, start, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
-                args.hlo_module, args.step_num,
+                args.hlo_module, args.step_num, None if args.input_dims is None else _compact_json(args.input_dims),
             )
 
     def _renumbered_correlation(self, correlation: int | str | None, correlation_id: int | str | None) -> int | None:
@@ -612,7 +617,7 @@ class _EventBuilder:
     def _complete(
         self, name: object, category: str | None, start: float, duration: float, pid: _Id, tid: _Id,
         stream: _Id = None, correlation: int | str | None = None, hlo_op: str | None = None,
-        hlo_module: str | None = None, step_num: int | str | None = None,
+        hlo_module: str | None = None, step_num: int | str | None = None, input_shapes: str | None = None,
     ) -> Event:
         if type(name) is not str:
             name = str(name)
@@ -622,6 +627,7 @@ class _EventBuilder:
             return Event(
                 name, start, duration, kind, True, self._stream_lane(stream if stream is not None else tid),
                 self._process(pid), category_for(name, kind), None, None, None, self.correlations(_as_id(correlation)),
+                SOURCE_NAMES, category,
             )
         process = self._process(pid)
         lane = self._thread(pid, tid)
@@ -660,8 +666,14 @@ class _EventBuilder:
                 self.bad_steps += 1
         return Event(
             name, start, duration, kind, device, lane, process, category_for(name, kind) if device else OTHER, step,
-            hlo_op, hlo_module, self.correlations(_as_id(correlation)),
+            hlo_op, hlo_module, self.correlations(_as_id(correlation)), SOURCE_NAMES,
+            None if category is None else str(category), input_shapes,
         )
+
+
+def _compact_json(value: Any) -> str:
+    """An argument's value (input shapes) as compact JSON text, alike from both readers."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def trace_id(value: Any) -> Any:

@@ -65,6 +65,8 @@ def _types() -> "_Decoders":
         hlo_module: str | None = None
         step_num: int | str | None = None
         name: str | None = None  # process / thread name of "M" events
+        # the op's input shapes (torch.profiler with record_shapes=True): nested lists of ints, which form no cycles
+        input_dims: list[Any] | None = msgspec.field(default=None, name="Input Dims")
 
     class TraceEvent(msgspec.Struct, gc=False):
         ph: str | None = None

@@ -54,6 +54,26 @@ def trace_files(path: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
+def trace_files_and_modes(path: str | os.PathLike[str]) -> tuple[list[Path], list[str | None]]:
+    """`trace_files`, and the mode of each file's run (run.json's `mode`) where the traces come from hloscope runs (a
+    run or comparison directory, a folder of runs); None for a trace file or a directory that holds no run. A
+    comparison's modes are its runs, not ranks of one job."""
+    files = trace_files(path)
+    path = Path(path)
+    if path.is_file() and path.name not in (RUN_FILE, COMPARISON_FILE):
+        return files, [None] * len(files)
+    if not (path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
+        return files, [None] * len(files)
+    from hloscope.runs import rundir
+
+    mode_of: dict[Path, str] = {}
+    for run in rundir.find_runs(path):
+        record = rundir.load_run(run, check_artifacts=False)
+        for file in _listed_traces(run, record):
+            mode_of.setdefault(file, str(record["mode"]))
+    return files, [mode_of.get(file) for file in files]
+
+
 def find_trace_files(directory: Path, any_json: bool = False) -> list[Path]:
     """xplane.pb and *.trace.json[.gz] files under `directory`. With `any_json` (a directory that is no run: HTA's
     layout, `rank-0.json.gz`, `rank-1.json.gz`, ...), also every other *.json[.gz] whose beginning holds a Kineto /

@@ -94,6 +94,8 @@ class Event:
     hlo_module: str | None = None  # the HLO module (XLA program) it belongs to
     correlation: int | None = None  # links a device event to its host launch
     category_source: str = SOURCE_NAMES  # SOURCE_HLO once program_categories classified it from the HLO
+    profiler_category: str | None = None  # the profiler's own category (Kineto `cat`: cpu_op, python_function, ...)
+    input_shapes: str | None = None  # the op's input shapes as compact JSON (Kineto `Input Dims`, record_shapes=True)
 
     @property
     def end_us(self) -> float:

@@ -490,3 +490,25 @@ def rank_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "median_step_busy_us": round(median(busy), 3) if busy else None,
                      "before_window_us": (result.get("before_window") or {}).get("device_time_us", 0.0)})
     return rows
+
+
+def mode_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per mode of a comparison (traces whose record names a `mode`; two or more modes), in the comparison's
+    order: its traces, steps, kernels, device time, host dispatch, and the median step's host time and device busy
+    time over all its traces' steps. Empty otherwise: modes are separate runs, never ranks of one job."""
+    modes = list(dict.fromkeys(r["mode"] for r in results if r.get("mode") is not None))
+    if len(modes) < 2:
+        return []
+    from statistics import median
+
+    rows = []
+    for mode in modes:
+        mine = [r for r in results if r.get("mode") == mode]
+        steps = [step for r in mine for step in r["per_step"]]
+        rows.append({"mode": mode, "traces": len(mine), "steps": sum(r["steps"] for r in mine),
+                     "kernels": sum(r["kernels"] for r in mine),
+                     "device_time_us": round(sum(r["device_time_us"] for r in mine), 3),
+                     "host_launch_us": round(sum(r["host_launch_us"] for r in mine), 3),
+                     "median_step_us": round(median(s["host_duration_us"] for s in steps), 3) if steps else None,
+                     "median_step_busy_us": round(median(s["device_busy_us"] for s in steps), 3) if steps else None})
+    return rows
