@@ -8,9 +8,13 @@
     report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
     why = api.explain("traces/compare-20261201-072758")             # typed; why.to_dict() is explain --json
     why.modes[1].contributors[0].title
+    kernels = api.kernels_table("traces/compare-20261201-072758")   # a pyarrow Table, with a mode column
+    steps = api.steps_table("traces/compare-20261201-072758")       # also events_table and ops_table
 
-Every function takes paths (str or Path) and returns exactly what the matching command's `--json` prints (plain dicts
-and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
+Every function takes paths (str or Path). The `*_table` functions return pyarrow Tables, one row per event, kernel,
+op or step of each trace with its `mode` and `rank` (`to_pandas()`, `polars.from_arrow()`, DuckDB by name), holding
+the figures `trace stats --json` prints. The others return exactly what the matching command's `--json` prints (plain
+dicts and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
 notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
 `hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints. The commands in
@@ -85,18 +89,53 @@ def _add_measured(path: Path, loaded: list[LoadedModule], results: list[dict[str
 def trace_stats(path: PathLike, top: int = 10) -> list[dict]:
     """One record per trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir): steps,
     kernels, busy and idle time, categories (from the run's HLO when it has one), top kernels and HLO ops."""
+    from hloscope.trace import tables
     from hloscope.trace.job import summarize_file, summary_error
-    from hloscope.trace.load import trace_files
 
     check_range("top", top, 1, MAX_TOP_ROWS)
     results = []
-    for file in trace_files(Path(path)):
-        summary = summarize_file(str(file), top=top)
+    for trace in tables.sources(Path(path)):
+        summary = summarize_file(trace.file, top=top)
         error = summary_error(summary)
         if error is not None:
             raise error
+        if trace.mode is not None:  # a run's trace: its mode, and its rank within that mode (as the command)
+            summary["stats"]["mode"] = trace.mode
+            summary["stats"]["rank"] = trace.rank
         results.append(summary["stats"])
     return results
+
+
+def events_table(path: PathLike) -> Any:
+    """Every event of every trace at `path` (a trace file, a run or comparison directory, a folder of traces) as a
+    pyarrow Table: `mode` (the run's mode; null outside runs) and `rank`, then `trace export`'s columns
+    (docs/trace.md). Held in memory: for a job of many ranks, `trace export` and DuckDB."""
+    from hloscope.trace import tables
+
+    return tables.events_table(tables.sources(Path(path)))
+
+
+def kernels_table(path: PathLike) -> Any:
+    """One row per trace and device execution name: `mode`, `rank`, `file`, `name`, `count`, `total_us`, `share`
+    (of the trace's device time), longest first; each trace's first rows are `trace stats`' `top`."""
+    from hloscope.trace import tables
+
+    return tables.kernels_table(tables.sources(Path(path)))
+
+
+def ops_table(path: PathLike) -> Any:
+    """One row per trace and op: HLO instructions (`kind` "hlo", as `trace stats`' `hlo_ops`, every one), then host
+    framework ops (`kind` "host": PyTorch's aten ops, with `self_us`, as torch.profiler's key_averages)."""
+    from hloscope.trace import tables
+
+    return tables.ops_table(tables.sources(Path(path)))
+
+
+def steps_table(path: PathLike) -> Any:
+    """One row per trace and step: `trace stats`' `per_step`, category dictionaries flattened to one column each."""
+    from hloscope.trace import tables
+
+    return tables.steps_table(tables.sources(Path(path)))
 
 
 def diff(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None,

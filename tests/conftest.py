@@ -85,3 +85,33 @@ def comparison(tmp_path_factory) -> Path:
     assert result.code == 0, result.stderr[-3000:]
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found
+
+
+@pytest.fixture(scope="session")
+def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float, float]]]:
+    """A real PyTorch CPU trace of three profiled training steps (record_shapes on), and torch's key_averages() of
+    them: {op: (calls, self CPU us, CPU us)}."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    folder = tmp_path_factory.mktemp("torch_cpu")
+    trace = folder / "host_1.pt.trace.json"
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = torch.randn(16, 32)
+    averages: dict[str, tuple[int, float, float]] = {}
+
+    def ready(profiler) -> None:
+        profiler.export_chrome_trace(str(trace))
+        for row in profiler.key_averages():
+            averages[row.key] = (row.count, row.self_cpu_time_total, row.cpu_time_total)
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, on_trace_ready=ready,
+                 schedule=schedule(wait=0, warmup=1, active=3)) as profiler:
+        for _ in range(4):
+            optimizer.zero_grad()
+            model(batch).sum().backward()
+            optimizer.step()
+            profiler.step()
+    assert trace.is_file() and averages
+    return trace, averages

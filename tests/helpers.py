@@ -230,6 +230,28 @@ def good_run(root: Path, name: str = "jax") -> Path:
     return run
 
 
+def comparison_of(root: Path, pytorch_trace: Path) -> Path:
+    """A comparison of two modes as `hloscope compare` lays it out: jax (a real XLA dump and xplane) and pytorch (a
+    real CPU trace)."""
+    directory = root / "compare-1"
+    directory.mkdir()
+    good_run(directory, "jax")
+    from hloscope.runs import rundir
+
+    run = rundir.create_run_dir(directory, run_id="pytorch")
+    (run / "profile").mkdir()
+    shutil.copy(pytorch_trace, run / "profile" / pytorch_trace.name)
+    rundir.write_run(run, {"schema_version": 1, "run_id": "pytorch", "mode": "pytorch", "status": "ok", "error": None,
+                           "config": {"model": "vit-tiny", "batch_size": 8}, "environment": {"platform": "cpu"},
+                           "timing": {"step_times_s": [0.002, 0.002], "median_s": 0.002, "mean_s": 0.002,
+                                      "first_step_s": 1.0},
+                           "artifacts": [{"kind": "trace", "path": f"profile/{pytorch_trace.name}", "format": "kineto",
+                                          "module": None, "stage": "profile", "train_step": True}]})
+    rundir.write_comparison(directory, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
+                                        "modes": [{"mode": "jax", "dir": "jax"}, {"mode": "pytorch", "dir": "pytorch"}]})
+    return directory
+
+
 # ------------------------------------------------------------------------------------------------------ headless chromium
 
 def chromium_binary() -> str | None:

@@ -8,46 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from statistics import median
 
 import pytest
-from helpers import REPO, good_run
+from helpers import REPO, comparison_of
 
-from hloscope.runs import rundir
 from hloscope.trace.load import load_trace
 from hloscope.trace.stats import trace_stats
-
-
-@pytest.fixture(scope="module")
-def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float, float]]]:
-    """A real PyTorch CPU trace of three profiled training steps (record_shapes on), and torch's key_averages() of
-    them: {op: (calls, self CPU us, CPU us)}."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    folder = tmp_path_factory.mktemp("torch_cpu")
-    trace = folder / "host_1.pt.trace.json"
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    batch = torch.randn(16, 32)
-    averages: dict[str, tuple[int, float, float]] = {}
-
-    def ready(profiler) -> None:
-        profiler.export_chrome_trace(str(trace))
-        for row in profiler.key_averages():
-            averages[row.key] = (row.count, row.self_cpu_time_total, row.cpu_time_total)
-
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, on_trace_ready=ready,
-                 schedule=schedule(wait=0, warmup=1, active=3)) as profiler:
-        for _ in range(4):
-            optimizer.zero_grad()
-            model(batch).sum().backward()
-            optimizer.step()
-            profiler.step()
-    assert trace.is_file() and averages
-    return trace, averages
 
 
 def _documented_query(name: str) -> str:
@@ -124,26 +92,6 @@ def test_nullable_integers_for_pandas(torch_cpu_trace, tmp_path, cli_run):
     assert described == {"step": "Int64", "correlation": "Int64", "depth": "Int32"}
     assert table.column("correlation").null_count > 0  # the case pandas would turn into floats
     assert table.schema.field("step").type == "int64" and table.schema.field("depth").type == "int32"
-
-
-def comparison_of(root: Path, pytorch_trace: Path) -> Path:
-    """A comparison of two modes as `hloscope compare` lays it out: jax (a real XLA dump and xplane) and pytorch (a
-    real CPU trace)."""
-    directory = root / "compare-1"
-    directory.mkdir()
-    good_run(directory, "jax")
-    run = rundir.create_run_dir(directory, run_id="pytorch")
-    (run / "profile").mkdir()
-    shutil.copy(pytorch_trace, run / "profile" / pytorch_trace.name)
-    rundir.write_run(run, {"schema_version": 1, "run_id": "pytorch", "mode": "pytorch", "status": "ok", "error": None,
-                           "config": {"model": "vit-tiny", "batch_size": 8}, "environment": {"platform": "cpu"},
-                           "timing": {"step_times_s": [0.002, 0.002], "median_s": 0.002, "mean_s": 0.002,
-                                      "first_step_s": 1.0},
-                           "artifacts": [{"kind": "trace", "path": f"profile/{pytorch_trace.name}", "format": "kineto",
-                                          "module": None, "stage": "profile", "train_step": True}]})
-    rundir.write_comparison(directory, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
-                                        "modes": [{"mode": "jax", "dir": "jax"}, {"mode": "pytorch", "dir": "pytorch"}]})
-    return directory
 
 
 def test_stats_of_a_comparison_are_modes(torch_cpu_trace, tmp_path, cli_run):
