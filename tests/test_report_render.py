@@ -126,7 +126,7 @@ def _sections_in_order(text: str) -> None:
         "Device time in fusion/elementwise", "More memory traffic (estimate)", "Device idle, the host running Python",
         "Other parts of the step, each within noise", "residual (timed gap - profiled gap",
         "ypotheses with no significant part of the step to explain", "Layout changes (copies, transposes)",
-        "vit/encoder/layer/", "copy.3")]
+        "mlp/gelu", "copy.3")]  # (the op name's end: at 80 columns its middle is cut)
     assert order == sorted(order), order
 
 
@@ -174,7 +174,11 @@ def test_terminal_report_shows_the_comparison_figures():
     report = _report()
     for width in (250, 80):
         text = _terminal(report, width)
-        assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= width
+        assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+        # only op names are cut (in the middle, on one line with their figures), only where the width needs it
+        cut = [line for line in text.splitlines() if "…" in line]
+        assert all(re.search(r"[+-]\d+\.\d{3}( \*)?$", line.rstrip()) for line in cut)
+        assert bool(cut) == (width == 80)
         rows = {}
         for line in text.splitlines():  # the first line that starts with the name: its table row
             if line.split()[:1] in (["jax"], ["torch_xla"], ["pytorch"], ["copy.3"]):
@@ -188,7 +192,7 @@ def test_terminal_report_shows_the_comparison_figures():
         assert "noisy (run.json flagged its timed window as noisy)" in flowing
         assert "↳ More memory traffic (estimate): torch_xla accesses 65 GB" in flowing
         assert "2. Device time in fusion/elementwise" in flowing
-        if width == 250:  # narrower, the name wraps beside the figures
+        if width == 250:  # narrower, the name is cut in the middle
             assert "copy.3 (only in torch_xla: no op of that name in jax)" in flowing
 
 
@@ -327,3 +331,21 @@ def test_html_tables_fit_the_window(tmp_path: Path, width: int):
         assert classes.count("steps") == 1 and classes.count("ops") == 1 and "config" in classes, classes
         for table in layout["tables"]:
             assert table["overflow"] <= 0 and table["width"] <= table["box"], table
+
+
+FLAX_OP = ("jit(train_step)/jit(main)/transpose(jvp(FlaxViTForImageClassification))/vit/encoder/layer/*/attention/"
+           "attention/query/dot_general")
+
+
+def test_terminal_op_table_keeps_each_op_on_one_line(monkeypatch):
+    """At 80 columns a long Flax op name is cut in the middle, keeping its informative end, on one line with its
+    figures; at 250 columns it is whole."""
+    monkeypatch.setitem(SLOW_OPS, FLAX_OP, (24, 0.9))
+    monkeypatch.setitem(FAST_OPS, FLAX_OP, (24, 0.3))
+    report = _report()
+    narrow = _terminal(report, 80)
+    (row,) = [line for line in narrow.splitlines() if "query/dot_general" in line]
+    assert row.startswith("jit") and "…/query/dot_general " in row and row.split()[1:4] == ["24", "37.5", "0.898"]
+    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 80
+    wide = _terminal(report, 250)
+    assert FLAX_OP in wide

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -177,7 +178,7 @@ def _mode(view: ModeView, console: Console) -> None:
         console.print(Text(f"  {MODE_ANNOTATIONS_LABEL}:", style="bold"))
         console.print(Padding(_annotations(view.annotations, "-"), (0, 0, 0, 4)))
     if view.ops:
-        console.print(_op_table(view))
+        console.print(_op_table(view, console.width))
         if view.ops_matching:
             _line(console, Text(view.ops_matching, style="dim"))
     for note in view.notes:
@@ -229,23 +230,29 @@ def _line(console: Console, text: Text, indent: int = 2) -> None:
     console.print(grid)
 
 
-def _op_table(view: ModeView) -> Table:
+def _op_table(view: ModeView, width: int = 80) -> Table:
+    """One line per op group: a long scoped name (a Flax op) is cut in the middle to the room the figures leave."""
+    longest = max((len(r.group) for r in view.ops), default=0)
+    overhead = Measurement.get(Console(width=10_000), Console(width=10_000).options, _ops(view, longest)).maximum
+    return _ops(view, max(16, width - (overhead - max(longest, 12))))
+
+
+def _ops(view: ModeView, room: int) -> Table:
     table = Table(title=Text(f"ops whose time changed most: {view.mode} (first three figures) against {view.baseline} "
                                "(next three); * significant"),
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     units = ("", "", " µs", " ms", "", " µs", " ms", " ms")
     for i, (header, unit) in enumerate(zip(OP_HEADERS, units)):
         if i == 0:
-            table.add_column(header, overflow="fold", ratio=1, min_width=12)
+            table.add_column(header, overflow="ellipsis", no_wrap=True, min_width=12)
         else:
             table.add_column(header.replace("/", "\n/") + unit.replace(" ", "\n", 1) if unit else
                              header.replace("/", "\n/"), justify="right", no_wrap=True)
     for r in view.ops:
-        table.add_row(Text(r.group), r.run_calls, r.run_per_call.removesuffix(" µs"), _ms(r.run_time),
-                      r.baseline_calls, r.baseline_per_call.removesuffix(" µs"), _ms(r.baseline_time),
+        table.add_row(Text(fmt.middle_ellipsis(r.group, room)), r.run_calls, r.run_per_call.removesuffix(" µs"),
+                      _ms(r.run_time), r.baseline_calls, r.baseline_per_call.removesuffix(" µs"), _ms(r.baseline_time),
                       Text(r.delta.replace(" ms", ""), style="bold" if r.significant else ""))
     return table
-
 
 
 def _scaling(view: ScalingView, console: Console) -> None:

@@ -124,3 +124,15 @@ def p_value(p: float | None) -> str:
     if p is None:
         return "-"
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def middle_ellipsis(name: str, width: int) -> str:
+    """`name` in at most `width` characters, cut in the middle with an ellipsis, keeping its end, the informative
+    part of scoped op names: from a `/` where one fits (`jit…/query/dot_general`), else two thirds of the room."""
+    if len(name) <= width:
+        return name
+    width = max(width, 5)
+    budget = width - 1 - 3  # at least three characters of the start
+    cuts = [i for i in range(len(name) - budget, len(name)) if name[i] == "/" and i > 0]
+    tail = len(name) - cuts[0] if cuts else width - 1 - (width - 1) // 3
+    return f"{name[:width - 1 - tail]}…{name[len(name) - tail:]}"
