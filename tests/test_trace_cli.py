@@ -107,7 +107,7 @@ def test_tables_by_default(cli_run, fixtures_dir):
     assert code == 0, stderr
     assert "Device time by category" in stdout and "collective/communication" in stdout
     assert "Top 3 kernels" in stdout and "ncclKernel_SendRecv" in stdout
-    assert "Steps" in stdout and "1009" in stdout and "1,428" in stdout
+    assert "Per step" in stdout and "1009" in stdout and "1,428" in stdout
 
 
 def test_reading_traces_imports_no_framework(fixtures_dir):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -43,10 +44,37 @@ def _counts(title: str, counts: dict, limit: int = 12) -> Table:
     return table
 
 
+def _after_optimizations_first(results: list[dict]) -> list[dict]:
+    """Each module's optimized HLO (what runs) before its HLO before optimizations; modules in their order."""
+    first: dict[str, int] = {}
+    for index, result in enumerate(results):
+        first.setdefault(result["name"], index)
+    return sorted(results, key=lambda r: (first[r["name"]], r["stage"] != "after_optimizations"))
+
+
+def _most_flops(top: list[dict], width: int) -> Table:
+    """The instructions with the most FLOPs; a long op_name is cut in the middle to the room left, keeping its start
+    (the program) and its end (the op)."""
+    longest = max((len(row["op_name"]) for row in top), default=0)
+    overhead = Measurement.get(Console(width=10_000), Console(width=10_000).options, _flops_table(top, longest)).maximum
+    return _flops_table(top, max(20, width - (overhead - longest)))
+
+
+def _flops_table(top: list[dict], room: int) -> Table:
+    table = Table(title="most FLOPs", title_justify="left", show_edge=False)
+    for column in ("instruction", "opcode", "FLOPs", "bytes", "op_name"):
+        table.add_column(column, justify="right" if column in ("FLOPs", "bytes") else "left",
+                         no_wrap=column == "op_name")
+    for row in top:
+        table.add_row(_t(row["name"]), _t(row["opcode"]), _si(row["flops"]), _bytes(row["bytes_accessed"]),
+                      _t(fmt.middle_ellipsis(row["op_name"], room)))
+    return table
+
+
 def render_stats(results: list[dict], console: Console | None = None) -> None:
     console = console or Console(markup=False)
     results = fmt.printable(results)  # names from the HLO text are shown escaped, never run as terminal control
-    for result in results:
+    for result in _after_optimizations_first(results):
         console.rule(Text.assemble((str(result["name"]), "bold"), f"  {result['stage']}  {result['platform']}"))
         console.print(_t(result["file"]), style="dim", highlight=False)
         summary = Table(show_header=False, show_edge=False)
@@ -116,12 +144,7 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         console.print(Columns([t for t in tables if t.row_count], padding=(1, 4)))
         top = result.get("top_instructions") or []
         if top:
-            table = Table(title="most FLOPs", title_justify="left", show_edge=False)
-            for column in ("instruction", "opcode", "FLOPs", "bytes", "op_name"):
-                table.add_column(column, justify="right" if column in ("FLOPs", "bytes") else "left")
-            for row in top:
-                table.add_row(_t(row["name"]), _t(row["opcode"]), _si(row["flops"]), _bytes(row["bytes_accessed"]), _t(row["op_name"][-60:]))
-            console.print(table)
+            console.print(_most_flops(top, console.width))
         measured = result.get("measured")
         if measured:
             table = Table(title=f"measured device time (profile in the run: {fmt.ms_column(measured['device_time_us'])} ms "

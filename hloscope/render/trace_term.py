@@ -14,8 +14,15 @@ _NAME_WIDTH = 70
 
 
 def _short(name: str, width: int = _NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return fmt.middle_ellipsis(name, width)
 
+
+def _same_rows(stats: dict) -> bool:
+    """Whether the top kernels are the top HLO instructions, row for row (XLA profiles name each op execution after
+    its instruction): then one table says both."""
+    top, ops = stats["top"], stats["hlo_ops"]
+    return bool(top) and len(top) == len(ops) and all(
+        (t["name"], t["count"], t["total_us"]) == (o["hlo_op"], o["count"], o["total_us"]) for t, o in zip(top, ops))
 
 
 def render_stats(console: Console, stats: dict) -> None:
@@ -25,13 +32,16 @@ def render_stats(console: Console, stats: dict) -> None:
         f"  ({stats['format']}: {stats['events']:,} events, {stats['kernels']:,} kernels, "
         f"{stats['steps']} steps, {stats['devices']} device(s))"), highlight=False)
     device_time = stats["device_time_us"]
-    console.print(
-        f"device time {fmt.ms_column(device_time)} ms   host dispatch (launches of that work) {fmt.ms_column(stats['host_launch_us'])} ms   "
-        f"all host runtime API time {fmt.ms_column(stats['host_runtime_us'])} ms"
-    )
+    # the totals cover the whole trace (every profiled step, and anything outside them); the step table is per step
+    span = f"all {stats['steps']} profiled steps" if stats["steps"] else "the whole trace"
+    if device_time or stats["host_runtime_us"]:
+        console.print(
+            f"over {span}: device time {fmt.ms_column(device_time)} ms   host dispatch (launches of that work) "
+            f"{fmt.ms_column(stats['host_launch_us'])} ms   all host runtime API time "
+            f"{fmt.ms_column(stats['host_runtime_us'])} ms")
     if device_time:
         source = "from the run's HLO" if stats.get("category_source") == "hlo" else "by kernel name"
-        categories = Table(title=f"Device time by category ({source})", title_justify="left")
+        categories = Table(title=f"Device time by category over {span} ({source})", title_justify="left")
         categories.add_column("category")
         categories.add_column("ms", justify="right")
         categories.add_column("share", justify="right")
@@ -39,67 +49,86 @@ def render_stats(console: Console, stats: dict) -> None:
             if total:
                 categories.add_row(Text(str(name)), fmt.ms_column(total), f"{total / device_time:.1%}")
         console.print(categories)
-        top = Table(title=f"Top {len(stats['top'])} kernels / ops by total device time", title_justify="left")
-        top.add_column("name", overflow="fold")
-        top.add_column("count", justify="right")
-        top.add_column("total ms", justify="right")
-        top.add_column("share", justify="right")
-        for row in stats["top"]:
-            top.add_row(Text(_short(str(row["name"]))), f"{row['count']:,}", fmt.ms_column(row["total_us"]), f"{row['share']:.1%}")
-        console.print(top)
+        if not _same_rows(stats):
+            top = Table(title=f"Top {len(stats['top'])} kernels / ops by total device time over {span}",
+                        title_justify="left")
+            top.add_column("name", overflow="fold")
+            top.add_column("count", justify="right")
+            top.add_column("total ms", justify="right")
+            top.add_column("share", justify="right")
+            for row in stats["top"]:
+                top.add_row(Text(_short(str(row["name"]))), f"{row['count']:,}", fmt.ms_column(row["total_us"]),
+                            f"{row['share']:.1%}")
+            console.print(top)
     if stats["hlo_ops"]:
-        ops = Table(title=f"Top {len(stats['hlo_ops'])} HLO instructions by device time", title_justify="left")
+        what = "kernels / HLO instructions" if _same_rows(stats) else "HLO instructions"
+        ops = Table(title=f"Top {len(stats['hlo_ops'])} {what} by device time over {span}", title_justify="left")
         ops.add_column("HLO instruction", overflow="fold")
         ops.add_column("module", overflow="fold")
         ops.add_column("count", justify="right")
         ops.add_column("total ms", justify="right")
         ops.add_column("share", justify="right")
         for row in stats["hlo_ops"]:
-            ops.add_row(Text(str(row["hlo_op"])), Text(str(row["hlo_module"] or "")), f"{row['count']:,}", fmt.ms_column(row["total_us"]),
-                        f"{row['share']:.1%}")
+            ops.add_row(Text(str(row["hlo_op"])), Text(str(row["hlo_module"] or "")), f"{row['count']:,}",
+                        fmt.ms_column(row["total_us"]), f"{row['share']:.1%}")
         console.print(ops)
+    _host_ops(console, stats)
     if stats["per_step"]:
-        steps = Table(title="Steps", title_justify="left")
-        # collectives' columns only where the trace has collectives (a data-parallel step)
-        communication = any(step.get("collective_us") for step in stats["per_step"])
-        for column in ("step", "host ms", "kernels", "copy/transpose ops", "device busy ms", "device idle ms",
-                       "idle gaps", "launch ms", *(("collective ms", "exposed ms") if communication else ())):
-            steps.add_column(column, justify="right")
-        for step in stats["per_step"]:
-            steps.add_row(
-                str(step["step"]),
-                fmt.ms_column(step["host_duration_us"]),
-                f"{step['kernels']:,}",
-                f"{step.get('executions_by_category', {}).get('copy/transpose', 0):,}",
-                fmt.ms_column(step["device_busy_us"]),
-                fmt.ms_column(step["device_idle_us"]),
-                f"{step['idle_gaps']:,}",
-                fmt.ms_column(step["host_runtime_us"]),
-                *((fmt.ms_column(step["collective_us"]), fmt.ms_column(step["collective_exposed_us"])) if communication else ()),
-            )
-        console.print(steps)
+        _steps(console, stats["per_step"])
     early = stats.get("before_window") or {}
     if early.get("executions"):
         console.print(
             f"launched before the profiling window (in no step above): {early['executions']:,} device executions "
             f"({early['kernels']:,} kernels), {fmt.ms_column(early['device_time_us'])} ms of device time", highlight=False)
-    host = stats.get("host_ops") or {}
-    if host.get("ops"):
-        parts = host["parts_us"]
-        console.print(
-            f"no device executions: the host did the work. Median step {fmt.ms_column(host['step_us'])} ms over steps "
-            f"{', '.join(map(str, host['steps_used']))} ({len(host['dropped'])} left out: warm-up, outliers): "
-            + ", ".join(f"{fmt.ms_column(us)} ms {node.removeprefix('host:')}"
-                        for node, us in sorted(parts.items(), key=lambda kv: -kv[1])),
-            highlight=False, markup=False)
-        ops = Table(title=f"Top {len(host['ops'])} framework ops (top level) by time per step", title_justify="left")
-        for column in ("op", "calls/step", "per call ms", "longest ms", "ms/step", "share"):
-            ops.add_column(column, justify="left" if column == "op" else "right", overflow="fold")
-        for row in host["ops"]:
-            ops.add_row(Text(_short(row["name"])), f"{row['calls_per_step']:g}", fmt.ms_column(row["per_call_us"]),
-                        fmt.ms_column(row["max_call_us"]), fmt.ms_column(row["us_per_step"]), f"{row['share_of_step']:.1%}")
-        console.print(ops)
     console.print()
+
+
+def _steps(console: Console, per_step: list[dict]) -> None:
+    """One row per step; a column that is zero in every step (a CPU run has no kernels, no device time) is left
+    out, and said so below the table."""
+    columns = {
+        "host ms": lambda step: fmt.ms_column(step["host_duration_us"]),
+        "kernels": lambda step: f"{step['kernels']:,}",
+        "copy/transpose ops": lambda step: f"{step.get('executions_by_category', {}).get('copy/transpose', 0):,}",
+        "device busy ms": lambda step: fmt.ms_column(step["device_busy_us"]),
+        "device idle ms": lambda step: fmt.ms_column(step["device_idle_us"]),
+        "idle gaps": lambda step: f"{step['idle_gaps']:,}",
+        "launch ms": lambda step: fmt.ms_column(step["host_runtime_us"]),
+        "collective ms": lambda step: fmt.ms_column(step.get("collective_us", 0.0)),
+        "exposed ms": lambda step: fmt.ms_column(step.get("collective_exposed_us", 0.0)),
+    }
+    zero = {"0", "0.000"}
+    shown = [name for name, cell in columns.items() if any(cell(step) not in zero for step in per_step)]
+    table = Table(title="Per step", title_justify="left")
+    for column in ("step", *shown):
+        table.add_column(column, justify="right")
+    for step in per_step:
+        table.add_row(str(step["step"]), *(columns[name](step) for name in shown))
+    console.print(table)
+    left_out = [name.removesuffix(" ms") for name in columns if name not in shown]
+    if left_out:
+        console.print(f"zero in every step, not shown: {', '.join(left_out)}", highlight=False, style="dim")
+
+
+def _host_ops(console: Console, stats: dict) -> None:
+    host = stats.get("host_ops") or {}
+    if not host.get("ops"):
+        return
+    parts = host["parts_us"]
+    console.print(
+        f"no device executions: the host did the work. Median step {fmt.ms_column(host['step_us'])} ms over steps "
+        f"{', '.join(map(str, host['steps_used']))} ({len(host['dropped'])} left out: warm-up, outliers): "
+        + ", ".join(f"{fmt.ms_column(us)} ms {node.removeprefix('host:')}"
+                    for node, us in sorted(parts.items(), key=lambda kv: -kv[1])),
+        highlight=False, markup=False)
+    ops = Table(title=f"Top {len(host['ops'])} framework ops (top level) by time per step (medians)",
+                title_justify="left")
+    for column in ("op", "calls/step", "per call ms", "longest ms", "ms/step", "share"):
+        ops.add_column(column, justify="left" if column == "op" else "right", overflow="fold")
+    for row in host["ops"]:
+        ops.add_row(Text(_short(row["name"])), f"{row['calls_per_step']:g}", fmt.ms_column(row["per_call_us"]),
+                    fmt.ms_column(row["max_call_us"]), fmt.ms_column(row["us_per_step"]), f"{row['share_of_step']:.1%}")
+    console.print(ops)
 
 
 def render_modes(console: Console, rows: list[dict]) -> None:
