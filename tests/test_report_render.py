@@ -207,7 +207,7 @@ def test_html_report_is_self_contained_with_plots():
     assert '<td>ok <span class="noisy">noisy</span></td>' in html
     assert ('<tr class="significant"><td class="group">copy.3 (only in torch_xla: no op of that name in jax)</td>'
             "<td>77</td><td>1.43</td><td>0.110</td><td>-</td><td>-</td><td>-</td><td>+0.110 *</td></tr>") in html
-    assert "<tr><td>batch_size</td><td>16</td><td>8</td></tr>" in html
+    assert '<tr><td>batch_size</td><td class="n">16</td><td class="n">8</td></tr>' in html
 
 
 def test_faster_runs_against_a_chosen_baseline():
@@ -349,3 +349,73 @@ def test_terminal_op_table_keeps_each_op_on_one_line(monkeypatch):
     assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 80
     wide = _terminal(report, 250)
     assert FLAX_OP in wide
+
+
+# What the browser drew of each plot: every text element's box against its SVG's viewBox (the SVG scales with the
+# page, so a text outside the viewBox is clipped whatever the window width).
+SVG_MEASURE = """<script>
+(function () {
+  var out = [];
+  document.querySelectorAll("svg").forEach(function (svg) {
+    var view = svg.viewBox.baseVal;
+    svg.querySelectorAll("text").forEach(function (t) {
+      var box = t.getBBox();
+      out.push({plot: svg.getAttribute("aria-label"), text: t.textContent, right: box.x + box.width,
+                bottom: box.y + box.height, width: view.width, height: view.height});
+    });
+  });
+  document.body.setAttribute("data-svg", JSON.stringify(out));
+})();
+</script>"""
+
+
+def _svg_texts(browser: str, html: str, width: int, tmp_path: Path) -> list[dict]:
+    import html as html_lib
+    import json
+
+    page = tmp_path / f"svg-{width}.html"
+    page.write_text(html.replace("</body>", SVG_MEASURE + "</body>"), encoding="utf-8")
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    match = re.search(r'data-svg="([^"]*)"', dom.stdout)
+    assert match, dom.stdout[:2000]
+    return json.loads(html_lib.unescape(match.group(1)))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [800, 1400])
+def test_device_plot_legend_inside_the_plot(tmp_path: Path, width: int):
+    """Every category of "One step on the device" has its legend entry inside the plot, at 800 and 1400 px; the runs
+    without a strip are named below the plots with the reason."""
+    from hloscope.trace.model import CATEGORIES
+
+    browser = chromium()
+    report = _report()
+    report.summaries["jax"].timeline = [(i * 1e-4, 1e-4, category) for i, category in enumerate(CATEGORIES)]
+    html = explain_html.render(report)
+    texts = [t for t in _svg_texts(browser, html, width, tmp_path) if t["plot"] == "One step on the device, per run"]
+    assert {t["text"] for t in texts} >= set(CATEGORIES)
+    for text in texts:
+        assert text["right"] <= text["width"] + 0.5 and text["bottom"] <= text["height"] + 0.5, text
+    flowing = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "pytorch+compile is not in the device plots: the run did not finish" in flowing
+    assert "pytorch is not in the device plots" in flowing and "jax is not in the device plots" not in flowing
+
+
+def test_device_plot_legend_laid_out_inside_the_width():
+    """Without a browser: each legend entry of the timeline, at the font's widest average character width, ends
+    inside the viewBox, and the viewBox is tall enough for its lines."""
+    from hloscope.render import svg
+    from hloscope.trace.model import CATEGORIES
+
+    plot = svg.timeline_strips("One step", [("jax", [(i * 1e-4, 1e-4, c) for i, c in enumerate(CATEGORIES)]),
+                                            ("torch_xla", [(0.0, 1e-4, CATEGORIES[0])])])
+    width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', plot).groups())
+    entries = re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="10" height="10" fill="[^"]+"/><text x="[\d.]+" '
+                         r'y="[\d.]+">([^<]+)</text>', plot)
+    assert [name for _, _, name in entries] == sorted(CATEGORIES)
+    for x, y, name in entries:
+        assert float(x) + 14 + svg.LEGEND_CHAR_PX * len(name) <= width, name
+        assert float(y) + 12 <= height, name
+    assert len({y for _, y, _ in entries}) >= 2  # seven categories do not fit one line of 640 px

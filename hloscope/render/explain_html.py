@@ -127,10 +127,33 @@ def render(report: ExplainReport) -> str:
     body.extend(p for p in plots if p)
     if not any(plots):
         body.append("<p>No HLO dumps or traces were recorded for these runs.</p>")
+    elif plots[2]:
+        body += [f'<p class="note">{escape(line)}</p>' for line in _not_plotted(rows, summaries)]
 
     if notes(report):
         body.append(_notes(report))
     return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
+
+
+def _not_plotted(rows: list, summaries: dict[str, ModeSummary]) -> list[str]:
+    """Why a run has no strip in the device plots: a failed run, a run without a profile, or a profile with no
+    device executions (PyTorch on the CPU runs its ops on the host)."""
+    lines = []
+    for row in rows:
+        summary = summaries.get(row.mode)
+        if summary is not None and summary.timeline:
+            continue
+        if summary is None or summary.status != "ok":
+            why = "the run did not finish, so nothing of it was profiled"
+        elif summary.framework_ops:
+            why = (f"its profile holds no device executions: its {summary.framework_ops:,.0f} framework ops per step "
+                   f"ran on the host thread (platform {summary.platform or 'unknown'}), as its section above shows")
+        elif summary.ledger is None:
+            why = "no profile was recorded for it (run with --profile)"
+        else:
+            why = "its profiled step holds no device executions"
+        lines.append(f"{row.mode} is not in the device plots: {why}.")
+    return lines
 
 
 def _timeline(summary: ModeSummary | None) -> list[tuple[float, float, str]]:

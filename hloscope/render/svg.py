@@ -106,7 +106,8 @@ def timeline_strips(title: str, rows: list[tuple[str, list[tuple[float, float, s
     keys = sorted({c for _, spans in rows for _, _, c in spans})
     color = colors(keys)
     label_w, strip_h, gap, top = 150, 16, 10, 28
-    height = top + len(rows) * (strip_h + gap) + 34
+    legend = _legend_layout(keys, label_w, width)
+    height = top + len(rows) * (strip_h + gap) + 16 + 18 * (max(y for _, y in legend) + 1)
     end = max(s + d for _, spans in rows for s, d, _ in spans) or 1.0
     span = width - label_w - 10
     out = _open(title, width, height)
@@ -121,13 +122,28 @@ def timeline_strips(title: str, rows: list[tuple[str, list[tuple[float, float, s
     axis_y = top + len(rows) * (strip_h + gap)
     out.append(f'<text x="{label_w}" y="{axis_y + 4}">0</text>'
                f'<text x="{width - 10}" y="{axis_y + 4}" text-anchor="end">{escape(_fmt(end * 1e3))} ms</text>')
-    lx = label_w
-    for key in keys:
-        out.append(f'<rect x="{lx}" y="{axis_y + 14}" width="10" height="10" fill="{color[key]}"/>'
-                   f'<text x="{lx + 14}" y="{axis_y + 23}">{escape(key)}</text>')
-        lx += 14 + 7 * len(key) + 18  # ~7 px per character at 12 px
+    for key, (lx, line) in zip(keys, legend):
+        ly = axis_y + 14 + 18 * line
+        out.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{color[key]}"/>'
+                   f'<text x="{lx + 14}" y="{ly + 9}">{escape(key)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+LEGEND_CHAR_PX = 7.5  # the widest a character of the 12 px sans-serif font averages in category names
+
+
+def _legend_layout(keys: list[str], start: int, width: int) -> list[tuple[int, int]]:
+    """(x, line) of each legend entry: left to right from `start`, on a new line (from the left edge) when the next
+    entry would pass the plot's width, so that every entry is inside the plot at any page width (the SVG scales)."""
+    places, x, line = [], start, 0
+    for key in keys:
+        entry = 14 + int(LEGEND_CHAR_PX * len(key) + 0.5)
+        if x + entry > width and x > 0:
+            x, line = 0, line + 1
+        places.append((x, line))
+        x += entry + 18
+    return places or [(start, 0)]
 
 
 def paired_bars(title: str, rows: list[tuple[str, float, float]], unit: str, names: tuple[str, str] = ("A", "B"),
