@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from statistics import median
 
@@ -126,3 +127,37 @@ def test_export_of_a_comparison_is_partitioned_by_mode(torch_cpu_trace, tmp_path
         "SELECT mode, count(*) FILTER (WHERE kind = 'kernel') FROM events GROUP BY mode").fetchall())
     stats = json.loads(cli_run("trace", "stats", "--json", str(directory))[1])["traces"]
     assert counts == {trace["mode"]: trace["kernels"] for trace in stats}
+
+
+def test_ranks_of_one_mode_get_a_job_view_of_their_own(torch_cpu_trace, tmp_path, cli_run):
+    """A mode whose run holds two ranks' traces: rank and job views within that mode, titled with it; none across
+    the modes."""
+    from helpers import FETCHED
+
+    from hloscope.runs import rundir
+
+    directory = comparison_of(tmp_path, torch_cpu_trace[0])
+    run = rundir.create_run_dir(directory, run_id="ddp")
+    (run / "profile").mkdir()
+    ranks = sorted((FETCHED / "hta" / "trace_filter_ranks").glob("*.json.gz"))
+    for source in ranks:
+        shutil.copy(source, run / "profile" / source.name.replace(".json.gz", ".pt.trace.json.gz"))
+    rundir.write_run(run, {"schema_version": 1, "run_id": "ddp", "mode": "ddp", "status": "ok", "error": None,
+                           "config": {"model": "vit-tiny", "batch_size": 8}, "environment": {"platform": "gpu"},
+                           "timing": {"step_times_s": [0.002], "median_s": 0.002, "mean_s": 0.002, "first_step_s": 1.0},
+                           "artifacts": [{"kind": "trace", "path": "profile", "format": "kineto", "module": None,
+                                          "stage": "profile", "train_step": True}]})
+    record = rundir.load_comparison(directory)
+    rundir.write_comparison(directory, {**{k: v for k, v in record.items() if k != "_dir"},
+                                        "modes": [*record["modes"], {"mode": "ddp", "dir": "ddp"}]})
+    code, out, err = cli_run("trace", "stats", "--json", str(directory))
+    assert code == 0, err
+    document = json.loads(out)
+    assert [(t["mode"], t["rank"]) for t in document["traces"]] == [("jax", 0), ("pytorch", 0), ("ddp", 0), ("ddp", 1)]
+    assert [row["mode"] for row in document["modes"]] == ["jax", "pytorch", "ddp"]
+    assert list(document["jobs"]) == ["ddp"] and "job" not in document
+    assert [row["rank"] for row in document["jobs"]["ddp"]["job"]["ranks"]] == [0, 1]
+    code, out, err = cli_run("trace", "stats", str(directory))
+    assert code == 0, err
+    flowing = " ".join(out.split())
+    assert "Job of mode ddp: 2 ranks" in flowing and "Per rank of mode ddp" in flowing
