@@ -8,7 +8,17 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, REQUIRE_FIXTURES_ENV, fixture, fixtures_missing, hloscope
+from helpers import (
+    EVERY_MODE_BATCH,
+    EVERY_MODE_PROFILE_STEPS,
+    EVERY_MODE_STEPS,
+    EVERY_MODE_WARMUP,
+    FIXTURES,
+    REQUIRE_FIXTURES_ENV,
+    fixture,
+    fixtures_missing,
+    hloscope,
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,16 +82,25 @@ def cuda_plugin() -> str:
 
 
 @pytest.fixture(scope="session")
-def comparison(tmp_path_factory) -> Path:
-    """A real comparison (jax and torch_xla+compile, vit-tiny, --dump-hlo --profile), made once per session; or the one
-    at $HLOSCOPE_TEST_COMPARISON."""
+def comparison(request) -> Path:
+    """A real comparison holding jax and torch_xla+compile runs of the tiny ViT recorded with --dump-hlo --profile: the
+    one at $HLOSCOPE_TEST_COMPARISON, else every_mode_comparison (made once per session, shared)."""
     given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
     if given and (Path(given) / "torch_xla_compile" / "run.json").is_file():
         return Path(given)
-    root = tmp_path_factory.mktemp("traces")
-    result = hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla+compile", "--model", "vit-tiny",
-                      "--batch-size", "8", "--steps", "6", "--warmup", "3", "--dump-hlo", "--profile", "--timeout", "900",
-                      "--out", root, timeout=1800, memory_limit=None)  # fmt: skip
+    return request.getfixturevalue("every_mode_comparison")
+
+
+@pytest.fixture(scope="session")
+def every_mode_comparison(tmp_path_factory) -> Path:
+    """`hloscope compare` of every mode (compare's default --modes) on the tiny ViT with --dump-hlo --profile, made once
+    per session for every test that reads a real run of a mode: the run records, the HLO dumps, the traces, TensorBoard
+    and XProf on them (a test that changes a run copies it first). The settings are helpers' EVERY_MODE_*."""
+    root = tmp_path_factory.mktemp("every_mode")
+    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", str(EVERY_MODE_BATCH),
+                      "--steps", str(EVERY_MODE_STEPS), "--warmup", str(EVERY_MODE_WARMUP), "--profile-steps",
+                      str(EVERY_MODE_PROFILE_STEPS), "--dump-hlo", "--profile", "--timeout", "900", "--out", root,
+                      timeout=2400, memory_limit=None)  # fmt: skip
     assert result.code == 0, result.stderr[-3000:]
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found

@@ -47,6 +47,12 @@ def fixture(relative: str) -> Path:
     raise AssertionError("unreachable")  # pytest.skip/fail raise
 
 
+# The settings of conftest's every_mode_comparison (every mode, one process each): steps timed and profiled, warm-up
+# steps and batch. Six profiled steps are one above XProf's threshold for dropping the first and last step
+# (test_tensorboard_xprof_tools), and the loss still falls over eight steps of four images.
+EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH = 8, 2, 6, 4
+
+
 # ---------------------------------------------------------------------------- HLO modules as XLA's parser and ours see them
 
 # XLA opcode enum names whose text form is not the plain kebab-case of the name.

@@ -5,8 +5,8 @@ Checked against independent readers: XLA's own parser (jaxlib._hlo) for the grap
 analysis (jaxlib._jax.hlo_module_cost_analysis) for the FLOPs of every graph, and the trace's raw events (jaxlib's
 ProfileData over the xplane.pb: each XLA CPU op event with its hlo_op and hlo_module stats) for the measured times.
 
-The comparison is recorded once per session (`hloscope compare --modes jax,torch_xla+compile --dump-hlo --profile`,
-about 1 min) unless HLOSCOPE_TEST_COMPARISON names one recorded with those options (e.g. the one of `--modes
+The comparison is conftest's, recorded once per session and shared (`hloscope compare --dump-hlo --profile` of every
+mode, jax and torch_xla+compile among them) unless HLOSCOPE_TEST_COMPARISON names one recorded with those options (e.g. the one of `--modes
 jax,torch_xla,torch_xla+compile --model vit-tiny --batch-size 8 --steps 10 --warmup 3 --dump-hlo --profile`).
 """
 

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import hloscope, our_view, xla_view
+from helpers import our_view, xla_view
 
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules
@@ -126,12 +126,10 @@ def test_data_parallel_step_has_its_all_reduce(tmp_path):
     assert stats["kernel_breakdown"]["collective"] == collectives[op]["count"]
 
 
-def test_stats_on_a_run_directory_hloscope_wrote(tmp_path, cli_run):
-    """`hloscope run --mode jax --dump-hlo`, then `hloscope hlo stats RUN_DIR`: the train step, both stages."""
-    done = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--steps", "2", "--warmup", "1",
-                    "--dump-hlo", "--out", tmp_path, timeout=600, memory_limit=None)
-    assert done.code == 0, done.stderr[-3000:]
-    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "run.json").is_file()]
+def test_stats_on_a_run_directory_hloscope_wrote(every_mode_comparison, cli_run):
+    """`hloscope run --mode jax --dump-hlo` (the jax run of conftest's comparison of every mode), then `hloscope hlo
+    stats RUN_DIR`: the train step, both stages."""
+    run_dir = every_mode_comparison / "jax"
     code, out, err = cli_run("hlo", "stats", "--json", str(run_dir))
     assert code == 0, err
     modules = json.loads(out)["modules"]

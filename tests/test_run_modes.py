@@ -1,7 +1,7 @@
 """Every mode end to end on the CPU (tiny ViT, a few steps) through `hloscope compare --dump-hlo --profile`.
 
-One comparison is run once for the whole module (the inductor cold compile alone takes ~30-60 s on two cores); the
-tests then check what it wrote with the frameworks' own readers: XLA's HLO parser, JAX's xplane reader, TensorBoard.
+One comparison of every mode is run once for the whole session (conftest's every_mode_comparison, which the HLO,
+TensorBoard and XProf tests read too: the inductor cold compile alone takes ~30-60 s on two cores); the tests then check what it wrote with the frameworks' own readers: XLA's HLO parser, JAX's xplane reader, TensorBoard.
 """
 
 from __future__ import annotations
@@ -13,35 +13,25 @@ import subprocess
 import sys
 import time
 import urllib.request
-from functools import partial
 from pathlib import Path
 
-import helpers
 import pytest
+from helpers import EVERY_MODE_PROFILE_STEPS, EVERY_MODE_STEPS
 
 from hloscope.machine import free_port
+from hloscope.modes import MODES as REGISTRY
 from hloscope.runs.memory_record import read_ledger
 from hloscope.runs.rundir import find_runs, load_comparison, load_run
 
 pytestmark = pytest.mark.slow
 
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
-STEPS, WARMUP, PROFILE_STEPS, BATCH = 8, 2, 2, 4
-
-
-# runs of the frameworks themselves: their address space is not capped
-hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600)
+STEPS, PROFILE_STEPS = EVERY_MODE_STEPS, EVERY_MODE_PROFILE_STEPS
 
 
 @pytest.fixture(scope="module")
-def comparison(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("compare")
-    result = hloscope("compare", "--repeats", "1", "--modes", ",".join(MODES), "--model", "vit-tiny", "--batch-size", str(BATCH),
-                      "--steps", str(STEPS), "--warmup", str(WARMUP), "--profile-steps", str(PROFILE_STEPS),
-                      "--dump-hlo", "--profile", "--out", str(out), "--json")
-    assert result.code == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout)
-    return load_comparison(Path(out) / data["comparison_id"])
+def comparison(every_mode_comparison) -> dict:
+    return load_comparison(every_mode_comparison)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +41,7 @@ def runs(comparison) -> dict[str, dict]:
 
 def test_every_mode_completes_and_the_comparison_ranks_them(comparison):
     entries = {entry["mode"]: entry for entry in comparison["modes"]}
-    assert list(entries) == MODES
+    assert list(entries) == [mode.name for mode in REGISTRY]
     assert all(entry["status"] == "ok" for entry in entries.values()), comparison["modes"]
     assert min(entry["ratio_to_fastest"] for entry in entries.values()) == pytest.approx(1.0)
     assert all(entry["median_s"] > 0 and entry["throughput_img_s"] > 0 for entry in entries.values())

@@ -3,7 +3,7 @@
 XProf lists the `<module>.hlo_proto.pb` files it extracts from the xplane (xprof/profile_plugin.py
 `hlo_module_list_impl`); checked by running XProf's own extraction (`xspace_to_tool_names`) on the view's copy and on
 the original, and against the programs whose XLA ops the raw events (jaxlib's ProfileData) show inside the steps.
-Uses the real comparison of tests/test_diff_steps.py (HLOSCOPE_TEST_COMPARISON, or one recorded there).
+Uses conftest's real comparison, as tests/test_diff_steps.py does (HLOSCOPE_TEST_COMPARISON, or one recorded once).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium, hloscope
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, EVERY_MODE_PROFILE_STEPS, chromium, hloscope
 
 from hloscope.modes import MODES, get_mode
 
@@ -166,25 +166,16 @@ def test_gpu_traces_are_listed_and_the_kineto_one_is_readable(fixture_traces):
 
 # --- a tiny comparison with real traces of every mode, recorded by `hloscope compare --profile` ------------------------
 
-PROFILE_STEPS = 2
+PROFILE_STEPS = EVERY_MODE_PROFILE_STEPS
 
 
 @pytest.fixture(scope="module")
-def comparison(tmp_path_factory) -> Path:
-    """`hloscope compare --profile` on the tiny ViT: each mode in its own process, profiled by its framework's profiler
-    (HLOSCOPE_TEST_COMPARISON reuses one recorded before, in a copy: the plugin must not write next to it)."""
-    given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
-    if given:
-        copy = tmp_path_factory.mktemp("traces") / Path(given).name
-        shutil.copytree(given, copy, symlinks=True)
-        return copy
-    root = tmp_path_factory.mktemp("traces")
-    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "2",
-                      "--warmup", "1", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
-                      "--out", root, timeout=1500, memory_limit=None)  # fmt: skip
-    assert result.code == 0, result.stderr[-3000:]
-    (comparison_dir,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
-    return comparison_dir
+def comparison(every_mode_comparison, tmp_path_factory) -> Path:
+    """`hloscope compare --profile` on the tiny ViT (conftest's, shared): each mode in its own process, profiled by its
+    framework's profiler; served from a copy, so that nothing the plugin or XProf writes reaches the other tests."""
+    copy = tmp_path_factory.mktemp("served") / every_mode_comparison.name
+    shutil.copytree(every_mode_comparison, copy, symlinks=True)
+    return copy
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import EVERY_MODE_PROFILE_STEPS, hloscope
 
 from hloscope.tensorboard.convert import convert_kineto_file
 
@@ -152,24 +152,17 @@ def test_op_profile_holds_all_device_time(converted):
 # --- every mode of a real tiny comparison on this machine's CPU --------------------------------------------------------
 
 
-# The CPU comparison's --profile-steps: compare's default, one above XProf's threshold, so XProf drops the first and the
-# last step here; the GPU fixture's 5 steps are the case where it keeps them all.
-PROFILE_STEPS = 6
+# The CPU comparison's --profile-steps (conftest's every_mode_comparison): compare's default, one above XProf's
+# threshold, so XProf drops the first and the last step here; the GPU fixture's 5 steps are the case where it keeps
+# them all.
+PROFILE_STEPS = EVERY_MODE_PROFILE_STEPS
 
 
 @pytest.fixture(scope="module")
-def cpu_comparison(tmp_path_factory) -> Path:
+def cpu_comparison(request) -> Path:
     """`hloscope compare --profile` on the tiny ViT (HLOSCOPE_TEST_COMPARISON reuses one recorded before)."""
     given = os.environ.get("HLOSCOPE_TEST_COMPARISON")
-    if given:
-        return Path(given)
-    root = tmp_path_factory.mktemp("traces")
-    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", "2", "--steps", "4",
-                      "--warmup", "2", "--profile", "--profile-steps", str(PROFILE_STEPS), "--timeout", "600",
-                      "--out", root, timeout=1500, memory_limit=None)  # fmt: skip
-    assert result.code == 0, result.stderr[-3000:]
-    (comparison,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
-    return comparison
+    return Path(given) if given else request.getfixturevalue("every_mode_comparison")
 
 
 @pytest.mark.slow

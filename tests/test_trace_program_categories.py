@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
 
 from hloscope.hlo.load import load_file
 from hloscope.hlo.parser import parse_hlo_file
@@ -206,13 +205,9 @@ def test_resolver_looks_events_up_by_module_op_and_kernel_name():
 
 
 @pytest.fixture(scope="module")
-def jax_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs")
-    done = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "1",
-                    "--dump-hlo", "--profile", "--out", out, "--run-id", "jax", timeout=600, memory_limit=None,
-                    env={"JAX_PLATFORMS": "cpu"})
-    assert done.code == 0, done.stderr[-3000:]
-    return out / "jax"
+def jax_run(every_mode_comparison):
+    """The jax run of conftest's comparison of every mode (--dump-hlo --profile), read only."""
+    return every_mode_comparison / "jax"
 
 
 @pytest.mark.slow
