@@ -3,6 +3,7 @@ CI run without the real fixtures fails instead of skipping a third of the suite 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -134,3 +135,25 @@ def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float,
             profiler.step()
     assert trace.is_file() and averages
     return trace, averages
+
+
+@pytest.fixture(scope="session")
+def device_run(tmp_path_factory):
+    """`device_run(mode, devices)`: run.json of a real `hloscope run --mode MODE --devices N` of the tiny ViT with
+    --dump-hlo, made once per session for every test that reads it (the one- and multi-device records and HLO, memory
+    per device). XLA_FLAGS is cleared: the run sets the device count itself."""
+    made: dict[tuple[str, int], dict] = {}
+
+    def run(mode: str, devices: int) -> dict:
+        if (mode, devices) not in made:
+            out = tmp_path_factory.mktemp(f"{mode}{devices}")
+            result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "8",
+                              "--warmup", "3", "--devices", str(devices), "--dump-hlo", "--out", out, "--run-id",
+                              f"{mode}{devices}", timeout=600, memory_limit=None,
+                              env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
+            assert result.code == 0, result.stderr[-3000:]
+            directory = out / f"{mode}{devices}"
+            made[mode, devices] = {**json.loads((directory / "run.json").read_text()), "_dir": str(directory)}
+        return made[mode, devices]
+
+    return run

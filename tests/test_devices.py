@@ -79,18 +79,10 @@ def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expect
     assert not (tmp_path / "out").exists()
 
 
-def _run(tmp_path: Path, devices: int, mode: str = "jax") -> dict:
-    result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "8", "--warmup",
-                      "3", "--devices", str(devices), "--dump-hlo", "--out", str(tmp_path), "--run-id",
-                      f"{mode}{devices}", "--json")
-    assert result.code == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
-def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode):
-    record = _run(tmp_path, 2, mode)
+def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(device_run, mode):
+    record = device_run(mode, 2)
     assert record["status"] == "ok"
     assert record["config"]["devices"] == 2
     assert record["loss"]["finite"] and record["loss"]["falling"]
@@ -102,7 +94,7 @@ def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode)
     optimized = [a for a in record["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")
                  and a.get("stage") == "after_optimizations"]
     assert optimized, record["artifacts"]
-    path = tmp_path / f"{mode}2" / optimized[0]["path"]
+    path = Path(record["_dir"]) / optimized[0]["path"]
     # XLA's own parser: the partitioned step has an all-reduce (the gradients, combined)
     from jaxlib import _hlo
 
@@ -117,8 +109,8 @@ def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(tmp_path, mode)
 
 
 @pytest.mark.slow
-def test_one_device_records_no_mesh(tmp_path):
-    record = _run(tmp_path, 1)
+def test_one_device_records_no_mesh(device_run):
+    record = device_run("jax", 1)
     assert record["status"] == "ok" and record["config"]["devices"] == 1
     assert "devices" not in record["environment"]
     assert HOST_DEVICE_COUNT_FLAG not in (record["environment"]["env"].get("XLA_FLAGS") or "")

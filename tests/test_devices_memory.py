@@ -22,10 +22,10 @@ def _run(out: Path, mode: str, devices: int) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
-def test_jax_records_every_device_and_says_the_cpu_reports_none(tmp_path, mode):
+def test_jax_records_every_device_and_says_the_cpu_reports_none(device_run, mode):
     import jax
 
-    record = _run(tmp_path, mode, 2)
+    record = device_run(mode, 2)
     memory = record["memory"]
     assert [d["id"] for d in memory["devices"]] == record["environment"]["devices"]["ids"] == [0, 1]
     # what the framework exposes on this machine, read here: XLA's CPU devices have no memory statistics
@@ -33,7 +33,7 @@ def test_jax_records_every_device_and_says_the_cpu_reports_none(tmp_path, mode):
     assert all(d["peak_bytes"] is None for d in memory["devices"])
     assert memory["devices_note"].startswith("jax Device.memory_stats() is None on cpu devices")
     assert "device_peak_bytes" not in memory and memory["peak_host_rss_bytes"] > 0
-    one = _run(tmp_path, mode, 1)["memory"]
+    one = device_run(mode, 1)["memory"]
     assert "devices" not in one and "devices_note" not in one  # one device: the record as before
 
 
