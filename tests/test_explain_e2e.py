@@ -12,6 +12,8 @@ from statistics import median
 import pytest
 from helpers import ARTIFACTS, CHROMIUM_FLAGS, MEMORY_LIMIT_BYTES, Result, chromium, hloscope
 
+from hloscope.render.fmt import ms_interval, signed_ms
+
 pytestmark = pytest.mark.slow
 
 
@@ -49,6 +51,29 @@ def _medians(comparison: Path) -> dict[str, float]:
     return {m: median(times) for m, times in _step_times(comparison).items()}
 
 
+def _process_noise_s(comparison: Path, baseline: str) -> float:
+    """The smallest gap this comparison can resolve, from run.json alone: the spread between the two processes of each
+    mode, and the larger one relative to its mode's pooled median taken at the baseline's (the A/A control)."""
+    pooled = _medians(comparison)
+    spreads = {}
+    for mode in pooled:
+        medians = [median(json.loads((comparison / folder / "run.json").read_text())["timing"]["step_times_s"])
+                   for folder in (mode, f"{mode}-r2")]
+        spreads[mode] = max(medians) - min(medians)
+    control = max(spread / pooled[mode] for mode, spread in spreads.items()) * pooled[baseline]
+    return max(*spreads.values(), control)
+
+
+def _inside_the_noise(comparison: Path, entry: dict, baseline: str) -> bool:
+    """Whether the machine's own variation between processes hides this gap: then the product must say "no
+    significant difference" and name no cause, whatever the load on the machine."""
+    inside = abs(entry["gap_s"]) <= _process_noise_s(comparison, baseline)
+    if inside:
+        assert entry["verdict"] == "no significant difference" and entry["contributors"] == [], entry["tests"]
+        assert entry["tests"]["beyond_process_spread"] is False
+    return inside
+
+
 def test_processes_of_a_mode_are_one_configuration(comparison, report):
     """compare --repeats 2: two fresh processes per mode, pooled by explain, their spread measured."""
     recorded = json.loads((comparison / "comparison.json").read_text())
@@ -81,11 +106,13 @@ def test_gaps_are_the_run_medians(comparison, report):
         assert low <= by_mode[mode]["gap_s"] <= high
     slow = by_mode["torch_xla" if fastest == "jax" else "jax"]
     assert slow["ratio"] == pytest.approx(medians[slow["mode"]] / medians[fastest])
+    assert sum(c["seconds"] for c in slow["contributors"]) + slow["residual_s"] == pytest.approx(slow["gap_s"], abs=1e-12)
+    if _inside_the_noise(comparison, slow, fastest):
+        return
     assert slow["significant"] is True and slow["verdict"] == "slower", slow["tests"]
     assert slow["contributors"], "the slower mode's gap has no contributor"
     for c in slow["contributors"]:
         assert c["claim"] and c["evidence"] and c["kind"] == "measured"
-    assert sum(c["seconds"] for c in slow["contributors"]) + slow["residual_s"] == pytest.approx(slow["gap_s"], abs=1e-12)
     ledgers = {mode: report["summaries"][mode]["ledger"] for mode in medians}
     assert slow["profiled_gap_s"] == pytest.approx(ledgers[slow["mode"]]["total_s"] - ledgers[fastest]["total_s"])
 
@@ -127,12 +154,15 @@ def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
         assert not any("HLO not read" in n for n in summary["notes"]), summary["notes"]
 
 
-def test_torch_xla_lazy_mode_is_host_bound_on_the_cpu(report):
+def test_torch_xla_lazy_mode_is_host_bound_on_the_cpu(comparison, report):
     """FACTS.md: torch_xla's lazy step on the CPU is mostly Python tracing; the device waits for the host. With 5 kept
-    profiled steps a side, the largest significant contributor is device idle time while the host traces and syncs."""
+    profiled steps a side, the largest significant contributor is device idle time while the host traces and syncs
+    (unless the machine's variation between processes hides the gap: then no cause is offered)."""
     by_mode = {m["mode"]: m for m in report["modes"]}
     assert report["fastest"] == "jax"
     entry = by_mode["torch_xla"]
+    if _inside_the_noise(comparison, entry, "jax"):
+        return
     assert entry["significant"] is True
     assert not any("too few" in note for note in entry["notes"]), entry["notes"]
     significant = [c for c in entry["contributors"] if c["significant"]]
@@ -162,7 +192,10 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
         assert f"{value * 1e3:.3f} ms" in text and mode in text
     gap = {m["mode"]: m for m in report["modes"]}["torch_xla"]
     low, high = gap["gap_ci_s"]
-    assert f"+{gap['gap_s'] * 1e3:.3f} ms (+{low * 1e3:.3f} to +{high * 1e3:.3f} ms): slower" in text
+    figures = f"{signed_ms(gap['gap_s'])} ({ms_interval([low, high])})"
+    # the verdict as the report gives it: slower, or inside the machine's variation between processes
+    expected = f"{figures}: slower" if gap["verdict"] == "slower" else f"no significant difference: {figures}"
+    assert expected in text
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "explain_report.png"
     shot.unlink(missing_ok=True)
