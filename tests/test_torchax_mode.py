@@ -4,18 +4,18 @@ compiles its graph with the same XLA GPU compiler as JAX's."""
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 
 import helpers
 import pytest
+from helpers import EVERY_MODE_BATCH, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_STEPS, EVERY_MODE_WARMUP
 
 from hloscope.runs.rundir import load_run
 
 pytestmark = pytest.mark.slow  # torchax is pinned (requirements.txt): its absence fails the run, not skips it
 
-STEPS, WARMUP, PROFILE_STEPS, BATCH = 8, 2, 3, 4
+STEPS, WARMUP, PROFILE_STEPS, BATCH = EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH
 
 
 # runs of the frameworks themselves: their address space is not capped
@@ -23,15 +23,11 @@ hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("torchax")
-    done = hloscope("run", "--mode", "torchax", "--model", "vit-tiny", "--batch-size", str(BATCH), "--steps",
-                    str(STEPS), "--warmup", str(WARMUP), "--profile-steps", str(PROFILE_STEPS), "--dump-hlo",
-                    "--profile", "--out", str(out), "--json")
-    assert done.code == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout)["status"] == "ok"
-    (run_dir,) = out.iterdir()
-    return load_run(run_dir)
+def run(every_mode_comparison) -> dict:
+    """The torchax run of conftest's comparison of every mode (--dump-hlo --profile), read only."""
+    record = load_run(every_mode_comparison / "torchax")
+    assert record["status"] == "ok"
+    return record
 
 
 def _artifacts(record: dict, kind: str) -> list[dict]:
@@ -40,7 +36,7 @@ def _artifacts(record: dict, kind: str) -> list[dict]:
 
 def test_a_torchax_run_completes_timed_like_every_mode_and_its_loss_falls(run):
     timing = run["timing"]
-    assert run["status"] == "ok" and run["mode"] == "torchax" and Path(run["_dir"]).name.startswith("torchax-")
+    assert run["status"] == "ok" and run["mode"] == "torchax" and Path(run["_dir"]).name == "torchax"
     assert len(timing["step_times_s"]) == STEPS and len(timing["profiled_step_times_s"]) == PROFILE_STEPS
     assert timing["p10_s"] <= timing["median_s"] <= timing["p90_s"] and timing["first_step_s"] > 0
     assert run["loss"]["finite"] and run["loss"]["last"] < run["loss"]["first"]
