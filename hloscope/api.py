@@ -2,7 +2,7 @@
 
     from hloscope import api
 
-    run = api.load_run("traces/compare-20261201-072758/jax")        # run.json, checked
+    run = api.load_run("traces/compare-20261201-072758/jax")        # run.json, checked and typed: run.timing.median_s
     modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one record per HLO module (hlo stats --json)
     traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one record per trace (trace stats --json)
     report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
@@ -14,7 +14,7 @@
 Every function takes paths (str or Path). The `*_table` functions return pyarrow Tables, one row per event, kernel,
 op or step of each trace with its `mode` and `rank` (`to_pandas()`, `polars.from_arrow()`, DuckDB by name), holding
 the figures `trace stats --json` prints. The others return exactly what the matching command's `--json` prints (plain
-dicts and lists; explain's report as the typed dataclasses its renderers read, whose `to_dict()` is that JSON), so a
+dicts and lists; explain's report, run.json and comparison.json as typed records whose `to_dict()` is that JSON), so a
 notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
 `hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints. The commands in
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.limits import MAX_MIN_GAP, MAX_SOURCE_DEPTH, MAX_TOP_ROWS, check_range
+from hloscope.runs.records import ComparisonRecord, RunRecord
 
 if TYPE_CHECKING:
     from hloscope.explain.report import ExplainReport
@@ -36,16 +37,17 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike
 
 
-def load_run(path: PathLike) -> dict:
+def load_run(path: PathLike) -> RunRecord:
     """A run directory's run.json (or the file itself), checked: newer schemas, missing artifacts and impossible
-    values are refused."""
+    values are refused. Typed (hloscope/runs/records.py); `to_dict()` is the JSON as written."""
     from hloscope.runs.rundir import load_run as load
 
     return load(Path(path))
 
 
-def load_comparison(path: PathLike) -> dict:
-    """A comparison directory's comparison.json, checked, with `_dir` set to the directory."""
+def load_comparison(path: PathLike) -> ComparisonRecord:
+    """A comparison directory's comparison.json, checked. Typed (hloscope/runs/records.py); `dir` is the comparison
+    directory and `to_dict()` the JSON as written."""
     from hloscope.runs.rundir import load_comparison as load
 
     return load(Path(path))

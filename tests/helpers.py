@@ -279,3 +279,24 @@ def chromium() -> str:
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+# ------------------------------------------------------------------------------------------------------ run records
+
+
+def run_record(parts: dict, file: Path = Path("run.json")):
+    """The typed run record (hloscope.runs.records.RunRecord) of a run.json holding `parts`; the keys every run.json
+    has (schema version, id, mode, status, config) are filled in where `parts` leaves them out."""
+    from hloscope.runs.records import decode_run
+
+    document = {"schema_version": 1, "run_id": "run", "mode": "jax", "status": "ok", "config": {}, **parts}
+    return decode_run(file, document)
+
+
+def comparison_record(parts: dict, file: Path = Path("comparison.json")):
+    """The typed comparison record (hloscope.runs.records.ComparisonRecord) of a comparison.json holding `parts`; an
+    entry without a run directory gets its mode's name as one."""
+    from hloscope.runs.records import decode_comparison
+
+    modes = [{"dir": entry.get("mode", "run"), **entry} for entry in parts.get("modes", [])]
+    return decode_comparison(file, {"schema_version": 1, **parts, "modes": modes})

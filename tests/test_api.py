@@ -39,7 +39,9 @@ def test_diff_and_explain_return_reports(fixtures_dir, tmp_path):
     record = {"schema_version": 1, "run_id": "a", "mode": "jax", "status": "ok", "config": {"batch_size": 8},
               "timing": {"step_times_s": [0.002] * 5, "median_s": 0.002}, "artifacts": []}
     (run / "run.json").write_text(json.dumps(record))
-    assert api.load_run(run)["mode"] == "jax"
+    loaded = api.load_run(run)
+    assert loaded.mode == "jax" and loaded.timing.median_s == 0.002 and loaded.config.batch_size == 8
+    assert loaded.to_dict() == record
     why = api.explain(run)
     assert why.baseline == "jax" and why.modes[0].verdict == "baseline" and why.summaries["jax"].batch_size == 8
     assert why.to_dict()["modes"][0]["verdict"] == "baseline"

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import helpers
 import pytest
@@ -43,7 +42,8 @@ def test_crashes_and_a_missing_framework_are_reported_and_the_rest_completes(tmp
     result = hloscope("compare", "--repeats", "1", "--modes", "pytorch,pytorch+compile,torch_xla,torch_xla+compile,jax", *TINY,
                       "--out", str(tmp_path / "out"), "--json", env=env)
     assert result.code == 0, result.stderr[-2000:]
-    comparison = load_comparison(tmp_path / "out" / json.loads(result.stdout)["comparison_id"])
+    comparison_dir = tmp_path / "out" / json.loads(result.stdout)["comparison_id"]
+    comparison = load_comparison(comparison_dir).to_dict()
     entries = {entry["mode"]: entry for entry in comparison["modes"]}
     assert comparison["status"] == "partial"
     assert entries["torch_xla"]["status"] == "ok" and entries["torch_xla"]["ratio_to_fastest"] == 1.0
@@ -53,7 +53,7 @@ def test_crashes_and_a_missing_framework_are_reported_and_the_rest_completes(tmp
         entry = entries[mode]
         assert entry["status"] == "failed" and reason in entry["error"], entry
         assert entry["stderr_tail"].strip()
-        record = load_run(Path(comparison["_dir"]) / entry["dir"])  # each mode still has its run directory
+        record = load_run(comparison_dir / entry["dir"]).to_dict()  # each mode still has its run directory
         assert record["status"] == "failed" and reason in record["error"]
     assert "simulating segv" in entries["pytorch"]["stderr_tail"]
 
@@ -64,7 +64,7 @@ def test_a_missing_framework_is_one_clear_line(tmp_path, without_flax):
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("hloscope: error:") and "'flax'" in last and "pip install flax" in last
-    record = load_run(tmp_path / "jax")
+    record = load_run(tmp_path / "jax").to_dict()
     assert record["status"] == "failed" and "flax" in record["error"]
 
 
@@ -72,7 +72,7 @@ def test_ctrl_c_during_run_keeps_the_steps_measured(tmp_path):
     result = hloscope("run", "--mode", "jax", *TINY[:-4], "--steps", "50", "--warmup", "1", "--out", str(tmp_path),
                       "--run-id", "jax", env={"HLOSCOPE_TEST_CRASH": "jax:interrupt"})
     assert result.code == 130 and "interrupted" in result.stderr
-    record = load_run(tmp_path / "jax")
+    record = load_run(tmp_path / "jax").to_dict()
     assert record["status"] == "interrupted"
     assert len(record["timing"]["step_times_s"]) == 2 and record["timing"]["median_s"] > 0
     assert record["timing"]["first_step_s"] > 0
@@ -102,14 +102,14 @@ def test_ctrl_c_during_compare_marks_the_running_and_the_pending_modes(tmp_path)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode == 130, err.decode()[-2000:]
-    comparison = load_comparison(run_json.parent.parent)
+    comparison = load_comparison(run_json.parent.parent).to_dict()
     assert comparison["status"] == "interrupted"
     entries = {entry["mode"]: entry for entry in comparison["modes"]}
     assert entries["jax"]["status"] == "interrupted"
-    jax_record = load_run(run_json.parent)
+    jax_record = load_run(run_json.parent).to_dict()
     assert jax_record["status"] == "interrupted" and len(jax_record["timing"]["step_times_s"]) > 0
     assert entries["pytorch"]["status"] == "interrupted" and "not started" in entries["pytorch"]["error"]
-    assert load_run(run_json.parent.parent / "pytorch")["status"] == "interrupted"
+    assert load_run(run_json.parent.parent / "pytorch").status == "interrupted"
 
 
 def test_a_mode_over_its_time_limit_is_stopped_and_reported(tmp_path):
@@ -117,4 +117,4 @@ def test_a_mode_over_its_time_limit_is_stopped_and_reported(tmp_path):
     assert result.code == 1  # no mode succeeded
     entry = json.loads(result.stdout)["modes"][0]
     assert entry["status"] == "failed" and entry["error"].startswith("timed out")
-    assert load_run(tmp_path / json.loads(result.stdout)["comparison_id"] / "jax")["status"] == "failed"
+    assert load_run(tmp_path / json.loads(result.stdout)["comparison_id"] / "jax").status == "failed"

@@ -49,14 +49,14 @@ def test_a_child_killed_mid_run_gets_a_failed_run_json_that_keeps_what_it_wrote(
     record = settle_run(options, tmp_path, _outcome(tmp_path, -signal.SIGKILL, "loading\nKilled\n"))
     assert record["status"] == "failed"
     assert record["error"] == "killed by SIGKILL (killed: out of memory?); stderr ends with: Killed"
-    on_disk = load_run(run_dir)
+    on_disk = load_run(run_dir).to_dict()
     assert on_disk["status"] == "failed" and on_disk["environment"] == {"python": "3.11"}
 
 
 def test_a_child_that_never_made_its_directory_still_gets_one(tmp_path):
     options = RunOptions(mode="jax", model="vit-tiny", steps=3)
     record = settle_run(options, tmp_path, _outcome(tmp_path, 1, "ImportError: boom\n"))
-    on_disk = load_run(tmp_path / "jax")
+    on_disk = load_run(tmp_path / "jax").to_dict()
     assert on_disk["status"] == record["status"] == "failed"
     assert on_disk["config"]["steps"] == 3 and "exited with code 1" in on_disk["error"]
 

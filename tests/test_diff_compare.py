@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import run_record
 
 from hloscope.diff.compare import compare_runs, compare_stats, compare_traces, delta
 
@@ -24,8 +25,8 @@ def test_compare_stats_leaves_identity_fields_and_booleans_alone():
 
 
 def test_compare_runs_and_traces():
-    runs = compare_runs({"mode": "jax", "status": "ok", "timing": {"median_s": 0.002}},
-                        {"mode": "torch_xla", "status": "ok", "timing": {"median_s": 0.012}})
+    runs = compare_runs(run_record({"mode": "jax", "status": "ok", "timing": {"median_s": 0.002}}),
+                        run_record({"mode": "torch_xla", "status": "ok", "timing": {"median_s": 0.012}}))
     assert runs["ratio"] == pytest.approx(6.0) and runs["delta"]["median_s"] == pytest.approx(0.010)
     step_a = {"kernels": 5, "device_busy_us": 100.0, "device_idle_us": 10.0, "host_duration_us": 200.0}
     step_b = {"kernels": 7, "device_busy_us": 150.0, "device_idle_us": 10.0, "host_duration_us": 260.0}

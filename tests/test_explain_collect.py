@@ -12,6 +12,7 @@ from pathlib import Path
 from statistics import median
 
 import pytest
+from helpers import run_record
 
 from hloscope.explain.collect import add_hlo, summarize_run
 from hloscope.explain.engine import explain
@@ -204,12 +205,12 @@ def test_explain_between_two_real_gpu_runs_adds_up_and_annotates_the_right_nodes
 def test_run_record_fields():
     from hloscope.explain.collect import from_run_record
 
-    summary = from_run_record({
+    summary = from_run_record(run_record({
         "mode": "jax", "status": "ok", "config": {"data": "loader", "precision": "bf16"},
         "environment": {"platform": "gpu", "precision": {"requested": "bf16", "jax_default_matmul_precision": "default",
                                                          "compute_dtype": "bfloat16"}},
         "timing": {"median_s": 0.01, "mean_s": 0.02, "step_times_s": [0.01, 0.03], "first_step_s": 1.2},
-        "compiles": {"in_window": {"xla_compiles": 1, "jit_cache_entries": 1}}})
+        "compiles": {"in_window": {"xla_compiles": 1, "jit_cache_entries": 1}}}))
     assert summary.compiles_in_window == 1  # two counters of the same recompile
     assert (summary.platform, summary.data, summary.precision) == ("gpu", "loader", "bf16")
     assert (summary.matmul_precision, summary.compute_dtype) == ("default", "bfloat16")
@@ -227,14 +228,14 @@ def test_run_record_fields():
 def test_platform_from_each_backends_fields(environment, platform):
     from hloscope.explain.collect import from_run_record
 
-    assert from_run_record({"environment": environment}).platform == platform
+    assert from_run_record(run_record({"environment": environment})).platform == platform
 
 
 def test_torch_xla_matmul_precision_key():
     from hloscope.explain.collect import from_run_record
 
     record = {"environment": {"precision": {"requested": "tf32", "mat_mul_precision": "high"}}}
-    assert from_run_record(record).matmul_precision == "high"
+    assert from_run_record(run_record(record)).matmul_precision == "high"
 
 
 SAMPLED_TRACE = "hta/trace_filter__sampled_rank-0.json.gz"  # 2 ProfilerSteps of a real GPU run, 1,596 aten ops

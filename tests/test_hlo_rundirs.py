@@ -22,7 +22,7 @@ MODES = ["jax", "torch_xla", "torch_xla+compile"]
 def runs(every_mode_comparison) -> dict[str, dict]:
     records = {}
     for run_dir in find_runs(every_mode_comparison):
-        record = load_run(run_dir)
+        record = load_run(run_dir).to_dict()
         records[record["mode"]] = {**record, "_dir": str(run_dir)}
     assert set(MODES) <= set(records)
     assert all(records[m]["status"] == "ok" for m in MODES), {m: records[m].get("error") for m in MODES}

@@ -255,8 +255,8 @@ def test_load_run_refuses_wrong_host_scheduling(tmp_path, profile_scheduling, ti
 
 def test_load_run_accepts_host_scheduling_and_its_absence(tmp_path):
     good = rundir.load_run(_run_json(tmp_path, "good", [_GOOD_STEP], _GOOD_WINDOW))
-    assert good["profile"]["host_scheduling"] == [_GOOD_STEP]
-    assert rundir.load_run(_run_json(tmp_path, "none"))["profile"]["host_scheduling"] is None
+    assert good.profile.host_scheduling == [_GOOD_STEP]
+    assert rundir.load_run(_run_json(tmp_path, "none")).profile.host_scheduling is None
 
 
 def test_explain_refuses_a_hostile_host_scheduling_in_one_line(tmp_path):

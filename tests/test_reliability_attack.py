@@ -84,6 +84,7 @@ def test_kernel_names_and_directories_with_brackets_print_as_written_in_trace_st
 def test_run_and_comparison_tables_show_user_strings_as_written():
     from io import StringIO
 
+    from helpers import comparison_record, run_record
     from rich.console import Console
 
     from hloscope.render.run_tables import comparison_table, run_table
@@ -91,7 +92,7 @@ def test_run_and_comparison_tables_show_user_strings_as_written():
     record = {"mode": "jax[/]", "status": "failed", "error": "[bold]boom[/bold] in neg[/]", "config": {"model": "m[x]"},
               "timing": {}, "memory": {}, "artifacts": []}
     comparison = {"config": {"model": "vit[/]"}, "modes": [{"mode": "jax[/]", "status": "failed"}]}
-    for table in (run_table(record), comparison_table(comparison)):
+    for table in (run_table(run_record(record)), comparison_table(comparison_record(comparison))):
         out = StringIO()
         Console(file=out, width=300).print(table)
         assert "[/]" in out.getvalue() and ("[bold]boom[/bold]" in out.getvalue() or "vit[/]" in out.getvalue())

@@ -159,7 +159,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     from hloscope.replay.runner import select_device
     from hloscope.replay.trajectory import check_trajectory
 
-    entry, module, run, _, after_first, batches = _tiny_training(tmp_path)
+    entry, module, _, _, after_first, batches = _tiny_training(tmp_path)
     assert entry["steps"] == 3 and entry["state_parameters"] == 3 and entry["batch_parameters"] == 2
     with np.load(tmp_path / INPUTS_FILE, allow_pickle=False) as data:  # numpy's own reader, no pickle
         assert sorted(data.files) == sorted(["state_0", "state_1", "state_2", "losses", "dtypes",
@@ -169,7 +169,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     assert len(set(entry["losses"])) == 3  # the trajectory moves: equal losses would prove nothing
     device = select_device("cpu")
     program = compile_program(module, device)
-    result = check_trajectory(program, run, entry, device)
+    result = check_trajectory(program, tmp_path, entry["path"], "fp32", device)
     assert result["ok"], result
     assert result["replay_losses"] == pytest.approx(entry["losses"], rel=1e-6)
     assert "same as the run" in trajectory_line(result)
@@ -182,12 +182,12 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     for index, batch in enumerate(batches[:3]):
         shifted.record(index, batch, entry["losses"][index])
     wrong = shifted.save(late, "jit_step")
-    failed = check_trajectory(program, {**run, "_dir": str(late)}, wrong, device)
+    failed = check_trajectory(program, late, wrong["path"], "fp32", device)
     assert not failed["ok"] and failed["max_relative_difference"] > 1e-3
     assert "DIFFERS from the run" in trajectory_line(failed)
 
     (late / INPUTS_FILE).write_bytes(b"not a zip")
-    broken = check_trajectory(program, {**run, "_dir": str(late)}, wrong, device)
+    broken = check_trajectory(program, late, wrong["path"], "fp32", device)
     assert not broken["ok"] and str(late / INPUTS_FILE) in broken["error"] and "\n" not in broken["error"]
 
 
@@ -330,7 +330,7 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
     assert (copy / "jax" / "replay.json").read_bytes() == (comparison / "jax" / "replay.json").read_bytes()
 
     # a replay that hangs (here: a limit no replay can meet) is recorded with its error; the others still run
-    record = load_comparison(copy)
+    record = load_comparison(copy).to_dict()
     done = replay_comparison(copy, record, 3, 1, "cpu", timeout_s=0.2)
     assert [e["replay"]["status"] for e in done] == ["failed"] * 4
     assert all(e["replay"]["error"].startswith("timed out after 0.2 s") for e in done)

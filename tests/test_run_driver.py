@@ -83,7 +83,7 @@ def test_a_clean_run_records_everything(tmp_path, fake):
     assert record["loss"] == {"first": 3.0, "last": pytest.approx(2.4), "finite": True, "falling": True}
     assert record["compiles"] == {"before_window": {"compiles": 1}, "in_window": {"compiles": 0},
                                   "total": {"compiles": 1}, "recompiled_in_window": False}
-    assert load_run(run_dir)["environment"]["framework"] == "fake"
+    assert load_run(run_dir).environment.framework == "fake"
 
 
 def test_a_compile_inside_the_timed_window_is_flagged(tmp_path, fake):
@@ -98,7 +98,7 @@ def test_a_failing_step_leaves_a_failed_run_json(tmp_path, fake):
     fake.fail_at = 3
     with pytest.raises(driver.ModeFailed, match="ValueError: shapes do not match"):
         _run(tmp_path)
-    record = load_run(tmp_path / "run")
+    record = load_run(tmp_path / "run").to_dict()
     assert record["status"] == "failed" and record["error"] == "ValueError: shapes do not match"
     assert "Traceback" in record["error_traceback"]
     assert record["environment"]["framework"] == "fake"  # what setup knew is kept
@@ -108,7 +108,7 @@ def test_an_interrupt_keeps_the_steps_measured(tmp_path, fake, monkeypatch):
     monkeypatch.setenv(driver.TEST_CRASH_ENV, "pytorch:raise, jax:interrupt")
     with pytest.raises(KeyboardInterrupt):
         _run(tmp_path)
-    record = load_run(tmp_path / "run")
+    record = load_run(tmp_path / "run").to_dict()
     assert record["status"] == "interrupted" and len(record["timing"]["step_times_s"]) == 2
     assert record["timing"]["window_mean_s"] > 0 and "phase" not in record
 
@@ -118,7 +118,7 @@ def test_noisy_steps_are_flagged_in_run_json_and_on_the_terminal(tmp_path, fake,
     record, warnings, run_dir = _run(tmp_path)
     assert record["timing"]["noisy"] is True
     assert len(warnings) == 1 and warnings[0].startswith("noisy timing") and "slowest/median 22.7" in warnings[0]
-    assert load_run(run_dir)["warnings"] == warnings
+    assert load_run(run_dir).warnings == warnings
 
 
 def test_steady_steps_are_not_flagged(tmp_path, fake, clock):

@@ -21,6 +21,7 @@ from helpers import EVERY_MODE_PROFILE_STEPS, EVERY_MODE_STEPS
 from hloscope.machine import free_port
 from hloscope.modes import MODES as REGISTRY
 from hloscope.runs.memory_record import read_ledger
+from hloscope.runs.records import ComparisonRecord
 from hloscope.runs.rundir import find_runs, load_comparison, load_run
 
 pytestmark = pytest.mark.slow
@@ -30,21 +31,22 @@ STEPS, PROFILE_STEPS = EVERY_MODE_STEPS, EVERY_MODE_PROFILE_STEPS
 
 
 @pytest.fixture(scope="module")
-def comparison(every_mode_comparison) -> dict:
+def comparison(every_mode_comparison) -> ComparisonRecord:
     return load_comparison(every_mode_comparison)
 
 
 @pytest.fixture(scope="module")
 def runs(comparison) -> dict[str, dict]:
-    return {load_run(path)["mode"]: load_run(path) for path in find_runs(comparison["_dir"])}
+    records = [load_run(path) for path in find_runs(comparison.dir)]
+    return {record.mode: {**record.to_dict(), "_dir": str(record.dir)} for record in records}  # the JSON, and where
 
 
 def test_every_mode_completes_and_the_comparison_ranks_them(comparison):
-    entries = {entry["mode"]: entry for entry in comparison["modes"]}
+    entries = {entry.mode: entry for entry in comparison.modes}
     assert list(entries) == [mode.name for mode in REGISTRY]
-    assert all(entry["status"] == "ok" for entry in entries.values()), comparison["modes"]
-    assert min(entry["ratio_to_fastest"] for entry in entries.values()) == pytest.approx(1.0)
-    assert all(entry["median_s"] > 0 and entry["throughput_img_s"] > 0 for entry in entries.values())
+    assert all(entry.status == "ok" for entry in entries.values()), comparison.modes
+    assert min(entry.ratio_to_fastest or 0.0 for entry in entries.values()) == pytest.approx(1.0)
+    assert all((entry.median_s or 0) > 0 and (entry.throughput_img_s or 0) > 0 for entry in entries.values())
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -179,7 +181,7 @@ def test_pytorch_profiles_are_kineto_json_with_profiler_steps(runs):
 def test_tensorboard_lists_the_profiled_runs(comparison):
     port = free_port()
     tensorboard = Path(sys.executable).with_name("tensorboard")
-    server = subprocess.Popen([str(tensorboard), "--logdir", comparison["_dir"], "--host", "127.0.0.1",
+    server = subprocess.Popen([str(tensorboard), "--logdir", str(comparison.dir), "--host", "127.0.0.1",
                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         runs: list = []

@@ -85,7 +85,7 @@ def test_bf16_with_the_loader_is_in_effect(tmp_path, mode, precision_key, expect
                       "--precision", "bf16", "--data", "loader", "--dump-hlo", "--out", tmp_path, "--run-id", "r",
                       timeout=600, memory_limit=None)
     assert result.code == 0, result.stderr[-2000:]
-    record = load_run(tmp_path / "r")
+    record = load_run(tmp_path / "r").to_dict()
     assert record["config"]["data"] == "loader" and len(record["timing"]["step_times_s"]) == 3
     assert record["environment"]["precision"][precision_key] == expected
     assert record["loss"]["finite"]

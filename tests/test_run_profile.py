@@ -72,7 +72,7 @@ def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, ste
     assert result.code == 0, result.stderr[-3000:]
     from hloscope.runs.rundir import load_run
 
-    return load_run(out / run_id)
+    return {**load_run(out / run_id).to_dict(), "_dir": str(out / run_id)}  # the JSON, and where it is
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from helpers import comparison_record
 from rich.console import Console
 
 from hloscope.render.run_tables import comparison_table
@@ -12,7 +13,7 @@ CONFIG = {"model": "vit-tiny", "batch_size": 8, "steps": 20, "precision": "fp32"
 
 def render(comparison: dict, width: int = 80) -> str:
     console = Console(width=width, record=True, force_terminal=False)
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison_record(comparison)))
     return console.export_text()
 
 

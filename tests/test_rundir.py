@@ -113,13 +113,13 @@ def test_find_runs_lists_a_comparisons_modes_in_order(tmp_path):
     assert find_runs(comparison) == [comparison / "pytorch", comparison / "jax"]
     assert find_runs(comparison / "jax" / "run.json") == [comparison / "jax"]
     assert find_runs(tmp_path) == [comparison / "jax", comparison / "pytorch"]
-    assert load_run(comparison / "jax")["_dir"] == str(comparison / "jax")
+    assert load_run(comparison / "jax").dir == comparison / "jax"
 
 
 def test_missing_artifacts_can_be_tolerated_on_request(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(BROKEN / "missing_artifact", run)
-    assert load_run(run, check_artifacts=False)["artifacts"][0]["kind"] == "hlo"
+    assert load_run(run, check_artifacts=False).artifacts[0].kind == "hlo"
 
 
 def test_cli_refuses_an_escaping_run_id_in_one_line(cli_run, tmp_path):

@@ -131,12 +131,12 @@ def test_a_running_comparison_with_a_dead_writer_is_said_and_its_runs_recovered(
     record = {"schema_version": 1, "status": "running", "config": {}, "modes": [
         {"mode": "jax", "dir": "jax", "status": "ok"}]}
     rundir.write_comparison(tmp_path, record)  # written by this (live) process: no warning, nothing added
-    assert [m["dir"] for m in rundir.load_comparison(tmp_path)["modes"]] == ["jax"]
+    assert [m.dir for m in rundir.load_comparison(tmp_path).modes] == ["jax"]
     assert capsys.readouterr().err == ""
     record["writer"] = {"pid": _dead_pid(), "host": socket.gethostname(), "start_ticks": None}
     rundir.write_json_atomic(tmp_path / "comparison.json", record)
     comparison = rundir.load_comparison(tmp_path)
-    assert [(m["dir"], m.get("recovered", False)) for m in comparison["modes"]] == [("jax", False), ("pytorch", True)]
+    assert [(m.dir, m.recovered) for m in comparison.modes] == [("jax", False), ("pytorch", True)]
     assert rundir.find_runs(tmp_path) == [tmp_path / "jax", tmp_path / "pytorch"]
     (line,) = capsys.readouterr().err.splitlines()
     assert "no longer running" in line and "1 not listed" in line, line
@@ -164,8 +164,8 @@ def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tm
     (run / ".xla_dump" / "module_0001.jit_train_step.ir-no-opt.ll").write_text("; llvm")
     rundir.write_run(run, {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "interrupted",
                            "config": {}, "timing": {"step_times_s": [0.01, 0.01], "median_s": 0.01}, "artifacts": []})
-    listed = rundir.load_run(run)["artifacts"]
-    assert [(a["kind"], a["stage"], a["train_step"]) for a in listed] == [
+    listed = rundir.load_run(run).artifacts
+    assert [(a.kind, a.stage, a.train_step) for a in listed] == [
         ("hlo", "before_optimizations", True), ("hlo", "after_optimizations", True)]
     result = hloscope("hlo", "stats", "--no-xla-cost", run, timeout=120)
     assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
@@ -241,4 +241,4 @@ def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
 def rundir_load(path: Path) -> dict:
     from hloscope.runs.rundir import load_comparison
 
-    return load_comparison(path)
+    return load_comparison(path).to_dict()

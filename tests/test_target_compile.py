@@ -185,7 +185,7 @@ def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
     code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target", "h100",
                              "--out", str(tmp_path), "--run-id", "jax-h100", "--json")
     assert code == 0, err
-    record = load_run(tmp_path / "jax-h100")  # validates the record and that every artifact exists
+    record = load_run(tmp_path / "jax-h100").to_dict()  # validates the record and that every artifact exists
     assert json.loads(out)["status"] == record["status"] == "compiled"
     assert record["config"]["target"] == "h100" and record["timing"]["step_times_s"] == []
     assert record["kernels"]["kernel_launches"] > 0 and "lower bound" in record["roofline"]["label"]

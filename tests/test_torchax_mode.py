@@ -24,8 +24,10 @@ hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600)
 
 @pytest.fixture(scope="module")
 def run(every_mode_comparison) -> dict:
-    """The torchax run of conftest's comparison of every mode (--dump-hlo --profile), read only."""
-    record = load_run(every_mode_comparison / "torchax")
+    """The torchax run of conftest's comparison of every mode (--dump-hlo --profile), read only: its JSON, and where
+    it is."""
+    run_dir = every_mode_comparison / "torchax"
+    record = {**load_run(run_dir).to_dict(), "_dir": str(run_dir)}
     assert record["status"] == "ok"
     return record
 

@@ -226,7 +226,7 @@ def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_
     # and no profile gets no measured time.
     other = tmp_path / "other"
     shutil.copytree(run / "hlo", other / "hlo")
-    record = rundir.load_run(run)
+    record = rundir.load_run(run).to_dict()
     rundir.write_run(other, {**record, "artifacts": [a for a in record["artifacts"] if a["kind"] == "hlo"]})
     comparison = tmp_path / "cmp"
     comparison.mkdir()

@@ -22,6 +22,8 @@ from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
 from hloscope.cli.run import build_options, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
 from hloscope.modes import MODE_NAMES
+from hloscope.runs.layout import COMPARISON_FILE
+from hloscope.runs.records import decode_comparison
 
 CALIBRATION_FILE = "calibration.json"
 
@@ -60,7 +62,8 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
                               on_start=lambda label: console.print(f"  running {label}", highlight=False,
                                                                    markup=False))
     labels = [f"{mode} [{name}]" for name in variants]
-    if not any(e["status"] == "ok" and e["mode"] == labels[0] for e in comparison["modes"]):
+    record = decode_comparison(directory / COMPARISON_FILE, comparison)
+    if not any(e.status == "ok" and e.mode == labels[0] for e in record.modes):
         console.print(Text(f"{mode} never ran: nothing to calibrate (see {directory}/logs)", style="red"))
         sys.exit(1)
     report = explain(directory, baseline=labels[0])

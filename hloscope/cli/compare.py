@@ -16,6 +16,8 @@ from rich.text import Text
 from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
+from hloscope.runs.layout import COMPARISON_FILE
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord, decode_comparison, decode_entry
 
 # Processes per mode by default: with 3 a side, explain's known answers on this project's loaded 2-core machine hold
 # (identical configurations: no difference; a 3 ms host delay and the loader found); with 1, processes of one
@@ -114,11 +116,12 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         def started(mode: str) -> None:
             progress.update(task, description=f"running [bold]{escape(mode)}[/bold]")  # TextColumn reads markup
 
-        def done(entry: dict) -> None:
-            colour = {"ok": "green", "compiled": "green", "refused": "yellow"}.get(entry["status"], "red")
-            median = f" {entry['median_s'] * 1e3:.2f} ms/step" if entry.get("median_s") else ""
+        def done(settled: dict) -> None:
+            entry = decode_entry(comparison_dir / COMPARISON_FILE, settled)
+            colour = {"ok": "green", "compiled": "green", "refused": "yellow"}.get(entry.status or "", "red")
+            median = f" {entry.median_s * 1e3:.2f} ms/step" if entry.median_s else ""
             progress.console.print(Text.assemble(f"  {_label(entry, plan is not None)}: ",
-                                                 (str(entry["status"]), colour), median), highlight=False)
+                                                 (str(entry.status), colour), median), highlight=False)
             progress.advance(task)
 
         def phase(mode: str, where: str) -> None:
@@ -130,38 +133,39 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
                                     repeats=repeats)
     if replay:
         _replay(comparison, comparison_dir, values, timeout_s, console)
+    record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
     if as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
-        Console().print(comparison_table(comparison))
+        Console().print(comparison_table(record))
         if values.get("target"):
-            _print_compiled(comparison, comparison_dir)
-        _print_new_mismatches(comparison, console)
-        if comparison.get("parity"):  # --check-parity
+            _print_compiled(record)
+        _print_new_mismatches(record, console)
+        if record.parity:  # --check-parity
             from hloscope.runs.parity import parity_lines
 
-            lines = parity_lines(comparison["parity"])
-            colour = "green" if comparison["parity"]["ok"] else "red"
+            lines = parity_lines(record.parity)
+            colour = "green" if record.parity["ok"] else "red"
             for line in lines[:-1]:
                 console.print(line, highlight=False, markup=False)
             console.print(Text(lines[-1], style=colour), highlight=False)
-        for entry in comparison["modes"]:
-            for warning in entry.get("warnings") or []:  # noisy timing, recompiles in the window
+        for entry in record.modes:
+            for warning in entry.warnings:  # noisy timing, recompiles in the window
                 console.print(Text.assemble(("warning", "yellow"), f" {_label(entry, plan is not None)}: {warning}"),
                               highlight=False)
-            if entry["status"] in ("ok", "compiled"):
+            if entry.status in ("ok", "compiled"):
                 continue
-            reason = (entry.get("error") or "").split("; stderr ends with:")[0]  # the tail follows in full
-            colour = "yellow" if entry["status"] == "refused" else "red"
-            console.print(Text.assemble((f"{_label(entry, plan is not None)} {entry['status']}", colour),
+            reason = (entry.error or "").split("; stderr ends with:")[0]  # the tail follows in full
+            colour = "yellow" if entry.status == "refused" else "red"
+            console.print(Text.assemble((f"{_label(entry, plan is not None)} {entry.status}", colour),
                                         f": {reason}"), highlight=False)
-            if entry.get("stderr_tail"):
-                console.print(f"  last lines of its stderr ({entry.get('stderr_log')}):", highlight=False, markup=False)
-                console.print(entry["stderr_tail"], markup=False, highlight=False)
+            if entry.stderr_tail:
+                console.print(f"  last lines of its stderr ({entry.stderr_log}):", highlight=False, markup=False)
+                console.print(entry.stderr_tail, markup=False, highlight=False)
         click.echo(f"comparison directory: {comparison_dir}")
         if values.get("dump_hlo") or values.get("profile"):
             click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
-    if not any(entry["status"] in ("ok", "compiled") for entry in comparison["modes"]):
+    if not any(entry.status in ("ok", "compiled") for entry in record.modes):
         sys.exit(1)
 
 
@@ -199,11 +203,11 @@ def _audit(selected: list[str], options_for, timeout_s: float | None, console: C
     return record
 
 
-def _print_new_mismatches(comparison: dict, console: Console) -> None:
+def _print_new_mismatches(comparison: ComparisonRecord, console: Console) -> None:
     """After timing: mismatches in the timed runs that the audit before timing had not seen."""
     from hloscope.runs.audit import mismatch_lines
 
-    audit = comparison.get("audit") or {}
+    audit = comparison.audit or {}
     if not audit.get("timed_runs"):
         return
     seen = set(mismatch_lines(audit["before_timing"]))
@@ -212,12 +216,13 @@ def _print_new_mismatches(comparison: dict, console: Console) -> None:
             console.print(Text(f"{line} (in the timed runs)", style="bold red"), highlight=False)
 
 
-def _label(entry: dict, by_devices: bool) -> str:
+def _label(entry: ComparisonEntry, by_devices: bool) -> str:
     """A comparison entry's name on the terminal: the mode, with its device count when the comparison has several."""
     from hloscope.modes import run_label
 
-    label = run_label(entry["mode"], entry.get("devices")) if by_devices else str(entry["mode"])
-    return f"{label} (process {entry['replicate']})" if entry.get("replicate") else label
+    mode = entry.mode or entry.dir
+    label = run_label(mode, entry.devices) if by_devices else mode
+    return f"{label} (process {entry.replicate})" if entry.replicate else label
 
 
 def _device_plan(selected: list[str], counts: list[int], batch_size: int):
@@ -262,15 +267,15 @@ def _packages_hint() -> str:
     return f"{named} (with {', '.join(extra)})" if extra else named
 
 
-def _print_compiled(comparison: dict, comparison_dir) -> None:
+def _print_compiled(comparison: ComparisonRecord) -> None:
     from hloscope.errors import InputError
     from hloscope.render.run_tables import compiled_comparison_table
     from hloscope.runs.rundir import load_run
 
     records = []
-    for entry in comparison["modes"]:
+    for entry in comparison.modes:
         try:
-            records.append(load_run(comparison_dir / entry["dir"], check_artifacts=False))
+            records.append(load_run(comparison.dir / entry.dir, check_artifacts=False))
         except InputError:
             continue
     if records:

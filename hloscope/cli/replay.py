@@ -59,7 +59,7 @@ def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_
     from hloscope.runs.replays import replay_comparison, replayable_entries
     from hloscope.runs.rundir import load_comparison
 
-    comparison = load_comparison(folder)
+    comparison = load_comparison(folder).to_dict()  # the replays' summaries are added to its entries
     if not replayable_entries(comparison):
         xla = ", ".join(mode.name for mode in MODES if mode.xla)
         raise UsageError(f"{folder}: no run of an XLA mode ({xla}) finished in this comparison: nothing to replay")

@@ -15,6 +15,8 @@ from rich.text import Text
 
 from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
+from hloscope.runs.layout import RUN_FILE
+from hloscope.runs.records import decode_run
 
 
 def common_options(function=None, *, device_counts: bool = False):
@@ -136,7 +138,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     else:
         from hloscope.render.run_tables import run_table
 
-        Console().print(run_table(record))
+        Console().print(run_table(decode_run(run_dir / RUN_FILE, record)))
         click.echo(f"run directory: {run_dir}")
 
 
@@ -171,7 +173,7 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:
-        Console().print(compiled_run_table(record))
+        Console().print(compiled_run_table(decode_run(run_dir / RUN_FILE, record)))
         click.echo(f"run directory: {run_dir}")
 
 

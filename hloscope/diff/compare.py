@@ -6,6 +6,7 @@ from numbers import Number
 
 from hloscope.diff.graph import Graph
 from hloscope.diff.match import Matching, group_by_source
+from hloscope.runs.records import RunRecord
 
 
 def _is_number(value) -> bool:
@@ -67,7 +68,7 @@ def matching_report(graph_a: Graph, graph_b: Graph, matching: Matching, groups: 
 TIMING_KEYS = ("median_s", "mean_s", "p10_s", "p90_s", "first_step_s", "throughput_img_s")
 
 
-def compare_runs(run_a: dict, run_b: dict) -> dict:
+def compare_runs(run_a: RunRecord, run_b: RunRecord) -> dict:
     """Step time side by side from two run.json records."""
     a, b = _timing_row(run_a), _timing_row(run_b)
     ratio = b["median_s"] / a["median_s"] if a.get("median_s") and b.get("median_s") else None
@@ -75,9 +76,8 @@ def compare_runs(run_a: dict, run_b: dict) -> dict:
             "ratio": ratio}
 
 
-def _timing_row(run: dict) -> dict:
-    timing = run.get("timing") or {}
-    return {"mode": run.get("mode"), "status": run.get("status"), **{k: timing.get(k) for k in TIMING_KEYS}}
+def _timing_row(run: RunRecord) -> dict:
+    return {"mode": run.mode, "status": run.status, **{k: getattr(run.timing, k) for k in TIMING_KEYS}}
 
 
 STEP_KEYS = ("kernels", "device_busy_us", "device_idle_us", "host_duration_us", "host_runtime_us")
@@ -104,7 +104,7 @@ def compare_traces(trace_a: dict, trace_b: dict, top: int = 15) -> dict:
 
 
 def diff_report(stats_a: dict, stats_b: dict, graph_a: Graph, graph_b: Graph, matching: Matching,
-                run_a: dict | None = None, run_b: dict | None = None,
+                run_a: RunRecord | None = None, run_b: RunRecord | None = None,
                 trace_a: dict | None = None, trace_b: dict | None = None,
                 records_a: list[dict] | None = None, records_b: list[dict] | None = None,
                 times_a=None, times_b=None) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.hlo.load import LoadedModule
+from hloscope.runs.records import RunRecord
 
 
 @dataclass
@@ -15,7 +16,7 @@ class Side:
     path: str
     loaded: LoadedModule  # the largest of `graphs`
     stats: dict  # the `hlo stats` record of the one graph, or the sum over `graphs` (hloscope.diff.compare.total_record)
-    run: dict | None = None
+    run: RunRecord | None = None
     trace: dict | None = None
     notes: list[str] = field(default_factory=list)
     modules: list = field(default_factory=list)  # every module read from the path (both stages)
@@ -90,10 +91,9 @@ def _trace(run_dir: Path, notes: list[str]):
     return None, None
 
 
-def _warmup_steps(run: dict) -> int:
-    profile = run.get("profile")
-    value = profile.get("warmup_steps") if isinstance(profile, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
+def _warmup_steps(run: RunRecord) -> int:
+    value = run.profile.warmup_steps
+    return value if value is not None and value >= 0 else 1
 
 
 def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
@@ -126,7 +126,6 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
         from hloscope.runs.rundir import load_run
 
         side.run = load_run(path)
-        side.run.pop("_dir", None)
         side.warmup_steps = _warmup_steps(side.run)
         side.trace_data, side.trace = _trace(path, side.notes)
     return side

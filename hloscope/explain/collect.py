@@ -11,7 +11,7 @@ from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import ModeSummary
-from hloscope.runs.fields import RunFields
+from hloscope.runs.records import RunRecord
 from hloscope.runs.settings import device_platform, precision_setting, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
@@ -21,7 +21,7 @@ from hloscope.trace.step_profile import profile_steps, split_contention, step_pa
 TIMELINE_LIMIT = 4000
 
 
-def _compiles(in_window) -> int | None:
+def _compiles(in_window: dict | None) -> int | None:
     """Compilations in the timed window: the largest of the framework's counters, which count the same events in
     different ways (JAX: XLA compiles and jit cache entries; torch_xla: CompileTime and UncachedCompile)."""
     if not isinstance(in_window, dict):
@@ -30,65 +30,58 @@ def _compiles(in_window) -> int | None:
     return max(counts, default=0)
 
 
-def from_run_record(run: dict) -> ModeSummary:
-    """The run record's timing and settings (a field of the wrong type is an InputError naming run.json)."""
-    fields = RunFields(run)
-    environment, compiles = fields.section("environment"), fields.section("compiles")
-    times = fields.numbers("timing", "step_times_s")  # the median and mean are computed from them, not trusted
+def from_run_record(run: RunRecord) -> ModeSummary:
+    """The run record's timing and settings."""
+    environment = run.section("environment")
+    times = list(run.timing.step_times_s)  # the median and mean are computed from them, not trusted
     summary = ModeSummary(
-        mode=run.get("mode", "?"), status=run.get("status", "?"), platform=device_platform(environment),
+        mode=run.mode, status=run.status, platform=device_platform(environment),
         step_time_s=median(times) if times else None, mean_s=fmean(times) if times else None,
-        step_times_s=times, first_step_s=fields.number("timing", "first_step_s"),
-        throughput_img_s=fields.number("timing", "throughput_img_s"),
-        compiles_in_window=_compiles(compiles.get("in_window")),
-        data=fields.text("config", "data"), precision=fields.text("config", "precision"),
+        step_times_s=times, first_step_s=run.timing.first_step_s, throughput_img_s=run.timing.throughput_img_s,
+        compiles_in_window=_compiles(run.compiles.in_window), data=run.config.data, precision=run.config.precision,
         matmul_precision=(precision_setting(environment, "matmul_precision")
                           or precision_setting(environment, "mat_mul_precision")),
         compute_dtype=precision_setting(environment, "compute_dtype"),
     )
     summary.step_spread = spread(summary.step_times_s)
     if summary.status == "failed" or (not times and summary.status not in ("compiled", "setup")):
-        summary.notes.append(_why_untimed(run, fields))  # compiled / set up only: never meant to time a step
+        summary.notes.append(_why_untimed(run))  # compiled / set up only: never meant to time a step
         if summary.status == "ok":
             summary.status = "no steps"
-    noisy = fields.section("timing").get("noisy")
-    summary.noisy = noisy if isinstance(noisy, bool) else None
-    batch = fields.number("config", "batch_size")
-    summary.batch_size = int(batch) if batch else None
-    devices = fields.number("config", "devices")
-    summary.devices = int(devices) if devices else None
+    summary.noisy = run.timing.noisy
+    summary.batch_size = run.config.batch_size or None
+    devices = run.config.devices
+    summary.devices = devices if isinstance(devices, int) and devices else None
     summary.run_mode = summary.mode
-    summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
-    host_scheduling = fields.section("timing").get("host_scheduling")
-    summary.host_scheduling = host_scheduling if isinstance(host_scheduling, dict) else None
+    summary.settings = settings(run.to_dict(), summary.matmul_precision, summary.compute_dtype)
+    summary.host_scheduling = run.timing.host_scheduling
     if summary.status == "compiled":
-        add_compiled(summary, fields)
+        add_compiled(summary, run)
     summary.first_steps_s = [summary.first_step_s] if summary.first_step_s is not None else []
-    if run.get("startup") is not None:
-        summary.startups = [read_startup(run["startup"], fields.path)]
+    if run.has("startup"):  # a part with its own reader (explain.startup), which names the file when it is wrong
+        summary.startups = [read_startup(run.document["startup"], run.file)]
     return summary
 
 
-def _why_untimed(run: dict, fields: RunFields) -> str:
+def _why_untimed(run: RunRecord) -> str:
     """Why a run has no step time, from its record: its error when it failed, else what its timing lacks."""
-    error = run.get("error")
-    if run.get("status") == "failed":
-        return f"failed: {error}" if isinstance(error, str) and error else f"failed ({fields.path} records no error)"
-    if "timing" not in run or run.get("timing") is None:
-        return f"no step time: {fields.path} has no 'timing' section"
-    return f"no step time: {fields.path} records no timed step ('timing.step_times_s' is missing or empty)"
+    if run.status == "failed":
+        return f"failed: {run.error}" if run.error else f"failed ({run.file} records no error)"
+    if not run.has("timing"):
+        return f"no step time: {run.file} has no 'timing' section"
+    return f"no step time: {run.file} records no timed step ('timing.step_times_s' is missing or empty)"
 
 
-def add_compiled(summary: ModeSummary, fields: RunFields) -> None:
+def add_compiled(summary: ModeSummary, run: RunRecord) -> None:
     """What a run compiled for a target GPU (`--target`) recorded instead of timings: the GPU, the roofline lower
     bound, the launches of XLA's thunk sequence and XLA's memory estimate."""
-    summary.target = fields.text("target", "device") or fields.text("target", "name")
-    summary.roofline_s = fields.number("roofline", "serial_s")
-    summary.roofline_aggregate_s = fields.number("roofline", "aggregate_s")
-    summary.thunk_kernels = fields.count("kernels", "kernel_launches")
-    summary.thunk_library_calls = fields.count("kernels", "library_calls")
-    summary.thunk_copies = fields.count("kernels", "copies")
-    summary.memory_estimate_bytes = fields.number("memory", "device_peak_estimate_bytes")
+    summary.target = run.target.device or run.target.name
+    summary.roofline_s = run.roofline.serial_s
+    summary.roofline_aggregate_s = run.roofline.aggregate_s
+    summary.thunk_kernels = run.kernels.kernel_launches
+    summary.thunk_library_calls = run.kernels.library_calls
+    summary.thunk_copies = run.kernels.copies
+    summary.memory_estimate_bytes = run.memory.device_peak_estimate_bytes
     if summary.roofline_s is None:
         summary.notes.append("compiled for a target GPU without a roofline lower bound in run.json")
 
@@ -219,7 +212,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             summary.replay = ReplayUnread(f"{replay_file.name} not read: {error}")
             summary.unreadable_files.append(str(error))
     op_groups, categories = None, None
-    kinds = {a.get("kind") for a in load_run(run_dir, check_artifacts=False).get("artifacts", [])}
+    kinds = {a.kind for a in run.artifacts}
     if "hlo" in kinds:
         try:
             from hloscope.hlo.load import load_modules
@@ -264,13 +257,11 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     return summary
 
 
-def waiting_for_cpu(run: dict) -> dict[int, float]:
+def waiting_for_cpu(run: RunRecord) -> dict[int, float]:
     """Step number -> seconds the thread running the step waited for a CPU (run.json `profile.host_scheduling`,
     validated by load_run); empty where the run did not measure it."""
-    profile = run.get("profile")
-    steps = profile.get("host_scheduling") if isinstance(profile, dict) else None
     out: dict[int, float] = {}
-    for step in steps if isinstance(steps, list) else []:
+    for step in run.profile.host_scheduling or []:
         if not isinstance(step, dict) or not isinstance(step.get("main_thread"), dict):
             continue
         number, waiting = step.get("step"), step["main_thread"].get("waiting_for_cpu_s")
@@ -279,11 +270,10 @@ def waiting_for_cpu(run: dict) -> dict[int, float]:
     return out
 
 
-def _warmup_steps(run: dict) -> int:
+def _warmup_steps(run: RunRecord) -> int:
     """How many profiled steps are the profiler's warm-up (run.json `profile.warmup_steps`; 1 for older runs)."""
-    profile = run.get("profile")
-    value = profile.get("warmup_steps") if isinstance(profile, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
+    value = run.profile.warmup_steps
+    return value if value is not None and value >= 0 else 1
 
 
 class InstructionGroups:

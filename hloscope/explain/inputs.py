@@ -21,29 +21,27 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     meta: dict = {"path": str(path)}
     if path.is_dir() and os.path.lexists(path / COMPARISON_FILE):  # a FIFO, folder or loop there is refused, named
         comparison = load_comparison(path)
-        meta.update(id=_text(comparison, "comparison_id", path), config=comparison.get("config") or {})
-        mismatches = recorded_mismatch_lines(comparison, path / COMPARISON_FILE)
+        # the report lists the comparison's settings as recorded (every key, in the file's order)
+        meta.update(id=comparison.comparison_id, config=comparison.to_dict().get("config") or {})
+        mismatches = recorded_mismatch_lines(comparison.audit, path / COMPARISON_FILE)
         if mismatches:  # compare's fairness audit: the modes did not run the same settings (explain lists them first)
             meta["audit_mismatches"] = mismatches
-        if not isinstance(meta["config"], dict):
-            raise InputError(path / COMPARISON_FILE, "not a valid comparison.json: 'config' is not an object")
-        if not comparison["modes"]:
+        if not comparison.modes:
             raise InputError(path / COMPARISON_FILE, "lists no modes: nothing to explain")
-        by_devices = isinstance(meta["config"].get("devices"), list)  # compare --devices 1,2,4
+        by_devices = isinstance(comparison.config.devices, list)  # compare --devices 1,2,4
         summaries = []
-        for entry in comparison["modes"]:
-            run_dir, mode = path / entry["dir"], _text(entry, "mode", path) or entry["dir"]
-            devices = entry.get("devices") if isinstance(entry.get("devices"), int) else None
-            status = _text(entry, "status", path)
+        for entry in comparison.modes:
+            run_dir, mode = path / entry.dir, entry.mode or entry.dir
+            devices, status = entry.devices, entry.status
             if os.path.lexists(run_dir) or status not in _NEVER_WROTE:
                 summary = _summarize(run_dir, mode)  # anything in its place, or missing though it ran: unreadable
             else:
-                reason = _text(entry, "error", path) or "no run directory was written"
+                reason = entry.error or "no run directory was written"
                 summary = ModeSummary(mode=mode, status=status or "failed", notes=[reason], run_mode=mode,
                                       devices=devices)
             if by_devices:  # one run per mode and device count: tell them apart by the count
                 summary.mode = run_label(mode, summary.devices if summary.devices is not None else devices)
-            elif isinstance(entry.get("variant"), str):  # one of several configurations of a mode (calibrate)
+            elif entry.variant is not None:  # one of several configurations of a mode (calibrate)
                 summary.mode = mode
             summaries.append(summary)
         return group_processes(summaries), meta
@@ -91,15 +89,6 @@ def latest_comparison(root: Path) -> Path:
     if not found:
         raise UsageError(f"no comparison under {root}/: run `hloscope compare` first, or name a comparison directory")
     return max(found, key=lambda file: file.stat().st_mtime).parent
-
-
-def _text(record: dict, key: str, comparison_dir: Path) -> str | None:
-    """A text field of comparison.json (or of one of its mode entries): absent, null or a string."""
-    value = record.get(key)
-    if value is not None and not isinstance(value, str):
-        raise InputError(comparison_dir / "comparison.json",
-                         f"not a valid comparison.json: '{key}' is {type(value).__name__} {value!r:.40}, expected a string")
-    return value
 
 
 # Statuses compare records for a mode that may have ended before its run directory was written.

@@ -113,13 +113,13 @@ def load_run_dir(run_dir: Path) -> list[LoadedModule]:
     from hloscope.runs import rundir
 
     record = rundir.load_run(run_dir)
-    chosen = [a for a in record["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")]
+    chosen = [a for a in record.artifacts if a.kind == "hlo" and a.train_step]
     if not chosen:
         raise InputError(Path(run_dir) / "run.json", "lists no HLO artifact of the train step (kind 'hlo', train_step true)")
     out = []
     for artifact in chosen:
-        for loaded in load_file(rundir.artifact_path(record, artifact), stage=artifact.get("stage")):
-            loaded.extra["mode"] = record.get("mode")
+        for loaded in load_file(record.artifact_path(artifact), stage=artifact.stage):
+            loaded.extra["mode"] = record.mode
             loaded.extra["run_dir"] = str(run_dir)
             out.append(loaded)
     _inherit_platform(out)

@@ -18,6 +18,7 @@ from hloscope.limits import MAX_REPLAY_MODULE_BYTES, MAX_REPLAY_TIMEOUT_S
 from hloscope.modes import BY_NAME
 from hloscope.replay.trajectory import saved_inputs
 from hloscope.replay.worker import fusions, instructions
+from hloscope.runs.records import RunRecord
 
 SCHEMA_VERSION = 1
 REPLAY_FILE = "replay.json"
@@ -42,23 +43,23 @@ def select_device(name: str):
     return devices[0]
 
 
-def modules_of(path: Path) -> tuple[dict | None, Path | None, list[tuple[str, Path, str]]]:
+def modules_of(path: Path) -> tuple[RunRecord | None, Path | None, list[tuple[str, Path, str]]]:
     """(run record or None, run directory or None, [(module name, file, format)] in execution order)."""
     from hloscope.replay.program import module_format
-    from hloscope.runs.rundir import artifact_path, load_run
+    from hloscope.runs.rundir import load_run
 
     if path.is_dir() or path.name == "run.json":
         run = load_run(path)
         run_dir = path if path.is_dir() else path.parent
-        train = [a for a in run.get("artifacts", []) if a.get("train_step")]
-        stablehlo = [a for a in train if a.get("kind") == "stablehlo"]
-        before = [a for a in train if a.get("kind") == "hlo" and a.get("stage") == "before_optimizations"]
-        chosen = stablehlo or sorted(before, key=lambda a: (a.get("module_id") or 0, a.get("path")))
+        train = [a for a in run.artifacts if a.train_step]
+        stablehlo = [a for a in train if a.kind == "stablehlo"]
+        before = [a for a in train if a.kind == "hlo" and a.stage == "before_optimizations"]
+        chosen = stablehlo or sorted(before, key=lambda a: (a.module_id or 0, a.path))
         if not chosen:
             raise UsageError(f"{run_dir}: no train-step XLA program in this run: replay needs a run of an XLA mode "
                              "made with --dump-hlo")
-        return run, run_dir, [(str(a.get("module") or Path(a["path"]).name)[:200], artifact_path(run, a),
-                               "mlir" if a.get("kind") == "stablehlo" else "hlo") for a in chosen]
+        return run, run_dir, [(str(a.module or Path(a.path).name)[:200], run.artifact_path(a),
+                               "mlir" if a.kind == "stablehlo" else "hlo") for a in chosen]
     if not path.exists():
         raise InputError(path, "no such file or directory")
     return None, None, [(path.name, path, module_format(path))]
@@ -82,11 +83,10 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     path = Path(path)
     run, run_dir, wanted = modules_of(path)
     accepted = [accept_module(file, name, fmt) for name, file, fmt in wanted]
-    config = (run or {}).get("config") or {}
-    batch = config.get("batch_size") if isinstance(config.get("batch_size"), int) else None
-    labels = (config.get("model_config") or {}).get("num_labels") if isinstance(config.get("model_config"),
-                                                                                 dict) else None
-    labels = labels if isinstance(labels, int) and not isinstance(labels, bool) and 0 < labels <= 10**7 else None
+    batch = run.config.batch_size if run is not None else None
+    model_config = run.config.model_config if run is not None else None
+    labels = model_config.num_labels if model_config is not None else None
+    labels = labels if labels is not None and 0 < labels <= 10**7 else None
     saved = _checked_saved_inputs(run, accepted)
     base = run_dir or path.parent
     logdir = _new_profile_dir(base) if profile else None
@@ -101,7 +101,7 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     record: dict = {
         "schema_version": SCHEMA_VERSION, "kind": "replay", "status": "running",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "source": {"path": str(path), "run_id": (run or {}).get("run_id"), "mode": (run or {}).get("mode"),
+        "source": {"path": str(path), "run_id": run.run_id if run else None, "mode": run.mode if run else None,
                    "batch_size": batch, "num_labels": labels},
         "config": {"device": device, "steps": steps, "warmup": warmup, "seed": seed, "profile": profile},
         "device": result["device"], "compiler": _compiler(run, result.get("platform_version")), "modules": [],
@@ -143,18 +143,16 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     return record, _write(record, run_dir, path)
 
 
-def _checked_saved_inputs(run: dict | None, accepted: list) -> dict | None:
+def _checked_saved_inputs(run: RunRecord | None, accepted: list) -> dict | None:
     """The run's saved step inputs for the child, after load_saved has checked them against the one module's
     parameters (InputError naming the .npz otherwise); None without them or with several modules."""
     from hloscope.replay.inputs import load_saved
-    from hloscope.runs.rundir import artifact_path
 
     saved = saved_inputs(run)
-    if saved is None or run is None or len(accepted) != 1 or not isinstance(saved.get("path"), str):
+    if saved is None or run is None or len(accepted) != 1:
         return None
-    load_saved(artifact_path(run, saved), accepted[0].parameters, accepted[0].name)
-    precision = str(((run.get("config") or {}).get("precision")) or "fp32")
-    return {"dir": str(run["_dir"]), "path": saved["path"], "precision": precision}
+    load_saved(run.artifact_path(saved), accepted[0].parameters, accepted[0].name)
+    return {"dir": str(run.dir), "path": saved.path, "precision": run.config.precision or "fp32"}
 
 
 def _timeout(timeout_s: float | None) -> float:
@@ -252,24 +250,22 @@ def _rebuilt(error: dict, blame: str) -> HloscopeError:
     return rebuilt
 
 
-def _run_optimized(run: dict | None, run_dir: Path | None, module: str) -> str | None:
+def _run_optimized(run: RunRecord | None, run_dir: Path | None, module: str) -> str | None:
     """The run's own optimized HLO of `module` (what the framework's XLA made of the same graph), read bounded."""
     from hloscope.files import read_text
-    from hloscope.runs.rundir import artifact_path
 
     if run is None or run_dir is None:
         return None
-    for artifact in run.get("artifacts", []):
-        if (artifact.get("kind") == "hlo" and artifact.get("stage") == "after_optimizations"
-                and artifact.get("module") == module and isinstance(artifact.get("path"), str)):
+    for artifact in run.artifacts:
+        if artifact.kind == "hlo" and artifact.stage == "after_optimizations" and artifact.module == module:
             try:
-                return read_text(artifact_path(run, artifact), "HLO module", MAX_REPLAY_MODULE_BYTES)
+                return read_text(run.artifact_path(artifact), "HLO module", MAX_REPLAY_MODULE_BYTES)
             except InputError:
                 return None
     return None
 
 
-def _compiler(run: dict | None, platform_version: str | None) -> dict:
+def _compiler(run: RunRecord | None, platform_version: str | None) -> dict:
     """Which XLA compiled what: the replay's (jaxlib's) and the run's (the framework's own, or bundled)."""
     from importlib import metadata
 
@@ -283,8 +279,8 @@ def _compiler(run: dict | None, platform_version: str | None) -> dict:
               "platform_version": platform_version}
     out: dict[str, object] = {"replay": replay}
     if run is not None:
-        mode = str(run.get("mode") or "")
-        packages = ((run.get("environment") or {}).get("packages") or {})
+        mode = run.mode
+        packages = run.environment.packages
         registered = BY_NAME.get(mode)
         if registered is not None and registered.framework == "torch_xla":
             xla = f"torch_xla {packages.get('torch_xla')}'s bundled XLA (built into torch_xla's _XLAC extension)"
@@ -297,20 +293,18 @@ def _compiler(run: dict | None, platform_version: str | None) -> dict:
     return out
 
 
-def _against_run(run: dict | None, record: dict) -> dict | None:
+def _against_run(run: RunRecord | None, record: dict) -> dict | None:
     """The run's timed step against the replayed program: the framework's overhead, measured, with its interval."""
     from hloscope.runs.replay_record import overhead_anomaly, unsteady_sides
     from hloscope.significance import median_difference
 
-    timing = (run or {}).get("timing") or {}
-    times = timing.get("step_times_s")
-    replayed = record["timing"]["step_times_s"]
-    if not isinstance(times, list):
+    if run is None or not run.has("timing"):
         return None
-    overhead = median_difference(times, replayed)
+    replayed = record["timing"]["step_times_s"]
+    overhead = median_difference(run.timing.step_times_s, replayed)
     if overhead is None:  # no step on one side
         return None
-    run_median = timing.get("median_s") or overhead.estimate + record["timing"]["median_s"]
+    run_median = run.timing.median_s or overhead.estimate + record["timing"]["median_s"]
     return {"run_median_s": run_median, "replay_median_s": record["timing"]["median_s"],
             "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
             **overhead_anomaly(overhead.estimate, unsteady_sides(timing.get("noisy"), timing.get("host_scheduling"),

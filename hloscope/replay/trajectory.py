@@ -5,40 +5,42 @@ It shows that what replay times is the program the framework ran, fed the way th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hloscope.replay.program import Program, Shape, loss_index
+from hloscope.runs.records import Artifact, RunRecord
 
 
-def saved_inputs(run: dict | None) -> dict | None:
+def saved_inputs(run: RunRecord | None) -> Artifact | None:
     """run.json's artifact entry of the saved step inputs, or None."""
     from hloscope.backends.step_inputs import KIND
 
-    for artifact in (run or {}).get("artifacts", []):
-        if artifact.get("kind") == KIND:
+    for artifact in run.artifacts if run is not None else []:
+        if artifact.kind == KIND:
             return artifact
     return None
 
 
-def check_trajectory(program: Program, run: dict, entry: dict, device) -> dict:
-    """Run `program` for the saved steps from the saved state, threading its state outputs back; the record's
-    `trajectory` field. A mismatch of shapes or a missing file is recorded as `error`, never raised."""
+def check_trajectory(program: Program, run_dir: Path, saved: str, precision: str, device) -> dict:
+    """Run `program` for the saved steps (the file `saved`, relative to `run_dir`) from the saved state, threading its
+    state outputs back; the record's `trajectory` field, compared within the tolerance of the run's `precision`. A
+    mismatch of shapes or a missing file is recorded as `error`, never raised."""
     import jax
 
     from hloscope.errors import HloscopeError
     from hloscope.replay.inputs import load_saved
     from hloscope.runs.parity import relative_difference, tolerances
-    from hloscope.runs.rundir import artifact_path
 
-    path = artifact_path(run, entry)
     try:
-        arrays = load_saved(path, program.parameters, program.name)
+        arrays = load_saved(run_dir / saved, program.parameters, program.name)
     except HloscopeError as error:
-        return {"file": entry.get("path"), "ok": False, "error": str(error)}
+        return {"file": saved, "ok": False, "error": str(error)}
     n_state = sum(1 for name in arrays if name.startswith("state_"))
     steps = sum(1 for name in arrays if name.startswith("batch") and name.endswith("_0"))
     state = [arrays[f"state_{i}"] for i in range(n_state)]
     n_batch = sum(1 for name in arrays if name.startswith("batch0_"))
     batches = [[arrays[f"batch{k}_{j}"] for j in range(n_batch)] for k in range(steps)]
-    out: dict = {"file": entry.get("path"), "steps": steps, "run_losses": [float(x) for x in arrays.get("losses", [])]}
+    out: dict = {"file": saved, "steps": steps, "run_losses": [float(x) for x in arrays.get("losses", [])]}
     problem = _mismatch(program, state, batches, n_state)
     if problem:
         return {**out, "ok": False, "error": problem}
@@ -53,7 +55,6 @@ def check_trajectory(program: Program, run: dict, entry: dict, device) -> dict:
             outputs = program.executable.execute(current + [jax.device_put(a, device) for a in batch])
             losses.append(float(outputs[index]))
             current = [outputs[program.feeds[i]] for i in range(n_state)]
-    precision = str(((run.get("config") or {}).get("precision")) or "fp32")
     rtol = tolerances(precision)["loss"]
     differences = [relative_difference(a, b) for a, b in zip(losses, out["run_losses"])]
     return {**out, "replay_losses": losses, "max_relative_difference": max(differences, default=None),

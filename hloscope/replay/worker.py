@@ -16,6 +16,7 @@ import re
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 MARK = "@@hloscope-replay "
@@ -61,8 +62,7 @@ def execute(request: dict) -> dict:
     _say({"stage": "execute"})
     saved = request.get("saved_inputs")
     if saved is not None and len(programs) == 1:  # jax, torchax: the run's own start, checked
-        run = {"_dir": saved["dir"], "config": {"precision": saved["precision"]}}
-        out["trajectory"] = check_trajectory(programs[0], run, {"path": saved["path"]}, dev)
+        out["trajectory"] = check_trajectory(programs[0], Path(saved["dir"]), saved["path"], saved["precision"], dev)
     replayer = _Replayer(programs, dev, batch, request["labels"], request["seed"])
     log = StepLog()
     run_loop(replayer.step, _wait, replayer.loss_of, steps, warmup, log, on_step=replayer.feed_back)

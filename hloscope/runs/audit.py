@@ -101,13 +101,12 @@ def mismatch_lines(audit_record: dict) -> list[str]:
             for row in audit_record["mismatches"]]
 
 
-def recorded_mismatch_lines(comparison: dict, file) -> list[str]:
+def recorded_mismatch_lines(section: dict | None, file) -> list[str]:
     """Every mismatch a comparison.json's audit recorded, for explain to list first: the audit before timing, then
     the timed runs' mismatches it had not seen (`... (in the timed runs)`). [] without an audit or a mismatch. An
-    audit of the wrong shape is an InputError naming `file`."""
+    audit of the wrong shape is an InputError naming `file`. `section`: comparison.json's `audit`."""
     from hloscope.errors import InputError
 
-    section = comparison.get("audit")
     if section is None:
         return []
     lines: list[str] = []
@@ -174,7 +173,9 @@ def timed_audit(comparison: dict, comparison_dir, entries: list[dict] | None = N
             records.append((entry["mode"], None, f"{entry.get('status')}: {entry.get('error')}"))
             continue
         try:
-            records.append((entry["mode"], load_run(comparison_dir / entry["dir"], check_artifacts=False), None))
+            # the audit flattens every recorded setting, known or not: it reads the record's JSON
+            records.append((entry["mode"], load_run(comparison_dir / entry["dir"], check_artifacts=False).to_dict(),
+                            None))
         except InputError as error:
             records.append((entry["mode"], None, str(error)))
     return audit(records, stage="timed runs")

@@ -35,10 +35,10 @@ def replay_device(run_dir: Path, device: str) -> str:
     from hloscope.runs.settings import device_platform
 
     try:
-        environment = load_run(run_dir, check_artifacts=False).get("environment") or {}
+        environment = load_run(run_dir, check_artifacts=False).section("environment")
     except InputError:  # the replay itself names the unreadable run.json
         return "cpu"
-    return "cuda" if isinstance(environment, dict) and device_platform(environment) == "gpu" else "cpu"
+    return "cuda" if device_platform(environment) == "gpu" else "cpu"
 
 
 def replay_run(run_dir: Path, steps: int, warmup: int, device: str, timeout_s: float | None, log: Path,

@@ -21,10 +21,11 @@ from typing import Any
 
 from hloscope.errors import InputError, UsageError, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
+from hloscope.runs.records import SCHEMA_VERSION, ComparisonRecord, RunRecord, decode_comparison, decode_run
 from hloscope.writing import atomic_output
 
-__all__ = ["COMPARISON_FILE", "RUN_FILE"]  # re-exported: the layout's names are read through rundir too
-SCHEMA_VERSION = 1
+# re-exported: the layout's names and the schema version are read through rundir too
+__all__ = ["COMPARISON_FILE", "RUN_FILE", "SCHEMA_VERSION"]
 
 STATUSES = ("running", "ok", "failed", "interrupted", "compiled", "setup")  # setup: run --setup-only
 ARTIFACT_KINDS = ("hlo", "stablehlo", "buffer_assignment", "memory_report", "inductor_code", "trace", "thunk_sequence",
@@ -157,15 +158,15 @@ def _with_writer(record: dict) -> dict:
     return {key: value for key, value in record.items() if key != "writer"} if "writer" in record else record
 
 
-def write_run(run_dir: str | os.PathLike, record: dict) -> Path:
+def write_run(run_dir: str | os.PathLike, record: dict | RunRecord) -> Path:
     path = Path(run_dir) / RUN_FILE
-    write_json_atomic(path, _with_writer(record))
+    write_json_atomic(path, _with_writer(record.to_dict() if isinstance(record, RunRecord) else record))
     return path
 
 
-def write_comparison(comparison_dir: str | os.PathLike, record: dict) -> Path:
+def write_comparison(comparison_dir: str | os.PathLike, record: dict | ComparisonRecord) -> Path:
     path = Path(comparison_dir) / COMPARISON_FILE
-    write_json_atomic(path, _with_writer(record))
+    write_json_atomic(path, _with_writer(record.to_dict() if isinstance(record, ComparisonRecord) else record))
     return path
 
 
@@ -292,8 +293,9 @@ def _run_json_path(path: str | os.PathLike) -> Path:
     return path
 
 
-def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
-    """Read and validate a run directory (or its run.json). Returns the record with `_dir` set to the run directory.
+def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> RunRecord:
+    """Read and validate a run directory (or its run.json). Returns the typed record (its `dir` the run directory);
+    for a run cut short, the HLO dumps it left behind are among its artifacts, marked `leftover`.
 
     Raises InputError naming the file for anything wrong: missing, empty, not JSON, newer schema, missing keys,
     and (with `check_artifacts`) every artifact file the record lists but that is not on disk.
@@ -322,8 +324,7 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> dict:
             if not target.exists():
                 kind = artifact.get("kind", "file")
                 raise InputError(target, f"listed in {run_json} as a {kind} artifact but missing")
-    record["_dir"] = str(run_dir)
-    return record
+    return decode_run(run_json, record)
 
 
 # Durations of one step (or a summary of them): a step takes at least a nanosecond. Other durations (std_s, setup_s,
@@ -470,13 +471,9 @@ def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
     return target
 
 
-def artifact_path(record: dict, artifact: dict) -> Path:
-    """Absolute path of one artifact of a record returned by load_run."""
-    return Path(record["_dir"]) / artifact["path"]
-
-
-def load_comparison(path: str | os.PathLike) -> dict:
-    """Read and validate comparison.json (path: the comparison directory or the file). Sets `_dir`."""
+def load_comparison(path: str | os.PathLike) -> ComparisonRecord:
+    """Read and validate comparison.json (path: the comparison directory or the file); the typed record. A comparison
+    cut short lists, after its own entries, the run directories it did not list (marked `recovered`)."""
     path = Path(path)
     file = path / COMPARISON_FILE if path.is_dir() else path
     record = _read_json(file, "comparison.json")
@@ -498,8 +495,7 @@ def load_comparison(path: str | os.PathLike) -> dict:
                          f"{'y' if len(modes) + len(unlisted) == 1 else 'ies'} found in it "
                          f"({len(unlisted)} not listed in it)"):
             modes.extend(unlisted)
-    record["_dir"] = str(file.parent)
-    return record
+    return decode_comparison(file, record)
 
 
 def _unlisted_runs(directory: Path, listed: set[str]) -> list[dict]:
@@ -543,7 +539,7 @@ def find_runs(path: str | os.PathLike) -> list[Path]:
         return [path]
     if os.path.lexists(path / COMPARISON_FILE):
         comparison = load_comparison(path)
-        return [path / m["dir"] for m in comparison["modes"] if (path / m["dir"] / RUN_FILE).is_file()]
+        return [path / m.dir for m in comparison.modes if (path / m.dir / RUN_FILE).is_file()]
     runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}"))
     runs += sorted(p.parent for p in path.glob(f"*/*/{RUN_FILE}") if p.parent.parent not in runs)
     if not runs:

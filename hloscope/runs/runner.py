@@ -186,7 +186,8 @@ def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome |
     record = None
     if (run_dir / RUN_FILE).is_file():
         try:
-            record = load_run(run_dir, check_artifacts=False)
+            # the parent completes the child's record as JSON (every key kept, with the dumps a cut-short run left)
+            record = {**load_run(run_dir, check_artifacts=False).to_dict(), "_dir": str(run_dir)}
         except InputError:
             record = None
     if record is not None and record["status"] != "running":

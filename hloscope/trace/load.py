@@ -16,11 +16,11 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
+from hloscope.runs.records import RunRecord
 from hloscope.trace import kineto, perfetto
 from hloscope.trace.model import Event, Flaws, Trace
 
@@ -166,17 +166,17 @@ def _traces_of_runs(path: Path) -> list[Path]:
     return _without_duplicate_profiles(files)
 
 
-def _listed_traces(run: Path, record: dict[str, Any]) -> list[Path]:
+def _listed_traces(run: Path, record: RunRecord) -> list[Path]:
     run_json = run / RUN_FILE
-    listed = [artifact for artifact in record["artifacts"] if artifact.get("kind") == "trace"]
+    listed = [artifact for artifact in record.artifacts if artifact.kind == "trace"]
     if not listed:  # a run made by hand or by an older hloscope: its traces are wherever they are
         return find_trace_files(run)
     files: list[Path] = []
     for artifact in listed:
         from hloscope.runs.rundir import _inside
 
-        _inside(run, artifact["path"], run_json)  # outside the run, a NUL byte, a symlink loop: one line
-        target = run / artifact["path"]
+        _inside(run, artifact.path, run_json)  # outside the run, a NUL byte, a symlink loop: one line
+        target = run / artifact.path
         if not target.exists():
             raise InputError(target, f"listed in {run_json} as a trace artifact but missing")
         files += find_trace_files(target) if target.is_dir() else [target]

@@ -315,8 +315,7 @@ def resolver_for_run(run_dir: str | os.PathLike[str]) -> CategoryResolver | None
     from hloscope.runs.rundir import load_run
 
     record = load_run(Path(run_dir), check_artifacts=False)
-    if not any(a.get("kind") == "hlo" and a.get("train_step") and a.get("stage") != "before_optimizations"
-               for a in record.get("artifacts", [])):
+    if not any(a.kind == "hlo" and a.train_step and a.stage != "before_optimizations" for a in record.artifacts):
         return None
     resolver = category_resolver(m for m in load_run_dir(Path(run_dir)) if m.stage == "after_optimizations")
     return resolver or None

@@ -1,0 +1,391 @@
+"""The run record (run.json) and the comparison record (comparison.json) as typed data: one schema each.
+
+`rundir.load_run` and `rundir.load_comparison` validate a file and return these; analyses and renderers read their
+attributes, never the JSON keys. Each record keeps the document it was read from, so that `to_dict()` gives back the
+exact JSON (keys, order, and keys this hloscope does not know, which a newer writer may add: they are kept, not
+dropped) and writing a record read from disk gives the same bytes.
+
+Units follow docs/api.md: durations in seconds (fields ending in `_s`), memory in bytes (`_bytes`), throughput in
+images per second (`_img_s`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from hloscope.errors import InputError
+
+# A figure as written: an integer stays one, so that what is read back prints and writes as it was recorded.
+Number = int | float
+
+# The version both records are written with (rundir refuses newer files and reads every older one it knows).
+SCHEMA_VERSION = 1
+
+
+# Every part of a record is a frozen Struct of the keys this hloscope reads, typed; other keys are ignored by the
+# Struct and kept in the record's document.
+class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
+    image_size: int | None = None
+    patch_size: int | None = None
+    hidden_size: int | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    intermediate_size: int | None = None
+    num_labels: int | None = None
+    num_channels: int | None = None
+
+
+class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The settings the run was made with (`hloscope run` options); a comparison's config has the same keys plus its
+    mode list and repeats, and `devices` may be the list of `compare --devices`."""
+
+    mode: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    steps: int | None = None
+    warmup: int | None = None
+    precision: str | None = None
+    device: str | None = None
+    data: str | None = None
+    seed: int | None = None
+    dump_hlo: bool | None = None
+    profile: bool | None = None
+    profile_steps: int | None = None
+    keep_all: bool | None = None
+    target: str | None = None
+    check_parity: bool | None = None
+    attention: str | None = None
+    seq_len: int | None = None
+    inject_host_delay_ms: Number | None = None
+    devices: int | list[int] | None = None
+    compile_model: bool | None = None
+    model_config: ModelConfig | None = None
+    modes: list[str] | None = None  # comparison.json only
+    repeats: int | None = None  # comparison.json only
+
+
+class Timing(msgspec.Struct, frozen=True, kw_only=True):
+    """The timed window: every step's duration and their summary (median, mean, interpolated p10/p90)."""
+
+    step_times_s: list[Number] = []
+    warmup_times_s: list[Number] = []
+    profiled_step_times_s: list[Number] = []
+    first_step_s: Number | None = None
+    setup_s: Number | None = None
+    steps: int | None = None
+    median_s: Number | None = None
+    mean_s: Number | None = None
+    p10_s: Number | None = None
+    p90_s: Number | None = None
+    std_s: Number | None = None
+    min_s: Number | None = None
+    max_s: Number | None = None
+    throughput_img_s: Number | None = None
+    window_s: Number | None = None
+    window_mean_s: Number | None = None
+    noisy: bool | None = None
+    host_scheduling: dict[str, Any] | None = None  # validated by rundir (its figures, by name)
+
+
+class Memory(msgspec.Struct, frozen=True, kw_only=True):
+    peak_host_rss_bytes: int | None = None
+    device_peak_bytes: int | None = None
+    source: str | None = None
+    # XLA's estimate for a run compiled for a target GPU: arguments + outputs + temporaries - aliased
+    device_peak_estimate_bytes: int | None = None
+    argument_bytes: int | None = None
+    output_bytes: int | None = None
+    temp_bytes: int | None = None
+    alias_bytes: int | None = None
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    """The GPU a `--target` run was compiled for (it never ran)."""
+
+    name: str | None = None
+    device: str | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+
+
+class Roofline(msgspec.Struct, frozen=True, kw_only=True):
+    """A `--target` run's lower bound of one step: every kernel one after the other, and all of them overlapped."""
+
+    serial_s: Number | None = None
+    aggregate_s: Number | None = None
+    flops: Number | None = None
+    bytes: Number | None = None
+    label: str | None = None
+
+
+class Kernels(msgspec.Struct, frozen=True, kw_only=True):
+    """What XLA's thunk sequence of a `--target` run launches per step."""
+
+    kernel_launches: int | None = None
+    library_calls: int | None = None
+    copies: int | None = None
+    by_kind: dict[str, int] = {}
+
+
+class Compiles(msgspec.Struct, frozen=True, kw_only=True):
+    """Compilations before and inside the timed window (the counters differ by framework: kept by name)."""
+
+    before_window: dict[str, Any] | None = None
+    in_window: dict[str, Any] | None = None
+    total: dict[str, Any] | None = None
+    recompiled_in_window: bool | None = None
+    # a run compiled for a target GPU: how long XLA took and which GEMMs it emitted
+    target_compile_s: Number | None = None
+    gemm_backend: str | None = None
+    triton_gemm_fallback: bool | None = None
+
+
+class Loss(msgspec.Struct, frozen=True, kw_only=True):
+    first: Number | None = None
+    last: Number | None = None
+    finite: bool | None = None
+    falling: bool | None = None
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True):
+    warmup_steps: int | None = None
+    host_scheduling: list[dict[str, Any]] | None = None  # one entry per profiled step, validated by rundir
+
+
+class Environment(msgspec.Struct, frozen=True, kw_only=True):
+    """Where and with what the run was made: machine, versions, and the settings each framework had in effect."""
+
+    hloscope: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    hostname: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    packages: dict[str, str | None] = {}
+    env: dict[str, str] = {}
+    framework: str | None = None
+    backend: str | None = None
+    device: str | None = None
+    device_kind: str | None = None
+    precision: dict[str, Any] | None = None
+    attention: dict[str, Any] | None = None
+    compile: dict[str, Any] | None = None
+    donation: dict[str, Any] | None = None
+    threads: dict[str, Any] | None = None
+    frameworks_imported: list[str] = []
+
+
+class Artifact(msgspec.Struct, frozen=True, kw_only=True):
+    """One file of a run directory that run.json lists (path relative to the run directory)."""
+
+    path: str
+    kind: str = ""
+    module: str | None = None
+    module_id: int | None = None
+    stage: str | None = None
+    format: str | None = None
+    train_step: bool | None = None
+    leftover: bool = False  # found in the dump directory of a run cut short, not listed by it
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """run.json. `file` is where it was read from (its run directory is `dir`); `document` the JSON as read."""
+
+    schema_version: int
+    run_id: str
+    mode: str
+    status: str
+    config: RunConfig
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    environment: Environment = field(default_factory=Environment)
+    timing: Timing = field(default_factory=Timing)
+    memory: Memory = field(default_factory=Memory)
+    compiles: Compiles = field(default_factory=Compiles)
+    loss: Loss = field(default_factory=Loss)
+    profile: Profile = field(default_factory=Profile)
+    target: Target = field(default_factory=Target)
+    roofline: Roofline = field(default_factory=Roofline)
+    kernels: Kernels = field(default_factory=Kernels)
+    artifacts: list[Artifact] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step (hloscope/runs/parity.py)
+    stderr_tail: str | None = None
+    file: Path = Path("run.json")
+    document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def dir(self) -> Path:
+        return self.file.parent
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's JSON, as read (unknown keys kept, same order): writing it gives the file's bytes back."""
+        return copy.deepcopy(self.document)
+
+    def artifact_path(self, artifact: Artifact) -> Path:
+        return self.dir / artifact.path
+
+    def has(self, name: str) -> bool:
+        """Whether run.json holds this part, not null."""
+        return self.document.get(name) is not None
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A part of run.json this hloscope has no type for (graph, parity, ...), as read; {} when absent."""
+        value = self.document.get(name)
+        return copy.deepcopy(value) if isinstance(value, dict) else {}
+
+
+class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One mode (one run directory) of a comparison: its outcome and the summary `compare` prints."""
+
+    dir: str
+    mode: str | None = None  # absent in a hand-made comparison: the directory's name stands for it
+    status: str | None = None
+    error: str | None = None
+    median_s: Number | None = None
+    mean_s: Number | None = None
+    p10_s: Number | None = None
+    p90_s: Number | None = None
+    std_s: Number | None = None
+    window_mean_s: Number | None = None
+    steps: int | None = None
+    first_step_s: Number | None = None
+    throughput_img_s: Number | None = None
+    peak_memory_bytes: int | None = None
+    peak_memory_source: str | None = None
+    recompiled_in_window: bool | None = None
+    loss_first: Number | None = None
+    loss_last: Number | None = None
+    noisy: bool | None = None
+    warnings: list[str] = []
+    devices: int | None = None
+    returncode: int | None = None
+    wall_s: Number | None = None
+    stderr_log: str | None = None
+    stderr_tail: str | None = None
+    ratio_to_fastest: Number | None = None
+    kernels: int | None = None  # a run compiled for a target GPU: its generated kernels
+    roofline_lower_bound_s: Number | None = None
+    replicate: int | None = None  # which fresh process of its configuration (`compare --repeats K`: 1..K)
+    variant: str | None = None  # one of several configurations of the same mode (`hloscope calibrate`)
+    parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step
+    recovered: bool = False  # a run directory a comparison cut short did not list
+
+
+class Configuration(msgspec.Struct, frozen=True, kw_only=True):
+    """The processes of one mode (and device count) of a comparison, pooled: `compare --repeats`."""
+
+    mode: str
+    processes: int | None = None
+    timed_processes: int | None = None
+    dirs: list[str] = []
+    median_s: Number | None = None
+    process_medians_s: list[Number] = []
+    between_process_spread_s: Number | None = None
+    between_process_spread: Number | None = None  # relative to the pooled median
+    devices: int | None = None
+
+
+class BetweenProcessControl(msgspec.Struct, frozen=True, kw_only=True):
+    """The A/A control: the largest relative spread between processes of one configuration."""
+
+    relative: Number | None = None
+    configuration: str | None = None
+    processes: int | None = None
+    meaning: str | None = None
+
+
+@dataclass(frozen=True)
+class ComparisonRecord:
+    """comparison.json. `file` is where it was read from (the comparison directory is `dir`)."""
+
+    schema_version: int
+    modes: list[ComparisonEntry]
+    comparison_id: str | None = None
+    status: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    config: RunConfig = field(default_factory=RunConfig)
+    audit: dict[str, Any] | None = None  # the fairness audit's tables (hloscope/runs/audit.py)
+    configurations: list[Configuration] = field(default_factory=list)
+    between_process_spread: BetweenProcessControl | None = None
+    parity: dict[str, Any] | None = None
+    file: Path = Path("comparison.json")
+    document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def dir(self) -> Path:
+        return self.file.parent
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's JSON, as read (unknown keys kept, same order)."""
+        return copy.deepcopy(self.document)
+
+
+def decode_run(file: Path, document: dict[str, Any], what: str = "run.json") -> RunRecord:
+    """The typed run record of a document (already checked by rundir); a value of the wrong type is an InputError
+    naming the file and the field."""
+    return replace(_convert(file, document, RunRecord, what), file=file, document=document)
+
+
+def decode_comparison(file: Path, document: dict[str, Any]) -> ComparisonRecord:
+    """The typed comparison record of a document (already checked by rundir)."""
+    return replace(_convert(file, document, ComparisonRecord, "comparison.json"), file=file, document=document)
+
+
+# Parts a record may hold as null (older or cut-short runs): read as empty.
+_NULLABLE = {"config", "environment", "timing", "memory", "compiles", "loss", "profile", "target", "roofline", "kernels",
+             "artifacts", "warnings", "notes", "configurations"}
+_NULLABLE_TIMING = {"step_times_s", "warmup_times_s", "profiled_step_times_s"}
+
+
+def decode_entry(file: Path, entry: dict[str, Any]) -> ComparisonEntry:
+    """One mode entry of comparison.json (`file`) as `compare` settles it, typed."""
+    return _convert(file, entry, ComparisonEntry, "comparison.json entry")
+
+
+def _convert(file: Path, document: dict[str, Any], kind: type, what: str) -> Any:
+    # the file and document fields are set by the caller, never read from the JSON
+    body = {key: value for key, value in document.items()
+            if key not in ("file", "document") and not (value is None and key in _NULLABLE)}
+    if isinstance(body.get("timing"), dict):
+        body["timing"] = {key: value for key, value in body["timing"].items()
+                          if not (value is None and key in _NULLABLE_TIMING)}
+    try:
+        return msgspec.convert(body, kind)
+    except msgspec.ValidationError as error:
+        raise InputError(file, f"not a valid {what}: {_field_message(str(error), document)}") from None
+
+
+# msgspec's names of JSON types, as the other messages of rundir say them
+_EXPECTED = (("float", "a number"), ("int", "an integer"), ("str", "a string"), ("bool", "true or false"),
+             ("object", "an object"), ("array", "a list"))
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _field_message(text: str, document: dict[str, Any]) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.config.steps`" as "'config.steps' is str 'six', expected an
+    integer" (the value quoted from the document), the way rundir names a wrong field."""
+    message, _, where = text.partition(" - at `$")
+    where = where.rstrip("`")
+    expected = re.match(r"Expected `([^`]*)`", message)
+    if not where or expected is None:
+        return message
+    value: Any = document
+    for key, index in _STEP.findall(where):
+        value = value.get(key) if isinstance(value, dict) and key else (
+            value[int(index)] if isinstance(value, list) and index and int(index) < len(value) else None)
+    names = [text for name, text in _EXPECTED if re.search(rf"\b{name}\b", expected.group(1))]
+    if "a number" in names and "an integer" in names:  # int | float: a number
+        names.remove("an integer")
+    return (f"'{where.lstrip('.')}' is {type(value).__name__} {value!r:.40}, expected "
+            f"{' or '.join(names) or expected.group(1)}")

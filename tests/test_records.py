@@ -1,0 +1,120 @@
+"""run.json and comparison.json as typed records: a real comparison (vit-tiny, jax and pytorch, made by `hloscope
+compare`) reads into typed fields and writes back byte for byte, keys this hloscope does not know included; a field
+of the wrong type is one InputError naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import hloscope
+
+from hloscope.errors import InputError
+from hloscope.runs.records import ComparisonRecord, RunRecord
+from hloscope.runs.rundir import load_comparison, load_run, write_comparison, write_run
+
+REAL = Path(__file__).parent / "data" / "records" / "compare-vit-tiny"
+
+
+@pytest.mark.parametrize("mode", ["jax", "pytorch"])
+def test_a_real_run_json_reads_typed_and_writes_back_the_same_bytes(tmp_path, mode):
+    record = load_run(REAL / mode)
+    assert isinstance(record, RunRecord) and record.mode == mode and record.status == "ok"
+    assert record.dir == REAL / mode and record.config.model == "vit-tiny" and record.config.batch_size == 32
+    document = json.loads((REAL / mode / "run.json").read_text())
+    timing = document["timing"]
+    assert record.timing.step_times_s == timing["step_times_s"] and len(record.timing.step_times_s) == 6
+    assert (record.timing.median_s, record.timing.p10_s, record.timing.p90_s) == (
+        timing["median_s"], timing["p10_s"], timing["p90_s"])
+    assert record.memory.peak_host_rss_bytes == document["memory"]["peak_host_rss_bytes"] > 0
+    assert record.environment.packages["numpy"] == document["environment"]["packages"]["numpy"]
+    assert record.to_dict() == document
+    write_run(tmp_path, record)
+    assert (tmp_path / "run.json").read_bytes() == (REAL / mode / "run.json").read_bytes()
+
+
+def test_a_real_comparison_json_reads_typed_and_writes_back_the_same_bytes(tmp_path):
+    comparison = load_comparison(REAL)
+    assert isinstance(comparison, ComparisonRecord) and comparison.status == "ok"
+    assert [(e.mode, e.dir, e.status) for e in comparison.modes] == [("jax", "jax", "ok"), ("pytorch", "pytorch", "ok")]
+    assert comparison.config.modes == ["jax", "pytorch"] and comparison.config.repeats == 1
+    fastest = [e for e in comparison.modes if e.ratio_to_fastest == 1.0]
+    assert len(fastest) == 1 and all(e.median_s and e.median_s > 0 for e in comparison.modes)
+    assert comparison.audit is not None and comparison.audit["ok"] is True
+    write_comparison(tmp_path, comparison)
+    assert (tmp_path / "comparison.json").read_bytes() == (REAL / "comparison.json").read_bytes()
+
+
+def test_keys_another_hloscope_added_are_kept_in_order(tmp_path):
+    """A newer writer's blocks (a `startup` section, a new field of `memory`) survive a read and a write back."""
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    document["memory"]["device_reserved_bytes"] = 123
+    document = {**document, "startup": {"import_s": 1.5, "phases": ["import", "build"]}}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "run.json").write_text(json.dumps(document, indent=2) + "\n")
+    record = load_run(tmp_path / "in")
+    assert record.memory.peak_host_rss_bytes == document["memory"]["peak_host_rss_bytes"]
+    assert record.section("startup") == {"import_s": 1.5, "phases": ["import", "build"]}
+    write_run(tmp_path / "in", record)
+    assert json.loads((tmp_path / "in" / "run.json").read_text()) == document
+    assert list(json.loads((tmp_path / "in" / "run.json").read_text())) == list(document)
+
+
+def test_to_dict_is_a_copy():
+    record = load_run(REAL / "jax")
+    record.to_dict()["timing"]["median_s"] = 1.0
+    assert record.to_dict()["timing"]["median_s"] == record.timing.median_s != 1.0
+
+
+@pytest.mark.parametrize("change,where,expected", [
+    (lambda d: d["config"].update(model=7), "'config.model' is int 7", "a string"),
+    (lambda d: d["timing"].update(noisy="no"), "'timing.noisy' is str 'no'", "true or false"),
+    (lambda d: d["environment"].update(packages=["jax"]), "'environment.packages' is list ['jax']", "an object"),
+    (lambda d: d["loss"].update(first="2.3"), "'loss.first' is str '2.3'", "a number"),
+    (lambda d: d["compiles"].update(recompiled_in_window=0), "'compiles.recompiled_in_window' is int 0",
+     "true or false"),
+])
+def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    change(document)
+    (tmp_path / "run.json").write_text(json.dumps(document))
+    with pytest.raises(InputError) as caught:
+        load_run(tmp_path)
+    message = str(caught.value)
+    assert message == f"{tmp_path / 'run.json'}: not a valid run.json: {where}, expected {expected}", message
+
+
+def test_a_wrong_comparison_entry_is_one_line_and_exit_2(tmp_path):
+    shutil.copytree(REAL, tmp_path / "cmp")
+    document = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    document["modes"][1]["median_s"] = "slow"
+    (tmp_path / "cmp" / "comparison.json").write_text(json.dumps(document))
+    result = hloscope("explain", tmp_path / "cmp", "--json", timeout=300)
+    assert result.code == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (f"hloscope: error: {tmp_path / 'cmp' / 'comparison.json'}: not a valid comparison.json: "
+                    "'modes[1].median_s' is str 'slow', expected a number"), line
+
+
+@pytest.mark.parametrize("mode", ["jax", "pytorch"])
+def test_the_recorded_percentiles_are_the_one_interpolated_definition(mode):
+    """run.json's p10/p90 are significance.percentile of the step times (numpy's default, linear interpolation), the
+    definition explain's spreads use: recomputed from the real record's steps they are the written figures exactly."""
+    import numpy as np
+
+    from hloscope.backends.timing import step_statistics
+    from hloscope.significance import percentile, spread
+
+    record = load_run(REAL / mode)
+    times = record.timing.step_times_s
+    stats = step_statistics(times, record.config.batch_size or 1)
+    assert (stats["p10_s"], stats["p90_s"], stats["median_s"]) == (
+        record.timing.p10_s, record.timing.p90_s, record.timing.median_s)
+    ordered = sorted(times)
+    assert stats["p10_s"] == percentile(ordered, 0.10) and stats["p90_s"] == percentile(ordered, 0.90)
+    assert spread(times) == {"median": stats["median_s"], "p10": stats["p10_s"], "p90": stats["p90_s"], "n": 6}
+    assert stats["p10_s"] == pytest.approx(float(np.percentile(times, 10)), rel=1e-12)
+    assert min(times) < stats["p10_s"] < stats["median_s"] < stats["p90_s"] < max(times)  # interpolated, not a sample
+    assert stats["p10_s"] not in times and stats["p90_s"] not in times
