@@ -9,6 +9,7 @@ from statistics import median
 
 from hloscope.modes import MODES
 from hloscope.runs.replay_record import ReplayUnread, overhead_anomaly, unsteady_sides
+from hloscope.significance import median_difference, median_gap_difference
 
 XLA_MODES = tuple(mode.name for mode in MODES if mode.xla)  # the modes whose step is an XLA program to replay
 INFERRED_NOTE = ("no replay.json: the program/overhead split is inferred from the profile's device busy and idle time "
@@ -21,8 +22,6 @@ def _is_xla(summary) -> bool:
 
 def split(summary, reference) -> dict | None:
     """The `replay` field of a mode's explain entry (None for a mode without an XLA program)."""
-    from hloscope.significance import median_difference
-
     if not _is_xla(summary) or not summary.step_times_s:
         return None
     replay = summary.replay
@@ -61,18 +60,5 @@ def split(summary, reference) -> dict | None:
 
 def _overhead_gap(step_a: list[float], prog_a: list[float], step_b: list[float], prog_b: list[float]) -> dict:
     """(median step_a - median prog_a) - (median step_b - median prog_b), percentile bootstrap over the four samples."""
-    import numpy as np
-
-    from hloscope.significance import CONFIDENCE, RESAMPLES, SEED
-
-    estimate = (median(step_a) - median(prog_a)) - (median(step_b) - median(prog_b))
-    rng = np.random.default_rng(SEED)
-
-    def boot(values: list[float]):
-        x = np.asarray(values, dtype=float)
-        return np.median(x[rng.integers(0, len(x), (RESAMPLES, len(x)))], axis=1)
-
-    samples = (boot(step_a) - boot(prog_a)) - (boot(step_b) - boot(prog_b))
-    tail = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(samples, [tail, 1 - tail])
-    return {"overhead_gap_s": estimate, "overhead_gap_ci_s": [float(low), float(high)]}
+    gap = median_gap_difference(step_a, prog_a, step_b, prog_b)
+    return {"overhead_gap_s": gap.estimate, "overhead_gap_ci_s": gap.as_list()}
