@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import REPO, comparison_record
 
 # A train step in miniature, as torch_xla writes it: the weight is donated (buffer_donor), the labels are s64.
 TRAIN_HLO = """HloModule SyncTensorsGraph.7, buffer_donor={ (1, {}) }, entry_computation_layout={(s64[4]{0}, f32[4,3]{1,0}, f32[4,3]{1,0})->(f32[], f32[4,3]{1,0})}
@@ -330,10 +330,9 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
     assert (copy / "jax" / "replay.json").read_bytes() == (comparison / "jax" / "replay.json").read_bytes()
 
     # a replay that hangs (here: a limit no replay can meet) is recorded with its error; the others still run
-    record = load_comparison(copy).to_dict()
-    done = replay_comparison(copy, record, 3, 1, "cpu", timeout_s=0.2)
-    assert [e["replay"]["status"] for e in done] == ["failed"] * 4
-    assert all(e["replay"]["error"].startswith("timed out after 0.2 s") for e in done)
+    done = replay_comparison(load_comparison(copy), 3, 1, "cpu", timeout_s=0.2)
+    assert [replay["status"] for _, replay in done] == ["failed"] * 4
+    assert all(replay["error"].startswith("timed out after 0.2 s") for _, replay in done)
 
 
 def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path):
@@ -344,8 +343,8 @@ def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path
     result = _hloscope("replay", str(tmp_path), timeout=300)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and f"{tmp_path}: no run of an XLA mode" in result.stderr
-    assert replayable_entries({"modes": [*modes, {"mode": "torchax", "dir": "torchax", "status": "ok"}]}) == [
-        {"mode": "torchax", "dir": "torchax", "status": "ok"}]
+    listed = comparison_record({"modes": [*modes, {"mode": "torchax", "dir": "torchax", "status": "ok"}]})
+    assert [(e.mode, e.dir) for e in replayable_entries(listed)] == [("torchax", "torchax")]
 
 
 def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):

@@ -177,10 +177,15 @@ def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | N
     from hloscope.runs.rundir import write_comparison
 
     with console.status("replaying") as status:
-        replay_comparison(comparison_dir, comparison, values["steps"], values["warmup"], values["device"], timeout_s,
-                          on_start=lambda mode: status.update(f"replaying {mode}'s program alone"),
-                          on_done=lambda entry: console.print(replay_summary_line(entry), highlight=False,
-                                                              markup=False))
+        done = replay_comparison(decode_comparison(comparison_dir / COMPARISON_FILE, comparison), values["steps"],
+                                 values["warmup"], values["device"], timeout_s,
+                                 on_start=lambda mode: status.update(f"replaying {mode}'s program alone"),
+                                 on_done=lambda mode, replay: console.print(replay_summary_line(mode, replay),
+                                                                            highlight=False, markup=False))
+    replays = {entry.dir: replay for entry, replay in done}
+    for entry in comparison["modes"]:  # the JSON compare writes: each replayed mode's entry gets its summary
+        if entry["dir"] in replays:
+            entry["replay"] = replays[entry["dir"]]
     comparison["replay"] = {"steps": values["steps"], "warmup": values["warmup"], "device": values["device"],
                             "how": "hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"}
     write_comparison(comparison_dir, {k: v for k, v in comparison.items() if k != "_dir"})

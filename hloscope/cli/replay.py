@@ -59,14 +59,14 @@ def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_
     from hloscope.runs.replays import replay_comparison, replayable_entries
     from hloscope.runs.rundir import load_comparison
 
-    comparison = load_comparison(folder).to_dict()  # the replays' summaries are added to its entries
+    comparison = load_comparison(folder)
     if not replayable_entries(comparison):
         xla = ", ".join(mode.name for mode in MODES if mode.xla)
         raise UsageError(f"{folder}: no run of an XLA mode ({xla}) finished in this comparison: nothing to replay")
-    done = replay_comparison(folder, comparison, steps, warmup, device, profile=profile,
-                             on_done=lambda entry: None if as_json else click.echo(replay_summary_line(entry)))
+    done = replay_comparison(comparison, steps, warmup, device, profile=profile,
+                             on_done=lambda mode, replay: None if as_json else click.echo(
+                                 replay_summary_line(mode, replay)))
     if as_json:
-        click.echo(json.dumps([{"mode": entry["mode"], "dir": entry["dir"], **entry["replay"]} for entry in done],
-                              indent=1))
-    if not any(entry["replay"]["status"] in ("ok", "partial") for entry in done):
+        click.echo(json.dumps([{"mode": entry.mode, "dir": entry.dir, **replay} for entry, replay in done], indent=1))
+    if not any(replay["status"] in ("ok", "partial") for _, replay in done):
         raise SystemExit(1)

@@ -295,13 +295,12 @@ def compiled_comparison_table(records: list[RunRecord]) -> Table:
     return table
 
 
-def replay_summary_line(entry: dict) -> str:
-    """One line for a mode entry's `replay` (compare --replay, hloscope replay COMPARISON_DIR): the program's time and
-    the framework's measured overhead, or why the replay failed."""
-    replay = entry.get("replay") or {}
+def replay_summary_line(mode: str, replay: dict) -> str:
+    """One line for a mode's `replay` summary (compare --replay, hloscope replay COMPARISON_DIR): the program's time
+    and the framework's measured overhead, or why the replay failed."""
     status = replay.get("status")
     if status in ("ok", "partial"):
-        line = f"  {entry['mode']} replayed: program {ms(replay.get('median_s'))}"
+        line = f"  {mode} replayed: program {ms(replay.get('median_s'))}"
         if replay.get("overhead_anomaly"):
             line += f", {replay.get('overhead_note')}"
         elif replay.get("overhead_s") is not None:
@@ -312,4 +311,4 @@ def replay_summary_line(entry: dict) -> str:
         if status == "partial":
             line += f"; not replayed: {'; '.join(replay.get('skipped') or [])}"
         return line + f" ({replay.get('file')})"
-    return f"  {entry['mode']} replay {status}: {replay.get('error')}"
+    return f"  {mode} replay {status}: {replay.get('error')}"

@@ -278,6 +278,7 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     replicate: int | None = None  # which fresh process of its configuration (`compare --repeats K`: 1..K)
     variant: str | None = None  # one of several configurations of the same mode (`hloscope calibrate`)
     parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step
+    replay: dict[str, Any] | None = None  # `compare --replay`: the replayed program's summary (hloscope/runs/replays.py)
     recovered: bool = False  # a run directory a comparison cut short did not list
 
 

@@ -16,14 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hloscope.modes import BY_NAME
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord
 
 
-def replayable_entries(comparison: dict) -> list[dict]:
+def replayable_entries(comparison: ComparisonRecord) -> list[ComparisonEntry]:
     """The mode entries of a comparison that a replay applies to: XLA modes (hloscope.modes `xla=True`) that ran; of
     a mode run in several processes (`--repeats`), the first (one program, replayed once)."""
-    return [entry for entry in comparison.get("modes", [])
-            if BY_NAME.get(str(entry.get("mode"))) is not None and BY_NAME[str(entry["mode"])].xla
-            and entry.get("status") == "ok" and entry.get("replicate", 1) == 1]
+    return [entry for entry in comparison.modes
+            if entry.mode in BY_NAME and BY_NAME[entry.mode].xla and entry.status == "ok"
+            and (entry.replicate or 1) == 1]
 
 
 def replay_device(run_dir: Path, device: str) -> str:
@@ -112,23 +113,24 @@ def _describe(returncode: int) -> str:
     return f"the replay {describe_exit(returncode)}"
 
 
-def replay_comparison(comparison_dir: Path, comparison: dict, steps: int, warmup: int, device: str = "auto",
+def replay_comparison(comparison: ComparisonRecord, steps: int, warmup: int, device: str = "auto",
                       timeout_s: float | None = None, profile: bool = False,
                       on_start: Callable[[str], None] = lambda mode: None,
-                      on_done: Callable[[dict], None] = lambda entry: None) -> list[dict]:
-    """Replay every XLA mode's run of the comparison in turn; sets each mode entry's `replay` and returns those
-    entries (in place: the caller writes comparison.json)."""
+                      on_done: Callable[[str, dict], None] = lambda mode, replay: None,
+                      ) -> list[tuple[ComparisonEntry, dict]]:
+    """Replay every XLA mode's run of the comparison in turn: (its entry, the `replay` summary for that entry of
+    comparison.json) for each (the caller writes comparison.json, or not)."""
     done = []
-    logs = comparison_dir / "logs"
+    logs = comparison.dir / "logs"
     with contextlib.suppress(OSError):  # a full disk: the replay that cannot open its log says so in its entry
         logs.mkdir(exist_ok=True)
     for entry in replayable_entries(comparison):
-        run_dir = comparison_dir / entry["dir"]
-        on_start(entry["mode"])
-        entry["replay"] = replay_run(run_dir, steps, warmup, replay_device(run_dir, device), timeout_s,
-                                     _new_log(logs, entry["dir"]), profile)
-        done.append(entry)
-        on_done(entry)
+        run_dir, mode = comparison.dir / entry.dir, entry.mode or entry.dir
+        on_start(mode)
+        replay = replay_run(run_dir, steps, warmup, replay_device(run_dir, device), timeout_s,
+                            _new_log(logs, entry.dir), profile)
+        done.append((entry, replay))
+        on_done(mode, replay)
     return done
 
 
