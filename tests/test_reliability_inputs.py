@@ -547,9 +547,9 @@ def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, 
 
 @pytest.mark.parametrize("modes, words", [
     ([], "lists no modes: nothing to explain"),
-    ([{"dir": "jax", "mode": 7}], "'mode' is int 7, expected a string"),
-    ([{"dir": "torch_xla", "status": ["failed"], "error": "x"}], "'status' is list ['failed'], expected a string"),
-    ([{"dir": "torch_xla", "status": "failed", "error": {"why": 1}}], "'error' is dict {'why': 1}, expected a string"),
+    ([{"dir": "jax", "mode": 7}], "'modes[0].mode' is int 7, expected a string"),
+    ([{"dir": "torch_xla", "status": ["failed"], "error": "x"}], "'modes[0].status' is list ['failed'], expected a string"),
+    ([{"dir": "torch_xla", "status": "failed", "error": {"why": 1}}], "'modes[0].error' is dict {'why': 1}, expected a string"),
 ])
 @needs_fixtures
 def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
