@@ -5,6 +5,7 @@ negative measured overhead reported as an anomaly."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from helpers import assert_refused, first_good_hlo, good_run, hloscope, needs_fixtures
@@ -168,6 +169,14 @@ def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
 # ------------------------------------------------------------------------- a negative overhead is an anomaly
 
 
+def _run_record(timing: dict):
+    """A run.json record holding only `timing`, typed as the replay reads it."""
+    from hloscope.runs.records import decode_run
+
+    return decode_run(Path("run.json"), {"schema_version": 1, "run_id": "r", "mode": "jax", "status": "ok",
+                                         "config": {}, "timing": timing})
+
+
 def test_negative_overhead_is_reported_as_an_anomaly():
     from hloscope.explain.replay_split import split
     from hloscope.explain.summary import ModeSummary
@@ -180,7 +189,7 @@ def test_negative_overhead_is_reported_as_an_anomaly():
     data = split(run, run)
     assert data["overhead_s"] == pytest.approx(-0.003) and data["overhead_anomaly"] is True
     assert data["overhead_note"] == "replay slower than the run by 3.000 ms: overhead not measurable here"
-    comparison = _against_run({"timing": {"step_times_s": steps, "median_s": 0.010}},
+    comparison = _against_run(_run_record({"step_times_s": steps, "median_s": 0.010}),
                               {"timing": {"step_times_s": program, "median_s": 0.013}})
     assert comparison is not None and comparison["overhead_anomaly"] is True
     record = {"source": {"path": "r"}, "status": "ok", "config": {"device": "cpu", "warmup": 1, "seed": 0},
@@ -217,7 +226,7 @@ def test_an_overhead_measured_under_load_is_not_an_overhead():
         summary = ModeSummary(mode="jax", step_times_s=steps, noisy=run_noisy, host_scheduling=scheduling,
                               replay=ReplaySummary(file="replay.json", program_times_s=program, noisy=replay_noisy))
         comparison = _against_run(
-            {"timing": {"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}},
+            _run_record({"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}),
             {"timing": {"step_times_s": program, "median_s": 0.0023, "noisy": replay_noisy}})
         for data in (split(summary, summary), comparison):
             assert data is not None and data["overhead_anomaly"] is (note is not None)

@@ -307,8 +307,8 @@ def _against_run(run: RunRecord | None, record: dict) -> dict | None:
     run_median = run.timing.median_s or overhead.estimate + record["timing"]["median_s"]
     return {"run_median_s": run_median, "replay_median_s": record["timing"]["median_s"],
             "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
-            **overhead_anomaly(overhead.estimate, unsteady_sides(timing.get("noisy"), timing.get("host_scheduling"),
-                                                       record["timing"].get("noisy"))),
+            **overhead_anomaly(overhead.estimate, unsteady_sides(run.timing.noisy, run.timing.host_scheduling,
+                                                                 record["timing"].get("noisy"))),
             "replay_over_run": record["timing"]["median_s"] / run_median if run_median else None,
             "method": "median(run step) - median(replayed step), 95% percentile bootstrap over both samples"}
 
