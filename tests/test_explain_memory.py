@@ -185,8 +185,7 @@ def test_torch_xlas_temporaries_come_from_the_dumped_buffer_assignment(tmp_path)
     run = write(tmp_path, "torch_xla", "torch_xla", ledger, in_place=True)
     (run / "hlo").mkdir()
     (run / "hlo" / source.name).write_text(source.read_text())
-    record = rundir.load_run(run, check_artifacts=False)
-    record.pop("_dir")
+    record = rundir.load_run(run, check_artifacts=False).to_dict()
     record["artifacts"] = [{"kind": "buffer_assignment", "path": f"hlo/{source.name}", "module": "SyncTensorsGraph",
                             "stage": "after_optimizations", "train_step": True}]
     rundir.write_run(run, record)

@@ -147,9 +147,8 @@ def test_ranks_of_one_mode_get_a_job_view_of_their_own(torch_cpu_trace, tmp_path
                            "timing": {"step_times_s": [0.002], "median_s": 0.002, "mean_s": 0.002, "first_step_s": 1.0},
                            "artifacts": [{"kind": "trace", "path": "profile", "format": "kineto", "module": None,
                                           "stage": "profile", "train_step": True}]})
-    record = rundir.load_comparison(directory)
-    rundir.write_comparison(directory, {**{k: v for k, v in record.items() if k != "_dir"},
-                                        "modes": [*record["modes"], {"mode": "ddp", "dir": "ddp"}]})
+    record = rundir.load_comparison(directory).to_dict()
+    rundir.write_comparison(directory, {**record, "modes": [*record["modes"], {"mode": "ddp", "dir": "ddp"}]})
     code, out, err = cli_run("trace", "stats", "--json", str(directory))
     assert code == 0, err
     document = json.loads(out)

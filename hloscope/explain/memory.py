@@ -107,7 +107,7 @@ def _read_side(summary: ModeSummary) -> MemorySide | None:
     environment: dict = {}
     for run_dir in summary.run_dirs:
         try:
-            run = load_run(run_dir, check_artifacts=False)
+            run = load_run(run_dir, check_artifacts=False).to_dict()  # the ledger's reader takes the JSON as written
         except HloscopeError:  # the run's own reading already says what is wrong with it
             continue
         ledger = read_ledger(run, Path(run_dir) / "run.json")

@@ -70,7 +70,7 @@ def trace_files_and_modes(path: str | os.PathLike[str]) -> tuple[list[Path], lis
     for run in rundir.find_runs(path):
         record = rundir.load_run(run, check_artifacts=False)
         for file in _listed_traces(run, record):
-            mode_of.setdefault(file, str(record["mode"]))
+            mode_of.setdefault(file, record.mode)
     return files, [mode_of.get(file) for file in files]
 
 
