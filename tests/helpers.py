@@ -300,3 +300,13 @@ def comparison_record(parts: dict, file: Path = Path("comparison.json")):
 
     modes = [{"dir": entry.get("mode", "run"), **entry} for entry in parts.get("modes", [])]
     return decode_comparison(file, {"schema_version": 1, **parts, "modes": modes})
+
+
+# XProf's step database (xplane_to_step_events.cc, ConvertStepEventsToStepDb) drops the first and the last step as
+# possibly incomplete only when it holds more than this many steps; with this many or fewer it keeps every step.
+XPROF_DROP_INCOMPLETE_STEPS_ABOVE = 5
+
+
+def xprof_kept_steps(steps) -> list[int]:
+    ordered = sorted(steps)
+    return ordered[1:-1] if len(ordered) > XPROF_DROP_INCOMPLETE_STEPS_ABOVE else ordered

@@ -131,7 +131,7 @@ def test_the_driver_writes_the_ledger_with_the_first_step_it_timed(tmp_path, mon
     FakeSession.recompile_at, FakeSession.fail_at = set(), None
     run_dir = create_run_dir(tmp_path, "run")
     driver.execute(RunOptions(mode="jax", model="vit-tiny", batch_size=4, steps=3, warmup=2), run_dir)
-    startup = load_run(run_dir)["startup"]
+    startup = load_run(run_dir).section("startup")
     assert [p["name"] for p in startup["phases"]] == ["imports", "setup", "first step"]
     first = startup["phases"][2]
     assert first["seconds"] == 0.75 == load_run(run_dir)["timing"]["first_step_s"]

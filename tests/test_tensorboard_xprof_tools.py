@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import EVERY_MODE_PROFILE_STEPS, hloscope
+from helpers import EVERY_MODE_PROFILE_STEPS, hloscope, xprof_kept_steps
 
 from hloscope.tensorboard.convert import convert_kineto_file
 
@@ -56,16 +56,6 @@ def overview_steps(xplane: Path, label: str) -> dict[int, float]:
     labels = [row["c"][0]["v"] for row in graph["rows"]]
     assert all(re.fullmatch(re.escape(label) + r"\d+", text) for text in labels), labels
     return {int(row["c"][0]["v"].removeprefix(label)): row["c"][-1]["v"] for row in graph["rows"]}
-
-
-# XProf's step database (xplane_to_step_events.cc, ConvertStepEventsToStepDb) drops the first and the last step as
-# possibly incomplete only when it holds more than this many steps; with this many or fewer it keeps every step.
-XPROF_DROP_INCOMPLETE_STEPS_ABOVE = 5
-
-
-def xprof_kept_steps(steps) -> list[int]:
-    ordered = sorted(steps)
-    return ordered[1:-1] if len(ordered) > XPROF_DROP_INCOMPLETE_STEPS_ABOVE else ordered
 
 
 def kernel_rows(xplane: Path) -> list[dict]:

@@ -29,6 +29,8 @@ NOT_TRAINING_NOTE = ("XProf's overview hides the step-time graph and the average
                      "metadata (JAX's transpose(jvp(...)) scopes), not from step markers; PyTorch runs have no HLO and "
                      "torch_xla's op names carry no backward scope, so these show as inference there (their profiled "
                      "step is in the table above)")
+NO_OP_NAMES_NOTE = ("framework op stats: only IDLE for these XLA runs: their HLO carries no op_name metadata to name "
+                    "each XLA op by (torch_xla records it with XLA_HLO_DEBUG=1, which `hloscope run --dump-hlo` sets)")
 NO_MEMORY_NOTE = ("memory profile: empty for these runs: XProf draws it from allocator records on the host (PyTorch: "
                   "torch.profiler's profile_memory=True [memory] events, converted), which XLA on the CPU and "
                   "hloscope's runs do not record; the memory viewer shows each XLA module's buffer assignment")
@@ -148,6 +150,9 @@ def _print_tool_notes(sessions, view) -> None:
     if framework:
         click.echo(one_line("note: framework op stats of the XLA runs name each XLA op by the framework op of its HLO "
                             "metadata (op_name), added to the view's copy of the xplane: " + ", ".join(framework)))
+    unnamed = [s.name for s in sessions if s.format == "xplane" and not view.framework_ops.get(s.name)]
+    if unnamed:
+        click.echo(one_line(f"note: {NO_OP_NAMES_NOTE}: " + ", ".join(unnamed)))
     no_memory = [s.name for s in sessions if s.name not in view.memory_records]
     if no_memory:
         click.echo(one_line(f"note: {NO_MEMORY_NOTE}: " + ", ".join(no_memory)))
