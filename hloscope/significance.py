@@ -122,6 +122,17 @@ def _hierarchical(a: list[list[float]], b: list[list[float]], statistic, confide
     return Interval(float(estimate), *percentile_interval(samples, confidence))
 
 
+def pooled_median_resamples(processes: list[list[float]], seed: int = SEED) -> np.ndarray | None:
+    """The bootstrap distribution of one configuration's pooled median (two levels: its processes, then the steps of
+    each), for statistics of several configurations at once (explain --test-hypotheses: the share of a gap a change
+    closes). Each configuration gets its own `seed`: resamples of independent configurations must not be paired by
+    their draws. None when no process has a step."""
+    kept = [list(p) for p in processes if p]
+    if not kept:
+        return None
+    return _pooled_medians(kept, np.random.default_rng(seed))
+
+
 def _pooled_medians(processes: list[list[float]], rng: np.random.Generator) -> np.ndarray:
     """Medians of two-level resamples (processes, then the steps of each) of one side. The number of resamples is
     capped so that one side never holds more than ~20 million drawn steps (runs of many thousand steps)."""

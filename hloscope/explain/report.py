@@ -8,12 +8,15 @@ replay split (hloscope.explain.replay_split.split), a configuration difference, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.explain.hypotheses import Annotation
 from hloscope.explain.memory import ModeMemory
 from hloscope.explain.startup import StartupComparison
 from hloscope.explain.summary import ModeSummary
+
+if TYPE_CHECKING:  # the tested block's module reads this one's results
+    from hloscope.explain.experiments import TestedBlock
 
 
 @dataclass
@@ -247,16 +250,21 @@ class ExplainReport:
     comparison: dict[str, Any] = field(default_factory=dict)
     scaling: list[ModeScaling] = field(default_factory=list)  # per mode run at several device counts
     process_noise: ProcessNoise | None = None  # the A/A control (None: no configuration ran twice)
+    tested: TestedBlock | None = None  # --test-hypotheses: the controlled re-runs (None: not asked for)
 
     def to_dict(self) -> dict:
         """The `explain --json` document."""
         noise = self.process_noise
-        return {"fastest": self.baseline,  # kept for readers of earlier reports: the reference of every gap
-                "baseline": self.baseline, "baseline_chosen": self.baseline_chosen, "basis": self.basis,
-                "method": self.method, "between_process_spread": noise.to_dict() if noise is not None else None,
-                "modes": [m.to_dict() for m in self.modes],
-                "summaries": {mode: s.to_dict() for mode, s in self.summaries.items()},
-                "comparison": self.comparison, "scaling": [s.to_dict() for s in self.scaling]}
+        document = {
+            "fastest": self.baseline,  # kept for readers of earlier reports: the reference of every gap
+            "baseline": self.baseline, "baseline_chosen": self.baseline_chosen, "basis": self.basis,
+            "method": self.method, "between_process_spread": noise.to_dict() if noise is not None else None,
+            "modes": [m.to_dict() for m in self.modes],
+            "summaries": {mode: s.to_dict() for mode, s in self.summaries.items()},
+            "comparison": self.comparison, "scaling": [s.to_dict() for s in self.scaling]}
+        if self.tested is not None:  # only when asked for: the document without it stays as it was
+            document["tested"] = self.tested.to_dict()
+        return document
 
     def mode(self, name: str) -> ModeResult:
         """The result of one run by its mode name (KeyError when there is none)."""

@@ -1,0 +1,470 @@
+"""Controlled re-runs of explain's hypotheses (`explain --test-hypotheses`): which settings to change, how long the
+runs should take, and what each re-run concludes. Pure: reads explain's report and the re-runs' summaries, no I/O.
+
+A hypothesis says why the slower configuration of a pair may be slower ("the precision differs", "the input pipeline
+is in the step"). Where it names a setting that hloscope sets for a run (`--precision`, `--data`, `--attention`,
+`--batch-size`), the slower configuration is run again with only that setting changed to the faster one's value,
+interleaved with both original configurations in fresh processes, and the share of the gap the change closed is
+
+    share = (gap before - gap after) / gap before,  gap before = slow - fast,  gap after = changed - fast,
+
+each a difference of pooled medians, with a 95% interval from independent two-level bootstraps (processes, then steps)
+of the three configurations. The verdict reads that interval:
+- the gap did not reproduce in the re-run (its interval includes zero, or it is below the practical threshold):
+  "cannot tell";
+- the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
+- the change moved the step by no more than the spread between processes of one configuration: "cannot tell" (the
+  closure is inside the machine's own variation: never confirmed by noise);
+- the interval lies above MEANINGFUL_SHARE and the estimate reaches CONFIRMED_SHARE: "confirmed";
+- the interval lies above zero otherwise: "partly";
+- anything else (the interval holds both no closure and a meaningful one): "cannot tell".
+A hypothesis whose setting hloscope does not set, or whose setting is the same on both sides, is "could not test",
+with the reason. When several are confirmed, one more configuration applies them all, and the joint closure is set
+against the sum of the single ones (the interaction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from hloscope.explain.report import ExplainReport, ModeResult
+from hloscope.explain.summary import ModeSummary
+from hloscope.significance import CONFIDENCE, pooled_median_resamples, process_spread
+
+# A change that closes less than this share of the gap explains no meaningful part of it.
+MEANINGFUL_SHARE = 0.2
+# A change that closes at least this share of the gap (and whose interval clears MEANINGFUL_SHARE) is the cause.
+CONFIRMED_SHARE = 0.5
+# The gap before must still be a practical difference in the re-run: this fraction of the faster side's step.
+MIN_GAP = 0.05
+# Seconds a fresh process spends before its first step (interpreter, framework import, model build) when the run
+# record does not say how long the process took.
+STARTUP_S = 10.0
+
+CONFIRMED, PARTLY, REFUTED, CANNOT_TELL, NOT_TESTED = "confirmed", "partly", "refuted", "cannot tell", "could not test"
+
+# Hypothesis rule -> the run option (RunOptions field) whose value it blames.
+RULE_SETTINGS = {"compute_dtype": "precision", "matmul_precision": "precision", "input_pipeline": "data",
+                 "attention": "attention", "batch_size": "batch_size"}
+# Configuration difference (hloscope.runs.settings) -> the run option that sets it.
+DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size"}
+SETTING_FLAGS = {"precision": "--precision", "data": "--data", "attention": "--attention",
+                 "batch_size": "--batch-size"}
+# Hypotheses no run option of hloscope can undo, and why.
+UNTESTABLE = {
+    "recompilation": "compilations inside the timed window follow from the program and its inputs; no hloscope "
+                     "setting removes them",
+    "eager_ops": "dispatching framework ops one by one is what the mode is; only another mode removes it, and the "
+                 "mode is what the comparison compares",
+    "kernel_launches": "the number of executions per step follows from the framework's compiler; no hloscope setting "
+                       "changes it",
+    "layout_changes": "copies and transposes follow from the framework's layout choices and its donation of the "
+                      "state, which hloscope does not set (eager PyTorch has no donation at all)",
+    "more_compute": "the FLOPs follow from the compiled program; no hloscope setting changes it",
+    "memory_traffic": "the bytes accessed follow from the compiled program's fusion; no hloscope setting changes it",
+    "cpu_contention": "other processes held the CPUs: nothing in the run's settings; re-run on a quieter machine",
+}
+# Configuration differences hloscope records but does not set for a run.
+UNSET_DIFFERENCES = {
+    "env.XLA_FLAGS": "XLA flags come from the environment, which hloscope records but does not set: export the "
+                     "faster run's XLA_FLAGS and run again",
+    "threads.": "thread counts come from the environment (OMP_NUM_THREADS, torch.set_num_threads), which hloscope "
+                "records but does not set",
+}
+TITLES = {"precision": "matching the precision", "data": "matching the data path", "attention":
+          "matching the attention implementation", "batch_size": "matching the batch size"}
+
+
+@dataclass
+class PlannedTest:
+    """One setting to change in the slower configuration, and the hypotheses (rules) it tests; `untestable` says why
+    a hypothesis cannot be tested (then `setting` may be None)."""
+
+    rules: list[str]
+    title: str
+    setting: str | None = None
+    slow_value: Any = None
+    fast_value: Any = None
+    untestable: str | None = None
+
+    @property
+    def variant(self) -> str:
+        """The re-run's name: the slower configuration with this setting changed."""
+        return f"slower, {self.setting}={self.fast_value}"
+
+    def to_dict(self) -> dict:
+        return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
+                "to": self.fast_value, "untestable": self.untestable}
+
+
+@dataclass
+class PairPlan:
+    """The re-runs for one significant gap: the slower and the faster configuration as explain named them, their
+    run options (RunOptions fields), the tests, and each configuration's expected seconds per process."""
+
+    slow: str
+    fast: str
+    slow_options: dict[str, Any]
+    fast_options: dict[str, Any]
+    tests: list[PlannedTest]
+    expected_s: dict[str, float] = field(default_factory=dict)  # variant -> seconds per process
+
+    @property
+    def runnable(self) -> list[PlannedTest]:
+        return [t for t in self.tests if t.untestable is None]
+
+    def variants(self, tests: list[PlannedTest] | None = None) -> dict[str, dict[str, Any]]:
+        """variant name -> run options: the faster and the slower configuration, then the slower one with each
+        test's setting changed (`tests`: default every runnable test)."""
+        out = {"baseline": dict(self.fast_options), "slower": dict(self.slow_options)}
+        for test in self.runnable if tests is None else tests:
+            out[test.variant] = dict(self.slow_options, **{str(test.setting): test.fast_value})
+        return out
+
+
+@dataclass
+class Closure:
+    """How much of a gap a change closed: pooled medians of three configurations (fast, slow, slow changed)."""
+
+    gap_before_s: float
+    gap_before_ci_s: list[float]
+    gap_after_s: float
+    gap_after_ci_s: list[float]
+    closed_s: float  # gap before - gap after (= slow - changed)
+    closed_ci_s: list[float]
+    share: float  # closed / gap before
+    share_ci: list[float] | None  # None: the gap before is not positive in enough resamples to divide by
+    noise_s: float | None  # the largest spread between processes of one of the three configurations; None: unmeasured
+
+    def to_dict(self) -> dict:
+        return {"gap_before_s": self.gap_before_s, "gap_before_ci_s": self.gap_before_ci_s,
+                "gap_after_s": self.gap_after_s, "gap_after_ci_s": self.gap_after_ci_s, "closed_s": self.closed_s,
+                "closed_ci_s": self.closed_ci_s, "share_closed": self.share, "share_closed_ci": self.share_ci,
+                "between_process_spread_s": self.noise_s}
+
+
+@dataclass
+class HypothesisTest:
+    """One tested (or untestable) hypothesis and what its re-run concluded."""
+
+    rules: list[str]
+    title: str
+    setting: str | None
+    slow_value: Any
+    fast_value: Any
+    verdict: str  # confirmed | partly | refuted | cannot tell | could not test
+    why: str  # one sentence with the figures
+    closure: Closure | None = None
+    label: str | None = None  # the re-run configuration's label in the test's comparison
+    run_dirs: list[str] = field(default_factory=list)
+    processes: int = 0  # timed processes of the changed configuration
+    provisional: bool = False  # a configuration ran in one process: the spread between processes is unmeasured
+
+    def to_dict(self) -> dict:
+        return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
+                "to": self.fast_value, "verdict": self.verdict, "why": self.why,
+                "closure": self.closure.to_dict() if self.closure else None, "label": self.label,
+                "run_dirs": self.run_dirs, "processes": self.processes, "provisional": self.provisional}
+
+
+@dataclass
+class Interaction:
+    """Every confirmed change applied at once, against the sum of their single closures."""
+
+    settings: dict[str, Any]  # setting -> the value applied
+    single_closed_s: dict[str, float]  # setting -> its single closure
+    sum_single_s: float
+    joint: Closure | None  # None: the joint configuration was not timed
+    verdict: str  # additive | overlapping | compounding | cannot tell | not run
+    why: str
+    run_dirs: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"settings": self.settings, "single_closed_s": self.single_closed_s, "sum_single_s": self.sum_single_s,
+                "joint": self.joint.to_dict() if self.joint else None, "verdict": self.verdict, "why": self.why,
+                "run_dirs": self.run_dirs}
+
+
+@dataclass
+class PairTests:
+    """The tests of one gap: the pair, where its re-runs are, the tests, the interaction, what did not run."""
+
+    slow: str
+    fast: str
+    directory: str | None
+    repeats: int
+    tests: list[HypothesisTest] = field(default_factory=list)
+    interaction: Interaction | None = None
+    not_run: list[str] = field(default_factory=list)  # configurations planned but not timed, each with why
+
+    def to_dict(self) -> dict:
+        return {"slow": self.slow, "fast": self.fast, "directory": self.directory, "repeats": self.repeats,
+                "tests": [t.to_dict() for t in self.tests],
+                "interaction": self.interaction.to_dict() if self.interaction else None, "not_run": self.not_run}
+
+
+@dataclass
+class TestedBlock:
+    """explain --test-hypotheses: the plan's budget, each gap's tests, and why the testing stopped early if it did
+    (`stopped`: the budget, or Ctrl-C)."""
+
+    budget_s: float
+    pairs: list[PairTests] = field(default_factory=list)
+    stopped: str | None = None
+    elapsed_s: float = 0.0
+    method: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"budget_s": self.budget_s, "elapsed_s": self.elapsed_s, "stopped": self.stopped,
+                "method": self.method, "pairs": [p.to_dict() for p in self.pairs]}
+
+
+METHOD = {
+    "share_closed": "(gap before - gap after) / gap before; gap before = slower - faster, gap after = slower with "
+                    "the setting changed - faster, each a difference of pooled medians of the re-runs",
+    "interval": f"{CONFIDENCE:.0%} percentile interval of independent two-level bootstraps (processes, then steps) of "
+                "the three configurations",
+    "confirmed": f"share's interval above {MEANINGFUL_SHARE:.0%}, estimate at least {CONFIRMED_SHARE:.0%}, and the "
+                 "closure larger than the spread between processes of one configuration",
+    "partly": "share's interval above 0 and the closure larger than that spread, not confirmed",
+    "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
+    "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
+                   f"{MIN_GAP:.0%} of the faster step)",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------- planning
+
+def plan_pairs(report: ExplainReport, options: dict[str, dict[str, Any]]) -> list[PairPlan]:
+    """One plan per significant gap of the report: its hypotheses, each as a setting to change or why it cannot be.
+    `options`: configuration label -> its run options (run.json config); a label without them cannot be re-run."""
+    baseline = report.baseline
+    plans = []
+    for result in report.modes:
+        if not result.significant or result.verdict not in ("slower", "faster") or baseline is None:
+            continue
+        slow, fast = (result.mode, baseline) if result.verdict == "slower" else (baseline, result.mode)
+        if slow not in options or fast not in options:
+            continue
+        plans.append(PairPlan(slow, fast, options[slow], options[fast],
+                              plan_tests(result, options[slow], options[fast])))
+    return plans
+
+
+def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: dict[str, Any],
+               rules: list[str] | None = None) -> list[PlannedTest]:
+    """The tests of one significant gap: its hypotheses grouped by the setting they blame (a setting is changed
+    once however many hypotheses name it), then the settings that differ without a hypothesis, then the hypotheses
+    and differences no setting can undo. `rules`: test these hypotheses whether or not they fired."""
+    fired: dict[str, str] = {}
+    for annotation in [a for c in result.contributors if c.significant for a in c.annotations] + result.annotations:
+        fired.setdefault(annotation.rule, annotation.title)
+    for rule in rules or []:
+        fired.setdefault(rule, rule)
+    by_setting: dict[str, list[str]] = {}
+    tests: list[PlannedTest] = []
+    for rule, title in fired.items():
+        setting = RULE_SETTINGS.get(rule)
+        if setting is None:
+            why = UNTESTABLE.get(rule, "no hloscope setting corresponds to this hypothesis")
+            tests.append(PlannedTest([rule], title, untestable=why))
+            continue
+        by_setting.setdefault(setting, []).append(rule)
+    for difference in result.config_differences:
+        name = str(difference.get("field"))
+        setting = DIFFERENCE_SETTINGS.get(name)
+        if setting is not None:
+            by_setting.setdefault(setting, [])
+            continue
+        why = next((text for prefix, text in UNSET_DIFFERENCES.items() if name.startswith(prefix)), None)
+        if why is not None:
+            tests.append(PlannedTest([name], f"{name} differs", untestable=why))
+    testable = []
+    for setting, named in by_setting.items():
+        slow_value, fast_value = slow_options.get(setting), fast_options.get(setting)
+        test = PlannedTest(named or [setting], TITLES[setting], setting, slow_value, fast_value)
+        if slow_value == fast_value:
+            test.untestable = (f"{SETTING_FLAGS[setting]} is {slow_value} on both sides: there is nothing to change, "
+                               "so this hypothesis cannot hold here")
+        elif slow_value is None or fast_value is None:
+            test.untestable = f"{SETTING_FLAGS[setting]} is not recorded on both sides"
+        testable.append(test)
+    return testable + tests
+
+
+def expected_run_s(record: dict) -> float:
+    """Seconds one fresh process of a configuration is expected to take, from its run record: the time it took from
+    start to finish plus interpreter start-up, or else its first step, warm-up, timed and profiled steps."""
+    started, finished = record.get("started_at"), record.get("finished_at")
+    took = _seconds_between(started, finished)
+    if took is not None:
+        return took + STARTUP_S
+    timing = record.get("timing") or {}
+    config = record.get("config") or {}
+    step = _number(timing.get("median_s")) or 0.0
+    first = _number(timing.get("first_step_s")) or step
+    steps = (_number(config.get("warmup")) or 0) + (_number(config.get("steps")) or 0)
+    if config.get("profile"):
+        steps += _number(config.get("profile_steps")) or 0
+    return STARTUP_S + first + steps * step
+
+
+def _seconds_between(start: Any, end: Any) -> float | None:
+    from datetime import datetime
+
+    if not isinstance(start, str) or not isinstance(end, str):
+        return None
+    try:
+        took = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return None
+    return took if took >= 0 else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def fit_repeats(expected: list[float], repeats: int, budget_s: float) -> int:
+    """The most processes per configuration (at most `repeats`, at least 1) whose interleaved rounds fit the budget;
+    0 when not even one round does."""
+    per_round = sum(expected)
+    for count in range(repeats, 0, -1):
+        if count * per_round <= budget_s:
+            return count
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------- verdicts
+
+def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list[float]]) -> Closure | None:
+    """The gap before and after a change and the share it closed, each with its interval; None when a configuration
+    has no timed step. Each side is a list of processes' step times."""
+    draws = [pooled_median_resamples(side, seed) for side, seed in ((fast, 1), (slow, 2), (changed, 3))]
+    if any(d is None or not len(d) for d in draws):
+        return None
+    count = min(len(d) for d in draws if d is not None)
+    f, s, c = (np.asarray(d)[:count] for d in draws)
+    mf, ms, mc = (median([t for p in side for t in p]) for side in (fast, slow, changed))
+    before, after = ms - mf, mc - mf
+    tail = (1 - CONFIDENCE) / 2
+    quantiles = lambda values: [float(v) for v in np.quantile(values, [tail, 1 - tail])]  # noqa: E731
+    gaps = s - f
+    share_ci = None
+    if np.mean(gaps <= 0) < tail:  # the denominator is positive in all but the tail: the ratio's interval is defined
+        positive = gaps > 0
+        share_ci = quantiles((s[positive] - c[positive]) / gaps[positive])
+    spreads = [process_spread([median(p) for p in side if p]) for side in (fast, slow, changed)]
+    measured = [x for x in spreads if x is not None]
+    return Closure(before, quantiles(gaps), after, quantiles(c - f), ms - mc, quantiles(s - c),
+                   (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None)
+
+
+def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
+    """(verdict, why) of one re-run (module docstring). `change`: the change in words ("--precision fp32")."""
+    low, high = found.gap_before_ci_s
+    if low <= 0 or found.gap_before_s < MIN_GAP * fast_step_s or found.share_ci is None:
+        return CANNOT_TELL, (f"the gap did not reproduce in the re-run ({_ms(found.gap_before_s)}, interval "
+                             f"{_ms(low)} to {_ms(high)}): there is no gap to close")
+    share, (share_low, share_high) = found.share, found.share_ci
+    closes = f"{change} closes {share:.0%} ({share_low:.0%} to {share_high:.0%}) of the gap"
+    if share_high < MEANINGFUL_SHARE:
+        return REFUTED, f"{closes}: its interval excludes a closure of {MEANINGFUL_SHARE:.0%} or more"
+    noise = found.noise_s
+    if noise is not None and abs(found.closed_s) <= noise:
+        return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, within the "
+                             f"{_ms(noise)} spread between processes of one configuration")
+    if share_low >= MEANINGFUL_SHARE and share >= CONFIRMED_SHARE:
+        return CONFIRMED, closes
+    if share_low > 0:
+        return PARTLY, closes
+    return CANNOT_TELL, f"{closes}: the interval holds both no closure and a meaningful one"
+
+
+def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str, str], directory: str | None,
+             repeats: int, not_run: list[str]) -> PairTests:
+    """The tests of one pair from the re-runs' summaries (by label; `labels`: variant -> label)."""
+    result = PairTests(plan.slow, plan.fast, directory, repeats, not_run=list(not_run))
+    fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
+    for test in plan.tests:
+        entry = HypothesisTest(test.rules, test.title, test.setting, test.slow_value, test.fast_value, NOT_TESTED,
+                               test.untestable or "")
+        result.tests.append(entry)
+        if test.untestable is not None:
+            continue
+        entry.label = labels.get(test.variant)
+        changed = summaries.get(entry.label) if entry.label is not None else None
+        if changed is not None:
+            entry.run_dirs = list(changed.run_dirs)
+        missing = [name for name, s in (("the faster configuration", fast), ("the slower configuration", slow),
+                                        ("the changed configuration", changed)) if not _timed(s)]
+        if missing:
+            entry.why = f"not timed in the re-run: {', '.join(missing)} ({_why_not(changed, not_run)})"
+            continue
+        assert fast is not None and slow is not None and changed is not None  # noqa: S101 - _timed checked each
+        found = closure(fast.processes, slow.processes, changed.processes)
+        if found is None:
+            entry.why = "a configuration has no timed step"
+            continue
+        entry.closure, entry.processes = found, len(changed.processes)
+        entry.provisional = min(len(s.processes) for s in (fast, slow, changed)) < 2
+        entry.verdict, entry.why = judge(found, median(fast.step_times_s), _flag(test))
+        if entry.provisional:
+            entry.why += "; provisional: a configuration ran in one process, its spread between processes unmeasured"
+    return result
+
+
+def joint_variant(confirmed: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
+    """The configuration that applies every confirmed change: its variant name and the settings it changes."""
+    settings = {str(t.setting): t.fast_value for t in confirmed}
+    return "slower, " + ", ".join(f"{k}={v}" for k, v in settings.items()), settings
+
+
+def interaction(confirmed: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
+                joint_label: str | None, not_run: list[str]) -> Interaction:
+    """The joint closure of every confirmed change against the sum of their single closures: additive when the sum
+    lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove the same
+    time), compounding when it closes more."""
+    settings = {str(t.setting): t.fast_value for t in confirmed}
+    singles = {str(t.setting): t.closure.closed_s for t in confirmed if t.closure is not None}
+    total = sum(singles.values())
+    fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
+    joint = summaries.get(joint_label) if joint_label is not None else None
+    if not (_timed(fast) and _timed(slow) and _timed(joint)):
+        return Interaction(settings, singles, total, None, "not run", _why_not(joint, not_run))
+    assert fast is not None and slow is not None and joint is not None  # noqa: S101 - _timed checked each
+    found = closure(fast.processes, slow.processes, joint.processes)
+    if found is None:
+        return Interaction(settings, singles, total, None, "not run", "a configuration has no timed step")
+    low, high = found.closed_ci_s
+    verdict = "additive" if low <= total <= high else "overlapping" if total > high else "compounding"
+    why = (f"together they close {_ms(found.closed_s)} ({_ms(low)} to {_ms(high)}) against {_ms(total)} summed "
+           "singly")
+    if found.gap_before_ci_s[0] <= 0:
+        verdict, why = CANNOT_TELL, why + "; the gap did not reproduce in this re-run"
+    return Interaction(settings, singles, total, found, verdict, why, list(joint.run_dirs))
+
+
+def _timed(summary: ModeSummary | None) -> bool:
+    return summary is not None and summary.status == "ok" and bool(summary.step_times_s)
+
+
+def _why_not(summary: ModeSummary | None, not_run: list[str]) -> str:
+    if summary is not None and summary.notes:
+        return summary.notes[0]
+    if summary is not None and summary.status != "ok":
+        return summary.status
+    return "; ".join(not_run) or "not run"
+
+
+def _flag(test: PlannedTest) -> str:
+    return f"{SETTING_FLAGS.get(str(test.setting), str(test.setting))} {test.fast_value}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"

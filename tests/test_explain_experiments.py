@@ -1,0 +1,186 @@
+"""explain --test-hypotheses without running a framework: the plan drawn from a report, and the verdicts drawn from
+synthetic step times (three configurations: faster, slower, slower with one setting changed), including the edge
+cases of a ratio of two noisy gaps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hloscope.explain.experiments import (
+    CANNOT_TELL,
+    CONFIRMED,
+    NOT_TESTED,
+    PARTLY,
+    REFUTED,
+    PairPlan,
+    closure,
+    conclude,
+    expected_run_s,
+    fit_repeats,
+    interaction,
+    joint_variant,
+    judge,
+    plan_tests,
+)
+from hloscope.explain.hypotheses import Annotation
+from hloscope.explain.report import Contributor, ModeResult
+from hloscope.explain.summary import ModeSummary
+
+
+def processes(center_s: float, spread: float, count: int = 3, steps: int = 8, seed: int = 0) -> list[list[float]]:
+    """`count` processes of `steps` steps around `center_s`, each step off by up to `spread` (a fraction) at random."""
+    rng = np.random.default_rng(seed)
+    return [[center_s * (1 + spread * (rng.random() * 2 - 1)) for _ in range(steps)] for _ in range(count)]
+
+
+def verdict(fast, slow, changed) -> tuple[str, str]:
+    found = closure(fast, slow, changed)
+    assert found is not None
+    return judge(found, float(np.median([t for p in fast for t in p])), "--precision fp32")
+
+
+def test_a_change_that_closes_the_gap_is_confirmed_with_its_share_in_the_interval():
+    fast, slow, changed = processes(0.010, 0.02, seed=1), processes(0.020, 0.02, seed=2), processes(0.0101, 0.02, seed=3)
+    found = closure(fast, slow, changed)
+    assert found is not None and found.share_ci is not None
+    assert found.share_ci[0] <= found.share <= found.share_ci[1]
+    assert 0.9 < found.share < 1.1
+    assert verdict(fast, slow, changed)[0] == CONFIRMED
+    assert "closes" in verdict(fast, slow, changed)[1]
+
+
+def test_a_change_that_closes_part_of_the_gap_is_partly():
+    fast, slow, changed = processes(0.010, 0.01, seed=1), processes(0.020, 0.01, seed=2), processes(0.017, 0.01, seed=3)
+    assert verdict(fast, slow, changed)[0] == PARTLY
+
+
+def test_a_change_that_closes_nothing_is_refuted():
+    fast, slow, changed = processes(0.010, 0.01, seed=1), processes(0.020, 0.01, seed=2), processes(0.020, 0.01, seed=3)
+    found = closure(fast, slow, changed)
+    assert found is not None and found.share_ci is not None and found.share_ci[1] < 0.2
+    assert verdict(fast, slow, changed)[0] == REFUTED
+
+
+def test_a_change_that_widens_the_gap_is_refuted():
+    fast, slow, changed = processes(0.010, 0.01, seed=1), processes(0.020, 0.01, seed=2), processes(0.025, 0.01, seed=3)
+    assert verdict(fast, slow, changed)[0] == REFUTED
+
+
+def test_under_heavy_noise_a_closure_is_cannot_tell_never_confirmed():
+    """Steps that wander by 60%: whatever the changed configuration's median, the interval is too wide to say."""
+    fast, slow = processes(0.010, 0.6, seed=1), processes(0.016, 0.6, seed=2)
+    for seed in range(4, 10):
+        assert verdict(fast, slow, processes(0.011, 0.6, seed=seed))[0] == CANNOT_TELL
+
+
+def test_a_gap_that_does_not_reproduce_cannot_be_closed():
+    fast, slow, changed = processes(0.010, 0.05, seed=1), processes(0.010, 0.05, seed=2), processes(0.010, 0.05, seed=3)
+    result, why = verdict(fast, slow, changed)
+    assert result == CANNOT_TELL and "did not reproduce" in why
+
+
+def test_a_closure_within_the_spread_between_processes_is_cannot_tell():
+    """Each process steady, but the processes of one configuration far apart: the closure is the machine's."""
+    fast = [[0.010] * 8, [0.010] * 8, [0.010] * 8]
+    slow = [[0.016] * 8, [0.020] * 8, [0.024] * 8]
+    changed = [[0.014] * 8, [0.018] * 8, [0.022] * 8]
+    found = closure(fast, slow, changed)
+    assert found is not None and found.noise_s is not None and abs(found.closed_s) <= found.noise_s
+    assert judge(found, 0.010, "--data device")[0] in (CANNOT_TELL, REFUTED)
+
+
+def test_one_process_per_side_is_marked_provisional():
+    plan = PairPlan("jax (bf16)", "jax (fp32)", {"precision": "bf16"}, {"precision": "fp32"},
+                    plan_tests(_result(["compute_dtype"]), {"precision": "bf16"}, {"precision": "fp32"}))
+    labels = {name: f"jax [{name}]" for name in plan.variants()}
+    summaries = {labels["baseline"]: _summary(labels["baseline"], [[0.010, 0.0101, 0.0099]]),
+                 labels["slower"]: _summary(labels["slower"], [[0.030, 0.0301, 0.0299]]),
+                 labels["slower, precision=fp32"]: _summary("x", [[0.010, 0.0102, 0.0098]])}
+    tested = conclude(plan, summaries, labels, "tested", 1, [])
+    assert [t.verdict for t in tested.tests] == [CONFIRMED] and tested.tests[0].provisional
+    assert "provisional" in tested.tests[0].why
+
+
+def test_the_plan_groups_hypotheses_by_setting_and_says_why_others_cannot_be_tested():
+    tests = plan_tests(_result(["compute_dtype", "matmul_precision", "eager_ops"]), {"precision": "bf16"},
+                       {"precision": "fp32"})
+    by_setting = {t.setting: t for t in tests}
+    assert by_setting["precision"].rules == ["compute_dtype", "matmul_precision"]
+    assert by_setting["precision"].untestable is None and by_setting["precision"].fast_value == "fp32"
+    eager = next(t for t in tests if t.rules == ["eager_ops"])
+    assert eager.setting is None and "mode" in str(eager.untestable)
+
+
+def test_a_hypothesis_whose_setting_is_the_same_on_both_sides_is_not_tested():
+    """Identical precision: the hypothesis cannot hold, nothing runs for it, and it is never confirmed."""
+    tests = plan_tests(_result([]), {"precision": "fp32", "data": "loader"}, {"precision": "fp32", "data": "device"},
+                       rules=["compute_dtype"])
+    precision = next(t for t in tests if t.setting == "precision")
+    assert precision.untestable is not None and "both sides" in precision.untestable
+    plan = PairPlan("a", "b", {"precision": "fp32"}, {"precision": "fp32"}, [precision])
+    assert list(plan.variants()) == ["baseline", "slower"]
+    tested = conclude(plan, {}, {"baseline": "b", "slower": "a"}, None, 2, [])
+    assert tested.tests[0].verdict == NOT_TESTED
+
+
+def test_a_setting_difference_without_a_hypothesis_is_tested_and_xla_flags_say_why_not():
+    result = _result([])
+    result.config_differences = [{"field": "batch_size", "a": "16", "b": "8"},
+                                 {"field": "env.XLA_FLAGS", "a": "--xla_foo", "b": None}]
+    tests = plan_tests(result, {"batch_size": 16}, {"batch_size": 8})
+    assert [(t.setting, t.untestable is None) for t in tests] == [("batch_size", True), (None, False)]
+
+
+def test_a_configuration_that_did_not_run_says_why():
+    plan = PairPlan("a", "b", {"data": "loader"}, {"data": "device"},
+                    plan_tests(_result(["input_pipeline"]), {"data": "loader"}, {"data": "device"}))
+    labels = {name: f"jax [{name}]" for name in plan.variants()}
+    summaries = {labels["baseline"]: _summary("b", processes(0.01, 0.01)),
+                 labels["slower"]: _summary("a", processes(0.02, 0.01))}
+    tested = conclude(plan, summaries, labels, "tested", 3, ["jax [slower, data=device]: the budget was spent"])
+    assert tested.tests[0].verdict == NOT_TESTED and "budget" in tested.tests[0].why
+
+
+def test_the_interaction_of_two_confirmed_changes():
+    plan = PairPlan("a", "b", {"data": "loader", "precision": "bf16"}, {"data": "device", "precision": "fp32"},
+                    plan_tests(_result(["input_pipeline", "compute_dtype"]), {"data": "loader", "precision": "bf16"},
+                               {"data": "device", "precision": "fp32"}))
+    labels = {name: name for name in plan.variants()}
+    summaries = {"baseline": _summary("b", processes(0.010, 0.01, seed=1)),
+                 "slower": _summary("a", processes(0.030, 0.01, seed=2)),
+                 "slower, data=device": _summary("c", processes(0.022, 0.01, seed=3)),
+                 "slower, precision=fp32": _summary("d", processes(0.022, 0.01, seed=4))}
+    tested = conclude(plan, summaries, labels, None, 3, [])
+    assert [t.verdict for t in tested.tests] == [PARTLY, PARTLY]
+    joint, settings = joint_variant(tested.tests)
+    assert settings == {"data": "device", "precision": "fp32"}
+    summaries[joint] = _summary("e", processes(0.014, 0.01, seed=5))
+    found = interaction(tested.tests, summaries, labels, joint, [])
+    assert found.verdict == "additive" and found.joint is not None
+    assert found.sum_single_s == pytest.approx(0.016, rel=0.1)
+    summaries[joint] = _summary("e", processes(0.022, 0.01, seed=5))
+    assert interaction(tested.tests, summaries, labels, joint, []).verdict == "overlapping"
+    assert interaction(tested.tests, summaries, labels, None, ["stopped"]).verdict == "not run"
+
+
+def test_expected_run_time_and_budget():
+    assert expected_run_s({"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:30Z"}) == 40.0
+    estimate = expected_run_s({"timing": {"median_s": 0.5, "first_step_s": 4.0},
+                               "config": {"steps": 6, "warmup": 2, "profile": True, "profile_steps": 2}})
+    assert estimate == pytest.approx(10.0 + 4.0 + 10 * 0.5)
+    assert fit_repeats([40.0, 40.0, 40.0], 3, 600) == 3
+    assert fit_repeats([40.0, 40.0, 40.0], 3, 250) == 2
+    assert fit_repeats([40.0, 40.0, 40.0], 3, 100) == 0
+
+
+def _result(rules: list[str]) -> ModeResult:
+    annotations = [Annotation(rule, rule, "claim", ("device:",)) for rule in rules]
+    contributor = Contributor("device:matmul/conv", "t", True, 0.01, None, None, "c", {}, annotations=annotations[:1])
+    return ModeResult("slow", "ok", significant=True, verdict="slower", contributors=[contributor],
+                      annotations=annotations[1:])
+
+
+def _summary(label: str, steps: list[list[float]]) -> ModeSummary:
+    return ModeSummary(mode=label, step_times_s=[t for p in steps for t in p], replicates=steps,
+                       run_dirs=[f"{label}-{i}" for i in range(len(steps))])
