@@ -184,3 +184,41 @@ def _result(rules: list[str]) -> ModeResult:
 def _summary(label: str, steps: list[list[float]]) -> ModeSummary:
     return ModeSummary(mode=label, step_times_s=[t for p in steps for t in p], replicates=steps,
                        run_dirs=[f"{label}-{i}" for i in range(len(steps))])
+
+
+def test_the_tested_block_leads_every_rendering_and_the_json():
+    """Terminal, Markdown and HTML open with the tested result; --json carries it as `tested`; a report without it
+    keeps its document as it was."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from hloscope.explain.experiments import TestedBlock
+    from hloscope.explain.report import ExplainReport
+    from hloscope.render import explain_html, explain_md, explain_term
+
+    plan = PairPlan("jax [slower]", "jax [baseline]", {"precision": "bf16"}, {"precision": "fp32"},
+                    plan_tests(_result(["compute_dtype", "eager_ops"]), {"precision": "bf16"}, {"precision": "fp32"}))
+    labels = {name: name for name in plan.variants()}
+    summaries = {"baseline": _summary("b", processes(0.010, 0.01, seed=1)),
+                 "slower": _summary("a", processes(0.030, 0.01, seed=2)),
+                 "slower, precision=fp32": _summary("c", processes(0.010, 0.01, seed=3))}
+    block = TestedBlock(600.0, [conclude(plan, summaries, labels, "traces/tested-x", 3, [])], stopped=None)
+    report = ExplainReport("jax [baseline]", "step_time", [ModeResult("jax [baseline]", "ok", verdict="baseline")],
+                           {})
+    plain = report.to_dict()
+    assert "tested" not in plain
+    report.tested = block
+    document = json.loads(json.dumps(report.to_dict()))
+    tested = document["tested"]["pairs"][0]["tests"]
+    assert [t["verdict"] for t in tested] == [CONFIRMED, NOT_TESTED]
+    assert tested[0]["change"] == "--precision bf16 -> fp32" and 0.9 < tested[0]["closure"]["share_closed"] < 1.1
+    lead = "matching the precision (--precision fp32) closes"
+    out = io.StringIO()
+    explain_term.render(report, Console(file=out, width=200))
+    terminal = out.getvalue()
+    markdown, page = explain_md.render(report), explain_html.render(report)
+    for text in (terminal, markdown, page):
+        assert lead in text and "untested" in text
+        assert text.index(lead) < text.index("Baseline: jax")

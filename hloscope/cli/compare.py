@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from hloscope.cli import tested
 from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
@@ -51,8 +52,10 @@ def available_modes() -> tuple[list[str], list[str]]:
 @click.option("--replay", "replay", is_flag=True,
               help="After timing, replay each XLA mode's program alone (hloscope replay, one subprocess each) so that "
                    "explain splits its step into program and framework overhead, measured. Implies --dump-hlo.")
+@tested.options
 def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, replay: bool = False,
-            repeats: int = DEFAULT_REPEATS, **values) -> None:
+            repeats: int = DEFAULT_REPEATS, test_hypotheses: bool = False, budget_min: float | None = None,
+            test_repeats: int | None = None, **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
     from hloscope.modes import parse_device_counts, parse_modes
@@ -134,7 +137,15 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     if replay:
         _replay(comparison, comparison_dir, values, timeout_s, console)
     record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
-    if as_json:
+    block = None
+    if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
+        from hloscope.api import explain
+
+        report = explain(comparison_dir)
+        block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console)
+    if as_json and block is not None:
+        sys.stdout.write(json.dumps(dict(comparison, tested=block.to_dict()), indent=2) + "\n")
+    elif as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
         Console().print(comparison_table(record))
@@ -162,6 +173,10 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             if entry.stderr_tail:
                 console.print(f"  last lines of its stderr ({entry.stderr_log}):", highlight=False, markup=False)
                 console.print(entry.stderr_tail, markup=False, highlight=False)
+        if block is not None:
+            from hloscope.render.explain_term import render_tested
+
+            render_tested(block, Console())
         click.echo(f"comparison directory: {comparison_dir}")
         if values.get("dump_hlo") or values.get("profile"):
             click.echo(f"why the modes differ: hloscope explain {comparison_dir}")

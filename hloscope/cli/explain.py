@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.cli import tested
 from hloscope.cli.options import MIN_GAP
 from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
@@ -23,8 +24,10 @@ from hloscope.render.output import STDOUT, check_writable, choose_format, delive
               help="Write to this new file instead of stdout ('-': stdout). --format html without -o writes a new "
                    "explain.html (explain-2.html, ...) in the comparison directory.")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists.")
+@tested.options
 def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_json: bool, fmt: str | None,
-            output: Path | None, force: bool) -> None:
+            output: Path | None, force: bool, test_hypotheses: bool = False, budget_min: float | None = None,
+            test_repeats: int | None = None) -> None:
     """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
     (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
     baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
@@ -39,6 +42,14 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
         click.echo(f"explaining {paths[0]} (the newest comparison under traces/)", err=True)
     summaries: list = []
     report = explain(*paths, baseline=baseline, min_gap=min_gap, summaries=summaries)
+    if test_hypotheses:
+        from rich.console import Console
+
+        from hloscope.cli.compare import DEFAULT_REPEATS
+
+        _fail_on_unreadable_runs(summaries)  # nothing is re-run from runs that cannot be read
+        tested.test_hypotheses(report, tested.output_folder(paths), budget_min, test_repeats or DEFAULT_REPEATS,
+                               Console(stderr=True))
     comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")

@@ -158,6 +158,7 @@ class HypothesisTest:
     fast_value: Any
     verdict: str  # confirmed | partly | refuted | cannot tell | could not test
     why: str  # one sentence with the figures
+    change: str = ""  # the change in flags: "--precision bf16 -> fp32" ("" when there is no setting to change)
     closure: Closure | None = None
     label: str | None = None  # the re-run configuration's label in the test's comparison
     run_dirs: list[str] = field(default_factory=list)
@@ -167,7 +168,7 @@ class HypothesisTest:
     def to_dict(self) -> dict:
         return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
                 "to": self.fast_value, "verdict": self.verdict, "why": self.why,
-                "closure": self.closure.to_dict() if self.closure else None, "label": self.label,
+                "change": self.change, "closure": self.closure.to_dict() if self.closure else None, "label": self.label,
                 "run_dirs": self.run_dirs, "processes": self.processes, "provisional": self.provisional}
 
 
@@ -176,6 +177,7 @@ class Interaction:
     """Every confirmed change applied at once, against the sum of their single closures."""
 
     settings: dict[str, Any]  # setting -> the value applied
+    applied: str  # the same in flags: "--precision fp32, --data device"
     single_closed_s: dict[str, float]  # setting -> its single closure
     sum_single_s: float
     joint: Closure | None  # None: the joint configuration was not timed
@@ -184,7 +186,7 @@ class Interaction:
     run_dirs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"settings": self.settings, "single_closed_s": self.single_closed_s, "sum_single_s": self.sum_single_s,
+        return {"settings": self.settings, "applied": self.applied, "single_closed_s": self.single_closed_s, "sum_single_s": self.sum_single_s,
                 "joint": self.joint.to_dict() if self.joint else None, "verdict": self.verdict, "why": self.why,
                 "run_dirs": self.run_dirs}
 
@@ -280,9 +282,9 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
         if setting is not None:
             by_setting.setdefault(setting, [])
             continue
-        why = next((text for prefix, text in UNSET_DIFFERENCES.items() if name.startswith(prefix)), None)
-        if why is not None:
-            tests.append(PlannedTest([name], f"{name} differs", untestable=why))
+        unset = next((text for prefix, text in UNSET_DIFFERENCES.items() if name.startswith(prefix)), None)
+        if unset is not None:
+            tests.append(PlannedTest([name], f"{name} differs", untestable=unset))
     testable = []
     for setting, named in by_setting.items():
         slow_value, fast_value = slow_options.get(setting), fast_options.get(setting)
@@ -393,12 +395,13 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
     for test in plan.tests:
         entry = HypothesisTest(test.rules, test.title, test.setting, test.slow_value, test.fast_value, NOT_TESTED,
-                               test.untestable or "")
+                               test.untestable or "", change=_change(test))
         result.tests.append(entry)
         if test.untestable is not None:
             continue
-        entry.label = labels.get(test.variant)
-        changed = summaries.get(entry.label) if entry.label is not None else None
+        label = labels.get(test.variant)
+        entry.label = label
+        changed = summaries.get(label) if label is not None else None
         if changed is not None:
             entry.run_dirs = list(changed.run_dirs)
         missing = [name for name, s in (("the faster configuration", fast), ("the slower configuration", slow),
@@ -431,23 +434,24 @@ def interaction(confirmed: list[HypothesisTest], summaries: dict[str, ModeSummar
     lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove the same
     time), compounding when it closes more."""
     settings = {str(t.setting): t.fast_value for t in confirmed}
+    applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {v}" for k, v in settings.items())
     singles = {str(t.setting): t.closure.closed_s for t in confirmed if t.closure is not None}
     total = sum(singles.values())
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
     joint = summaries.get(joint_label) if joint_label is not None else None
     if not (_timed(fast) and _timed(slow) and _timed(joint)):
-        return Interaction(settings, singles, total, None, "not run", _why_not(joint, not_run))
+        return Interaction(settings, applied, singles, total, None, "not run", _why_not(joint, not_run))
     assert fast is not None and slow is not None and joint is not None  # noqa: S101 - _timed checked each
     found = closure(fast.processes, slow.processes, joint.processes)
     if found is None:
-        return Interaction(settings, singles, total, None, "not run", "a configuration has no timed step")
+        return Interaction(settings, applied, singles, total, None, "not run", "a configuration has no timed step")
     low, high = found.closed_ci_s
     verdict = "additive" if low <= total <= high else "overlapping" if total > high else "compounding"
     why = (f"together they close {_ms(found.closed_s)} ({_ms(low)} to {_ms(high)}) against {_ms(total)} summed "
            "singly")
     if found.gap_before_ci_s[0] <= 0:
         verdict, why = CANNOT_TELL, why + "; the gap did not reproduce in this re-run"
-    return Interaction(settings, singles, total, found, verdict, why, list(joint.run_dirs))
+    return Interaction(settings, applied, singles, total, found, verdict, why, list(joint.run_dirs))
 
 
 def _timed(summary: ModeSummary | None) -> bool:
@@ -460,6 +464,12 @@ def _why_not(summary: ModeSummary | None, not_run: list[str]) -> str:
     if summary is not None and summary.status != "ok":
         return summary.status
     return "; ".join(not_run) or "not run"
+
+
+def _change(test: PlannedTest) -> str:
+    if test.setting is None:
+        return ""
+    return f"{SETTING_FLAGS.get(test.setting, test.setting)} {test.slow_value} -> {test.fast_value}"
 
 
 def _flag(test: PlannedTest) -> str:

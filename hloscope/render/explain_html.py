@@ -33,9 +33,11 @@ from hloscope.render.explain_views import (
 )
 
 if TYPE_CHECKING:
+    from hloscope.explain.experiments import TestedBlock
     from hloscope.explain.report import ExplainReport
     from hloscope.explain.summary import ModeSummary
 from hloscope.render.html_page import evidence, page, table
+from hloscope.render.tested_views import TEST_COLUMNS, TESTED_HEADING, lead_lines, pair_views
 
 # The report's own layout, on top of the shared page style: its tables fit an 800 px window (figures keep their unit
 # on their line, intervals go under their figure, op groups wrap anywhere), and a table that still cannot fit scrolls
@@ -78,6 +80,8 @@ def render(report: ExplainReport) -> str:
     if audit_mismatches(report):  # first: the modes did not run the same settings
         body.append(f'<div class="audit" id="audit"><p><b>{escape(AUDIT_HEADING)}</b></p><ul>'
                     + "".join(f"<li>{escape(line)}</li>" for line in audit_mismatches(report)) + "</ul></div>")
+    if report.tested is not None:  # the controlled re-runs lead: they are tested, the rest is correlation
+        body += tested_html(report.tested)
     if meta.get("path"):
         body.append(f"<p>Comparison: <code>{escape(str(meta['path']))}</code></p>")
     if config_text(meta):
@@ -306,4 +310,22 @@ def _scaling(view: ScalingView) -> list[str]:
             body.append(f"<p>{escape(RESIDUAL_LABEL)}: {_unit(row.residual)}</p>")
         body += [f'<p class="note">{escape(row.label)}: {escape(note)}</p>' for note in row.notes]
     body += [f'<p class="note">{escape(note)}</p>' for note in view.notes]
+    return body
+
+
+def tested_html(block: TestedBlock) -> list[str]:
+    """explain --test-hypotheses: the lead sentences, a table per gap, the interaction, what did not run."""
+    body = [f'<h2 id="tested">{escape(TESTED_HEADING)}</h2>',
+            "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lead_lines(block)) + "</ul>"]
+    for view in pair_views(block):
+        body.append(f"<h3>{escape(view.heading)}</h3>")
+        if view.directory:
+            body.append(f"<p>Re-runs: <code>{escape(view.directory)}</code></p>")
+        head = "".join(f"<th>{escape(column)}</th>" for column in TEST_COLUMNS)
+        rows = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in view.rows)
+        body.append(_scroll(f'<table class="tested"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'))
+        if view.interaction:
+            body.append(f"<p>{escape(view.interaction)}</p>")
+        if view.not_run:
+            body.append("<ul>" + "".join(f"<li>not timed: {escape(line)}</li>" for line in view.not_run) + "</ul>")
     return body

@@ -31,8 +31,10 @@ from hloscope.render.explain_views import (
     scaling_views,
     step_rows,
 )
+from hloscope.render.tested_views import TEST_COLUMNS, TESTED_HEADING, lead_lines, pair_views
 
 if TYPE_CHECKING:
+    from hloscope.explain.experiments import TestedBlock
     from hloscope.explain.report import ExplainReport
 
 text = markdown.text
@@ -47,6 +49,8 @@ def render(report: ExplainReport) -> str:
     lines = ["# Why the runs differ", ""]
     if audit_mismatches(report):  # first: the modes did not run the same settings
         lines += [f"**{text(AUDIT_HEADING)}**", ""] + [f"- {text(line)}" for line in audit_mismatches(report)] + [""]
+    if report.tested is not None:  # the controlled re-runs lead: they are tested, the rest is correlation
+        lines += tested_lines(report.tested)
     if meta.get("path"):
         lines += [f"Comparison: {text(meta['path'])}", ""]
     if config_text(meta):
@@ -180,4 +184,23 @@ def _scaling(view: ScalingView) -> list[str]:
             lines += [f"{text(RESIDUAL_LABEL)}: {text(row.residual)}", ""]
         lines += [f"Note: {text(row.label)}: {text(note)}  " for note in row.notes]
     lines += [f"Note: {text(note)}  " for note in view.notes]
+    return lines
+
+
+def tested_lines(block: TestedBlock) -> list[str]:
+    """explain --test-hypotheses in Markdown: the lead sentences, a table per gap, the interaction, what did not
+    run."""
+    lines = [f"## {TESTED_HEADING}", ""] + [f"- {text(line)}" for line in lead_lines(block)] + [""]
+    for view in pair_views(block):
+        lines += [f"### {text(view.heading)}", ""]
+        if view.directory:
+            lines += [f"Re-runs: {text(view.directory)}", ""]
+        lines += [markdown.row(TEST_COLUMNS), markdown.row(["---"] * len(TEST_COLUMNS))]
+        lines += [markdown.row([text(cell) for cell in row]) for row in view.rows]
+        lines.append("")
+        if view.interaction:
+            lines += [text(view.interaction), ""]
+        lines += [f"- not timed: {text(line)}" for line in view.not_run]
+        if view.not_run:
+            lines.append("")
     return lines

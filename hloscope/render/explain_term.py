@@ -36,8 +36,16 @@ from hloscope.render.explain_views import (
     scaling_views,
     step_rows,
 )
+from hloscope.render.tested_views import (
+    TEST_COLUMNS,
+    TESTED_HEADING,
+    VERDICT_STYLES,
+    lead_lines,
+    pair_views,
+)
 
 if TYPE_CHECKING:
+    from hloscope.explain.experiments import TestedBlock
     from hloscope.explain.report import ExplainReport
 
 
@@ -90,6 +98,8 @@ def render(report: ExplainReport, console: Console) -> None:
         render_compiled(report, console)
         _notes(report, console)
         return
+    if report.tested is not None:  # the controlled re-runs lead: they are tested, the rest is correlation
+        render_tested(report.tested, console)
     meta = report.comparison
     console.print(_step_table(report, meta))
     console.print(Text(baseline_line(report), style="dim"))
@@ -285,3 +295,28 @@ def _scaling(view: ScalingView, console: Console) -> None:
             _line(console, Text(f"note: {row.label}: {note}", style="yellow"))
     for note in view.notes:
         _line(console, Text(f"note: {note}", style="yellow"))
+
+
+def render_tested(block: TestedBlock, console: Console) -> None:
+    """explain --test-hypotheses: the lead sentences, then per gap a row per hypothesis, the interaction, and what
+    did not run."""
+    block = fmt.printable(block)
+    console.print(Text(TESTED_HEADING, style="bold"))
+    for line in lead_lines(block):
+        _line(console, Text(line))
+    for view in pair_views(block):
+        console.print(Text(f"\n{view.heading}", style="bold"))
+        if view.directory:
+            _line(console, Text(f"re-runs: {view.directory}", style="dim"))
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column in TEST_COLUMNS:
+            table.add_column(column, overflow="fold")
+        for row, verdict in zip(view.rows, view.verdicts):
+            table.add_row(*(Text(cell, style=VERDICT_STYLES.get(verdict, "") if index == 2 else "")
+                            for index, cell in enumerate(row)))
+        console.print(table)
+        if view.interaction:
+            _line(console, Text(view.interaction))
+        for line in view.not_run:
+            _line(console, Text(f"not timed: {line}", style="yellow"))
+    console.print()

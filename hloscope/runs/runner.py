@@ -40,6 +40,15 @@ if TYPE_CHECKING:  # options are built by the cli and the backends; the runner o
 STDERR_TAIL_LINES = 15
 
 
+class StopRequested(KeyboardInterrupt):
+    """A comparison stopped between runs by its caller (explain --test-hypotheses: its time budget is spent): the
+    runs that finished are kept and the others recorded as not started, with `reason`, as after a Ctrl-C."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class PlannedRun:
     """One run of a comparison: a mode, and with several device counts (`compare --devices 1,2,4`) its count. A run
@@ -397,11 +406,12 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[dict], None] = lambda entry: None,
                    timeout_s: float | None = None, audit_before: dict | None = None,
-                   plan: list[PlannedRun] | None = None, repeats: int = 1) -> dict:
+                   plan: list[PlannedRun] | None = None, repeats: int = 1,
+                   should_stop: Callable[[PlannedRun], str | None] = lambda planned: None) -> dict:
     """Run `modes` one after another (or the runs of `plan`: each mode at each device count), `repeats` fresh
     processes of each, interleaved (see `interleaved`); comparison.json is rewritten after each so a Ctrl-C keeps
     what finished. A refused run is recorded as `refused` and the others go on; it does not make the comparison
-    partial."""
+    partial. `should_stop`, asked before each run, stops the comparison there with its reason (StopRequested)."""
     plan = interleaved(plan if plan is not None else [PlannedRun(mode) for mode in modes], repeats)
     steps_by_dir: dict[str, list[float]] = {}
     entries: list[dict[str, Any]] = []  # comparison["modes"], one entry per mode as it settles
@@ -422,6 +432,9 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             if planned.refused is not None:
                 entry = refused_entry(planned, options)
             else:
+                reason = should_stop(planned)
+                if reason is not None:
+                    raise StopRequested(reason)
                 on_mode_start(planned.label or planned.mode)
                 outcome = run_mode(options, comparison_dir, timeout_s,
                                    on_poll=functools.partial(on_mode_phase, planned.mode), **named(planned))
@@ -435,7 +448,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             add_ratios(entries)
             writer.write(comparison)
             on_mode_done(entry)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        stopped = stop.reason if isinstance(stop, StopRequested) else "the comparison was interrupted (Ctrl-C)"
         for planned in plan[len(entries):]:
             options = planned.options(options_for)
             if planned.refused is not None:
@@ -444,7 +458,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             started = (comparison_dir / planned.dir_name).is_dir()
             record = settle_run(options, comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
-                                "not started: the comparison was interrupted (Ctrl-C)", **named(planned))
+                                f"not started: {stopped}", **named(planned))
             entry = summary_entry(record, None)
             _name(entry, planned, repeats)
             entries.append(entry)
