@@ -222,3 +222,19 @@ def test_the_tested_block_leads_every_rendering_and_the_json():
     for text in (terminal, markdown, page):
         assert lead in text and "untested" in text
         assert text.index(lead) < text.index("Baseline: jax")
+
+
+def test_named_hypotheses_are_tested_even_where_the_gap_was_not_significant():
+    from hloscope.explain.experiments import plan_pairs
+    from hloscope.explain.report import ExplainReport
+
+    quiet = ModeResult("jax (loader)", "ok", gap_s=0.001, significant=False, verdict="no significant difference")
+    report = ExplainReport("jax (fp32)", "step_time", [ModeResult("jax (fp32)", "ok", gap_s=0.0, verdict="baseline"),
+                                                      quiet], {})
+    options = {"jax (fp32)": {"data": "device", "precision": "fp32"},
+               "jax (loader)": {"data": "loader", "precision": "fp32"}}
+    assert plan_pairs(report, options) == []
+    (plan,) = plan_pairs(report, options, ["input_pipeline", "compute_dtype"])
+    assert (plan.slow, plan.fast) == ("jax (loader)", "jax (fp32)")
+    assert [(t.setting, t.untestable is None) for t in plan.tests] == [("data", True), ("precision", False)]
+    assert plan.tests[0].title == "matching the data path" and plan.tests[0].rules == ["input_pipeline"]

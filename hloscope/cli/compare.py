@@ -55,7 +55,7 @@ def available_modes() -> tuple[list[str], list[str]]:
 @tested.options
 def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit: bool = False, replay: bool = False,
             repeats: int = DEFAULT_REPEATS, test_hypotheses: bool = False, budget_min: float | None = None,
-            test_repeats: int | None = None, **values) -> None:
+            test_repeats: int | None = None, rules: tuple[str, ...] = (), **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
     from hloscope.modes import parse_device_counts, parse_modes
@@ -142,7 +142,8 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         from hloscope.api import explain
 
         report = explain(comparison_dir)
-        block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console)
+        block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console,
+                                       list(rules))
     if as_json and block is not None:
         sys.stdout.write(json.dumps(dict(comparison, tested=block.to_dict()), indent=2) + "\n")
     elif as_json:

@@ -27,7 +27,7 @@ from hloscope.render.output import STDOUT, check_writable, choose_format, delive
 @tested.options
 def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_json: bool, fmt: str | None,
             output: Path | None, force: bool, test_hypotheses: bool = False, budget_min: float | None = None,
-            test_repeats: int | None = None) -> None:
+            test_repeats: int | None = None, rules: tuple[str, ...] = ()) -> None:
     """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
     (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
     baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
@@ -49,7 +49,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
 
         _fail_on_unreadable_runs(summaries)  # nothing is re-run from runs that cannot be read
         tested.test_hypotheses(report, tested.output_folder(paths), budget_min, test_repeats or DEFAULT_REPEATS,
-                               Console(stderr=True))
+                               Console(stderr=True), list(rules))
     comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")

@@ -42,18 +42,13 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
         interaction,
         joint_variant,
         plan_pairs,
-        plan_tests,
     )
     from hloscope.explain.inputs import load_summaries
     from hloscope.runs.experiments import run_configurations
     from hloscope.runs.rundir import create_run_dir
 
     options, expected, platform = _recorded(report)
-    plans = plan_pairs(report, options)
-    if rules:  # hypotheses named on the command line are tested whether or not they fired
-        for plan in plans:
-            plan.tests = plan_tests(report.mode(plan.slow if plan.slow != report.baseline else plan.fast),
-                                    plan.slow_options, plan.fast_options, rules)
+    plans = plan_pairs(report, options, rules)
     budget_s = 60 * (budget_min if budget_min is not None else default_budget_min(platform))
     block = TestedBlock(budget_s, method=dict(METHOD))
     started = time.monotonic()
@@ -194,7 +189,14 @@ def _clock(seconds: float) -> str:
 
 
 def options(function):
-    """--test-hypotheses, --budget and --test-repeats, shared by explain and compare."""
+    """--test-hypotheses, --hypothesis, --budget and --test-repeats, shared by explain and compare."""
+    from hloscope.explain.experiments import TESTABLE_RULES, UNTESTABLE
+
+    function = click.option("--hypothesis", "rules", multiple=True,
+                            type=click.Choice(list(TESTABLE_RULES) + list(UNTESTABLE)),
+                            help="With --test-hypotheses: test this hypothesis (repeatable) on every configuration "
+                                 "against the baseline, whether or not explain found it or the gap "
+                                 "significant.")(function)
     function = click.option("--test-repeats", type=click.IntRange(1, 20), default=None,
                             help="Fresh processes per configuration of the re-runs (default: compare's --repeats "
                                  "default, 3); fewer run when the budget is short.")(function)

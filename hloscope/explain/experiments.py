@@ -75,6 +75,11 @@ UNSET_DIFFERENCES = {
     "threads.": "thread counts come from the environment (OMP_NUM_THREADS, torch.set_num_threads), which hloscope "
                 "records but does not set",
 }
+# Rule -> its title where a rule is tested without having fired (the titles hloscope.explain.hypotheses gives).
+RULE_TITLES = {"compute_dtype": "Different compute precision", "matmul_precision": "Different matmul precision",
+               "input_pipeline": "Input pipeline in the step", "attention": "Different attention implementation",
+               "batch_size": "Different batch size"}
+TESTABLE_RULES = tuple(RULE_SETTINGS)
 TITLES = {"precision": "matching the precision", "data": "matching the data path", "attention":
           "matching the attention implementation", "batch_size": "matching the batch size"}
 
@@ -241,19 +246,23 @@ METHOD = {
 
 # ---------------------------------------------------------------------------------------------------------- planning
 
-def plan_pairs(report: ExplainReport, options: dict[str, dict[str, Any]]) -> list[PairPlan]:
+def plan_pairs(report: ExplainReport, options: dict[str, dict[str, Any]],
+               rules: list[str] | None = None) -> list[PairPlan]:
     """One plan per significant gap of the report: its hypotheses, each as a setting to change or why it cannot be.
-    `options`: configuration label -> its run options (run.json config); a label without them cannot be re-run."""
+    `options`: configuration label -> its run options (run.json config); a label without them cannot be re-run.
+    `rules`: hypotheses to test whether or not they fired, on every timed configuration against the baseline, the
+    gap significant or not (the re-run measures it again)."""
     baseline = report.baseline
     plans = []
     for result in report.modes:
-        if not result.significant or result.verdict not in ("slower", "faster") or baseline is None:
+        wanted = result.significant or (rules and result.gap_s is not None)
+        if not wanted or result.verdict == "baseline" or baseline is None or result.gap_s is None:
             continue
-        slow, fast = (result.mode, baseline) if result.verdict == "slower" else (baseline, result.mode)
+        slow, fast = (result.mode, baseline) if result.gap_s > 0 else (baseline, result.mode)
         if slow not in options or fast not in options:
             continue
         plans.append(PairPlan(slow, fast, options[slow], options[fast],
-                              plan_tests(result, options[slow], options[fast])))
+                              plan_tests(result, options[slow], options[fast], rules)))
     return plans
 
 
@@ -263,10 +272,11 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
     once however many hypotheses name it), then the settings that differ without a hypothesis, then the hypotheses
     and differences no setting can undo. `rules`: test these hypotheses whether or not they fired."""
     fired: dict[str, str] = {}
-    for annotation in [a for c in result.contributors if c.significant for a in c.annotations] + result.annotations:
+    annotations = [a for c in result.contributors if c.significant for a in c.annotations] + result.annotations
+    for annotation in annotations if result.significant else []:
         fired.setdefault(annotation.rule, annotation.title)
     for rule in rules or []:
-        fired.setdefault(rule, rule)
+        fired.setdefault(rule, RULE_TITLES.get(rule, rule))
     by_setting: dict[str, list[str]] = {}
     tests: list[PlannedTest] = []
     for rule, title in fired.items():
