@@ -238,3 +238,21 @@ def test_named_hypotheses_are_tested_even_where_the_gap_was_not_significant():
     assert (plan.slow, plan.fast) == ("jax (loader)", "jax (fp32)")
     assert [(t.setting, t.untestable is None) for t in plan.tests] == [("data", True), ("precision", False)]
     assert plan.tests[0].title == "matching the data path" and plan.tests[0].rules == ["input_pipeline"]
+
+
+def test_a_spent_budget_starts_nothing_and_says_so(tmp_path):
+    """The launcher asks before each run: past the deadline nothing starts, every run is recorded as not started
+    with the budget as the reason, and comparison.json says interrupted."""
+    import time
+
+    from hloscope.backends.base import RunOptions
+    from hloscope.runs.experiments import run_configurations
+
+    fast = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1)
+    slow = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1, precision="bf16")
+    launched = run_configurations({"baseline": fast, "slower": slow}, tmp_path, 2, {"baseline": 30.0, "slower": 30.0},
+                                  time.monotonic() + 10.0)
+    assert launched.stopped is not None and "budget" in launched.stopped
+    assert launched.labels == {"baseline": "jax [baseline]", "slower": "jax [slower]"}
+    assert launched.comparison["status"] == "interrupted"
+    assert len(launched.not_run) == 4 and all("not started: the time budget was spent" in n for n in launched.not_run)
