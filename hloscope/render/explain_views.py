@@ -268,10 +268,12 @@ class AnnotationView:
     title: str
     claim: str
     estimate: bool  # a figure in the claim rests on an assumed constant
+    tested: str | None = None  # with --test-hypotheses: its re-run's verdict, or "untested"
 
     @property
     def label(self) -> str:
-        return self.title + (" (estimate)" if self.estimate else "")
+        label = self.title + (" (estimate)" if self.estimate else "")
+        return label + (f" [{self.tested}]" if self.tested else "")
 
 
 @dataclass
@@ -339,11 +341,26 @@ class ModeView:
     ops_matching: str | None = None  # how the op table paired the two runs' ops, in words
 
 
-def _annotations(items: list[Annotation]) -> list[AnnotationView]:
-    return [AnnotationView(item.title or item.rule or "-", item.claim, item.kind == "estimate") for item in items]
+def _annotations(items: list[Annotation], verdicts: dict[str, str] | None = None) -> list[AnnotationView]:
+    """`verdicts` (with --test-hypotheses): rule -> what its re-run concluded; a rule not tested is "untested"."""
+    return [AnnotationView(item.title or item.rule or "-", item.claim, item.kind == "estimate",
+                           None if verdicts is None else _tested_label(verdicts.get(item.rule))) for item in items]
 
 
-def _contributors(entry: ModeResult) -> tuple[list[ContributorView], str | None]:
+def _tested_label(verdict: str | None) -> str:
+    return f"tested: {verdict}" if verdict not in (None, "could not test") else "untested"
+
+
+def tested_verdicts(report: ExplainReport, mode: str) -> dict[str, str] | None:
+    """rule -> the verdict of its re-run for the gap of `mode` against the baseline; None without --test-hypotheses."""
+    if report.tested is None:
+        return None
+    return {rule: test.verdict for pair in report.tested.pairs if mode in (pair.slow, pair.fast)
+            for test in pair.tests for rule in test.rules}
+
+
+def _contributors(entry: ModeResult,
+                  verdicts: dict[str, str] | None = None) -> tuple[list[ContributorView], str | None]:
     """The significant contributors ranked, and the within-noise line."""
     ranked: list[ContributorView] = []
     noise = None
@@ -354,18 +371,19 @@ def _contributors(entry: ModeResult) -> tuple[list[ContributorView], str | None]
                 text += f" ({item.claim})"
             noise = text if noise is None else f"{noise}; {text}"
             continue
-        ranked.append(_contributor_view(len(ranked) + 1, item, entry.gap_s))
+        ranked.append(_contributor_view(len(ranked) + 1, item, entry.gap_s, verdicts))
     return ranked, noise
 
 
-def _contributor_view(rank: int, item: Contributor, gap: float | None) -> ContributorView:
+def _contributor_view(rank: int, item: Contributor, gap: float | None,
+                      verdicts: dict[str, str] | None = None) -> ContributorView:
     share = fmt.share(item.seconds, gap)
     if item.offset_by:  # more than the whole gap: say what brings it back
         share += f" (offset by {', '.join(item.offset_by)})"
     return ContributorView(rank, item.title or item.node or "-", fmt.signed_ms(item.seconds),
                            fmt.ms_interval(item.interval_s), share, fmt.p_value(item.p_value),
                            "estimate" if item.kind == "estimate" else "measured", item.claim,
-                           _annotations(item.annotations), item.evidence)
+                           _annotations(item.annotations, verdicts), item.evidence)
 
 
 def op_label(item: OpChange, run: str, baseline: str) -> str:
@@ -447,13 +465,14 @@ def mode_views(report: ExplainReport) -> list[ModeView]:
     for entry in mode_rows(report):
         if entry.verdict in (None, "baseline"):
             continue
-        contributors, noise = _contributors(entry)
+        verdicts = tested_verdicts(report, entry.mode)
+        contributors, noise = _contributors(entry, verdicts)
         differences = [(str(d.get("field")), _setting_text(d.get("a")), _setting_text(d.get("b")))
                        for d in entry.config_differences]
         views.append(ModeView(
             entry.mode, base, status_text(entry), bool(entry.noisy), step_text(entry, report.summaries.get(entry.mode)),
             base_step, verdict_text(entry), bool(entry.significant), differences, _per_sample(entry, base),
-            contributors, noise, _residual(entry), _annotations(entry.annotations), _op_rows(entry, base),
+            contributors, noise, _residual(entry), _annotations(entry.annotations, verdicts), _op_rows(entry, base),
             list(entry.notes), replay=replay_line(entry), ops_matching=ops_matching(entry, base)))
     return views
 
