@@ -309,12 +309,14 @@ def render_tested(block: TestedBlock, console: Console) -> None:
         if view.directory:
             _line(console, Text(f"re-runs: {view.directory}", style="dim"))
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for column in TEST_COLUMNS:
+        for column in TEST_COLUMNS[:-1]:  # the figures in columns; each row's why in full beneath
             table.add_column(column, overflow="fold")
         for row, verdict in zip(view.rows, view.verdicts):
             table.add_row(*(Text(cell, style=VERDICT_STYLES.get(verdict, "") if index == 2 else "")
-                            for index, cell in enumerate(row)))
+                            for index, cell in enumerate(row[:-1])))
         console.print(table)
+        for row in view.rows:
+            _line(console, Text(f"{row[0]}: {row[-1]}"))
         if view.interaction:
             _line(console, Text(view.interaction))
         for line in view.not_run:
