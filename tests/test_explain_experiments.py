@@ -256,3 +256,10 @@ def test_a_spent_budget_starts_nothing_and_says_so(tmp_path):
     assert launched.labels == {"baseline": "jax [baseline]", "slower": "jax [slower]"}
     assert launched.comparison["status"] == "interrupted"
     assert len(launched.not_run) == 4 and all("not started: the time budget was spent" in n for n in launched.not_run)
+
+
+def test_test_options_without_test_hypotheses_are_refused(cli_run, tmp_path):
+    """--budget alone would be silently ignored: one line, exit 2, nothing run."""
+    code, _, stderr = cli_run("explain", str(tmp_path), "--budget", "3", "--test-repeats", "2")
+    assert code == 2 and "--budget, --test-repeats only apply with --test-hypotheses" in stderr
+    assert not any(tmp_path.iterdir())

@@ -64,6 +64,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     from hloscope.runs.runner import run_comparison
 
     get_preset(values["model"], values.get("seq_len"))
+    tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     counts = parse_device_counts(str(values.get("devices") or 1))
     values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run below
     console = Console(stderr=True)

@@ -34,6 +34,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     from hloscope.api import explain
     from hloscope.explain.inputs import latest_comparison
 
+    tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     to_stdout = output == STDOUT
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after

@@ -174,6 +174,16 @@ def _print_plan(plans, expected: dict[str, float], repeats: int, budget_s: float
                       f"{fits}", highlight=False, markup=False)
 
 
+def check_flags(test_hypotheses: bool, budget_min: float | None, test_repeats: int | None,
+                rules: tuple[str, ...]) -> None:
+    """--budget, --test-repeats and --hypothesis only mean something with --test-hypotheses."""
+    given = [flag for flag, value in (("--budget", budget_min), ("--test-repeats", test_repeats),
+                                      ("--hypothesis", rules or None)) if value is not None]
+    if given and not test_hypotheses:
+        raise click.UsageError(f"{', '.join(given)} only applies with --test-hypotheses" if len(given) == 1 else
+                               f"{', '.join(given)} only apply with --test-hypotheses")
+
+
 def output_folder(paths: tuple[Path, ...]) -> Path:
     """Where the re-runs go: inside the comparison (or folder of runs) explained, or beside the run directory given
     first."""
