@@ -25,11 +25,11 @@ def tested(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("tested")
     for name, extra in CONFIGURATIONS.items():
         result = hloscope(*RUN, "--out", out, "--run-id", name, *extra, timeout=600, memory_limit=None)
-        assert result.returncode == 0, result.stderr
+        assert result.code == 0, result.stderr
     result = hloscope("explain", out / "fp32", out / "bf16", out / "loader", "--baseline", out / "fp32",
                       "--test-hypotheses", "--hypothesis", "compute_dtype", "--hypothesis", "input_pipeline",
                       "--test-repeats", "2", "--budget", "60", "--json", timeout=3600, memory_limit=None)
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr
     assert "testing hypotheses: budget 60:00" in result.stderr  # the plan comes first
     return out, json.loads(result.stdout)["tested"]
 
@@ -81,4 +81,4 @@ def test_the_re_runs_are_ordinary_comparisons(tested):
         labels = {entry["mode"] for entry in json.loads((directory / "comparison.json").read_text())["modes"]}
         assert {"jax [baseline]", "jax [slower]"} <= labels
         result = hloscope("explain", directory, "--baseline", "jax [baseline]", "--json")
-        assert result.returncode == 0, result.stderr
+        assert result.code == 0, result.stderr
