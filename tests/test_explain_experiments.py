@@ -228,7 +228,7 @@ def test_named_hypotheses_are_tested_even_where_the_gap_was_not_significant():
     from hloscope.explain.experiments import plan_pairs
     from hloscope.explain.report import ExplainReport
 
-    quiet = ModeResult("jax (loader)", "ok", gap_s=0.001, significant=False, verdict="no significant difference")
+    quiet = ModeResult("jax (loader)", "ok", gap_s=-0.001, significant=False, verdict="no significant difference")
     report = ExplainReport("jax (fp32)", "step_time", [ModeResult("jax (fp32)", "ok", gap_s=0.0, verdict="baseline"),
                                                       quiet], {})
     options = {"jax (fp32)": {"data": "device", "precision": "fp32"},

@@ -251,14 +251,18 @@ def plan_pairs(report: ExplainReport, options: dict[str, dict[str, Any]],
     """One plan per significant gap of the report: its hypotheses, each as a setting to change or why it cannot be.
     `options`: configuration label -> its run options (run.json config); a label without them cannot be re-run.
     `rules`: hypotheses to test whether or not they fired, on every timed configuration against the baseline, the
-    gap significant or not (the re-run measures it again)."""
+    gap significant or not (the re-run measures it again): where it is not, the configuration is taken as the slower
+    side, since the hypothesis blames its setting."""
     baseline = report.baseline
     plans = []
     for result in report.modes:
         wanted = result.significant or (rules and result.gap_s is not None)
         if not wanted or result.verdict == "baseline" or baseline is None or result.gap_s is None:
             continue
-        slow, fast = (result.mode, baseline) if result.gap_s > 0 else (baseline, result.mode)
+        # a significant gap's slower side; a named hypothesis on a gap within noise blames the run, not the baseline
+        # (the re-run measures the gap again, and a gap that does not reproduce cannot be closed)
+        slow, fast = ((baseline, result.mode) if result.significant and result.gap_s < 0 else
+                      (result.mode, baseline))
         if slow not in options or fast not in options:
             continue
         plans.append(PairPlan(slow, fast, options[slow], options[fast],
