@@ -184,6 +184,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
     if not any(entry.status in ("ok", "compiled") for entry in record.modes):
         sys.exit(1)
+    tested.exit_if_interrupted(block)
 
 
 def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | None, console: Console) -> None:

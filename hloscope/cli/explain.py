@@ -56,6 +56,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
         output = fresh_path(comparison if comparison.is_dir() else comparison.parent, "explain", ".html")
     deliver(report.to_dict() if form == "json" else report, form, output, force, "explain")
     _fail_on_unreadable_runs(summaries)
+    tested.exit_if_interrupted(report.tested)
 
 
 def _fail_on_unreadable_runs(summaries) -> None:

@@ -7,6 +7,7 @@ explained."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from pathlib import Path
 from statistics import fmean
@@ -172,6 +173,14 @@ def _print_plan(plans, expected: dict[str, float], repeats: int, budget_s: float
         fits = "fits" if total <= budget_s else "exceeds it: fewer processes, or what fits, will run"
         console.print(f"  expected ~{_clock(total)} in all (more if hypotheses are confirmed together); the budget "
                       f"{fits}", highlight=False, markup=False)
+
+
+def exit_if_interrupted(block) -> None:
+    """After the report of a test stopped by Ctrl-C is delivered: exit as an interrupted command does (130)."""
+    from hloscope.runs.experiments import CTRL_C
+
+    if block is not None and block.stopped == CTRL_C:
+        sys.exit(130)
 
 
 def check_flags(test_hypotheses: bool, budget_min: float | None, test_repeats: int | None,
