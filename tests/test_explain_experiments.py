@@ -263,3 +263,19 @@ def test_test_options_without_test_hypotheses_are_refused(cli_run, tmp_path):
     code, _, stderr = cli_run("explain", str(tmp_path), "--budget", "3", "--test-repeats", "2")
     assert code == 2 and "--budget, --test-repeats only apply with --test-hypotheses" in stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_ctrl_c_keeps_the_comparison_and_says_what_did_not_run(tmp_path):
+    import time
+
+    from hloscope.backends.base import RunOptions
+    from hloscope.runs.experiments import CTRL_C, run_configurations
+
+    def interrupt(label: str, expected: float) -> None:
+        raise KeyboardInterrupt
+
+    options = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1)
+    launched = run_configurations({"baseline": options, "slower": options}, tmp_path, 1,
+                                  {"baseline": 1.0, "slower": 1.0}, time.monotonic() + 600, on_start=interrupt)
+    assert launched.stopped == CTRL_C and launched.comparison["status"] == "interrupted"
+    assert [n.split(":")[0] for n in launched.not_run] == ["jax [baseline]", "jax [slower]"]
