@@ -55,6 +55,7 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
     started = time.monotonic()
     deadline = started + budget_s
     _print_plan(plans, expected, repeats, budget_s, console)
+
     def on_start(label: str, needed: float) -> None:
         used = time.monotonic() - started
         console.print(f"  running {label} (~{needed:.0f} s; {_clock(used)} of {_clock(budget_s)} used)",
