@@ -1,6 +1,7 @@
 """explain --test-hypotheses on real runs (tiny ViT, JAX on the CPU, few steps): the slower configuration run again
 with one setting changed, interleaved with both, in two processes each. bf16 against fp32: matching the precision
-closes the gap; the DataLoader in the step against batches already on the device: matching the data path closes it;
+(whichever is slower on this machine at the time) closes the gap; the DataLoader in the step against batches already on
+the device: matching the data path closes it;
 and a hypothesis that cannot hold on a pair (the precision, identical on both sides) is not tested, never confirmed.
 
 Where the machine's own variation hides a gap in the re-run, the product must say "cannot tell" for that stated reason,
@@ -34,8 +35,10 @@ def tested(tmp_path_factory) -> tuple[Path, dict]:
     return out, json.loads(result.stdout)["tested"]
 
 
-def _test(block: dict, slow: str, setting: str) -> dict:
-    pair = next(p for p in block["pairs"] if p["slow"].startswith(f"jax ({slow}"))
+def _test(block: dict, run: str, setting: str) -> dict:
+    """The test of `setting` on the pair of `run` and the baseline, whichever side was slower (on this project's CPU,
+    bf16 is faster than fp32 at "highest" matmul precision when the machine is quiet, and slower under load)."""
+    pair = next(p for p in block["pairs"] if f"jax ({run})" in (p["slow"], p["fast"]))
     return next(t for t in pair["tests"] if t["setting"] == setting)
 
 
@@ -55,14 +58,14 @@ def _closes_the_gap_or_says_why_not(test: dict) -> None:
 def test_matching_the_precision_closes_the_bf16_gap(tested):
     _, block = tested
     test = _test(block, "bf16", "precision")
-    assert test["change"] == "--precision bf16 -> fp32" and test["processes"] == 2
+    assert test["change"] in ("--precision bf16 -> fp32", "--precision fp32 -> bf16") and test["processes"] == 2
     _closes_the_gap_or_says_why_not(test)
 
 
 def test_matching_the_data_path_closes_the_loader_gap(tested):
     _, block = tested
     test = _test(block, "loader", "data")
-    assert test["change"] == "--data loader -> device"
+    assert test["change"] in ("--data loader -> device", "--data device -> loader")
     _closes_the_gap_or_says_why_not(test)
 
 
