@@ -43,15 +43,19 @@ def _test(block: dict, run: str, setting: str) -> dict:
 
 
 def _closes_the_gap_or_says_why_not(test: dict) -> None:
-    """Confirmed, with the remaining gap zero within its interval; or cannot tell, because the re-run's gap did not
-    reproduce or the closure stayed inside the spread between processes."""
+    """Confirmed, with the remaining gap zero within its interval (or partly, where the share's interval reaches a
+    confirmed share but noise keeps its low end under it); or cannot tell, because the re-run's gap did not reproduce
+    or the closure stayed inside the spread between processes."""
     if test["verdict"] == "cannot tell":
         assert "did not reproduce" in test["why"] or "spread between processes" in test["why"], test["why"]
         return
-    assert test["verdict"] == "confirmed", test
     closure = test["closure"]
     low, high = closure["gap_after_ci_s"]
     assert low <= 0 <= high, closure  # the changed configuration is the faster one: no gap left
+    if test["verdict"] == "partly":  # a real closure whose size the noise leaves open: it may be the whole gap
+        assert closure["share_closed_ci"][0] > 0 and closure["share_closed_ci"][1] >= 0.5, closure
+        return
+    assert test["verdict"] == "confirmed", test
     assert closure["share_closed_ci"][0] >= 0.2 and closure["share_closed"] >= 0.5
 
 
