@@ -127,7 +127,7 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
         records = []
         for run_dir in summary.run_dirs:
             try:
-                records.append(load_run(run_dir, check_artifacts=False))
+                records.append(load_run(run_dir, check_artifacts=False).to_dict())  # the JSON: a plan reads its times
             except InputError:
                 continue
         config = records[0].get("config") if records else None

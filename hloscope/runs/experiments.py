@@ -63,7 +63,7 @@ def run_configurations(configurations: dict[str, RunOptions], directory: Path, r
         stopped = stop.reason
     except KeyboardInterrupt:
         stopped = CTRL_C
-    comparison = load_comparison(directory)
+    comparison = load_comparison(directory).to_dict()
     not_run = [f"{e.get('mode')}{_process(e)}: {e.get('error') or e.get('status')}" for e in comparison["modes"]
                if e.get("status") != "ok"]
     return Launched(directory, labels, comparison, stopped, not_run)
