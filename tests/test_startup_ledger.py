@@ -134,7 +134,7 @@ def test_the_driver_writes_the_ledger_with_the_first_step_it_timed(tmp_path, mon
     startup = load_run(run_dir).section("startup")
     assert [p["name"] for p in startup["phases"]] == ["imports", "setup", "first step"]
     first = startup["phases"][2]
-    assert first["seconds"] == 0.75 == load_run(run_dir)["timing"]["first_step_s"]
+    assert first["seconds"] == 0.75 == load_run(run_dir).timing.first_step_s
     assert first["unaccounted_s"] == 0.75 and startup["compile_cache"] is None
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from hloscope.errors import InputError
+import msgspec
+
+from hloscope.runs.records import convert_section
 
 SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
 
@@ -65,65 +67,60 @@ class StartupRecord:
                                    for r in self.recompilations]}
 
 
+class _PartIn(msgspec.Struct, frozen=True):
+    name: str
+    seconds: float
+    source: str
+
+
+class _PhaseIn(msgspec.Struct, frozen=True):
+    name: str
+    seconds: float
+    parts: list[_PartIn]
+    unaccounted_s: float = 0.0
+
+
+class _CacheIn(msgspec.Struct, frozen=True):
+    dir: str
+
+
+class _RecompilationIn(msgspec.Struct, frozen=True):
+    cause: str
+    source: str
+    seconds: float | None = None
+
+
+class _WindowIn(msgspec.Struct, frozen=True):
+    compile_s: float = 0.0
+    recompilations: list[_RecompilationIn] = []
+
+
+class _StartupIn(msgspec.Struct, frozen=True):
+    """run.json `startup` as the driver writes it (hloscope/backends/startup_ledger.py)."""
+
+    phases: list[_PhaseIn]
+    cache_counts: dict[str, int] | None = None
+    compile_cache: _CacheIn | None = None
+    window: _WindowIn | None = None
+
+
 def read_startup(data: Any, path: Path) -> StartupRecord:
-    """run.json `startup` as a typed record; anything of the wrong shape is an InputError naming the file."""
-
-    def wrong(where: str, expected: str) -> InputError:
-        return InputError(path, f"not a valid run.json: 'startup.{where}' is not {expected}")
-
-    def number(value: Any, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise wrong(where, "a number")
-        return float(value)
-
-    def text(value: Any, where: str) -> str:
-        if not isinstance(value, str):
-            raise wrong(where, "a string")
-        return value
-
-    if not isinstance(data, dict):
-        raise wrong("", "an object")
-    phases_in = data.get("phases")
-    if not isinstance(phases_in, list):
-        raise wrong("phases", "a list")
+    """run.json `startup` as a typed record; anything of the wrong shape is an InputError naming the file and the
+    field."""
+    raw = convert_section(path, data, _StartupIn, "startup")
     phases: dict[str, float] = {}
     parts: list[StartupPart] = []
-    for index, phase in enumerate(phases_in):
-        if not isinstance(phase, dict) or not isinstance(phase.get("parts"), list):
-            raise wrong(f"phases[{index}]", "an object with parts")
-        name = text(phase.get("name"), f"phases[{index}].name")
-        phases[name] = number(phase.get("seconds"), f"phases[{index}].seconds")
-        for k, part in enumerate(phase["parts"]):
-            where = f"phases[{index}].parts[{k}]"
-            if not isinstance(part, dict):
-                raise wrong(where, "an object")
-            parts.append(StartupPart(name, text(part.get("name"), f"{where}.name"),
-                                     number(part.get("seconds"), f"{where}.seconds"),
-                                     text(part.get("source"), f"{where}.source")))
-        unaccounted = number(phase.get("unaccounted_s", 0.0), f"phases[{index}].unaccounted_s")
-        if unaccounted:
-            parts.append(StartupPart(name, "unaccounted", unaccounted,
-                                     "remainder of the phase"))
-    counts = data.get("cache_counts") or {}
-    if not isinstance(counts, dict) or any(isinstance(v, bool) or not isinstance(v, int) for v in counts.values()):
-        raise wrong("cache_counts", "an object of integers")
-    cache = data.get("compile_cache")
-    if cache is not None and not (isinstance(cache, dict) and isinstance(cache.get("dir"), str)):
-        raise wrong("compile_cache", "an object with dir")
-    record = StartupRecord(phases, parts, dict(counts), cache["dir"] if cache else None)
-    window = data.get("window")
-    if window is not None:
-        if not isinstance(window, dict) or not isinstance(window.get("recompilations", []), list):
-            raise wrong("window", "an object with a list of recompilations")
-        record.window_compile_s = number(window.get("compile_s", 0.0), "window.compile_s")
-        for k, item in enumerate(window.get("recompilations", [])):
-            if not isinstance(item, dict):
-                raise wrong(f"window.recompilations[{k}]", "an object")
-            seconds = item.get("seconds")
-            record.recompilations.append(Recompilation(
-                text(item.get("cause"), f"window.recompilations[{k}].cause"),
-                text(item.get("source"), f"window.recompilations[{k}].source"),
-                None if seconds is None else number(seconds, f"window.recompilations[{k}].seconds")))
+    for phase in raw.phases:
+        phases[phase.name] = phase.seconds
+        parts.extend(StartupPart(phase.name, part.name, part.seconds, part.source) for part in phase.parts)
+        if phase.unaccounted_s:
+            parts.append(StartupPart(phase.name, "unaccounted", phase.unaccounted_s, "remainder of the phase"))
+    record = StartupRecord(phases, parts, dict(raw.cache_counts or {}),
+                           raw.compile_cache.dir if raw.compile_cache else None)
+    if raw.window is not None:
+        record.window_compile_s = raw.window.compile_s
+        record.recompilations = [Recompilation(item.cause, item.source, item.seconds)
+                                 for item in raw.window.recompilations]
     return record
 
 

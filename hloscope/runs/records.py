@@ -15,11 +15,13 @@ import copy
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from hloscope.errors import InputError
+
+T = TypeVar("T")
 
 # A figure as written: an integer stays one, so that what is read back prints and writes as it was recorded.
 Number = int | float
@@ -373,20 +375,33 @@ _EXPECTED = (("float", "a number"), ("int", "an integer"), ("str", "a string"), 
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
 
-def _field_message(text: str, document: dict[str, Any]) -> str:
+def _field_message(text: str, document: Any, prefix: str = "") -> str:
     """msgspec's "Expected `int`, got `str` - at `$.config.steps`" as "'config.steps' is str 'six', expected an
-    integer" (the value quoted from the document), the way rundir names a wrong field."""
+    integer" (the value quoted from the document), the way rundir names a wrong field; `prefix` names where the
+    document sits in its file (`startup.`)."""
     message, _, where = text.partition(" - at `$")
-    where = where.rstrip("`")
+    where = where.rstrip("`").lstrip(".")
+    name = prefix + where if where else prefix.rstrip(".")
     expected = re.match(r"Expected `([^`]*)`", message)
-    if not where or expected is None:
+    if not prefix and (not where or expected is None):
         return message
+    if expected is None:  # a missing field, a value out of range: msgspec's words, at the field
+        return f"'{name}': {message}"
     value: Any = document
-    for key, index in _STEP.findall(where):
+    for key, index in _STEP.findall("." + where if where else ""):
         value = value.get(key) if isinstance(value, dict) and key else (
             value[int(index)] if isinstance(value, list) and index and int(index) < len(value) else None)
-    names = [text for name, text in _EXPECTED if re.search(rf"\b{name}\b", expected.group(1))]
+    names = [text for name_, text in _EXPECTED if re.search(rf"\b{name_}\b", expected.group(1))]
     if "a number" in names and "an integer" in names:  # int | float: a number
         names.remove("an integer")
-    return (f"'{where.lstrip('.')}' is {type(value).__name__} {value!r:.40}, expected "
-            f"{' or '.join(names) or expected.group(1)}")
+    expected_text = " or ".join(names) or expected.group(1)
+    return f"'{name}' is {type(value).__name__} {value!r:.40}, expected {expected_text}"
+
+
+def convert_section(file: Path, value: Any, kind: type[T], section: str, what: str = "run.json") -> T:
+    """A part of a record (`section`, e.g. "startup") as the msgspec Struct `kind`; a value of the wrong shape is one
+    InputError naming the file and the field."""
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError as error:
+        raise InputError(file, f"not a valid {what}: {_field_message(str(error), value, section + '.')}") from None
