@@ -104,6 +104,18 @@ def render(report: ExplainReport) -> str:
     body.append(svg.bar_chart("Step time per run (median)",
                               [(r.mode, r.step_time_s * 1e3) for r in rows if r.step_time_s], "ms"))
 
+    body += _per_run_sections(report)
+    body += _device_plots(rows, summaries)
+
+    if notes(report):
+        body.append(_notes(report))
+    return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
+
+
+def _per_run_sections(report: ExplainReport) -> list[str]:
+    """Each run against the baseline: step time, memory, scaling and the time to the first step, each under its
+    heading where any run has it."""
+    body: list[str] = []
     views = mode_views(report)
     if views:
         body.append("<h2>Each run against the baseline</h2>")
@@ -119,12 +131,15 @@ def render(report: ExplainReport) -> str:
         body.append(f"<h2>{escape(SCALING_HEADING)}</h2>")
     for scaling_view in scaling:
         body += _scaling(scaling_view)
-    body += explain_startup.render_html(report)
+    return body + explain_startup.render_html(report)
 
+
+def _device_plots(rows: list, summaries: dict[str, ModeSummary]) -> list[str]:
+    """Kernels and device time per step by category, and one step on the device, per run; why a run has no strip."""
     kernel_rows = [(r.mode, kernels_by_category(summaries.get(r.mode))) for r in rows]
     time_rows = [(r.mode, device_time_by_category(summaries.get(r.mode))) for r in rows]
     timeline_rows = [(r.mode, _timeline(summaries.get(r.mode))) for r in rows]
-    body.append("<h2>Kernels and device time</h2>")
+    body = ["<h2>Kernels and device time</h2>"]
     plots = [svg.stacked_chart("Kernels per step by category", kernel_rows, "kernels"),
              svg.stacked_chart("Device time per step by category", time_rows, "ms"),
              svg.timeline_strips("One step on the device, per run", timeline_rows)]
@@ -133,10 +148,7 @@ def render(report: ExplainReport) -> str:
         body.append("<p>No HLO dumps or traces were recorded for these runs.</p>")
     elif plots[2]:
         body += [f'<p class="note">{escape(line)}</p>' for line in _not_plotted(rows, summaries)]
-
-    if notes(report):
-        body.append(_notes(report))
-    return page("hloscope explain" + (f": {meta['path']}" if meta.get("path") else ""), body)
+    return body
 
 
 def _not_plotted(rows: list, summaries: dict[str, ModeSummary]) -> list[str]:

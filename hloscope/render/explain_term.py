@@ -155,31 +155,14 @@ def _mode(view: ModeView, console: Console) -> None:
     lines.add_row("", step)
     console.print(lines)
     if view.config_differences:  # first, before any cause: the runs did not do the same work
-        table = Table(title=Text("configuration differences", style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
-        table.add_column("setting", overflow="fold")
-        table.add_column(Text(view.mode), overflow="fold")
-        table.add_column(Text(view.baseline), overflow="fold")
-        for setting, run, base in view.config_differences:
-            _plain(table, setting, run, base)
-        console.print(Padding(table, (0, 0, 0, 2)))
+        console.print(Padding(_config_differences(view), (0, 0, 0, 2)))
     if view.per_sample:
         _line(console, Text(f"per sample: {view.per_sample}"))
     if view.replay:
         _line(console, Text(view.replay))
     if view.contributors:
         console.print(Text("  measured contributors, ranked:", style="bold"))
-        ranked = Table.grid(padding=(0, 1))
-        ranked.add_column(justify="right", width=4)
-        ranked.add_column()
-        for c in view.contributors:
-            parts: list[Text | Table] = [Text(c.title, style="bold"), Text(c.figures)]
-            if c.claim:
-                parts.append(Text(c.claim))
-            if c.annotations:
-                parts.append(_annotations(c.annotations, "↳"))
-            ranked.add_row(f"{c.rank}.", Group(*parts))
-        console.print(ranked)
+        console.print(_contributors(view))
     if view.within_noise:
         _line(console, Text(view.within_noise))
     if view.residual:
@@ -193,6 +176,32 @@ def _mode(view: ModeView, console: Console) -> None:
             _line(console, Text(view.ops_matching, style="dim"))
     for note in view.notes:
         _line(console, Text(f"note: {note}", style="yellow"))
+
+
+def _config_differences(view: ModeView) -> Table:
+    table = Table(title=Text("configuration differences", style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    table.add_column("setting", overflow="fold")
+    table.add_column(Text(view.mode), overflow="fold")
+    table.add_column(Text(view.baseline), overflow="fold")
+    for setting, run, base in view.config_differences:
+        _plain(table, setting, run, base)
+    return table
+
+
+def _contributors(view: ModeView) -> Table:
+    """The measured contributors, ranked, each with its figures, claim and annotations under its title."""
+    ranked = Table.grid(padding=(0, 1))
+    ranked.add_column(justify="right", width=4)
+    ranked.add_column()
+    for c in view.contributors:
+        parts: list[Text | Table] = [Text(c.title, style="bold"), Text(c.figures)]
+        if c.claim:
+            parts.append(Text(c.claim))
+        if c.annotations:
+            parts.append(_annotations(c.annotations, "↳"))
+        ranked.add_row(f"{c.rank}.", Group(*parts))
+    return ranked
 
 
 def _memory(view: MemoryView, console: Console) -> None:

@@ -82,52 +82,17 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         summary.add_column("value", justify="right")
         summary.add_column("what")
         summary.add_column("value", justify="right")
-        xla = result.get("xla_cost") or {}
-        # XLA counts every custom call as -1 FLOP and -1 byte ("unknown"): shown with those taken out, and said below
-        unknown = xla.get("unknown_custom_calls") or 0
-        xla_flops = xla["flops"] + unknown if "flops" in xla else None
-        xla_bytes = xla["bytes_accessed"] + unknown if "bytes_accessed" in xla else None
-        mem = result["memory"]
-        rows = [
-            ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
-            ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
-            ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
-            ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla_flops)),
-            ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
-            ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
-            ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
-        ]
-        ba = mem.get("buffer_assignment")
-        if ba and "error" in ba:  # a broken sibling report: named, the rest of the analysis stands
-            rows.append(("buffer assignment", "unreadable", "", ba["error"]))
-        elif ba:
-            rows.append(("buffers total", _bytes(ba["total_bytes"]), "temp", _bytes(ba["temp_bytes"])))
-        report = mem.get("memory_report")
-        if report and "error" in report:
-            rows.append(("memory report", "unreadable", "", report["error"]))
-        thunk = result.get("thunk_sequence")
-        if thunk and "error" in thunk:
-            rows.append(("XLA thunk sequence", "unreadable", "", thunk["error"]))
-        elif thunk:
-            verdict = "agrees" if thunk["agrees"] else f"DIFFERS: {thunk['reason']}"
-            kinds = ", ".join(f"{k} {n}" for k, n in thunk["by_kind"].items())
-            rows.append(("XLA thunk sequence", kinds, "vs hloscope's launches", verdict))
-        if result["collectives"]["count"]:
-            rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
-        bound = result.get("roofline")
-        if bound and "serial_s" in bound:
-            rows.append(("roofline LOWER BOUND", f"{fmt.ms(bound['serial_s'])} serial",
-                         f"on {bound['device'] or bound['target']}", f"{fmt.ms(bound['aggregate_s'])} aggregate"))
-        elif bound:
-            rows.append(("roofline lower bound", "-", "unavailable", bound.get("unavailable", "")))
-        for row in rows:
+        for row in _summary_rows(result):
             summary.add_row(*map(_t, row))
         console.print(summary)
+        xla = result.get("xla_cost") or {}
+        unknown = xla.get("unknown_custom_calls") or 0
         if unknown:
             console.print(_t(f"XLA's cost analysis cannot cost custom calls and counts each as -1 FLOP and -1 byte; "
                              f"its figures above are shown with the {unknown} custom call(s) of this module taken out "
                              f"(as XLA reports them: {xla['flops']:,.0f} FLOPs, {xla['bytes_accessed']:,.0f} bytes)."),
                           style="dim")
+        bound = result.get("roofline")
         if bound and "serial_s" in bound:
             console.print(_t("roofline LOWER BOUND, not a prediction: per launch max(FLOPs / peak FLOP/s, bytes / memory bandwidth) for the GPU in "
                              "the gpu_target_config.pbtxt XLA dumped beside the module; serial = sum over launches, "
@@ -145,34 +110,93 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
         top = result.get("top_instructions") or []
         if top:
             console.print(_most_flops(top, console.width))
-        measured = result.get("measured")
-        if measured:
-            table = Table(title=f"measured device time (profile in the run: {fmt.ms_column(measured['device_time_us'])} ms "
-                          f"over {measured['events']} executions)", title_justify="left", show_edge=False)
-            for column in ("instruction", "opcode / fusion kind", "count", "total ms", "share"):
-                table.add_column(column, justify="left" if column.startswith(("instr", "opcode")) else "right")
-            for row in measured["top"]:
-                table.add_row(_t(row["name"]), _t(row["fusion_kind"] or row["opcode"] or "?"), str(row["count"]),
-                              fmt.ms_column(row['total_us']), f"{row['share']:.1%}")
-            console.print(table)
-        launches = (thunk or {}).get("launches") or []
-        if launches:
-            table = Table(title="launches (XLA thunk sequence: ground truth)", title_justify="left", show_edge=False)
-            for column in ("#", "HLO instruction", "thunk", "kernel", "grid", "block", "shared mem"):
-                table.add_column(column, justify="right" if column in ("#", "shared mem") else "left")
-            for row in launches:
-                grid, block = row.get("grid"), row.get("block")
-                table.add_row(str(row.get("thunk_index", row.get("index", ""))), _t(row.get("name") or row.get("hlo_op") or ""),
-                              _t(row.get("thunk_kind", row.get("kind", ""))), _t(row.get("kernel_name") or ""),
-                              "x".join(map(str, grid)) if grid else "", "x".join(map(str, block)) if block else "",
-                              _bytes(row["shared_memory_bytes"]) if row.get("shared_memory_bytes") is not None else "")
-            console.print(table)
-        sources = result.get("kernels_by_source") or []
-        if sources:
-            table = Table(title="kernels by source (metadata op_name)", title_justify="left", show_edge=False)
-            table.add_column("source")
-            table.add_column("kernels", justify="right")
-            table.add_column("fusions", justify="right")
-            for row in sources:
-                table.add_row(_t(row["source"]), str(row["kernels"]), str(row["fusions"]))
-            console.print(table)
+        for table in (_measured_table(result.get("measured")), _launches_table(result.get("thunk_sequence")),
+                      _sources_table(result.get("kernels_by_source"))):
+            if table is not None:
+                console.print(table)
+
+
+def _summary_rows(result: dict) -> list[tuple[str, str, str, str]]:
+    """The module's figures, two per row; XLA's own cost figures with its -1 per custom call taken out."""
+    xla = result.get("xla_cost") or {}
+    # XLA counts every custom call as -1 FLOP and -1 byte ("unknown"): shown with those taken out, and said below
+    unknown = xla.get("unknown_custom_calls") or 0
+    xla_flops = xla["flops"] + unknown if "flops" in xla else None
+    xla_bytes = xla["bytes_accessed"] + unknown if "bytes_accessed" in xla else None
+    mem = result["memory"]
+    rows = [
+        ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
+        ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
+        ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
+        ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla_flops)),
+        ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
+        ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
+        ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
+    ]
+    ba = mem.get("buffer_assignment")
+    if ba and "error" in ba:  # a broken sibling report: named, the rest of the analysis stands
+        rows.append(("buffer assignment", "unreadable", "", ba["error"]))
+    elif ba:
+        rows.append(("buffers total", _bytes(ba["total_bytes"]), "temp", _bytes(ba["temp_bytes"])))
+    report = mem.get("memory_report")
+    if report and "error" in report:
+        rows.append(("memory report", "unreadable", "", report["error"]))
+    thunk = result.get("thunk_sequence")
+    if thunk and "error" in thunk:
+        rows.append(("XLA thunk sequence", "unreadable", "", thunk["error"]))
+    elif thunk:
+        verdict = "agrees" if thunk["agrees"] else f"DIFFERS: {thunk['reason']}"
+        kinds = ", ".join(f"{k} {n}" for k, n in thunk["by_kind"].items())
+        rows.append(("XLA thunk sequence", kinds, "vs hloscope's launches", verdict))
+    if result["collectives"]["count"]:
+        rows.append(("collectives", str(result["collectives"]["count"]), "collective bytes", _bytes(result["collectives"]["bytes"])))
+    bound = result.get("roofline")
+    if bound and "serial_s" in bound:
+        rows.append(("roofline LOWER BOUND", f"{fmt.ms(bound['serial_s'])} serial",
+                     f"on {bound['device'] or bound['target']}", f"{fmt.ms(bound['aggregate_s'])} aggregate"))
+    elif bound:
+        rows.append(("roofline lower bound", "-", "unavailable", bound.get("unavailable", "")))
+    return rows
+
+
+def _measured_table(measured: dict | None) -> Table | None:
+    """The instructions that took the most device time in the run's own profile."""
+    if not measured:
+        return None
+    table = Table(title=f"measured device time (profile in the run: {fmt.ms_column(measured['device_time_us'])} ms "
+                  f"over {measured['events']} executions)", title_justify="left", show_edge=False)
+    for column in ("instruction", "opcode / fusion kind", "count", "total ms", "share"):
+        table.add_column(column, justify="left" if column.startswith(("instr", "opcode")) else "right")
+    for row in measured["top"]:
+        table.add_row(_t(row["name"]), _t(row["fusion_kind"] or row["opcode"] or "?"), str(row["count"]),
+                      fmt.ms_column(row['total_us']), f"{row['share']:.1%}")
+    return table
+
+
+def _launches_table(thunk: dict | None) -> Table | None:
+    """Every launch of XLA's thunk sequence, with its grid, block and shared memory."""
+    launches = (thunk or {}).get("launches") or []
+    if not launches:
+        return None
+    table = Table(title="launches (XLA thunk sequence: ground truth)", title_justify="left", show_edge=False)
+    for column in ("#", "HLO instruction", "thunk", "kernel", "grid", "block", "shared mem"):
+        table.add_column(column, justify="right" if column in ("#", "shared mem") else "left")
+    for row in launches:
+        grid, block = row.get("grid"), row.get("block")
+        table.add_row(str(row.get("thunk_index", row.get("index", ""))), _t(row.get("name") or row.get("hlo_op") or ""),
+                      _t(row.get("thunk_kind", row.get("kind", ""))), _t(row.get("kernel_name") or ""),
+                      "x".join(map(str, grid)) if grid else "", "x".join(map(str, block)) if block else "",
+                      _bytes(row["shared_memory_bytes"]) if row.get("shared_memory_bytes") is not None else "")
+    return table
+
+
+def _sources_table(sources: list | None) -> Table | None:
+    if not sources:
+        return None
+    table = Table(title="kernels by source (metadata op_name)", title_justify="left", show_edge=False)
+    table.add_column("source")
+    table.add_column("kernels", justify="right")
+    table.add_column("fusions", justify="right")
+    for row in sources:
+        table.add_row(_t(row["source"]), str(row["kernels"]), str(row["fusions"]))
+    return table
