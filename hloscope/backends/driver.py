@@ -92,7 +92,10 @@ def _crash_hook(mode: str) -> str | None:
     return None
 
 
-def _trigger(how: str) -> None:
+def _trigger(how: str | None) -> None:
+    """The test hook's crash before the first step (none, or "interrupt", which _timed_steps raises later)."""
+    if not how or how == "interrupt":
+        return
     if how == "raise":
         raise RuntimeError(f"{TEST_CRASH_ENV}: simulated failure")
     sys.stderr.write(f"{TEST_CRASH_ENV}: simulating {how}\n")
@@ -167,6 +170,101 @@ def rank_sequence(options: RunOptions, run_dir: Path) -> None:
         session.close()
 
 
+def _late_environment(record: dict, session: Session) -> None:
+    """Device and precision facts of a run that did not finish, when setup got far enough to know them."""
+    if "framework" in record["environment"]:
+        return
+    try:
+        record["environment"].update(session.info())
+    # a framework half set up may raise anything here; the run's own error is what run.json must keep
+    except Exception:  # noqa: BLE001, S110
+        pass
+
+
+def _finished(record: dict, status: str, error: str | None, startup: StartupLedger, run_dir: Path) -> dict:
+    """The record's last fields, written: status, error, the frameworks imported, the startup ledger."""
+    # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
+    record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+    record.update(status=status, error=error, finished_at=_now())
+    record.pop("phase", None)
+    record["startup"] = startup.record()
+    write_run(run_dir, record)
+    return record
+
+
+def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: dict, run_dir: Path,
+                 startup: StartupLedger, interrupt: bool, on_step: Callable[[str, int], None]) -> dict[str, int]:
+    """The warm-up and timed steps into `log`, with the timed window's host scheduling and, for DDP, every rank's
+    times in the record; returns the compile counters as the window opened. `interrupt`: the test hook that stops
+    the run after two timed steps."""
+    counts: dict[str, dict[str, int]] = {}
+    window: list[scheduling.Window] = []
+
+    def window_start() -> None:
+        counts["before"] = session.compile_counts()
+        startup.window_opening()
+        session.window_starting()
+        # Say where the run is (outside the timed region): a run killed from now on was past its compile.
+        record["phase"] = "timed window"
+        write_run(run_dir, record)
+        window.append(scheduling.Window())  # last: the processes' and threads' counters as the window opens
+
+    def step_done(phase: str, index: int) -> None:
+        if interrupt and phase == "timed" and len(log.step_times_s) >= 2:
+            raise KeyboardInterrupt
+        if index == 0:
+            startup.first_step_done(log.first_step_s)
+        on_step(phase, index)
+
+    startup.first_step_started()
+    run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
+             on_window_start=window_start, on_step=step_done)
+    host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
+    if window:
+        startup.window_closed()
+    record["timing"]["host_scheduling"] = host_scheduling
+    if window and host_scheduling is None:
+        record["timing"]["host_scheduling_note"] = scheduling.NOT_MEASURED
+    per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
+    if per_rank:
+        log.step_times_s[:], record["timing"]["ranks"] = rank_timing(per_rank, options.batch_size // len(per_rank))
+        record["timing"]["step_is"] = "the slowest rank's time of each step (timing.ranks: each rank's own)"
+    return counts["before"]
+
+
+def _deliberate_changes(options: RunOptions, forced_precision: str | None, reshape: bool) -> list[str]:
+    """Warnings for what this run changes on purpose: a test hook's precision or batch, an injected host delay."""
+    messages = []
+    if forced_precision:
+        messages.append(f"{TEST_PRECISION_ENV}: {options.mode} runs in {forced_precision} on purpose (test hook)")
+    if options.inject_host_delay_ms > 0:
+        messages.append(host_delay_warning(options.inject_host_delay_ms))
+    if reshape:
+        messages.append(RESHAPE_WARNING)
+    return messages
+
+
+def _compiles(before: dict[str, int], after: dict[str, int]) -> dict:
+    """run.json `compiles`: the counters before the timed window, in it, and in all."""
+    in_window = _diff_counts(after, before)
+    return {"before_window": before, "in_window": in_window, "total": after,
+            "recompiled_in_window": any(v > 0 for v in in_window.values())}
+
+
+def _profile(session: Session, steps: int, record: dict, run_dir: Path) -> None:
+    """The profiled steps, after the timed window: their times, the profile's record and its files."""
+    record["phase"] = "profiling"
+    write_run(run_dir, record)
+    session.profiling = True
+    try:
+        result = session.profile(steps)
+    finally:
+        session.profiling = False
+    record["timing"]["profiled_step_times_s"] = result.step_times_s
+    record["profile"] = result.record()
+    record["artifacts"].extend(result.artifacts)
+
+
 def execute(options: RunOptions, run_dir: Path,
             on_step: Callable[[str, int], None] = lambda phase, index: None,
             warn: Callable[[str], None] = lambda message: None, setup_only: bool = False) -> dict:
@@ -180,18 +278,10 @@ def execute(options: RunOptions, run_dir: Path,
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)
     record = new_record(options, run_dir)
-    if forced_precision:
-        message = f"{TEST_PRECISION_ENV}: {options.mode} runs in {forced_precision} on purpose (test hook)"
-        record["warnings"].append(message)
-        warn(message)
-    if options.inject_host_delay_ms > 0:
-        message = host_delay_warning(options.inject_host_delay_ms)
-        record["warnings"].append(message)
-        warn(message)
     reshape = reshape_hook(options.mode)
-    if reshape:
-        record["warnings"].append(RESHAPE_WARNING)
-        warn(RESHAPE_WARNING)
+    for message in _deliberate_changes(options, forced_precision, reshape):
+        record["warnings"].append(message)
+        warn(message)
     write_run(run_dir, record)
     log = StepLog()
     session: Session | None = None
@@ -201,19 +291,9 @@ def execute(options: RunOptions, run_dir: Path,
 
     def finish(status: str, error: str | None = None) -> dict:
         fill_timing(record, log, options.batch_size)
-        if status != "ok" and session is not None and "framework" not in record["environment"]:
-            try:  # device and precision facts, when setup got far enough to know them
-                record["environment"].update(session.info())
-            # a framework half set up may raise anything here; the run's own error is what run.json must keep
-            except Exception:  # noqa: BLE001, S110
-                pass
-        # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
-        record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
-        record.update(status=status, error=error, finished_at=_now())
-        record.pop("phase", None)
-        record["startup"] = startup.record()
-        write_run(run_dir, record)
-        return record
+        if status != "ok" and session is not None:
+            _late_environment(record, session)
+        return _finished(record, status, error, startup, run_dir)
 
     try:
         started = time.perf_counter()
@@ -233,47 +313,13 @@ def execute(options: RunOptions, run_dir: Path,
         if options.check_parity:  # before the first step: the weights are still the initial ones
             record["parity"] = parity_probe(session, options)
             write_run(run_dir, record)
-        if crash and crash != "interrupt":
-            _trigger(crash)
-        counts: dict[str, dict[str, int]] = {}
-        window: list[scheduling.Window] = []
-
-        def window_start() -> None:
-            counts["before"] = session.compile_counts()
-            startup.window_opening()
-            session.window_starting()
-            # Say where the run is (outside the timed region): a run killed from now on was past its compile.
-            record["phase"] = "timed window"
-            write_run(run_dir, record)
-            window.append(scheduling.Window())  # last: the processes' and threads' counters as the window opens
-
-        def step_done(phase: str, index: int) -> None:
-            if crash == "interrupt" and phase == "timed" and len(log.step_times_s) >= 2:
-                raise KeyboardInterrupt
-            if index == 0:
-                startup.first_step_done(log.first_step_s)
-            on_step(phase, index)
-
-        startup.first_step_started()
-        run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
-                 on_window_start=window_start, on_step=step_done)
-        host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
-        if window:
-            startup.window_closed()
-        record["timing"]["host_scheduling"] = host_scheduling
-        if window and host_scheduling is None:
-            record["timing"]["host_scheduling_note"] = scheduling.NOT_MEASURED
-        per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
-        if per_rank:
-            log.step_times_s[:], record["timing"]["ranks"] = rank_timing(per_rank, options.batch_size // len(per_rank))
-            record["timing"]["step_is"] = "the slowest rank's time of each step (timing.ranks: each rank's own)"
-        after = session.compile_counts()
-        in_window = _diff_counts(after, counts["before"])
-        record["compiles"] = {"before_window": counts["before"], "in_window": in_window, "total": after,
-                              "recompiled_in_window": any(v > 0 for v in in_window.values())}
+        _trigger(crash)
+        before = _timed_steps(session, options, log, record, run_dir, startup,
+                              interrupt=crash == "interrupt", on_step=on_step)
+        record["compiles"] = _compiles(before, session.compile_counts())
         if record["compiles"]["recompiled_in_window"]:
-            message = (f"{options.mode} compiled again inside the timed window ({in_window}): the step times include "
-                       "compilation; raise --warmup or look for changing shapes")
+            message = (f"{options.mode} compiled again inside the timed window ({record['compiles']['in_window']}): "
+                       "the step times include compilation; raise --warmup or look for changing shapes")
             record["warnings"].append(message)
             warn(message)
         record["memory"] = session.memory()
@@ -285,16 +331,7 @@ def execute(options: RunOptions, run_dir: Path,
             record["warnings"].append(noisy)
             warn(noisy)
         if options.profile:
-            record["phase"] = "profiling"
-            write_run(run_dir, record)
-            session.profiling = True
-            try:
-                result = session.profile(options.profile_steps)
-            finally:
-                session.profiling = False
-            record["timing"]["profiled_step_times_s"] = result.step_times_s
-            record["profile"] = result.record()
-            record["artifacts"].extend(result.artifacts)
+            _profile(session, options.profile_steps, record, run_dir)
         record["artifacts"][:0] = session.artifacts()
         record["environment"].update(session.info())
         record["graph"] = getattr(session, "graph", {})

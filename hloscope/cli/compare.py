@@ -6,6 +6,8 @@ import contextlib
 import json
 import sys
 from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -58,43 +60,18 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             test_repeats: int | None = None, rules: tuple[str, ...] = (), **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
     from hloscope.models.presets import get_preset
-    from hloscope.modes import parse_device_counts, parse_modes
-    from hloscope.render.run_tables import comparison_table
+    from hloscope.modes import parse_device_counts
     from hloscope.runs.rundir import create_run_dir
-    from hloscope.runs.runner import run_comparison
 
     get_preset(values["model"], values.get("seq_len"))
     tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     counts = parse_device_counts(str(values.get("devices") or 1))
     values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run below
     console = Console(stderr=True)
-    if replay and values.get("target"):
-        raise click.UsageError("--replay times the programs on this machine; --target compiles for another GPU "
-                               "without running anything: use one or the other")
-    if replay and not values.get("dump_hlo"):
-        values["dump_hlo"] = True  # replay runs the dumped program
-        console.print("--replay: dumping the HLO (--dump-hlo) so that it can be replayed", highlight=False,
-                      markup=False)
-    if modes is None:
-        selected, missing = available_modes()
-        for mode in missing:
-            console.print(Text.assemble((f"skipping {mode}", "yellow"), ": its framework is not installed"),
-                          highlight=False)
-    else:
-        selected = parse_modes(modes)
-    if values.get("target"):
-        selected = _target_modes(selected, values["target"], console)
+    _check_replay_and_target(replay, values, counts, console)
+    selected, plan = _select_modes(modes, values, counts, console)
     if values.get("target"):
         repeats = 1  # compiled for another GPU, nothing timed: one process says it all
-    if values.get("target") and len(counts) > 1:
-        raise click.UsageError("--target compiles for one GPU without running anything: give one --devices count")
-    plan = None
-    if len(counts) > 1:
-        plan = _device_plan(selected, counts, values["batch_size"])
-    else:
-        selected = _devices_modes(selected, counts[0], values["batch_size"], modes is None, console)
-    if not selected:
-        raise click.UsageError(f"no mode to run: install {_packages_hint()}")
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
@@ -111,7 +88,79 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         with contextlib.suppress(OSError):
             comparison_dir.rmdir()
         raise
+    comparison = _run_with_progress(selected, options_for, comparison_dir, config, console, timeout_s=timeout_s,
+                                    audit_before=audit_before, plan=plan, repeats=repeats)
+    if replay:
+        _replay(comparison, comparison_dir, values, timeout_s, console)
+    record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
+    block = None
+    if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
+        from hloscope.api import explain
 
+        report = explain(comparison_dir)
+        block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console,
+                                       list(rules))
+    if as_json and block is not None:
+        sys.stdout.write(json.dumps(dict(comparison, tested=block.to_dict()), indent=2) + "\n")
+    elif as_json:
+        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
+    else:
+        _print_outcome(record, values, plan is not None, console)
+        if block is not None:
+            from hloscope.render.explain_term import render_tested
+
+            render_tested(block, Console())
+        click.echo(f"comparison directory: {comparison_dir}")
+        if values.get("dump_hlo") or values.get("profile"):
+            click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
+    if not any(entry.status in ("ok", "compiled") for entry in record.modes):
+        sys.exit(1)
+    tested.exit_if_interrupted(block)
+
+
+def _check_replay_and_target(replay: bool, values: dict, counts: list[int], console: Console) -> None:
+    """--replay and --target exclude each other; --replay needs the HLO dumped; --target takes one device count."""
+    if replay and values.get("target"):
+        raise click.UsageError("--replay times the programs on this machine; --target compiles for another GPU "
+                               "without running anything: use one or the other")
+    if replay and not values.get("dump_hlo"):
+        values["dump_hlo"] = True  # replay runs the dumped program
+        console.print("--replay: dumping the HLO (--dump-hlo) so that it can be replayed", highlight=False,
+                      markup=False)
+    if values.get("target") and len(counts) > 1:
+        raise click.UsageError("--target compiles for one GPU without running anything: give one --devices count")
+
+
+def _select_modes(modes: str | None, values: dict, counts: list[int], console: Console) -> tuple[list[str], Any]:
+    """The modes to run (every installed one by default, those that compile for --target, those that run on the
+    device count), and the plan of (mode, devices) runs when several device counts are given (else None)."""
+    from hloscope.modes import parse_modes
+
+    if modes is None:
+        selected, missing = available_modes()
+        for mode in missing:
+            console.print(Text.assemble((f"skipping {mode}", "yellow"), ": its framework is not installed"),
+                          highlight=False)
+    else:
+        selected = parse_modes(modes)
+    if values.get("target"):
+        selected = _target_modes(selected, values["target"], console)
+    plan = None
+    if len(counts) > 1:
+        plan = _device_plan(selected, counts, values["batch_size"])
+    else:
+        selected = _devices_modes(selected, counts[0], values["batch_size"], modes is None, console)
+    if not selected:
+        raise click.UsageError(f"no mode to run: install {_packages_hint()}")
+    return selected, plan
+
+
+def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, config: dict, console: Console,
+                       **run: Any) -> dict:
+    """run_comparison with a progress bar and one line per finished process."""
+    from hloscope.runs.runner import run_comparison
+
+    plan, repeats = run["plan"], run["repeats"]
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     with progress:
@@ -131,60 +180,39 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         def phase(mode: str, where: str) -> None:
             progress.update(task, description=f"running [bold]{escape(mode)}[/bold] ({escape(where)})")
 
-        comparison = run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
-                                    on_mode_phase=phase,
-                                    on_mode_done=done, timeout_s=timeout_s, audit_before=audit_before, plan=plan,
-                                    repeats=repeats)
-    if replay:
-        _replay(comparison, comparison_dir, values, timeout_s, console)
-    record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
-    block = None
-    if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
-        from hloscope.api import explain
+        return run_comparison(selected, options_for, comparison_dir, config, on_mode_start=started,
+                              on_mode_phase=phase, on_mode_done=done, **run)
 
-        report = explain(comparison_dir)
-        block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console,
-                                       list(rules))
-    if as_json and block is not None:
-        sys.stdout.write(json.dumps(dict(comparison, tested=block.to_dict()), indent=2) + "\n")
-    elif as_json:
-        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
-    else:
-        Console().print(comparison_table(record))
-        if values.get("target"):
-            _print_compiled(record)
-        _print_new_mismatches(record, console)
-        if record.parity:  # --check-parity
-            from hloscope.runs.parity import parity_lines
 
-            lines = parity_lines(record.parity)
-            colour = "green" if record.parity["ok"] else "red"
-            for line in lines[:-1]:
-                console.print(line, highlight=False, markup=False)
-            console.print(Text(lines[-1], style=colour), highlight=False)
-        for entry in record.modes:
-            for warning in entry.warnings:  # noisy timing, recompiles in the window
-                console.print(Text.assemble(("warning", "yellow"), f" {_label(entry, plan is not None)}: {warning}"),
-                              highlight=False)
-            if entry.status in ("ok", "compiled"):
-                continue
-            reason = (entry.error or "").split("; stderr ends with:")[0]  # the tail follows in full
-            colour = "yellow" if entry.status == "refused" else "red"
-            console.print(Text.assemble((f"{_label(entry, plan is not None)} {entry.status}", colour),
-                                        f": {reason}"), highlight=False)
-            if entry.stderr_tail:
-                console.print(f"  last lines of its stderr ({entry.stderr_log}):", highlight=False, markup=False)
-                console.print(entry.stderr_tail, markup=False, highlight=False)
-        if block is not None:
-            from hloscope.render.explain_term import render_tested
+def _print_outcome(record: ComparisonRecord, values: dict, per_device_count: bool, console: Console) -> None:
+    """The comparison table, then what went wrong: mismatched settings, parity, warnings, failed processes."""
+    from hloscope.render.run_tables import comparison_table
 
-            render_tested(block, Console())
-        click.echo(f"comparison directory: {comparison_dir}")
-        if values.get("dump_hlo") or values.get("profile"):
-            click.echo(f"why the modes differ: hloscope explain {comparison_dir}")
-    if not any(entry.status in ("ok", "compiled") for entry in record.modes):
-        sys.exit(1)
-    tested.exit_if_interrupted(block)
+    Console().print(comparison_table(record))
+    if values.get("target"):
+        _print_compiled(record)
+    _print_new_mismatches(record, console)
+    if record.parity:  # --check-parity
+        from hloscope.runs.parity import parity_lines
+
+        lines = parity_lines(record.parity)
+        colour = "green" if record.parity["ok"] else "red"
+        for line in lines[:-1]:
+            console.print(line, highlight=False, markup=False)
+        console.print(Text(lines[-1], style=colour), highlight=False)
+    for entry in record.modes:
+        for warning in entry.warnings:  # noisy timing, recompiles in the window
+            console.print(Text.assemble(("warning", "yellow"), f" {_label(entry, per_device_count)}: {warning}"),
+                          highlight=False)
+        if entry.status in ("ok", "compiled"):
+            continue
+        reason = (entry.error or "").split("; stderr ends with:")[0]  # the tail follows in full
+        colour = "yellow" if entry.status == "refused" else "red"
+        console.print(Text.assemble((f"{_label(entry, per_device_count)} {entry.status}", colour),
+                                    f": {reason}"), highlight=False)
+        if entry.stderr_tail:
+            console.print(f"  last lines of its stderr ({entry.stderr_log}):", highlight=False, markup=False)
+            console.print(entry.stderr_tail, markup=False, highlight=False)
 
 
 def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | None, console: Console) -> None:

@@ -387,55 +387,60 @@ _WINDOW_FIGURES = {"seconds": "seconds", "cpu_count": "count", "cpu_affinity": "
 def _check_host_scheduling(file: Path, record: dict, what: str) -> None:
     """`profile.host_scheduling` (one entry per profiled step) and `timing.host_scheduling` (the timed window): null,
     or objects whose figures are non-negative numbers, counts and names; anything else is refused naming the field."""
-
-    def wrong(where: str, value: Any, expected: str) -> InputError:
-        return InputError(file, f"not a valid {what}: '{where}' is {type(value).__name__} {value!r:.40}, expected "
-                                f"{expected}")
-
-    def obj(where: str, value: Any) -> dict:
-        if not isinstance(value, dict):
-            raise wrong(where, value, "an object")
-        return value
-
-    def figures(where: str, part: Any, kinds: dict[str, str]) -> None:
-        for key, kind in kinds.items():
-            value = obj(where, part).get(key)
-            if value is None and kind != "text":
-                continue
-            if kind == "text":
-                if not isinstance(value, str):
-                    raise wrong(f"{where}.{key}", value, "a string")
-            elif isinstance(value, bool) or not isinstance(value, int if kind == "count" else (int, float)):
-                raise wrong(f"{where}.{key}", value, "an integer" if kind == "count" else "a number of seconds")
-            elif not 0 <= value < (MAX_DURATION_S if kind == "seconds" else 2**63):
-                raise wrong(f"{where}.{key}", value, "a non-negative number" if kind == "count" else
-                            "a number of seconds, at least 0 and below 1e9")
-
+    check = _FigureCheck(file, what)
     profile = record.get("profile")
     steps = profile.get("host_scheduling") if isinstance(profile, dict) else None
     if steps is not None:
         if not isinstance(steps, list):
-            raise wrong("profile.host_scheduling", steps, "a list or null")
+            raise check.wrong("profile.host_scheduling", steps, "a list or null")
         for number, step in enumerate(steps):
             where = f"profile.host_scheduling[{number}]"
-            figures(where, step, {"step": "count"})
+            check.figures(where, step, {"step": "count"})
             for group in ("main_thread", "other_threads"):
-                figures(f"{where}.{group}", step.get(group), _THREAD_FIGURES)
-            figures(f"{where}.other_threads", step["other_threads"], {"threads": "count"})
+                check.figures(f"{where}.{group}", step.get(group), _THREAD_FIGURES)
+            check.figures(f"{where}.other_threads", step["other_threads"], {"threads": "count"})
     timing = record.get("timing")
     window = timing.get("host_scheduling") if isinstance(timing, dict) else None
     if window is not None:
-        figures("timing.host_scheduling", window, _WINDOW_FIGURES)
+        check.figures("timing.host_scheduling", window, _WINDOW_FIGURES)
         for group in ("main_thread", "other_threads"):
-            figures(f"timing.host_scheduling.{group}", window.get(group), _THREAD_FIGURES)
+            check.figures(f"timing.host_scheduling.{group}", window.get(group), _THREAD_FIGURES)
         for key in ("other_processes", "other_processes_on_run_cpus"):
             processes = window.get(key)
             if processes is None and key == "other_processes_on_run_cpus":
                 continue  # no CPU affinity where the run was made
             if not isinstance(processes, list):
-                raise wrong(f"timing.host_scheduling.{key}", processes, "a list")
+                raise check.wrong(f"timing.host_scheduling.{key}", processes, "a list")
             for number, process in enumerate(processes):
-                figures(f"timing.host_scheduling.{key}[{number}]", process, _PROCESS_FIGURES)
+                check.figures(f"timing.host_scheduling.{key}[{number}]", process, _PROCESS_FIGURES)
+
+
+class _FigureCheck:
+    """Checks of a record's figures by kind ("count", "seconds", "text", or any other: a non-negative number), each
+    refusal one InputError naming the file and the field."""
+
+    def __init__(self, file: Path, what: str):
+        self.file, self.what = file, what
+
+    def wrong(self, where: str, value: Any, expected: str) -> InputError:
+        return InputError(self.file, f"not a valid {self.what}: '{where}' is {type(value).__name__} {value!r:.40}, "
+                                     f"expected {expected}")
+
+    def figures(self, where: str, part: Any, kinds: dict[str, str]) -> None:
+        if not isinstance(part, dict):
+            raise self.wrong(where, part, "an object")
+        for key, kind in kinds.items():
+            value = part.get(key)
+            if value is None and kind != "text":
+                continue
+            if kind == "text":
+                if not isinstance(value, str):
+                    raise self.wrong(f"{where}.{key}", value, "a string")
+            elif isinstance(value, bool) or not isinstance(value, int if kind == "count" else (int, float)):
+                raise self.wrong(f"{where}.{key}", value, "an integer" if kind == "count" else "a number of seconds")
+            elif not 0 <= value < (MAX_DURATION_S if kind == "seconds" else 2**63):
+                raise self.wrong(f"{where}.{key}", value, "a non-negative number" if kind == "count" else
+                                 "a number of seconds, at least 0 and below 1e9")
 
 
 def load_record(path: Path, what: str, kind: str, statuses: Collection[str], shape: dict[str, type]) -> dict:

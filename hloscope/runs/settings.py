@@ -54,19 +54,10 @@ def _section(record: dict, key: str) -> dict:
 
 def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
     """The run's settings that matter for a comparison, flattened to text."""
-    out: dict[str, str] = {}
     config = {**_BEFORE_THE_OPTION, **_section(run, "config")}
-    for key, value in config.items():
-        if key in _NOT_CONFIG or value is None or (key in _UNSET_CONFIG and value == _UNSET_CONFIG[key]):
-            continue
-        if isinstance(value, dict):
-            for inner, item in value.items():
-                if not isinstance(item, (dict, list)) and item is not None:
-                    out[f"{key}.{inner}"] = _text(item)
-        elif not isinstance(value, list):
-            out[key] = _text(value)
-    model_config = _section(config, "model_config")
     environment = _section(run, "environment")
+    out = _config_settings(config)
+    model_config = _section(config, "model_config")
     recorded = _section(environment, "attention").get("implementation")
     out.setdefault("attention", _text(recorded or config.get("attention") or model_config.get("attn_implementation")
                                       or "eager"))
@@ -82,19 +73,43 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
     if compute_dtype:
         out["compute dtype in effect"] = compute_dtype
     for section in ("packages", "threads"):
-        values = environment.get(section)
-        if isinstance(values, dict):
-            for name, version in values.items():
-                if not isinstance(version, (dict, list)) and version is not None:
-                    out[f"{section}.{name}"] = _text(version)
-    env = environment.get("env")
-    if isinstance(env, dict):
-        for name, value in env.items():
-            if name.startswith(_ENV_PREFIXES) and not isinstance(value, (dict, list)):
-                if name == "XLA_FLAGS":  # where a dump goes differs per run; torch_xla adds XLA's default
-                    value = " ".join(f for f in str(value).split() if not f.startswith(_INERT_XLA_FLAGS))
-                if value:
-                    out[f"env.{name}"] = _text(value)
+        out.update(_flat(section, environment.get(section)))
+    out.update(_env_settings(environment.get("env")))
+    return out
+
+
+def _config_settings(config: dict) -> dict[str, str]:
+    """The run's options, one level of nesting flattened (`model_config.hidden_size`); unset ones left out."""
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        if key in _NOT_CONFIG or value is None or (key in _UNSET_CONFIG and value == _UNSET_CONFIG[key]):
+            continue
+        if isinstance(value, dict):
+            out.update(_flat(key, value))
+        elif not isinstance(value, list):
+            out[key] = _text(value)
+    return out
+
+
+def _flat(prefix: str, values: object) -> dict[str, str]:
+    """`prefix.name -> text` for the plain values of a dict (nested dicts and lists, and nulls, left out)."""
+    if not isinstance(values, dict):
+        return {}
+    return {f"{prefix}.{name}": _text(value) for name, value in values.items()
+            if not isinstance(value, (dict, list)) and value is not None}
+
+
+def _env_settings(env: object) -> dict[str, str]:
+    """The environment variables that change threading or compilation; in XLA_FLAGS, the inert flags left out."""
+    if not isinstance(env, dict):
+        return {}
+    out: dict[str, str] = {}
+    for name, value in env.items():
+        if name.startswith(_ENV_PREFIXES) and not isinstance(value, (dict, list)):
+            if name == "XLA_FLAGS":  # where a dump goes differs per run; torch_xla adds XLA's default
+                value = " ".join(f for f in str(value).split() if not f.startswith(_INERT_XLA_FLAGS))
+            if value:
+                out[f"env.{name}"] = _text(value)
     return out
 
 
