@@ -238,53 +238,66 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> li
     locator = StepLocator(windows)
     launches: dict[int, tuple[int, str | None]] = {}  # correlation id -> (launch start ns, innermost cpu_op)
     for line in host_plane.lines.values():
-        ops: list[tuple[int, str]] = []  # stack of open cpu_ops: (end ns, name)
-        for start, duration_ps, name, args in sorted(line.events, key=lambda e: (e[0], -e[1])):
-            number = _step_number(name)
-            if number is not None:
-                args["group_id"] = number
-                args["step_name"] = name  # the trace viewer shows this name; the step number is the group_id
-            elif windows:
-                step = locator.index_at(start)
-                if step is not None:
-                    args["group_id"] = windows[step].number
-            while ops and ops[-1][0] <= start:
-                ops.pop()
-            category = args.get("kineto_category")
-            if category == "cpu_op":
-                args["tf_op"] = tf_op_fullname(name)
-                ops.append((start + duration_ps // 1000, name))
-            elif category in LAUNCH_CATEGORIES:
-                correlation = args.get("correlation_id")
-                if isinstance(correlation, int) and correlation > 0:
-                    launches[correlation] = (start, ops[-1][1] if ops else None)
+        _group_host_line(line, windows, locator, launches)
     for plane in gpu_planes.values():
-        spans: dict[int, list[int]] = {}  # step number -> [first start ns, last end ns]
-        for line in plane.lines.values():
-            for start, duration_ps, _, args in line.events:
-                if args.get("kineto_category") == "gpu_user_annotation":
-                    continue
-                launch = launches.get(args.get("correlation_id"))
-                if launch is not None and launch[1] is not None:
-                    args["tf_op"] = tf_op_fullname(launch[1])
-                if not windows:
-                    continue
-                step = locator.index_at(launch[0]) if launch is not None else None
-                if step is None:
-                    step = locator.last_started(start)
-                if step is None:
-                    continue
-                number = windows[step].number
-                args["group_id"] = number
-                end = start + duration_ps // 1000
-                span = spans.setdefault(number, [start, end])
-                span[0], span[1] = min(span[0], start), max(span[1], end)
-        if spans:
-            steps = plane.line("xprof steps", "Steps")
-            steps.id = STEPS_LINE_ID
-            for number, (start, end) in sorted(spans.items()):
-                steps.events.append((start, (end - start) * 1000, str(number), {"group_id": number}))
+        _group_device_plane(plane, windows, locator, launches)
     return markers
+
+
+def _group_host_line(line: Any, windows: list, locator: Any, launches: dict[int, tuple[int, str | None]]) -> None:
+    """A host line's step marker stats, each event's step, `tf_op` on cpu_ops, and each launch's innermost cpu_op
+    (into `launches`, by correlation id)."""
+    ops: list[tuple[int, str]] = []  # stack of open cpu_ops: (end ns, name)
+    for start, duration_ps, name, args in sorted(line.events, key=lambda e: (e[0], -e[1])):
+        number = _step_number(name)
+        if number is not None:
+            args["group_id"] = number
+            args["step_name"] = name  # the trace viewer shows this name; the step number is the group_id
+        elif windows:
+            step = locator.index_at(start)
+            if step is not None:
+                args["group_id"] = windows[step].number
+        while ops and ops[-1][0] <= start:
+            ops.pop()
+        category = args.get("kineto_category")
+        if category == "cpu_op":
+            args["tf_op"] = tf_op_fullname(name)
+            ops.append((start + duration_ps // 1000, name))
+        elif category in LAUNCH_CATEGORIES:
+            correlation = args.get("correlation_id")
+            if isinstance(correlation, int) and correlation > 0:
+                launches[correlation] = (start, ops[-1][1] if ops else None)
+
+
+def _group_device_plane(plane: _Plane, windows: list, locator: Any,
+                        launches: dict[int, tuple[int, str | None]]) -> None:
+    """Each device event's `tf_op` (its launch's cpu_op) and step (its launch's, else the last step started before
+    it), and the plane's "Steps" line spanning each step's device events."""
+    spans: dict[int, list[int]] = {}  # step number -> [first start ns, last end ns]
+    for line in plane.lines.values():
+        for start, duration_ps, _, args in line.events:
+            if args.get("kineto_category") == "gpu_user_annotation":
+                continue
+            launch = launches.get(args.get("correlation_id"))
+            if launch is not None and launch[1] is not None:
+                args["tf_op"] = tf_op_fullname(launch[1])
+            if not windows:
+                continue
+            step = locator.index_at(launch[0]) if launch is not None else None
+            if step is None:
+                step = locator.last_started(start)
+            if step is None:
+                continue
+            number = windows[step].number
+            args["group_id"] = number
+            end = start + duration_ps // 1000
+            span = spans.setdefault(number, [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+    if spans:
+        steps = plane.line("xprof steps", "Steps")
+        steps.id = STEPS_LINE_ID
+        for number, (start, end) in sorted(spans.items()):
+            steps.events.append((start, (end - start) * 1000, str(number), {"group_id": number}))
 
 
 # PyTorch's allocation records (`profile_memory=True`): instant events named "[memory]" whose `Bytes` is positive for an

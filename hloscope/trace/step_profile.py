@@ -124,6 +124,47 @@ def default_op_group(event: Event) -> str:
     return name[:120]
 
 
+@dataclass
+class _StepEvents:
+    """One pass over a trace's events, each filed under the step whose marker started last before it."""
+
+    device: list[tuple[float, float, str]]  # every device execution: (start, end, category)
+    counts: list[dict[str, int]]  # per step: category -> executions
+    ops: list[dict[str, OpSample]]  # per step: op group -> its device executions
+    host: list[dict[str, list[tuple[float, float]]]]  # per step: host cause -> intervals
+    aten: list[list[tuple[float, float, str, str]]]  # per step: PyTorch ops (start, end, lane, name)
+    last_step_device_end: float = 0.0  # where the last step's device work ends
+
+
+def _sort_events(events: Iterable[Event], starts: list[float], category_of: Callable[[Event], str],
+                 op_group_of: Callable[[Event], str]) -> _StepEvents:
+    n = len(starts)
+    seen = _StepEvents([], [{} for _ in range(n)], [{} for _ in range(n)], [{} for _ in range(n)], [[] for _ in range(n)])
+    for event in events:
+        index = bisect.bisect_right(starts, event.start_us) - 1
+        if index < 0:
+            continue
+        if event.is_device_exec:
+            category = category_of(event)
+            seen.device.append((event.start_us, event.end_us, category))
+            seen.counts[index][category] = seen.counts[index].get(category, 0) + 1
+            _add_op(seen.ops[index], op_group_of(event), event.dur_us)
+            if index == n - 1:
+                seen.last_step_device_end = max(seen.last_step_device_end, event.end_us)
+        elif not event.device and event.kind != STEP and event.dur_us > 0 and not _NOT_HOST_WORK.search(event.name):
+            host = seen.host[index]
+            if _SYNC.search(event.name):
+                first = host.get(BEFORE_SYNC)
+                if first is None or event.start_us < first[0][1]:
+                    host[BEFORE_SYNC] = [(starts[index], event.start_us)]
+            cause = _host_cause(event.name)
+            if cause is not None:
+                host.setdefault(cause, []).append((event.start_us, event.end_us))
+            if event.name.startswith("aten::"):
+                seen.aten[index].append((event.start_us, event.end_us, event.lane + event.process, event.name))
+    return seen
+
+
 def step_parts(
     events: Iterable[Event],
     windows: list[tuple[int, float, float]],
@@ -138,33 +179,9 @@ def step_parts(
     windows = sorted(windows, key=lambda w: w[1])
     starts = [w[1] for w in windows]
     n = len(windows)
-    device: list[tuple[float, float, str]] = []
-    counts: list[dict[str, int]] = [{} for _ in range(n)]
-    ops: list[dict[str, OpSample]] = [{} for _ in range(n)]
-    host: list[dict[str, list[tuple[float, float]]]] = [{} for _ in range(n)]
-    aten: list[list[tuple[float, float, str, str]]] = [[] for _ in range(n)]  # (start, end, lane, name)
-    last_end = windows[-1][2] if windows else 0.0
-    for event in events:
-        index = bisect.bisect_right(starts, event.start_us) - 1
-        if index < 0:
-            continue
-        if event.is_device_exec:
-            category = category_of(event)
-            device.append((event.start_us, event.end_us, category))
-            counts[index][category] = counts[index].get(category, 0) + 1
-            _add_op(ops[index], op_group_of(event), event.dur_us)
-            if index == n - 1:
-                last_end = max(last_end, event.end_us)
-        elif not event.device and event.kind != STEP and event.dur_us > 0 and not _NOT_HOST_WORK.search(event.name):
-            if _SYNC.search(event.name):
-                first = host[index].get(BEFORE_SYNC)
-                if first is None or event.start_us < first[0][1]:
-                    host[index][BEFORE_SYNC] = [(starts[index], event.start_us)]
-            cause = _host_cause(event.name)
-            if cause is not None:
-                host[index].setdefault(cause, []).append((event.start_us, event.end_us))
-            if event.name.startswith("aten::"):
-                aten[index].append((event.start_us, event.end_us, event.lane + event.process, event.name))
+    seen = _sort_events(events, starts, category_of, op_group_of)
+    device, counts, ops, host, aten = seen.device, seen.counts, seen.ops, seen.host, seen.aten
+    last_end = max(windows[-1][2], seen.last_step_device_end) if windows else 0.0
     ends = [*starts[1:], last_end]
     # Device time inside each step: every execution clipped to the steps it overlaps.
     intervals: list[list[tuple[float, float]]] = [[] for _ in range(n)]
