@@ -22,13 +22,14 @@ def measured(mode: str, batch: int, optimizer: str = "sgd") -> MemoryLedger:
     import torch  # noqa: F401
     options = RunOptions(mode=mode, model="vit-tiny", batch_size=batch, steps=1, warmup=1, device="cpu",
                          optimizer=optimizer)
-    session = load_session(options, Path(tempfile.mkdtemp(prefix="hloscope-ledger-")))
-    try:
-        session.setup()
-        session.wait(session.step(0))
-        record = memory_ledger.measure(session, session.memory())
-    finally:
-        session.close()
+    with tempfile.TemporaryDirectory(prefix="hloscope-ledger-") as run_dir:  # removed after: nothing left in /tmp
+        session = load_session(options, Path(run_dir))
+        try:
+            session.setup()
+            session.wait(session.step(0))
+            record = memory_ledger.measure(session, session.memory())
+        finally:
+            session.close()
     ledger = read_ledger({"memory": {"ledger": record}}, "run.json")
     assert ledger is not None and not ledger.notes, record
     return ledger
