@@ -137,6 +137,13 @@ CLI_CHOICES: tuple[str, ...] = tuple(dict.fromkeys([*FRAMEWORKS, *(m.name for m 
 TARGET_MODES: tuple[str, ...] = tuple(mode.name for mode in MODES if mode.target_capture)
 DATA_PARALLEL_MODES: tuple[str, ...] = tuple(mode.name for mode in MODES if mode.data_parallel)
 FRAMEWORK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys(name for mode in MODES for name in mode.imports))
+# The frameworks whose step is a jax.jit program (JAX itself, and torchax on JAX arrays): XLA's memory analysis of
+# the compiled step and jax.monitoring's events describe them.
+JAX_FRAMEWORKS: tuple[str, ...] = tuple(dict.fromkeys(mode.framework for mode in MODES if "jax" in mode.imports))
+# The module whose presence in sys.modules says a framework's runtime has been imported: jax for the JAX frameworks,
+# else the last module its mode imports (torch, torch_xla).
+FRAMEWORK_MODULE: dict[str, str] = {mode.framework: "jax" if "jax" in mode.imports else mode.imports[-1]
+                                    for mode in MODES}
 
 
 def get_mode(name: str) -> Mode:

@@ -1,10 +1,10 @@
 """Measure a run's memory ledger (run.json `memory.ledger`, hloscope/runs/memory_record.py) after its timed window.
 
-XLA modes (jax, torchax): the train step compiled again, without dump options, and XLA's own memory analysis of it
+The JAX frameworks (modes.JAX_FRAMEWORKS, torchax among them): the train step compiled again, without dump options, and XLA's own memory analysis of it
 (`jit(step).lower(state, batch).compile().memory_analysis()`): its argument buffers are traced to parameters, buffers,
 optimizer state and batch through the step's pytree (state, images, labels), its outputs and temporaries are XLA's.
 The gradients and the activations are estimated inside the temporaries (gradients: the parameters' bytes; activations:
-what `jax.vjp` of the loss keeps for backward, before XLA optimises).
+what the VJP of the loss keeps for backward, before XLA optimises).
 
 PyTorch (eager, compile) and PyTorch/XLA: parameters, buffers, gradients and optimizer state from the tensors
 themselves; activations from one extra forward (no backward, no update) under `torch.autograd.graph.saved_tensors_hooks`,
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.backends.optimizers import MOMENTS_PER_PARAMETER
-from hloscope.modes import get_mode
+from hloscope.modes import JAX_FRAMEWORKS, get_mode
 from hloscope.runs.memory_record import MemoryLedger, MemoryPart
 
 XLA_ANALYSIS = "XLA's memory analysis of the compiled step (jit(step).lower(state, batch).compile().memory_analysis())"
@@ -40,7 +40,7 @@ def measure(session, memory: dict) -> dict:
                 "ledger describes one device's step"}
     try:
         framework = get_mode(options.mode).framework
-        if framework in ("jax", "torchax"):
+        if framework in JAX_FRAMEWORKS:
             ledger = xla_ledger(session, memory)
         else:
             ledger = torch_ledger(session, memory, lazy=framework == "torch_xla")

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.modes import FRAMEWORK_MODULE, JAX_FRAMEWORKS
+
 COMPILE_CACHE_ENV = "HLOSCOPE_COMPILE_CACHE"
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_RESHAPE="<mode>[,<mode>...]" drops the last sample of every
 # batch from the second timed step on, so that the mode meets a new input shape inside the timed window and compiles
@@ -297,7 +299,7 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> 
     """Point the framework's persistent compile caches at folders of `directory` (one per cache, so that the modes of
     a comparison can share it), before their first compile; returns run.json `startup.compile_cache`."""
     folders: dict[str, str] = {}
-    if framework in ("jax", "torchax"):
+    if framework in JAX_FRAMEWORKS:
         import jax
 
         folders["jax_compilation_cache_dir"] = str(directory / "jax")
@@ -316,18 +318,17 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> 
     return {"dir": str(directory), "folders": folders}
 
 
-# The module whose presence says a framework has been imported: a probe never imports its framework itself (torch_xla
-# must start after the session has set PJRT_DEVICE and XLA_FLAGS; a stand-in session imports nothing).
-FRAMEWORK_MODULE = {"jax": "jax", "torchax": "jax", "pytorch": "torch", "torch_xla": "torch_xla"}
 
 
 def make_probe(mode: str, framework: str, compiled: bool) -> Probe | None:
     """The probe for `mode`'s framework once the session has imported it; None before. JAX's events reach only a
     listener registered before them (its probe starts when the mode's module is loaded); dynamo's and torch_xla's
     figures are cumulative since the process started, so their probes can start late."""
+    # a probe never imports its framework itself (torch_xla must start after the session has set PJRT_DEVICE and
+    # XLA_FLAGS; a stand-in session imports nothing): it starts once the framework's module is there
     if FRAMEWORK_MODULE.get(framework) not in sys.modules:
         return None
-    if framework in ("jax", "torchax"):
+    if framework in JAX_FRAMEWORKS:
         return JaxProbe()
     if framework == "torch_xla":
         return TorchXlaProbe(dynamo=compiled)
