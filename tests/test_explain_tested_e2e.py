@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.explain.experiments import MEANINGFUL_SHARE
+
 pytestmark = pytest.mark.slow
 
 RUN = ("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "16", "--steps", "10", "--warmup", "2", "--json")
@@ -44,10 +46,15 @@ def _test(block: dict, run: str, setting: str) -> dict:
 
 def _closes_the_gap_or_says_why_not(test: dict) -> None:
     """Confirmed, with the remaining gap zero within its interval (or partly, where the share's interval reaches a
-    confirmed share but noise keeps its low end under it); or cannot tell, because the re-run's gap did not reproduce
-    or the closure stayed inside the spread between processes."""
+    confirmed share but noise keeps its low end under it); or cannot tell, because the re-run's gap did not reproduce,
+    the closure stayed inside the spread between processes, or the share's interval holds both no closure and a
+    meaningful one (seen on a loaded CI machine: 109%, -0% to 232%)."""
     if test["verdict"] == "cannot tell":
-        assert "did not reproduce" in test["why"] or "spread between processes" in test["why"], test["why"]
+        if "holds both no closure and a meaningful one" in test["why"]:  # too few steps against this much noise
+            low, high = test["closure"]["share_closed_ci"]
+            assert low <= 0 and high >= MEANINGFUL_SHARE, test
+        else:
+            assert "did not reproduce" in test["why"] or "spread between processes" in test["why"], test["why"]
         return
     closure = test["closure"]
     low, high = closure["gap_after_ci_s"]
