@@ -14,8 +14,10 @@ executions inside steps, nothing is filtered.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hloscope.files import int64
 
@@ -41,10 +43,8 @@ def _stats(plane, holder) -> dict:
     return out
 
 
-def programs_in_steps(space) -> set[int]:
-    """Program ids of the XLA ops that started inside a profiled step (XLA ops: events named after their `hlo_op`)."""
-    markers: list[float] = []
-    ops: list[tuple[float, int]] = []
+def _timed_events(space) -> Iterator[tuple[Any, Any, Any, int]]:
+    """(plane, event, its metadata or None, start in ps) of every event outside the metadata plane."""
     for plane in space.planes:
         if plane.name == METADATA_PLANE:
             continue
@@ -52,18 +52,24 @@ def programs_in_steps(space) -> set[int]:
         for line in plane.lines:
             base_ps = line.timestamp_ns * 1000
             for event in line.events:
-                meta = metadata.get(event.metadata_id)
-                name = meta.name if meta is not None else ""
-                start = base_ps + event.offset_ps
-                if name in STEP_MARKERS:
-                    markers.append(start)
-                    continue
-                stats = _stats(plane, event)
-                if meta is not None:
-                    stats = {**_stats(plane, meta), **stats}
-                program = int64(stats.get("program_id"))
-                if program is not None and stats.get("hlo_op") == name:
-                    ops.append((start, program))
+                yield plane, event, metadata.get(event.metadata_id), base_ps + event.offset_ps
+
+
+def programs_in_steps(space) -> set[int]:
+    """Program ids of the XLA ops that started inside a profiled step (XLA ops: events named after their `hlo_op`)."""
+    markers: list[float] = []
+    ops: list[tuple[float, int]] = []
+    for plane, event, meta, start in _timed_events(space):
+        name = meta.name if meta is not None else ""
+        if name in STEP_MARKERS:
+            markers.append(start)
+            continue
+        stats = _stats(plane, event)
+        if meta is not None:
+            stats = {**_stats(plane, meta), **stats}
+        program = int64(stats.get("program_id"))
+        if program is not None and stats.get("hlo_op") == name:
+            ops.append((start, program))
     if not markers:
         return set()
     markers.sort()
@@ -110,15 +116,8 @@ def step_marker_ms(space) -> list[float]:
     run (jax.profiler.StepTraceAnnotation, xp.StepTrace), or torch_xla's `StepMarker` events when there is none
     (torch_xla writes both: counting both would count each step twice)."""
     found: dict[str, list[tuple[int, float]]] = {name: [] for name in STEP_MARKERS}
-    for plane in space.planes:
-        if plane.name == METADATA_PLANE:
-            continue
-        metadata = plane.event_metadata
-        for line in plane.lines:
-            base_ps = line.timestamp_ns * 1000
-            for event in line.events:
-                meta = metadata.get(event.metadata_id)
-                if meta is not None and meta.name in found:
-                    found[meta.name].append((base_ps + event.offset_ps, event.duration_ps / 1e9))
+    for _, event, meta, start in _timed_events(space):
+        if meta is not None and meta.name in found:
+            found[meta.name].append((start, event.duration_ps / 1e9))
     markers = next((found[name] for name in STEP_MARKERS if found[name]), [])
     return [ms for _, ms in sorted(markers)]
