@@ -11,9 +11,11 @@ themselves; activations from one extra forward (no backward, no update) under `t
 counting the storages autograd saves that are neither parameters nor the batch (torch.compile: the eager module's
 forward, an estimate of what the compiled graph keeps); temporaries from torch.cuda's peak allocated bytes on CUDA.
 torch_xla traces forward and backward into one XLA graph and exposes no buffer assignment of it while it runs (its
-metrics count compiles and transfers, not buffers; `xm.get_memory_info` is refused by the CPU client): its activations
-and temporaries are not measured here (they fall in the runtime's share); with --dump-hlo, explain reads the
-temporaries from XLA's buffer assignment of the step's graph in the dump (hloscope/explain/memory.py).
+metrics count compiles and transfers, not buffers; `xm.get_memory_info` is refused by the CPU client): its temporaries
+come from XLA's memory analysis of the step's compiled graph as torch_xla's compilation analysis prints it
+(hloscope/backends/torch_xla_analysis.py), its activations are among them and not measured apart. Where the user
+set PT_XLA_DEBUG_LEVEL/FILE themselves and --dump-hlo kept the graph, explain reads the temporaries from XLA's buffer
+assignment in the dump (hloscope/explain/memory.py).
 
 The runtime's share is the peak (the device's where it reports one, else the process's peak host RSS) minus every
 other measured part. Importing this module imports no framework.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope.backends import torch_xla_analysis
 from hloscope.backends.optimizers import MOMENTS_PER_PARAMETER
 from hloscope.modes import JAX_FRAMEWORKS, get_mode
 from hloscope.runs.memory_record import MemoryLedger, MemoryPart
@@ -175,11 +178,7 @@ def torch_ledger(session, memory: dict, lazy: bool) -> MemoryLedger:
         MemoryPart("inputs", _tensor_bytes(images) + _tensor_bytes(labels), f"{tensors}: one batch"),
     ]
     if lazy:
-        ledger.parts.append(MemoryPart("activations", None, "not measured: torch_xla traces forward and backward into "
-                                       "one XLA graph and exposes no buffer assignment of it while it runs"))
-        ledger.parts.append(MemoryPart("temporaries", None, "not measured (as the activations): in the runtime's "
-                                       "share; with --dump-hlo, explain reads them from XLA's buffer assignment of "
-                                       "the step's graph"))
+        lazy_parts(ledger, session)
         add_runtime(ledger)
         return ledger
     eager = getattr(model, "_orig_mod", model)  # torch.compile's wrapper keeps the eager module
@@ -201,6 +200,27 @@ def torch_ledger(session, memory: dict, lazy: bool) -> MemoryLedger:
                                        "the temporaries are in the runtime's share"))
     add_runtime(ledger, runtime_extra)
     return ledger
+
+
+def lazy_parts(ledger: MemoryLedger, session) -> None:
+    """torch_xla: the step's temporaries from XLA's memory analysis of its compiled graph, as torch_xla's compilation
+    analysis reports it (the largest of the train step's graphs: the others are the first steps' variants)."""
+    graphs = [g for g in session.step_compilations() if "temp_bytes" in g.sizes]
+    if not graphs:
+        ledger.parts.append(MemoryPart("activations", None, "not measured: torch_xla traces forward and backward into "
+                                       "one XLA graph and exposes no buffer assignment of it while it runs"))
+        ledger.parts.append(MemoryPart("temporaries", None, "not measured (as the activations): in the runtime's "
+                                       "share; with --dump-hlo, explain reads them from XLA's buffer assignment of "
+                                       "the step's graph"))
+        return
+    step = max(graphs, key=lambda g: g.sizes["temp_bytes"])
+    source = (f"{torch_xla_analysis.SOURCE}: XLA's memory analysis of the step's compiled graph (graph hash "
+              f"{step.graph_hash}), printed in GiB to 6 decimals")
+    ledger.compiled = {**step.sizes, "peak_bytes": None, "source": source}
+    ledger.parts.append(MemoryPart("temporaries", step.sizes["temp_bytes"], f"{source}: temporary buffers",
+                                   detail={"resolution_bytes": torch_xla_analysis.SIZE_RESOLUTION_BYTES}))
+    ledger.parts.append(MemoryPart("activations", None, "not measured apart: torch_xla traces forward and backward "
+                                   "into one XLA graph, whose activations are among its temporaries"))
 
 
 def saved_for_backward(model, workload, images, labels, parameters: list[Any]) -> int:

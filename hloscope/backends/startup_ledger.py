@@ -10,7 +10,9 @@ lowering, compiling or reading a persistent compile cache:
 - torch.compile: `torch._dynamo.utils.compilation_time_metrics` (dynamo's and inductor's timed regions, nested: the
   parts below are differences of nested regions, so that they do not overlap), the FX graph and AOT autograd cache
   counters, and dynamo's compilation records (`recompile_reason`: the guard that failed).
-- torch_xla: `torch_xla.debug.metrics` (CompileTime, ExecuteTime, CachedCompile/UncachedCompile, PersistentCacheHit/Miss).
+- torch_xla: `torch_xla.debug.metrics` (CompileTime, ExecuteTime, CachedCompile/UncachedCompile, PersistentCacheHit/Miss);
+  inside the window, its compilation analysis (hloscope/backends/torch_xla_analysis.py) gives each new graph's hash,
+  torch_xla's reason to compile it and the Python frame that asked for it.
 
 What a phase's framework parts do not cover is its `unaccounted` part (the first step's first execution where the
 framework does not time it, Python between the timed regions), so that the parts add up to the phase exactly.
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.backends import torch_xla_analysis
 from hloscope.modes import FRAMEWORK_MODULE, JAX_FRAMEWORKS
 
 COMPILE_CACHE_ENV = "HLOSCOPE_COMPILE_CACHE"
@@ -281,17 +284,36 @@ class TorchXlaProbe(Probe):
     def window_opening(self) -> None:
         self.compiles_before = self.metrics.metric_data("CompileTime")[0] if self.metrics.metric_data("CompileTime") \
             else 0
+        self.graphs_before = len(self._graphs())
         if self.dynamo is not None:
             self.dynamo.window_opening()
+
+    @staticmethod
+    def _graphs() -> list[torch_xla_analysis.XlaCompilation]:
+        """The graphs torch_xla's compilation analysis has recorded so far (none where it writes no file)."""
+        file = os.environ.get(torch_xla_analysis.DEBUG_FILE_ENV)
+        return torch_xla_analysis.read(Path(file)) if file else []
 
     def recompilations(self) -> list[dict]:
         found = self.dynamo.recompilations() if self.dynamo is not None else []
         data = self.metrics.metric_data("CompileTime")
         compiled = (data[0] if data else 0) - getattr(self, "compiles_before", 0)
-        if compiled > 0:
+        if compiled <= 0:
+            return found
+        graphs = self._graphs()[getattr(self, "graphs_before", 0):]
+        if not graphs:
             found.append({"cause": f"{compiled} new graph(s) compiled by XLA (a graph hash not in torch_xla's "
                                    "compilation cache: the traced graph changed)",
                           "source": "torch_xla.debug.metrics CompileTime count"})
+            return found
+        # CompileTime's recent samples are (timestamp, nanoseconds), one per compile, in order
+        seconds = [value / 1e9 for _, value in (data[2] if data else [])][-len(graphs):]
+        for index, graph in enumerate(graphs):
+            found.append({"cause": f"new graph {graph.graph_hash} compiled by XLA (torch_xla: {graph.cause}): "
+                                   "its hash was not in torch_xla's compilation cache, so the traced graph changed",
+                          "graph_hash": graph.graph_hash, "frame": graph.user_frame,
+                          "seconds": seconds[index] if len(seconds) == len(graphs) else None,
+                          "source": torch_xla_analysis.SOURCE})
         return found
 
 

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hloscope.backends import check_torch_xla_cuda, xla_dump
+from hloscope.backends import check_torch_xla_cuda, torch_xla_analysis, xla_dump
 from hloscope.backends.base import (
     INPUT_ANNOTATION,
     STEP_MARKER,
@@ -84,6 +84,8 @@ class TorchXlaSession(TorchSession):
         check_precision(options.precision)
         self.dump_dir = self.run_dir / DUMP_DIR if options.dump_hlo else None
         self.pjrt_device = configure_runtime(options, self.dump_dir)
+        self.analysis_file = torch_xla_analysis.configure(self.run_dir)
+        self.compile_phase: list[str] = []  # the phase each graph in analysis_file was compiled in, in order
         try:
             import torch_xla
             import torch_xla.backends
@@ -146,6 +148,9 @@ class TorchXlaSession(TorchSession):
 
     # -- what it compiled ---------------------------------------------------------------------------------------------
     def _note_new_modules(self, phase: str) -> None:
+        if self.analysis_file is not None:
+            compiled = len(torch_xla_analysis.read(self.analysis_file))
+            self.compile_phase += [phase] * (compiled - len(self.compile_phase))
         if self.dump_dir is None or not self.dump_dir.is_dir():
             return
         for name in os.listdir(self.dump_dir):
@@ -166,7 +171,8 @@ class TorchXlaSession(TorchSession):
 
     def _train_step_phases(self) -> set[str]:
         if self.options.compile_model:
-            return {phase for phase in self.module_phase.values() if phase.startswith("step")} | {"window"}
+            phases = [*self.module_phase.values(), *self.compile_phase]
+            return {phase for phase in phases if phase.startswith("step")} | {"window"}
         last = max(self.step_hashes, default=None)
         if last is None:
             return {"window"}
@@ -181,6 +187,15 @@ class TorchXlaSession(TorchSession):
         return xla_dump.collect(self.dump_dir, self.run_dir, self.options.keep_all,
                                 is_train_step=lambda entry: self.module_phase.get(entry["module"]) in phases,
                                 extra=lambda entry: {"phase": self.module_phase.get(entry["module"], "after window")})
+
+    def step_compilations(self) -> list[torch_xla_analysis.XlaCompilation]:
+        """The graphs of the train step that torch_xla compiled (from its compilation analysis; [] without it)."""
+        if self.analysis_file is None:
+            return []
+        self._note_new_modules("window")
+        phases = self._train_step_phases()
+        compiled = torch_xla_analysis.read(self.analysis_file)
+        return [graph for graph, phase in zip(compiled, self.compile_phase, strict=False) if phase in phases]
 
     # -- memory, profile, info ----------------------------------------------------------------------------------------
     def device_memory(self) -> dict | None:

@@ -36,6 +36,8 @@ class Recompilation:
     cause: str  # the guard that failed, the argument that changed, the new graph
     source: str
     seconds: float | None = None  # what the framework says this compile cost, where it does per compile
+    frame: str | None = None  # the code that asked for the compile: "function (file:line)"
+    graph_hash: str | None = None  # torch_xla: the new graph's hash
 
 
 @dataclass
@@ -63,8 +65,16 @@ class StartupRecord:
                           for p in self.parts],
                 "cache_counts": self.cache_counts, "compile_cache": self.compile_cache,
                 "window_compile_s": self.window_compile_s,
-                "recompilations": [{"cause": r.cause, "source": r.source, "seconds": r.seconds}
-                                   for r in self.recompilations]}
+                "recompilations": [recompilation_json(r) for r in self.recompilations]}
+
+
+def recompilation_json(found: Recompilation) -> dict:
+    document = {"cause": found.cause, "source": found.source, "seconds": found.seconds}
+    if found.frame is not None:
+        document["frame"] = found.frame
+    if found.graph_hash is not None:
+        document["graph_hash"] = found.graph_hash
+    return document
 
 
 class _PartIn(msgspec.Struct, frozen=True):
@@ -88,6 +98,8 @@ class _RecompilationIn(msgspec.Struct, frozen=True):
     cause: str
     source: str
     seconds: float | None = None
+    frame: str | None = None
+    graph_hash: str | None = None
 
 
 class _WindowIn(msgspec.Struct, frozen=True):
@@ -119,7 +131,7 @@ def read_startup(data: Any, path: Path) -> StartupRecord:
                            raw.compile_cache.dir if raw.compile_cache else None)
     if raw.window is not None:
         record.window_compile_s = raw.window.compile_s
-        record.recompilations = [Recompilation(item.cause, item.source, item.seconds)
+        record.recompilations = [Recompilation(item.cause, item.source, item.seconds, item.frame, item.graph_hash)
                                  for item in raw.window.recompilations]
     return record
 
@@ -169,8 +181,7 @@ class StartupComparison:
                 "baseline_total_s": self.baseline_total_s, "parts": [p.to_dict() for p in self.parts],
                 "cache_counts": self.cache_counts, "compile_cache": self.compile_cache,
                 "window_compile_s": self.window_compile_s,
-                "recompilations": [{"cause": r.cause, "source": r.source, "seconds": r.seconds}
-                                   for r in self.recompilations],
+                "recompilations": [recompilation_json(r) for r in self.recompilations],
                 "notes": self.notes}
 
 

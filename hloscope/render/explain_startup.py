@@ -72,7 +72,8 @@ def _recompilations(item: StartupComparison) -> list[str]:
     for found in item.recompilations:
         cost = f" ({seconds(found.seconds)})" if found.seconds is not None else ""
         cause = "; ".join(line.strip() for line in found.cause.splitlines() if line.strip())  # jax's is a paragraph
-        lines.append(f"{cause}{cost} [{found.source}]")
+        where = f" at {found.frame}" if found.frame else ""
+        lines.append(f"{cause}{where}{cost} [{found.source}]")
     return lines
 
 
