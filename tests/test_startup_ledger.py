@@ -117,6 +117,35 @@ def test_jax_cache_reads_are_taken_out_of_the_backend_compile_that_spans_them():
     assert probe.counts() == {"persistent_cache_hits": 1}
 
 
+def test_jax_first_execution_runs_from_the_last_compile_to_the_steps_end(monkeypatch):
+    probe = JaxProbe.__new__(JaxProbe)
+    probe.seconds, probe.events, probe.last_compile_end = {}, {}, None
+    assert probe.execution(10.0, 16.0) is None  # nothing compiled: nothing to time from
+    monkeypatch.setattr(startup_ledger.time, "perf_counter", lambda: 15.5)
+    probe._duration("/jax/core/compile/backend_compile_duration", 4.0)
+    part = probe.execution(10.0, 16.0)
+    assert part is not None and part.seconds == pytest.approx(0.5) and part.source == startup_ledger.EXECUTION_SOURCE
+    assert probe.execution(15.6, 18.0) is None  # compiled before this phase: another phase's compile
+
+    class Compiled(ScriptedProbe):
+        def execution(self, start, end):
+            return startup_ledger.Part("execution", end - 13.0, "clock") if start < 13.0 < end else None
+
+    monkeypatch.setattr(startup_ledger, "make_probe", lambda *args: Compiled([{}, {}, {}, {"compilation": 4.0}]))
+    # clock: created, restart, imported, setup start, setup end, first step start, first step end
+    ledger = StartupLedger("jax", "jax", False, ticking(0.0, 1.0, 3.0, 3.0, 8.0, 8.0, 14.0))
+    ledger.restart()
+    ledger.imported()
+    ledger.setup_done()
+    ledger.first_step_started()
+    ledger.first_step_done(5.9)
+    (first,) = [p for p in ledger.record()["phases"] if p["name"] == "first step"]
+    # the step ran from 8.0 for 5.9 s: compiled until 13.0, executed until 13.9
+    assert {p["name"]: p["seconds"] for p in first["parts"]} == {"compilation": 4.0,
+                                                                 "execution": pytest.approx(0.9)}
+    assert first["unaccounted_s"] == pytest.approx(1.0)
+
+
 def test_the_driver_writes_the_ledger_with_the_first_step_it_timed(tmp_path, monkeypatch):
     seconds = itertools.chain([0.75], itertools.repeat(0.01))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,10 @@ JAX_EVENTS = {  # jax.monitoring duration event -> part
     "/jax/core/compile/backend_compile_duration": "compilation (XLA backend compile)",
     "/jax/compilation_cache/cache_retrieval_time_sec": "persistent cache read (hits)",
 }
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+EXECUTION_PART = "execution (after the last compile: dispatch, run, wait)"
+EXECUTION_SOURCE = ("hloscope's clock (time.perf_counter) from the last jax.monitoring backend-compile event to the "
+                    "step's end")
 JAX_COUNTS = {"/jax/compilation_cache/cache_hits": "persistent_cache_hits",
               "/jax/compilation_cache/cache_misses": "persistent_cache_misses"}
 JAX_MISS_LOGGER = "jax._src.interpreters.partial_eval"  # where jax_explain_cache_misses writes TRACING CACHE MISS
@@ -111,6 +116,11 @@ class Probe:
         """What the framework says about each compile since `window_opening`: cause and cost."""
         return []
 
+    def execution(self, start: float, end: float) -> Part | None:
+        """The first step's execution where the framework does not time it but its last compile's end is known: from
+        that end to the step's `end` (dispatch, run and wait), when the compile ended between `start` and `end`."""
+        return None
+
     def close(self) -> None:
         pass
 
@@ -136,6 +146,7 @@ class JaxProbe(Probe):
         self.events: dict[str, int] = {}
         self.misses: list[str] = []
         self.handler: logging.Handler | None = None
+        self.last_compile_end: float | None = None  # time.perf_counter() when XLA's backend compile last returned
         jax.monitoring.register_event_duration_secs_listener(self._duration)
         jax.monitoring.register_event_listener(self._event)
 
@@ -143,6 +154,8 @@ class JaxProbe(Probe):
         part = JAX_EVENTS.get(event)
         if part is not None:
             self.seconds[part] = self.seconds.get(part, 0.0) + duration_secs
+        if event == BACKEND_COMPILE_EVENT:  # reported as the compile returns
+            self.last_compile_end = time.perf_counter()
 
     def _event(self, event: str, **kwargs: str | int) -> None:
         name = JAX_COUNTS.get(event)
@@ -152,7 +165,7 @@ class JaxProbe(Probe):
     def totals(self) -> dict[str, float]:
         # the backend compile event spans the persistent cache lookup: a hit's read is its own part, not compilation
         totals = dict(self.seconds)
-        compile_part, read_part = JAX_EVENTS["/jax/core/compile/backend_compile_duration"], \
+        compile_part, read_part = JAX_EVENTS[BACKEND_COMPILE_EVENT], \
             JAX_EVENTS["/jax/compilation_cache/cache_retrieval_time_sec"]
         if compile_part in totals and read_part in totals:
             totals[compile_part] = max(totals[compile_part] - totals[read_part], 0.0)
@@ -160,6 +173,11 @@ class JaxProbe(Probe):
 
     def counts(self) -> dict[str, int]:
         return dict(self.events)
+
+    def execution(self, start: float, end: float) -> Part | None:
+        if self.last_compile_end is None or not start < self.last_compile_end < end:
+            return None
+        return Part(EXECUTION_PART, end - self.last_compile_end, EXECUTION_SOURCE)
 
     def window_opening(self) -> None:
         collected = self.misses
@@ -406,6 +424,11 @@ class StartupLedger:
         phase = self._phase("first step", "first step start", "first step end")
         if first_step_s is not None:  # the loop's own measure of the step, the figure run.json reports
             phase.seconds = first_step_s
+            # the loop's clock starts after the mark: the step ends no later than mark + first_step_s
+            start = self.marks["first step start"]
+            execution = self.probe.execution(start, start + first_step_s) if self.probe is not None else None
+            if execution is not None:
+                phase.parts.append(execution)
         self.phases.append(phase)
 
     def window_opening(self) -> None:
