@@ -254,7 +254,7 @@ def test_a_spent_budget_starts_nothing_and_says_so(tmp_path):
                                   time.monotonic() + 10.0)
     assert launched.stopped is not None and "budget" in launched.stopped
     assert launched.labels == {"baseline": "jax [baseline]", "slower": "jax [slower]"}
-    assert launched.comparison["status"] == "interrupted"
+    assert launched.comparison.status == "interrupted"
     assert len(launched.not_run) == 4 and all("not started: the time budget was spent" in n for n in launched.not_run)
 
 
@@ -277,5 +277,5 @@ def test_ctrl_c_keeps_the_comparison_and_says_what_did_not_run(tmp_path):
     options = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1)
     launched = run_configurations({"baseline": options, "slower": options}, tmp_path, 1,
                                   {"baseline": 1.0, "slower": 1.0}, time.monotonic() + 600, on_start=interrupt)
-    assert launched.stopped == CTRL_C and launched.comparison["status"] == "interrupted"
+    assert launched.stopped == CTRL_C and launched.comparison.status == "interrupted"
     assert [n.split(":")[0] for n in launched.not_run] == ["jax [baseline]", "jax [slower]"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord
 from hloscope.runs.rundir import load_comparison
 from hloscope.runs.runner import PlannedRun, StopRequested, run_comparison
 
@@ -28,7 +29,7 @@ class Launched:
 
     directory: Path
     labels: dict[str, str]  # configuration name -> its label in the comparison
-    comparison: dict[str, Any]
+    comparison: ComparisonRecord
     stopped: str | None = None
     not_run: list[str] = field(default_factory=list)  # "label (process N): why" for each run not timed
 
@@ -63,9 +64,8 @@ def run_configurations(configurations: dict[str, RunOptions], directory: Path, r
         stopped = stop.reason
     except KeyboardInterrupt:
         stopped = CTRL_C
-    comparison = load_comparison(directory).to_dict()
-    not_run = [f"{e.get('mode')}{_process(e)}: {e.get('error') or e.get('status')}" for e in comparison["modes"]
-               if e.get("status") != "ok"]
+    comparison = load_comparison(directory)
+    not_run = [f"{e.mode}{_process(e)}: {e.error or e.status}" for e in comparison.modes if e.status != "ok"]
     return Launched(directory, labels, comparison, stopped, not_run)
 
 
@@ -78,5 +78,5 @@ def _bare(mode: str, template: RunOptions) -> RunOptions:
     return dataclasses.replace(template, mode=mode)
 
 
-def _process(entry: dict) -> str:
-    return f" (process {entry['replicate']})" if entry.get("replicate") else ""
+def _process(entry: ComparisonEntry) -> str:
+    return f" (process {entry.replicate})" if entry.replicate else ""
