@@ -140,6 +140,41 @@ def steps_table(path: PathLike) -> Any:
     return tables.steps_table(tables.sources(Path(path)))
 
 
+def step_times_table(path: PathLike) -> Any:
+    """Every measured step of a comparison (each mode and process it lists) or of one run directory: a pyarrow Table,
+    one row per step with `mode`, `process`, `variant`, `devices`, `status`, `dir`, `phase` (warmup | timed),
+    `step` and `step_s` (seconds), read from run.json's timing (hloscope/runs/tables.py)."""
+    from hloscope.runs.tables import step_times_table as table
+
+    return table(Path(path))
+
+
+# DataFrame views of the tables: pyarrow's own conversion, nullable integer columns as pandas' Int64 (pandas needed)
+def step_times_frame(path: PathLike) -> Any:
+    """`step_times_table(path)` as a pandas DataFrame."""
+    return step_times_table(path).to_pandas()
+
+
+def events_frame(path: PathLike) -> Any:
+    """`events_table(path)` as a pandas DataFrame."""
+    return events_table(path).to_pandas()
+
+
+def kernels_frame(path: PathLike) -> Any:
+    """`kernels_table(path)` as a pandas DataFrame."""
+    return kernels_table(path).to_pandas()
+
+
+def ops_frame(path: PathLike) -> Any:
+    """`ops_table(path)` as a pandas DataFrame."""
+    return ops_table(path).to_pandas()
+
+
+def steps_frame(path: PathLike) -> Any:
+    """`steps_table(path)` as a pandas DataFrame."""
+    return steps_table(path).to_pandas()
+
+
 def diff(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None,
          xla_cost: bool = True) -> dict:
     """Two runs, dump directories or HLO files side by side, with the structural matching (`diff --json`)."""

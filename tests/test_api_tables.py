@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from statistics import median
 
 import pytest
@@ -110,3 +111,42 @@ def test_steps_of_a_trace_file_have_no_mode(torch_cpu_trace):
     steps = api.steps_table(torch_cpu_trace[0])
     assert steps.num_rows == 3 and set(steps.column("mode").to_pylist()) == {None}
     assert median(steps.column("host_duration_us").to_pylist()) > 0
+
+
+def test_frames_are_the_tables_in_pandas(compared):
+    """Each DataFrame view holds its table's rows and columns, nullable integers as pandas' Int64."""
+    directory, _ = compared
+    for table, frame in ((api.events_table, api.events_frame), (api.kernels_table, api.kernels_frame),
+                         (api.ops_table, api.ops_frame), (api.steps_table, api.steps_frame)):
+        rows, viewed = table(directory), frame(directory)
+        assert list(viewed.columns) == rows.column_names
+        assert len(viewed) == rows.num_rows > 0
+        assert list(viewed["mode"]) == rows.column("mode").to_pylist()
+    assert str(api.steps_frame(directory)["rank"].dtype) == "Int64"
+    assert str(api.events_frame(directory)["step"].dtype) == "Int64"
+
+
+def test_step_times_of_a_comparison(compared):
+    """One row per timed step of every mode, the seconds run.json recorded; warm-up steps marked as such."""
+    directory, _ = compared
+    table = api.step_times_table(directory)
+    frame = api.step_times_frame(directory)
+    assert len(frame) == table.num_rows
+    for mode in ("jax", "pytorch"):
+        run = api.load_run(directory / mode)
+        timed = frame[(frame["mode"] == mode) & (frame["phase"] == "timed")]
+        assert list(timed["step_s"]) == run.timing.step_times_s
+        assert list(timed["step"]) == list(range(len(run.timing.step_times_s)))
+        assert set(timed["process"]) == {1} and set(timed["status"]) == {"ok"}
+    assert frame.groupby("mode")["step_s"].median()["pytorch"] == 0.002
+
+
+def test_step_times_of_a_run_and_of_a_mode_without_record(compared, tmp_path):
+    directory, _ = compared
+    run = api.step_times_frame(directory / "pytorch")
+    assert list(run["mode"]) == ["pytorch", "pytorch"] and list(run["dir"]) == ["pytorch", "pytorch"]
+    # a mode whose process was killed before writing run.json: listed by comparison.json, no rows
+    copy = tmp_path / "cut"
+    shutil.copytree(directory, copy)
+    (copy / "pytorch" / "run.json").unlink()
+    assert set(api.step_times_frame(copy)["mode"]) == {"jax"}
