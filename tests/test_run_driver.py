@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 from typing import ClassVar
 
+import numpy as np
 import pytest
+from helpers import REPO
 
 from hloscope.backends import driver
 from hloscope.backends.base import RunOptions, Session
-from hloscope.runs.rundir import create_run_dir, load_run
+from hloscope.backends.timing import StepLog
+from hloscope.runs.rundir import create_run_dir, load_run, write_run
 
 
 class FakeSession(Session):
@@ -125,3 +128,21 @@ def test_steady_steps_are_not_flagged(tmp_path, fake, clock):
     clock([0.5] * 2 + [0.010, 0.011, 0.010, 0.012, 0.011])
     record, warnings, _ = _run(tmp_path)
     assert record["timing"]["noisy"] is False and warnings == []
+
+
+def test_typed_parts_write_the_bytes_written_before_them(tmp_path):
+    """The loss and compiles parts, built as typed Structs and encoded by records.section_document, write run.json
+    byte for byte as the dict-building writer did (tests/data/records/written/run.json, written by it from these
+    inputs): a NaN loss as null, a numpy loss as a number, the Struct's other fields left out."""
+    log = StepLog(first_step_s=1.25, warmup_times_s=[0.5, 0.25], step_times_s=[0.125, 0.25, 0.0625, 0.1],
+                  window_s=0.5375, losses=[3.0, 2.5, float(np.float32(2.25)), 2.0, float("nan")])
+    record = {"schema_version": 1, "run_id": "golden", "mode": "jax", "status": "ok", "error": None,
+              "timing": {"step_times_s": []}, "loss": {}, "compiles": {}}
+    driver.fill_timing(record, log, 8)
+    record["compiles"] = driver._compiles({"jit": 2, "lowerings": 1}, {"jit": 3, "lowerings": 1})
+    falling = StepLog(step_times_s=[0.1], losses=[np.float64(2.0), 1.5])
+    second: dict = {"timing": {"step_times_s": []}, "loss": {}}
+    driver.fill_timing(second, falling, 8)
+    record["second_loss"] = second["loss"]
+    written = write_run(tmp_path, record)
+    assert written.read_bytes() == (REPO / "tests" / "data" / "records" / "written" / "run.json").read_bytes()

@@ -24,6 +24,7 @@ from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_lo
 from hloscope.errors import HloscopeError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs.environment import collect_environment, env_vars
+from hloscope.runs.records import Compiles, Loss, section_document
 from hloscope.runs.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -122,8 +123,8 @@ def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
     losses = list(log.losses)
     if losses:
         first, last = losses[0], losses[-1]
-        record["loss"] = {"first": first, "last": last, "finite": all(math.isfinite(x) for x in losses),
-                          "falling": len(losses) > 1 and last < first}
+        record["loss"] = section_document(Loss(first=first, last=last, finite=all(math.isfinite(x) for x in losses),
+                                               falling=len(losses) > 1 and last < first))
 
 
 def parity_probe(session: Session, options: RunOptions) -> dict:
@@ -247,8 +248,8 @@ def _deliberate_changes(options: RunOptions, forced_precision: str | None, resha
 def _compiles(before: dict[str, int], after: dict[str, int]) -> dict:
     """run.json `compiles`: the counters before the timed window, in it, and in all."""
     in_window = _diff_counts(after, before)
-    return {"before_window": before, "in_window": in_window, "total": after,
-            "recompiled_in_window": any(v > 0 for v in in_window.values())}
+    return section_document(Compiles(before_window=before, in_window=in_window, total=after,
+                                     recompiled_in_window=any(v > 0 for v in in_window.values())))
 
 
 def _profile(session: Session, steps: int, record: dict, run_dir: Path) -> None:

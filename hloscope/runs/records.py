@@ -135,7 +135,7 @@ class Kernels(msgspec.Struct, frozen=True, kw_only=True):
     by_kind: dict[str, int] = {}
 
 
-class Compiles(msgspec.Struct, frozen=True, kw_only=True):
+class Compiles(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Compilations before and inside the timed window (the counters differ by framework: kept by name)."""
 
     before_window: dict[str, Any] | None = None
@@ -148,7 +148,7 @@ class Compiles(msgspec.Struct, frozen=True, kw_only=True):
     triton_gemm_fallback: bool | None = None
 
 
-class Loss(msgspec.Struct, frozen=True, kw_only=True):
+class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     first: Number | None = None
     last: Number | None = None
     finite: bool | None = None
@@ -332,6 +332,20 @@ class ComparisonRecord:
     def to_dict(self) -> dict[str, Any]:
         """The record's JSON, as read (unknown keys kept, same order)."""
         return copy.deepcopy(self.document)
+
+
+def section_document(section: msgspec.Struct) -> dict[str, Any]:
+    """A typed part of a record as the JSON object rundir writes: its fields in the order the Struct declares them,
+    those left at their default omitted (the Structs written this way say `omit_defaults`), framework scalars (numpy)
+    as plain numbers. The one encoder of the parts a writer builds typed."""
+    document: dict[str, Any] = msgspec.to_builtins(section, enc_hook=_plain)  # a Struct encodes as an object
+    return document
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy / framework scalars
+        return value.item()
+    raise NotImplementedError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def decode_run(file: Path, document: dict[str, Any], what: str = "run.json") -> RunRecord:
