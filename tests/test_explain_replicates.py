@@ -7,12 +7,15 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers import REPO
 
 from hloscope.errors import UsageError
 from hloscope.explain.engine import explain, process_noise
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
 from hloscope.explain.summary import ModeSummary
+from hloscope.runs.records import section_document
+from hloscope.runs.rundir import write_comparison
 from hloscope.runs.runner import PlannedRun, between_process_control, configurations, interleaved
 from hloscope.significance import hierarchical_median_difference, median_difference
 
@@ -180,8 +183,8 @@ def test_configurations_pool_processes_and_measure_their_spread():
     assert jax["between_process_spread_s"] == pytest.approx(0.2) and jax["median_s"] == pytest.approx(1.1)
     assert torchax["between_process_spread"] is None
     control = between_process_control(rows)
-    assert control is not None and control["configuration"] == "jax"
-    assert control["relative"] == pytest.approx(0.2 / 1.1)
+    assert control is not None and control.configuration == "jax"
+    assert control.relative == pytest.approx(0.2 / 1.1)
     assert between_process_control([torchax]) is None
 
 
@@ -207,3 +210,19 @@ def test_calibration_reads_the_control_the_aa_pair_and_the_delay():
     slow.ledger = quiet
     missed = calibration(explain([a, same, slow], baseline="jax [A]"), "jax", "jax [A']", "jax [A+3ms]", 0.003)
     assert missed.delay_verdict == "slower" and not missed.delay_found and not missed.trustworthy
+
+
+def test_typed_control_writes_the_bytes_written_before_it(tmp_path):
+    """comparison.json's between-process control, built as its Struct and encoded by records.section_document, is
+    written byte for byte as the dict-building writer wrote it from the same processes
+    (tests/data/records/written-comparison/comparison.json)."""
+    entries = [{"mode": "jax", "dir": "jax", "status": "ok"}, {"mode": "jax", "dir": "jax-r2", "status": "ok"},
+               {"mode": "jax", "dir": "jax-r3", "status": "failed"}, {"mode": "torchax", "dir": "torchax", "status": "ok"}]
+    rows = configurations(entries, {"jax": [1.0, 1.0, 1.0], "jax-r2": [1.2, 1.2, 1.2], "torchax": [2.0]})
+    control = between_process_control(rows)
+    assert control is not None
+    written = write_comparison(tmp_path, {"schema_version": 1, "comparison_id": "golden", "status": "ok",
+                                          "modes": entries, "configurations": rows,
+                                          "between_process_spread": section_document(control)})
+    golden = REPO / "tests" / "data" / "records" / "written-comparison" / "comparison.json"
+    assert written.read_bytes() == golden.read_bytes()

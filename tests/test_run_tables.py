@@ -52,6 +52,7 @@ def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
 
 def test_replicated_modes_are_one_row_each_with_their_processes():
     """compare --repeats 3: one row per mode, its processes pooled (configurations), still whole in 80 columns."""
+    from hloscope.runs.records import section_document
     from hloscope.runs.runner import between_process_control, configurations
 
     names = ["pytorch+compile", "torch_xla+compile", "jax"]
@@ -61,7 +62,7 @@ def test_replicated_modes_are_one_row_each_with_their_processes():
     steps = {e["dir"]: [e["median_s"]] * 5 for e in entries if e["status"] == "ok"}
     rows = configurations(entries, steps)
     comparison = {"config": {**CONFIG, "repeats": 3}, "modes": entries, "configurations": rows,
-                  "between_process_spread": between_process_control(rows)}
+                  "between_process_spread": section_document(between_process_control(rows))}
     text = render(comparison)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     lines = [line for line in text.splitlines() if line.startswith(tuple(names))]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import InputError, warn
 from hloscope.modes import get_mode, run_dir_name, run_label
+from hloscope.runs.records import BetweenProcessControl, section_document
 from hloscope.runs.rundir import (
     RUN_FILE,
     SCHEMA_VERSION,
@@ -380,17 +381,17 @@ def configurations(entries: list[dict], steps_by_dir: dict[str, list[float]]) ->
     return out
 
 
-def between_process_control(rows: list[dict]) -> dict | None:
+def between_process_control(rows: list[dict]) -> BetweenProcessControl | None:
     """The A/A control: the largest relative spread between processes of one configuration, i.e. the smallest gap
     (as a fraction of a step) this comparison can tell from the machine's own variation; None when unmeasured."""
     measured = [row for row in rows if row["between_process_spread"] is not None]
     if not measured:
         return None
     worst = max(measured, key=lambda row: row["between_process_spread"])
-    return {"relative": worst["between_process_spread"], "configuration": worst["mode"],
-            "processes": worst["timed_processes"],
-            "meaning": "the largest spread between processes of one configuration: gaps smaller than this fraction "
-                       "of a step cannot be told from the machine's own variation in this comparison"}
+    return BetweenProcessControl(
+        relative=worst["between_process_spread"], configuration=worst["mode"], processes=worst["timed_processes"],
+        meaning="the largest spread between processes of one configuration: gaps smaller than this fraction of a step "
+                "cannot be told from the machine's own variation in this comparison")
 
 
 def _name(entry: dict, planned: PlannedRun, repeats: int) -> None:
@@ -476,7 +477,8 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                       "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     comparison["configurations"] = configurations(entries, steps_by_dir)
-    comparison["between_process_spread"] = between_process_control(comparison["configurations"])
+    control = between_process_control(comparison["configurations"])
+    comparison["between_process_spread"] = section_document(control) if control is not None else None
     if audit_before is not None:
         from hloscope.runs.audit import timed_audit
 
