@@ -124,12 +124,69 @@ def test_a_hypothesis_whose_setting_is_the_same_on_both_sides_is_not_tested():
     assert tested.tests[0].verdict == NOT_TESTED
 
 
-def test_a_setting_difference_without_a_hypothesis_is_tested_and_xla_flags_say_why_not():
+def test_a_setting_difference_without_a_hypothesis_is_tested_and_thread_counts_say_why_not():
     result = _result([])
     result.config_differences = [{"field": "batch_size", "a": "16", "b": "8"},
-                                 {"field": "env.XLA_FLAGS", "a": "--xla_foo", "b": None}]
+                                 {"field": "threads.torch_num_threads", "a": "2", "b": "1"}]
     tests = plan_tests(result, {"batch_size": 16}, {"batch_size": 8})
     assert [(t.setting, t.untestable is None) for t in tests] == [("batch_size", True), (None, False)]
+    assert "records but does not set" in str(tests[1].untestable)
+
+
+NO_OPT = "--xla_backend_optimization_level=0"
+
+
+def _flags_result() -> ModeResult:
+    result = _result([])
+    result.config_differences = [{"field": "env.XLA_FLAGS", "a": NO_OPT, "b": None}]
+    return result
+
+
+def test_an_xla_flag_set_on_one_side_is_tested_with_the_faster_sides_flags():
+    """The slower run had a flag the faster did not: the re-run is the slower one with no XLA flags at all."""
+    tests = plan_tests(_flags_result(), {"precision": "fp32", "xla_flags": NO_OPT},
+                       {"precision": "fp32", "xla_flags": ""})
+    assert len(tests) == 1
+    test = tests[0]
+    assert (test.setting, test.slow_value, test.fast_value, test.untestable) == ("xla_flags", NO_OPT, "", None)
+    assert test.title == "matching the XLA flags" and test.rules == ["xla_flags"]
+    plan = PairPlan("a", "b", {"xla_flags": NO_OPT}, {"xla_flags": ""}, tests)
+    variants = plan.variants()
+    assert variants["slower, xla_flags=none"] == {"xla_flags": ""}
+    tested = conclude(plan, {}, {"baseline": "b", "slower": "a"}, None, 2, [])
+    assert tested.tests[0].change == f'--xla-flags "{NO_OPT}" -> ""'
+
+
+def test_an_xla_flag_difference_confirmed_by_its_re_run():
+    tests = plan_tests(_flags_result(), {"xla_flags": NO_OPT}, {"xla_flags": ""})
+    plan = PairPlan("a", "b", {"xla_flags": NO_OPT}, {"xla_flags": ""}, tests)
+    labels = {name: f"jax [{name}]" for name in plan.variants()}
+    summaries = {labels["baseline"]: _summary("b", processes(0.005, 0.05, seed=1)),
+                 labels["slower"]: _summary("a", processes(0.020, 0.05, seed=2)),
+                 labels["slower, xla_flags=none"]: _summary("c", processes(0.005, 0.05, seed=3))}
+    tested = conclude(plan, summaries, labels, "tested", 3, [])
+    assert tested.tests[0].verdict == CONFIRMED and '--xla-flags ""' in tested.tests[0].why
+
+
+def test_xla_flags_not_recorded_on_a_side_say_why_not():
+    """A record without its environment (None): nothing to set, and the reason says what to do."""
+    tests = plan_tests(_flags_result(), {"xla_flags": NO_OPT}, {"xla_flags": None})
+    assert tests[0].setting == "xla_flags" and "not recorded on both sides" in str(tests[0].untestable)
+    assert "XLA_FLAGS" in str(tests[0].untestable)
+
+
+def test_xla_flags_that_differ_only_in_hloscopes_own_flags_are_not_tested():
+    """A device count or a dump directory puts hloscope's own flags in XLA_FLAGS: the requested flags match."""
+    result = _result([])
+    result.config_differences = [{"field": "env.XLA_FLAGS", "a": "--xla_force_host_platform_device_count=2",
+                                  "b": None}]
+    tests = plan_tests(result, {"xla_flags": ""}, {"xla_flags": ""})
+    assert tests[0].untestable is not None and "both sides" in tests[0].untestable
+
+
+def test_a_pair_that_differs_in_nothing_has_no_xla_flags_test():
+    """No configuration difference and no hypothesis: nothing about XLA flags is planned, let alone confirmed."""
+    assert plan_tests(_result([]), {"xla_flags": ""}, {"xla_flags": ""}) == []
 
 
 def test_a_configuration_that_did_not_run_says_why():

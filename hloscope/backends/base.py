@@ -40,6 +40,7 @@ class RunOptions:
     inject_host_delay_ms: float = 0.0  # --inject-host-delay: a known host sleep before each step's dispatch
     devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
     optimizer: str = "sgd"            # --optimizer sgd | adamw (hloscope/backends/optimizers.py)
+    xla_flags: str | None = None      # --xla-flags: the run's XLA_FLAGS, replacing the inherited (hloscope.runs.xla_flags)
 
     @property
     def preset(self) -> Preset:

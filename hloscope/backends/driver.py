@@ -23,6 +23,7 @@ from hloscope.backends.startup_ledger import RESHAPE_WARNING, StartupLedger, res
 from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
 from hloscope.errors import HloscopeError
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
+from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
 from hloscope.runs.records import Compiles, Loss, section_document
 from hloscope.runs.rundir import SCHEMA_VERSION, write_run
@@ -275,6 +276,7 @@ def execute(options: RunOptions, run_dir: Path,
     Raises MissingDependency (framework not installed), ModeFailed (the mode raised) or KeyboardInterrupt, always
     after writing run.json.
     """
+    xla_flags.apply(options.xla_flags)  # before any framework starts, and before the record notes the environment
     forced_precision = _precision_hook(options.mode)
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)

@@ -25,6 +25,7 @@ from hloscope.limits import (
     MAX_TOP_ROWS,
     MAX_WARMUP,
 )
+from hloscope.runs import xla_flags
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -39,6 +40,18 @@ class FiniteFloatRange(click.FloatRange):
         return super().convert(number, param, ctx)
 
 
+class XlaFlags(click.ParamType):
+    """--xla-flags: whitespace-separated `--name[=value]` XLA flags (hloscope.runs.xla_flags.check)."""
+
+    name = "XLA flags"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return xla_flags.check(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
 SEED = click.IntRange(0, MAX_SEED)
 STEPS = click.IntRange(1, MAX_STEPS)
 WARMUP = click.IntRange(1, MAX_WARMUP)
@@ -51,3 +64,4 @@ REPEATS = click.IntRange(1, MAX_REPEATS)
 TIMEOUT_S = FiniteFloatRange(min=1)
 MIN_GAP = FiniteFloatRange(0, MAX_MIN_GAP)
 HOST_DELAY_MS = FiniteFloatRange(0, MAX_HOST_DELAY_MS)
+XLA_FLAGS = XlaFlags()

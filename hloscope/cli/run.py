@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP
+from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP, XLA_FLAGS
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
@@ -70,6 +70,10 @@ def common_options(function=None, *, device_counts: bool = False):
                      help="Sleep MS milliseconds on the host before each step's device work is dispatched (every "
                           "step: warm-up, timed, profiled), with nothing in the trace marking it: a known host stall "
                           "for checking what explain finds. Recorded in config.inject_host_delay_ms and as a warning."),
+        click.option("--xla-flags", type=XLA_FLAGS, default=None, metavar="FLAGS",
+                     help="The run's XLA_FLAGS (XLA's compiler flags: jax, torchax, torch_xla), replacing any "
+                          "inherited from the shell ('' for none); hloscope still adds its own (dumps, --devices). "
+                          "Recorded in config.xla_flags; without it the inherited XLA_FLAGS is kept."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
                      help="Do not time: compile the train step for this GPU with XLA's deviceless compile "
                           f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
@@ -91,7 +95,8 @@ def build_options(mode: str, **values):
                       target=values.get("target"), check_parity=values.get("check_parity", False),
                       attention=values.get("attention") or "eager", seq_len=values.get("seq_len"),
                       devices=values.get("devices") or 1, optimizer=values.get("optimizer") or "sgd",
-                      inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0)
+                      inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0,
+                      xla_flags=values.get("xla_flags"))
 
 
 @click.command(name="run")

@@ -118,22 +118,30 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
     expected to take (the mean over its processes); the platform the runs ran on."""
     from hloscope.errors import InputError
     from hloscope.explain.experiments import expected_run_s
-    from hloscope.runs.rundir import load_run
+    from hloscope.runs import xla_flags
+    from hloscope.runs.rundir import RUN_FILE, load_run
 
     options: dict[str, dict[str, Any]] = {}
     expected: dict[str, float] = {}
     platform = ""
     for label, summary in report.summaries.items():
-        records = []
+        records, loaded = [], []
         for run_dir in summary.run_dirs:
             try:
                 records.append(load_run(run_dir, check_artifacts=False).to_dict())  # the JSON: a plan reads its times
             except InputError:
                 continue
+            loaded.append(Path(run_dir))
         config = records[0].get("config") if records else None
         if not isinstance(config, dict) or summary.status != "ok":
             continue
-        options[label] = config
+        # the XLA flags the configuration ran with, given or inherited: every re-run of it sets them, whatever this
+        # process's XLA_FLAGS (None: not recorded, the re-run inherits)
+        try:
+            flags = xla_flags.recorded(records[0])
+        except ValueError as error:
+            raise InputError(loaded[0] / RUN_FILE, f"not a valid run.json: its XLA flags: {error}") from None
+        options[label] = dict(config, xla_flags=flags)
         expected[label] = fmean(expected_run_s(record) for record in records)
         platform = platform or summary.platform
     return options, expected, platform

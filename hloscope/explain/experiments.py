@@ -3,7 +3,8 @@ runs should take, and what each re-run concludes. Pure: reads explain's report a
 
 A hypothesis says why the slower configuration of a pair may be slower ("the precision differs", "the input pipeline
 is in the step"). Where it names a setting that hloscope sets for a run (`--precision`, `--data`, `--attention`,
-`--batch-size`), the slower configuration is run again with only that setting changed to the faster one's value,
+`--batch-size`, `--xla-flags`: the XLA flags in effect, given or inherited), the slower configuration is run again
+with only that setting changed to the faster one's value,
 interleaved with both original configurations in fresh processes, and the share of the gap the change closed is
 
     share = (gap before - gap after) / gap before,  gap before = slow - fast,  gap after = changed - fast,
@@ -49,11 +50,17 @@ CONFIRMED, PARTLY, REFUTED, CANNOT_TELL, NOT_TESTED = "confirmed", "partly", "re
 
 # Hypothesis rule -> the run option (RunOptions field) whose value it blames.
 RULE_SETTINGS = {"compute_dtype": "precision", "matmul_precision": "precision", "input_pipeline": "data",
-                 "attention": "attention", "batch_size": "batch_size"}
+                 "attention": "attention", "batch_size": "batch_size", "xla_flags": "xla_flags"}
 # Configuration difference (hloscope.runs.settings) -> the run option that sets it.
-DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size"}
+# env.XLA_FLAGS: the flags in effect, whether given with --xla-flags or inherited (hloscope.runs.xla_flags.recorded
+# gives each side's requested flags, hloscope's own dump and device-count flags left out)
+DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size",
+                       "env.XLA_FLAGS": "xla_flags"}
 SETTING_FLAGS = {"precision": "--precision", "data": "--data", "attention": "--attention",
-                 "batch_size": "--batch-size"}
+                 "batch_size": "--batch-size", "xla_flags": "--xla-flags"}
+# Why a setting cannot be changed when a side's run record does not say what it was (default: not recorded).
+NOT_RECORDED = {"xla_flags": "the XLA flags in effect are not recorded on both sides (a run record without its "
+                             "environment): export the faster run's XLA_FLAGS, or give --xla-flags, and run again"}
 # Hypotheses no run option of hloscope can undo, and why.
 UNTESTABLE = {
     "recompilation": "compilations inside the timed window follow from the program and its inputs; no hloscope "
@@ -70,18 +77,17 @@ UNTESTABLE = {
 }
 # Configuration differences hloscope records but does not set for a run.
 UNSET_DIFFERENCES = {
-    "env.XLA_FLAGS": "XLA flags come from the environment, which hloscope records but does not set: export the "
-                     "faster run's XLA_FLAGS and run again",
     "threads.": "thread counts come from the environment (OMP_NUM_THREADS, torch.set_num_threads), which hloscope "
                 "records but does not set",
 }
 # Rule -> its title where a rule is tested without having fired (the titles hloscope.explain.hypotheses gives).
 RULE_TITLES = {"compute_dtype": "Different compute precision", "matmul_precision": "Different matmul precision",
                "input_pipeline": "Input pipeline in the step", "attention": "Different attention implementation",
-               "batch_size": "Different batch size"}
+               "batch_size": "Different batch size", "xla_flags": "Different XLA flags"}
 TESTABLE_RULES = tuple(RULE_SETTINGS)
 TITLES = {"precision": "matching the precision", "data": "matching the data path", "attention":
-          "matching the attention implementation", "batch_size": "matching the batch size"}
+          "matching the attention implementation", "batch_size": "matching the batch size",
+          "xla_flags": "matching the XLA flags"}
 
 
 @dataclass
@@ -99,7 +105,7 @@ class PlannedTest:
     @property
     def variant(self) -> str:
         """The re-run's name: the slower configuration with this setting changed."""
-        return f"slower, {self.setting}={self.fast_value}"
+        return f"slower, {self.setting}={_short(self.setting, self.fast_value)}"
 
     def to_dict(self) -> dict:
         return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
@@ -307,7 +313,7 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
             test.untestable = (f"{SETTING_FLAGS[setting]} is {slow_value} on both sides: there is nothing to change, "
                                "so this hypothesis cannot hold here")
         elif slow_value is None or fast_value is None:
-            test.untestable = f"{SETTING_FLAGS[setting]} is not recorded on both sides"
+            test.untestable = NOT_RECORDED.get(setting, f"{SETTING_FLAGS[setting]} is not recorded on both sides")
         testable.append(test)
     return testable + tests
 
@@ -439,7 +445,7 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
 def joint_variant(confirmed: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
     """The configuration that applies every confirmed change: its variant name and the settings it changes."""
     settings = {str(t.setting): t.fast_value for t in confirmed}
-    return "slower, " + ", ".join(f"{k}={v}" for k, v in settings.items()), settings
+    return "slower, " + ", ".join(f"{k}={_short(k, v)}" for k, v in settings.items()), settings
 
 
 def interaction(confirmed: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
@@ -448,7 +454,7 @@ def interaction(confirmed: list[HypothesisTest], summaries: dict[str, ModeSummar
     lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove the same
     time), compounding when it closes more."""
     settings = {str(t.setting): t.fast_value for t in confirmed}
-    applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {v}" for k, v in settings.items())
+    applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {_shown(k, v)}" for k, v in settings.items())
     singles = {str(t.setting): t.closure.closed_s for t in confirmed if t.closure is not None}
     total = sum(singles.values())
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
@@ -483,11 +489,28 @@ def _why_not(summary: ModeSummary | None, not_run: list[str]) -> str:
 def _change(test: PlannedTest) -> str:
     if test.setting is None:
         return ""
-    return f"{SETTING_FLAGS.get(test.setting, test.setting)} {test.slow_value} -> {test.fast_value}"
+    return (f"{SETTING_FLAGS.get(test.setting, test.setting)} {_shown(test.setting, test.slow_value)} -> "
+            f"{_shown(test.setting, test.fast_value)}")
 
 
 def _flag(test: PlannedTest) -> str:
-    return f"{SETTING_FLAGS.get(str(test.setting), str(test.setting))} {test.fast_value}"
+    return f"{SETTING_FLAGS.get(str(test.setting), str(test.setting))} {_shown(test.setting, test.fast_value)}"
+
+
+def _shown(setting: str | None, value: Any) -> str:
+    """A setting's value as the option takes it: XLA flags quoted (several words, or none)."""
+    return f'"{value}"' if setting == "xla_flags" and isinstance(value, str) else str(value)
+
+
+# XLA flags in a re-run's name (its label and folder): at most this many characters
+_SHORT_FLAGS = 48
+
+
+def _short(setting: str | None, value: Any) -> str:
+    """A setting's value in a re-run's name: XLA flags "none" when empty, long ones cut (one XLA test per pair)."""
+    if setting != "xla_flags" or not isinstance(value, str):
+        return str(value)
+    return "none" if not value else value if len(value) <= _SHORT_FLAGS else value[:_SHORT_FLAGS - 3] + "..."
 
 
 def _ms(seconds: float) -> str:

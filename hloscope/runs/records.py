@@ -66,6 +66,7 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     seq_len: int | None = None
     inject_host_delay_ms: Number | None = None
     devices: int | list[int] | None = None
+    xla_flags: str | None = None  # --xla-flags (null: not given, the inherited XLA_FLAGS was kept)
     compile_model: bool | None = None
     model_config: ModelConfig | None = None
     modes: list[str] | None = None  # comparison.json only

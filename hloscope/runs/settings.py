@@ -22,7 +22,9 @@ from __future__ import annotations
 
 # config keys that are not about the work or its speed: how long to run, what to record, where.
 _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps", "keep_all", "out", "run_id",
-               "compile_model", "seed", "json", "timeout"}
+               "compile_model", "seed", "json", "timeout",
+               # --xla-flags: the flags in effect are compared once, as env.XLA_FLAGS, whether given or inherited
+               "xla_flags"}
 # config values that mean "not set": a run without an injected delay reads the same as a record from before the option
 _UNSET_CONFIG = {"inject_host_delay_ms": 0}
 # what a record from before an option ran with: SGD was the only optimizer before --optimizer

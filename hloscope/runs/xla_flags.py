@@ -1,0 +1,72 @@
+"""The XLA flags of a run: `--xla-flags` (run, compare), what it does to the run process's XLA_FLAGS, and the flags a
+recorded run was made with, so that explain --test-hypotheses can run one configuration with another's flags.
+
+`--xla-flags TEXT` replaces the XLA_FLAGS the run process inherited: the run's XLA flags are exactly TEXT (`""`: none),
+whatever the shell exported, so that a run can be made again from its record alone. Without the option the inherited
+XLA_FLAGS is kept, as before. Either way hloscope then adds its own flags where a run needs them (`--dump-hlo` for
+torch_xla, `--devices N` on a CPU host), and run.json records the option in `config.xla_flags` (null: not given) and
+the value in effect after the mode's setup in `environment.env.XLA_FLAGS`.
+
+A value is whitespace-separated `--name` or `--name=value` tokens of printable ASCII: the value reaches the child
+process as one argument (`--xla-flags=TEXT`, no shell) and its environment, never anything that parses it further.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+# One XLA flag: `--name` or `--name=value`, the value printable ASCII without spaces (XLA_FLAGS splits on spaces).
+_FLAG = re.compile(r"--[A-Za-z0-9_][A-Za-z0-9_.-]*(=[\x21-\x7e]*)?")
+# Flags hloscope adds for itself (and XLA's default that torch_xla adds on import): not part of what a run requested,
+# and set again by the run that repeats it. Prefixes: `--xla_dump_to=...`, `--xla_dump_hlo_as_text`, ...
+# A sane bound on the text (XLA has a few hundred flags; a value this long is not a list of them).
+MAX_CHARS = 16384
+HLOSCOPE_OWN_FLAGS = ("--xla_dump", "--xla_cpu_enable_fast_math=false", "--xla_force_host_platform_device_count")
+
+
+def check(text: str) -> str:
+    """`text` with its flags separated by single spaces; ValueError (its message says what is wrong) when it is not a
+    string of XLA flags."""
+    if not isinstance(text, str):
+        raise ValueError(f"XLA flags must be text, got {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"XLA flags of {len(text)} characters: more than {MAX_CHARS}")
+    tokens = text.split()
+    bad = next((token for token in tokens if not _FLAG.fullmatch(token)), None)
+    if bad is not None:
+        shown = bad if len(bad) <= 60 else bad[:57] + "..."
+        raise ValueError(f"{shown!r} is not an XLA flag (--name or --name=value, printable ASCII)")
+    return " ".join(tokens)
+
+
+def apply(flags: str | None) -> None:
+    """In the run process, before any framework starts: XLA_FLAGS becomes `flags` (None: the inherited value stays;
+    "": XLA_FLAGS is removed)."""
+    if flags is None:
+        return
+    if flags:
+        os.environ["XLA_FLAGS"] = flags
+    else:
+        os.environ.pop("XLA_FLAGS", None)
+
+
+def requested(flags_in_effect: str) -> str:
+    """The flags a run asked for, from the XLA_FLAGS it recorded: hloscope's own additions removed."""
+    return " ".join(f for f in flags_in_effect.split() if not f.startswith(HLOSCOPE_OWN_FLAGS))
+
+
+def recorded(record: dict) -> str | None:
+    """The XLA flags a run was made with, from its run.json (a dict): `config.xla_flags` when the option was given,
+    else the XLA_FLAGS it recorded in effect, less hloscope's own flags ("" when it recorded none); None when the
+    record has no environment to tell. ValueError when the recorded value is not a string of XLA flags."""
+    config = record.get("config")
+    given = config.get("xla_flags") if isinstance(config, dict) else None
+    if given is not None:
+        return check(given)
+    environment = record.get("environment")
+    env = environment.get("env") if isinstance(environment, dict) else None
+    if not isinstance(env, dict):
+        return None
+    value = env.get("XLA_FLAGS", "")
+    return requested(check(value))
