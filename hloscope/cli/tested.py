@@ -233,5 +233,5 @@ def options(function):
                                  f"{DEFAULT_BUDGET_MIN:g} otherwise); the plan is printed first.")(function)
     return click.option("--test-hypotheses", is_flag=True,
                         help="For each significant gap, run the slower configuration again with each suspected "
-                             "setting (precision, data path, attention, batch) changed to the faster one's, and "
-                             "report the share of the gap each change closes.")(function)
+                             "setting (precision, data path, attention, batch, XLA flags) changed to the faster "
+                             "one's, and report the share of the gap each change closes.")(function)
