@@ -73,14 +73,15 @@ def test_run_refuses_a_value_that_is_not_flags_before_anything_runs(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def _run(root: Path, name: str, config: dict) -> Path:
+def _run(root: Path, name: str, config: dict, steps: list[float] | None = None, env: dict | None = None) -> Path:
     run = rundir.create_run_dir(root, run_id=name)
-    steps = [0.002, 0.0021, 0.0019, 0.002]
+    steps = steps or [0.002, 0.0021, 0.0019, 0.002]
     rundir.write_run(run, {"schema_version": 1, "run_id": name, "mode": "jax", "status": "ok", "error": None,
                            "config": {"model": "vit-tiny", "batch_size": 8, "data": "device", "precision": "fp32",
                                       **config},
-                           "environment": {"platform": "cpu", "env": {}},
-                           "timing": {"step_times_s": steps, "median_s": 0.002, "mean_s": sum(steps) / 4,
+                           "environment": {"platform": "cpu", "env": env or {}},
+                           "timing": {"step_times_s": steps, "median_s": sorted(steps)[len(steps) // 2],
+                                      "mean_s": sum(steps) / len(steps),
                                       "first_step_s": 1.0}})
     return run
 
@@ -102,3 +103,25 @@ def test_explain_refuses_recorded_flags_that_are_not_text_in_one_line(tmp_path):
     good = _run(tmp_path, "good", {})
     result = hloscope("explain", bad, good, "--test-hypotheses", "--budget", "0.1")
     assert_refused(result, bad / "run.json", words=("xla_flags",))
+
+
+def test_a_flag_exported_on_one_side_becomes_a_test_with_the_recorded_flags(tmp_path):
+    """Old runs and exported flags: no config.xla_flags, the flags only in the recorded XLA_FLAGS. explain lists the
+    difference, and the plan re-runs the slower side with the faster one's recorded flags (none), both sides given
+    their flags explicitly; hloscope's own dump flag is not part of them."""
+    from hloscope.api import explain
+    from hloscope.cli.tested import _recorded
+    from hloscope.explain.experiments import plan_pairs
+
+    slow = _run(tmp_path, "slow", {}, steps=[0.010, 0.0102, 0.0098, 0.0101, 0.0099, 0.01],
+                env={"XLA_FLAGS": f"{NO_OPT} --xla_dump_to=/somewhere"})
+    fast = _run(tmp_path, "fast", {}, steps=[0.002, 0.0021, 0.0019, 0.002, 0.00205, 0.00195])
+    report = explain(slow, fast, baseline=str(fast))
+    entry = next(m for m in report.modes if m.mode == "jax (slow)")
+    assert {"field": "env.XLA_FLAGS", "a": NO_OPT, "b": None} in entry.config_differences
+    options, _, _ = _recorded(report)
+    assert options["jax (slow)"]["xla_flags"] == NO_OPT and options["jax (fast)"]["xla_flags"] == ""
+    (plan,) = plan_pairs(report, options)
+    test = next(t for t in plan.tests if t.setting == "xla_flags")
+    assert test.untestable is None and test.change == f'--xla-flags "{NO_OPT}" -> ""'
+    assert plan.variants()[test.variant]["xla_flags"] == ""

@@ -167,8 +167,8 @@ def _print_plan(plans, expected: dict[str, float], repeats: int, budget_s: float
         console.print(f"  {plan.slow} (slower) against {plan.fast}:", highlight=False, markup=False)
         for test in plan.tests:
             if test.untestable is None:
-                console.print(f"    test {test.title}: {test.setting} {test.slow_value} -> {test.fast_value} "
-                              f"({', '.join(test.rules)})", highlight=False, markup=False)
+                console.print(f"    test {test.title}: {test.change} ({', '.join(test.rules)})", highlight=False,
+                              markup=False)
             else:
                 console.print(f"    cannot test {', '.join(test.rules)}: {test.untestable}", highlight=False,
                               markup=False)

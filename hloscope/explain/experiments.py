@@ -107,6 +107,11 @@ class PlannedTest:
         """The re-run's name: the slower configuration with this setting changed."""
         return f"slower, {self.setting}={_short(self.setting, self.fast_value)}"
 
+    @property
+    def change(self) -> str:
+        """The change in flags: `--precision bf16 -> fp32` ("" when there is no setting to change)."""
+        return _change(self)
+
     def to_dict(self) -> dict:
         return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
                 "to": self.fast_value, "untestable": self.untestable}
@@ -415,7 +420,7 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
     for test in plan.tests:
         entry = HypothesisTest(test.rules, test.title, test.setting, test.slow_value, test.fast_value, NOT_TESTED,
-                               test.untestable or "", change=_change(test))
+                               test.untestable or "", change=test.change)
         result.tests.append(entry)
         if test.untestable is not None:
             continue
