@@ -17,6 +17,10 @@ from hloscope.backends import scheduling
 from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
 
+# --max-batch's default bound on compiles (hloscope/targets/max_batch.py): from batch 32, doubling up to 2048 (6
+# compiles after the run's own) leaves 5 for the bisection.
+MAX_BATCH_COMPILES = 12
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -41,6 +45,8 @@ class RunOptions:
     devices: int = 1                  # --devices N: data parallel over N devices (hloscope/backends/devices.py)
     optimizer: str = "sgd"            # --optimizer sgd | adamw (hloscope/backends/optimizers.py)
     xla_flags: str | None = None      # --xla-flags: the run's XLA_FLAGS, replacing the inherited (hloscope.runs.xla_flags)
+    max_batch: bool = False           # --max-batch (with --target): search the largest batch that fits the target
+    max_batch_compiles: int = MAX_BATCH_COMPILES  # --max-batch-compiles: the search's bound
 
     @property
     def preset(self) -> Preset:
@@ -52,6 +58,8 @@ class RunOptions:
 
     def to_json(self) -> dict:
         data = asdict(self)
+        if not self.max_batch:  # the records of runs without the search keep the keys they always had
+            del data["max_batch"], data["max_batch_compiles"]
         data["compile_model"] = self.compile_model
         data["model_config"] = self.preset.config_kwargs()
         return data

@@ -127,6 +127,8 @@ def _check_replay_and_target(replay: bool, values: dict, counts: list[int], cons
         values["dump_hlo"] = True  # replay runs the dumped program
         console.print("--replay: dumping the HLO (--dump-hlo) so that it can be replayed", highlight=False,
                       markup=False)
+    if values.get("max_batch") and not values.get("target"):
+        raise click.UsageError("--max-batch searches by compiling for a GPU: give --target h100|a100|PATH")
     if values.get("target") and len(counts) > 1:
         raise click.UsageError("--target compiles for one GPU without running anything: give one --devices count")
 
@@ -144,7 +146,7 @@ def _select_modes(modes: str | None, values: dict, counts: list[int], console: C
     else:
         selected = parse_modes(modes)
     if values.get("target"):
-        selected = _target_modes(selected, values["target"], console)
+        selected = _target_modes(selected, values["target"], console, bool(values.get("max_batch")))
     plan = None
     if len(counts) > 1:
         plan = _device_plan(selected, counts, values["batch_size"])
@@ -295,7 +297,7 @@ def _device_plan(selected: list[str], counts: list[int], batch_size: int):
     return plan
 
 
-def _target_modes(selected: list[str], target: str, console: Console) -> list[str]:
+def _target_modes(selected: list[str], target: str, console: Console, max_batch: bool = False) -> list[str]:
     """--target compiles the modes that have a target capture (hloscope.modes.TARGET_MODES): skip the other modes;
     refuse a bad target file up front."""
     from hloscope.targets.run_target import check_target_run
@@ -306,7 +308,7 @@ def _target_modes(selected: list[str], target: str, console: Console) -> list[st
             console.print(Text.assemble((f"skipping {mode}", "yellow"), ": --target needs an XLA graph "
                                         f"({', '.join(sorted(TARGET_MODES))})"), highlight=False)
     if kept:
-        check_target_run(kept[0], target)
+        check_target_run(kept[0], target, max_batch)
     return kept
 
 

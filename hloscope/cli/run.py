@@ -17,6 +17,7 @@ from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED,
 from hloscope.modes import CLI_CHOICES, TARGET_MODES
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
+from hloscope.targets.max_batch import DEFAULT_MAX_COMPILES
 
 
 def common_options(function=None, *, device_counts: bool = False):
@@ -79,6 +80,12 @@ def common_options(function=None, *, device_counts: bool = False):
                           f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
                           "GpuTargetConfigProto text file. "
                           "See docs/gpu-target.md."),
+        click.option("--max-batch", is_flag=True,
+                     help="With --target: also find, by compiling only, the largest batch whose step's peak device "
+                          "memory fits the target's (75% of it: what XLA's GPU allocator takes by default), doubling "
+                          "from --batch-size until it does not fit, then bisecting."),
+        click.option("--max-batch-compiles", type=click.IntRange(min=2, max=64), default=DEFAULT_MAX_COMPILES, show_default=True,
+                     metavar="N", help="With --max-batch: at most N compiles (the run's own included)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -96,7 +103,9 @@ def build_options(mode: str, **values):
                       attention=values.get("attention") or "eager", seq_len=values.get("seq_len"),
                       devices=values.get("devices") or 1, optimizer=values.get("optimizer") or "sgd",
                       inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0,
-                      xla_flags=values.get("xla_flags"))
+                      xla_flags=values.get("xla_flags"),
+                      max_batch=bool(values.get("max_batch")),
+                      max_batch_compiles=values.get("max_batch_compiles") or DEFAULT_MAX_COMPILES)
 
 
 @click.command(name="run")
@@ -124,6 +133,8 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     get_preset(values["model"], values.get("seq_len"))  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
     preflight(mode, options.device, options.attention, options.devices, options.batch_size, options.preset)
+    if options.max_batch and not options.target:
+        raise click.UsageError("--max-batch searches by compiling for a GPU: give --target h100|a100|PATH")
     if options.target:
         return _compile_for_target(options, values["out"], run_id, as_json)
     run_dir = create_run_dir(values["out"], run_id, prefix=get_mode(mode).dir_name)
@@ -170,11 +181,20 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
     from hloscope.runs.rundir import create_run_dir
     from hloscope.targets.run_target import check_target_run, execute_target
 
-    check_target_run(options.mode, options.target)  # bad mode, target file or missing plugin: before any directory
+    # bad mode, target file or missing plugin: before any directory
+    check_target_run(options.mode, options.target, options.max_batch)
     run_dir = create_run_dir(out, run_id, prefix=get_mode(options.mode).dir_name)
     Console(stderr=True).print(Text.assemble((options.mode, "bold"), f": {options.model}, batch {options.batch_size}, "
                                              f"compiling for {options.target} (not timed) -> {run_dir}"), highlight=False)
-    record = execute_target(options, options.target, run_dir)
+    console = Console(stderr=True)
+
+    def searched(point: dict) -> None:
+        peak = "-" if point.get("peak_bytes") is None else f"{point['peak_bytes'] / 2**20:,.1f} MiB"
+        fits = point.get("fits")
+        verdict = (point.get("error") or "failed") if fits is None else ("fits" if fits else "does not fit")
+        console.print(f"  --max-batch: batch {point['batch_size']}: {peak}, {verdict}", highlight=False, markup=False)
+
+    record = execute_target(options, options.target, run_dir, on_point=searched)
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:

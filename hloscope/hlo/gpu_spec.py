@@ -139,6 +139,7 @@ class GpuTarget:
     memory_bandwidth_bytes_s: float | None
     vector_flops_s: dict[str, float] = field(default_factory=dict)   # dtype -> peak FLOP/s on CUDA cores
     matrix_flops_s: dict[str, float] = field(default_factory=dict)   # dtype -> peak FLOP/s on tensor cores
+    device_memory_bytes: int | None = None  # gpu_device_info.device_memory_size: the whole device's memory
 
     @property
     def has_roofline(self) -> bool:
@@ -149,7 +150,8 @@ class GpuTarget:
         return {"name": self.name, "spec_file": self.path, "device": self.device,
                 "compute_capability": self.compute_capability, "sm_count": self.core_count,
                 "clock_ghz": self.clock_ghz, "memory_bandwidth_bytes_s": self.memory_bandwidth_bytes_s,
-                "peak_vector_flops_s": self.vector_flops_s, "peak_matrix_flops_s": self.matrix_flops_s}
+                "peak_vector_flops_s": self.vector_flops_s, "peak_matrix_flops_s": self.matrix_flops_s,
+                "device_memory_bytes": self.device_memory_bytes}
 
 
 def _rates(unit: dict[str, Any] | None, cores: int) -> dict[str, float]:
@@ -192,7 +194,8 @@ def target_from_text(text: str, name: str, path: str) -> GpuTarget:
     if clock is None and isinstance(info.get("clock_rate_khz"), (int, float)):  # older spec files
         clock = info["clock_rate_khz"] / 1e6
     for key, value in (("core_count", cores), ("clock_rate_ghz", clock),
-                         ("memory_bandwidth", info.get("memory_bandwidth")), ("fpus_per_core", info.get("fpus_per_core"))):
+                         ("memory_bandwidth", info.get("memory_bandwidth")), ("fpus_per_core", info.get("fpus_per_core")),
+                       ("device_memory_size", info.get("device_memory_size"))):
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
                                       and math.isfinite(value) and value > 0):
             raise InputError(path, f"not a usable GpuTargetConfigProto: gpu_device_info.{key} is {value!r}, "
@@ -205,7 +208,13 @@ def target_from_text(text: str, name: str, path: str) -> GpuTarget:
                      device=str(proto.get("device_description_str") or info.get("name") or name),
                      compute_capability=capability, core_count=cores, clock_ghz=clock,
                      memory_bandwidth_bytes_s=info.get("memory_bandwidth"),
-                     vector_flops_s=vector, matrix_flops_s=_rates(info.get("matrix_unit_description"), cores or 0))
+                     vector_flops_s=vector, matrix_flops_s=_rates(info.get("matrix_unit_description"), cores or 0),
+                     device_memory_bytes=_byte_count(info.get("device_memory_size")))
+
+
+def _byte_count(value: Any) -> int | None:
+    """device_memory_size as bytes (already checked positive); a fractional figure is rounded down."""
+    return None if value is None else int(value)
 
 
 def resolve_target(target: str | os.PathLike[str]) -> GpuTarget:

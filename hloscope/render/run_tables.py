@@ -11,7 +11,7 @@ from rich.text import Text
 
 from hloscope import units
 from hloscope.render import fmt
-from hloscope.runs.records import ComparisonEntry, ComparisonRecord, Memory, Number, RunRecord
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord, MaxBatch, Memory, Number, RunRecord, TargetPeak
 
 
 def add_text_row(table: Table, *cells: str | Text) -> None:
@@ -252,6 +252,12 @@ def compiled_run_table(record: RunRecord) -> Table:
         add_text_row(table, "device memory (XLA)", f"{memory.device_peak_estimate_bytes / 2**20:,.1f} MiB = arguments "
                       f"{_mib(memory.argument_bytes)} + outputs {_mib(memory.output_bytes)} + temp "
                       f"{_mib(memory.temp_bytes)} - aliased {_mib(memory.alias_bytes)}")
+    if memory.target_peak is not None:
+        add_text_row(table, "peak vs target memory", _fit_text(memory.target_peak))
+    if record.max_batch is not None:
+        add_text_row(table, "max batch (--max-batch)", _max_batch_text(record.max_batch))
+        add_text_row(table, "search compiles", ", ".join(
+            f"{c.batch_size}: {_mib(c.peak_bytes)} MiB {_fits_word(c.fits)}" for c in record.max_batch.compiles))
     if record.section("roofline"):
         add_text_row(table, "roofline LOWER BOUND", f"{fmt.ms(roofline.serial_s)}/step serial, "
                       f"{fmt.ms(roofline.aggregate_s)}/step aggregate (not a prediction)")
@@ -259,6 +265,25 @@ def compiled_run_table(record: RunRecord) -> Table:
     for note in record.notes:
         add_text_row(table, "note", note)
     return table
+
+
+def _fits_word(fits: bool | None) -> str:
+    return "failed" if fits is None else ("fits" if fits else "does not fit")
+
+
+def _fit_text(peak: TargetPeak) -> str:
+    """The peak against the usable memory (the device's minus the reserve) and the headroom; without a device memory
+    in the target file, the peak alone."""
+    if peak.usable_bytes is None or peak.headroom_bytes is None:
+        return f"{_mib(peak.peak_bytes)} MiB (the target file states no device memory)"
+    verdict = "fits" if peak.fits else "DOES NOT FIT"
+    return (f"{_mib(peak.peak_bytes)} MiB of {_mib(peak.usable_bytes)} MiB usable ({_mib(peak.device_memory_bytes)} "
+            f"MiB device - {_mib(peak.reserve_bytes)} MiB reserve): headroom {_mib(peak.headroom_bytes)} MiB, "
+            f"{verdict}")
+
+
+def _max_batch_text(search: MaxBatch) -> str:
+    return search.message or ("-" if search.batch_size is None else str(search.batch_size))
 
 
 def _mib(n_bytes: int | None) -> str:
@@ -289,10 +314,24 @@ def compiled_comparison_table(records: list[RunRecord]) -> Table:
     row("copies", lambda r: text(r.kernels.copies))
     row("GEMM backend", lambda r: text(r.compiles.gemm_backend))
     row("device memory MiB", lambda r: _mib(r.memory.device_peak_estimate_bytes))
+    if any(r.memory.target_peak is not None for r in records):
+        row("target memory usable MiB", lambda r: _mib(r.memory.target_peak.usable_bytes if r.memory.target_peak else None))
+        row("headroom MiB", lambda r: _mib(r.memory.target_peak.headroom_bytes if r.memory.target_peak else None))
+    if any(r.max_batch is not None for r in records):
+        row("max batch (--max-batch)", lambda r: _max_batch_cell(r.max_batch))
+        row("compiles searched", lambda r: "-" if r.max_batch is None else str(len(r.max_batch.compiles)))
     row("FLOPs", lambda r: _sci(r.roofline.flops))
     row("bytes accessed", lambda r: _sci(r.roofline.bytes))
     row("roofline LOWER BOUND ms", lambda r: "-" if r.roofline.serial_s is None else f"{r.roofline.serial_s * 1e3:.3f}")
     return table
+
+
+def _max_batch_cell(search: MaxBatch | None) -> str:
+    if search is None:
+        return "-"
+    if search.batch_size is None:
+        return "none fits" if search.smallest_not_fitting == 1 else "not found"
+    return f"at least {search.batch_size}" if search.at_least else str(search.batch_size)
 
 
 def replay_summary_line(mode: str, replay: dict) -> str:

@@ -68,6 +68,8 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     devices: int | list[int] | None = None
     xla_flags: str | None = None  # --xla-flags (null: not given, the inherited XLA_FLAGS was kept)
     compile_model: bool | None = None
+    max_batch: bool | None = None
+    max_batch_compiles: int | None = None
     model_config: ModelConfig | None = None
     modes: list[str] | None = None  # comparison.json only
     repeats: int | None = None  # comparison.json only
@@ -96,6 +98,22 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     host_scheduling: dict[str, Any] | None = None  # validated by rundir (its figures, by name)
 
 
+class TargetPeak(msgspec.Struct, frozen=True, kw_only=True):
+    """A compiled step's peak device memory (XLA's memory analysis, hloscope/targets/device_memory.py) against the
+    target GPU's: the usable part (the device's minus the reserve), the headroom (usable - peak), whether it fits."""
+
+    peak_bytes: int
+    how: str | None = None
+    generated_code_bytes: int | None = None
+    buffer_assignment_bytes: int | None = None
+    device_memory_bytes: int | None = None
+    reserve_bytes: int | None = None
+    reserve: str | None = None
+    usable_bytes: int | None = None
+    headroom_bytes: int | None = None
+    fits: bool | None = None
+
+
 class Memory(msgspec.Struct, frozen=True, kw_only=True):
     peak_host_rss_bytes: int | None = None
     device_peak_bytes: int | None = None
@@ -106,6 +124,43 @@ class Memory(msgspec.Struct, frozen=True, kw_only=True):
     output_bytes: int | None = None
     temp_bytes: int | None = None
     alias_bytes: int | None = None
+    generated_code_bytes: int | None = None
+    target_peak: TargetPeak | None = None  # a run compiled for a target GPU: its peak against the GPU's memory
+
+
+class MaxBatchCompile(msgspec.Struct, frozen=True, kw_only=True):
+    """One compile of the `--max-batch` search: the batch, the step's peak and whether it fits the target."""
+
+    batch_size: int
+    status: str | None = None
+    peak_bytes: int | None = None
+    fits: bool | None = None
+    capture_s: Number | None = None
+    compile_s: Number | None = None
+    seconds: Number | None = None
+    gemm_backend: str | None = None
+    error: str | None = None
+    run: bool = False  # the run's own compile (at --batch-size), where the search starts
+
+
+class MaxBatch(msgspec.Struct, frozen=True, kw_only=True):
+    """`--max-batch`: the largest batch whose compiled step fits the target's usable memory (None: not even batch 1,
+    or the search stopped before one fitted), with every compile it made."""
+
+    batch_size: int | None = None
+    exact: bool | None = None  # batch_size + 1 was compiled and does not fit
+    at_least: bool | None = None  # the search stopped (bound or failure) before the answer was exact
+    smallest_not_fitting: int | None = None
+    usable_bytes: int | None = None
+    reserve_bytes: int | None = None
+    reserve: str | None = None
+    device_memory_bytes: int | None = None
+    max_compiles: int | None = None
+    time_budget_s: Number | None = None
+    stopped_by: str | None = None  # "compiles", "time" or "failure"
+    message: str | None = None
+    search_s: Number | None = None
+    compiles: list[MaxBatchCompile] = []
 
 
 class Target(msgspec.Struct, frozen=True, kw_only=True):
@@ -115,6 +170,7 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     device: str | None = None
     compute_capability: str | None = None
     sm_count: int | None = None
+    device_memory_bytes: int | None = None
 
 
 class Roofline(msgspec.Struct, frozen=True, kw_only=True):
@@ -218,6 +274,7 @@ class RunRecord:
     target: Target = field(default_factory=Target)
     roofline: Roofline = field(default_factory=Roofline)
     kernels: Kernels = field(default_factory=Kernels)
+    max_batch: MaxBatch | None = None  # `--target --max-batch`: the search and its answer
     artifacts: list[Artifact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -278,6 +335,11 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     ratio_to_fastest: Number | None = None
     kernels: int | None = None  # a run compiled for a target GPU: its generated kernels
     roofline_lower_bound_s: Number | None = None
+    target_peak_bytes: int | None = None  # ... its peak device memory (XLA's memory analysis)
+    target_usable_bytes: int | None = None  # ... what the target GPU leaves an XLA program
+    max_batch: int | None = None  # `--max-batch`: the largest batch that fits (max_batch_at_least: a lower bound)
+    max_batch_at_least: bool | None = None
+    max_batch_message: str | None = None
     replicate: int | None = None  # which fresh process of its configuration (`compare --repeats K`: 1..K)
     variant: str | None = None  # one of several configurations of the same mode (`hloscope calibrate`)
     parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step
@@ -362,7 +424,7 @@ def decode_comparison(file: Path, document: dict[str, Any]) -> ComparisonRecord:
 
 # Parts a record may hold as null (older or cut-short runs): read as empty.
 _NULLABLE = {"config", "environment", "timing", "memory", "compiles", "loss", "profile", "target", "roofline", "kernels",
-             "artifacts", "warnings", "notes", "configurations"}
+             "artifacts", "warnings", "notes", "configurations", "max_batch"}
 _NULLABLE_TIMING = {"step_times_s", "warmup_times_s", "profiled_step_times_s"}
 
 

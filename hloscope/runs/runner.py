@@ -106,6 +106,7 @@ def run_command(options: RunOptions, comparison_dir: Path, name: str | None = No
     command += ["--profile"] if options.profile else []
     command += ["--keep-all"] if options.keep_all else []
     command += ["--target", options.target] if options.target else []
+    command += ["--max-batch", "--max-batch-compiles", str(options.max_batch_compiles)] if options.max_batch else []
     command += ["--check-parity"] if options.check_parity else []
     command += ["--seq-len", str(options.seq_len)] if options.seq_len else []
     command += ["--attention", options.attention] if options.attention != "eager" else []
@@ -290,6 +291,14 @@ def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
     if record["status"] == "compiled":  # --target: not timed; what XLA generated and the roofline's lower bound
         entry["kernels"] = (record.get("kernels") or {}).get("kernel_launches")
         entry["roofline_lower_bound_s"] = (record.get("roofline") or {}).get("serial_s")
+        target_peak = (record.get("memory") or {}).get("target_peak") or {}
+        if target_peak:
+            entry["target_peak_bytes"] = target_peak.get("peak_bytes")
+            entry["target_usable_bytes"] = target_peak.get("usable_bytes")
+        if record.get("max_batch"):  # --max-batch
+            entry["max_batch"] = record["max_batch"].get("batch_size")
+            entry["max_batch_at_least"] = record["max_batch"].get("at_least")
+            entry["max_batch_message"] = record["max_batch"].get("message")
     if outcome is not None:
         entry.update(returncode=outcome.returncode, wall_s=outcome.wall_s,
                      stderr_log=str(outcome.stderr_log.relative_to(outcome.stderr_log.parent.parent)))

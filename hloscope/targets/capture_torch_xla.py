@@ -69,7 +69,8 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
         new_per_step.append(sorted(now - seen))
         seen = now
     info = {"framework": "torch_xla", "format": "hlo", "steps": STEPS, "losses": losses,
-            "graphs_compiled_per_step": new_per_step, "torch": torch.__version__, "torch_xla": torch_xla.__version__}
+            "graphs_compiled_per_step": new_per_step, "torch": torch.__version__, "torch_xla": torch_xla.__version__,
+            "optimizer": "sgd", "batch_size": batch_size, "arguments": _argument_bytes(workload)}
     compiling = [i for i, new in enumerate(new_per_step) if new]
     if not compiling or compiling[-1] >= STEPS - 1 or len(new_per_step[compiling[-1]]) != 1:
         info["error"] = ("no steady train-step graph: torch_xla compiled a new graph in the last step or several "
@@ -81,6 +82,22 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     info["source_file"] = graph_file.name
     shutil.rmtree(dump_dir, ignore_errors=True)
     return info
+
+
+def _tensor_bytes(tensors) -> int:
+    return sum(int(t.numel()) * t.element_size() for t in tensors)
+
+
+def _argument_bytes(workload) -> dict[str, int]:
+    """The graph's device data by part: the model's parameters and buffers, the optimizer's state tensors, one batch."""
+    import torch
+
+    model = workload.model
+    state = [value for per_parameter in workload.optimizer.state.values() for value in per_parameter.values()
+             if isinstance(value, torch.Tensor)]
+    return {"parameters": _tensor_bytes(model.parameters()), "buffers": _tensor_bytes(model.buffers()),
+            "optimizer_state": _tensor_bytes(state),
+            "inputs": _tensor_bytes(t for t in workload.batch(0) if isinstance(t, torch.Tensor))}
 
 
 def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,

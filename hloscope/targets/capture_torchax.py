@@ -31,14 +31,16 @@ def lower_torchax_train_step(preset: str, batch_size: int, precision: str, seed:
                              seq_len: int | None = None) -> dict:
     """Write the train step's StableHLO (MLIR text) to `out_file` (text presets: sequences of `seq_len` tokens, None:
     the preset's default); returns facts about it for the run record."""
-    import jax
-
     from hloscope.backends.torchax_workload import build_torchax_workload
     from hloscope.models.presets import get_preset
+    from hloscope.targets.capture_jax import OPTIMIZER, lower_step, reuse_workload
 
-    workload = build_torchax_workload(get_preset(preset, seq_len), batch_size, precision, seed)
-    traced = jax.jit(workload.train_step).trace(workload.state, *workload.batch)
-    lowered = traced.lower(lowering_platforms=("cuda",))
-    out_file.write_text(lowered.as_text(debug_info=True), encoding="utf-8")
+    key = ("torchax", preset, precision, seed, seq_len)
+    workload, reused = reuse_workload(key, lambda: build_torchax_workload(get_preset(preset, seq_len), batch_size,
+                                                                          precision, seed, optimizer=OPTIMIZER))
+    params, buffers, opt_state = workload.state
+    info = lower_step(workload.train_step, workload.state, workload.batch, batch_size, out_file,
+                      parts=(params, buffers, opt_state))
     return {"framework": "torchax", "format": "mlir", "lowered_for": "cuda", "module": "jit_train_step",
-            "matmul_precision": workload.matmul_precision, "dtype": workload.dtype}
+            "matmul_precision": workload.matmul_precision, "dtype": workload.dtype, "optimizer": OPTIMIZER,
+            "reused_workload": reused, **info}

@@ -16,10 +16,12 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.gpu_spec import GpuTarget, resolve_target
 from hloscope.modes import TARGET_MODES, get_mode, resolve
+from hloscope.targets import device_memory
 
 WORKER = Path(__file__).with_name("gpu_compile_worker.py")
 COMPILE_TIMEOUT_S = 3600
@@ -78,7 +80,8 @@ def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, 
             raise TargetCompileError(f"XLA could not compile the {mode} train step for {gpu.name} "
                                      f"({result.get('stage')}): {_first_line(result.get('error'))}")
         record["artifacts"] += _keep_dump(Path(result["dump_dir"]), run_dir, keep_all)
-        record["memory"] = _memory(result["memory"])
+        record["memory"] = _memory(result["memory"], gpu, graph,
+                                   _buffer_assignment_bytes(run_dir, record["artifacts"]))
         record["artifacts"].append(_write_memory_analysis(run_dir, result["module_name"], result["memory"], gpu))
         try:
             record["kernels"] = _kernels(run_dir, record["artifacts"])
@@ -183,17 +186,63 @@ def _keep_dump(dump_dir: Path, run_dir: Path, keep_all: bool) -> list[dict]:
                             extra=extra)
 
 
-def _memory(stats: dict) -> dict:
-    """XLA's memory analysis of the GPU executable (bytes), and the peak it implies for one step."""
+def _memory(stats: dict, gpu: GpuTarget, graph: dict, buffer_assignment_bytes: int | None) -> dict:
+    """XLA's memory analysis of the GPU executable (bytes), the peak it implies for one step against the target's
+    memory (`target_peak`), and the step's memory ledger (`ledger`, hloscope/targets/device_memory.py)."""
     argument: int | None = stats.get("argument_size_in_bytes")
     output: int | None = stats.get("output_size_in_bytes")
     alias: int | None = stats.get("alias_size_in_bytes")
     temp: int | None = stats.get("temp_size_in_bytes")
-    out: dict[str, str | int | None] = {"source": "xla_memory_analysis", "argument_bytes": argument,
-                                        "output_bytes": output, "alias_bytes": alias, "temp_bytes": temp}
+    out: dict[str, Any] = {"source": "xla_memory_analysis", "argument_bytes": argument, "output_bytes": output,
+                           "alias_bytes": alias, "temp_bytes": temp}
     if argument is not None and output is not None and alias is not None and temp is not None:
         out["device_peak_estimate_bytes"] = argument + output + temp - alias
+    out["generated_code_bytes"] = stats.get("generated_code_size_in_bytes")
+    out["target_peak"] = device_memory.target_peak(stats, gpu, buffer_assignment_bytes)
+    out["ledger"] = device_memory.target_ledger(stats, graph.get("arguments"), str(graph.get("optimizer") or "sgd"))
     return out
+
+
+def _buffer_assignment_bytes(run_dir: Path, artifacts: list[dict]) -> int | None:
+    """The "Total bytes used" of XLA's buffer assignment of the compiled step (thread-local allocations aside)."""
+    from hloscope.hlo.memory import parse_buffer_assignment
+
+    # the assignment itself (format "text"), not its "-values" listing
+    paths = [run_dir / a["path"] for a in artifacts if a["kind"] == "buffer_assignment" and a.get("format") == "text"]
+    if not paths:
+        return None
+    path = paths[0]
+    try:
+        return int(parse_buffer_assignment(path.read_text(encoding="utf-8"), str(path))["total_bytes"])
+    except (HloscopeError, OSError, UnicodeDecodeError):  # the compile stands; the cross-check is left out
+        return None
+
+
+def peak_at_batch(mode: str, preset: str, batch_size: int, precision: str, gpu: GpuTarget, python: str,
+                  scratch_dir: Path, seed: int = 0, gemm: str = "auto", seq_len: int | None = None) -> dict:
+    """`--max-batch`: capture and compile `mode`'s step at `batch_size` for `gpu` in `scratch_dir` (removed after),
+    keeping only what the search records: the peak, whether it fits, and the time each stage took. A failed capture or
+    compile is returned with its reason (status "failed")."""
+    start = time.perf_counter()
+    point: dict[str, Any] = {"batch_size": batch_size, "status": "failed", "peak_bytes": None, "fits": None}
+    try:
+        graph_file, graph = _capture(mode, preset, batch_size, precision, seed, scratch_dir, seq_len)
+        point["capture_s"] = graph["seconds"]
+        point["reused_graph_builder"] = bool(graph.get("reused_workload"))
+        result = _run_worker(python, graph_file, graph["format"], gpu, scratch_dir, gemm)
+        point["compile_s"] = result.get("compile_seconds")
+        if not result.get("ok"):
+            raise TargetCompileError(f"XLA could not compile the step ({result.get('stage')}): "
+                                     f"{_first_line(result.get('error'))}")
+        point["gemm_backend"] = result.get("gemm_backend")
+        peak = device_memory.step_peak_bytes(result["memory"])
+        point.update(status="compiled", peak_bytes=peak, fits=None if peak is None else device_memory.fits(peak, gpu))
+    except TargetCompileError as error:
+        point["error"] = _short(str(error), 300)
+    finally:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+    point["seconds"] = round(time.perf_counter() - start, 3)
+    return point
 
 
 def _write_memory_analysis(run_dir: Path, module: str, stats: dict, gpu: GpuTarget) -> dict:

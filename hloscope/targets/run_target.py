@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hloscope.errors import HloscopeError
@@ -21,19 +22,26 @@ class TargetCompileFailed(HloscopeError):
     exit_code = 1
 
 
-def check_target_run(mode: str, target: str) -> None:
-    """Everything that can be refused before a run directory exists: the mode, the target file, the plugin env."""
+def check_target_run(mode: str, target: str, max_batch: bool = False) -> None:
+    """Everything that can be refused before a run directory exists: the mode, the target file (with --max-batch: its
+    device memory), the plugin env."""
+    from hloscope.errors import InputError
     from hloscope.hlo.gpu_spec import resolve_target
     from hloscope.targets.compile import require_target_mode
     from hloscope.targets.cuda_env import require_target_python
 
     require_target_mode(mode)
-    resolve_target(target)
+    gpu = resolve_target(target)
+    if max_batch and gpu.device_memory_bytes is None:
+        raise InputError(gpu.path, "--max-batch needs the device's memory: the GPU target file has no "
+                                   "gpu_device_info.device_memory_size")
     require_target_python()
 
 
-def execute_target(options, target: str, run_dir: Path) -> dict:
-    """Compile `options.mode`'s train step for `target` into `run_dir`; returns the final run record."""
+def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict], None] | None = None) -> dict:
+    """Compile `options.mode`'s train step for `target` into `run_dir`; returns the final run record. With
+    `options.max_batch`, then search the largest batch that fits the target's memory (run.json `max_batch`, rewritten
+    after each compile; `on_point` is told each compile of the search)."""
     from hloscope.backends.driver import FRAMEWORK_MODULES, new_record
     from hloscope.runs.rundir import write_run
     from hloscope.targets.compile import compile_for_target
@@ -64,7 +72,57 @@ def execute_target(options, target: str, run_dir: Path) -> dict:
         raise TargetCompileFailed(f"{options.mode}: {message} (run.json in {run_dir})") from None
     for key in ("compiles", "memory", "artifacts", "target", "kernels", "roofline", "notes"):
         record[key] = result[key]
+    if options.max_batch and result["status"] == "compiled":
+        try:
+            record["max_batch"] = _search(options, target, run_dir, record, lambda: write_run(run_dir, record),
+                                          on_point)
+        except KeyboardInterrupt:
+            finish("interrupted", "interrupted by the user (Ctrl-C) during the --max-batch search (run.json "
+                                  "max_batch holds the compiles so far)")
+            raise
     finish(result["status"], result["error"])
     if result["status"] != "compiled":
         raise TargetCompileFailed(f"{options.mode}: {result['error']} (run.json in {run_dir})")
     return record
+
+
+def _search(options, target: str, run_dir: Path, record: dict, save: Callable[[], object],
+            on_point: Callable[[dict], None] | None) -> dict:
+    """--max-batch from the run's own compile; each further compile in a scratch directory inside the run directory
+    (removed after it); run.json's `max_batch` rewritten after each compile, so that an interrupted search leaves
+    what it found."""
+    from hloscope.hlo.gpu_spec import resolve_target
+    from hloscope.targets import device_memory
+    from hloscope.targets.compile import peak_at_batch
+    from hloscope.targets.cuda_env import require_target_python
+    from hloscope.targets.max_batch import search_max_batch
+
+    gpu = resolve_target(target)
+    python = require_target_python()
+    usable = device_memory.usable_bytes(gpu)
+    if usable is None:  # check_target_run refused such a file; a caller of the API gets the same line
+        raise TargetCompileFailed(f"{gpu.path}: --max-batch needs gpu_device_info.device_memory_size")
+    peak = (record["memory"].get("target_peak") or {}).get("peak_bytes")
+    capture = record["compiles"].get("capture") or {}
+    first = {"batch_size": options.batch_size, "status": "compiled", "peak_bytes": peak,
+             "fits": None if peak is None else peak <= usable, "capture_s": capture.get("seconds"),
+             "compile_s": record["compiles"].get("target_compile_s"),
+             "gemm_backend": record["compiles"].get("gemm_backend"), "run": True}
+    partial: dict = {"compiles": [first]}
+    record["max_batch"] = partial
+
+    def told(point: dict) -> None:
+        partial["compiles"].append(point)
+        save()
+        if on_point is not None:
+            on_point(point)
+
+    def try_batch(batch: int) -> dict:
+        return peak_at_batch(options.mode, options.model, batch, options.precision, gpu, python,
+                             run_dir / f".max_batch_{batch}", seed=options.seed, seq_len=options.seq_len)
+
+    result = search_max_batch(first, try_batch, usable, options.max_batch_compiles, on_point=told)
+    result["reserve"] = device_memory.RESERVE
+    result["reserve_bytes"] = (gpu.device_memory_bytes or 0) - usable
+    result["device_memory_bytes"] = gpu.device_memory_bytes
+    return result

@@ -1,0 +1,160 @@
+"""Peak device memory of a step compiled for a target GPU, and `--max-batch`: the search on known peaks (no compile),
+the figures against XLA's own, and the search end to end on vit-tiny against a small fake GPU (a PATH target whose
+device_memory_size is a few MiB, so that it ends after a few compiles)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hloscope.errors import InputError
+from hloscope.hlo.gpu_spec import resolve_target, target_from_text
+from hloscope.runs.memory_record import read_ledger
+from hloscope.runs.records import decode_run
+from hloscope.targets import device_memory
+from hloscope.targets.max_batch import search_max_batch
+
+MIB = 2**20
+
+
+def linear_peaks(per_image: int, fixed: int, usable: int):
+    """A step whose peak is fixed + per_image x batch; returns (first point at a batch, try_batch, the batches tried)."""
+    tried: list[int] = []
+
+    def point(batch: int) -> dict:
+        peak = fixed + per_image * batch
+        return {"batch_size": batch, "status": "compiled", "peak_bytes": peak, "fits": peak <= usable}
+
+    def try_batch(batch: int) -> dict:
+        tried.append(batch)
+        return point(batch)
+
+    return point, try_batch, tried
+
+
+@pytest.mark.parametrize("start", [1, 8, 32, 100, 1000])
+def test_search_finds_the_largest_batch_that_fits(start):
+    usable = 100 * MIB
+    point, try_batch, tried = linear_peaks(per_image=MIB // 3, fixed=10 * MIB, usable=usable)
+    expected = (usable - 10 * MIB) // (MIB // 3)
+    result = search_max_batch(point(start), try_batch, usable, max_compiles=32)
+    assert result["batch_size"] == expected and result["exact"] and not result["at_least"]
+    assert result["smallest_not_fitting"] == expected + 1
+    peaks = {c["batch_size"]: c for c in result["compiles"]}
+    assert peaks[expected]["fits"] and not peaks[expected + 1]["fits"]  # both compiled: the answer is checked
+    assert [c["batch_size"] for c in result["compiles"]] == [start, *tried]
+    assert result["message"].startswith(f"{expected} (batch {expected + 1} needs")
+
+
+def test_search_grows_geometrically_then_bisects():
+    point, try_batch, tried = linear_peaks(per_image=MIB, fixed=0, usable=40 * MIB)
+    result = search_max_batch(point(8), try_batch, 40 * MIB, max_compiles=32)
+    assert tried == [16, 32, 64, 48, 40, 44, 42, 41]
+    assert result["batch_size"] == 40
+
+
+def test_when_even_batch_1_does_not_fit_it_says_so():
+    point, try_batch, tried = linear_peaks(per_image=MIB, fixed=50 * MIB, usable=40 * MIB)
+    result = search_max_batch(point(8), try_batch, 40 * MIB, max_compiles=32)
+    assert tried == [4, 2, 1]
+    assert result["batch_size"] is None and not result["exact"] and not result["at_least"]
+    assert result["message"] == "none: even batch 1 needs 51.0 MiB, more than the 40.0 MiB usable"
+
+
+def test_a_search_cut_short_by_its_bound_says_at_least():
+    point, try_batch, tried = linear_peaks(per_image=1, fixed=0, usable=10**12)
+    result = search_max_batch(point(32), try_batch, 10**12, max_compiles=4)
+    assert tried == [64, 128, 256] and len(result["compiles"]) == 4
+    assert result["batch_size"] == 256 and result["at_least"] and result["stopped_by"] == "compiles"
+    assert result["message"].startswith("at least 256: batch 256 still fits")
+    assert "bound of 4 compiles" in result["message"]
+    # cut during the bisection: a lower bound with the batch known not to fit
+    point, try_batch, _ = linear_peaks(per_image=MIB, fixed=0, usable=40 * MIB)
+    result = search_max_batch(point(8), try_batch, 40 * MIB, max_compiles=5)
+    assert result["batch_size"] == 32 and result["smallest_not_fitting"] == 48 and result["at_least"]
+    assert result["message"].startswith("at least 32, below 48: the search stopped at its bound of 5 compiles")
+
+
+def test_a_failed_compile_stops_the_search_with_its_reason():
+    def try_batch(batch: int) -> dict:
+        return {"batch_size": batch, "status": "failed", "peak_bytes": None, "fits": None, "error": "XLA said no"}
+
+    first = {"batch_size": 8, "status": "compiled", "peak_bytes": 1, "fits": True}
+    result = search_max_batch(first, try_batch, 100, max_compiles=10)
+    assert result["batch_size"] == 8 and result["at_least"] and result["stopped_by"] == "failure"
+    assert "batch 16 failed to compile: XLA said no" in result["message"]
+
+
+def test_a_search_past_its_time_bound_stops():
+    ticks = iter(range(0, 10_000, 100))
+    point, try_batch, tried = linear_peaks(per_image=1, fixed=0, usable=10**12)
+    result = search_max_batch(point(8), try_batch, 10**12, max_compiles=50, time_budget_s=250,
+                              clock=lambda: float(next(ticks)))
+    assert result["stopped_by"] == "time" and result["at_least"] and len(tried) < 5
+
+
+STATS = {"argument_size_in_bytes": 723_000, "output_size_in_bytes": 325_000, "alias_size_in_bytes": 300_000,
+         "temp_size_in_bytes": 9_000_000, "generated_code_size_in_bytes": 12_345}
+
+
+def test_peak_and_ledger_add_up_to_xla_s_figures():
+    gpu = resolve_target("h100")
+    peak = device_memory.target_peak(STATS, gpu, buffer_assignment_bytes=9_748_000)
+    assert peak is not None
+    assert peak["peak_bytes"] == 723_000 + 325_000 + 9_000_000 - 300_000
+    assert peak["usable_bytes"] == int(84942979072 * 0.75) and peak["device_memory_bytes"] == 84942979072
+    assert peak["reserve_bytes"] + peak["usable_bytes"] == peak["device_memory_bytes"]
+    assert peak["headroom_bytes"] == peak["usable_bytes"] - peak["peak_bytes"] and peak["fits"] is True
+    assert peak["generated_code_bytes"] == 12_345
+    arguments = {"parameters": 400_000, "buffers": 0, "optimizer_state": 4, "inputs": 322_000}
+    ledger = device_memory.target_ledger(STATS, arguments, "sgd")
+    assert ledger is not None
+    parts = {p["name"]: p["bytes"] for p in ledger["parts"]}
+    assert parts["outputs"] == 325_000 - 300_000 and parts["temporaries"] == 9_000_000
+    assert parts["runtime"] == 723_000 - sum(arguments.values())  # arguments not traced to the state or batch
+    assert sum(parts.values()) == ledger["peak_bytes"] == peak["peak_bytes"]
+    typed = read_ledger({"memory": {"ledger": ledger}}, "run.json")  # the form timed runs' ledgers are read in
+    assert typed is not None and typed.accounted_bytes() + typed.bytes_of("runtime") == peak["peak_bytes"]
+
+
+def test_a_step_larger_than_the_usable_memory_does_not_fit():
+    spec = resolve_target("a100").text.replace("device_memory_size: 85100068864", "device_memory_size: 10000000")
+    gpu = target_from_text(spec, "small", "small.txtpb")
+    peak = device_memory.target_peak(STATS, gpu, None)
+    assert peak is not None and peak["usable_bytes"] == 7_500_000
+    assert peak["fits"] is False and peak["headroom_bytes"] == 7_500_000 - peak["peak_bytes"] < 0
+
+
+def test_a_bad_device_memory_is_refused_naming_the_file(tmp_path):
+    spec = tmp_path / "bad.txtpb"
+    spec.write_text(resolve_target("h100").text.replace("device_memory_size: 84942979072",
+                                                        "device_memory_size: -5"))
+    with pytest.raises(InputError, match=r"bad\.txtpb.*device_memory_size is -5"):
+        resolve_target(str(spec))
+
+
+def test_cli_bad_target_file_is_one_line_exit_2(cli_run, tmp_path):
+    spec = tmp_path / "broken.txtpb"
+    spec.write_text("gpu_device_info { core_count: 132\n")
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
+                             "--out", str(tmp_path / "out"))
+    assert code == 2 and "broken.txtpb" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_max_batch_without_a_target_is_refused(cli_run, tmp_path):
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--max-batch", "--out", str(tmp_path))
+    assert code == 2 and "--max-batch" in err and "--target" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_max_batch_needs_the_device_memory_in_the_target_file(cli_run, tmp_path):
+    spec = tmp_path / "no_memory.txtpb"
+    spec.write_text("\n".join(line for line in resolve_target("h100").text.splitlines()
+                              if "device_memory_size" not in line))
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
+                             "--out", str(tmp_path / "out"))
+    assert code == 2 and "no_memory.txtpb" in err and "device_memory_size" in err, err
+    assert len(err.strip().splitlines()) == 1
