@@ -5,12 +5,12 @@ device_memory_size is a few MiB, so that it ends after a few compiles)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from hloscope.errors import InputError
 from hloscope.hlo.gpu_spec import resolve_target, target_from_text
+from hloscope.models.presets import get_preset
 from hloscope.runs.memory_record import read_ledger
 from hloscope.runs.records import decode_run
 from hloscope.targets import device_memory
@@ -138,14 +138,14 @@ def test_a_bad_device_memory_is_refused_naming_the_file(tmp_path):
 def test_cli_bad_target_file_is_one_line_exit_2(cli_run, tmp_path):
     spec = tmp_path / "broken.txtpb"
     spec.write_text("gpu_device_info { core_count: 132\n")
-    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
+    code, _out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
                              "--out", str(tmp_path / "out"))
     assert code == 2 and "broken.txtpb" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_max_batch_without_a_target_is_refused(cli_run, tmp_path):
-    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--max-batch", "--out", str(tmp_path))
+    code, _out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--max-batch", "--out", str(tmp_path))
     assert code == 2 and "--max-batch" in err and "--target" in err
     assert not any(tmp_path.iterdir())
 
@@ -154,7 +154,69 @@ def test_cli_max_batch_needs_the_device_memory_in_the_target_file(cli_run, tmp_p
     spec = tmp_path / "no_memory.txtpb"
     spec.write_text("\n".join(line for line in resolve_target("h100").text.splitlines()
                               if "device_memory_size" not in line))
-    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
+    code, _out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--target", str(spec), "--max-batch",
                              "--out", str(tmp_path / "out"))
     assert code == 2 and "no_memory.txtpb" in err and "device_memory_size" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_compare_passes_the_search_on_and_reports_it_per_mode(tmp_path):
+    from hloscope.backends.base import RunOptions
+    from hloscope.runs.records import decode_entry
+    from hloscope.runs.runner import run_command, summary_entry
+
+    options = RunOptions(mode="jax", model="vit-tiny", target="h100", max_batch=True, max_batch_compiles=5)
+    command = run_command(options, tmp_path)
+    assert command[command.index("--max-batch-compiles") + 1] == "5" and "--max-batch" in command
+    assert "max_batch" not in RunOptions(mode="jax").to_json()  # runs without the search keep their config keys
+    record = {"mode": "jax", "_dir": str(tmp_path / "jax"), "status": "compiled", "timing": {}, "memory": {
+        "target_peak": {"peak_bytes": 7_480_844, "usable_bytes": 8_199_999}},
+        "max_batch": {"batch_size": 20, "at_least": False, "message": "20 (batch 21 needs 7.9 MiB > 7.8 MiB usable)"}}
+    entry = decode_entry(tmp_path / "comparison.json", summary_entry(record, None))
+    assert (entry.target_peak_bytes, entry.target_usable_bytes, entry.max_batch) == (7_480_844, 8_199_999, 20)
+    assert entry.max_batch_at_least is False and entry.max_batch_message.startswith("20 (batch 21")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("cuda_plugin")  # fails where .venv-cuda is missing (conftest)
+def test_max_batch_end_to_end_on_a_small_fake_gpu(cli_run, tmp_path):
+    """vit-tiny's JAX step against an H100 spec whose device memory is 10.4 MiB (7.8 MiB usable): from batch 16 the
+    search doubles to 32 (too large), then bisects: six compiles of ~10 s each."""
+    spec = tmp_path / "small_h100.txtpb"
+    spec.write_text(resolve_target("h100").text.replace("device_memory_size: 84942979072",
+                                                        "device_memory_size: 10933333"))
+    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "16", "--target",
+                             str(spec), "--max-batch", "--out", str(tmp_path / "out"), "--json")
+    assert code == 0, err[-2000:]
+    document = json.loads(out)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    record = decode_run(run_dir / "run.json", json.loads((run_dir / "run.json").read_text()))
+    assert record.status == "compiled" and record.max_batch is not None and record.memory.target_peak is not None
+
+    # the run's own peak: XLA's memory analysis and its buffer assignment agree, and the ledger adds up to it
+    peak = record.memory.target_peak
+    (analysis_file,) = [a for a in record.artifacts if a.kind == "memory_analysis"]
+    analysis = json.loads(record.artifact_path(analysis_file).read_text())
+    assert peak.peak_bytes == (analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
+                               + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"])
+    assert peak.buffer_assignment_bytes == peak.peak_bytes
+    assert peak.usable_bytes == int(10933333 * 0.75) and peak.headroom_bytes == peak.usable_bytes - peak.peak_bytes
+    ledger = read_ledger(document, run_dir / "run.json")
+    preset = get_preset("vit-tiny")
+    image_bytes = preset.num_channels * preset.image_size**2 * 4 + 4  # float32 pixels, an int32 label
+    assert ledger is not None and ledger.accounted_bytes() + (ledger.bytes_of("runtime") or 0) == peak.peak_bytes
+    assert ledger.bytes_of("parameters") and ledger.bytes_of("inputs") == 16 * image_bytes
+
+    search = record.max_batch
+    compiles = {c.batch_size: c for c in search.compiles}
+    assert search.compiles[0].run and search.compiles[0].batch_size == 16
+    assert search.compiles[0].peak_bytes == peak.peak_bytes
+    assert [c.batch_size for c in search.compiles][:2] == [16, 32]  # doubled first
+    assert all(c.status == "compiled" and c.peak_bytes for c in search.compiles)
+    assert all(c.fits == (c.peak_bytes <= peak.usable_bytes) for c in search.compiles)
+    # the peak grows with the batch: at least by the extra batch's own bytes (it is an argument of the step)
+    assert compiles[32].peak_bytes - compiles[16].peak_bytes >= 16 * image_bytes
+    found = search.batch_size
+    assert found is not None and search.exact and not search.at_least
+    assert compiles[found].fits and not compiles[found + 1].fits  # the answer fits, one more does not
+    assert len(search.compiles) <= 12 and str(found) in search.message
