@@ -333,6 +333,9 @@ def _print_compiled(comparison: ComparisonRecord) -> None:
             continue
     if records:
         Console().print(compiled_comparison_table(records))
+    for record in records:  # --max-batch: the answer in words, with what it rests on
+        if record.max_batch is not None and record.max_batch.message:
+            click.echo(f"{record.mode} max batch: {record.max_batch.message}")
 
 
 def _devices_modes(selected: list[str], devices: int, batch_size: int, by_default: bool, console: Console) -> list[str]:
