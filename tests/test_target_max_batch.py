@@ -220,3 +220,34 @@ def test_max_batch_end_to_end_on_a_small_fake_gpu(cli_run, tmp_path):
     assert found is not None and search.exact and not search.at_least
     assert compiles[found].fits and not compiles[found + 1].fits  # the answer fits, one more does not
     assert len(search.compiles) <= 12 and str(found) in search.message
+
+
+def test_a_wrong_max_batch_in_run_json_is_one_line_naming_the_field():
+    from helpers import run_record
+
+    with pytest.raises(InputError, match=r"run\.json.*'max_batch\.compiles\[0\]\.peak_bytes' is str 'big'"):
+        run_record({"status": "compiled", "max_batch": {"compiles": [{"batch_size": 8, "peak_bytes": "big"}]}})
+
+
+def test_the_target_tables_show_the_peak_the_headroom_and_the_answer():
+    from helpers import run_record
+    from rich.console import Console
+
+    from hloscope.render.run_tables import compiled_comparison_table, compiled_run_table
+
+    peak = device_memory.target_peak(STATS, resolve_target("h100"), None)
+    compiles = [{"batch_size": 16, "peak_bytes": 1000, "fits": True, "run": True},
+                {"batch_size": 32, "peak_bytes": 3000, "fits": False}]
+    record = run_record({"status": "compiled", "config": {"model": "vit-tiny", "batch_size": 16},
+                         "target": {"name": "h100", "device": "NVIDIA H100 80GB HBM3"},
+                         "memory": {"device_peak_estimate_bytes": peak["peak_bytes"], "target_peak": peak},
+                         "max_batch": {"batch_size": 16, "at_least": True, "smallest_not_fitting": 32,
+                                       "message": "at least 16, below 32: the search stopped", "compiles": compiles}})
+    console = Console(width=200, record=True)
+    console.print(compiled_run_table(record))
+    console.print(compiled_comparison_table([record]))
+    text = console.export_text()
+    usable_mib = f"{int(84942979072 * 0.75) / MIB:,.1f}"
+    assert f"9.3 MiB of {usable_mib} MiB usable" in text and "MiB, fits" in text
+    assert "at least 16, below 32: the search stopped" in text and "16: 0.0 MiB fits, 32: 0.0 MiB does not fit" in text
+    assert "at least 16" in text.split("max batch (--max-batch)")[-1].splitlines()[0]
