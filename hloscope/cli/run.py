@@ -72,7 +72,7 @@ def common_options(function=None, *, device_counts: bool = False):
                           "step: warm-up, timed, profiled), with nothing in the trace marking it: a known host stall "
                           "for checking what explain finds. Recorded in config.inject_host_delay_ms and as a warning."),
         click.option("--xla-flags", type=XLA_FLAGS, default=None, metavar="FLAGS",
-                     help="The run's XLA_FLAGS (XLA's compiler flags: jax, torchax, torch_xla), replacing any "
+                     help="The run's XLA_FLAGS (the compiler flags of every mode that compiles with XLA), replacing any "
                           "inherited from the shell ('' for none); hloscope still adds its own (dumps, --devices). "
                           "Recorded in config.xla_flags; without it the inherited XLA_FLAGS is kept."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
