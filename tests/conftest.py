@@ -10,11 +10,19 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    DEVICE_RUN_BATCH,
+    DEVICE_RUN_CLEARED_ENV,
+    DEVICE_RUN_PROFILE_STEPS,
+    DEVICE_RUN_STEPS,
+    DEVICE_RUN_WARMUP,
     EVERY_MODE_BATCH,
     EVERY_MODE_PROFILE_STEPS,
     EVERY_MODE_STEPS,
     EVERY_MODE_WARMUP,
     FIXTURES,
+    LOADER_RUN_BATCH,
+    LOADER_RUN_STEPS,
+    LOADER_RUN_WARMUP,
     REQUIRE_FIXTURES_ENV,
     fixture,
     fixtures_missing,
@@ -140,20 +148,48 @@ def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float,
 @pytest.fixture(scope="session")
 def device_run(tmp_path_factory):
     """`device_run(mode, devices)`: run.json of a real `hloscope run --mode MODE --devices N` of the tiny ViT with
-    --dump-hlo, made once per session for every test that reads it (the one- and multi-device records and HLO, memory
-    per device). XLA_FLAGS is cleared: the run sets the device count itself."""
+    --dump-hlo and --profile (helpers' DEVICE_RUN_* settings), made once per session for every test that reads it (the
+    one- and multi-device records, HLO and traces, collectives, memory per device or rank, the loss against one
+    device's). The device count and torch.distributed's job variables of this test run are cleared: the run sets its
+    own."""
     made: dict[tuple[str, int], dict] = {}
 
     def run(mode: str, devices: int) -> dict:
         if (mode, devices) not in made:
             out = tmp_path_factory.mktemp(f"{mode}{devices}")
-            result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "8",
-                              "--warmup", "3", "--devices", str(devices), "--dump-hlo", "--out", out, "--run-id",
-                              f"{mode}{devices}", timeout=600, memory_limit=None,
-                              env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
+            result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", str(DEVICE_RUN_BATCH),
+                              "--steps", str(DEVICE_RUN_STEPS), "--warmup", str(DEVICE_RUN_WARMUP), "--devices",
+                              str(devices), "--dump-hlo", "--profile", "--profile-steps", str(DEVICE_RUN_PROFILE_STEPS),
+                              "--out", out, "--run-id", f"{mode}{devices}", timeout=600, memory_limit=None,
+                              env={"HLOSCOPE_NO_PROGRESS": "1", **DEVICE_RUN_CLEARED_ENV})  # fmt: skip
             assert result.code == 0, result.stderr[-3000:]
             directory = out / f"{mode}{devices}"
             made[mode, devices] = {**json.loads((directory / "run.json").read_text()), "_dir": str(directory)}
         return made[mode, devices]
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def loader_run(tmp_path_factory):
+    """`loader_run(mode, data="loader")`: the directory of a real profiled `hloscope run --mode MODE --data DATA` of the
+    tiny ViT (helpers' LOADER_RUN_* settings, the default six profiled steps), made once per session for every test
+    that reads one: the profile's step markers and host annotations, the input pipeline's node, the recorded
+    configuration. `pytorch+compile` and the like are the framework with --compile-model."""
+    out = tmp_path_factory.mktemp("loader_runs")
+    made: dict[tuple[str, str], Path] = {}
+
+    def run(mode: str, data: str = "loader") -> Path:
+        if (mode, data) not in made:
+            framework, _, compiled = mode.partition("+")
+            run_id = f"{framework}{'_compile' if compiled else ''}_{data}"
+            result = hloscope("run", "--mode", framework, "--model", "vit-tiny", "--batch-size", str(LOADER_RUN_BATCH),
+                              "--steps", str(LOADER_RUN_STEPS), "--warmup", str(LOADER_RUN_WARMUP), "--profile",
+                              "--data", data, "--out", out, "--run-id", run_id, "--json",
+                              *(["--compile-model"] if compiled else []), timeout=600, memory_limit=None,
+                              env={"HLOSCOPE_NO_PROGRESS": "1"})  # fmt: skip
+            assert result.code == 0, result.stderr[-3000:]
+            made[mode, data] = out / run_id
+        return made[mode, data]
 
     return run

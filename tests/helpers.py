@@ -52,6 +52,19 @@ def fixture(relative: str) -> Path:
 # (test_tensorboard_xprof_tools), and the loss still falls over eight steps of four images.
 EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH = 8, 2, 6, 4
 
+# The settings of conftest's loader_run (one profiled run per mode and kind of data, the default six profiled steps):
+# timed steps, warm-up steps and batch.
+LOADER_RUN_STEPS, LOADER_RUN_WARMUP, LOADER_RUN_BATCH = 5, 2, 4
+
+# The settings of conftest's device_run (one run per mode and device count, with HLO and a profile): timed, warm-up and
+# profiled steps, and the global batch. Four profiled steps leave at least three whole ones with their collectives.
+DEVICE_RUN_STEPS, DEVICE_RUN_WARMUP, DEVICE_RUN_PROFILE_STEPS, DEVICE_RUN_BATCH = 8, 3, 4, 8
+# What device_run removes from its environment: the device counts of this test run (the run sets its own) and the
+# variables of a torch.distributed job this test run may be in (each DDP run starts its own ranks).
+DEVICE_RUN_CLEARED_ENV: dict[str, str | None] = dict.fromkeys(
+    ("XLA_FLAGS", "CPU_NUM_DEVICES", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+     "OMP_NUM_THREADS"))
+
 
 # ---------------------------------------------------------------------------- HLO modules as XLA's parser and ours see them
 

@@ -3,8 +3,8 @@ conversion to the framework's arrays, the host-to-device transfer) lies inside t
 annotation in every mode, and explain's ledger gives it to its input pipeline node, which claims idle time before any
 other host cause.
 
-One short profiled run per mode (vit-tiny, batch 4), each in a fresh `hloscope run` process, shared by the tests of
-the module; for JAX also a `--data device` run with the same options, for explain's comparison.
+One short profiled run per mode (vit-tiny, batch 4), each in a fresh `hloscope run` process: conftest's loader_run,
+shared with test_run_profile; for JAX also a `--data device` run with the same options, for explain's comparison.
 """
 
 from __future__ import annotations
@@ -16,41 +16,23 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.backends.base import RunOptions
 from hloscope.trace.step_profile import CAUSE_ORDER, HOST_CAUSES
 
 pytestmark = pytest.mark.slow
 
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax", "torchax"]
-OPTIONS = ["--model", "vit-tiny", "--batch-size", "4", "--steps", "5", "--warmup", "2", "--profile",
-           "--profile-steps", "4"]
 INPUT_NODES = ("idle:input pipeline", "host:input pipeline")
+PROFILED_STEPS = RunOptions().profile_steps  # conftest's loader_run profiles the default number of steps
 # What obtaining a batch records in each trace: the DataLoader's own record (Kineto) or its `__next__` frame (JAX's
 # Python tracer), and the host-to-device transfer (JAX's device_put, torch_xla's PjRt transfer).
 FETCH_EVENTS = re.compile(r"DataLoader|dataloader\.py:\d+ __next__|DevicePutWithSharding|TransferToDevice")
 
 
-class Runs:
-    """Profiled runs made on first use, one per (mode, data)."""
-
-    def __init__(self, out: Path):
-        self.out = out
-        self.made: dict[tuple[str, str], Path] = {}
-
-    def __call__(self, mode: str, data: str = "loader") -> Path:
-        if (mode, data) not in self.made:
-            framework, _, compiled = mode.partition("+")
-            run_id = f"{framework}{'_compile' if compiled else ''}_{data}"
-            result = hloscope("run", "--mode", framework, *OPTIONS, "--data", data, "--out", self.out, "--run-id",
-                              run_id, "--json", *(["--compile-model"] if compiled else []), timeout=600,
-                              memory_limit=None, env={"HLOSCOPE_NO_PROGRESS": "1"})
-            assert result.code == 0, result.stderr[-3000:]
-            self.made[(mode, data)] = self.out / run_id
-        return self.made[(mode, data)]
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Runs:
-    return Runs(tmp_path_factory.mktemp("input_pipeline"))
+def runs(loader_run):
+    """conftest's profiled runs, one per (mode, data), shared with test_run_profile."""
+    return loader_run
 
 
 def test_the_input_pipeline_claims_idle_time_first():
@@ -68,10 +50,10 @@ def test_obtaining_the_batch_lies_inside_the_input_annotation(runs, mode):
     events = [e for e in trace.events if not e.device]
     markers = [e for e in events if e.kind == "step"]
     inputs = [e for e in events if e.name == "hloscope/input"]
-    assert len(markers) == 4 and len(inputs) == 4
+    assert len(markers) == PROFILED_STEPS and len(inputs) == PROFILED_STEPS
     fetches = [e for e in events if FETCH_EVENTS.search(e.name)
                and any(m.start_us <= e.start_us <= m.end_us for m in markers)]
-    assert len(fetches) >= 4, sorted({e.name for e in events})[:50]  # at least one per step
+    assert len(fetches) >= PROFILED_STEPS, sorted({e.name for e in events})[:50]  # at least one per step
     for fetch in fetches:
         assert any(i.start_us <= fetch.start_us and fetch.end_us <= i.end_us + 0.01 and i.lane == fetch.lane
                    for i in inputs), (mode, fetch.name, fetch.start_us)

@@ -2,8 +2,8 @@
 wrapping the timed step, the host phases named in every mode's trace, the injected host delay (--inject-host-delay),
 and the configuration fields a fair comparison needs.
 
-The slow tests run each mode for real on the tiny preset (a fresh `hloscope run` per mode) and read the traces back
-with hloscope's own readers.
+The slow tests run each mode for real on the tiny preset (conftest's profiled loader runs, shared with
+test_input_pipeline; the host delay's own runs) and read the traces back with hloscope's own readers.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from pathlib import Path
 from statistics import median
 
 import pytest
-from helpers import hloscope
+from helpers import LOADER_RUN_BATCH, LOADER_RUN_STEPS, LOADER_RUN_WARMUP, hloscope
 
 from hloscope.backends.base import ProfileResult, RunOptions, profile_warmup_steps
 from hloscope.limits import MAX_HOST_DELAY_MS
 
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
-STEPS, WARMUP, BATCH = 5, 2, 4
+# conftest's loader_run, which the profile tests read
+STEPS, WARMUP, BATCH = LOADER_RUN_STEPS, LOADER_RUN_WARMUP, LOADER_RUN_BATCH
 
 
 # -- fast: the record's shape ----------------------------------------------------------------------------------------
@@ -76,9 +77,11 @@ def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, ste
 
 
 @pytest.fixture(scope="module")
-def loader_runs(tmp_path_factory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("profiled")
-    return {mode: hloscope_run(out, mode, "--profile", "--data", "loader") for mode in MODES}
+def loader_runs(loader_run) -> dict[str, dict]:
+    """Each mode's profiled `--data loader` run (conftest's, shared with the input pipeline's tests)."""
+    from hloscope.runs.rundir import load_run
+
+    return {mode: {**load_run(loader_run(mode)).to_dict(), "_dir": str(loader_run(mode))} for mode in MODES}
 
 
 def _events(record: dict):
