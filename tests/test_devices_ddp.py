@@ -12,6 +12,7 @@ from pathlib import Path
 
 import helpers
 import pytest
+from helpers import DEVICE_RUN_PROFILE_STEPS, DEVICE_RUN_STEPS
 
 from hloscope.backends.timing import rank_timing
 from hloscope.modes import DATA_PARALLEL_MODES
@@ -35,14 +36,6 @@ def test_the_job_step_is_the_slowest_rank_of_each_step():
     assert [r["rank"] for r in ranks] == [0, 1]
     assert ranks[0]["median_s"] == 2.0 and ranks[1]["median_s"] == 2.5
     assert ranks[1]["throughput_img_s"] == 4 / 2.5
-
-
-def _run(out: Path, devices: int, *extra: str) -> dict:
-    result = hloscope("run", "--mode", "pytorch", "--model", "vit-tiny", "--batch-size", "8", "--steps", "6",
-                      "--warmup", "2", "--devices", str(devices), "--out", str(out), "--run-id", f"ddp{devices}",
-                      "--json", *extra)
-    assert result.code == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)  # stdout is the record alone: gloo's connection lines went to stderr
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -81,9 +74,10 @@ def _gloo_per_step(events: list[dict]) -> dict[int, tuple[float, float]]:
 
 
 @pytest.mark.slow
-def test_ddp_on_two_processes(tmp_path):
-    one = _run(tmp_path, 1)
-    two = _run(tmp_path, 2, "--profile", "--profile-steps", "3")
+def test_ddp_on_two_processes(device_run):
+    one = device_run("pytorch", 1)  # conftest's, shared with the other device tests
+    two = device_run("pytorch", 2)
+    run = Path(two["_dir"])
     assert two["status"] == "ok" and two["config"]["devices"] == 2
 
     # the same global batch, split over the ranks: the loss of the global batch is the one-device run's
@@ -102,30 +96,30 @@ def test_ddp_on_two_processes(tmp_path):
     timing = two["timing"]
     ranks = timing["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1]
-    assert all(len(r["step_times_s"]) == 6 for r in ranks)
+    assert all(len(r["step_times_s"]) == DEVICE_RUN_STEPS for r in ranks)
     assert timing["step_times_s"] == [max(a, b) for a, b in zip(ranks[0]["step_times_s"], ranks[1]["step_times_s"])]
 
     # one Kineto trace per rank, each under kineto/rank-N/, with its rank in distributedInfo and gloo's all-reduces
     traces = [a["path"] for a in two["artifacts"] if a["kind"] == "trace"]
     assert [Path(p).parent.name for p in traces] == ["rank-0", "rank-1"]
     for rank, path in enumerate(traces):
-        document = json.loads((tmp_path / "ddp2" / path).read_text())
+        document = json.loads((run / path).read_text())
         info = document["distributedInfo"]
         assert info["rank"] == rank and info["world_size"] == 2 and info["backend"] == "gloo"
         names = [event.get("name") for event in document["traceEvents"]]
         steps = [name for name in names if str(name).startswith("ProfilerStep#")]
-        assert len(steps) == 3
+        assert len(steps) == DEVICE_RUN_PROFILE_STEPS
         # DDP's gradient buckets: at least one all-reduce per step (vit-tiny's 81k parameters fit one 25 MB bucket)
         assert names.count("gloo:all_reduce") >= len(steps), sorted({n for n in names if "gloo" in str(n)})
 
     # trace stats reads the run directory as a job of ranks 0 and 1
-    stats = hloscope("trace", "stats", str(tmp_path / "ddp2"), "--json", "--jobs", "1")
+    stats = hloscope("trace", "stats", str(run), "--json", "--jobs", "1")
     assert stats.code == 0, stats.stderr[-2000:]
     document = json.loads(stats.stdout)
     assert [t["rank"] for t in document["traces"]] == [0, 1]
     # each step's time in gloo's collectives, and its exposed part (no framework op computing beside it)
     for path, trace in zip(traces, document["traces"]):
-        expected = _gloo_per_step(json.loads((tmp_path / "ddp2" / path).read_text())["traceEvents"])
+        expected = _gloo_per_step(json.loads((run / path).read_text())["traceEvents"])
         assert [s["step"] for s in trace["per_step"]] == sorted(expected)
         for step in trace["per_step"]:
             union, exposed = expected[step["step"]]
@@ -135,13 +129,13 @@ def test_ddp_on_two_processes(tmp_path):
         assert "host:collectives (gloo / NCCL), outside framework ops" in trace["host_ops"]["parts_us"]
     job = document["job"]
     assert [r["rank"] for r in job["ranks"]] == [0, 1]
-    assert all(r["steps"] == 3 for r in job["ranks"])  # the 3 profiled steps
+    assert all(r["steps"] == DEVICE_RUN_PROFILE_STEPS for r in job["ranks"])  # the profiled steps
     # tensorboard lists each rank's trace as a session of the run, named by its rank
     from hloscope.tensorboard.logdir import find_sessions
 
-    sessions = find_sessions(tmp_path / "ddp2")
+    sessions = find_sessions(run)
     assert [s.name.split("/")[1].split("-kineto-")[0] for s in sessions] == ["rank-0", "rank-1"]
-    assert all(s.name.startswith("ddp2/") and s.format == "kineto" for s in sessions)
+    assert all(s.name.startswith(f"{run.name}/") and s.format == "kineto" for s in sessions)
     assert {s["ranks"] for s in job["steps"]} == {2}
 
 

@@ -4,21 +4,9 @@ has no per-device figure."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from helpers import hloscope
 
 pytestmark = pytest.mark.slow
-
-
-def _run(out: Path, mode: str, devices: int) -> dict:
-    result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "8", "--steps", "3", "--warmup", "1",
-                      "--devices", str(devices), "--out", out, "--run-id", f"{mode}{devices}", "--json", timeout=600,
-                      memory_limit=None)
-    assert result.code == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
@@ -37,8 +25,8 @@ def test_jax_records_every_device_and_says_the_cpu_reports_none(device_run, mode
     assert "devices" not in one and "devices_note" not in one  # one device: the record as before
 
 
-def test_ddp_gathers_each_ranks_memory(tmp_path):
-    record = _run(tmp_path, "pytorch", 2)
+def test_ddp_gathers_each_ranks_memory(device_run):
+    record = device_run("pytorch", 2)
     ranks = record["memory"]["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1]
     for rank in ranks:  # each rank is a process with torch and the model loaded: well over 100 MB resident
@@ -49,7 +37,7 @@ def test_ddp_gathers_each_ranks_memory(tmp_path):
     assert [r["rank"] for r in record["timing"]["ranks"]] == [0, 1]
 
 
-def test_torch_xla_spmd_says_why_there_is_no_per_device_figure(tmp_path):
-    memory = _run(tmp_path, "torch_xla", 2)["memory"]
+def test_torch_xla_spmd_says_why_there_is_no_per_device_figure(device_run):
+    memory = device_run("torch_xla", 2)["memory"]
     assert "MemoryInfo not supported for SPMD virtual device" in memory["devices_note"]
     assert "device_peak_bytes" not in memory and memory["peak_host_rss_bytes"] > 0

@@ -26,14 +26,6 @@ def test_torch_xla_compile_is_refused_saying_why():
     check_devices("torch_xla", 2, 8)
 
 
-def _run(out: Path, devices: int) -> dict:
-    result = hloscope("run", "--mode", "torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "4",
-                      "--warmup", "3", "--devices", str(devices), "--dump-hlo", "--out", str(out), "--run-id",
-                      f"xla{devices}", "--json")
-    assert result.code == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)
-
-
 def _gradient_bytes() -> int:
     from hloscope.backends.torch_workload import build_model
     from hloscope.models.presets import get_preset
@@ -43,9 +35,9 @@ def _gradient_bytes() -> int:
 
 
 @pytest.mark.slow
-def test_spmd_on_two_cpu_devices(tmp_path):
-    one = _run(tmp_path, 1)
-    two = _run(tmp_path, 2)
+def test_spmd_on_two_cpu_devices(device_run):
+    one = device_run("torch_xla", 1)  # conftest's, shared with the other device tests
+    two = device_run("torch_xla", 2)
     assert two["status"] == "ok" and two["compiles"]["recompiled_in_window"] is False
     assert two["loss"]["first"] == pytest.approx(one["loss"]["first"], rel=1e-5)
     assert two["loss"]["last"] == pytest.approx(one["loss"]["last"], rel=1e-5)
@@ -56,7 +48,7 @@ def test_spmd_on_two_cpu_devices(tmp_path):
     optimized = [a for a in two["artifacts"] if a.get("kind") == "hlo" and a.get("train_step")
                  and a.get("stage") == "after_optimizations"]
     assert len(optimized) == 1, optimized
-    path = tmp_path / "xla2" / optimized[0]["path"]
+    path = Path(two["_dir"]) / optimized[0]["path"]
     from jaxlib import _hlo
 
     module = _hlo.hlo_module_from_text(path.read_text())
