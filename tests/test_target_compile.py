@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
 
 from hloscope.errors import InputError, MissingDependency, UsageError
 from hloscope.targets.compile import compile_for_target
@@ -219,18 +218,16 @@ def _without_locations(mlir: str) -> str:
 
 @pytest.mark.slow
 @needs_plugin
-def test_torch_xla_graph_is_the_timed_step(compiled, tmp_path):
+def test_torch_xla_graph_is_the_timed_step(compiled, device_run):
     """The HLO captured for the GPU compile is, instruction for instruction, the train-step graph that
-    `run --mode torch_xla --dump-hlo` times (apart from the op_name metadata XLA_HLO_DEBUG adds)."""
+    `run --mode torch_xla --dump-hlo` times (apart from the op_name metadata XLA_HLO_DEBUG adds): conftest's one-device
+    run, batch 8 as here."""
     import re
 
     record, run_dir = compiled("torch_xla", "h100")
     (graph,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "input"]
-    done = hloscope("run", "--mode", "torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "2", "--warmup",
-                    "2", "--dump-hlo", "--out", tmp_path, "--run-id", "timed", "--json", timeout=600,
-                    memory_limit=None, env={"HLOSCOPE_NO_PROGRESS": "1"})
-    assert done.code == 0, done.stderr[-2000:]
-    timed = json.loads(done.stdout)
+    timed = device_run("torch_xla", 1)
+    assert timed["config"]["batch_size"] == 8
     (timed_graph,) = [a for a in timed["artifacts"] if a["kind"] == "hlo" and a["stage"] == "before_optimizations"
                       and a["train_step"]]
 
@@ -238,6 +235,6 @@ def test_torch_xla_graph_is_the_timed_step(compiled, tmp_path):
         return re.sub(r", metadata=\{[^}]*\}", "", text)
 
     ours = (run_dir / graph["path"]).read_text()
-    theirs = (tmp_path / "timed" / timed_graph["path"]).read_text()
+    theirs = (Path(timed["_dir"]) / timed_graph["path"]).read_text()
     assert without_metadata(ours) == without_metadata(theirs)
     assert ours.count("op_name=") > 500
