@@ -13,6 +13,7 @@ from helpers import (
     DEVICE_RUN_BATCH,
     DEVICE_RUN_CLEARED_ENV,
     DEVICE_RUN_PROFILE_STEPS,
+    DEVICE_RUN_PROFILED,
     DEVICE_RUN_STEPS,
     DEVICE_RUN_WARMUP,
     EVERY_MODE_BATCH,
@@ -148,19 +149,21 @@ def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float,
 @pytest.fixture(scope="session")
 def device_run(tmp_path_factory):
     """`device_run(mode, devices)`: run.json of a real `hloscope run --mode MODE --devices N` of the tiny ViT with
-    --dump-hlo and --profile (helpers' DEVICE_RUN_* settings), made once per session for every test that reads it (the
-    one- and multi-device records, HLO and traces, collectives, memory per device or rank, the loss against one
-    device's). The device count and torch.distributed's job variables of this test run are cleared: the run sets its
+    --dump-hlo, profiled for the modes in DEVICE_RUN_PROFILED (helpers' DEVICE_RUN_* settings), made once per session
+    for every test that reads it (the one- and multi-device records, HLO and traces, collectives, memory per device or
+    rank, the loss against one device's). The device count and torch.distributed's job variables of this test run are cleared: the run sets its
     own."""
     made: dict[tuple[str, int], dict] = {}
 
     def run(mode: str, devices: int) -> dict:
         if (mode, devices) not in made:
             out = tmp_path_factory.mktemp(f"{mode}{devices}")
+            profiled = mode in DEVICE_RUN_PROFILED
+            profile = ["--profile", "--profile-steps", str(DEVICE_RUN_PROFILE_STEPS)] if profiled else []
             result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", str(DEVICE_RUN_BATCH),
                               "--steps", str(DEVICE_RUN_STEPS), "--warmup", str(DEVICE_RUN_WARMUP), "--devices",
-                              str(devices), "--dump-hlo", "--profile", "--profile-steps", str(DEVICE_RUN_PROFILE_STEPS),
-                              "--out", out, "--run-id", f"{mode}{devices}", timeout=600, memory_limit=None,
+                              str(devices), "--dump-hlo", *profile, "--out", out, "--run-id", f"{mode}{devices}",
+                              timeout=600, memory_limit=None,
                               env={"HLOSCOPE_NO_PROGRESS": "1", **DEVICE_RUN_CLEARED_ENV})  # fmt: skip
             assert result.code == 0, result.stderr[-3000:]
             directory = out / f"{mode}{devices}"

@@ -56,9 +56,11 @@ EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH 
 # timed steps, warm-up steps and batch.
 LOADER_RUN_STEPS, LOADER_RUN_WARMUP, LOADER_RUN_BATCH = 5, 2, 4
 
-# The settings of conftest's device_run (one run per mode and device count, with HLO and a profile): timed, warm-up and
-# profiled steps, and the global batch (eight steps: the loss falls over them).
+# The settings of conftest's device_run (one run per mode and device count, with HLO): timed, warm-up and profiled
+# steps, and the global batch (eight steps: the loss falls over them). Only the modes in DEVICE_RUN_PROFILED are
+# profiled: the DDP test reads each rank's Kineto trace, and a profile makes the other modes' runs much slower.
 DEVICE_RUN_STEPS, DEVICE_RUN_WARMUP, DEVICE_RUN_PROFILE_STEPS, DEVICE_RUN_BATCH = 8, 3, 3, 8
+DEVICE_RUN_PROFILED = ("pytorch",)
 # What device_run removes from its environment: the device counts of this test run (the run sets its own) and the
 # variables of a torch.distributed job this test run may be in (each DDP run starts its own ranks).
 DEVICE_RUN_CLEARED_ENV: dict[str, str | None] = dict.fromkeys(
