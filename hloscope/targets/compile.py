@@ -189,15 +189,14 @@ def _keep_dump(dump_dir: Path, run_dir: Path, keep_all: bool) -> list[dict]:
 def _memory(stats: dict, gpu: GpuTarget, graph: dict, buffer_assignment_bytes: int | None) -> dict:
     """XLA's memory analysis of the GPU executable (bytes), the peak it implies for one step against the target's
     memory (`target_peak`), and the step's memory ledger (`ledger`, hloscope/targets/device_memory.py)."""
-    argument: int | None = stats.get("argument_size_in_bytes")
-    output: int | None = stats.get("output_size_in_bytes")
-    alias: int | None = stats.get("alias_size_in_bytes")
-    temp: int | None = stats.get("temp_size_in_bytes")
-    out: dict[str, Any] = {"source": "xla_memory_analysis", "argument_bytes": argument, "output_bytes": output,
-                           "alias_bytes": alias, "temp_bytes": temp}
-    if argument is not None and output is not None and alias is not None and temp is not None:
-        out["device_peak_estimate_bytes"] = argument + output + temp - alias
-    out["generated_code_bytes"] = stats.get("generated_code_size_in_bytes")
+    figures = device_memory.analysis_bytes(stats)
+    out: dict[str, Any] = {"source": "xla_memory_analysis",
+                           **{name: figures[name] for name in ("argument_bytes", "output_bytes", "alias_bytes",
+                                                               "temp_bytes")}}
+    peak = device_memory.step_peak_bytes(stats)
+    if peak is not None:
+        out["device_peak_estimate_bytes"] = peak
+    out["generated_code_bytes"] = figures["generated_code_bytes"]
     out["target_peak"] = device_memory.target_peak(stats, gpu, buffer_assignment_bytes)
     out["ledger"] = device_memory.target_ledger(stats, graph.get("arguments"), str(graph.get("optimizer") or "sgd"))
     return out
