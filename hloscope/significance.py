@@ -8,6 +8,10 @@
 - With several processes per configuration (`compare --repeats K`), the gap's interval is a hierarchical bootstrap:
   processes are resampled, then steps within each process, so that the variation between processes of one
   configuration (thread placement, memory layout, what else the machine runs) widens the interval as it should.
+- Processes of one configuration land apart (thread placement, memory layout, what else the machine runs), and by
+  more than the step-level interval sees. The process is the unit there: a t-test on the logarithms of the process
+  medians, with their variance pooled over every configuration of the comparison that ran in several processes (the
+  A/A control as a variance), at PROCESS_ALPHA family-wise over the configurations of one report (Holm).
 - Outlier steps (preemption, the profiler's own start-up) are flagged with the median absolute deviation.
 """
 
@@ -23,6 +27,9 @@ CONFIDENCE = 0.95
 RESAMPLES = 4000
 SEED = 0
 ALPHA = 0.05  # a node's difference counts when the Mann-Whitney test's two-sided p-value is below this
+# The process-level test's family-wise level. Stricter than ALPHA: a cause named for two identical configurations
+# misleads, while a miss says "cannot tell" with the smallest gap the comparison resolves (benches/README.md).
+PROCESS_ALPHA = 0.01
 # A value is an outlier when it is this many scaled MADs from the median, and also at least OUTLIER_RATIO x the median
 # away: a preempted step is 1.5-2x the others, while XLA's CPU ops under a loaded machine wobble by 20-30%.
 OUTLIER_MADS = 3.5
@@ -157,6 +164,73 @@ def process_spread(medians: list[float]) -> float | None:
     """The spread between processes of one configuration: the largest minus the smallest of their medians; None with
     fewer than two processes (unmeasured)."""
     return max(medians) - min(medians) if len(medians) >= 2 else None
+
+
+@dataclass(frozen=True)
+class ProcessVariation:
+    """How far processes of one configuration land apart, pooled over a comparison's configurations: the standard
+    deviation of the logarithms of their process medians around each configuration's mean, and its degrees of freedom
+    (the processes minus the configurations)."""
+
+    log_sd: float
+    df: int
+
+
+def pooled_process_variation(configurations: list[list[float]]) -> ProcessVariation | None:
+    """The pooled variation of the process medians of several configurations (each a list of positive medians);
+    None when no configuration has two (unmeasured)."""
+    squares, df = 0.0, 0
+    for medians in configurations:
+        if len(medians) < 2:
+            continue
+        logs = np.log(np.asarray(medians, dtype=float))
+        squares += float(((logs - logs.mean()) ** 2).sum())
+        df += len(logs) - 1
+    return ProcessVariation(math.sqrt(squares / df), df) if df else None
+
+
+@dataclass(frozen=True)
+class ProcessTest:
+    """Two configurations' process medians compared: the difference of their mean logarithms (log of the ratio of
+    geometric means), its standard error from the pooled variation, and the two-sided p-value of Student's t."""
+
+    log_ratio: float
+    standard_error: float
+    df: int
+    p_value: float
+
+    def smallest_log_ratio(self, alpha: float) -> float:
+        """The smallest |log ratio| this test calls significant at level `alpha`."""
+        from scipy import stats as scipy_stats
+
+        return float(scipy_stats.t.ppf(1 - alpha / 2, self.df)) * self.standard_error
+
+
+def process_test(a: list[float], b: list[float], variation: ProcessVariation) -> ProcessTest:
+    """Student's t-test of the process medians `a` against `b` (one or more each), with the variance pooled over the
+    comparison (`variation`), on their logarithms: a gap relative to the step, as load scales a step."""
+    from scipy import stats as scipy_stats
+
+    log_ratio = float(np.mean(np.log(a)) - np.mean(np.log(b)))
+    error = variation.log_sd * math.sqrt(1 / len(a) + 1 / len(b))
+    if error == 0.0:
+        p_value = 1.0 if log_ratio == 0.0 else 0.0
+    else:
+        p_value = float(2 * scipy_stats.t.sf(abs(log_ratio) / error, variation.df))
+    return ProcessTest(log_ratio, error, variation.df, p_value)
+
+
+def holm_levels(p_values: list[float], alpha: float) -> list[tuple[bool, float]]:
+    """Holm's step-down procedure over a family of tests: for each p-value, whether it is rejected and the level it
+    was held to (alpha / (m - rank), rank in ascending order of p). Once one is not rejected, none after it is."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    out: list[tuple[bool, float]] = [(False, alpha)] * len(p_values)
+    rejecting = True
+    for rank, index in enumerate(order):
+        level = alpha / (len(p_values) - rank)
+        rejecting = rejecting and p_values[index] <= level
+        out[index] = (rejecting, level)
+    return out
 
 
 def differs(a: list[float], b: list[float]) -> float | None:

@@ -40,7 +40,8 @@ def test_explain_json_from_run_records_only(cli_run, tmp_path):
     slow = by_mode["torch_xla"]
     assert slow["gap_s"] == pytest.approx(0.002) and slow["verdict"] == "slower"
     assert slow["gap_ci_s"][0] > 0 and slow["tests"] == {"interval_excludes_zero": True, "at_least_min_gap": True,
-                                                         "beyond_step_spread": True, "beyond_process_spread": True}
+                                                         "beyond_step_spread": True, "beyond_process_spread": True,
+                                                         "processes_differ": True}
     # No profile: nothing measured to split the gap into, so no contributors; the whole gap is the residual and the
     # recompilations stand as a hypothesis for the run, with their counts.
     assert slow["contributors"] == [] and slow["residual_s"] == pytest.approx(0.002)

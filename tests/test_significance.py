@@ -3,9 +3,22 @@ estimate is the medians' arithmetic, the interval is reproducible, and a gap ins
 
 from __future__ import annotations
 
+import math
 from statistics import median
 
-from hloscope.significance import median_difference, median_gap_difference, percentile_interval, resampled_medians
+import numpy as np
+from scipy import stats
+
+from hloscope.significance import (
+    ProcessVariation,
+    holm_levels,
+    median_difference,
+    median_gap_difference,
+    percentile_interval,
+    pooled_process_variation,
+    process_test,
+    resampled_medians,
+)
 
 
 def test_a_real_overhead_gap_excludes_zero_and_a_gap_inside_the_noise_does_not():
@@ -31,3 +44,35 @@ def test_the_two_sample_interval_is_the_same_resampling():
     rng = np.random.default_rng(SEED)
     low, high = percentile_interval(resampled_medians(a, rng) - resampled_medians(b, rng))
     assert median_difference(a, b).as_list() == [low, high]
+
+
+def test_pooled_process_variation_is_the_anova_within_group_deviation_of_log_medians():
+    configurations = [[1.0, 1.1, 0.95], [2.0, 2.4], [3.0]]  # the single process adds nothing
+    logs = [np.log(c) for c in configurations[:2]]
+    within = sum(float(((x - x.mean()) ** 2).sum()) for x in logs)
+    variation = pooled_process_variation(configurations)
+    assert variation is not None and variation.df == 3
+    assert math.isclose(variation.log_sd, math.sqrt(within / 3))
+    assert pooled_process_variation([[1.0], [2.0]]) is None
+
+
+def test_process_test_is_students_t_on_log_medians():
+    a, b = [1.2, 1.3, 1.25], [1.0, 1.05, 0.98]
+    variation = pooled_process_variation([a, b])
+    assert variation is not None
+    found = process_test(a, b, variation)
+    expected = stats.ttest_ind(np.log(a), np.log(b), equal_var=True)
+    assert math.isclose(found.p_value, float(expected.pvalue), rel_tol=1e-9) and found.df == 4
+    # the smallest significant ratio at a level is exactly where p crosses it
+    edge = found.smallest_log_ratio(0.01)
+    at_edge = 2 * stats.t.sf(edge / found.standard_error, found.df)
+    assert math.isclose(float(at_edge), 0.01, rel_tol=1e-6)
+    assert process_test([1.0], [1.0], ProcessVariation(0.0, 2)).p_value == 1.0
+
+
+def test_holm_steps_down_and_stops_at_the_first_kept_hypothesis():
+    # m = 3: thresholds 0.01/3, 0.01/2, 0.01 in ascending order of p
+    assert holm_levels([0.004, 0.002, 0.02], 0.01) == [(True, 0.005), (True, 0.01 / 3), (False, 0.01)]
+    assert holm_levels([0.004, 0.0034, 0.001], 0.01) == [(True, 0.01), (True, 0.005), (True, 0.01 / 3)]
+    # once one is kept, later (larger) p-values are kept even below their own threshold
+    assert holm_levels([0.0045, 0.006, 0.004], 0.01) == [(False, 0.005), (False, 0.01), (False, 0.01 / 3)]

@@ -55,7 +55,9 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
     same, slow = _find(report, identical), _find(report, delayed)
     noise = report.process_noise
     base_step = base.step_time_s if base is not None else None
-    resolvable = noise.relative * base_step if noise is not None and base_step is not None else None
+    # the A/A pair's own statement (its process-level test and spreads), else the control at the baseline's median
+    resolvable = (same.resolvable_gap_s if same is not None and same.resolvable_gap_s is not None
+                  else noise.relative * base_step if noise is not None and base_step is not None else None)
     notes = []
     if noise is None:
         notes.append("each configuration ran in one process: the smallest resolvable gap is unmeasured")
@@ -71,7 +73,8 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
     called = same is not None and same.verdict not in (None, "no significant difference", "baseline")
     return Calibration(
         mode=mode, processes=(base.processes or 1) if base is not None else 0, baseline_step_s=base_step,
-        resolvable_gap_s=resolvable, resolvable_gap_relative=noise.relative if noise is not None else None,
+        resolvable_gap_s=resolvable,
+        resolvable_gap_relative=resolvable / base_step if resolvable is not None and base_step else None,
         identical_verdict=same.verdict if same else None, identical_gap_s=same.gap_s if same else None,
         identical_gap_ci_s=same.gap_ci_s if same else None, identical_called_different=called,
         delay_s=delay_s, delay_verdict=slow.verdict if slow else None, delay_gap_s=slow.gap_s if slow else None,

@@ -5,9 +5,11 @@ For every run against the baseline (default: the fastest):
 1. the gap is median(step) - median(baseline step) over the timed steps of every process of each configuration
    (`compare --repeats K` runs each in K fresh processes), with a bootstrap interval that resamples processes, then
    steps; it is significant only when the interval excludes zero, the gap is at least `min_gap` x the baseline's
-   median, it stands out of the runs' step-to-step spread, and it is larger than the spread between processes of one
-   configuration (each side's own, and the largest this comparison measured: its A/A control). With one process per
-   side that last spread is unmeasured and the verdict is marked provisional;
+   median, it stands out of the runs' step-to-step spread, it is larger than the spread between processes of one
+   configuration (each side's own, and the largest this comparison measured: its A/A control), and the process
+   medians differ by a t-test with the variance pooled over the comparison's configurations, at PROCESS_ALPHA
+   family-wise over the report (Holm). With one process per side the spread is unmeasured and the verdict is marked
+   provisional;
 2. when it is, the two ledgers are subtracted node by node (hloscope.explain.ledger): the significant nodes are the
    contributors, the other nodes' deltas are summed into one "within noise" line, and the timed gap minus the profiled
    gap is the residual, so that contributors + residual == gap exactly; when the profiled gap has the other sign or
@@ -19,6 +21,8 @@ also given per sample.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 from statistics import median
 
@@ -40,11 +44,17 @@ from hloscope.explain.summary import ModeSummary
 from hloscope.runs.settings import differences
 from hloscope.significance import (
     ALPHA,
+    PROCESS_ALPHA,
+    ProcessTest,
+    ProcessVariation,
     hierarchical_median_difference,
     hierarchical_median_ratio,
+    holm_levels,
     median_difference,
     median_ratio,
+    pooled_process_variation,
     process_spread,
+    process_test,
     spread,
 )
 
@@ -64,7 +74,9 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
         return _explain_compiled(summaries)
     reference = _baseline(timed, baseline) if baseline is not None else min(timed, key=_pooled_median)
     noise = process_noise(timed)
-    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, noise) for summary in summaries]
+    process_tests = _process_tests(timed, reference, noise)
+    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, noise, process_tests.get(summary.mode))
+             for summary in summaries]
     for summary, entry in zip(summaries, modes, strict=True):
         entry.startup = compare_startup(summary.startups, summary.first_steps_s, reference.startups,
                                         reference.first_steps_s, summary is reference, min_gap)
@@ -73,10 +85,13 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
                               "processes",
               "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, the gap "
                              "exceeds both runs' interquartile range or each median lies outside the other's p10-p90, "
-                             "and the gap exceeds the spread between processes of one configuration (each side's "
+                             "the gap exceeds the spread between processes of one configuration (each side's "
                              "max - min of its process medians, and the largest relative spread of any configuration "
-                             "here, at the baseline's median); with one process per side that spread is unmeasured "
-                             "and the verdict is provisional",
+                             "here, at the baseline's median), and the process medians differ: Student's t on their "
+                             "logarithms, the variance pooled over every configuration here that ran in several "
+                             f"processes, p below {PROCESS_ALPHA} family-wise over this report's configurations "
+                             "(Holm); with one process per side that spread is unmeasured and the verdict is "
+                             "provisional",
               "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
                        f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
               "min_gap": min_gap}
@@ -94,8 +109,8 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
 
 
 def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
-    """The largest relative spread between processes of one configuration; None when no configuration ran in more
-    than one process (between-process variation unmeasured)."""
+    """The largest relative spread between processes of one configuration, with the pooled variation of every
+    configuration's process medians; None when no configuration ran in more than one process (unmeasured)."""
     found = None
     for summary in timed:
         medians = summary.process_medians_s
@@ -105,7 +120,33 @@ def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
         relative = spread_s / _pooled_median(summary)  # as compare's `configurations` give it
         if found is None or relative > found.relative:
             found = ProcessNoise(relative, summary.mode, len(medians))
-    return found
+    variation = pooled_process_variation([s.process_medians_s for s in timed])
+    if found is None or variation is None:
+        return found
+    return dataclasses.replace(found, log_sd=variation.log_sd, df=variation.df)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProcessVerdict:
+    """One configuration's process-level test against the baseline, and Holm's verdict on it within the report."""
+
+    test: ProcessTest
+    differs: bool
+    level: float
+
+
+def _process_tests(timed: list[ModeSummary], reference: ModeSummary,
+                   noise: ProcessNoise | None) -> dict[str, _ProcessVerdict]:
+    """label -> the process-level test of each timed configuration but the baseline, held family-wise to
+    PROCESS_ALPHA (Holm); empty when between-process variation is unmeasured."""
+    if noise is None or noise.log_sd is None or noise.df is None:
+        return {}
+    variation = ProcessVariation(noise.log_sd, noise.df)
+    tests = {s.mode: process_test(s.process_medians_s, reference.process_medians_s, variation)
+             for s in timed if s is not reference}
+    levels = holm_levels([t.p_value for t in tests.values()], PROCESS_ALPHA)
+    return {label: _ProcessVerdict(test, differs, level)
+            for (label, test), (differs, level) in zip(tests.items(), levels, strict=True)}
 
 
 def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, gap: float, base: float,
@@ -113,10 +154,7 @@ def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: M
     """Whether the gap is larger than the spread between processes of one configuration: each side's own, and the
     comparison's A/A control at the baseline's median. Unmeasured (one process per side, no control): True, and the
     verdict is marked provisional with a note saying why."""
-    spreads = [s for s in (process_spread(summary.process_medians_s), process_spread(reference.process_medians_s))
-               if s is not None]
-    if noise is not None:
-        spreads.append(noise.relative * base)
+    spreads = _process_spreads(summary, reference, base, noise)
     single = [s.mode for s in (summary, reference) if len(s.processes) < 2]
     entry.provisional = bool(single)
     if single:
@@ -126,6 +164,28 @@ def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: M
         entry.notes.append(f"{' and '.join(single)} ran in one process: {measured}, so this verdict is provisional "
                            "(`hloscope compare --repeats 3` runs each configuration in 3 fresh processes)")
     return abs(gap) > max(spreads) if spreads else True
+
+
+def _process_spreads(summary: ModeSummary, reference: ModeSummary, base: float,
+                     noise: ProcessNoise | None) -> list[float]:
+    """The spreads between processes a gap must exceed, in seconds: each side's own (max - min of its process
+    medians, where it ran in several) and the comparison's A/A control at the baseline's median."""
+    spreads = [s for s in (process_spread(summary.process_medians_s), process_spread(reference.process_medians_s))
+               if s is not None]
+    return spreads + ([noise.relative * base] if noise is not None else [])
+
+
+def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, base: float, min_gap: float,
+                      noise: ProcessNoise | None, processes: _ProcessVerdict | None) -> bool:
+    """The process-level test's verdict (True when unmeasured: the verdict is then provisional), recorded on the
+    entry with the smallest gap this pair could have been called different by: the test's, the spreads' and the
+    practical minimum's, whichever is largest."""
+    if processes is None:
+        return True
+    entry.process_p_value, entry.process_level = processes.test.p_value, processes.level
+    smallest = base * (math.exp(processes.test.smallest_log_ratio(processes.level)) - 1)
+    entry.resolvable_gap_s = max([smallest, min_gap * base, *_process_spreads(summary, reference, base, noise)])
+    return processes.differs
 
 
 def _pooled_median(summary: ModeSummary) -> float:
@@ -163,7 +223,7 @@ def _empty_entry(summary: ModeSummary) -> ModeResult:
 
 
 def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: float, hypotheses,
-           noise: ProcessNoise | None = None) -> ModeResult:
+           noise: ProcessNoise | None = None, processes: _ProcessVerdict | None = None) -> ModeResult:
     entry = _empty_entry(summary)
     if not timed:
         if summary.status == "ok" and summary.step_times_s:
@@ -198,10 +258,13 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
     beyond_processes = _beyond_process_spread(entry, summary, reference, gap, base, noise)
-    significant = interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread and beyond_processes
+    processes_differ = _processes_differ(entry, summary, reference, base, min_gap, noise, processes)
+    significant = (interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread and beyond_processes
+                   and processes_differ)
     entry.significant = significant
     entry.tests = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
-                   "beyond_step_spread": outside_spread, "beyond_process_spread": beyond_processes}
+                   "beyond_step_spread": outside_spread, "beyond_process_spread": beyond_processes,
+                   "processes_differ": processes_differ}
     entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
     annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]

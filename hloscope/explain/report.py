@@ -127,6 +127,12 @@ class ModeResult:
     process_medians_s: list[float] = field(default_factory=list)  # each process's median step
     between_process_spread_s: float | None = None  # max - min of those medians; None with one process (unmeasured)
     provisional: bool | None = None  # a side ran in one process: between-process variation unmeasured on it
+    # the process-level test (hloscope.significance.process_test): its p-value and the level Holm held it to
+    process_p_value: float | None = None
+    process_level: float | None = None
+    # the smallest gap this pair could have been called different by (process-level test, spreads between processes,
+    # the practical minimum), in seconds at the baseline's median; None when between-process variation is unmeasured
+    resolvable_gap_s: float | None = None
     profile_reproduces_gap: bool | None = None  # False: the profiled gap has the other sign, or is off by > the gap
     profile_parts: list[Contributor] = field(default_factory=list)  # then: the profile's parts, not offered as causes
     startup: StartupComparison | None = None  # the time to the first step against the baseline's (explain.startup)
@@ -145,6 +151,8 @@ class ModeResult:
                 "replay": self.replay, "roofline_s": self.roofline_s, "replicates": self.processes,
                 "process_medians_s": self.process_medians_s,
                 "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
+                "process_p_value": self.process_p_value, "process_level": self.process_level,
+                "resolvable_gap_s": self.resolvable_gap_s,
                 "profile_reproduces_gap": self.profile_reproduces_gap,
                 "profile_parts": [c.to_dict() for c in self.profile_parts]}
         # only where a run recorded its first step or memory ledger: older runs keep their document as it was
@@ -231,9 +239,14 @@ class ProcessNoise:
     relative: float
     configuration: str  # the configuration whose processes spread most
     processes: int  # its processes
+    # the same control as a variance: the standard deviation of log process medians pooled over every configuration
+    # that ran in several processes, and its degrees of freedom (hloscope.significance.pooled_process_variation)
+    log_sd: float | None = None
+    df: int | None = None
 
     def to_dict(self) -> dict:
-        return {"relative": self.relative, "configuration": self.configuration, "processes": self.processes}
+        return {"relative": self.relative, "configuration": self.configuration, "processes": self.processes,
+                "log_sd": self.log_sd, "df": self.df}
 
 
 @dataclass

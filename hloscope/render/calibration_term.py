@@ -18,8 +18,8 @@ def lines(result: Calibration) -> list[tuple[str, bool]]:
     out = []
     if result.resolvable_gap_s is not None and result.resolvable_gap_relative is not None:
         out.append((f"smallest gap this machine resolves here: {fmt.ms(result.resolvable_gap_s)} per step "
-                    f"({result.resolvable_gap_relative:.1%} of {fmt.ms(result.baseline_step_s)}; processes of one "
-                    f"configuration landed that far apart, {result.processes} per configuration)", True))
+                    f"({result.resolvable_gap_relative:.1%} of {fmt.ms(result.baseline_step_s)}; from how far processes "
+                    f"of one configuration landed apart, {result.processes} per configuration)", True))
     else:
         out.append(("smallest resolvable gap: unmeasured (one process per configuration: use --repeats 3)", False))
     gap = fmt.signed_ms(result.identical_gap_s) if result.identical_gap_s is not None else "-"

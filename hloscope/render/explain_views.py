@@ -244,7 +244,9 @@ def verdict_text(entry: ModeResult) -> str:
         return "baseline"
     processes = _processes_text(entry)
     if verdict == "no significant difference":
-        return f"no significant difference: {gap_text(entry)}{processes}"
+        resolvable = (f"; gaps under {fmt.ms(entry.resolvable_gap_s)} cannot be told apart here"
+                      if entry.resolvable_gap_s is not None else "")
+        return f"no significant difference: {gap_text(entry)}{processes}{resolvable}"
     return f"{ratio_text(entry)}, {gap_text(entry)}: {verdict}{processes}"
 
 
