@@ -90,6 +90,24 @@ def test_a_closure_within_the_spread_between_processes_is_cannot_tell():
     assert judge(found, 0.010, "--data device")[0] in (CANNOT_TELL, REFUTED)
 
 
+def test_a_closure_just_beyond_every_spread_must_also_stand_out_of_the_pooled_process_variation():
+    """Steady processes, each configuration's three spread by 8.5%: a change that moves the slower configuration by
+    2 ms moves it by more than any configuration's own spread (1.7 ms), and the steps alone would call it 20% closed
+    (interval above 0), but three processes a side at that variation do not tell a 10% move from chance (p ~0.02):
+    cannot tell, saying why. A 3 ms move is told apart (p ~0.003)."""
+    factors = (0.96, 1.0, 1.045)
+    fast, slow = [[0.010 * f] * 8 for f in factors], [[0.020 * f] * 8 for f in factors]
+    found = closure(fast, slow, [[0.018 * f] * 8 for f in factors])
+    assert found is not None and found.noise_s is not None and found.closed_s > found.noise_s
+    assert found.share_ci is not None and found.share_ci[0] > 0
+    assert found.moved_p_value is not None and 0.01 < found.moved_p_value < 0.05
+    result, why = judge(found, 0.010, "--precision fp32")
+    assert result == CANNOT_TELL and "do not tell" in why
+    moved = closure(fast, slow, [[0.017 * f] * 8 for f in factors])
+    assert moved is not None and moved.moved_p_value is not None and moved.moved_p_value < 0.01
+    assert judge(moved, 0.010, "--precision fp32")[0] == PARTLY
+
+
 def test_one_process_per_side_is_marked_provisional():
     plan = PairPlan("jax (bf16)", "jax (fp32)", {"precision": "bf16"}, {"precision": "fp32"},
                     plan_tests(_result(["compute_dtype"]), {"precision": "bf16"}, {"precision": "fp32"}))

@@ -14,8 +14,9 @@ of the three configurations. The verdict reads that interval:
 - the gap did not reproduce in the re-run (its interval includes zero, or it is below the practical threshold):
   "cannot tell";
 - the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
-- the change moved the step by no more than the spread between processes of one configuration: "cannot tell" (the
-  closure is inside the machine's own variation: never confirmed by noise);
+- the change moved the step by no more than the spread between processes of one configuration, or by an amount the
+  process medians do not tell from that variation (Student's t, variance pooled over the three configurations, p not
+  below PROCESS_ALPHA): "cannot tell" (the closure is inside the machine's own variation: never confirmed by noise);
 - the interval lies above MEANINGFUL_SHARE and the estimate reaches CONFIRMED_SHARE: "confirmed";
 - the interval lies above zero otherwise: "partly";
 - anything else (the interval holds both no closure and a meaningful one): "cannot tell".
@@ -34,7 +35,14 @@ import numpy as np
 
 from hloscope.explain.report import ExplainReport, ModeResult
 from hloscope.explain.summary import ModeSummary
-from hloscope.significance import CONFIDENCE, pooled_median_resamples, process_spread
+from hloscope.significance import (
+    CONFIDENCE,
+    PROCESS_ALPHA,
+    pooled_median_resamples,
+    pooled_process_variation,
+    process_spread,
+    process_test,
+)
 
 # A change that closes less than this share of the gap explains no meaningful part of it.
 MEANINGFUL_SHARE = 0.2
@@ -155,12 +163,15 @@ class Closure:
     share: float  # closed / gap before
     share_ci: list[float] | None  # None: the gap before is not positive in enough resamples to divide by
     noise_s: float | None  # the largest spread between processes of one of the three configurations; None: unmeasured
+    # Student's t of the slower configuration's process medians against the changed one's, the variance pooled over
+    # the three configurations (hloscope.significance.process_test); None: no configuration ran in several processes
+    moved_p_value: float | None = None
 
     def to_dict(self) -> dict:
         return {"gap_before_s": self.gap_before_s, "gap_before_ci_s": self.gap_before_ci_s,
                 "gap_after_s": self.gap_after_s, "gap_after_ci_s": self.gap_after_ci_s, "closed_s": self.closed_s,
                 "closed_ci_s": self.closed_ci_s, "share_closed": self.share, "share_closed_ci": self.share_ci,
-                "between_process_spread_s": self.noise_s}
+                "between_process_spread_s": self.noise_s, "moved_p_value": self.moved_p_value}
 
 
 @dataclass
@@ -247,8 +258,10 @@ METHOD = {
     "interval": f"{CONFIDENCE:.0%} percentile interval of independent two-level bootstraps (processes, then steps) of "
                 "the three configurations",
     "confirmed": f"share's interval above {MEANINGFUL_SHARE:.0%}, estimate at least {CONFIRMED_SHARE:.0%}, and the "
-                 "closure larger than the spread between processes of one configuration",
-    "partly": "share's interval above 0 and the closure larger than that spread, not confirmed",
+                 "closure larger than the spread between processes of one configuration and significant by the "
+                 f"process medians (Student's t on their logarithms, variance pooled over the three configurations, "
+                 f"p < {PROCESS_ALPHA:g})",
+    "partly": "share's interval above 0 and the closure larger than that spread and significant, not confirmed",
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
                    f"{MIN_GAP:.0%} of the faster step)",
@@ -386,10 +399,12 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
     if np.mean(gaps <= 0) < tail:  # the denominator is positive in all but the tail: the ratio's interval is defined
         positive = gaps > 0
         share_ci = quantiles((s[positive] - c[positive]) / gaps[positive])
-    spreads = [process_spread([median(p) for p in side if p]) for side in (fast, slow, changed)]
-    measured = [x for x in spreads if x is not None]
+    medians = [[median(p) for p in side if p] for side in (fast, slow, changed)]
+    measured = [x for x in (process_spread(m) for m in medians) if x is not None]
+    variation = pooled_process_variation(medians)
+    moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
     return Closure(before, quantiles(gaps), after, quantiles(c - f), ms - mc, quantiles(s - c),
-                   (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None)
+                   (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved)
 
 
 def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
@@ -406,6 +421,10 @@ def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
     if noise is not None and abs(found.closed_s) <= noise:
         return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, within the "
                              f"{_ms(noise)} spread between processes of one configuration")
+    if found.moved_p_value is not None and found.moved_p_value >= PROCESS_ALPHA:
+        return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, which the process medians do "
+                             f"not tell from the variation between processes (p = {found.moved_p_value:.2g}, "
+                             f"needs < {PROCESS_ALPHA:g})")
     if share_low >= MEANINGFUL_SHARE and share >= CONFIRMED_SHARE:
         return CONFIRMED, closes
     if share_low > 0:
