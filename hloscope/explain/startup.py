@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from hloscope.runs.records import convert_section
+from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, process_test
 
 SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
 
@@ -194,9 +195,17 @@ def first_step_verdict(run: list[float], baseline: list[float], min_gap: float) 
     if len(run) < 2 or len(baseline) < 2:
         if abs(gap) < SINGLE_PROCESS_MIN_GAP * base:
             return gap, "cannot tell"
-    elif abs(gap) <= max(max(run) - min(run), max(baseline) - min(baseline)):
+    elif abs(gap) <= max(max(run) - min(run), max(baseline) - min(baseline)) or not _processes_differ(run, baseline):
         return gap, "no difference"
     return gap, "slower" if gap > 0 else "faster"
+
+
+def _processes_differ(run: list[float], baseline: list[float]) -> bool:
+    """Whether two sets of first steps (one per process) differ by Student's t on their logarithms, the variance
+    pooled over the two, at PROCESS_ALPHA: a few processes a side that separate by a little more than each side's
+    spread are not yet a difference (explain's step-time verdicts hold processes to the same test)."""
+    variation = pooled_process_variation([run, baseline])
+    return variation is None or process_test(run, baseline, variation).p_value < PROCESS_ALPHA
 
 
 def _median_parts(records: list[StartupRecord]) -> dict[tuple[str, str], tuple[float, str]]:
