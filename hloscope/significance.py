@@ -220,6 +220,15 @@ def process_test(a: list[float], b: list[float], variation: ProcessVariation) ->
     return ProcessTest(log_ratio, error, variation.df, p_value)
 
 
+def smallest_resolvable_fraction(variation: ProcessVariation, a_count: int, b_count: int, alpha: float) -> float:
+    """The smallest relative gap (a fraction of a step) the process-level test calls significant at level `alpha`
+    between configurations of `a_count` and `b_count` processes."""
+    from scipy import stats as scipy_stats
+
+    error = variation.log_sd * math.sqrt(1 / a_count + 1 / b_count)
+    return math.expm1(float(scipy_stats.t.ppf(1 - alpha / 2, variation.df)) * error)
+
+
 def holm_levels(p_values: list[float], alpha: float) -> list[tuple[bool, float]]:
     """Holm's step-down procedure over a family of tests: for each p-value, whether it is rejected and the level it
     was held to (alpha / (m - rank), rank in ascending order of p). Once one is not rejected, none after it is."""

@@ -163,7 +163,8 @@ def baseline_line(report: ExplainReport) -> str:
         return line + (" Each configuration ran in one process: the variation between processes is unmeasured and "
                        "every verdict is provisional (`hloscope compare --repeats 3`).")
     return line + (f" A/A control: processes of one configuration landed up to {noise.relative:.1%} of a step apart "
-                   f"({noise.configuration}, {noise.processes} processes); a smaller gap is no difference here.")
+                   f"({noise.configuration}, {noise.processes} processes); a smaller gap is no difference here, and a "
+                   "gap must also stand out of their pooled variation.")
 
 
 def method_lines(report: ExplainReport) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 
 from rich import box
 from rich.console import JustifyMethod
@@ -12,6 +13,7 @@ from rich.text import Text
 from hloscope import units
 from hloscope.render import fmt
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord, MaxBatch, Memory, Number, RunRecord, TargetPeak
+from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, smallest_resolvable_fraction
 
 
 def add_text_row(table: Table, *cells: str | Text) -> None:
@@ -171,13 +173,29 @@ def comparison_table(comparison: ComparisonRecord) -> Table:
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     elif replicated:
-        control = comparison.between_process_spread
-        relative = control.relative if control is not None else None
+        relative = resolvable_fraction(comparison)
         table.caption = ("step: median of every timed step of every process; 3x ±4%: 3 timed processes, their "
                          "medians within ±4% of the step" + (f"; gaps under {relative:.1%} of a step cannot be "
                                                      "told from this machine's own variation"
                                                      if relative is not None else ""))
     return table
+
+
+def resolvable_fraction(comparison: ComparisonRecord) -> float | None:
+    """The smallest gap, as a fraction of a step, that explain could call significant between two configurations of
+    this comparison: larger than the A/A control (the largest relative spread between processes of one
+    configuration) and than what the process-level test resolves between two configurations of the usual number of
+    processes at its least strict level (hloscope.significance); None when unmeasured."""
+    control = comparison.between_process_spread
+    if control is None or control.relative is None:
+        return None
+    medians = [[float(m) for m in row.process_medians_s] for row in comparison.configurations]
+    variation = pooled_process_variation(medians)
+    if variation is None:
+        return float(control.relative)
+    processes = int(median(len(m) for m in medians if m))
+    return max(float(control.relative),
+               smallest_resolvable_fraction(variation, processes, processes, PROCESS_ALPHA))
 
 
 def _pooled_rows(comparison: ComparisonRecord) -> list[_Row] | None:
