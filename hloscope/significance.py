@@ -229,6 +229,16 @@ def smallest_resolvable_fraction(variation: ProcessVariation, a_count: int, b_co
     return math.expm1(float(scipy_stats.t.ppf(1 - alpha / 2, variation.df)) * error)
 
 
+def processes_needed(variation: ProcessVariation, log_ratio: float, alpha: float, most: int = 50) -> int | None:
+    """How many processes a side the process-level test would need to call a relative gap of `log_ratio` significant
+    at level `alpha`, were the variation between processes what it is now (its degrees of freedom kept, so the figure
+    errs high); None when more than `most` would be needed."""
+    for count in range(2, most + 1):
+        if smallest_resolvable_fraction(variation, count, count, alpha) < math.expm1(abs(log_ratio)):
+            return count
+    return None
+
+
 def holm_levels(p_values: list[float], alpha: float) -> list[tuple[bool, float]]:
     """Holm's step-down procedure over a family of tests: for each p-value, whether it is rejected and the level it
     was held to (alpha / (m - rank), rank in ascending order of p). Once one is not rejected, none after it is."""

@@ -14,6 +14,7 @@ from hloscope.explain.engine import explain, process_noise
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
 from hloscope.explain.summary import ModeSummary
+from hloscope.render.explain_views import verdict_text
 from hloscope.runs.records import section_document
 from hloscope.runs.rundir import write_comparison
 from hloscope.runs.runner import PlannedRun, between_process_control, configurations, interleaved
@@ -114,6 +115,9 @@ def test_clean_separation_inside_the_pooled_process_variation_is_no_difference()
     assert entry.tests["processes_differ"] is False and entry.verdict == "no significant difference"
     assert entry.process_p_value is not None and 0.01 < entry.process_p_value < 0.05
     assert entry.resolvable_gap_s is not None and entry.resolvable_gap_s > abs(entry.gap_s)
+    # an 8.8% gap matters (over the 5% minimum): the report says how many processes a side would resolve it
+    assert entry.processes_needed is not None and 3 < entry.processes_needed <= 10
+    assert f"--repeats {entry.processes_needed}" in verdict_text(entry)
     assert report.process_noise is not None and report.process_noise.df == 8
     assert 0.03 < report.process_noise.log_sd < 0.05
 

@@ -17,7 +17,9 @@ from hloscope.significance import (
     percentile_interval,
     pooled_process_variation,
     process_test,
+    processes_needed,
     resampled_medians,
+    smallest_resolvable_fraction,
 )
 
 
@@ -76,3 +78,12 @@ def test_holm_steps_down_and_stops_at_the_first_kept_hypothesis():
     assert holm_levels([0.004, 0.0034, 0.001], 0.01) == [(True, 0.01), (True, 0.005), (True, 0.01 / 3)]
     # once one is kept, later (larger) p-values are kept even below their own threshold
     assert holm_levels([0.0045, 0.006, 0.004], 0.01) == [(False, 0.005), (False, 0.01), (False, 0.01 / 3)]
+
+
+def test_processes_needed_is_the_first_count_whose_resolvable_gap_is_below_the_gap():
+    variation = ProcessVariation(0.05, 8)
+    needed = processes_needed(variation, math.log(1.10), 0.01)
+    assert needed is not None and needed > 3
+    assert smallest_resolvable_fraction(variation, needed, needed, 0.01) < 0.10
+    assert smallest_resolvable_fraction(variation, needed - 1, needed - 1, 0.01) >= 0.10
+    assert processes_needed(variation, math.log(1.001), 0.01) is None  # more than 50

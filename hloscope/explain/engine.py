@@ -55,6 +55,7 @@ from hloscope.significance import (
     pooled_process_variation,
     process_spread,
     process_test,
+    processes_needed,
     spread,
 )
 
@@ -133,6 +134,7 @@ class _ProcessVerdict:
     test: ProcessTest
     differs: bool
     level: float
+    variation: ProcessVariation  # the comparison's, pooled
 
 
 def _process_tests(timed: list[ModeSummary], reference: ModeSummary,
@@ -145,7 +147,7 @@ def _process_tests(timed: list[ModeSummary], reference: ModeSummary,
     tests = {s.mode: process_test(s.process_medians_s, reference.process_medians_s, variation)
              for s in timed if s is not reference}
     levels = holm_levels([t.p_value for t in tests.values()], PROCESS_ALPHA)
-    return {label: _ProcessVerdict(test, differs, level)
+    return {label: _ProcessVerdict(test, differs, level, variation)
             for (label, test), (differs, level) in zip(tests.items(), levels, strict=True)}
 
 
@@ -185,6 +187,9 @@ def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSu
     entry.process_p_value, entry.process_level = processes.test.p_value, processes.level
     smallest = base * (math.exp(processes.test.smallest_log_ratio(processes.level)) - 1)
     entry.resolvable_gap_s = max([smallest, min_gap * base, *_process_spreads(summary, reference, base, noise)])
+    if not processes.differs and abs(processes.test.log_ratio) >= math.log1p(min_gap):
+        # a gap large enough to matter, hidden by the variation between processes: say what would resolve it
+        entry.processes_needed = processes_needed(processes.variation, processes.test.log_ratio, processes.level)
     return processes.differs
 
 

@@ -247,6 +247,9 @@ def verdict_text(entry: ModeResult) -> str:
     if verdict == "no significant difference":
         resolvable = (f"; gaps under {fmt.ms(entry.resolvable_gap_s)} cannot be told apart here"
                       if entry.resolvable_gap_s is not None else "")
+        if entry.processes_needed is not None:
+            resolvable += (f" (about {entry.processes_needed} processes a side would tell this one: "
+                           f"`hloscope compare --repeats {entry.processes_needed}`)")
         return f"no significant difference: {gap_text(entry)}{processes}{resolvable}"
     return f"{ratio_text(entry)}, {gap_text(entry)}: {verdict}{processes}"
 
