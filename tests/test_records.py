@@ -118,3 +118,24 @@ def test_the_recorded_percentiles_are_the_one_interpolated_definition(mode):
     assert stats["p10_s"] == pytest.approx(float(np.percentile(times, 10)), rel=1e-12)
     assert min(times) < stats["p10_s"] < stats["median_s"] < stats["p90_s"] < max(times)  # interpolated, not a sample
     assert stats["p10_s"] not in times and stats["p90_s"] not in times
+
+
+def test_the_measured_host_sleep_reads_typed_and_older_runs_read_without_it(tmp_path):
+    """--inject-host-delay runs record how long each timed and profiled step slept (timing.injected_host_delay_s,
+    timing.profiled_injected_host_delay_s); a run without the delay, or from before they were recorded, has neither
+    and reads as None; a sleep that is not a duration is refused like a step time."""
+    assert load_run(REAL / "jax").timing.injected_host_delay_s is None
+    assert load_run(REAL / "jax").timing.profiled_injected_host_delay_s is None
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    steps = len(document["timing"]["step_times_s"])
+    document["timing"].update(injected_host_delay_s=[0.0031] * steps, profiled_injected_host_delay_s=[0.003, 0.0032])
+    (tmp_path / "run.json").write_text(json.dumps(document, indent=2) + "\n")
+    record = load_run(tmp_path)
+    assert record.timing.injected_host_delay_s == [0.0031] * steps
+    assert record.timing.profiled_injected_host_delay_s == [0.003, 0.0032]
+    assert record.to_dict() == document
+    document["timing"]["injected_host_delay_s"][0] = -0.003
+    (tmp_path / "run.json").write_text(json.dumps(document))
+    with pytest.raises(InputError) as caught:
+        load_run(tmp_path)
+    assert "'timing.injected_host_delay_s' holds -0.003, not a duration" in str(caught.value)

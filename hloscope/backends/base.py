@@ -90,6 +90,11 @@ class ProfileResult:
     notes: list[str] = field(default_factory=list)
     # per recorded step, how the host's threads were scheduled (hloscope.backends.scheduling); None: not measured
     host_scheduling: list[dict] | None = field(default_factory=list)
+    # --inject-host-delay: per recorded step, how long the host slept (Session.take_host_sleep); None: no delay asked
+    host_sleeps_s: list[float] | None = None
+    # per recorded step, where the host was (perf_counter seconds from the profile's start): entering the step marker,
+    # starting the timer, stopping it, leaving the marker (Session.profile)
+    positions: list[dict] = field(default_factory=list)
 
     def record(self) -> dict:
         """run.json `profile`: what the trace holds and which of its steps readers should drop."""
@@ -98,7 +103,8 @@ class ProfileResult:
                 "warmup_step_numbers": list(self.step_numbers[:warmup]),
                 "usable_step_numbers": list(self.step_numbers[warmup:]), "step_marker": self.step_marker,
                 "annotations": dict(self.annotations), "notes": list(self.notes),
-                "host_scheduling": None if self.host_scheduling is None else list(self.host_scheduling)}
+                "host_scheduling": None if self.host_scheduling is None else list(self.host_scheduling),
+                "host_positions": [dict(position) for position in self.positions]}
 
 
 class Session:
@@ -113,6 +119,7 @@ class Session:
     # HLOSCOPE_TEST_RESHAPE (hloscope.backends.startup_ledger): from this step index on, every batch loses its last
     # sample, so that the mode meets a new input shape inside the timed window; None: never
     trim_batch_from: int | None = None
+    host_sleep_s = 0.0  # --inject-host-delay: seconds slept since take_host_sleep() last read them
 
     # run.json `profile`: how this mode's step marker is named, the host phases it annotates, notes
     profile_step_marker = ""
@@ -137,10 +144,20 @@ class Session:
     def inject_host_delay(self) -> None:
         """--inject-host-delay: sleep on the host before the step's device work is dispatched, so that the device waits
         for the host by a known amount. Each mode calls it in step(), after fetching the batch, in every step (timed
-        and profiled). No annotation: nothing in the trace tells explain where the delay is, as with a real one."""
+        and profiled). No annotation: nothing in the trace tells explain where the delay is, as with a real one.
+
+        The sleep is measured (time.perf_counter, from before the call to the wake-up) and added to `host_sleep_s`: a
+        loaded machine wakes the host late, and the device waits for as long as the host really slept."""
         delay_ms = self.options.inject_host_delay_ms
         if delay_ms > 0:
+            start = time.perf_counter()
             time.sleep(delay_ms / 1e3)
+            self.host_sleep_s += time.perf_counter() - start
+
+    def take_host_sleep(self) -> float:
+        """Seconds the injected host delay slept since the last call (the sum, if a step slept more than once)."""
+        slept, self.host_sleep_s = self.host_sleep_s, 0.0
+        return slept
 
     def setup(self) -> None:
         raise NotImplementedError
@@ -209,25 +226,40 @@ class Session:
         How the host's threads were scheduled in each recorded step (time waiting for a CPU: explain's contention) is
         read between the markers, outside the timer: one snapshot just before each marker opens, which ends the
         previous step and starts this one as the trace's step windows do (marker start to next marker start), and one
-        after the last marker. Its cost (~12 us a thread) lies in the trace's step, between the markers."""
+        after the last marker. Its cost (~12 us a thread) lies in the trace's step, between the markers.
+
+        Each recorded step also records where the host was (`ProfileResult.positions`, perf_counter seconds from the
+        profile's start): entering the marker, starting the timer, stopping it, leaving the marker, so that the
+        marker's span in the trace can be checked against the host's own clock; and, with --inject-host-delay, how long
+        it slept (`ProfileResult.host_sleeps_s`)."""
         result = ProfileResult(step_marker=self.profile_step_marker, annotations=dict(self.profile_annotations),
                                notes=list(self.profile_notes))
         first = self.options.warmup + self.options.steps
         lead_in = self.profile_lead_in_steps
         snapshots: list[scheduling.Snapshot | None] = []
+        sleeps: list[float] = []
+        origin = time.perf_counter()
         with self.profiler(result, first, steps):
             for offset in range(lead_in + steps):
                 index = first + offset
                 if offset >= lead_in:
                     snapshots.append(scheduling.snapshot())
+                self.take_host_sleep()  # a sleep outside the step (none today) is not the step's
+                entered = time.perf_counter()
                 with self.step_marker(index):
                     start = time.perf_counter()
                     outputs = self.step(index)
                     self.wait(outputs)
-                    seconds = time.perf_counter() - start
+                    stop = time.perf_counter()
+                left = time.perf_counter()
+                slept = self.take_host_sleep()
                 if offset >= lead_in:
-                    result.step_times_s.append(seconds)
+                    result.step_times_s.append(stop - start)
                     result.step_numbers.append(index)
+                    sleeps.append(slept)
+                    result.positions.append({"step": index, "marker_entered_s": entered - origin,
+                                             "timer_start_s": start - origin, "timer_stop_s": stop - origin,
+                                             "marker_left_s": left - origin})
             snapshots.append(scheduling.snapshot())
         figures = [scheduling.difference(a, b) for a, b in itertools.pairwise(snapshots)]
         if any(f is None for f in figures):
@@ -235,6 +267,7 @@ class Session:
             result.notes.append(scheduling.NOT_MEASURED)
         else:
             result.host_scheduling = [{"step": n, **f} for n, f in zip(result.step_numbers, figures) if f is not None]
+        result.host_sleeps_s = sleeps if self.options.inject_host_delay_ms > 0 else None
         return result
 
     def artifacts(self) -> list[dict]:

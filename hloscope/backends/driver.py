@@ -119,6 +119,8 @@ def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
     timing.update({"step_times_s": list(log.step_times_s), "warmup_times_s": list(log.warmup_times_s),
                    "first_step_s": log.first_step_s})
     timing.update(step_statistics(log.step_times_s, batch_size, log.window_s))
+    if log.host_sleeps_s is not None:  # --inject-host-delay: how long each timed step really slept
+        timing["injected_host_delay_s"] = list(log.host_sleeps_s)
     if log.window_s is None and log.step_times_s:  # interrupted inside the window: the steps that finished
         timing["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
     losses = list(log.losses)
@@ -220,7 +222,8 @@ def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: di
 
     startup.first_step_started()
     run_loop(session.step, session.wait, session.loss_of, options.steps, options.warmup, log,
-             on_window_start=window_start, on_step=step_done)
+             on_window_start=window_start, on_step=step_done,
+             slept=session.take_host_sleep if options.inject_host_delay_ms > 0 else None)
     host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
     if window:
         startup.window_closed()
@@ -263,6 +266,8 @@ def _profile(session: Session, steps: int, record: dict, run_dir: Path) -> None:
     finally:
         session.profiling = False
     record["timing"]["profiled_step_times_s"] = result.step_times_s
+    if result.host_sleeps_s is not None:  # --inject-host-delay: how long each profiled step really slept
+        record["timing"]["profiled_injected_host_delay_s"] = result.host_sleeps_s
     record["profile"] = result.record()
     record["artifacts"].extend(result.artifacts)
 

@@ -25,6 +25,8 @@ class StepLog:
     step_times_s: list[float] = field(default_factory=list)
     window_s: float | None = None
     losses: list[float] = field(default_factory=list)  # (first step's loss, then every timed step's loss)
+    # --inject-host-delay: how long each timed step slept on the host, in step order; None: not measured
+    host_sleeps_s: list[float] | None = None
 
 
 def timed(step: Callable[[int], Any], wait: Callable[[Any], None], index: int) -> tuple[Any, float]:
@@ -38,11 +40,14 @@ def timed(step: Callable[[int], Any], wait: Callable[[Any], None], index: int) -
 def run_loop(step: Callable[[int], Any], wait: Callable[[Any], None], loss_of: Callable[[Any], float],
              steps: int, warmup: int, log: StepLog,
              on_window_start: Callable[[], None] = lambda: None,
-             on_step: Callable[[str, int], None] = lambda phase, index: None) -> None:
+             on_step: Callable[[str, int], None] = lambda phase, index: None,
+             slept: Callable[[], float] | None = None) -> None:
     """First step (compile) + `warmup - 1` more untimed steps, then `steps` timed steps.
 
     `warmup` counts the first step: `warmup=1` means only the compile step precedes the window. The loss is read
-    outside the timed region (reading it forces a device->host copy that the step itself does not do).
+    outside the timed region (reading it forces a device->host copy that the step itself does not do). `slept`
+    (--inject-host-delay): the seconds the host slept since its last call; read before and after each timed step,
+    outside the timer, into `log.host_sleeps_s`.
     """
     outputs, seconds = timed(step, wait, 0)
     log.first_step_s = seconds
@@ -54,10 +59,16 @@ def run_loop(step: Callable[[int], Any], wait: Callable[[Any], None], loss_of: C
         on_step("warmup", index)
     on_window_start()
     first_timed = max(warmup, 1)
+    if slept is not None:
+        log.host_sleeps_s = []
     window_start = time.perf_counter()
     for index in range(first_timed, first_timed + steps):
+        if slept is not None:
+            slept()  # the warm-up's sleeps are not this step's
         outputs, seconds = timed(step, wait, index)
         log.step_times_s.append(seconds)
+        if log.host_sleeps_s is not None and slept is not None:
+            log.host_sleeps_s.append(slept())
         on_step("timed", index)
     log.window_s = time.perf_counter() - window_start
     if steps:

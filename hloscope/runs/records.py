@@ -81,6 +81,10 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     step_times_s: list[Number] = []
     warmup_times_s: list[Number] = []
     profiled_step_times_s: list[Number] = []
+    # --inject-host-delay: how long the host really slept in each timed / profiled step, in step order (a loaded
+    # machine wakes it late); None: no delay was injected, or a run from before they were measured
+    injected_host_delay_s: list[Number] | None = None
+    profiled_injected_host_delay_s: list[Number] | None = None
     first_step_s: Number | None = None
     setup_s: Number | None = None
     steps: int | None = None
@@ -215,6 +219,9 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
     warmup_steps: int | None = None
     host_scheduling: list[dict[str, Any]] | None = None  # one entry per profiled step, validated by rundir
+    # one entry per profiled step: where the host entered the step marker, started and stopped the timer, left the
+    # marker (perf_counter seconds from the profile's start); absent in runs from before they were recorded
+    host_positions: list[dict[str, Any]] | None = None
 
 
 class Environment(msgspec.Struct, frozen=True, kw_only=True):
