@@ -34,6 +34,7 @@ from typing import Any
 
 from hloscope.api import explain
 from hloscope.backends.base import RunOptions
+from hloscope.runs.rundir import measured_host_delay_s
 from hloscope.runs.runner import run_variants
 
 MODE = "jax"
@@ -126,20 +127,6 @@ def host_parts(entry: dict) -> float:
                if c["significant"] and c["node"].startswith(("idle:", "host:")) and c["seconds"] > 0)
 
 
-def slept_s(comparison_dir: Path, variant: str = "delay") -> float | None:
-    """How long the host really slept per step in the `variant` configuration: the median over its processes' timed
-    steps of run.json `timing.injected_host_delay_s` (a loaded machine wakes a sleeping host late, so this is the
-    delay the device waited for); None when no process recorded it."""
-    from statistics import median
-
-    from hloscope.runs.rundir import load_comparison, load_run
-
-    comparison = load_comparison(comparison_dir)
-    sleeps = [slept for entry in comparison.modes if entry.variant == variant and entry.status == "ok"
-              for slept in (load_run(comparison.dir / entry.dir).timing.injected_host_delay_s or [])]
-    return median(sleeps) if sleeps else None
-
-
 def check_delay(entry: dict, resolvable: float | None = None) -> str | None:
     # The delay must be found whenever this comparison could resolve it (its A/A control at the baseline's median and
     # the spread between the processes of either side are below the delay); when the machine's own variation between
@@ -193,7 +180,7 @@ def attempt(out: Path, repeats: int, busy: int = 1, names: tuple[str, ...] = tup
     by_label = {m["mode"]: m for m in report["modes"]}
     entries = {"report": report, **{name: by_label[label(name)] for name in names}}
     if "delay" in names:  # the sleep the delay's processes measured, which check_delay compares with
-        entries["delay"]["slept_s"] = slept_s(out)
+        entries["delay"]["slept_s"] = measured_host_delay_s(out, "delay")
     return entries
 
 

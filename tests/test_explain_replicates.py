@@ -251,6 +251,28 @@ def test_calibration_reads_the_control_the_aa_pair_and_the_delay():
     assert missed.delay_verdict == "slower" and not missed.delay_found and not missed.trustworthy
 
 
+def test_calibration_holds_the_found_delay_to_the_sleep_the_runs_measured():
+    """On a loaded machine a 3 ms sleep wakes late (4.1 ms measured), and while the host sleeps the busy neighbour runs,
+    so the step's own work shrinks (matmul -1 ms): the gap is 3.2 ms and the device idled 4.2 ms longer. Against the
+    3 ms asked for that is a wrong size; against the sleep the runs measured it is the delay."""
+    from hloscope.explain.calibration import calibration
+
+    rng = random.Random(10)
+    quiet = _ledger({"device:matmul": [2.6e-3] * 6, "idle:other host": [0.4e-3] * 6})
+    delayed = _ledger({"device:matmul": [1.6e-3] * 6, "idle:other host": [4.6e-3] * 6})
+    a = _summary("jax [A]", [_process(rng, 3e-3 * rng.uniform(0.97, 1.03)) for _ in range(3)], ledger=quiet)
+    same = _summary("jax [A']", [_process(rng, 3e-3 * rng.uniform(0.97, 1.03)) for _ in range(3)], ledger=quiet)
+    slow = _summary("jax [A+3ms]", [_process(rng, 6.2e-3 * rng.uniform(0.97, 1.03)) for _ in range(3)],
+                    ledger=delayed)
+    report = explain([a, same, slow], baseline="jax [A]")
+    nominal = calibration(report, "jax", "jax [A']", "jax [A+3ms]", 0.003)
+    measured = calibration(report, "jax", "jax [A']", "jax [A+3ms]", 0.003, slept_s=0.0041)
+    assert nominal.delay_verdict == measured.delay_verdict == "slower"
+    assert measured.delay_found_s == pytest.approx(0.0042)
+    assert not nominal.delay_found and "3.000 ms slept" in nominal.notes[-1]
+    assert measured.delay_found and measured.trustworthy and measured.delay_slept_s == 0.0041
+
+
 def test_typed_control_writes_the_bytes_written_before_it(tmp_path):
     """comparison.json's between-process control, built as its Struct and encoded by records.section_document, is
     written byte for byte as the dict-building writer wrote it from the same processes

@@ -44,7 +44,7 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
     from hloscope.api import explain
     from hloscope.explain.calibration import calibration
     from hloscope.models.presets import get_preset
-    from hloscope.runs.rundir import create_run_dir
+    from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
     from hloscope.runs.runner import run_variants
     from hloscope.writing import atomic_output
 
@@ -67,7 +67,8 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
         console.print(Text(f"{mode} never ran: nothing to calibrate (see {directory}/logs)", style="red"))
         sys.exit(1)
     report = explain(directory, baseline=labels[0])
-    result = calibration(report, mode, str(labels[1]), str(labels[2]), delay_ms / 1e3)
+    result = calibration(report, mode, str(labels[1]), str(labels[2]), delay_ms / 1e3,
+                         measured_host_delay_s(directory, f"A+{delay_ms:g}ms"))
     with atomic_output(directory / CALIBRATION_FILE, text=True, replace=False) as handle:
         handle.write(json.dumps(result.to_dict(), indent=2) + "\n")
     if as_json:

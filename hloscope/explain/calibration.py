@@ -6,7 +6,8 @@ annotation, so nothing in the trace says where it is). Pure: reads explain's rep
   configuration (explain's A/A control), at A's median step;
 - whether explain called the A/A pair different (it must not);
 - whether it found the delay: a significant gap, and significant host-side parts of the ledger (device idle while the
-  host ..., or host time on a host-only trace) that add up to the delay, and in which node most of it landed.
+  host ..., or host time on a host-only trace) that add up to the delay the host really slept (the runs measure it:
+  a loaded machine wakes a sleeping host late), and in which node most of it landed.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from hloscope.explain.report import ExplainReport, ModeResult
 
 # The delay counts as found at its size when the host-side parts found for it are within this fraction of what the
-# device waited for (a sleep never ends early but may end late on a loaded machine: the larger of the delay and the
-# timed gap).
+# device waited for (a sleep never ends early but may end late on a loaded machine: the larger of the sleep the runs
+# measured and the timed gap).
 DELAY_TOLERANCE = 0.25
 HOST_NODES = ("idle:", "host:")
 
@@ -33,7 +34,8 @@ class Calibration:
     identical_gap_s: float | None
     identical_gap_ci_s: list[float] | None
     identical_called_different: bool
-    delay_s: float
+    delay_s: float  # asked for
+    delay_slept_s: float | None  # the median sleep the delayed runs measured; None: not recorded (older runs)
     delay_verdict: str | None
     delay_gap_s: float | None
     delay_gap_ci_s: list[float] | None
@@ -48,9 +50,11 @@ class Calibration:
         return asdict(self)
 
 
-def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, delay_s: float) -> Calibration:
+def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, delay_s: float,
+                slept_s: float | None = None) -> Calibration:
     """The calibration of `mode` from explain's report on its configurations (labels `identical` and `delayed`,
-    explained against A as the baseline)."""
+    explained against A as the baseline); `slept_s`: the sleep the delayed runs measured (runs.rundir
+    measured_host_delay_s), else the delay asked for stands for it."""
     base = next((m for m in report.modes if m.verdict == "baseline"), None)
     same, slow = _find(report, identical), _find(report, delayed)
     noise = report.process_noise
@@ -64,12 +68,13 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
     parts = {c.node: c.seconds for c in (slow.contributors if slow else [])
              if c.significant and c.node.startswith(HOST_NODES) and c.seconds > 0}
     found_s = sum(parts.values())
-    waited = max(delay_s, slow.gap_s or 0.0) if slow is not None else delay_s
+    slept = slept_s if slept_s is not None else delay_s
+    waited = max(slept, slow.gap_s or 0.0) if slow is not None else slept
     found = (slow is not None and slow.verdict == "slower"
-             and min(abs(found_s - delay_s), abs(found_s - waited)) <= DELAY_TOLERANCE * waited)
+             and min(abs(found_s - slept), abs(found_s - waited)) <= DELAY_TOLERANCE * waited)
     if slow is not None and slow.verdict == "slower" and not found:
         notes.append(f"the delay's gap was significant but the host-side parts of the ledger add up to "
-                     f"{found_s * 1e3:.3f} ms against {delay_s * 1e3:.3f} ms injected")
+                     f"{found_s * 1e3:.3f} ms against {slept * 1e3:.3f} ms slept ({delay_s * 1e3:.3f} ms asked for)")
     called = same is not None and same.verdict not in (None, "no significant difference", "baseline")
     return Calibration(
         mode=mode, processes=(base.processes or 1) if base is not None else 0, baseline_step_s=base_step,
@@ -77,7 +82,7 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
         resolvable_gap_relative=resolvable / base_step if resolvable is not None and base_step else None,
         identical_verdict=same.verdict if same else None, identical_gap_s=same.gap_s if same else None,
         identical_gap_ci_s=same.gap_ci_s if same else None, identical_called_different=called,
-        delay_s=delay_s, delay_verdict=slow.verdict if slow else None, delay_gap_s=slow.gap_s if slow else None,
+        delay_s=delay_s, delay_slept_s=slept_s, delay_verdict=slow.verdict if slow else None, delay_gap_s=slow.gap_s if slow else None,
         delay_gap_ci_s=slow.gap_ci_s if slow else None, delay_found_s=found_s,
         delay_node=max(parts, key=lambda node: parts[node]) if parts else None, delay_nodes=parts,
         delay_found=found, trustworthy=found and not called and same is not None, notes=notes)

@@ -29,8 +29,9 @@ def lines(result: Calibration) -> list[tuple[str, bool]]:
     gap = fmt.signed_ms(result.delay_gap_s) if result.delay_gap_s is not None else "-"
     where = (f", {fmt.ms(result.delay_found_s)} found in the ledger, most in {result.delay_node}"
              if result.delay_node else ", not found in any host-side part of the ledger")
-    out.append((f"injected host delay {fmt.ms(result.delay_s)}: {result.delay_verdict or 'not timed'}, gap {gap}"
-                f"{where}", result.delay_found))
+    slept = f" (slept {fmt.ms(result.delay_slept_s)})" if result.delay_slept_s is not None else ""
+    out.append((f"injected host delay {fmt.ms(result.delay_s)}{slept}: {result.delay_verdict or 'not timed'}, "
+                f"gap {gap}{where}", result.delay_found))
     return out
 
 

@@ -17,6 +17,7 @@ import socket
 import time
 from collections.abc import Collection
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from hloscope.errors import InputError, UsageError, warn
@@ -550,3 +551,14 @@ def find_runs(path: str | os.PathLike) -> list[Path]:
     if not runs:
         raise InputError(path, "no hloscope run here (no run.json or comparison.json in it or one level below)")
     return runs
+
+
+def measured_host_delay_s(comparison_dir: str | os.PathLike, variant: str) -> float | None:
+    """How long the host really slept per step in one configuration of a comparison run with --inject-host-delay:
+    the median over its timed processes' timed steps of run.json `timing.injected_host_delay_s` (a loaded machine
+    wakes a sleeping host late, so this, not the delay asked for, is what the device waited for); None when no
+    process of `variant` recorded it."""
+    comparison = load_comparison(comparison_dir)
+    sleeps = [slept for entry in comparison.modes if entry.variant == variant and entry.status == "ok"
+              for slept in (load_run(comparison.dir / entry.dir).timing.injected_host_delay_s or [])]
+    return median(sleeps) if sleeps else None
