@@ -49,8 +49,9 @@ def test_known_answer(name, entries):
 
 def test_the_delay_lands_in_a_host_side_node_not_in_device_time(entries):
     """The sleep is outside every annotation: nothing names it, yet the device waits for the host by that much.
-    Whenever this comparison can resolve the sleep the runs measured (3 ms, more when the host woke late; its A/A
-    control says so), the delay is found."""
+    Whenever this comparison calls the delay slower, the host-side parts carry it, not device time; it may say "no
+    significant difference" only when the sleep the runs measured (3 ms, more when the host woke late) is not clearly
+    above the smallest gap it says this pair resolves, and then it names no cause."""
     entry = entries["delay"]
     slept = entry["slept_s"]
     resolvable = known.resolvable_s(entries["report"], entry)
@@ -59,8 +60,9 @@ def test_the_delay_lands_in_a_host_side_node_not_in_device_time(entries):
           f"{'unmeasured' if resolvable is None else f'{resolvable * 1e3:.3f} ms'}")
     assert slept >= known.DELAY_S  # a sleep never ends early
     assert resolvable is not None
-    if resolvable >= slept:  # the machine's own variation is larger than the delay: no cause may be offered
-        assert entry["verdict"] == "no significant difference" and entry["contributors"] == []
+    assert entry["verdict"] in ("slower", "no significant difference")
+    if entry["verdict"] == "no significant difference":
+        assert resolvable * known.POWER_MARGIN >= slept and entry["contributors"] == []
         return
     device = sum(c["seconds"] for c in entry["contributors"] if c["significant"] and c["node"].startswith("device:"))
     assert known.host_parts(entry) > abs(device)
