@@ -422,8 +422,8 @@ def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
         return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, within the "
                              f"{_ms(noise)} spread between processes of one configuration")
     if found.moved_p_value is not None and found.moved_p_value >= PROCESS_ALPHA:
-        return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, which the process medians do "
-                             f"not tell from the variation between processes (p = {found.moved_p_value:.2g}, "
+        return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, and the process medians do "
+                             f"not tell it from the variation between processes (p = {found.moved_p_value:.2g}, "
                              f"needs < {PROCESS_ALPHA:g})")
     if share_low >= MEANINGFUL_SHARE and share >= CONFIRMED_SHARE:
         return CONFIRMED, closes
