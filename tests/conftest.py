@@ -117,6 +117,13 @@ def every_mode_comparison(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_run(every_mode_comparison) -> Path:
+    """A real `hloscope run --mode jax` (tiny ViT) with its HLO dump and profile: what users feed the readers. The jax
+    run of every_mode_comparison; a test that changes it works on a copy (helpers.copy_of_run)."""
+    return every_mode_comparison / "jax"
+
+
+@pytest.fixture(scope="session")
 def torch_cpu_trace(tmp_path_factory) -> tuple[Path, dict[str, tuple[int, float, float]]]:
     """A real PyTorch CPU trace of three profiled training steps (record_shapes on), and torch's key_averages() of
     them: {op: (calls, self CPU us, CPU us)}."""

@@ -1,9 +1,11 @@
 """Helpers shared by the test modules (imported as `helpers`: pyproject's pytest `pythonpath`), so that no test module
 imports another: where the real fixtures are, XLA's and hloscope's views of an HLO module, running the CLI as a user
-does (a subprocess, stderr checked), a run directory made from real files, and headless chromium."""
+does (a subprocess, stderr checked), a run directory made from real files, small inputs the tests build (names that
+look like markup, a one-dot HLO module, a Kineto trace of chosen kernels), and headless chromium."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -218,6 +220,36 @@ def assert_refused(result: Result, path: Path, *, position: bool = False, words:
     return line
 
 
+def assert_no_traceback(result: Result) -> None:
+    """Neither a Python traceback nor rich's MarkupError (a user string read as markup) on stderr."""
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "MarkupError" not in result.stderr, result.stderr[-3000:]
+
+
+def cut_in_half(source: Path, target: Path) -> Path:
+    """The first half of a real file: what a copy interrupted half-way leaves."""
+    data = source.read_bytes()
+    target.write_bytes(data[: len(data) // 2])
+    return target
+
+
+# Every command that reads a run directory, as argv for `hloscope()`: the run to read and a good run beside it (the
+# other side of `diff`).
+RUN_COMMANDS = {
+    "hlo stats": lambda run, good: ["hlo", "stats", "--no-xla-cost", run],
+    "trace stats": lambda run, good: ["trace", "stats", run],
+    "diff": lambda run, good: ["diff", "--no-xla-cost", good, run],
+    "explain": lambda run, good: ["explain", run.parent],
+}
+
+
+def copy_of_run(run: Path, tmp_path: Path) -> Path:
+    """A copy of a real run directory under `tmp_path/runs`, for a test that changes it."""
+    copy = tmp_path / "runs" / run.name
+    shutil.copytree(run, copy)
+    return copy
+
+
 def first_good_hlo() -> Path:
     """A real XLA GPU module after optimizations (the other side of `diff` in the bad-input tests)."""
     return next((FIXTURES / GOOD_DUMP).glob("*gpu_after_optimizations.txt"))
@@ -271,6 +303,40 @@ def comparison_of(root: Path, pytorch_trace: Path) -> Path:
     rundir.write_comparison(directory, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
                                         "modes": [{"mode": "jax", "dir": "jax"}, {"mode": "pytorch", "dir": "pytorch"}]})
     return directory
+
+
+# ------------------------------------------------------------------------------------- small inputs built by the tests
+
+# Names a user's files may hold that look like rich markup, HTML or Markdown: every renderer prints them as written.
+HOSTILE_NAMES = ["[/]", "neg[/]", "[bold]x[/bold]", "convert_element_type[new_dtype=float32 weak_type=True]",
+                 "<script>alert(1)</script>", "a|b`c*d_e_", "tail\\"]
+
+
+def tiny_dot_module(path: Path, op_name: str) -> Path:
+    """A tiny valid module whose dot carries `op_name` (metadata) and whose fusion is named after it."""
+    quoted = op_name.replace("\\", "\\\\").replace('"', '\\"')
+    path.write_text(
+        "HloModule jit_f, is_scheduled=true\n\n"
+        "ENTRY main {\n"
+        "  a = f32[8,8]{1,0} parameter(0)\n"
+        "  b = f32[8,8]{1,0} parameter(1)\n"
+        f'  ROOT d = f32[8,8]{{1,0}} dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, '
+        f'metadata={{op_name="{quoted}" source_file="x.py" source_line=1}}\n'
+        "}\n")
+    return path
+
+
+def kineto_trace(path: Path, names: list[str], durations: list[float] | None = None, opener=open) -> Path:
+    """A Kineto trace of one kernel per name (100 us each unless `durations` says otherwise), each with its launch."""
+    durations = durations or [100.0] * len(names)
+    events = [{"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 1000 + 500 * i, "dur": dur,
+               "args": {"stream": 7, "correlation": i + 1, "device": 0}}
+              for i, (name, dur) in enumerate(zip(names, durations))]
+    events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 990 + 500 * i,
+                "dur": 5, "args": {"correlation": i + 1}} for i in range(len(names))]
+    with opener(path, "wt") as handle:
+        handle.write(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
 
 
 # ------------------------------------------------------------------------------------------------------ headless chromium

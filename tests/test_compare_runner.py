@@ -1,10 +1,16 @@
-"""compare's bookkeeping without running a framework: exits described, dead children's run.json written for them."""
+"""compare's bookkeeping without running a framework: exits described, dead children's run.json written for them, a
+comparison whose every mode failed recorded `failed`, and SIGTERM to compare handled like Ctrl-C, keeping the runs
+that finished."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
 from pathlib import Path
+
+import pytest
 
 from hloscope.backends.base import RunOptions
 from hloscope.runs.rundir import load_run, write_run
@@ -111,3 +117,47 @@ def test_a_run_per_mode_and_device_count_is_named_by_its_count(tmp_path):
     assert command[command.index("--devices") + 1] == "2"
     assert PlannedRun("jax").dir_name == "jax"  # one device count: the folder is the mode's, as before
     assert run_label("jax", 1) == "jax (1 device)" and run_label("jax", 4) == "jax (4 devices)"
+
+
+def _fake_compare(tmp_path, monkeypatch, outcomes):
+    """run_comparison with each mode's child replaced: `outcomes[mode]` is a status to record, or 'sigterm' to have
+    the parent receive SIGTERM while that mode runs."""
+    import signal
+
+    from hloscope.backends.base import RunOptions
+    from hloscope.runs import rundir
+    from hloscope.runs import runner as compare_runner
+
+    def fake_run_mode(options, comparison_dir, timeout_s=None, on_poll=None, name=None):
+        run = comparison_dir / options.mode
+        run.mkdir()
+        what = outcomes[options.mode]
+        if what == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        rundir.write_run(run, {"schema_version": 1, "mode": options.mode, "status": what, "error": None,
+                               "timing": {"step_times_s": [0.01] * 20, "median_s": 0.01}})
+        return None
+
+    monkeypatch.setattr(compare_runner, "run_mode", fake_run_mode)
+    monkeypatch.setattr(compare_runner, "settle_run", lambda options, d, outcome, status="failed", reason=None, name=None:
+                        {**rundir._read_json(d / options.mode / "run.json", "run.json"), "_dir": str(d / options.mode)}
+                        if (d / options.mode / "run.json").exists() else
+                        {"mode": options.mode, "status": status, "error": reason, "_dir": str(d / options.mode)})
+    monkeypatch.setattr(compare_runner, "get_mode", lambda mode: type("M", (), {"dir_name": mode})(), raising=False)
+    options = lambda mode: RunOptions(mode=mode)  # noqa: E731
+    return compare_runner.run_comparison(list(outcomes), options, tmp_path, {})
+
+
+def test_every_mode_failed_is_failed_not_partial(tmp_path, monkeypatch):
+    comparison = _fake_compare(tmp_path, monkeypatch, {"jax": "failed", "pytorch": "failed"})
+    assert comparison["status"] == "failed"
+    assert json.loads((tmp_path / "comparison.json").read_text())["status"] == "failed"
+
+
+def test_sigterm_to_compare_is_handled_like_ctrl_c_and_keeps_finished_runs(tmp_path, monkeypatch):
+    with pytest.raises(KeyboardInterrupt):
+        _fake_compare(tmp_path, monkeypatch, {"jax": "ok", "pytorch": "sigterm", "torch_xla": "ok"})
+    comparison = json.loads((tmp_path / "comparison.json").read_text())
+    assert comparison["status"] == "interrupted"
+    assert next((e["mode"], e["status"]) for e in comparison["modes"]) == ("jax", "ok")
+    assert {e["mode"] for e in comparison["modes"]} == {"jax", "pytorch", "torch_xla"}

@@ -1,9 +1,10 @@
-"""Deltas between two modules' statistics, runs and traces."""
+"""Deltas between two modules' statistics, runs and traces, and the Markdown report escaping HTML and Markdown in the
+names it prints."""
 
 from __future__ import annotations
 
 import pytest
-from helpers import run_record
+from helpers import assert_no_traceback, hloscope, run_record, tiny_dot_module
 
 from hloscope.diff.compare import compare_runs, compare_stats, compare_traces, delta
 
@@ -63,3 +64,15 @@ def test_trace_part_of_the_report_in_every_format():
         assert "trace us matmul/conv" in text and "+400" in text  # time by category
         assert "trace per step device_idle_us" in text and "4,321" in text and "+4,309" in text  # idle time
         assert "gemm_fusion" in text and "+65.5" in text and "-40.0" in text  # kernels whose time changed most
+
+
+def test_diff_markdown_escapes_html_and_markdown(tmp_path):
+    a = tiny_dot_module(tmp_path / "a.hlo", "<script>alert(1)</script>")
+    b = tiny_dot_module(tmp_path / "b<img src=x>.hlo", "a|b")
+    out = tmp_path / "report.md"
+    result = hloscope("diff", "--no-xla-cost", "--format", "md", "-o", out, a, b, timeout=120)
+    assert_no_traceback(result)
+    assert result.code == 0, result.stderr
+    text = out.read_text()
+    assert "<script>" not in text and "<img" not in text
+    assert "&lt;img src=x&gt;" in text

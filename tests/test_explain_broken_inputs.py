@@ -262,3 +262,54 @@ def test_control_characters_from_files_are_printed_escaped(tmp_path, form):
     assert result.code == 0, result.stderr
     assert not any(c in result.stdout for c in "\x1b\x07\u202e"), result.stdout[:2000]
     assert "RED" in result.stdout
+
+
+@needs_fixtures
+def test_explain_names_a_corrupt_trace_on_stderr_with_exit_2(tmp_path):
+    from helpers import assert_no_traceback
+
+    run = good_run(tmp_path / "runs")
+    trace = next((run / "plugins").rglob("*.xplane.pb"))
+    trace.write_bytes(trace.read_bytes()[:1000])
+    result = hloscope("explain", run.parent, timeout=180)
+    assert_no_traceback(result)
+    assert result.code == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("hloscope: error:")]
+    assert len(errors) == 1 and str(trace) in errors[0], result.stderr
+
+
+@needs_fixtures
+def test_explain_shows_the_readable_runs_and_fails_on_the_broken_one(tmp_path):
+    """One broken run never hides the others (its row says why), and the command still exits 2 naming the file."""
+    from hloscope.runs import rundir
+
+    comparison = tmp_path / "compare-1"
+    good_run(comparison, "jax")
+    broken = good_run(comparison, "torch_xla")
+    (broken / "run.json").write_text('{"schema_version": 1, "run_id": ')
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
+                                         "modes": [{"mode": "jax", "dir": "jax", "status": "ok"},
+                                                   {"mode": "torch_xla", "dir": "torch_xla", "status": "ok"}]})
+    result = hloscope("explain", "--json", comparison)
+    assert_refused(result, broken / "run.json", position=True, words=("not valid JSON",))
+    report = json.loads(result.stdout)
+    assert {m["mode"]: m["status"] for m in report["modes"]} == {"jax": "ok", "torch_xla": "unreadable"}
+
+
+@pytest.mark.parametrize("modes, words", [
+    ([], "lists no modes: nothing to explain"),
+    ([{"dir": "jax", "mode": 7}], "'modes[0].mode' is int 7, expected a string"),
+    ([{"dir": "torch_xla", "status": ["failed"], "error": "x"}], "'modes[0].status' is list ['failed'], expected a string"),
+    ([{"dir": "torch_xla", "status": "failed", "error": {"why": 1}}], "'modes[0].error' is dict {'why': 1}, expected a string"),
+])
+@needs_fixtures
+def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
+    """A comparison.json entry whose mode, status or error is not a string, or a comparison listing no modes, is one line
+    naming comparison.json and the entry: never a non-string in the report's table, nor an empty report with exit 0."""
+    from hloscope.runs import rundir
+
+    comparison = tmp_path / "compare-1"
+    good_run(comparison, "jax")
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
+                                         "modes": modes})
+    assert_refused(hloscope("explain", comparison), comparison / "comparison.json", words=(words,))

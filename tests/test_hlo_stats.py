@@ -1,4 +1,6 @@
-"""`hloscope hlo stats`: numbers checked against XLA itself (HloCostAnalysis, thunk sequences) and the fixtures' facts."""
+"""`hloscope hlo stats`: numbers checked against XLA itself (HloCostAnalysis, thunk sequences) and the fixtures' facts;
+op names printed as written however much they look like markup; computations called 400 deep analysed. Broken HLO is
+tests/test_hlo_bad_input.py's."""
 
 from __future__ import annotations
 
@@ -7,7 +9,16 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, fixture, hlo_fixture_files, split_for_xla
+from helpers import (
+    FIXTURES,
+    HOSTILE_NAMES,
+    assert_no_traceback,
+    fixture,
+    hlo_fixture_files,
+    hloscope,
+    split_for_xla,
+    tiny_dot_module,
+)
 
 from hloscope.hlo import cost as cost_module
 from hloscope.hlo.cost import module_cost
@@ -368,3 +379,33 @@ def test_every_opcode_is_free_elementwise_handled_or_default_bytes_only():
     assert set().union(*rules) >= set(OPCODES)
     assert sum(len(rule) for rule in rules) == len(set().union(*rules))
     assert {"copy", "broadcast", "reshape", "concatenate", "pad", "all-gather"} <= cost_module.DEFAULT_BYTES_ONLY
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_op_names_with_brackets_print_as_written_in_hlo_stats(tmp_path, name):
+    result = hloscope("hlo", "stats", "--no-xla-cost", tiny_dot_module(tmp_path / "m.hlo", name), timeout=120)
+    assert_no_traceback(result)
+    assert result.code == 0, result.stderr
+    assert name[-50:] in result.stdout.replace("\n", ""), result.stdout
+
+
+def _call_chain(path: Path, depth: int) -> Path:
+    """Valid HLO (XLA's own parser accepts it) whose computations call each other `depth` deep."""
+    lines = ["HloModule chain", ""]
+    for i in range(depth):
+        body = "negate(p)" if i == 0 else f"call(p), to_apply=comp{i - 1}"
+        lines += [f"comp{i} {{", "  p = f32[4]{0} parameter(0)", f"  ROOT r = f32[4]{{0}} {body}", "}", ""]
+    lines += ["ENTRY main {", "  p = f32[4]{0} parameter(0)", f"  ROOT r = f32[4]{{0}} call(p), to_apply=comp{depth - 1}",
+              "}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def test_deeply_nested_computations_do_not_crash_hlo_stats(tmp_path):
+    path = _call_chain(tmp_path / "chain.hlo", 400)
+    result = hloscope("hlo", "stats", "--json", "--no-xla-cost", path)
+    assert "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert result.code == 0, result.stderr[-1500:]
+    (module,) = json.loads(result.stdout)["modules"]
+    assert module["computations"] == 401
+    assert module["flops"] == 4  # the one negate of f32[4] at the bottom of the chain, as XLA's HloCostAnalysis counts

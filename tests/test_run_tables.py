@@ -1,4 +1,5 @@
-"""The compare table reads whole in an 80-column terminal, and shows what a --target (compiled) run produced."""
+"""The compare table reads whole in an 80-column terminal, shows what a --target (compiled) run produced, and prints
+the strings of run.json and comparison.json as written (never as rich markup)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,20 @@ def test_replicated_modes_are_one_row_each_with_their_processes():
     sd = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in logs) / 5)
     resolvable = math.expm1(stats.t.ppf(0.995, 5) * sd * math.sqrt(2 / 3))
     assert resolvable > 0.167 and f"gaps under {resolvable:.1%} of a step" in " ".join(text.split())
+
+
+def test_run_and_comparison_tables_show_user_strings_as_written():
+    from io import StringIO
+
+    from helpers import comparison_record, run_record
+    from rich.console import Console
+
+    from hloscope.render.run_tables import comparison_table, run_table
+
+    record = {"mode": "jax[/]", "status": "failed", "error": "[bold]boom[/bold] in neg[/]", "config": {"model": "m[x]"},
+              "timing": {}, "memory": {}, "artifacts": []}
+    comparison = {"config": {"model": "vit[/]"}, "modes": [{"mode": "jax[/]", "status": "failed"}]}
+    for table in (run_table(run_record(record)), comparison_table(comparison_record(comparison))):
+        out = StringIO()
+        Console(file=out, width=300).print(table)
+        assert "[/]" in out.getvalue() and ("[bold]boom[/bold]" in out.getvalue() or "vit[/]" in out.getvalue())

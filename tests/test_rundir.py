@@ -1,13 +1,19 @@
-"""Run directories: unique, never overwritten, atomic, and every broken run.json refused with its file named."""
+"""Run directories: unique, never overwritten, atomic, run.json written as strict JSON (NaN as null), and every broken
+run.json refused with its file named, by every command that reads it (hlo stats, trace stats, diff, explain): empty,
+cut in half, binary, a list, nested 100,000 deep, a 5,000-digit integer, NaN, impossible step times, fields of the
+wrong type, an artifact missing, outside the run or holding a NUL, run.json or comparison.json from a newer hloscope;
+the slow tests break copies of a real jax run."""
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
+from helpers import BAD, RUN_COMMANDS, assert_refused, copy_of_run, cut_in_half, good_run, hloscope, needs_fixtures
 
 from hloscope.errors import InputError, UsageError
 from hloscope.runs.rundir import (
@@ -147,3 +153,189 @@ def test_run_json_gets_the_permissions_of_an_ordinary_file(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == 0o644
+
+
+def _break_run_json(run: Path, case: str) -> tuple[Path, bool, tuple[str, ...]]:
+    """Break `run` one way; returns (the file the message must name, line:column expected, words expected)."""
+    run_json = run / "run.json"
+    record = json.loads(run_json.read_text())
+    if case == "empty":
+        run_json.write_bytes(b"")
+        return run_json, False, ("empty run.json",)
+    if case == "truncated":
+        cut_in_half(run_json, run_json.with_suffix(".half"))
+        run_json.with_suffix(".half").replace(run_json)
+        return run_json, True, ("not valid JSON",)
+    if case == "garbage":
+        shutil.copy(BAD / "rel_garbage.hlo", run_json)
+        return run_json, False, ("binary data",)
+    if case == "png":
+        shutil.copy(BAD / "rel_png.hlo", run_json)
+        return run_json, False, ()
+    if case == "list":
+        run_json.write_text(json.dumps([record]))
+        return run_json, False, ("JSON list",)
+    if case == "newer_schema":
+        record["schema_version"] = 99
+        run_json.write_text(json.dumps(record))
+        return run_json, False, ("newer hloscope", "schema version 99")
+    if case.startswith("missing_"):
+        kind = case.removeprefix("missing_")
+        missing = run / next(a["path"] for a in record["artifacts"] if a["kind"] == kind)
+        missing.unlink()
+        return missing, False, ("missing",)
+    raise AssertionError(case)
+
+
+RUN_JSON_CASES = ["empty", "truncated", "garbage", "png", "list", "newer_schema", "missing_hlo"]
+
+
+@pytest.mark.parametrize("command, case", [
+    (command, case if command != "trace stats" or case != "missing_hlo" else "missing_trace")
+    for command in RUN_COMMANDS for case in RUN_JSON_CASES
+])
+@needs_fixtures
+def test_broken_run_json_is_refused_by_every_command(tmp_path, case, command):
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
+    named, position, words = _break_run_json(run, case)
+    result = hloscope(*RUN_COMMANDS[command](run, good))
+    assert_refused(result, named, position=position, words=words)
+
+
+@pytest.mark.parametrize("command", list(RUN_COMMANDS))
+@needs_fixtures
+def test_an_artifact_path_outside_the_run_is_refused(tmp_path, command):
+    """A hand-edited or hostile run.json cannot make hloscope read files outside its run directory."""
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    for artifact in record["artifacts"]:
+        artifact["path"] = "../../../../../../etc/hostname"
+    (run / "run.json").write_text(json.dumps(record))
+    result = hloscope(*RUN_COMMANDS[command](run, good))
+    assert_refused(result, run / "run.json", words=("points outside the run directory",))
+
+
+@pytest.mark.parametrize("command", list(RUN_COMMANDS))
+@needs_fixtures
+def test_an_artifact_kind_of_the_wrong_type_is_named(tmp_path, command):
+    """An artifact whose kind is not a string (a list) is one line naming run.json, from every command that reads the
+    run."""
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    record["artifacts"][0]["kind"] = ["hlo"]
+    (run / "run.json").write_text(json.dumps(record))
+    assert_refused(hloscope(*RUN_COMMANDS[command](run, good)), run / "run.json",
+                   words=("'artifacts' must be objects with a 'path' and a 'kind'",))
+
+
+@pytest.mark.parametrize("command", ["explain", "diff"])
+@pytest.mark.parametrize("section, key, value, words", [
+    ("timing", "median_s", "fast", "'timing.median_s' is str 'fast', expected a number"),
+    ("timing", None, 0.002, "'timing' is float 0.002, expected an object"),
+    ("timing", "throughput_img_s", [1], "'timing.throughput_img_s' is list [1], expected a number"),
+])
+@needs_fixtures
+def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, value, words):
+    """A hand-edited field of the wrong type is one line naming run.json and the field, before explain's collector
+    or a renderer sees it."""
+    good = good_run(tmp_path / "good")
+    run = good_run(tmp_path / "broken")
+    record = json.loads((run / "run.json").read_text())
+    if key is None:
+        record[section] = value
+    else:
+        record[section][key] = value
+    (run / "run.json").write_text(json.dumps(record))
+    result = hloscope(*RUN_COMMANDS[command](run, good))
+    assert_refused(result, run / "run.json", words=(words,))
+
+
+@pytest.mark.parametrize("command", ["hlo stats", "trace stats", "explain", "diff"])
+@needs_fixtures
+def test_newer_comparison_is_refused_saying_so(tmp_path, command):
+    from hloscope.runs import rundir
+
+    comparison = tmp_path / "compare-1"
+    good_run(comparison, "jax")
+    rundir.write_comparison(comparison, {"schema_version": 7, "comparison_id": "compare-1", "config": {},
+                                         "modes": [{"mode": "jax", "dir": "jax", "status": "ok"}]})
+    args = {"hlo stats": ["hlo", "stats", "--no-xla-cost", comparison], "trace stats": ["trace", "stats", comparison],
+            "explain": ["explain", comparison], "diff": ["diff", "--no-xla-cost", comparison, comparison / "jax"]}
+    result = hloscope(*args[command])
+    assert_refused(result, comparison / "comparison.json", words=("newer hloscope", "schema version 7"))
+
+
+def _write_run_json(run: Path, text: str) -> Path:
+    (run / "run.json").write_text(text)
+    return run / "run.json"
+
+
+@pytest.mark.parametrize("case", ["deep", "huge_int", "nan", "nul_artifact"])
+@needs_fixtures
+def test_hostile_run_json_is_one_line_for_every_command(tmp_path, case):
+    run = good_run(tmp_path / "runs")
+    record = json.loads((run / "run.json").read_text())
+    if case == "deep":
+        text = '{"schema_version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    elif case == "huge_int":
+        text = json.dumps(record).replace('"batch_size": 8', '"batch_size": ' + "9" * 5000)
+    elif case == "nan":
+        text = json.dumps(record).replace('"median_s": 0.002', '"median_s": NaN')
+    else:
+        record["artifacts"][0]["path"] = "hlo/a\u0000b.txt"
+        text = json.dumps(record)
+    named = _write_run_json(run, text)
+    commands = [["hlo", "stats", "--no-xla-cost", run], ["explain", run.parent]]
+    commands += [] if case == "nul_artifact" else [["trace", "stats", run]]  # an HLO artifact: only a warning there
+    for args in commands:
+        assert_refused(hloscope(*args, timeout=120, memory_limit=2 << 30), named)
+
+
+@pytest.mark.parametrize("value", ["-0.002", "1e400"])
+@needs_fixtures
+def test_impossible_step_times_are_refused(tmp_path, value):
+    run = good_run(tmp_path / "runs")
+    text = (run / "run.json").read_text().replace('"median_s": 0.002', f'"median_s": {value}')
+    named = _write_run_json(run, text)
+    assert_refused(hloscope("explain", run.parent, timeout=120), named, words=("timing.median_s",))
+
+
+def test_run_json_is_strict_json_even_with_a_nan_clock(tmp_path):
+    from hloscope.runs import rundir
+
+    rundir.write_run(tmp_path, {"timing": {"median_s": math.nan, "steps": [1.0, math.inf]}})
+    text = (tmp_path / "run.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text)["timing"] == {"median_s": None, "steps": [1.0, None]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["hlo stats", "diff", "explain"])
+def test_real_run_json_cut_in_half(real_run, tmp_path, command):
+    run = copy_of_run(real_run, tmp_path)
+    cut_in_half(run / "run.json", tmp_path / "half.json").replace(run / "run.json")
+    args = {"hlo stats": ["hlo", "stats", run], "diff": ["diff", "--no-xla-cost", real_run, run],
+            "explain": ["explain", run.parent]}[command]
+    assert_refused(hloscope(*args), run / "run.json", position=True, words=("not valid JSON",))
+
+
+@pytest.mark.slow
+def test_real_run_from_a_newer_hloscope_is_refused(real_run, tmp_path):
+    run = copy_of_run(real_run, tmp_path)
+    record = json.loads((run / "run.json").read_text())
+    record["schema_version"] += 1
+    (run / "run.json").write_text(json.dumps(record))
+    for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
+        assert_refused(hloscope(*args), run / "run.json", words=("newer hloscope",))
+
+
+@pytest.mark.slow
+def test_real_hlo_artifact_deleted_is_named(real_run, tmp_path):
+    run = copy_of_run(real_run, tmp_path)
+    (hlo,) = run.glob("hlo/module_*.jit_train_step.cpu_after_optimizations.txt")
+    hlo.unlink()
+    for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
+        assert_refused(hloscope(*args), hlo, words=("missing",))

@@ -1,8 +1,13 @@
-"""GPU target files (GpuTargetConfigProto text): the shipped H100/A100 files, the peak rates read from them, bad files."""
+"""GPU target files (GpuTargetConfigProto text): the shipped H100/A100 files, the peak rates read from them, bad and
+hostile files refused in one line before any run directory is made (`run --target`), a file read once from a pipe."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+from helpers import BAD, assert_refused, hloscope
 
 from hloscope.errors import InputError, ParseError
 from hloscope.hlo.gpu_spec import PRIMITIVE_TYPES, parse_text_proto, resolve_target
@@ -76,3 +81,58 @@ def test_a_user_file_gets_its_stem_as_name(tmp_path, fixtures_dir):
     target = resolve_target(path)
     assert target.name == "my_h100" and target.path == str(path)
     assert target.to_json()["sm_count"] == 132
+
+
+@pytest.mark.parametrize("case, words", [
+    ("bad_escape", ("bad escape",)), ("deep", ("nested",)), ("negative", ("core_count",)),
+    ("huge_int", ("GpuTargetConfigProto",)), ("fifo", ()), ("device", ("device",))])
+def test_hostile_gpu_specs_are_refused_before_any_run(tmp_path, case, words):
+    spec = tmp_path / "gpu.txtpb"
+    body = 'gpu_device_info { core_count: 132 clock_rate_ghz: 1.98 memory_bandwidth: 3352000000000 }\n'
+    if case == "bad_escape":
+        spec.write_text('device_description_str: "H100 \\x"\n' + body)
+    elif case == "deep":
+        spec.write_text("a { " * 5000 + "} " * 5000)
+    elif case == "negative":
+        spec.write_text(body.replace("132", "-132"))
+    elif case == "huge_int":
+        spec.write_text(body.replace("core_count: 132", "core_count: " + "9" * 5000))
+    elif case == "fifo":
+        os.mkfifo(spec)  # nobody writes: reads as empty at once, never blocks
+    else:
+        spec = Path("/dev/zero")
+    out = tmp_path / "out"
+    result = hloscope("run", "--mode", "jax", "--target", spec, "--out", out, timeout=60)
+    assert_refused(result, spec, words=words)
+    assert not out.exists() or not any(out.iterdir()), "a run directory was made for a refused target"
+
+
+def test_a_target_spec_from_a_pipe_is_read_once():
+    import subprocess
+    import sys
+
+    from hloscope.hlo import gpu_spec as spec_module
+
+    body = (Path(spec_module.__file__).parent.parent / "data" / "gpu_specs")
+    text = next(body.iterdir()).read_text()
+    reader, writer = os.pipe()
+    path = f"/proc/self/fd/{reader}"
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read())"],
+                             stdin=subprocess.PIPE, stdout=writer)
+    os.close(writer)
+    child.communicate(text.encode())
+    first = spec_module.resolve_target(path)
+    second = spec_module.resolve_target(path)  # the pipe is drained: this comes from the one read
+    os.close(reader)
+    assert first is second and first.core_count
+
+
+@pytest.mark.parametrize("name, position", [("rel_empty.hlo", False), ("rel_garbage.hlo", False),
+                                            ("rel_png.hlo", False), ("rel_kineto_as.hlo", True)])
+def test_broken_gpu_target_file_is_refused_before_any_run(tmp_path, name, position):
+    """`run --target PATH` reads a GpuTargetConfigProto text file: refused in one line, and no run directory is made."""
+    path = BAD / name
+    out = tmp_path / "out"
+    result = hloscope("run", "--mode", "jax", "--model", "vit-tiny", "--target", path, "--out", out)
+    assert_refused(result, path, position=position)
+    assert not out.exists() or list(out.iterdir()) == []

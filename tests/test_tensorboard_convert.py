@@ -1,4 +1,6 @@
-"""Kineto -> XSpace conversion, checked with XProf's and JAX's own readers on real GPU traces, and the run naming."""
+"""Kineto -> XSpace conversion, checked with XProf's and JAX's own readers on real GPU traces, and the run naming; what
+the view leaves out: a trace nested too deeply (refused in bounded memory), files a symlink points to outside the
+directory, and runs whose traces are all broken (one warning each, then one error)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import BAD, assert_no_traceback, hloscope
 
 from hloscope.errors import InputError
 from hloscope.tensorboard.convert import convert_kineto_file, host_name
@@ -331,3 +334,38 @@ def test_phase_progress_bar_draws_each_phase_on_its_console():
     bar.stop()  # twice: nothing left to stop
     text = out.getvalue()
     assert "checking trace.json" in text and "converting trace.json to XSpace" in text and "1.0/2.0 MB" in text
+
+
+def test_tensorboard_conversion_refuses_deep_nesting_in_bounded_memory(tmp_path):
+    (tmp_path / "r").mkdir()
+    shutil.copy(BAD / "rel_deep.pt.trace.json", tmp_path / "r" / "host.pt.trace.json")
+    result = hloscope("tensorboard", tmp_path / "r", "--port", "1", timeout=120, memory_limit=2 << 30)
+    assert_no_traceback(result)
+    assert result.code == 2 and "nested" in result.stderr, result.stderr
+
+
+def test_tensorboard_never_follows_symlinks_out_of_its_directory(tmp_path):
+    from hloscope.tensorboard.logdir import find_sessions
+
+    profile = tmp_path / "runs" / "jax" / "plugins" / "profile" / "s1"
+    profile.mkdir(parents=True)
+    (profile / "host.xplane.pb").symlink_to("/etc/hostname")
+    (tmp_path / "runs" / "jax" / "x.pt.trace.json").symlink_to("/etc/hostname")
+    from hloscope.errors import InputError
+
+    with pytest.raises(InputError, match="no profiles found"):
+        find_sessions(tmp_path / "runs")
+
+
+@pytest.mark.parametrize("name", ["rel_garbage.pt.trace.json.gz", "rel_invalid.pt.trace.json", "rel_empty.pt.trace.json"])
+def test_tensorboard_with_only_broken_traces_warns_per_run_and_fails(tmp_path, name):
+    """The documented exception (docs/tensorboard.md): one warning per run left out, naming its file, then the error."""
+    run = tmp_path / "traces" / "cmp" / "pytorch" / "kineto"
+    run.mkdir(parents=True)
+    trace = run / name.removeprefix("rel_")
+    shutil.copy(BAD / name, trace)
+    result = hloscope("tensorboard", tmp_path / "traces", "--port", "1", timeout=120)
+    assert "Traceback" not in result.stderr and result.code == 2, result.stderr
+    *warnings, error = result.stderr.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith("hloscope: warning: run ") and str(trace) in warnings[0]
+    assert error.startswith(f"hloscope: error: {tmp_path / 'traces'}: no profile could be read")

@@ -1,10 +1,28 @@
-"""Broken trace files (kept in tests/data/bad/trace_*) get one line on stderr naming the file, and exit code 2."""
+"""Broken trace files get one line on stderr naming the file (line:column for JSON text), and exit code 2: the ones
+kept in tests/data/bad (trace_*, rel_*), JSON nested 100,000 deep (in bounded memory), a byte that is not UTF-8, real
+traces cut in half or under another format's name, a broken trace inside a run directory, and a FIFO among traces
+(refused without blocking)."""
 
 from __future__ import annotations
 
+import gzip
+import os
+import shutil
 from pathlib import Path
 
 import pytest
+from helpers import (
+    FIXTURES,
+    HLO_FIXTURE,
+    KINETO_FIXTURE,
+    XPLANE_FIXTURE,
+    assert_refused,
+    copy_of_run,
+    cut_in_half,
+    good_run,
+    hloscope,
+    needs_fixtures,
+)
 
 BAD = Path(__file__).parent / "data" / "bad"
 
@@ -93,3 +111,122 @@ def test_xplane_larger_than_free_memory_is_refused(cli_run, fixtures_dir, monkey
     assert code == 2
     assert f"{path}: too large to read here" in stderr and "GB is available" in stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+# committed file -> (words, whether line:column is expected)
+TRACE_FILES = {
+    "rel_empty.pt.trace.json": ("empty file", False),
+    "rel_empty.pt.trace.json.gz": ("empty file", False),
+    "rel_empty.xplane.pb": ("empty file", False),
+    "rel_garbage.pt.trace.json": ("not a JSON trace", False),
+    "rel_garbage.pt.trace.json.gz": ("not a JSON trace", False),
+    "rel_garbage.xplane.pb": ("not a valid xplane.pb", False),
+    "rel_garbage_deflate.pt.trace.json.gz": ("corrupt gzip", False),
+    "rel_png.pt.trace.json": ("not a JSON trace", False),
+    "rel_png.xplane.pb": ("not a valid xplane.pb", False),
+    "rel_hlo_as.pt.trace.json": ("not a JSON trace", False),
+    "rel_hlo_as.pt.trace.json.gz": ("not a JSON trace", False),
+    "rel_hlo_as.xplane.pb": ("not a valid xplane.pb", False),
+    "rel_invalid.pt.trace.json": ("invalid JSON", True),
+    "rel_invalid.pt.trace.json.gz": ("invalid JSON", True),
+}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["tables", "json"])
+@pytest.mark.parametrize("name", sorted(TRACE_FILES))
+def test_broken_trace_file_is_refused(name, as_json):
+    path = BAD / name
+    words, position = TRACE_FILES[name]
+    result = hloscope("trace", "stats", path, *(["--json"] if as_json else []))
+    line = assert_refused(result, path, position=position, words=(words,))
+    if name.startswith("rel_invalid"):
+        assert f"{path}:3:11:" in line  # the missing ',' after "ts": 1 on line 3
+
+
+def test_deeply_nested_json_trace_is_refused_within_bounded_memory():
+    path = BAD / "rel_deep.pt.trace.json"
+    # 1 GB is 5000x the file: a reader with bounded memory needs far less; the cap keeps the machine safe.
+    result = hloscope("trace", "stats", path, memory_limit=1 << 30, timeout=120)
+    assert_refused(result, path)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("truncated_gzip", ("corrupt gzip",)),
+    ("truncated_json", ("truncated JSON",)),
+    ("truncated_xplane", ("not a valid xplane.pb",)),
+    ("hlo_as_trace_json", ("not a JSON trace",)),
+    ("hlo_as_xplane", ("not a valid xplane.pb",)),
+    ("xplane_as_trace_json_gz", ("not a JSON trace",)),
+    ("kineto_as_xplane", ("not a valid xplane.pb",)),
+])
+@needs_fixtures
+def test_real_traces_cut_or_misnamed_are_refused(tmp_path, case, words):
+    kineto = FIXTURES / KINETO_FIXTURE
+    made = {
+        "truncated_gzip": lambda p: cut_in_half(kineto, p),
+        "truncated_json": lambda p: p.write_bytes(gzip.decompress(kineto.read_bytes())[: kineto.stat().st_size * 3]),
+        "truncated_xplane": lambda p: cut_in_half(FIXTURES / XPLANE_FIXTURE, p),
+        "hlo_as_trace_json": lambda p: shutil.copy(FIXTURES / HLO_FIXTURE, p),
+        "hlo_as_xplane": lambda p: shutil.copy(FIXTURES / HLO_FIXTURE, p),
+        "xplane_as_trace_json_gz": lambda p: shutil.copy(FIXTURES / XPLANE_FIXTURE, p),
+        "kineto_as_xplane": lambda p: shutil.copy(kineto, p),
+    }
+    names = {"truncated_gzip": "a.pt.trace.json.gz", "truncated_json": "a.pt.trace.json",
+             "truncated_xplane": "host.xplane.pb", "hlo_as_trace_json": "b.pt.trace.json", "hlo_as_xplane": "c.xplane.pb",
+             "xplane_as_trace_json_gz": "d.trace.json.gz", "kineto_as_xplane": "e.xplane.pb"}
+    path = tmp_path / names[case]
+    made[case](path)
+    assert_refused(hloscope("trace", "stats", "--json", path), path, words=words)
+
+
+@needs_fixtures
+def test_truncated_xplane_inside_a_run_is_named(tmp_path):
+    run = good_run(tmp_path / "broken")
+    xplane = next(run.rglob("*.xplane.pb"))
+    cut_in_half(xplane, xplane.with_suffix(".half")).replace(xplane)
+    assert_refused(hloscope("trace", "stats", run), xplane, words=("not a valid xplane.pb",))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["xplane.pb", "trace.json.gz"])
+def test_real_profile_cut_in_half(real_run, tmp_path, name):
+    run = copy_of_run(real_run, tmp_path)
+    (trace,) = run.glob(f"plugins/profile/*/*.{name}")
+    cut_in_half(trace, tmp_path / "half").replace(trace)
+    words = ("not a valid xplane.pb",) if name == "xplane.pb" else ("corrupt gzip",)
+    # the xplane through the run directory; JAX's trace.json.gz (skipped there, the xplane says more) as a file
+    assert_refused(hloscope("trace", "stats", run if name == "xplane.pb" else trace), trace, words=words)
+
+
+@pytest.mark.slow
+def test_xplane_with_a_corrupt_name_is_refused_in_one_line(real_run, tmp_path):
+    (xplane,) = real_run.glob("plugins/profile/*/*.xplane.pb")
+    data = xplane.read_bytes()
+    at = data.find(b"jit_train_step")
+    broken = tmp_path / "host.xplane.pb"
+    broken.write_bytes(data[: at + 3] + b"\xff" + data[at + 4 :])  # one byte of an event name that is not UTF-8
+    assert_refused(hloscope("trace", "stats", broken), broken, words=("not a valid xplane.pb",))
+
+
+@pytest.mark.parametrize("name", ["rel_not_utf8_header.pt.trace.json", "rel_not_utf8_event.pt.trace.json"])
+def test_kineto_json_with_a_byte_that_is_not_utf8(name):
+    path = BAD / name
+    assert_refused(hloscope("trace", "stats", path), path, words=("UTF-8",))
+
+
+@pytest.mark.parametrize("where", ["trace_dir", "listed_artifact"])
+@needs_fixtures
+def test_a_fifo_among_traces_is_refused_without_blocking(tmp_path, where):
+    if where == "trace_dir":
+        directory = tmp_path / "traces"
+        directory.mkdir()
+        fifo = directory / "host.xplane.pb"
+        os.mkfifo(fifo)
+        target = directory
+    else:
+        run = good_run(tmp_path / "runs")
+        fifo = next((run / "plugins").rglob("*.xplane.pb"))
+        fifo.unlink()
+        os.mkfifo(fifo)
+        target = run
+    assert_refused(hloscope("trace", "stats", target, timeout=60), fifo, words=("not a regular file",))

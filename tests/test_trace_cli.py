@@ -1,9 +1,13 @@
-"""`hloscope trace stats`: the JSON schema, the inputs it accepts (file, run directory, logdir) and the tables."""
+"""`hloscope trace stats`: the JSON schema, the inputs it accepts (file, run directory, logdir) and the tables, which
+print kernel and directory names as written however much they look like markup."""
 
 from __future__ import annotations
 
 import json
 import shutil
+
+import pytest
+from helpers import HOSTILE_NAMES, assert_no_traceback, hloscope, kineto_trace
 
 from hloscope.trace.model import CATEGORIES
 
@@ -133,3 +137,15 @@ def test_reading_traces_imports_no_framework(fixtures_dir):
     done = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "FRAMEWORKS []" in done.stdout
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_kernel_names_and_directories_with_brackets_print_as_written_in_trace_stats(tmp_path, name):
+    directory = tmp_path / "run[bs32]" / "x[/]y"
+    directory.mkdir(parents=True)
+    kineto_trace(directory / "a.pt.trace.json", [name, "gemm"])
+    result = hloscope("trace", "stats", tmp_path / "run[bs32]", timeout=120)
+    assert_no_traceback(result)
+    assert result.code == 0, result.stderr
+    flat = result.stdout.replace("\n", "")
+    assert name in flat and "run[bs32]" in flat and "x[/]y" in flat, result.stdout

@@ -23,7 +23,7 @@ from hloscope.errors import InputError
 
 KINETO = FIXTURES / "hta" / "triton_example__triton_example.json.gz"  # 71 events from an A100, 2 KB gzip'd
 # Bytes that matter to JSON and to the chunked fast path's cut search ("},\n", "},{"); ASCII only: a byte that is not
-# UTF-8 is tests/test_reliability_inputs.py::test_kineto_json_with_a_byte_that_is_not_utf8.
+# UTF-8 is tests/test_trace_bad_input.py::test_kineto_json_with_a_byte_that_is_not_utf8.
 JSON_BYTES = b'{}[],:"0123456789-+eE.nulltruefalse \n\\/X'
 
 # a missing fixture skips only where the fixtures are not required (CI requires them: there the test fails)

@@ -1,6 +1,6 @@
-"""Gzip bombs of one huge token (docs/reliability.md): a trace whose single string or number is hundreds of MB is
-refused quickly in bounded memory. Run as real subprocesses under a timeout and an address-space limit
-(helpers.hloscope)."""
+"""Gzip bombs of one huge token (docs/reliability.md): a trace whose single string or number is hundreds of MB (up to a
+2 GB string in 2 MB of gzip) is refused quickly in bounded memory. Run as real subprocesses under a timeout and an
+address-space limit (helpers.hloscope)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,15 @@ def test_one_huge_token_is_refused_quickly_in_bounded_memory(tmp_path, kind):
         path = _bomb(tmp_path / "b.json.gz", b'[{"name": "', b"A" * (1 << 20), 200, b'"}]')
     result = hloscope("trace", "stats", path, timeout=120, memory_limit=1 << 30)
     assert_refused(result, path, words=("token",))
+
+
+def test_gzip_bomb_of_one_huge_token_is_refused_in_bounded_memory(tmp_path):
+    path = tmp_path / "bomb.pt.trace.json.gz"
+    with gzip.open(path, "wb", compresslevel=9) as handle:
+        handle.write(b'{"traceEvents": [{"name": "')
+        block = b"A" * (1 << 20)
+        for _ in range(2048):  # 2 GB of one string token, ~2 MB compressed
+            handle.write(block)
+        handle.write(b'"}]}')
+    result = hloscope("trace", "stats", path, timeout=240, memory_limit=3 << 30)
+    assert_refused(result, path)

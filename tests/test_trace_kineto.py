@@ -1,4 +1,6 @@
-"""Kineto traces from real V100/A100/H100/B200 runs: counts checked against json.load of the same files."""
+"""Kineto traces from real V100/A100/H100/B200 runs: counts checked against json.load of the same files; impossible
+durations (negative, over a day) left out of every figure with one counted warning, and NaN or Infinity refused as
+not JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import json
 from collections import defaultdict
 
 import pytest
+from helpers import assert_no_traceback, hloscope, kineto_trace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hloscope.trace.hlo_map import kernel_time_by_hlo_op
 from hloscope.trace.load import load_traces
@@ -151,3 +156,41 @@ def test_kernel_names_map_back_to_hlo_instructions():
     totals = kernel_time_by_hlo_op(events, instruction_names=["loop_add_fusion.1", "input_reduce_fusion", "dot.2"])
     assert totals == {"loop_add_fusion.1": 5.0, "input_reduce_fusion": 4.0}
     assert kernel_time_by_hlo_op(events) == {}
+
+
+# JSON has no NaN or infinity (RFC 8259): a file with those tokens is not JSON and is refused (the next test); any
+# number JSON can hold, however impossible as a duration, is skipped with a count.
+@given(durations=st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-10**6, 10**6)),
+                          min_size=1, max_size=6))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_impossible_kineto_durations_are_skipped_with_one_counted_warning(tmp_path, durations):
+    path = tmp_path / "t.pt.trace.json"
+    names = [f"k{i}" for i in range(len(durations))] + ["good"]
+    kineto_trace(path, names, [float(d) for d in durations] + [50.0])
+    from hloscope.trace import load
+
+    load._warned.clear()
+    trace = load.load_trace(path)
+    kept = [e for e in trace.events if e.is_device_exec]
+    bad = sum(1 for d in durations if not (0 <= d <= load.MAX_EVENT_US))
+    assert trace.events.skipped == bad
+    assert all(0 <= e.dur_us <= load.MAX_EVENT_US for e in kept)
+
+
+def test_non_json_infinity_is_refused_naming_the_file_line_and_column(tmp_path):
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": Infinity}]}')
+    result = hloscope("trace", "stats", path, timeout=120)
+    assert_no_traceback(result)
+    assert result.code == 2 and f"{path}:1:" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_negative_durations_never_give_negative_device_time(tmp_path):
+    path = kineto_trace(tmp_path / "t.pt.trace.json", ["a", "b", "c"], [-300.0, 1e308, 100.0])
+    result = hloscope("trace", "stats", "--json", path, timeout=120)
+    assert_no_traceback(result)
+    assert result.code == 0, result.stderr
+    (stats,) = json.loads(result.stdout)["traces"]
+    assert stats["device_time_us"] == 100.0
+    warnings = [line for line in result.stderr.splitlines() if line]
+    assert len(warnings) == 1 and "2 event(s)" in warnings[0], result.stderr
