@@ -28,7 +28,8 @@ def test_symlink_loop_at_an_artifact_is_one_line(command, tmp_path):
 
 HUGE = "99999999999999999999999"
 
-# every command with a checked numeric option, and values the tester found accepted or failing late
+# every command with a checked numeric option, and values that must be refused before any work (out of range, not
+# a number, beyond 64 bits)
 REFUSED = [
     ("run", "--mode", "jax", "--seed", "-1"),
     ("run", "--mode", "jax", "--seed", HUGE),

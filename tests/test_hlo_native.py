@@ -334,8 +334,8 @@ print("ok")
 
 @needs_native
 def test_hostile_direct_calls_are_refused_or_handed_back_without_a_crash():
-    """What a review found by calling the extension directly (the parser never passes such arguments): each is
-    refused or handed back; run in a child process, so that a crash fails this test and not the whole run."""
+    """Arguments the parser never passes, given to the extension directly: each is refused or handed back; run in a
+    child process, so that a crash fails this test and not the whole run."""
     import subprocess
     import sys
 

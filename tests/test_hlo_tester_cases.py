@@ -1,6 +1,6 @@
-"""Cases a tester found by checking `hlo stats` against XLA's own parser and HloCostAnalysis (jaxlib, CPU client) on
-public files (tests/data/fetched/hlo, SOURCES.md): every figure here is XLA's, computed in the test, never a copy of
-hloscope's output. Each problem is checked as a class (every opcode, type or case of its kind), on one-op modules
+"""`hlo stats` against XLA's own parser and HloCostAnalysis (jaxlib, CPU client) on public files (tests/data/fetched/hlo,
+SOURCES.md), case by case where the two could differ: every figure here is XLA's, computed in the test, never a copy
+of hloscope's output. Each problem is checked as a class (every opcode, type or case of its kind), on one-op modules
 written here besides the real files."""
 
 from __future__ import annotations
