@@ -1,4 +1,4 @@
-"""`explain` on broken comparisons (the tester's second round): a run or a part of one that cannot be read is named on
+"""`explain` on broken comparisons: a run or a part of one that cannot be read is named on
 stderr in one line and fails the command (exit 2) while the readable runs are still explained; run records holding
 nonsense values are refused naming the key; labels are unique; what files wrote is printed escaped."""
 
@@ -67,7 +67,8 @@ def _damage(run: Path, how: str) -> Path:
 @pytest.mark.parametrize("how", ["mode_dir_missing", "mode_dir_file", "mode_dir_loop", "runjson_fifo", "runjson_dir",
                                  "runjson_loop", "runjson_devzero"])
 def test_an_unreadable_listed_run_is_named_and_fails_while_the_others_are_explained(tmp_path, how):
-    """These showed the run as `ok` with `-`, said "no run directory was written" (false) and exited 0."""
+    """A listed run whose run.json cannot be read (removed, a loop, a device) is named and fails the command; it is
+    never shown as `ok` with no figures, or as a run that wrote no directory."""
     directory = comparison(tmp_path, "jax", "pytorch")
     named = _damage(directory / "jax", how)
     result = hloscope("explain", directory, timeout=120)
@@ -78,7 +79,8 @@ def test_an_unreadable_listed_run_is_named_and_fails_while_the_others_are_explai
 
 @pytest.mark.parametrize("how", ["runjson_fifo", "runjson_dir"])
 def test_a_run_directory_given_itself_names_its_broken_run_json(tmp_path, how):
-    """A run directory (or a folder of runs) whose run.json is a FIFO or a folder said "no hloscope run here"."""
+    """A run directory (or a folder of runs) whose run.json is a FIFO or a folder is named as a broken run.json, not
+    reported as "no hloscope run here"."""
     run = tiny_run(tmp_path / "runs", "jax")
     named = _damage(run, how)
     for path in (run, tmp_path / "runs"):
@@ -253,7 +255,7 @@ def test_a_dangling_link_takes_the_report_name(tmp_path):
 
 @pytest.mark.parametrize("form", [(), ("--format", "md", "-o", "-"), ("--format", "html", "-o", "-")])
 def test_control_characters_from_files_are_printed_escaped(tmp_path, form):
-    """A mode name holding ESC[31m, BEL, a newline and a bidi override reached the terminal raw."""
+    """A mode name holding ESC[31m, BEL, a newline and a bidi override reaches the terminal escaped, never raw."""
     directory = comparison(tmp_path, "jax", "pytorch")
     record = json.loads((directory / "jax" / "run.json").read_text())
     record["mode"] = "jax\u202e\x1b[31mRED\x07\n2"

@@ -4,13 +4,14 @@ the strings of run.json and comparison.json as written (never as rich markup).""
 from __future__ import annotations
 
 import math
+from io import StringIO
 
 import numpy as np
-from helpers import comparison_record
+from helpers import comparison_record, run_record
 from rich.console import Console
 from scipy import stats
 
-from hloscope.render.run_tables import comparison_table
+from hloscope.render.run_tables import comparison_table, run_table
 from hloscope.runs.runner import summary_entry
 
 CONFIG = {"model": "vit-tiny", "batch_size": 8, "steps": 20, "precision": "fp32", "data": "loader"}
@@ -83,13 +84,6 @@ def test_replicated_modes_are_one_row_each_with_their_processes():
 
 
 def test_run_and_comparison_tables_show_user_strings_as_written():
-    from io import StringIO
-
-    from helpers import comparison_record, run_record
-    from rich.console import Console
-
-    from hloscope.render.run_tables import comparison_table, run_table
-
     record = {"mode": "jax[/]", "status": "failed", "error": "[bold]boom[/bold] in neg[/]", "config": {"model": "m[x]"},
               "timing": {}, "memory": {}, "artifacts": []}
     comparison = {"config": {"model": "vit[/]"}, "modes": [{"mode": "jax[/]", "status": "failed"}]}
