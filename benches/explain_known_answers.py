@@ -34,6 +34,7 @@ from typing import Any
 
 from hloscope.api import explain
 from hloscope.backends.base import RunOptions
+from hloscope.explain.calibration import DELAY_TOLERANCE  # calibrate holds a found delay to the same
 from hloscope.runs.rundir import measured_host_delay_s
 from hloscope.runs.runner import run_variants
 
@@ -41,7 +42,6 @@ MODE = "jax"
 BASE = RunOptions(mode=MODE, model="vit-tiny", batch_size=8, steps=30, warmup=5, precision="fp32", device="cpu",
                   data="device", seed=0, dump_hlo=False, profile=True, profile_steps=7, keep_all=False)
 DELAY_S = 0.003
-DELAY_TOLERANCE = 0.25
 # A real gap must be found when it is at least this many times the smallest gap explain says the pair resolves.
 POWER_MARGIN = 2.0
 # name -> RunOptions fields the configuration changes

@@ -199,12 +199,6 @@ class ProcessTest:
     df: int
     p_value: float
 
-    def smallest_log_ratio(self, alpha: float) -> float:
-        """The smallest |log ratio| this test calls significant at level `alpha`."""
-        from scipy import stats as scipy_stats
-
-        return float(scipy_stats.t.ppf(1 - alpha / 2, self.df)) * self.standard_error
-
 
 def process_test(a: list[float], b: list[float], variation: ProcessVariation) -> ProcessTest:
     """Student's t-test of the process medians `a` against `b` (one or more each), with the variance pooled over the

@@ -66,7 +66,7 @@ def test_process_test_is_students_t_on_log_medians():
     expected = stats.ttest_ind(np.log(a), np.log(b), equal_var=True)
     assert math.isclose(found.p_value, float(expected.pvalue), rel_tol=1e-9) and found.df == 4
     # the smallest significant ratio at a level is exactly where p crosses it
-    edge = found.smallest_log_ratio(0.01)
+    edge = math.log1p(smallest_resolvable_fraction(variation, len(a), len(b), 0.01))
     at_edge = 2 * stats.t.sf(edge / found.standard_error, found.df)
     assert math.isclose(float(at_edge), 0.01, rel_tol=1e-6)
     assert process_test([1.0], [1.0], ProcessVariation(0.0, 2)).p_value == 1.0

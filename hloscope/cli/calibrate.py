@@ -53,7 +53,8 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
         raise click.UsageError("calibrate times steps on this machine; --target compiles for another GPU")
     values["profile"] = True  # the delay is looked for in the profiled steps' ledger
     options = build_options(mode, **values)
-    variants = {"A": {}, "A'": {}, f"A+{delay_ms:g}ms": {"inject_host_delay_ms": delay_ms}}
+    delayed = f"A+{delay_ms:g}ms"
+    variants = {"A": {}, "A'": {}, delayed: {"inject_host_delay_ms": delay_ms}}
     directory = create_run_dir(values["out"], None, prefix="calibrate")
     console = Console(stderr=True)
     console.print(f"calibrating {mode}: A, A' and A+{delay_ms:g} ms, {repeats} processes each -> {directory}",
@@ -68,7 +69,7 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
         sys.exit(1)
     report = explain(directory, baseline=labels[0])
     result = calibration(report, mode, str(labels[1]), str(labels[2]), delay_ms / 1e3,
-                         measured_host_delay_s(directory, f"A+{delay_ms:g}ms"))
+                         measured_host_delay_s(directory, delayed))
     with atomic_output(directory / CALIBRATION_FILE, text=True, replace=False) as handle:
         handle.write(json.dumps(result.to_dict(), indent=2) + "\n")
     if as_json:

@@ -2,8 +2,9 @@
 A' (the same options again: an A/A pair) and A with a known host delay injected before every step (outside any
 annotation, so nothing in the trace says where it is). Pure: reads explain's report, no I/O.
 
-- the smallest gap this machine resolves at these settings: the largest spread between processes of one
-  configuration (explain's A/A control), at A's median step;
+- the smallest gap this machine resolves at these settings: the one explain states for the A/A pair
+  (`resolvable_gap_s`: its process-level test, the spreads between processes and the practical minimum), or, where
+  that is unmeasured, the largest spread between processes of one configuration at A's median step;
 - whether explain called the A/A pair different (it must not);
 - whether it found the delay: a significant gap, and significant host-side parts of the ledger (device idle while the
   host ..., or host time on a host-only trace) that add up to the delay the host really slept (the runs measure it:
@@ -28,7 +29,7 @@ class Calibration:
     mode: str
     processes: int  # per configuration
     baseline_step_s: float | None
-    resolvable_gap_s: float | None  # the A/A control at A's median; None: unmeasured (one process each)
+    resolvable_gap_s: float | None  # what the A/A pair resolves (module docstring); None: unmeasured
     resolvable_gap_relative: float | None
     identical_verdict: str | None  # explain's verdict on A' against A
     identical_gap_s: float | None

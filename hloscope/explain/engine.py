@@ -56,6 +56,7 @@ from hloscope.significance import (
     process_spread,
     process_test,
     processes_needed,
+    smallest_resolvable_fraction,
     spread,
 )
 
@@ -185,7 +186,8 @@ def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSu
     if processes is None:
         return True
     entry.process_p_value, entry.process_level = processes.test.p_value, processes.level
-    smallest = base * (math.exp(processes.test.smallest_log_ratio(processes.level)) - 1)
+    smallest = base * smallest_resolvable_fraction(processes.variation, len(summary.process_medians_s),
+                                                   len(reference.process_medians_s), processes.level)
     entry.resolvable_gap_s = max([smallest, min_gap * base, *_process_spreads(summary, reference, base, noise)])
     if not processes.differs and abs(processes.test.log_ratio) >= math.log1p(min_gap):
         # a gap large enough to matter, hidden by the variation between processes: say what would resolve it
