@@ -3,6 +3,8 @@ every part of hloscope (HLO and xplane readers, TensorBoard, the torch_xla backe
 
 from __future__ import annotations
 
+import os
+
 from hloscope.errors import UsageError
 
 
@@ -56,3 +58,36 @@ def free_port(host: str = "127.0.0.1") -> int:
             return int(probe.getsockname()[1])
     except OSError as error:  # an unknown name, or an address this machine does not have
         raise UsageError(f"cannot listen on --host {host}: {error.strerror or error}") from None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its CPU affinity; the machine's count where affinity is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_threads(threads: int | None) -> None:
+    """--threads N: at least 1, and no more than the CPUs this process may use (one line, exit 2)."""
+    if threads is None:
+        return
+    cpus = usable_cpus()
+    if threads < 1 or threads > cpus:
+        raise UsageError(f"--threads {threads}: this machine lets hloscope use {cpus} CPU"
+                         f"{'' if cpus == 1 else 's'}; give 1 to {cpus}")
+
+
+def limit_threads(threads: int | None) -> None:
+    """--threads N, before any framework is imported: the process's CPU affinity to the first N CPUs it may use
+    (every framework's thread pools size themselves from it, and its children inherit it) and OMP_NUM_THREADS=N
+    (OpenMP, which PyTorch's intra-op pool follows)."""
+    if threads is None:
+        return
+    check_threads(threads)
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, allowed[:threads])
+    except (AttributeError, OSError):
+        pass  # no affinity on this platform: the environment variable alone
+    os.environ["OMP_NUM_THREADS"] = str(threads)

@@ -52,6 +52,15 @@ class Mode:
     # does not (refused in one line naming the mode). hloscope/backends/devices.py checks and prepares it.
     data_parallel: str = ""
     data_parallel_note: str = ""   # why --devices N > 1 is refused, said in the one-line refusal
+    # Donation of the train state (--donate / --no-donate): what the mode does without either (True: the step's state
+    # buffers are donated to its outputs; False: the updated state gets new buffers; None: the state is updated in
+    # place, where donation does not apply), the values it accepts, and why it refuses the others.
+    donates: bool | None = None
+    donate_choices: tuple[bool, ...] = ()
+    donation_note: str = ""
+    # --compile-mode values the mode's torch.compile takes (empty: the mode does not call torch.compile)
+    compile_modes: tuple[str, ...] = ()
+    compile_mode_note: str = ""
 
     @property
     def xla(self) -> bool:
@@ -75,6 +84,10 @@ _DDP_DATA_PARALLEL = ("torch.nn.parallel.DistributedDataParallel over N processe
 _SPMD_DATA_PARALLEL = ("torch_xla SPMD: torch_xla.runtime.use_spmd(), a Mesh over N devices (axis 'data'), each batch "
                        "mark_sharding'd on it, parameters replicated, one lazy graph: XLA's SPMD partitioner inserts "
                        "the gradient all-reduce")
+# torch.compile's `mode` values (--compile-mode); "default" is torch.compile's mode=None
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_IN_PLACE = "eager PyTorch updates the state in place; donation does not apply"
+_JAX_DONATION = (True, False)  # jax.jit(..., donate_argnums=0) on the train state, or not
 _NO_FLASH = "flash_attention_2 needs the flash-attn CUDA extension; PyTorch/XLA 2.9 has no CUDA"
 
 MODES: tuple[Mode, ...] = (
@@ -83,21 +96,26 @@ MODES: tuple[Mode, ...] = (
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_NONE, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
          runs_on="CPU and CUDA GPUs (torch.cuda); not TPU", attention=_TORCH_ATTENTION,
-         data_parallel=_DDP_DATA_PARALLEL),
+         data_parallel=_DDP_DATA_PARALLEL, donation_note=_IN_PLACE),
     Mode(name="pytorch+compile", dir_name="pytorch_compile", framework="pytorch", compile=True,
          packages=("torch", "transformers"), imports=("torch",),
          session="hloscope.backends.pytorch_mode:PytorchSession",
          dumps=DUMPS_INDUCTOR, trace_format=TRACE_KINETO, devices=("cpu", "cuda"),
          runs_on="CPU (inductor C++ kernels) and CUDA GPUs (Triton kernels); not TPU", attention=_TORCH_ATTENTION,
          data_parallel=_DDP_DATA_PARALLEL + " (torch.compile of the DDP module: dynamo's DDPOptimizer splits the "
-                                            "graph at the gradient buckets)"),
+                                            "graph at the gradient buckets)",
+         donation_note="PyTorch updates the state in place (the optimizer runs eagerly on the compiled model's "
+                       "parameters); donation does not apply",
+         compile_modes=COMPILE_MODES),
     Mode(name="torch_xla", dir_name="torch_xla", framework="torch_xla", compile=False,
          packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
          session="hloscope.backends.torch_xla_mode:TorchXlaSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "tpu"), runs_on=_TORCH_XLA_WHERE,
          target_capture="hloscope.targets.capture_torch_xla:capture_for_target",
          preflight="hloscope.backends:torch_xla_preflight", attention=("eager", "sdpa"), attention_note=_NO_FLASH,
-         data_parallel=_SPMD_DATA_PARALLEL),
+         data_parallel=_SPMD_DATA_PARALLEL,
+         # --no-donate: XLA_ENABLE_PARAM_ALIASING=0 before torch_xla starts (its graphs then alias no parameter)
+         donates=True, donate_choices=(True, False)),
     Mode(name="torch_xla+compile", dir_name="torch_xla_compile", framework="torch_xla", compile=True,
          packages=("torch", "torch_xla", "transformers"), imports=("torch", "torch_xla"),
          session="hloscope.backends.torch_xla_mode:TorchXlaSession",
@@ -106,14 +124,20 @@ MODES: tuple[Mode, ...] = (
          preflight="hloscope.backends:torch_xla_preflight", attention=("eager", "sdpa"), attention_note=_NO_FLASH,
          data_parallel_note="under SPMD (torch_xla 2.9, 2 CPU devices) dynamo's openxla graphs train differently from "
                             "one device (vit-tiny batch 8: the same first loss, 2.23297 against 2.22923 after 11 "
-                            "steps, where lazy torch_xla SPMD matches to 1e-7): use --mode torch_xla"),
+                            "steps, where lazy torch_xla SPMD matches to 1e-7): use --mode torch_xla",
+         donates=True, donate_choices=(True,),
+         donation_note="torch_xla's openxla dynamo bridge aliases the graphs' inputs with their outputs itself "
+                       "(torch_xla/_dynamo/dynamo_bridge.py), and hloscope does not turn that off: use --mode torch_xla",
+         compile_modes=("default",),
+         compile_mode_note="torch.compile passes a mode to its backend, and the openxla backend (aot_autograd) takes "
+                           "none"),
     Mode(name="jax", dir_name="jax", framework="jax", compile=False,
          packages=("jax", "flax", "optax", "transformers"), imports=("jax",),
          session="hloscope.backends.jax_mode:JaxSession",
          dumps=DUMPS_XLA_HLO, trace_format=TRACE_XPLANE, devices=("cpu", "cuda", "tpu"),
          runs_on="CPU, CUDA GPUs (jax[cuda12]) and TPU (jax[tpu]); always jitted",
          target_capture="hloscope.targets.capture_jax:capture_for_target",
-         data_parallel=_JAX_DATA_PARALLEL,
+         data_parallel=_JAX_DATA_PARALLEL, donates=False, donate_choices=_JAX_DONATION,
          attention_note="transformers' Flax models (FlaxViTSelfAttention and the GPT-2, Llama and BERT ones) have one "
                         "attention, softmax(QK^T)V written out in jnp (dot_product_attention_weights), with no "
                         "attn_implementation switch"),
@@ -125,6 +149,7 @@ MODES: tuple[Mode, ...] = (
          runs_on="wherever JAX runs: CPU, CUDA GPUs (jax[cuda12], from PyPI wheels) and TPU; always jitted",
          target_capture="hloscope.targets.capture_torchax:capture_for_target",
          data_parallel=_JAX_DATA_PARALLEL + " (the torch parameters' JAX arrays, through torchax)",
+         donates=False, donate_choices=_JAX_DONATION,
          attention=("eager", "sdpa"), attention_note="flash_attention_2 calls the flash-attn CUDA extension, which "
                                                        "torchax cannot trace into JAX"),
 )
@@ -206,6 +231,37 @@ def parse_modes(text: str) -> list[str]:
     if not modes:
         raise UsageError("no modes given")
     return list(dict.fromkeys(modes))
+
+
+def setting_refusal(mode: str, setting: str, value: Any) -> str | None:
+    """Why `mode` cannot run with run option `setting` (donate, compile_mode, fullgraph) set to `value`, in one line;
+    None when it can (an unset value, None or False for fullgraph, is every mode's own behaviour)."""
+    entry = get_mode(mode)
+    if setting == "donate" and value is not None and value not in entry.donate_choices:
+        return f"--{'' if value else 'no-'}donate --mode {mode}: {entry.donation_note}"
+    if setting == "compile_mode" and value is not None and value not in entry.compile_modes:
+        why = (entry.compile_mode_note if entry.compile else
+               "the mode does not call torch.compile (pytorch+compile and torch_xla+compile do)")
+        return f"--compile-mode {value} --mode {mode}: {why}"
+    if setting == "fullgraph" and value and not entry.compile:
+        return (f"--fullgraph --mode {mode}: the mode does not call torch.compile (pytorch+compile and "
+                "torch_xla+compile do)")
+    return None
+
+
+def settings_refusal(mode: str, donate: bool | None, compile_mode: str | None, fullgraph: bool) -> str | None:
+    """The first refusal of `setting_refusal` among the mode-specific run options, or None."""
+    for setting, value in (("donate", donate), ("compile_mode", compile_mode), ("fullgraph", fullgraph)):
+        refusal = setting_refusal(mode, setting, value)
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def donation_in_effect(mode: str, donate: bool | None) -> bool | None:
+    """Whether a run of `mode` donated its state: `--donate/--no-donate` where given, else the mode's own behaviour
+    (None: the state is updated in place, where donation does not apply)."""
+    return donate if donate is not None else get_mode(mode).donates
 
 
 def resolve(path: str) -> Any:

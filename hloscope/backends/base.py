@@ -22,6 +22,11 @@ from hloscope.modes import get_mode
 MAX_BATCH_COMPILES = 12
 
 
+# Run options whose record is left out when they keep the mode's own behaviour: the records of runs without them keep
+# the keys they always had.
+_UNSET_OPTIONS: dict[str, Any] = {"donate": None, "compile_mode": None, "fullgraph": False, "threads": None}
+
+
 @dataclass(frozen=True)
 class RunOptions:
     mode: str = "jax"                 # a name in the mode registry (hloscope.modes)
@@ -47,6 +52,10 @@ class RunOptions:
     xla_flags: str | None = None      # --xla-flags: the run's XLA_FLAGS, replacing the inherited (hloscope.runs.xla_flags)
     max_batch: bool = False           # --max-batch (with --target): search the largest batch that fits the target
     max_batch_compiles: int = MAX_BATCH_COMPILES  # --max-batch-compiles: the search's bound
+    donate: bool | None = None        # --donate / --no-donate: donate the train state to the step (None: the mode's own)
+    compile_mode: str | None = None   # --compile-mode: torch.compile's mode (None: torch.compile's default)
+    fullgraph: bool = False           # --fullgraph: torch.compile(fullgraph=True), a graph break is an error
+    threads: int | None = None        # --threads N: CPU affinity to N CPUs, OMP_NUM_THREADS and torch's threads
 
     @property
     def preset(self) -> Preset:
@@ -60,6 +69,9 @@ class RunOptions:
         data = asdict(self)
         if not self.max_batch:  # the records of runs without the search keep the keys they always had
             del data["max_batch"], data["max_batch_compiles"]
+        for name, unset in _UNSET_OPTIONS.items():  # an option left at the mode's own behaviour is not recorded
+            if data[name] == unset:
+                del data[name]
         data["compile_model"] = self.compile_model
         data["model_config"] = self.preset.config_kwargs()
         return data
@@ -284,12 +296,19 @@ class Session:
 
 def thread_settings(**framework: int | None) -> dict:
     """CPU threads the process may use (its CPU affinity) and what the framework reports (torch.get_num_threads...);
-    the thread environment variables are in environment.env."""
+    the thread environment variables are in environment.env. With --threads, `cpu_affinity` is the N it set."""
     try:
         affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         affinity = None
     return {"cpu_affinity": affinity, **framework}
+
+
+def compile_kwargs(defaults: dict, options: RunOptions) -> dict:
+    """torch.compile's keyword arguments for a run: the mode's `defaults` with --compile-mode and --fullgraph applied
+    ("default" is torch.compile's mode=None)."""
+    mode = None if options.compile_mode in (None, "default") else options.compile_mode
+    return {**defaults, "mode": mode, "fullgraph": bool(options.fullgraph or defaults.get("fullgraph"))}
 
 
 def host_memory() -> dict:

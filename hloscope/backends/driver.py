@@ -22,6 +22,7 @@ from hloscope.backends.devices import prepare_environment
 from hloscope.backends.startup_ledger import RESHAPE_WARNING, StartupLedger, reshape_hook
 from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
 from hloscope.errors import HloscopeError
+from hloscope.machine import limit_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
@@ -282,6 +283,7 @@ def execute(options: RunOptions, run_dir: Path,
     after writing run.json.
     """
     xla_flags.apply(options.xla_flags)  # before any framework starts, and before the record notes the environment
+    limit_threads(options.threads)  # --threads: the CPU affinity and OMP_NUM_THREADS, before any framework starts
     forced_precision = _precision_hook(options.mode)
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)

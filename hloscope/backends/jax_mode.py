@@ -127,8 +127,9 @@ class JaxSession(Session):
             compiler_options = {"xla_dump_to": str(self.dump_dir), "xla_dump_hlo_module_re": "jit_train_step",
                                 "xla_dump_hlo_as_text": True}
         self.train_step_compiler_options = compiler_options
+        # --donate: the state's buffers are donated to the step's outputs (the updated state is written over them)
         self.train_step = jax.jit(workload.train_step, compiler_options=compiler_options or None,
-                                  **self.placement.jit_kwargs())
+                                  donate_argnums=(0,) if options.donate else (), **self.placement.jit_kwargs())
         if options.data == "device":
             self.pool = [(self.placement.put_batch(self.images(images)), self.placement.put_batch(labels))
                          for images, labels in synthetic_pool(options.preset, options.batch_size, options.seed)]
@@ -253,10 +254,17 @@ class JaxSession(Session):
                 "compile": {"api": "jax.jit", "backend": "xla", "options": {
                     key: value for key, value in (getattr(self, "train_step_compiler_options", None) or {}).items()
                     if not key.startswith("xla_dump")}},
-                # the step returns a new state; without donate_argnums XLA writes it to new buffers
-                "donation": {"state_in_place": False, "how": "jax.jit without donate_argnums: new buffers for the "
-                                                             "updated state every step"},
+                "donation": self.donation(),
                 "threads": thread_settings(), **self.devices_info()}
+
+    def donation(self) -> dict:
+        """run.json `environment.donation`: whether jit donates the state (--donate) or writes the updated state to new
+        buffers (the default)."""
+        if self.options.donate:
+            return {"state_in_place": True,
+                    "how": "jax.jit(..., donate_argnums=(0,)): the state's buffers are donated to the updated state"}
+        return {"state_in_place": False,
+                "how": "jax.jit without donate_argnums: new buffers for the updated state every step"}
 
     def devices_info(self) -> dict:
         """run.json `environment.devices` with --devices N > 1: mesh, shardings, how the devices were made."""

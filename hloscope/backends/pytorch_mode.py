@@ -15,7 +15,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from hloscope.backends.base import WAIT_ANNOTATION, ProfileResult
+from hloscope.backends.base import WAIT_ANNOTATION, ProfileResult, compile_kwargs
 from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
 from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import UsageError
@@ -87,6 +87,7 @@ class PytorchSession(TorchSession):
                 return DistributedDataParallel(model, device_ids=[group.local_rank] if group.backend == "nccl"
                                                else None)
         apply_precision(options.precision)
+        self.limit_torch_threads()
         if options.compile_model:
             if options.dump_hlo:
                 self._enable_inductor_debug()
@@ -96,7 +97,7 @@ class PytorchSession(TorchSession):
             self.graph = {"kind": "none", "note": "eager PyTorch runs operator by operator: there is no graph to dump"}
         self.workload = build_torch_workload(options.preset, options.batch_size, options.seed, self.device,
                                              precision=options.precision, autocast_device=self.device.type,
-                                             compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
+                                             compile_kwargs=compile_kwargs(COMPILE_KWARGS, options) if options.compile_model else None,
                                              data=options.data, n_batches=self.batch_count(),
                                              attention=options.attention, wrap=wrap, shard=shard,
                                              optimizer_name=options.optimizer)
@@ -215,7 +216,8 @@ class PytorchSession(TorchSession):
                               "param_dtype": "float32"},
                 "attention": {"implementation": self.attn_implementation,
                               "source": f"transformers {self.options.preset.config_class}._attn_implementation"},
-                "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
+                "compile": ({"api": "torch.compile", **compile_kwargs(COMPILE_KWARGS, self.options)}
+                            if self.options.compile_model
                             else {"api": None, "backend": "eager"}),
                 "donation": {"state_in_place": True, "how": "optimizer.step() updates the parameters in place"},
                 "threads": self.torch_threads(),

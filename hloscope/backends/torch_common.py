@@ -121,6 +121,12 @@ class TorchSession(Session):
     def attn_implementation(self) -> str | None:
         return self.workload.attn_implementation if self.workload is not None else None
 
+    def limit_torch_threads(self) -> None:
+        """--threads N: torch's intra-op threads to N (the driver has already set the CPU affinity and
+        OMP_NUM_THREADS before torch started)."""
+        if self.options.threads is not None:
+            import_torch().set_num_threads(self.options.threads)
+
     def torch_threads(self) -> dict:
         torch = import_torch()
         return thread_settings(torch_num_threads=torch.get_num_threads(),

@@ -26,6 +26,7 @@ from hloscope.backends.base import (
     WAIT_ANNOTATION,
     ProfileResult,
     RunOptions,
+    compile_kwargs,
 )
 from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
 from hloscope.backends.torch_workload import build_torch_workload
@@ -39,6 +40,9 @@ import_torch()  # a missing torch fails here, with its install line, before any 
 
 DUMP_DIR = ".xla_dump"
 PRECISIONS = {"fp32": "highest", "tf32": "high", "bf16": "default"}  # torch_xla.backends.set_mat_mul_precision
+# torch_xla's switch for aliasing the parameters' buffers with the graph's outputs (donation; on by default), read by
+# its runtime when it starts
+PARAM_ALIASING_ENV = "XLA_ENABLE_PARAM_ALIASING"
 COMPILE_KWARGS = {"backend": "openxla", "mode": None, "fullgraph": False, "dynamic": None}  # torch.compile's defaults
 
 
@@ -68,6 +72,8 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
         # traces, which slows the step ~1.8x on vit-tiny: `window_starting` turns that off once the warm-up has
         # compiled the step's graphs (docs/run.md has the figures).
         os.environ.setdefault("XLA_HLO_DEBUG", "1")
+    if options.donate is False:  # --no-donate: the lazy graphs alias no parameter buffer with their outputs
+        os.environ[PARAM_ALIASING_ENV] = "0"
     return os.environ["PJRT_DEVICE"]
 
 
@@ -84,6 +90,7 @@ class TorchXlaSession(TorchSession):
         check_precision(options.precision)
         self.dump_dir = self.run_dir / DUMP_DIR if options.dump_hlo else None
         self.pjrt_device = configure_runtime(options, self.dump_dir)
+        self.limit_torch_threads()
         self.analysis_file = torch_xla_analysis.configure(self.run_dir)
         self.compile_phase: list[str] = []  # the phase each graph in analysis_file was compiled in, in order
         try:
@@ -107,7 +114,7 @@ class TorchXlaSession(TorchSession):
         self.step_hashes: dict[int, str] = {}
         self.workload = build_torch_workload(options.preset, options.batch_size, options.seed, self.device,
                                              precision=options.precision, autocast_device="xla",
-                                             compile_kwargs=COMPILE_KWARGS if options.compile_model else None,
+                                             compile_kwargs=compile_kwargs(COMPILE_KWARGS, options) if options.compile_model else None,
                                              sync=torch_xla.sync, data=options.data, n_batches=self.batch_count(),
                                              attention=options.attention,
                                              place=self.spmd.place if self.spmd is not None else None,
@@ -235,6 +242,14 @@ class TorchXlaSession(TorchSession):
         xp.StepTrace itself would sync on exit, after the work it marks; the sync here is the step's own, inside."""
         return self.annotation(STEP_MARKER, _r=1, step_num=index)
 
+    def donation(self) -> dict:
+        """run.json `environment.donation`: whether the step's graphs alias the parameters' buffers with their outputs."""
+        if self.options.donate is False:
+            return {"state_in_place": False,
+                    "how": f"--no-donate: {PARAM_ALIASING_ENV}=0, the graph writes the updated state to new buffers"}
+        return {"state_in_place": True,
+                "how": "the step's graph takes the parameter buffers as donated inputs (in-place update semantics)"}
+
     def info(self) -> dict:
         import torch_xla.runtime as xr
 
@@ -251,10 +266,10 @@ class TorchXlaSession(TorchSession):
                               "autocast": autocast, "compute_dtype": autocast or "float32", "param_dtype": "float32"},
                 "attention": {"implementation": self.attn_implementation,
                               "source": f"transformers {self.options.preset.config_class}._attn_implementation"},
-                "compile": ({"api": "torch.compile", **COMPILE_KWARGS} if self.options.compile_model
+                "compile": ({"api": "torch.compile", **compile_kwargs(COMPILE_KWARGS, self.options)}
+                            if self.options.compile_model
                             else {"api": "lazy tensors (torch_xla.sync per step)", "backend": "xla"}),
-                "donation": {"state_in_place": True, "how": "the step's graph takes the parameter buffers as donated "
-                                                            "inputs (in-place update semantics)"},
+                "donation": self.donation(),
                 "threads": self.torch_threads(),
                 **({"devices": self.spmd.describe()} if self.spmd is not None else {})}
 

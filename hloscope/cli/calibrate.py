@@ -19,7 +19,7 @@ from rich.text import Text
 
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
-from hloscope.cli.run import build_options, common_options
+from hloscope.cli.run import build_options, check_settings, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
 from hloscope.modes import MODE_NAMES
 from hloscope.runs.layout import COMPARISON_FILE
@@ -53,6 +53,7 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
         raise click.UsageError("calibrate times steps on this machine; --target compiles for another GPU")
     values["profile"] = True  # the delay is looked for in the profiled steps' ledger
     options = build_options(mode, **values)
+    check_settings(options)
     delayed = f"A+{delay_ms:g}ms"
     variants = {"A": {}, "A'": {}, delayed: {"inject_host_delay_ms": delay_ms}}
     directory = create_run_dir(values["out"], None, prefix="calibrate")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from importlib.util import find_spec
@@ -18,6 +19,7 @@ from rich.text import Text
 from hloscope.cli import tested
 from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
+from hloscope.machine import check_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
 from hloscope.runs.layout import COMPARISON_FILE
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord, decode_comparison, decode_entry
@@ -69,27 +71,32 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run below
     console = Console(stderr=True)
     _check_replay_and_target(replay, values, counts, console)
+    check_threads(values.get("threads"))
     selected, plan = _select_modes(modes, values, counts, console)
+    by_devices = plan is not None
+    plan = _refuse_settings(selected, values, plan)
+    runnable = [mode for mode in selected if plan is None or any(p.mode == mode and p.refused is None for p in plan)]
     if values.get("target"):
         repeats = 1  # compiled for another GPU, nothing timed: one process says it all
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731
     config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
     config["modes"] = selected
     config["repeats"] = repeats
-    if plan is not None:
+    if by_devices:
         config["devices"] = counts  # every mode at each count (comparison.json's entries each hold their own)
     comparison_dir = create_run_dir(values["out"], None, prefix="compare")
-    at = f" on {', '.join(map(str, counts))} devices" if plan is not None else ""
+    at = f" on {', '.join(map(str, counts))} devices" if by_devices else ""
     times = f", {repeats} processes each" if repeats > 1 else ""
     console.print(f"comparing {', '.join(selected)}{at}{times} -> {comparison_dir}", highlight=False, markup=False)
     try:
-        audit_before = None if values.get("target") or no_audit else _audit(selected, options_for, timeout_s, console)
+        audit_before = (None if values.get("target") or no_audit or not runnable else
+                        _audit(runnable, options_for, timeout_s, console))
     except KeyboardInterrupt:  # a Ctrl-C during the audit leaves no empty comparison directory behind
         with contextlib.suppress(OSError):
             comparison_dir.rmdir()
         raise
     comparison = _run_with_progress(selected, options_for, comparison_dir, config, console, timeout_s=timeout_s,
-                                    audit_before=audit_before, plan=plan, repeats=repeats)
+                                    audit_before=audit_before, plan=plan, repeats=repeats, by_devices=by_devices)
     if replay:
         _replay(comparison, comparison_dir, values, timeout_s, console)
     record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
@@ -105,7 +112,7 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     elif as_json:
         sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
     else:
-        _print_outcome(record, values, plan is not None, console)
+        _print_outcome(record, values, by_devices, console)
         if block is not None:
             from hloscope.render.explain_term import render_tested
 
@@ -162,7 +169,7 @@ def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, c
     """run_comparison with a progress bar and one line per finished process."""
     from hloscope.runs.runner import run_comparison
 
-    plan, repeats = run["plan"], run["repeats"]
+    plan, repeats, by_devices = run["plan"], run["repeats"], run.pop("by_devices")
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
     with progress:
@@ -175,7 +182,7 @@ def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, c
             entry = decode_entry(comparison_dir / COMPARISON_FILE, settled)
             colour = {"ok": "green", "compiled": "green", "refused": "yellow"}.get(entry.status or "", "red")
             median = f" {entry.median_s * 1e3:.2f} ms/step" if entry.median_s else ""
-            progress.console.print(Text.assemble(f"  {_label(entry, plan is not None)}: ",
+            progress.console.print(Text.assemble(f"  {_label(entry, by_devices)}: ",
                                                  (str(entry.status), colour), median), highlight=False)
             progress.advance(task)
 
@@ -276,6 +283,22 @@ def _label(entry: ComparisonEntry, by_devices: bool) -> str:
     mode = entry.mode or entry.dir
     label = run_label(mode, entry.devices) if by_devices else mode
     return f"{label} (process {entry.replicate})" if entry.replicate else label
+
+
+def _refuse_settings(selected: list[str], values: dict, plan):
+    """The modes that refuse --donate/--no-donate, --compile-mode or --fullgraph are planned as refused with the one
+    line why, and the others run; the plan as it was (None: one run per mode) when no mode refuses."""
+    from hloscope.modes import settings_refusal
+    from hloscope.runs.runner import PlannedRun
+
+    refusals = {mode: settings_refusal(mode, values.get("donate"), values.get("compile_mode"),
+                                       bool(values.get("fullgraph"))) for mode in selected}
+    if not any(refusals.values()):
+        return plan
+    if plan is None:
+        return [PlannedRun(mode, refused=refusals[mode]) for mode in selected]
+    return [p if p.refused is not None or refusals[p.mode] is None else dataclasses.replace(p, refused=refusals[p.mode])
+            for p in plan]
 
 
 def _device_plan(selected: list[str], counts: list[int], batch_size: int):

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP, XLA_FLAGS
-from hloscope.modes import CLI_CHOICES, TARGET_MODES
+from hloscope.modes import CLI_CHOICES, COMPILE_MODES, TARGET_MODES
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
 from hloscope.targets.max_batch import DEFAULT_MAX_COMPILES
@@ -75,6 +75,22 @@ def common_options(function=None, *, device_counts: bool = False):
                      help="The run's XLA_FLAGS (the compiler flags of every mode that compiles with XLA), replacing any "
                           "inherited from the shell ('' for none); hloscope still adds its own (dumps, --devices). "
                           "Recorded in config.xla_flags; without it the inherited XLA_FLAGS is kept."),
+        click.option("--donate/--no-donate", "donate", default=None,
+                     help="Donate the train state to the step (jax.jit's donate_argnums; PyTorch/XLA's parameter "
+                          "aliasing) or not; default: the mode's own behaviour (docs/run.md). Refused in one line "
+                          "where donation does not apply (eager PyTorch updates the state in place). Recorded in "
+                          "config.donate."),
+        click.option("--compile-mode", type=click.Choice(list(COMPILE_MODES)), default=None,
+                     help="torch.compile's mode, for the modes that call torch.compile (pytorch+compile; "
+                          "torch_xla+compile takes only default); refused for the others. Recorded in "
+                          "config.compile_mode."),
+        click.option("--fullgraph", is_flag=True,
+                     help="torch.compile(fullgraph=True): a graph break is an error (pytorch+compile, "
+                          "torch_xla+compile); refused for the other modes. Recorded in config.fullgraph."),
+        click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="CPU threads the framework may use: the run process's CPU affinity to N CPUs, "
+                          "OMP_NUM_THREADS=N and torch.set_num_threads(N), set before the framework starts; at most "
+                          "the CPUs this machine gives hloscope. Recorded in config.threads and environment.threads."),
         click.option("--target", default=None, metavar="h100|a100|PATH",
                      help="Do not time: compile the train step for this GPU with XLA's deviceless compile "
                           f"({', '.join(sorted(TARGET_MODES))}) and keep what the compiler says; PATH is a "
@@ -105,7 +121,9 @@ def build_options(mode: str, **values):
                       inject_host_delay_ms=values.get("inject_host_delay_ms") or 0.0,
                       xla_flags=values.get("xla_flags"),
                       max_batch=bool(values.get("max_batch")),
-                      max_batch_compiles=values.get("max_batch_compiles") or DEFAULT_MAX_COMPILES)
+                      max_batch_compiles=values.get("max_batch_compiles") or DEFAULT_MAX_COMPILES,
+                      donate=values.get("donate"), compile_mode=values.get("compile_mode"),
+                      fullgraph=bool(values.get("fullgraph")), threads=values.get("threads"))
 
 
 @click.command(name="run")
@@ -133,6 +151,7 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     get_preset(values["model"], values.get("seq_len"))  # unknown presets fail before a directory is made
     options = build_options(mode, **values)
     preflight(mode, options.device, options.attention, options.devices, options.batch_size, options.preset)
+    check_settings(options)
     if options.max_batch and not options.target:
         raise click.UsageError("--max-batch searches by compiling for a GPU: give --target h100|a100|PATH")
     if options.target:
@@ -156,6 +175,19 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
 
         Console().print(run_table(decode_run(run_dir / RUN_FILE, record)))
         click.echo(f"run directory: {run_dir}")
+
+
+def check_settings(options) -> None:
+    """--donate/--no-donate, --compile-mode, --fullgraph where the mode refuses them, and --threads beyond this
+    machine's CPUs: one line, exit 2, before anything is created."""
+    from hloscope.errors import UsageError
+    from hloscope.machine import check_threads
+    from hloscope.modes import settings_refusal
+
+    refusal = settings_refusal(options.mode, options.donate, options.compile_mode, options.fullgraph)
+    if refusal is not None:
+        raise UsageError(refusal)
+    check_threads(options.threads)
 
 
 def _listen_to_sigint_from_compare() -> None:

@@ -70,6 +70,10 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     compile_model: bool | None = None
     max_batch: bool | None = None
     max_batch_compiles: int | None = None
+    donate: bool | None = None  # --donate / --no-donate (absent: the mode's own behaviour)
+    compile_mode: str | None = None  # --compile-mode (absent: torch.compile's default)
+    fullgraph: bool | None = None  # --fullgraph (absent: not asked)
+    threads: int | None = None  # --threads N (absent: every CPU the process was given)
     model_config: ModelConfig | None = None
     modes: list[str] | None = None  # comparison.json only
     repeats: int | None = None  # comparison.json only

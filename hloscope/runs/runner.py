@@ -113,6 +113,10 @@ def run_command(options: RunOptions, comparison_dir: Path, name: str | None = No
     command += ["--optimizer", options.optimizer] if options.optimizer != "sgd" else []
     command += ["--devices", str(options.devices)] if options.devices > 1 else []
     command += ["--inject-host-delay", str(options.inject_host_delay_ms)] if options.inject_host_delay_ms > 0 else []
+    command += [] if options.donate is None else ["--donate" if options.donate else "--no-donate"]
+    command += ["--compile-mode", options.compile_mode] if options.compile_mode is not None else []
+    command += ["--fullgraph"] if options.fullgraph else []
+    command += ["--threads", str(options.threads)] if options.threads is not None else []
     # one argument, `=` attached: a value starting with `--` is never read as an option of its own
     command += [f"--xla-flags={options.xla_flags}"] if options.xla_flags is not None else []
     return command

@@ -20,6 +20,8 @@ comparing: where a dump goes, and `--xla_cpu_enable_fast_math=false` (XLA's defa
 
 from __future__ import annotations
 
+from hloscope.modes import BY_NAME, donation_in_effect
+
 # config keys that are not about the work or its speed: how long to run, what to record, where.
 _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps", "keep_all", "out", "run_id",
                "compile_model", "seed", "json", "timeout",
@@ -154,3 +156,30 @@ def precision_setting(environment: dict, name: str) -> str | None:
             if name in key and isinstance(value, str) and value:
                 return value
     return None
+
+
+# Where a re-run's options keep what the run had in effect without asking (explain --test-hypotheses): the threads it
+# could use, its donation, torch.compile's mode and fullgraph. Not a RunOptions field: a re-run keeps asking for what
+# the run asked for, and only a tested setting is set to the faster side's value.
+IN_EFFECT = "in_effect"
+
+
+def in_effect(run: dict) -> dict:
+    """What a run had in effect for the settings `--threads`, `--donate`, `--compile-mode` and `--fullgraph` set,
+    whether asked for or the mode's own: the CPUs it could use (environment.threads.cpu_affinity), whether it donated
+    its state (its config's donate, else its mode's behaviour; None where the state is updated in place), and for the
+    modes that call torch.compile, its mode ("default" for torch.compile's None) and fullgraph. None: not known."""
+    config, environment = _section(run, "config"), _section(run, "environment")
+    mode = run.get("mode") if isinstance(run.get("mode"), str) else config.get("mode")
+    threads = config.get("threads") or _section(environment, "threads").get("cpu_affinity")
+    out: dict = {"threads": threads if isinstance(threads, int) and not isinstance(threads, bool) else None,
+                 "donate": None, "compile_mode": None, "fullgraph": None}
+    entry = BY_NAME.get(mode) if isinstance(mode, str) else None
+    if entry is None:
+        return out
+    donate = config.get("donate")
+    out["donate"] = donation_in_effect(entry.name, donate if isinstance(donate, bool) else None)
+    if entry.compile:
+        out["compile_mode"] = config.get("compile_mode") or "default"
+        out["fullgraph"] = bool(config.get("fullgraph"))
+    return out
