@@ -142,13 +142,14 @@ def test_a_hypothesis_whose_setting_is_the_same_on_both_sides_is_not_tested():
     assert tested.tests[0].verdict == NOT_TESTED
 
 
-def test_a_setting_difference_without_a_hypothesis_is_tested_and_thread_counts_say_why_not():
+def test_a_setting_difference_without_a_hypothesis_is_tested_and_unrecorded_thread_counts_say_why_not():
+    """A batch difference is tested; a thread difference whose sides' CPUs are not recorded cannot be matched."""
     result = _result([])
     result.config_differences = [{"field": "batch_size", "a": "16", "b": "8"},
                                  {"field": "threads.torch_num_threads", "a": "2", "b": "1"}]
     tests = plan_tests(result, {"batch_size": 16}, {"batch_size": 8})
-    assert [(t.setting, t.untestable is None) for t in tests] == [("batch_size", True), (None, False)]
-    assert "records but does not set" in str(tests[1].untestable)
+    assert [(t.setting, t.untestable is None) for t in tests] == [("batch_size", True), ("threads", False)]
+    assert "not recorded on both sides" in str(tests[1].untestable)
 
 
 NO_OPT = "--xla_backend_optimization_level=0"

@@ -120,6 +120,7 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
     from hloscope.explain.experiments import expected_run_s
     from hloscope.runs import xla_flags
     from hloscope.runs.rundir import RUN_FILE, load_run
+    from hloscope.runs.settings import IN_EFFECT, in_effect
 
     options: dict[str, dict[str, Any]] = {}
     expected: dict[str, float] = {}
@@ -141,7 +142,9 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
             flags = xla_flags.recorded(records[0])
         except ValueError as error:
             raise InputError(loaded[0] / RUN_FILE, f"not a valid run.json: its XLA flags: {error}") from None
-        options[label] = dict(config, xla_flags=flags)
+        # and what it had in effect without asking (threads, donation, compile mode): a tested setting is compared
+        # with it
+        options[label] = dict(config, xla_flags=flags, **{IN_EFFECT: in_effect(records[0])})
         expected[label] = fmean(expected_run_s(record) for record in records)
         platform = platform or summary.platform
     return options, expected, platform
@@ -221,7 +224,7 @@ def options(function):
     from hloscope.explain.experiments import TESTABLE_RULES, UNTESTABLE
 
     function = click.option("--hypothesis", "rules", multiple=True,
-                            type=click.Choice(list(TESTABLE_RULES) + list(UNTESTABLE)),
+                            type=click.Choice(list(dict.fromkeys([*TESTABLE_RULES, *UNTESTABLE]))),
                             help="With --test-hypotheses: test this hypothesis (repeatable) on every configuration "
                                  "against the baseline, whether or not explain found it or the gap "
                                  "significant.")(function)
@@ -233,5 +236,6 @@ def options(function):
                                  f"{DEFAULT_BUDGET_MIN:g} otherwise); the plan is printed first.")(function)
     return click.option("--test-hypotheses", is_flag=True,
                         help="For each significant gap, run the slower configuration again with each suspected "
-                             "setting (precision, data path, attention, batch, XLA flags) changed to the faster "
+                             "setting (precision, data path, attention, batch, XLA flags, donation, compile mode, "
+                             "fullgraph, threads) changed to the faster "
                              "one's, and report the share of the gap each change closes.")(function)

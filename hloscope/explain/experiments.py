@@ -35,6 +35,8 @@ import numpy as np
 
 from hloscope.explain.report import ExplainReport, ModeResult
 from hloscope.explain.summary import ModeSummary
+from hloscope.modes import BY_NAME, donation_in_effect, setting_refusal
+from hloscope.runs.settings import IN_EFFECT
 from hloscope.significance import (
     CONFIDENCE,
     PROCESS_ALPHA,
@@ -59,16 +61,34 @@ CONFIRMED, PARTLY, REFUTED, CANNOT_TELL, NOT_TESTED = "confirmed", "partly", "re
 # Hypothesis rule -> the run option (RunOptions field) whose value it blames.
 RULE_SETTINGS = {"compute_dtype": "precision", "matmul_precision": "precision", "input_pipeline": "data",
                  "attention": "attention", "batch_size": "batch_size", "xla_flags": "xla_flags"}
+# Hypotheses that blame a setting only where the two sides differ in it as said: copies and transposes are the
+# donation's (--donate) where the faster side donates its state and the slower does not; otherwise they follow from
+# the framework's layout choices (UNTESTABLE).
+DONATION_RULES = ("layout_changes",)
 # Configuration difference (hloscope.runs.settings) -> the run option that sets it.
 # env.XLA_FLAGS: the flags in effect, whether given with --xla-flags or inherited (hloscope.runs.xla_flags.recorded
 # gives each side's requested flags, hloscope's own dump and device-count flags left out)
 DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size",
-                       "env.XLA_FLAGS": "xla_flags"}
+                       "env.XLA_FLAGS": "xla_flags", "donate": "donate", "compile_mode": "compile_mode",
+                       "fullgraph": "fullgraph", "threads": "threads", "env.OMP_NUM_THREADS": "threads"}
+# Differences named by a prefix -> the run option that sets them: the thread figures each framework records
+# (threads.cpu_affinity, threads.torch_num_threads...) follow from --threads
+DIFFERENCE_PREFIXES = {"threads.": "threads"}
 SETTING_FLAGS = {"precision": "--precision", "data": "--data", "attention": "--attention",
-                 "batch_size": "--batch-size", "xla_flags": "--xla-flags"}
+                 "batch_size": "--batch-size", "xla_flags": "--xla-flags", "donate": "--donate",
+                 "compile_mode": "--compile-mode", "fullgraph": "--fullgraph", "threads": "--threads"}
+# Settings whose value a run has in effect without asking (hloscope.runs.settings.in_effect): a side whose options
+# leave them unset is compared with what it had
+IN_EFFECT_SETTINGS = ("donate", "compile_mode", "fullgraph", "threads")
 # Why a setting cannot be changed when a side's run record does not say what it was (default: not recorded).
 NOT_RECORDED = {"xla_flags": "the XLA flags in effect are not recorded on both sides (a run record without its "
-                             "environment): export the faster run's XLA_FLAGS, or give --xla-flags, and run again"}
+                             "environment): export the faster run's XLA_FLAGS, or give --xla-flags, and run again",
+                "threads": "the CPUs a run could use are not recorded on both sides (environment.threads."
+                           "cpu_affinity): give --threads to both and run again",
+                "donate": "donation does not apply to one side (eager PyTorch updates its state in place) or is not "
+                          "recorded: there is no donation to match",
+                "compile_mode": "one side does not call torch.compile: there is no compile mode to match",
+                "fullgraph": "one side does not call torch.compile: there is no fullgraph to match"}
 # Hypotheses no run option of hloscope can undo, and why.
 UNTESTABLE = {
     "recompilation": "compilations inside the timed window follow from the program and its inputs; no hloscope "
@@ -77,25 +97,26 @@ UNTESTABLE = {
                  "mode is what the comparison compares",
     "kernel_launches": "the number of executions per step follows from the framework's compiler; no hloscope setting "
                        "changes it",
-    "layout_changes": "copies and transposes follow from the framework's layout choices and its donation of the "
-                      "state, which hloscope does not set (eager PyTorch has no donation at all)",
+    "layout_changes": "copies and transposes follow from the framework's layout choices, which hloscope does not set; "
+                      "its donation of the state (--donate) is tested only where the faster side donates and the "
+                      "slower does not",
     "more_compute": "the FLOPs follow from the compiled program; no hloscope setting changes it",
     "memory_traffic": "the bytes accessed follow from the compiled program's fusion; no hloscope setting changes it",
     "cpu_contention": "other processes held the CPUs: nothing in the run's settings; re-run on a quieter machine",
 }
-# Configuration differences hloscope records but does not set for a run.
-UNSET_DIFFERENCES = {
-    "threads.": "thread counts come from the environment (OMP_NUM_THREADS, torch.set_num_threads), which hloscope "
-                "records but does not set",
-}
+# Configuration differences hloscope records but does not set for a run (by prefix), and why.
+UNSET_DIFFERENCES: dict[str, str] = {}
 # Rule -> its title where a rule is tested without having fired (the titles hloscope.explain.hypotheses gives).
 RULE_TITLES = {"compute_dtype": "Different compute precision", "matmul_precision": "Different matmul precision",
                "input_pipeline": "Input pipeline in the step", "attention": "Different attention implementation",
-               "batch_size": "Different batch size", "xla_flags": "Different XLA flags"}
-TESTABLE_RULES = tuple(RULE_SETTINGS)
+               "batch_size": "Different batch size", "xla_flags": "Different XLA flags",
+               "layout_changes": "Layout changes (copies, transposes)"}
+TESTABLE_RULES = tuple(RULE_SETTINGS) + DONATION_RULES
 TITLES = {"precision": "matching the precision", "data": "matching the data path", "attention":
           "matching the attention implementation", "batch_size": "matching the batch size",
-          "xla_flags": "matching the XLA flags"}
+          "xla_flags": "matching the XLA flags", "donate": "matching the donation of the state",
+          "compile_mode": "matching torch.compile's mode", "fullgraph": "matching torch.compile's fullgraph",
+          "threads": "matching the CPU threads"}
 
 
 @dataclass
@@ -309,6 +330,8 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
     tests: list[PlannedTest] = []
     for rule, title in fired.items():
         setting = RULE_SETTINGS.get(rule)
+        if rule in DONATION_RULES and _donation_differs(slow_options, fast_options):
+            setting = "donate"
         if setting is None:
             why = UNTESTABLE.get(rule, "no hloscope setting corresponds to this hypothesis")
             tests.append(PlannedTest([rule], title, untestable=why))
@@ -316,7 +339,8 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
         by_setting.setdefault(setting, []).append(rule)
     for difference in result.config_differences:
         name = str(difference.get("field"))
-        setting = DIFFERENCE_SETTINGS.get(name)
+        setting = DIFFERENCE_SETTINGS.get(name) or next(
+            (named for prefix, named in DIFFERENCE_PREFIXES.items() if name.startswith(prefix)), None)
         if setting is not None:
             by_setting.setdefault(setting, [])
             continue
@@ -325,15 +349,50 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
             tests.append(PlannedTest([name], f"{name} differs", untestable=unset))
     testable = []
     for setting, named in by_setting.items():
-        slow_value, fast_value = slow_options.get(setting), fast_options.get(setting)
+        slow_value, fast_value = setting_value(slow_options, setting), setting_value(fast_options, setting)
         test = PlannedTest(named or [setting], TITLES[setting], setting, slow_value, fast_value)
-        if slow_value == fast_value:
-            test.untestable = (f"{SETTING_FLAGS[setting]} is {slow_value} on both sides: there is nothing to change, "
-                               "so this hypothesis cannot hold here")
+        refusal = _refusal(slow_options, setting, fast_value)
+        if refusal is not None:
+            test.untestable = f"the slower configuration cannot be run so: {refusal}"
         elif slow_value is None or fast_value is None:
             test.untestable = NOT_RECORDED.get(setting, f"{SETTING_FLAGS[setting]} is not recorded on both sides")
+        elif slow_value == fast_value:
+            test.untestable = (f"{SETTING_FLAGS[setting]} is {slow_value} on both sides: there is nothing to change, "
+                               "so this hypothesis cannot hold here")
         testable.append(test)
     return testable + tests
+
+
+def setting_value(options: dict[str, Any], setting: str) -> Any:
+    """A side's value of `setting`: its run option where given, else for the settings a run has in effect without
+    asking (IN_EFFECT_SETTINGS) what its record says it had (hloscope.runs.settings.in_effect, under IN_EFFECT)."""
+    value = options.get(setting)
+    if setting == "fullgraph" and value is False:
+        value = None  # the default: what the mode had is in IN_EFFECT (None where it does not call torch.compile)
+    if value is None and setting in IN_EFFECT_SETTINGS:
+        recorded = options.get(IN_EFFECT)
+        if isinstance(recorded, dict):
+            return recorded.get(setting)
+        mode = options.get("mode")
+        if setting == "donate" and isinstance(mode, str) and mode in BY_NAME:
+            return donation_in_effect(mode, None)
+    return value
+
+
+def _donation_differs(slow_options: dict[str, Any], fast_options: dict[str, Any]) -> bool:
+    """The faster side donates its state and the slower does not (hypotheses of DONATION_RULES)."""
+    return setting_value(fast_options, "donate") is True and setting_value(slow_options, "donate") is not True
+
+
+def _refusal(slow_options: dict[str, Any], setting: str, value: Any) -> str | None:
+    """Why the slower configuration's mode cannot take `value` for `setting` (eager PyTorch has no donation, a mode
+    without torch.compile no compile mode), or None; None also when its mode is not recorded."""
+    mode = slow_options.get("mode")
+    if setting not in ("donate", "compile_mode", "fullgraph") or not isinstance(mode, str) or mode not in BY_NAME:
+        return None
+    if setting == "donate" and value is None:  # the faster side updates in place: the slower cannot be made to
+        return None
+    return setting_refusal(mode, setting, value)
 
 
 def expected_run_s(record: dict) -> float:
@@ -518,6 +577,9 @@ def _change(test: PlannedTest) -> str:
 
 
 def _flag(test: PlannedTest) -> str:
+    if test.setting in ("donate", "fullgraph") and isinstance(test.fast_value, bool):
+        named = "--donate" if test.setting == "donate" else "--fullgraph"
+        return named if test.fast_value else named.replace("--", "--no-", 1)
     return f"{SETTING_FLAGS.get(str(test.setting), str(test.setting))} {_shown(test.setting, test.fast_value)}"
 
 
