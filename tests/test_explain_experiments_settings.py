@@ -101,3 +101,21 @@ def test_fullgraph_on_the_faster_side_is_planned_for_a_compiled_slower_side_and_
         ("fullgraph", False, True, None)]
     eager = plan_tests(_result([], difference), _options("torchax"), fast)
     assert "does not call torch.compile" in str(eager[0].untestable)
+
+
+def test_a_planned_re_run_is_started_with_the_changed_option(tmp_path):
+    """The slower configuration with the faster one's donation: its child run is given --donate, the others not."""
+    from hloscope.cli.tested import _options as run_options
+    from hloscope.runs.experiments import _bare, _fields
+    from hloscope.runs.runner import PlannedRun, run_command
+
+    slow, fast = _options("jax"), _options("torch_xla")
+    plan = PairPlan("jax", "torch_xla", slow, fast, plan_tests(_result(["layout_changes"]), slow, fast))
+    configurations = {name: run_options(fields) for name, fields in plan.variants().items()}
+    first = next(iter(configurations.values()))
+    flags = {}
+    for name, options in configurations.items():
+        planned = PlannedRun(options.mode, variant=name, changes=tuple(_fields(options).items()))
+        command = run_command(planned.options(lambda mode: _bare(mode, first)), tmp_path)
+        flags[name] = [arg for arg in command if arg in ("--donate", "--no-donate")]
+    assert flags == {"baseline": [], "slower": [], "slower, donate=True": ["--donate"]}

@@ -137,3 +137,21 @@ def test_pytorch_compile_runs_with_the_compile_mode_fullgraph_and_threads_asked(
     threads = record["environment"]["threads"]
     assert (threads["cpu_affinity"], threads["torch_num_threads"]) == (1, 1)
     assert record["loss"]["finite"] and len(record["timing"]["step_times_s"]) == 3
+
+
+@pytest.mark.slow
+def test_torch_xla_without_donation_aliases_no_parameter_buffer(tmp_path):
+    """--no-donate in lazy torch_xla: the step's compiled graph has no input_output_alias (with torch_xla's default
+    donation it has), and the record says the state is written to new buffers."""
+    from hloscope.runs.rundir import load_run
+
+    result = hloscope("run", "--mode", "torch_xla", "--no-donate", "--dump-hlo", "--model", "vit-tiny",
+                      "--batch-size", "8", "--steps", "2", "--warmup", "1", "--out", tmp_path, "--run-id", "r",
+                      timeout=600, memory_limit=None)
+    assert result.code == 0, result.stderr[-2000:]
+    record = load_run(tmp_path / "r").to_dict()
+    assert record["config"]["donate"] is False
+    assert record["environment"]["donation"]["state_in_place"] is False
+    optimized = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "after_optimizations"]
+    assert optimized and not any("input_output_alias" in (tmp_path / "r" / a["path"]).read_text() for a in optimized)
+    assert record["loss"]["finite"] and len(record["timing"]["step_times_s"]) == 2
