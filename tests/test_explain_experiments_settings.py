@@ -119,3 +119,12 @@ def test_a_planned_re_run_is_started_with_the_changed_option(tmp_path):
         command = run_command(planned.options(lambda mode: _bare(mode, first)), tmp_path)
         flags[name] = [arg for arg in command if arg in ("--donate", "--no-donate")]
     assert flags == {"baseline": [], "slower": [], "slower, donate=True": ["--donate"]}
+
+
+def test_a_donation_change_is_said_as_the_options_that_set_it():
+    slow, fast = _options("jax"), _options("torch_xla")
+    [donate] = [t for t in plan_tests(_result(["layout_changes"]), slow, fast) if t.setting == "donate"]
+    assert donate.change == "--no-donate -> --donate"
+    tested = conclude(PairPlan("jax", "torch_xla", slow, fast, [donate]), {}, {"baseline": "", "slower": ""}, None, 0,
+                      [])
+    assert tested.tests[0].change == "--no-donate -> --donate"

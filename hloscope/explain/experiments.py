@@ -3,8 +3,9 @@ runs should take, and what each re-run concludes. Pure: reads explain's report a
 
 A hypothesis says why the slower configuration of a pair may be slower ("the precision differs", "the input pipeline
 is in the step"). Where it names a setting that hloscope sets for a run (`--precision`, `--data`, `--attention`,
-`--batch-size`, `--xla-flags`: the XLA flags in effect, given or inherited), the slower configuration is run again
-with only that setting changed to the faster one's value,
+`--batch-size`, `--xla-flags`: the XLA flags in effect, given or inherited; `--donate`, `--compile-mode`,
+`--fullgraph`, `--threads`: what the run had in effect, asked for or its mode's own), the slower configuration is run
+again with only that setting changed to the faster one's value,
 interleaved with both original configurations in fresh processes, and the share of the gap the change closed is
 
     share = (gap before - gap after) / gap before,  gap before = slow - fast,  gap after = changed - fast,
@@ -20,8 +21,9 @@ of the three configurations. The verdict reads that interval:
 - the interval lies above MEANINGFUL_SHARE and the estimate reaches CONFIRMED_SHARE: "confirmed";
 - the interval lies above zero otherwise: "partly";
 - anything else (the interval holds both no closure and a meaningful one): "cannot tell".
-A hypothesis whose setting hloscope does not set, or whose setting is the same on both sides, is "could not test",
-with the reason. When several are confirmed, one more configuration applies them all, and the joint closure is set
+A hypothesis whose setting hloscope does not set, whose setting is the same on both sides, or whose value the slower
+side's mode cannot take (donation in eager PyTorch, a compile mode where nothing calls torch.compile), is "could not
+test", with the reason, and nothing runs for it. When several are confirmed, one more configuration applies them all, and the joint closure is set
 against the sum of the single ones (the interaction).
 """
 
@@ -572,15 +574,26 @@ def _why_not(summary: ModeSummary | None, not_run: list[str]) -> str:
 def _change(test: PlannedTest) -> str:
     if test.setting is None:
         return ""
+    if test.setting in SWITCHES:  # on/off options: each side as the option it ran with
+        return f"{_switch(test.setting, test.slow_value)} -> {_switch(test.setting, test.fast_value)}"
     return (f"{SETTING_FLAGS.get(test.setting, test.setting)} {_shown(test.setting, test.slow_value)} -> "
             f"{_shown(test.setting, test.fast_value)}")
 
 
 def _flag(test: PlannedTest) -> str:
-    if test.setting in ("donate", "fullgraph") and isinstance(test.fast_value, bool):
-        named = "--donate" if test.setting == "donate" else "--fullgraph"
-        return named if test.fast_value else named.replace("--", "--no-", 1)
+    if test.setting in SWITCHES:
+        return _switch(str(test.setting), test.fast_value)
     return f"{SETTING_FLAGS.get(str(test.setting), str(test.setting))} {_shown(test.setting, test.fast_value)}"
+
+
+# On/off settings -> how a run is given each value: --donate / --no-donate, --fullgraph / no option
+SWITCHES = {"donate": ("--donate", "--no-donate"), "fullgraph": ("--fullgraph", "without --fullgraph")}
+
+
+def _switch(setting: str, value: Any) -> str:
+    """An on/off setting's value as the option that sets it (`--no-donate`); None: the side has no such setting."""
+    on, off = SWITCHES[setting]
+    return on if value is True else off if value is False else f"no {SETTING_FLAGS[setting]} (not applicable)"
 
 
 def _shown(setting: str | None, value: Any) -> str:
