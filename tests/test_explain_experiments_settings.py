@@ -128,3 +128,13 @@ def test_a_donation_change_is_said_as_the_options_that_set_it():
     tested = conclude(PairPlan("jax", "torch_xla", slow, fast, [donate]), {}, {"baseline": "", "slower": ""}, None, 0,
                       [])
     assert tested.tests[0].change == "--no-donate -> --donate"
+
+
+def test_the_report_leads_with_the_option_the_re_run_was_given():
+    from hloscope.explain.experiments import HypothesisTest, PairTests, TestedBlock
+    from hloscope.render.tested_views import lead_lines
+
+    test = HypothesisTest(["donate"], "matching the donation of the state", "donate", True, False, "cannot tell",
+                          "why", change="--donate -> --no-donate")
+    block = TestedBlock(60.0, pairs=[PairTests("jax [a]", "jax [b]", None, 1, tests=[test])])
+    assert lead_lines(block)[0].startswith("matching the donation of the state (--no-donate) ")

@@ -68,6 +68,11 @@ def _interaction_text(found: Interaction | None) -> str | None:
 
 
 def _change_phrase(test: HypothesisTest) -> str:
+    """The title and the option the re-run was given: "(--precision fp32)", or an on/off option as it is written
+    ("(--no-donate)")."""
+    target = test.change.rpartition(" -> ")[2]
+    if target.startswith(("--", "without ", "no ")):
+        return f"{test.title} ({target})"
     return f"{test.title} ({test.change.split(' ')[0]} {test.fast_value})"
 
 
