@@ -155,3 +155,18 @@ def test_torch_xla_without_donation_aliases_no_parameter_buffer(tmp_path):
     optimized = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "after_optimizations"]
     assert optimized and not any("input_output_alias" in (tmp_path / "r" / a["path"]).read_text() for a in optimized)
     assert record["loss"]["finite"] and len(record["timing"]["step_times_s"]) == 2
+
+
+def test_compare_plans_only_the_modes_that_refuse_a_setting_as_refused():
+    from hloscope.cli.compare import _refuse_settings
+    from hloscope.runs.runner import PlannedRun
+
+    plan = _refuse_settings(["pytorch", "jax", "torch_xla"], {"donate": True}, None)
+    assert [(p.mode, p.refused is not None) for p in plan] == [("pytorch", True), ("jax", False), ("torch_xla", False)]
+    assert "donation does not apply" in str(plan[0].refused)
+    assert _refuse_settings(["jax"], {"donate": True}, None) is None  # nothing refused: one run per mode, as before
+    by_devices = _refuse_settings(["pytorch", "jax"], {"compile_mode": "max-autotune"},
+                                  [PlannedRun("pytorch", 1), PlannedRun("jax", 1), PlannedRun("jax", 2, refused="x")])
+    assert [(p.mode, p.devices, p.refused is not None) for p in by_devices] == [
+        ("pytorch", 1, True), ("jax", 1, True), ("jax", 2, True)]
+    assert by_devices[2].refused == "x"
