@@ -138,3 +138,17 @@ def test_the_report_leads_with_the_option_the_re_run_was_given():
                           "why", change="--donate -> --no-donate")
     block = TestedBlock(60.0, pairs=[PairTests("jax [a]", "jax [b]", None, 1, tests=[test])])
     assert lead_lines(block)[0].startswith("matching the donation of the state (--no-donate) ")
+
+
+def test_more_threads_than_this_machine_has_could_not_be_tested_here():
+    """The faster run was made on a larger machine: no re-run is started for its thread count."""
+    from hloscope.cli.tested import _refuse_what_this_machine_cannot_run
+    from hloscope.machine import usable_cpus
+
+    slow, fast = _options("jax", threads=1), _options("jax", threads=usable_cpus() + 1)
+    plan = PairPlan("jax [a]", "jax [b]", slow, fast,
+                    plan_tests(_result([], [{"field": "threads", "a": "1", "b": "3"}]), slow, fast))
+    assert plan.runnable
+    _refuse_what_this_machine_cannot_run([plan])
+    assert not plan.runnable
+    assert f"--threads {usable_cpus() + 1}: this machine lets hloscope use" in str(plan.tests[0].untestable)

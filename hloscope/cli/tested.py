@@ -50,6 +50,7 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
 
     options, expected, platform = _recorded(report)
     plans = plan_pairs(report, options, rules)
+    _refuse_what_this_machine_cannot_run(plans)
     budget_s = 60 * (budget_min if budget_min is not None else default_budget_min(platform))
     block = TestedBlock(budget_s, method=dict(METHOD))
     started = time.monotonic()
@@ -111,6 +112,21 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
     block.elapsed_s = time.monotonic() - started
     report.tested = block
     return block
+
+
+def _refuse_what_this_machine_cannot_run(plans) -> None:
+    """A thread count above the CPUs this machine gives hloscope (runs made on a larger machine) cannot be re-run
+    here: the test says so instead of starting a run that would stop at once."""
+    from hloscope.errors import UsageError
+    from hloscope.machine import check_threads
+
+    for plan in plans:
+        for test in plan.runnable:
+            if test.setting == "threads" and isinstance(test.fast_value, int):
+                try:
+                    check_threads(test.fast_value)
+                except UsageError as error:
+                    test.untestable = f"this machine cannot run the slower configuration so: {error}"
 
 
 def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]:
