@@ -1,6 +1,6 @@
 """--xla-flags without running a framework: the check of a value, what a run process's XLA_FLAGS becomes, the flags a
-recorded run was made with (given or inherited, hloscope's own left out), the child's command line, and a run.json
-whose flags are not a string of flags refused in one line before anything runs."""
+recorded run was made with (given or inherited, hloscope's own left out, a device count the user exported kept), the
+child's command line, and a run.json whose flags are not a string of flags refused in one line before anything runs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from helpers import assert_refused, hloscope
 
 from hloscope.backends.base import RunOptions
+from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG
 from hloscope.runs import rundir, xla_flags
 from hloscope.runs.runner import run_command
 
@@ -49,7 +50,7 @@ def test_the_option_replaces_the_inherited_flags_and_none_keeps_them(monkeypatch
 def test_the_recorded_flags_come_from_the_option_else_the_environment_less_hloscopes_own():
     given = {"config": {"xla_flags": NO_OPT}, "environment": {"env": {"XLA_FLAGS": f"{NO_OPT} --xla_dump_to=/r"}}}
     assert xla_flags.recorded(given) == NO_OPT
-    inherited = {"config": {}, "environment": {"env": {
+    inherited = {"config": {"devices": 2}, "environment": {"env": {
         "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {NO_OPT} --xla_dump_to=/r --xla_dump_hlo_as_text "
                      "--xla_cpu_enable_fast_math=false"}}}
     assert xla_flags.recorded(inherited) == NO_OPT
@@ -57,6 +58,30 @@ def test_the_recorded_flags_come_from_the_option_else_the_environment_less_hlosc
     assert xla_flags.recorded({"config": {}}) is None  # no environment: not known
     with pytest.raises(ValueError):
         xla_flags.recorded({"config": {"xla_flags": "$(id)"}})
+
+
+def _inherited(flags: str, config: dict) -> dict:
+    return {"config": config, "environment": {"env": {"XLA_FLAGS": flags}}}
+
+
+def test_the_device_count_that_devices_set_is_left_out_of_the_requested_flags():
+    assert xla_flags.HOST_DEVICE_COUNT_FLAG == HOST_DEVICE_COUNT_FLAG  # the flag --devices sets
+    assert xla_flags.recorded(_inherited(f"{NO_OPT} {HOST_DEVICE_COUNT_FLAG}=4", {"devices": 4})) == NO_OPT
+
+
+def test_a_device_count_the_user_exported_stays_in_the_requested_flags():
+    exported = f"{HOST_DEVICE_COUNT_FLAG}=8 {NO_OPT}"
+    assert xla_flags.recorded(_inherited(exported, {"devices": 1})) == exported  # one device: hloscope added nothing
+    assert xla_flags.recorded(_inherited(exported, {"devices": 2})) == exported  # --devices 2 would have set 2
+    assert xla_flags.recorded(_inherited(exported, {"devices": True})) == exported  # not a device count
+
+
+def test_a_record_without_a_device_count_keeps_the_device_count_flag():
+    exported = f"{NO_OPT} {HOST_DEVICE_COUNT_FLAG}=4 --xla_dump_to=/r"
+    kept = f"{NO_OPT} {HOST_DEVICE_COUNT_FLAG}=4"
+    assert xla_flags.recorded(_inherited(exported, {})) == kept
+    assert xla_flags.recorded(_inherited(exported, {"devices": None})) == kept
+    assert xla_flags.recorded({"environment": {"env": {"XLA_FLAGS": exported}}}) == kept  # no config at all
 
 
 def test_the_child_gets_the_flags_as_one_argument(tmp_path):

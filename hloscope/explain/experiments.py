@@ -69,7 +69,7 @@ RULE_SETTINGS = {"compute_dtype": "precision", "matmul_precision": "precision", 
 DONATION_RULES = ("layout_changes",)
 # Configuration difference (hloscope.runs.settings) -> the run option that sets it.
 # env.XLA_FLAGS: the flags in effect, whether given with --xla-flags or inherited (hloscope.runs.xla_flags.recorded
-# gives each side's requested flags, hloscope's own dump and device-count flags left out)
+# gives each side's requested flags, hloscope's own dump flags and the device count --devices set left out)
 DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size",
                        "env.XLA_FLAGS": "xla_flags", "donate": "donate", "compile_mode": "compile_mode",
                        "fullgraph": "fullgraph", "threads": "threads", "env.OMP_NUM_THREADS": "threads"}

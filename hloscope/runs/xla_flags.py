@@ -5,7 +5,9 @@ recorded run was made with, so that explain --test-hypotheses can run one config
 whatever the shell exported, so that a run can be made again from its record alone. Without the option the inherited
 XLA_FLAGS is kept, as before. Either way hloscope then adds its own flags where a run needs them (`--dump-hlo` for
 torch_xla, `--devices N` on a CPU host), and run.json records the option in `config.xla_flags` (null: not given) and
-the value in effect after the mode's setup in `environment.env.XLA_FLAGS`.
+the value in effect after the mode's setup in `environment.env.XLA_FLAGS`. The flags a recorded run requested leave
+out hloscope's additions: its dump flags, and the host-platform device count where `--devices N` set it (a device
+count the user exported stays, so that the re-run runs on the same devices).
 
 A value is whitespace-separated `--name` or `--name=value` tokens of printable ASCII: the value reaches the child
 process as one argument (`--xla-flags=TEXT`, no shell) and its environment, never anything that parses it further.
@@ -22,7 +24,10 @@ _FLAG = re.compile(r"--[A-Za-z0-9_][A-Za-z0-9_.-]*(=[\x21-\x7e]*)?")
 # and set again by the run that repeats it. Prefixes: `--xla_dump_to=...`, `--xla_dump_hlo_as_text`, ...
 # A sane bound on the text (XLA has a few hundred flags; a value this long is not a list of them).
 MAX_CHARS = 16384
-HLOSCOPE_OWN_FLAGS = ("--xla_dump", "--xla_cpu_enable_fast_math=false", "--xla_force_host_platform_device_count")
+HLOSCOPE_OWN_FLAGS = ("--xla_dump", "--xla_cpu_enable_fast_math=false")
+# Added by `--devices N` (hloscope.backends.devices.HOST_DEVICE_COUNT_FLAG, which this layer may not import), so
+# hloscope's own only where the record's config.devices is N.
+HOST_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
 def check(text: str) -> str:
@@ -51,9 +56,20 @@ def apply(flags: str | None) -> None:
         os.environ.pop("XLA_FLAGS", None)
 
 
-def requested(flags_in_effect: str) -> str:
-    """The flags a run asked for, from the XLA_FLAGS it recorded: hloscope's own additions removed."""
-    return " ".join(f for f in flags_in_effect.split() if not f.startswith(HLOSCOPE_OWN_FLAGS))
+def requested(flags_in_effect: str, devices: object = None) -> str:
+    """The flags a run asked for, from the XLA_FLAGS it recorded: hloscope's own additions removed. The host-platform
+    device count is hloscope's only where `--devices N` (`devices`, the record's config.devices) set it: N > 1 and the
+    flag's value N; otherwise a user exported it, and it stays (a re-run without it runs on another device count)."""
+    return " ".join(f for f in flags_in_effect.split()
+                    if not f.startswith(HLOSCOPE_OWN_FLAGS) and not _added_device_count(f, devices))
+
+
+def _added_device_count(flag: str, devices: object) -> bool:
+    """Whether `flag` is the host-platform device count that `--devices` (hloscope.backends.devices) set."""
+    name, _, value = flag.partition("=")
+    if name != HOST_DEVICE_COUNT_FLAG:
+        return False
+    return isinstance(devices, int) and not isinstance(devices, bool) and devices > 1 and value == str(devices)
 
 
 def recorded(record: dict) -> str | None:
@@ -69,4 +85,4 @@ def recorded(record: dict) -> str | None:
     if not isinstance(env, dict):
         return None
     value = env.get("XLA_FLAGS", "")
-    return requested(check(value))
+    return requested(check(value), config.get("devices") if isinstance(config, dict) else None)
