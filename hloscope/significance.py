@@ -157,7 +157,9 @@ def _pooled_medians(processes: list[list[float]], rng: np.random.Generator) -> n
         values = table[chosen[:, None], np.minimum(picks, width - 1)]
         values[np.arange(width)[None, :] >= lengths[chosen][:, None]] = np.nan  # a shorter process draws fewer steps
         columns.append(values)
-    return np.nanmedian(np.concatenate(columns, axis=1), axis=1)
+    pooled = np.concatenate(columns, axis=1)
+    # nanmedian masks every row; with processes of one length no draw is NaN and the plain median is the same, 3x faster
+    return np.median(pooled, axis=1) if lengths.min() == width else np.nanmedian(pooled, axis=1)
 
 
 def process_spread(medians: list[float]) -> float | None:
