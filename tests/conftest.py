@@ -30,6 +30,9 @@ from helpers import (
     hloscope,
 )
 
+from hloscope.cli import main
+from hloscope.targets.cuda_env import find_target_python
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # The Ctrl-C tests start hloscope as a terminal would, with SIGINT at its default. A test run started with SIGINT
@@ -61,8 +64,6 @@ def cli_run():
     """Run `hloscope ARGS...` in-process; returns (exit_code, stdout, stderr)."""
     from click.testing import CliRunner
 
-    from hloscope.cli import main
-
     def invoke(*args: str):
         runner = CliRunner()
         result = runner.invoke(_entry, list(args), catch_exceptions=False)
@@ -83,8 +84,6 @@ def cli_run():
 def cuda_plugin() -> str:
     """The Python with jax's CUDA plugin that `--target` compiles with (.venv-cuda, or $HLOSCOPE_TARGET_PYTHON).
     scripts/setup.sh always makes it, so a missing one fails the test that needs it."""
-    from hloscope.targets.cuda_env import find_target_python
-
     python = find_target_python()
     assert python is not None, ("no environment with jax's CUDA plugin: run `bash scripts/setup-cuda-target.sh` "
                                 "(scripts/setup.sh does), or set HLOSCOPE_TARGET_PYTHON")

@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.hlo.xla import run_isolated
+from hloscope.runs import rundir
+from hloscope.runs.records import decode_comparison, decode_run
+
 # ------------------------------------------------------------------------------------------------------ where files are
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,8 +120,6 @@ def split_for_xla(text: str) -> list[str]:
 def paired_with_xla(modules: list, chunks: list[str]) -> list[tuple]:
     """hloscope's modules beside XLA's parse of the same chunks (one child process): one module per chunk, each valid
     and named as XLA names it. [(module, XLA's {computation: [(name, opcode, operand names)]})]."""
-    from hloscope.hlo.xla import run_isolated
-
     views = run_isolated(chunks, "view")
     assert len(modules) == len(chunks)
     pairs = []
@@ -257,8 +259,6 @@ def first_good_hlo() -> Path:
 
 def good_run(root: Path, name: str = "jax") -> Path:
     """A run directory as the harness writes it (rundir.write_run), holding a real XLA GPU dump and a real xplane."""
-    from hloscope.runs import rundir
-
     run = rundir.create_run_dir(root, run_id=name)
     (run / "hlo").mkdir()
     artifacts = []
@@ -289,7 +289,6 @@ def comparison_of(root: Path, pytorch_trace: Path) -> Path:
     directory = root / "compare-1"
     directory.mkdir()
     good_run(directory, "jax")
-    from hloscope.runs import rundir
 
     run = rundir.create_run_dir(directory, run_id="pytorch")
     (run / "profile").mkdir()
@@ -368,8 +367,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def run_record(parts: dict, file: Path = Path("run.json")):
     """The typed run record (hloscope.runs.records.RunRecord) of a run.json holding `parts`; the keys every run.json
     has (schema version, id, mode, status, config) are filled in where `parts` leaves them out."""
-    from hloscope.runs.records import decode_run
-
     document = {"schema_version": 1, "run_id": "run", "mode": "jax", "status": "ok", "config": {}, **parts}
     return decode_run(file, document)
 
@@ -377,8 +374,6 @@ def run_record(parts: dict, file: Path = Path("run.json")):
 def comparison_record(parts: dict, file: Path = Path("comparison.json")):
     """The typed comparison record (hloscope.runs.records.ComparisonRecord) of a comparison.json holding `parts`; an
     entry without a run directory gets its mode's name as one."""
-    from hloscope.runs.records import decode_comparison
-
     modes = [{"dir": entry.get("mode", "run"), **entry} for entry in parts.get("modes", [])]
     return decode_comparison(file, {"schema_version": 1, **parts, "modes": modes})
 

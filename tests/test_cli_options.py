@@ -10,6 +10,18 @@ from pathlib import Path
 import pytest
 from helpers import assert_refused, first_good_hlo, good_run, hloscope, needs_fixtures
 
+from hloscope.cli.options import FiniteFloatRange
+from hloscope.errors import InputError
+from hloscope.explain.replay_split import split
+from hloscope.explain.summary import ModeSummary
+from hloscope.limits import MAX_SEED, MAX_STEPS
+from hloscope.render.output import check_writable, choose_format, emit
+from hloscope.render.replay_text import render_text
+from hloscope.replay.program import Program, Shape, make_inputs
+from hloscope.replay.runner import _against_run, replay
+from hloscope.runs.records import decode_run
+from hloscope.runs.replay_record import ReplaySummary
+
 # ----------------------------------------------------------------------------------- a symlink loop at an artifact
 
 
@@ -69,8 +81,6 @@ def test_bad_option_values_are_refused_before_any_work(args, cli_run, tmp_path, 
 def test_finite_float_range_refuses_nan_and_infinity():
     import click
 
-    from hloscope.cli.options import FiniteFloatRange
-
     kind = FiniteFloatRange(0, 10)
     assert kind.convert("0.5", None, None) == 0.5
     for text in ("nan", "NaN", "inf", "-inf"):
@@ -80,8 +90,6 @@ def test_finite_float_range_refuses_nan_and_infinity():
 
 
 def test_bounds_are_in_the_help(cli_run):
-    from hloscope.limits import MAX_SEED, MAX_STEPS
-
     for command in ("run", "compare", "replay"):
         code, stdout, _ = cli_run(command, "--help")
         assert code == 0 and f"0<=x<={MAX_SEED}" in stdout.replace("\n", " ") and f"1<=x<={MAX_STEPS}" in stdout
@@ -90,9 +98,6 @@ def test_bounds_are_in_the_help(cli_run):
 def test_the_largest_seed_replays(tmp_path):
     """--seed 2**32-1 (the bound) reaches every generator of the replay's inputs, an unsigned RNG-seed scalar too."""
     import jax
-
-    from hloscope.limits import MAX_SEED
-    from hloscope.replay.program import Program, Shape, make_inputs
 
     program = Program(name="p", file="p", fmt="hlo", executable=None, compiled_hlo="", outputs=[], feeds={},
                       feeds_from="none", parameters=[Shape("u32", ()), Shape("u8", ()), Shape("f32", (2, 3))])
@@ -124,10 +129,6 @@ def test_diff_dash_output_is_stdout(form, cli_run, tmp_path, monkeypatch):
 
 
 def test_render_output_reads_dash_as_stdout(tmp_path, capsys, monkeypatch):
-    from pathlib import Path
-
-    from hloscope.render.output import check_writable, choose_format, emit
-
     monkeypatch.chdir(tmp_path)
     Path("-").write_text("the user's file", encoding="utf-8")  # a file named '-' is never the target, nor refused
     check_writable(Path("-"), force=False)
@@ -156,9 +157,6 @@ def test_truncated_stablehlo_replay_names_the_file_and_position(tmp_path):
 
 
 def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
-    from hloscope.errors import InputError
-    from hloscope.replay.runner import replay
-
     path = tmp_path / "module.hlo.txt"
     path.write_text(TINY_HLO[: TINY_HLO.index("add(") + 6], encoding="utf-8")
     with pytest.raises(InputError) as raised:
@@ -172,19 +170,11 @@ def test_truncated_hlo_replay_names_the_file_and_position(tmp_path):
 
 def _run_record(timing: dict):
     """A run.json record holding only `timing`, typed as the replay reads it."""
-    from hloscope.runs.records import decode_run
-
     return decode_run(Path("run.json"), {"schema_version": 1, "run_id": "r", "mode": "jax", "status": "ok",
                                          "config": {}, "timing": timing})
 
 
 def test_negative_overhead_is_reported_as_an_anomaly():
-    from hloscope.explain.replay_split import split
-    from hloscope.explain.summary import ModeSummary
-    from hloscope.render.replay_text import render_text
-    from hloscope.replay.runner import _against_run
-    from hloscope.runs.replay_record import ReplaySummary
-
     steps, program = [0.010] * 10, [0.013] * 10  # the replay 3 ms slower than the run (a busy machine)
     run = ModeSummary(mode="jax", step_times_s=steps, replay=ReplaySummary(file="replay.json", program_times_s=program))
     data = split(run, run)
@@ -206,11 +196,6 @@ def test_negative_overhead_is_reported_as_an_anomaly():
 def test_an_overhead_measured_under_load_is_not_an_overhead():
     """The run and its replay are timed minutes apart: a run slowed by load (flagged noisy, or its main thread waiting
     for a CPU) would show a large "framework overhead" that is the load's. The record says it cannot tell instead."""
-    from hloscope.explain.replay_split import split
-    from hloscope.explain.summary import ModeSummary
-    from hloscope.replay.runner import _against_run
-    from hloscope.runs.replay_record import ReplaySummary
-
     steps, program = [0.021] * 10, [0.0023] * 10  # seen: a jax run at 21 ms under load, its replay 2.3 ms
     waited = {"seconds": 1.0, "main_thread": {"running_s": 0.6, "waiting_for_cpu_s": 0.4}}
     quiet = {"seconds": 1.0, "main_thread": {"running_s": 0.99, "waiting_for_cpu_s": 0.01}}

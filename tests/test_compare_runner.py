@@ -13,9 +13,14 @@ from pathlib import Path
 import pytest
 
 from hloscope.backends.base import RunOptions
+from hloscope.errors import UsageError
+from hloscope.modes import parse_device_counts, run_label
+from hloscope.runs import rundir
+from hloscope.runs import runner as compare_runner
 from hloscope.runs.rundir import load_run, write_run
 from hloscope.runs.runner import (
     ModeOutcome,
+    PlannedRun,
     add_ratios,
     describe_exit,
     run_command,
@@ -97,10 +102,6 @@ def test_each_mode_runs_as_a_fresh_python_with_the_same_options(tmp_path):
 
 
 def test_a_run_per_mode_and_device_count_is_named_by_its_count(tmp_path):
-    from hloscope.errors import UsageError
-    from hloscope.modes import parse_device_counts, run_label
-    from hloscope.runs.runner import PlannedRun
-
     assert parse_device_counts("4,1,2,2") == [1, 2, 4]
     for bad in ("0,2", "1,x", ","):
         try:
@@ -122,12 +123,6 @@ def test_a_run_per_mode_and_device_count_is_named_by_its_count(tmp_path):
 def _fake_compare(tmp_path, monkeypatch, outcomes):
     """run_comparison with each mode's child replaced: `outcomes[mode]` is a status to record, or 'sigterm' to have
     the parent receive SIGTERM while that mode runs."""
-    import signal
-
-    from hloscope.backends.base import RunOptions
-    from hloscope.runs import rundir
-    from hloscope.runs import runner as compare_runner
-
     def fake_run_mode(options, comparison_dir, timeout_s=None, on_poll=None, name=None):
         run = comparison_dir / options.mode
         run.mkdir()

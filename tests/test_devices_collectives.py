@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.explain.collect import summarize_run
 from hloscope.trace.step_profile import EXPOSED_COLLECTIVES, exposed_time
 
 
@@ -95,7 +96,6 @@ def test_collective_time_per_step_and_in_the_ledger(tmp_path):
         assert step["collective_exposed_us"] <= step["collective_us"] <= step["device_busy_us"] + 0.01
 
     # explain's ledger: exposed communication is a node; the nodes of each kept step still add up to the step
-    from hloscope.explain.collect import summarize_run
 
     ledger = summarize_run(run).ledger
     assert ledger is not None and EXPOSED_COLLECTIVES in ledger.nodes

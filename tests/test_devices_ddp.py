@@ -16,6 +16,7 @@ from helpers import DEVICE_RUN_PROFILE_STEPS, DEVICE_RUN_STEPS
 
 from hloscope.backends.timing import rank_timing
 from hloscope.modes import DATA_PARALLEL_MODES
+from hloscope.tensorboard.logdir import find_sessions
 
 # torch.distributed's variables of a job this test run may be in, removed: each run starts its own ranks
 CLEAN_ENV: dict[str, str | None] = {"HLOSCOPE_NO_PROGRESS": "1", **dict.fromkeys(
@@ -131,7 +132,6 @@ def test_ddp_on_two_processes(device_run):
     assert [r["rank"] for r in job["ranks"]] == [0, 1]
     assert all(r["steps"] == DEVICE_RUN_PROFILE_STEPS for r in job["ranks"])  # the profiled steps
     # tensorboard lists each rank's trace as a session of the run, named by its rank
-    from hloscope.tensorboard.logdir import find_sessions
 
     sessions = find_sessions(run)
     assert [s.name.split("/")[1].split("-kineto-")[0] for s in sessions] == ["rank-0", "rank-1"]

@@ -13,7 +13,9 @@ import helpers
 import pytest
 
 from hloscope.backends.devices import CPU_DEVICE_COUNT_ENV, check_devices
+from hloscope.backends.torch_workload import build_model
 from hloscope.errors import UsageError
+from hloscope.models.presets import get_preset
 
 # runs of the frameworks (address space not capped), without the test run's own device count
 hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600,
@@ -27,9 +29,6 @@ def test_torch_xla_compile_is_refused_saying_why():
 
 
 def _gradient_bytes() -> int:
-    from hloscope.backends.torch_workload import build_model
-    from hloscope.models.presets import get_preset
-
     model = build_model(get_preset("vit-tiny"), seed=0)
     return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 

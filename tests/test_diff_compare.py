@@ -3,10 +3,13 @@ names it prints."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from helpers import assert_no_traceback, hloscope, run_record, tiny_dot_module
 
 from hloscope.diff.compare import compare_runs, compare_stats, compare_traces, delta
+from hloscope.render import diff_html, diff_md, diff_term
 
 
 def test_delta_of_numbers_and_nested_dicts():
@@ -43,11 +46,7 @@ def test_compare_runs_and_traces():
 
 def test_trace_part_of_the_report_in_every_format():
     """Time by category, per-step idle time and the kernels whose time changed most reach all three renderers."""
-    import io
-
     from rich.console import Console
-
-    from hloscope.render import diff_html, diff_md, diff_term
 
     step_a = {"kernels": 5, "device_busy_us": 100.0, "device_idle_us": 12.0}
     step_b = {"kernels": 7, "device_busy_us": 150.0, "device_idle_us": 4321.0}

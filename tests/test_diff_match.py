@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hloscope.diff.graph import Graph, Node, strip_layout
 from hloscope.diff.match import fingerprints, group_by_source, match_graphs
+from hloscope.hlo.attribution import layer_of
 
 
 def _graph(nodes: list[tuple], roots: list[str]) -> Graph:
@@ -96,8 +97,6 @@ def test_groups_fold_layer_indices_and_skip_bookkeeping():
 
 
 def test_source_groups_are_shortened_as_hlo_stats_shortens_them():
-    from hloscope.hlo.attribution import layer_of
-
     op_name = "jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/11/attention/attention/dot_general"
     g = _graph([("d", "dot", "f32[2]", [], op_name)], [])
     (group,) = group_by_source(g, ["d"])

@@ -21,6 +21,8 @@ from statistics import median
 import pytest
 from helpers import hloscope
 
+from hloscope.render import diff_html, diff_md, diff_term
+
 pytestmark = pytest.mark.slow
 
 CONTROL_FLOW = {"kWhile", "kConditional", "kCall"}
@@ -98,8 +100,6 @@ def test_every_output_says_what_was_compared(comparison, report):
     assert all(name in report["compared"] for name in names)
     from rich.console import Console
 
-    from hloscope.render import diff_html, diff_md, diff_term
-
     buffer = io.StringIO()
     diff_term.render(report, Console(file=buffer, width=400, color_system=None))
     for text in (buffer.getvalue(), diff_md.render(report), diff_html.render(report)):
@@ -163,8 +163,6 @@ def test_time_weighted_pairs_and_groups_match_the_raw_events(comparison, report)
 
 
 def test_html_has_the_plots(report):
-    from hloscope.render import diff_html
-
     html = diff_html.render(report)
     for title in ("FLOPs by graph", "Measured device time per step by graph",
                   "Matched instructions whose time per step changed most", "Only in B: device time per step"):

@@ -11,11 +11,15 @@ from pathlib import Path
 import pytest
 from helpers import assert_refused, good_run, hloscope, needs_fixtures
 
+from hloscope.errors import InputError
+from hloscope.explain.inputs import load_summaries
+from hloscope.render import fmt
+from hloscope.render.output import fresh_path
+from hloscope.runs import rundir
+
 
 def tiny_run(root: Path, name: str, mode: str | None = None, steps=(0.002, 0.0021, 0.0019, 0.002), **extra) -> Path:
     """A run directory holding only run.json (no HLO, no trace), as rundir writes it."""
-    from hloscope.runs import rundir
-
     run = rundir.create_run_dir(root, run_id=name)
     record = {"schema_version": 1, "run_id": name, "mode": mode or name, "status": "ok", "error": None,
               "config": {"model": "vit-tiny", "batch_size": 8}, "timing": {"step_times_s": list(steps)}, "artifacts": []}
@@ -25,8 +29,6 @@ def tiny_run(root: Path, name: str, mode: str | None = None, steps=(0.002, 0.002
 
 def comparison(root: Path, *modes: str, name: str = "compare-1") -> Path:
     """A comparison directory of tiny runs (pytorch ten times slower than the others), every mode listed `ok`."""
-    from hloscope.runs import rundir
-
     directory = root / name
     for mode in modes:
         tiny_run(directory, mode, steps=(0.02, 0.021, 0.019, 0.02) if mode == "pytorch" else (0.002, 0.0021, 0.0019))
@@ -99,8 +101,6 @@ def test_every_mode_directory_missing_is_one_line_each(tmp_path):
 
 
 def test_a_mode_that_failed_before_writing_its_directory_is_not_an_error(tmp_path):
-    from hloscope.runs import rundir
-
     directory = comparison(tmp_path, "jax", "pytorch")
     _damage(directory / "jax", "mode_dir_missing")
     record = json.loads((directory / "comparison.json").read_text())
@@ -123,8 +123,6 @@ def test_a_comparison_json_that_is_not_a_file_is_refused(tmp_path, how):
 
 def test_a_comparison_listing_one_run_directory_twice_is_refused(tmp_path):
     """3000 entries naming one directory took minutes (each read again); two showed one run as `jax` and `jax #2`."""
-    from hloscope.runs import rundir
-
     directory = comparison(tmp_path, "jax", "pytorch")
     record = json.loads((directory / "comparison.json").read_text())
     record["modes"].append({**record["modes"][0], "mode": "jax2"})
@@ -188,9 +186,6 @@ def test_a_broken_replay_record_is_named_and_not_used(tmp_path, change, words):
 ])
 def test_nonsense_values_of_a_run_record_are_refused_naming_the_key(tmp_path, section, key, value, words):
     """Were accepted: "-0.228 ms per sample", a 33-digit ratio, a run dropped in silence, a 300-digit ratio."""
-    from hloscope.errors import InputError
-    from hloscope.runs import rundir
-
     run = tiny_run(tmp_path, "jax")
     record = json.loads((run / "run.json").read_text())
     record[section][key] = value
@@ -201,8 +196,6 @@ def test_nonsense_values_of_a_run_record_are_refused_naming_the_key(tmp_path, se
 
 
 def test_the_step_median_is_computed_from_the_step_times_not_trusted(tmp_path):
-    from hloscope.explain.inputs import load_summaries
-
     run = tiny_run(tmp_path, "jax", steps=(0.001, 0.003, 0.002), timing={"step_times_s": [0.001, 0.003, 0.002],
                                                                           "median_s": 5.0, "mean_s": 7.0})
     (summary,), _ = load_summaries(run)
@@ -216,8 +209,6 @@ def test_the_step_median_is_computed_from_the_step_times_not_trusted(tmp_path):
 ])
 def test_a_run_without_a_step_time_says_why(tmp_path, extra, status, why):
     """A run with no timing was shown as `ok` with `-`, a failed one without its error."""
-    from hloscope.explain.inputs import load_summaries
-
     run = tiny_run(tmp_path, "jax", **extra)
     (summary,), _ = load_summaries(run)
     assert summary.status == status and any(why in note for note in summary.notes), (summary.status, summary.notes)
@@ -239,16 +230,12 @@ def test_runs_of_one_mode_in_two_comparisons_have_unique_labels_and_an_ambiguous
 
 
 def test_a_share_that_rounds_to_zero_keeps_its_sign():
-    from hloscope.render import fmt
-
     assert [fmt.share(p, 1.0) for p in (-0.004, 0.004, -1e-5, 1e-5, 0.0, -0.03, 0.005)] == [
         "-0.4%", "0.4%", ">-0.1%", "<0.1%", "0%", "-3%", "0.5%"]
 
 
 def test_a_dangling_link_takes_the_report_name(tmp_path):
     """`explain --format html` said "use --force" for a dangling explain.html instead of writing explain-2.html."""
-    from hloscope.render.output import fresh_path
-
     os.symlink(tmp_path / "elsewhere.html", tmp_path / "explain.html")
     assert fresh_path(tmp_path, "explain", ".html") == tmp_path / "explain-2.html"
 
@@ -283,8 +270,6 @@ def test_explain_names_a_corrupt_trace_on_stderr_with_exit_2(tmp_path):
 @needs_fixtures
 def test_explain_shows_the_readable_runs_and_fails_on_the_broken_one(tmp_path):
     """One broken run never hides the others (its row says why), and the command still exits 2 naming the file."""
-    from hloscope.runs import rundir
-
     comparison = tmp_path / "compare-1"
     good_run(comparison, "jax")
     broken = good_run(comparison, "torch_xla")
@@ -308,8 +293,6 @@ def test_explain_shows_the_readable_runs_and_fails_on_the_broken_one(tmp_path):
 def test_explain_names_a_wrong_typed_comparison_entry(tmp_path, modes, words):
     """A comparison.json entry whose mode, status or error is not a string, or a comparison listing no modes, is one line
     naming comparison.json and the entry: never a non-string in the report's table, nor an empty report with exit 0."""
-    from hloscope.runs import rundir
-
     comparison = tmp_path / "compare-1"
     good_run(comparison, "jax")
     rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,6 @@ def test_bad_inputs(cli_run, tmp_path):
 
 
 def test_without_an_argument_the_newest_comparison_under_traces(cli_run, tmp_path, monkeypatch):
-    import os
-
     monkeypatch.chdir(tmp_path)
     code, _, err = cli_run("explain")
     assert code == 2 and "no comparison under traces/" in err and err.count("\n") == 1

@@ -14,12 +14,13 @@ from statistics import median
 import pytest
 from helpers import run_record
 
-from hloscope.explain.collect import add_hlo, summarize_run
+from hloscope.explain.collect import add_hlo, from_run_record, step_timeline, summarize_run
 from hloscope.explain.engine import explain
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.stats import module_stats
+from hloscope.trace.model import HOST_OP, KERNEL, LAYOUT, MATMUL, Event
 
 A100_TRACE = "hta/trace_diff__control__control.json.gz"  # 6 ProfilerSteps, 1,428 kernels each
 
@@ -203,8 +204,6 @@ def test_explain_between_two_real_gpu_runs_adds_up_and_annotates_the_right_nodes
 
 
 def test_run_record_fields():
-    from hloscope.explain.collect import from_run_record
-
     summary = from_run_record(run_record({
         "mode": "jax", "status": "ok", "config": {"data": "loader", "precision": "bf16"},
         "environment": {"platform": "gpu", "precision": {"requested": "bf16", "jax_default_matmul_precision": "default",
@@ -226,14 +225,10 @@ def test_run_record_fields():
     ({"platform": "Linux-6.18-x86_64"}, ""),
 ])
 def test_platform_from_each_backends_fields(environment, platform):
-    from hloscope.explain.collect import from_run_record
-
     assert from_run_record(run_record({"environment": environment})).platform == platform
 
 
 def test_torch_xla_matmul_precision_key():
-    from hloscope.explain.collect import from_run_record
-
     record = {"environment": {"precision": {"requested": "tf32", "mat_mul_precision": "high"}}}
     assert from_run_record(run_record(record)).matmul_precision == "high"
 
@@ -352,9 +347,6 @@ def test_explain_of_host_only_pytorch_with_too_few_profiled_steps(fixtures_dir, 
 def test_a_step_program_that_runs_after_its_marker_is_in_the_timeline():
     """JAX and PyTorch/XLA run a step's program after its marker ends: as in `trace stats`, the device work of the
     middle step is what starts before the next step does, not only what starts inside the marker."""
-    from hloscope.explain.collect import step_timeline
-    from hloscope.trace.model import HOST_OP, KERNEL, LAYOUT, MATMUL, Event
-
     def kernel(name, start, dur, category=MATMUL):
         return Event(name, start, dur, KERNEL, True, "XLA Ops", "/host:CPU", category=category)
 

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.hlo.roofline import roofline_for_module_file
+from hloscope.render.explain_views import ROOFLINE_LABEL
+
 TEMPLATE = Path(__file__).parent / "data" / "compiled" / "jax_h100.run.json"
 HLO = "module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
 THUNKS = "module_0001.jit_train_step.thunk_sequence.txt"
@@ -26,8 +29,6 @@ def _thunk_kinds(path: Path) -> Counter:
 
 
 def _compiled_run(run_dir: Path, mode: str, fixture: Path) -> dict:
-    from hloscope.hlo.roofline import roofline_for_module_file
-
     (run_dir / "hlo").mkdir(parents=True)
     for name in (HLO, THUNKS, CONFIG):
         shutil.copy(fixture / name, run_dir / "hlo" / name)
@@ -95,8 +96,6 @@ def test_compiled_report_ranks_on_roofline_and_carries_run_json_figures(cli_run,
 
 
 def test_compiled_report_side_by_side_in_terminal_markdown_and_html(cli_run, compiled_comparison, tmp_path):
-    from hloscope.render.explain_views import ROOFLINE_LABEL
-
     root, records = compiled_comparison
     code, term, err = cli_run("explain", str(root))
     assert code == 0, err

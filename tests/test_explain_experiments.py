@@ -4,9 +4,14 @@ cases of a ratio of two noisy gaps."""
 
 from __future__ import annotations
 
+import io
+import json
+import time
+
 import numpy as np
 import pytest
 
+from hloscope.backends.base import RunOptions
 from hloscope.explain.experiments import (
     CANNOT_TELL,
     CONFIRMED,
@@ -14,6 +19,7 @@ from hloscope.explain.experiments import (
     PARTLY,
     REFUTED,
     PairPlan,
+    TestedBlock,
     closure,
     conclude,
     expected_run_s,
@@ -21,11 +27,14 @@ from hloscope.explain.experiments import (
     interaction,
     joint_variant,
     judge,
+    plan_pairs,
     plan_tests,
 )
 from hloscope.explain.hypotheses import Annotation
-from hloscope.explain.report import Contributor, ModeResult
+from hloscope.explain.report import Contributor, ExplainReport, ModeResult
 from hloscope.explain.summary import ModeSummary
+from hloscope.render import explain_html, explain_md, explain_term
+from hloscope.runs.experiments import CTRL_C, run_configurations
 
 
 def processes(center_s: float, spread: float, count: int = 3, steps: int = 8, seed: int = 0) -> list[list[float]]:
@@ -265,14 +274,7 @@ def _summary(label: str, steps: list[list[float]]) -> ModeSummary:
 def test_the_tested_block_leads_every_rendering_and_the_json():
     """Terminal, Markdown and HTML open with the tested result; --json carries it as `tested`; a report without it
     keeps its document as it was."""
-    import io
-    import json
-
     from rich.console import Console
-
-    from hloscope.explain.experiments import TestedBlock
-    from hloscope.explain.report import ExplainReport
-    from hloscope.render import explain_html, explain_md, explain_term
 
     plan = PairPlan("jax [slower]", "jax [baseline]", {"precision": "bf16"}, {"precision": "fp32"},
                     plan_tests(_result(["compute_dtype", "eager_ops"]), {"precision": "bf16"}, {"precision": "fp32"}))
@@ -301,9 +303,6 @@ def test_the_tested_block_leads_every_rendering_and_the_json():
 
 
 def test_named_hypotheses_are_tested_even_where_the_gap_was_not_significant():
-    from hloscope.explain.experiments import plan_pairs
-    from hloscope.explain.report import ExplainReport
-
     quiet = ModeResult("jax (loader)", "ok", gap_s=-0.001, significant=False, verdict="no significant difference")
     report = ExplainReport("jax (fp32)", "step_time", [ModeResult("jax (fp32)", "ok", gap_s=0.0, verdict="baseline"),
                                                       quiet], {})
@@ -319,11 +318,6 @@ def test_named_hypotheses_are_tested_even_where_the_gap_was_not_significant():
 def test_a_spent_budget_starts_nothing_and_says_so(tmp_path):
     """The launcher asks before each run: past the deadline nothing starts, every run is recorded as not started
     with the budget as the reason, and comparison.json says interrupted."""
-    import time
-
-    from hloscope.backends.base import RunOptions
-    from hloscope.runs.experiments import run_configurations
-
     fast = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1)
     slow = RunOptions(mode="jax", model="vit-tiny", batch_size=8, steps=4, warmup=1, precision="bf16")
     launched = run_configurations({"baseline": fast, "slower": slow}, tmp_path, 2, {"baseline": 30.0, "slower": 30.0},
@@ -342,11 +336,6 @@ def test_test_options_without_test_hypotheses_are_refused(cli_run, tmp_path):
 
 
 def test_ctrl_c_keeps_the_comparison_and_says_what_did_not_run(tmp_path):
-    import time
-
-    from hloscope.backends.base import RunOptions
-    from hloscope.runs.experiments import CTRL_C, run_configurations
-
     def interrupt(label: str, expected: float) -> None:
         raise KeyboardInterrupt
 

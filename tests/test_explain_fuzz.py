@@ -16,6 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hloscope.errors import HloscopeError
+from hloscope.explain.engine import explain
+from hloscope.explain.inputs import load_summaries
+from hloscope.render import explain_html, explain_md, explain_term
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                           HealthCheck.too_slow])
@@ -53,10 +56,6 @@ LEAVES = sorted(_leaf_paths(RUN_RECORD), key=str)
 @given(changes=st.lists(st.tuples(st.sampled_from(LEAVES), WEIRD_VALUES), min_size=1, max_size=3))
 def test_run_record_with_values_of_other_types_never_crashes_explain(tmp_path, changes):
     from rich.console import Console
-
-    from hloscope.explain.engine import explain
-    from hloscope.explain.inputs import load_summaries
-    from hloscope.render import explain_html, explain_md, explain_term
 
     record = copy.deepcopy(RUN_RECORD)
     for path, value in changes:

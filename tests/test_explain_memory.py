@@ -10,9 +10,12 @@ import pytest
 from helpers import good_run, hloscope
 
 from hloscope import api
+from hloscope.cli.run import build_options
 from hloscope.explain.memory import MemorySide, compare
+from hloscope.hlo.memory import parse_buffer_assignment
 from hloscope.runs import rundir
 from hloscope.runs.memory_record import MemoryLedger, MemoryPart
+from hloscope.runs.runner import run_command
 from hloscope.runs.settings import differences, settings
 
 MiB = 1 << 20
@@ -143,9 +146,6 @@ def test_the_optimizer_is_a_setting_of_the_fairness_audit():
 
 
 def test_compare_passes_the_optimizer_to_each_mode():
-    from hloscope.cli.run import build_options
-    from hloscope.runs.runner import run_command
-
     values = {"model": "vit-tiny", "batch_size": 8, "steps": 6, "warmup": 2, "precision": "fp32", "device": "cpu",
               "data": "device", "seed": 0, "dump_hlo": False, "profile": False, "profile_steps": 6,
               "keep_all": False}
@@ -173,8 +173,6 @@ def test_the_same_optimizer_with_more_state_per_parameter_byte_is_a_wider_dtype(
 
 def test_torch_xlas_temporaries_come_from_the_dumped_buffer_assignment(tmp_path):
     from helpers import fixture
-
-    from hloscope.hlo.memory import parse_buffer_assignment
 
     source = fixture("gpu_aot/vit_tiny_sm90_triton/module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations"
                      "-buffer-assignment.txt")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,15 @@ from helpers import hloscope
 
 from hloscope.diff.adapt import graph_from_modules
 from hloscope.diff.timing import SEP
+from hloscope.explain.collect import summarize_run
+from hloscope.explain.engine import explain
 from hloscope.explain.ledger import OpSeries, RunLedger
 from hloscope.explain.ops import NAME, STRUCTURE, ProgramGraph, op_rows, structural_deltas
+from hloscope.explain.replicates import merge_ledgers
 from hloscope.explain.report import OpChange
 from hloscope.explain.summary import ModeSummary
 from hloscope.hlo.parser import parse_hlo_text
+from hloscope.render import explain_md
 from hloscope.render.explain_views import op_label
 
 _BODIES = """
@@ -153,8 +158,6 @@ def test_programs_are_read_when_compared_and_the_run_s_released():
 
 def test_pooled_processes_keep_their_instructions():
     """`compare --repeats`: the processes of one configuration pooled into one ledger still pair by structure."""
-    from hloscope.explain.replicates import merge_ledgers
-
     pooled = merge_ledgers([_ledger(TORCHAX_TIMES), _ledger(TORCHAX_TIMES)])
     assert set(pooled.instructions) == set(TORCHAX_TIMES)
     assert pooled.instructions[_key("dot.9")].seconds == 2 * TORCHAX_TIMES[_key("dot.9")].seconds
@@ -193,8 +196,6 @@ def runs(request) -> Path:
 
 @pytest.fixture(scope="module")
 def summaries(runs):
-    from hloscope.explain.collect import summarize_run
-
     return {mode: summarize_run(runs / mode) for mode in MODES}
 
 
@@ -268,11 +269,6 @@ def test_explain_report_carries_the_pairing(summaries):
     with torchax's timed steps made jax's shifted by three times jax's slowest step, so that the gap is significant
     and the op table is drawn (8 timed steps on a loaded machine may not show the real gap, nor a 1.5x scaling of
     steps that vary by 5x there)."""
-    from dataclasses import replace
-
-    from hloscope.explain.engine import explain
-    from hloscope.render import explain_md
-
     jax = summaries["jax"]
     shift = 3 * max(jax.step_times_s)  # beyond any spread of jax's steps
     torchax = replace(summaries["torchax"], step_times_s=[t + shift for t in jax.step_times_s])

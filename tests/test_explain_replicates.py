@@ -10,6 +10,7 @@ import pytest
 from helpers import REPO
 
 from hloscope.errors import UsageError
+from hloscope.explain.calibration import calibration
 from hloscope.explain.engine import explain, process_noise
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
@@ -229,8 +230,6 @@ def test_configurations_pool_processes_and_measure_their_spread():
 def test_calibration_reads_the_control_the_aa_pair_and_the_delay():
     """A, A' and A + 3 ms, three processes each: the smallest resolvable gap is what A' could be told apart by, A' is no
     difference, and the delay is found at its size in the host-side node the profile puts it in."""
-    from hloscope.explain.calibration import calibration
-
     rng = random.Random(9)
     quiet = _ledger({"device:matmul": [0.8e-3] * 6, "idle:other host": [0.2e-3] * 6})
     delayed = _ledger({"device:matmul": [0.8e-3] * 6, "idle:other host": [3.2e-3] * 6})
@@ -255,8 +254,6 @@ def test_calibration_holds_the_found_delay_to_the_sleep_the_runs_measured():
     """On a loaded machine a 3 ms sleep wakes late (4.1 ms measured), and while the host sleeps the busy neighbour runs,
     so the step's own work shrinks (matmul -1 ms): the gap is 3.2 ms and the device idled 4.2 ms longer. Against the
     3 ms asked for that is a wrong size; against the sleep the runs measured it is the delay."""
-    from hloscope.explain.calibration import calibration
-
     rng = random.Random(10)
     quiet = _ledger({"device:matmul": [2.6e-3] * 6, "idle:other host": [0.4e-3] * 6})
     delayed = _ledger({"device:matmul": [1.6e-3] * 6, "idle:other host": [4.6e-3] * 6})

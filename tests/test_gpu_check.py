@@ -3,17 +3,24 @@ hloscope.gpucheck.checks on crafted `--json` outputs, with a failing case for ea
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import sys
+import tomllib
+import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from helpers import command
 
+from hloscope.cli.compare import command as compare
 from hloscope.gpucheck import checks
+from hloscope.gpucheck import main as gpucheck
 from hloscope.gpucheck.checks import FAIL, PASS, SKIP
-from hloscope.gpucheck.main import trim
+from hloscope.gpucheck.main import GPU_MODES, make_plan, pin_differences, requirement_pins, trim
 
 # Every invariant of docs/gpu-check.md, as SUMMARY.md names it (the start of its line)
 INVARIANTS = [
@@ -219,9 +226,6 @@ def test_trim_and_size(tmp_path: Path) -> None:
 def test_gpu_plan_parses_as_compare_options() -> None:
     """The GPU plan cannot run here; its comparisons' options are at least what `hloscope compare` accepts, and the
     seed's configuration (ViT-B/16, batch 32, tf32, dumps, profiles, two processes) is the one the invariants read."""
-    from hloscope.cli.compare import command as compare
-    from hloscope.gpucheck.main import GPU_MODES, make_plan
-
     plan = make_plan(False, None)
     assert plan.smoke_args is not None
     parsed = [compare.make_context("compare", [*args, "--out", "x"]).params
@@ -285,8 +289,6 @@ def _satisfied(requirement, device: dict[str, str | None], wheels: dict[str, str
 def test_gpu_wheels_cover_what_the_check_needs() -> None:
     """Every package hloscope's GPU check imports is on the lent GPU machine at a usable version or in the wheel list
     scripts/gpu-wheels.sh downloads (nothing is downloaded here)."""
-    import tomllib
-
     from packaging.requirements import Requirement
 
     device, wheels = _device_and_wheels()
@@ -308,8 +310,6 @@ def test_gpu_wheels_cover_what_the_check_needs() -> None:
 def test_gpu_wheels_requirements_are_met() -> None:
     """Each carried wheel's own requirements (its Requires-Dist for Python 3.12 on Linux x86-64, read from this
     environment, which holds the same versions) are met by the machine or by another carried wheel."""
-    from importlib import metadata
-
     from packaging.requirements import Requirement
 
     device, wheels = _device_and_wheels()
@@ -350,10 +350,6 @@ def test_gpu_wheels_script_reads_the_list() -> None:
 
 def _wheel(folder: Path, name: str, version: str) -> Path:
     """A minimal pure-Python wheel of one module, built by hand (no network, no build backend)."""
-    import base64
-    import hashlib
-    import zipfile
-
     files = {f"{name}.py": "VALUE = 42\n",
              f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
              f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
@@ -393,8 +389,6 @@ def test_wheels_mode_installs_offline_and_runs_from_the_source_tree(tmp_path: Pa
 def test_budget_skips_the_optional_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--budget-s: once spent, the smoke test and the fp32/bf16 comparisons are SKIPped with the reason and never
     started; the required steps still run."""
-    from hloscope.gpucheck import main as gpucheck
-
     started: list[str] = []
 
     def fake_run_step(ctx: gpucheck.Context, name: str, argv: list[str], timeout: float | None = None) -> gpucheck.Ran:
@@ -420,8 +414,6 @@ def test_budget_skips_the_optional_steps(tmp_path: Path, monkeypatch: pytest.Mon
 def test_budget_hard_end_starts_no_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the budget and its grace no step is started (its check then fails: not verified); before it a step's
     timeout is cut to the time left."""
-    from hloscope.gpucheck import main as gpucheck
-
     ctx = gpucheck.Context(tmp_path, gpucheck.make_plan(True, None), timeout=900, budget=0)
     monkeypatch.setattr(gpucheck, "BUDGET_GRACE_S", 0.0)
     ran = gpucheck.run_step(ctx, "late", [sys.executable, "-c", "print(1)"])
@@ -433,8 +425,6 @@ def test_budget_hard_end_starts_no_step(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_pin_differences() -> None:
     """The machine's versions against requirements.txt's pins: recorded in SUMMARY.md, never a FAIL."""
-    from hloscope.gpucheck.main import pin_differences, requirement_pins
-
     pins = requirement_pins()
     assert pins["torch"] == "2.9.0" and pins["jax"] == "0.10.2"  # `jax[cpu]==0.10.2`: the extra is dropped
     same = {name: pins[name] for name in ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax",

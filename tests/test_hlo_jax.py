@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import our_view, xla_view
 
+from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.hlo.cost import module_cost
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
@@ -28,8 +29,6 @@ def test_vit_tiny_train_step_cost_is_xlas():
     """The optimized CPU module of the tiny-ViT train step: FLOPs and bytes are compiled.cost_analysis()'s (XLA sums
     in float: a relative 1e-4 covers its rounding; the module has no custom calls, whose cost XLA does not know)."""
     import jax
-
-    from hloscope.backends.jax_workload import build_jax_workload
 
     workload = build_jax_workload("vit-tiny", batch_size=8)
     compiled = jax.jit(workload.train_step).lower(workload.state, *workload.batch).compile()

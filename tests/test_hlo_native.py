@@ -8,6 +8,8 @@ Python code would read differently, or refuse."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -336,8 +338,5 @@ print("ok")
 def test_hostile_direct_calls_are_refused_or_handed_back_without_a_crash():
     """Arguments the parser never passes, given to the extension directly: each is refused or handed back; run in a
     child process, so that a crash fails this test and not the whole run."""
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-c", HOSTILE_CALLS], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])

@@ -9,6 +9,7 @@ from helpers import FIXTURES, fixture, fixtures_missing, hlo_fixture_files, our_
 from jaxlib import _hlo
 
 from hloscope.errors import ParseError
+from hloscope.hlo.cost import module_cost
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.printer import module_text
 
@@ -140,8 +141,6 @@ def test_torch_xla_ir_text_is_refused():
 
 
 def test_cyclic_call_graph_is_a_parse_error():
-    from hloscope.hlo.cost import module_cost
-
     text = """HloModule m
 
 fused {

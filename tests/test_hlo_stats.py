@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +24,16 @@ from helpers import (
 )
 
 from hloscope.hlo import cost as cost_module
+from hloscope.hlo.attribution import kernels_by_source, layer_of
 from hloscope.hlo.cost import module_cost
+from hloscope.hlo.kernels import kernel_breakdown
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.opcodes import OPCODES
-from hloscope.hlo.parser import parse_hlo_file
+from hloscope.hlo.ops import collectives
+from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
+from hloscope.hlo.roofline import roofline_for_module_file
 from hloscope.hlo.stats import module_stats
+from hloscope.runs import rundir
 
 GPU_AOT = sorted((FIXTURES / "gpu_aot").glob("*/")) if (FIXTURES / "gpu_aot").is_dir() else []
 REQUIRED_KEYS = ["name", "file", "stage", "platform", "computations", "instructions", "opcodes", "fusions", "kernels",
@@ -174,8 +182,6 @@ def test_roofline_beside_a_gpu_module_with_its_target_config(cli_run, folder: Pa
     """An optimized GPU module with XLA's gpu_target_config.pbtxt beside it gets the roofline lower bound of
     hloscope.hlo.roofline for that GPU, labelled as a bound; its unoptimized twin and a copy without the config
     get none."""
-    from hloscope.hlo.roofline import roofline_for_module_file
-
     code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(folder))
     assert code == 0, err
     before, after = json.loads(out)["modules"]
@@ -218,10 +224,6 @@ def test_missing_path_and_empty_dir(cli_run, tmp_path):
 
 def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
     """A run directory as the harness writes it (rundir.write_run), holding the MLP GPU dump as its artifacts."""
-    import shutil
-
-    from hloscope.runs import rundir
-
     run = rundir.create_run_dir(root, run_id=mode.replace("+", "_"))
     artifacts = []
     if with_hlo:
@@ -243,7 +245,6 @@ def _make_run(root: Path, mode: str, with_hlo: bool) -> Path:
 
 def test_run_and_comparison_directories(tmp_path, cli_run):
     fixture("gpu_aot/mlp_sm90_triton")
-    from hloscope.runs import rundir
 
     jax_run = _make_run(tmp_path, "jax", with_hlo=True)
     code, out, err = cli_run("hlo", "stats", "--json", "--no-xla-cost", str(jax_run))
@@ -274,7 +275,6 @@ def test_too_large_for_memory_is_refused_up_front(cli_run, monkeypatch):
 
 def test_kernels_by_source_layer():
     folder = fixture("gpu_aot/vit_tiny_sm90_triton")
-    from hloscope.hlo.attribution import kernels_by_source, layer_of
 
     assert layer_of("jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/0/attention/dot_general") == "ViT/vit/encoder/layer/0 (backward)"
     assert layer_of("jit(train_step)/jvp()/add") == "add (top level)"
@@ -308,10 +308,6 @@ def test_collectives_counted_with_their_bytes():
 
 
 def test_async_collective_bytes_and_kernels():
-    from hloscope.hlo.kernels import kernel_breakdown
-    from hloscope.hlo.ops import collectives
-    from hloscope.hlo.parser import parse_hlo_text
-
     text = """HloModule m, is_scheduled=true
 
 ENTRY main {
@@ -337,9 +333,6 @@ add {
 
 def test_hlo_stats_needs_no_framework():
     """`hloscope hlo stats` on a dump copied from elsewhere imports neither torch nor JAX (only jaxlib for --xla-cost)."""
-    import subprocess
-    import sys
-
     folder = fixture("gpu_aot/mlp_sm90_triton")
     code = (
         "import sys\n"

@@ -7,9 +7,13 @@ shapes with layouts and memory spaces, a custom call whose async chain stops at 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from hloscope.errors import ParseError
+from hloscope.hlo.cost import module_cost
 from hloscope.hlo.parser import parse_hlo_text
 from hloscope.hlo.xla import run_isolated
 
@@ -303,8 +307,6 @@ XLA_ACCEPTS = {
 
 
 def test_forms_xla_accepts_are_read_and_costed():
-    from hloscope.hlo.cost import module_cost
-
     texts = list(XLA_ACCEPTS.values())
     for name, view in zip(XLA_ACCEPTS, run_isolated(texts, "view")):
         assert "view" in view, (name, view)
@@ -323,9 +325,6 @@ def test_inferred_dot_and_conditional_shapes():
 
 def single_op_texts() -> dict[str, str]:
     """The texts of XLA's HloParserSingleOpTest cases in hlo_parser_test.cc (string literals joined as C++ does)."""
-    import re
-    from pathlib import Path
-
     source = (Path(__file__).parent / "data" / "hlo" / "xla" / "hlo_parser_test.cc").read_text()
     texts = {}
     for case in re.split(r"(?=TEST\(HloParserSingleOpTest, )", source)[1:]:

@@ -13,6 +13,8 @@ import pytest
 from helpers import SPLIT_MARKER, hloscope, paired_with_xla, xla_opcode
 
 from hloscope.errors import ParseError
+from hloscope.hlo import ops
+from hloscope.hlo.cost import module_cost
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
 from hloscope.hlo.xla import run_isolated
 
@@ -82,9 +84,6 @@ def test_async_collectives_counted_with_bytes_and_groups():
     """The H100 x8 module (jax deviceless compile) has all-gather/all-reduce/collective-permute -start (native) and
     reduce-scatter-start/all-to-all-start (sugar): all 5 collectives counted, bytes equal to the CPU build's
     synchronous collectives, and XLA's cost analysis agrees on bytes."""
-    from hloscope.hlo import ops
-    from hloscope.hlo.cost import module_cost
-
     gpu = parse_hlo_file(DATA / "jax_h100x8_async_collectives.hlo")[0]
     cpu = parse_hlo_file(DATA / "jax_cpu_sharded_collectives.after.hlo")[0]
     g, c = ops.collectives(gpu), ops.collectives(cpu)
@@ -125,8 +124,6 @@ _ADD = "add {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[]
 
 def test_tuple_shaped_ops_bytes_match_xla():
     """XLA counts every array of a tuple-shaped result (batch-norm-training: 1,049,600 bytes, not 524,824)."""
-    from hloscope.hlo.cost import module_cost
-
     texts = {op: f"HloModule m\n{_ADD}ENTRY e {{\n {body}\n}}\n" for op, body in TUPLE_OPS.items()}
     xla = dict(zip(texts, run_isolated(list(texts.values()), "cost")))
     assert xla["batch-norm-training"]["bytes_accessed"] == 1_049_600

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import builtins
+import errno
 import json
 import os
 import re
@@ -18,6 +20,10 @@ from pathlib import Path
 
 import pytest
 from helpers import assert_refused, hloscope
+
+from hloscope.files import int64
+from hloscope.tensorboard.kineto_xspace import _step_number, kineto_to_xspace
+from hloscope.trace.job import StateDir
 
 BIG = "9" * 5000
 # ESC, BEL and the C1 controls (CSI 0x9b among them): none may reach stdout raw
@@ -96,8 +102,6 @@ def test_a_step_beyond_int64_is_exported_as_no_step(tmp_path):
 
 
 def test_tensorboard_conversion_reads_a_huge_step_name_as_no_step():
-    from hloscope.tensorboard.kineto_xspace import _step_number, kineto_to_xspace
-
     assert _step_number("ProfilerStep#" + BIG) is None and _step_number("ProfilerStep#" + str(2**63)) is None
     events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#" + BIG, "pid": 1, "tid": 1, "ts": 0,
                "dur": 10, "args": {"step_num": BIG}}]
@@ -135,8 +139,6 @@ def test_hlo_numbers_beyond_64_bits_are_refused_at_their_line_and_column(tmp_pat
 
 
 def test_unit_int64_bounds_text_without_converting_it():
-    from hloscope.files import int64
-
     assert [int64(v) for v in ("12", " -5 ", 3.0, str(2**63 - 1))] == [12, -5, 3, 2**63 - 1]
     assert all(int64(v) is None for v in (BIG, str(2**63), 1e300, float("nan"), 2.5, "", "x", True, None, [1]))
 
@@ -204,8 +206,6 @@ def test_report_output_never_replaces_what_a_dangling_link_names(tmp_path):
 
 
 def _record_path(state: Path, trace: Path) -> Path:
-    from hloscope.trace.job import StateDir
-
     return StateDir(state, {"top": 10})._path(str(trace))
 
 
@@ -331,9 +331,6 @@ def _dump(tmp_path: Path) -> Path:
 def _deny(monkeypatch, locked: Path, *, listing: bool = False) -> None:
     """Make `locked` unreadable as EACCES would (these tests may run as root, whom chmod does not stop): opening it
     fails; with `listing`, a folder that cannot be listed or looked into either."""
-    import builtins
-    import errno
-
     def denied(path) -> bool:
         try:
             text = os.fsdecode(os.fspath(path))

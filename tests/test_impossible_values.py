@@ -21,6 +21,7 @@ from helpers import assert_refused, fixture, hloscope
 from hloscope.errors import InputError
 from hloscope.hlo.shapes import parse_shape
 from hloscope.hlo.thunks import parse_thunk_sequence_text
+from hloscope.trace.xplane_proto import xspace_class
 
 
 def _one_warning(stderr: str, path: Path, *words: str) -> str:
@@ -133,8 +134,6 @@ def test_hlo_stats_refuses_an_astronomical_shape_at_its_line_and_column(tmp_path
 
 def _xplane(path: Path, events: list[tuple[int, int]], timestamp_ns: int = 1_000_000) -> Path:
     """A GPU xplane with one stream line at `timestamp_ns`, one kernel per (offset_ps, duration_ps)."""
-    from hloscope.trace.xplane_proto import xspace_class
-
     space = xspace_class()()
     plane = space.planes.add(name="/device:GPU:0", id=1)
     plane.event_metadata[1].name = "fusion.1"

@@ -17,6 +17,8 @@ import pytest
 from helpers import hloscope
 
 from hloscope.backends.base import RunOptions
+from hloscope.explain.collect import summarize_run
+from hloscope.trace.load import load_traces
 from hloscope.trace.step_profile import CAUSE_ORDER, HOST_CAUSES
 
 pytestmark = pytest.mark.slow
@@ -44,8 +46,6 @@ def test_the_input_pipeline_claims_idle_time_first():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_obtaining_the_batch_lies_inside_the_input_annotation(runs, mode):
-    from hloscope.trace.load import load_traces
-
     (trace,) = load_traces(runs(mode))
     events = [e for e in trace.events if not e.device]
     markers = [e for e in events if e.kind == "step"]
@@ -61,8 +61,6 @@ def test_obtaining_the_batch_lies_inside_the_input_annotation(runs, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_has_a_positive_input_pipeline_node(runs, mode):
-    from hloscope.explain.collect import summarize_run
-
     ledger = summarize_run(runs(mode)).ledger
     assert ledger is not None
     measured = {node: ledger.node_median(node) for node in INPUT_NODES if node in ledger.nodes}

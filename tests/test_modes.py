@@ -13,6 +13,9 @@ import pytest
 from helpers import REPO
 
 from hloscope import modes
+from hloscope.backends.base import Session
+from hloscope.cli.compare import command as compare
+from hloscope.cli.run import command as run
 from hloscope.modes import MODES, Mode, get_mode, mode_name, parse_modes, resolve
 
 PACKAGE = REPO / "hloscope"
@@ -90,9 +93,6 @@ def test_entries_are_consistent():
 
 
 def test_the_cli_offers_exactly_the_registry():
-    from hloscope.cli.compare import command as compare
-    from hloscope.cli.run import command as run
-
     (choice,) = [p for p in run.params if p.name == "mode"]
     assert set(choice.type.choices) == {m.name for m in MODES} | set(modes.FRAMEWORKS)
     (option,) = [p for p in compare.params if p.name == "modes"]
@@ -101,8 +101,6 @@ def test_the_cli_offers_exactly_the_registry():
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.name)
 def test_every_entry_resolves_where_its_framework_is_installed(mode):
-    from hloscope.backends.base import Session
-
     missing = [p for p in mode.packages if find_spec(p) is None]
     assert not missing, f"{mode.name} needs {', '.join(missing)}, pinned in requirements.txt: run scripts/setup.sh"
     session = resolve(mode.session)

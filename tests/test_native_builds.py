@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from hloscope.hlo import native
+
 MODULES = ["hloscope.hlo._native"]
 
 
@@ -20,7 +22,5 @@ def test_each_extension_is_built_where_required(name):
 
 
 def test_the_readers_use_the_extensions_when_built():
-    from hloscope.hlo import native
-
     if os.environ.get("HLOSCOPE_REQUIRE_NATIVE") and not os.environ.get("HLOSCOPE_PURE_PYTHON"):
         assert native.native is not None

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.backends.timing import step_statistics
 from hloscope.errors import InputError
 from hloscope.runs.records import ComparisonRecord, RunRecord
 from hloscope.runs.rundir import load_comparison, load_run, write_comparison, write_run
+from hloscope.significance import percentile, spread
 
 REAL = Path(__file__).parent / "data" / "records" / "compare-vit-tiny"
 
@@ -103,9 +105,6 @@ def test_the_recorded_percentiles_are_the_one_interpolated_definition(mode):
     """run.json's p10/p90 are significance.percentile of the step times (numpy's default, linear interpolation), the
     definition explain's spreads use: recomputed from the real record's steps they are the written figures exactly."""
     import numpy as np
-
-    from hloscope.backends.timing import step_statistics
-    from hloscope.significance import percentile, spread
 
     record = load_run(REAL / mode)
     times = record.timing.step_times_s

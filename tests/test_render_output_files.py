@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.errors import UsageError
+from hloscope.render import output
+
 
 def _explain_input(root: Path) -> Path:
     """The smallest comparison explain reads: one run record."""
@@ -64,9 +67,6 @@ def test_report_force_replaces_and_a_directory_is_refused(tmp_path):
 
 def test_report_appearing_during_the_work_is_not_overwritten(tmp_path, monkeypatch):
     """Checked before the work and again, atomically, when the report is placed (a hard link refuses existing files)."""
-    from hloscope.errors import UsageError
-    from hloscope.render import output
-
     target = tmp_path / "report.md"
     monkeypatch.setattr(output, "check_writable", lambda path, force: None)  # the early check passed, then:
     target.write_text("written meanwhile by someone else\n")

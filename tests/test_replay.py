@@ -3,15 +3,36 @@ program/overhead split from replay.json. Fast tests use small hand-written modul
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from helpers import REPO, comparison_record
+
+from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
+from hloscope.errors import InputError
+from hloscope.explain.replay_split import split
+from hloscope.explain.report import ModeResult
+from hloscope.explain.summary import ModeSummary
+from hloscope.modes import BY_NAME
+from hloscope.render.explain_views import replay_line
+from hloscope.render.replay_text import trajectory_line
+from hloscope.replay.accept import accept_module
+from hloscope.replay.program import compile_program
+from hloscope.replay.runner import replay, select_device
+from hloscope.replay.trajectory import check_trajectory
+from hloscope.replay.worker import TEST_CHILD_ENV
+from hloscope.runs import rundir
+from hloscope.runs.replay_record import ReplaySummary, ReplayUnread, latest_replay, read_replay
+from hloscope.runs.replays import replay_comparison, replayable_entries
+from hloscope.runs.rundir import load_comparison
 
 # A train step in miniature, as torch_xla writes it: the weight is donated (buffer_donor), the labels are s64.
 TRAIN_HLO = """HloModule SyncTensorsGraph.7, buffer_donor={ (1, {}) }, entry_computation_layout={(s64[4]{0}, f32[4,3]{1,0}, f32[4,3]{1,0})->(f32[], f32[4,3]{1,0})}
@@ -57,8 +78,6 @@ def _train_file(tmp_path: Path) -> Path:
 
 
 def test_hlo_file_replay_threads_the_donated_output_back(tmp_path):
-    from hloscope.replay.runner import replay
-
     record, written = replay(_train_file(tmp_path), steps=5, warmup=2)
     assert record["status"] == "ok" and written == tmp_path / f"{_train_file(tmp_path).name}.replay.json"
     (module,) = record["modules"]
@@ -71,8 +90,6 @@ def test_hlo_file_replay_threads_the_donated_output_back(tmp_path):
 
 
 def test_replay_never_overwrites(tmp_path):
-    from hloscope.replay.runner import replay
-
     file = _train_file(tmp_path)
     _, first = replay(file, steps=2, warmup=1)
     _, second = replay(file, steps=2, warmup=1)
@@ -82,8 +99,6 @@ def test_replay_never_overwrites(tmp_path):
 def test_stablehlo_file_with_state_in_state_out(tmp_path):
     import jax
     import jax.numpy as jnp
-
-    from hloscope.replay.runner import replay
 
     def step(state, x):
         w, count = state
@@ -122,8 +137,6 @@ def _tiny_training(tmp_path: Path):
     import jax.numpy as jnp
     import numpy as np
 
-    from hloscope.backends.step_inputs import StepInputs
-
     def step(state, x, y):
         loss, grad = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(state["w"])
         scale = state["scale"].astype(jnp.float32)
@@ -152,12 +165,6 @@ def _tiny_training(tmp_path: Path):
 
 def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     import numpy as np
-
-    from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
-    from hloscope.render.replay_text import trajectory_line
-    from hloscope.replay.program import compile_program
-    from hloscope.replay.runner import select_device
-    from hloscope.replay.trajectory import check_trajectory
 
     entry, module, _, _, after_first, batches = _tiny_training(tmp_path)
     assert entry["steps"] == 3 and entry["state_parameters"] == 3 and entry["batch_parameters"] == 2
@@ -192,12 +199,6 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
 
 
 def test_explain_split_measured_and_inferred():
-    from hloscope.explain.replay_split import split
-    from hloscope.explain.report import ModeResult
-    from hloscope.explain.summary import ModeSummary
-    from hloscope.render.explain_views import replay_line
-    from hloscope.runs.replay_record import ReplaySummary
-
     steps = [0.010 + 0.0001 * i for i in range(10)]
     program = [0.002 + 0.00005 * i for i in range(10)]
     run = ModeSummary(mode="torch_xla", step_times_s=steps, device_busy_s=0.0021, profiled_step_s=0.0105,
@@ -256,8 +257,6 @@ def test_jax_replay_matches_the_run(comparison):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
 def test_replay_from_the_saved_state_gives_the_runs_loss_trajectory(comparison, mode):
-    import re
-
     import numpy as np
 
     run = json.loads((comparison / mode / "run.json").read_text())
@@ -288,8 +287,6 @@ def test_torch_xla_replay_is_well_below_its_step(comparison):
 
 @pytest.mark.slow
 def test_compare_replay_records_each_xla_mode(comparison):
-    from hloscope.modes import BY_NAME
-
     record = json.loads((comparison / "comparison.json").read_text())
     assert record["status"] == "ok" and record["replay"]["steps"] == 20
     for entry in record["modes"]:
@@ -306,11 +303,6 @@ def test_compare_replay_records_each_xla_mode(comparison):
 
 @pytest.mark.slow
 def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_path):
-    import shutil
-
-    from hloscope.runs.replays import replay_comparison
-    from hloscope.runs.rundir import load_comparison
-
     copy = tmp_path / comparison.name
     shutil.copytree(comparison, copy)
     run = json.loads((copy / "torch_xla" / "run.json").read_text())
@@ -336,8 +328,6 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
 
 
 def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path):
-    from hloscope.runs.replays import replayable_entries
-
     modes = [{"mode": "pytorch", "dir": "pytorch", "status": "ok"}, {"mode": "jax", "dir": "jax", "status": "failed"}]
     (tmp_path / "comparison.json").write_text(json.dumps({"schema_version": 1, "modes": modes}))
     result = _hloscope("replay", str(tmp_path), timeout=300)
@@ -432,8 +422,6 @@ def test_an_unlisted_custom_call_in_stablehlo_is_refused(tmp_path, call):
 
 
 def test_an_allowed_custom_call_passes_the_check(tmp_path):
-    from hloscope.replay.accept import accept_module
-
     path = _module(tmp_path, CUSTOM_CALL_HLO.replace("TARGET", '"Sharding"').replace(
         'custom_call_target="Sharding"', 'custom_call_target="Sharding", sharding={replicated}'))
     assert accept_module(path, "jit_f", "hlo").parameters[0].text == "f32[2]"
@@ -446,8 +434,6 @@ def test_a_module_xla_aborts_on_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("how", ["abort", "hang"])
 def test_a_child_that_dies_or_hangs_is_one_line(tmp_path, monkeypatch, how):
-    from hloscope.replay.worker import TEST_CHILD_ENV
-
     monkeypatch.setenv(TEST_CHILD_ENV, how)
     monkeypatch.setenv("HLOSCOPE_REPLAY_TIMEOUT_S", "4")
     words = ("crashed (SIGABRT) while compiling it",) if how == "abort" else ("did not finish", "within 4 s")
@@ -484,8 +470,6 @@ def test_a_fifo_and_a_huge_sparse_module_are_refused_at_once(tmp_path):
 def tiny_run(tmp_path_factory) -> Path:
     """A run directory of the JAX mode in miniature, as `run --dump-hlo` writes it: run.json listing the train step's
     StableHLO and its saved inputs (made in this process: no framework run)."""
-    from hloscope.runs import rundir
-
     run = rundir.create_run_dir(tmp_path_factory.mktemp("tiny"), run_id="jax")
     entry, module, _, _, _, _ = _tiny_training(run)
     stablehlo = {"kind": "stablehlo", "path": module.name, "module": "jit_step", "stage": "before_optimizations",
@@ -501,11 +485,7 @@ def tiny_run(tmp_path_factory) -> Path:
 
 def _tampered(tiny_run: Path, tmp_path: Path, **arrays) -> tuple[Path, Path]:
     """A copy of the tiny run whose saved inputs have `arrays` replaced (None: left out)."""
-    import shutil
-
     import numpy as np
-
-    from hloscope.backends.step_inputs import INPUTS_FILE
 
     run = tmp_path / "jax"
     shutil.copytree(tiny_run, run)
@@ -517,8 +497,6 @@ def _tampered(tiny_run: Path, tmp_path: Path, **arrays) -> tuple[Path, Path]:
 
 
 def test_the_tiny_run_replays_with_its_trajectory(tiny_run, tmp_path):
-    import shutil
-
     from helpers import hloscope
 
     run = tmp_path / "jax"
@@ -557,11 +535,6 @@ def test_saved_inputs_of_the_wrong_kind_are_refused_in_one_line(tiny_run, tmp_pa
 
 
 def test_a_deflate_bomb_in_the_saved_inputs_is_refused_before_decompressing(tiny_run, tmp_path):
-    import shutil
-    import zipfile
-
-    from hloscope.backends.step_inputs import INPUTS_FILE
-
     run = tmp_path / "jax"
     shutil.copytree(tiny_run, run)
     npz = run / INPUTS_FILE
@@ -582,7 +555,6 @@ def test_a_deflate_bomb_in_the_saved_inputs_is_refused_before_decompressing(tiny
     _refused(run, at=npz, words=("declares 268,435,", "not decompressed"))
 
     # a header that claims 400 GB of data in a member of a few bytes: refused before anything is allocated
-    import io
 
     import numpy as np
 
@@ -595,10 +567,6 @@ def test_a_deflate_bomb_in_the_saved_inputs_is_refused_before_decompressing(tiny
 
 
 def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_path):
-    import shutil
-
-    from hloscope.backends.step_inputs import INPUTS_FILE
-
     run = tmp_path / "jax"
     shutil.copytree(tiny_run, run)
     (run / INPUTS_FILE).unlink()
@@ -609,9 +577,6 @@ def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_pa
 def test_the_replay_record_read_by_explain_is_typed_and_bounded(tmp_path):
     """explain reads replay records through runs/replay_record.py: the newest by number (a name of hundreds of
     digits is no record), sections of the wrong type read as absent, a record without steps is unread, not used."""
-    from hloscope.errors import InputError
-    from hloscope.runs.replay_record import ReplaySummary, ReplayUnread, latest_replay, read_replay
-
     (tmp_path / f"replay-{'9' * 200}.json").write_text("{}")
     assert latest_replay(tmp_path) is None
     record = {"schema_version": 1, "kind": "replay", "status": "ok", "timing": {"step_times_s": [0.002, 0.003]},

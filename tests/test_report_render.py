@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import io
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -15,7 +17,8 @@ from hloscope.explain.engine import explain
 from hloscope.explain.ledger import OpSeries, RunLedger
 from hloscope.explain.report import ExplainReport
 from hloscope.explain.summary import ModeSummary
-from hloscope.render import explain_html, explain_md, explain_term
+from hloscope.render import explain_html, explain_md, explain_term, svg
+from hloscope.trace.model import CATEGORIES
 
 WOBBLE = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.015, 0.985, 1.005, 0.995]  # a timed window's small spread
 
@@ -281,9 +284,6 @@ MEASURE = """<script>
 
 
 def _layout(browser: str, html: str, width: int, tmp_path: Path) -> dict:
-    import html as html_lib
-    import json
-
     page = tmp_path / f"layout-{width}.html"
     page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
@@ -370,9 +370,6 @@ SVG_MEASURE = """<script>
 
 
 def _svg_texts(browser: str, html: str, width: int, tmp_path: Path) -> list[dict]:
-    import html as html_lib
-    import json
-
     page = tmp_path / f"svg-{width}.html"
     page.write_text(html.replace("</body>", SVG_MEASURE + "</body>"), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
@@ -388,8 +385,6 @@ def _svg_texts(browser: str, html: str, width: int, tmp_path: Path) -> list[dict
 def test_device_plot_legend_inside_the_plot(tmp_path: Path, width: int):
     """Every category of "One step on the device" has its legend entry inside the plot, at 800 and 1400 px; the runs
     without a strip are named below the plots with the reason."""
-    from hloscope.trace.model import CATEGORIES
-
     browser = chromium()
     report = _report()
     report.summaries["jax"].timeline = [(i * 1e-4, 1e-4, category) for i, category in enumerate(CATEGORIES)]
@@ -406,9 +401,6 @@ def test_device_plot_legend_inside_the_plot(tmp_path: Path, width: int):
 def test_device_plot_legend_laid_out_inside_the_width():
     """Without a browser: each legend entry of the timeline, at the font's widest average character width, ends
     inside the viewBox, and the viewBox is tall enough for its lines."""
-    from hloscope.render import svg
-    from hloscope.trace.model import CATEGORIES
-
     plot = svg.timeline_strips("One step", [("jax", [(i * 1e-4, 1e-4, c) for i, c in enumerate(CATEGORIES)]),
                                             ("torch_xla", [(0.0, 1e-4, CATEGORIES[0])])])
     width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', plot).groups())

@@ -3,13 +3,19 @@ or a one-line refusal naming the file (docs/reliability.md, "Bounds on what a fi
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from helpers import assert_refused, hloscope
 
+from hloscope.hlo import xla
+from hloscope.hlo.load import load_modules
 from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
+from hloscope.trace.xplane_proto import xspace_class
 
 # Enough for the interpreter, pyarrow and the protobuf runtime; far below what copying the names per event would take.
 XPLANE_MEMORY_LIMIT = 3 << 30
@@ -18,8 +24,6 @@ XPLANE_MEMORY_LIMIT = 3 << 30
 def _xplane_with_shared_names(path: Path, events: int, name_bytes: int) -> Path:
     """A device plane and a host plane whose events all refer to one long name, and carry a stat whose value refers
     to another long name (the stat metadata), as XProf's writer stores names: once, by id."""
-    from hloscope.trace.xplane_proto import xspace_class
-
     space = xspace_class()()
     for plane_name, line_name in (("/device:GPU:0", "Stream #7"), ("/host:CPU", "python3")):
         plane = space.planes.add(name=plane_name, id=1)
@@ -115,7 +119,6 @@ def test_xla_cost_analysis_past_its_time_limit_is_one_warning(tmp_path, monkeypa
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("hloscope: warning: ") and str(module) in lines[0], result.stderr
     assert "did not finish in 3 s" in lines[0]
-    import json
 
     (record,) = json.loads(result.stdout)["modules"]
     assert "did not finish" in record["xla_cost"]["error"]
@@ -123,9 +126,6 @@ def test_xla_cost_analysis_past_its_time_limit_is_one_warning(tmp_path, monkeypa
 
 
 def test_xla_cost_analysis_of_many_modules_runs_in_one_child(tmp_path, monkeypatch):
-    from hloscope.hlo import xla
-    from hloscope.hlo.load import load_modules
-
     crash = "HloModule crash\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT r = f32[7] reshape(p)\n}\n"
     for index in range(30):
         text = (crash if index == 10 else
@@ -152,9 +152,6 @@ def test_xla_cost_analysis_of_many_modules_runs_in_one_child(tmp_path, monkeypat
 def stranger():
     """start(reply) -> the address of a TCP server on 127.0.0.1 that accepts every connection and sends `reply`
     (nothing: it stays silent)."""
-    import socket
-    import threading
-
     servers: list[socket.socket] = []
 
     def start(reply: bytes) -> str:

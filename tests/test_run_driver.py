@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import REPO
 
-from hloscope.backends import driver
+from hloscope.backends import driver, timing
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog
 from hloscope.runs.rundir import create_run_dir, load_run, write_run
@@ -48,8 +48,6 @@ class FakeSession(Session):
 @pytest.fixture
 def clock(monkeypatch):
     """Replace the step timer's clock: each step takes the next of the given seconds (first, warm-up, timed)."""
-    from hloscope.backends import timing
-
     def use(seconds) -> None:
         times = iter(seconds)
 

@@ -20,6 +20,7 @@ from helpers import EVERY_MODE_PROFILE_STEPS, EVERY_MODE_STEPS
 
 from hloscope.machine import free_port
 from hloscope.modes import MODES as REGISTRY
+from hloscope.modes import get_mode
 from hloscope.runs.memory_record import read_ledger
 from hloscope.runs.records import ComparisonRecord
 from hloscope.runs.rundir import find_runs, load_comparison, load_run
@@ -76,8 +77,6 @@ def test_each_run_json_has_a_memory_ledger_whose_runtime_share_is_the_peak_minus
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_run_is_what_its_registry_entry_says(runs, mode):
-    from hloscope.modes import get_mode
-
     entry, record = get_mode(mode), runs[mode]
     assert record["config"]["compile_model"] is entry.compile
     assert Path(record["_dir"]).name == entry.dir_name

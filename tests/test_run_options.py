@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import pytest
 from helpers import hloscope
 
 from hloscope.backends import parse_modes
+from hloscope.backends.data import synthetic_pool, torch_loader
 from hloscope.backends.xla_dump import classify
 from hloscope.errors import UsageError
+from hloscope.models.presets import get_preset
+from hloscope.runs.rundir import load_run
 
 
 def test_torch_xla_on_cuda_with_2_9_says_why_and_what_to_install(cli_run, tmp_path):
-    from importlib import metadata
-
     # requirements.txt pins torch_xla 2.9, the first release without CUDA
     assert tuple(int(p) for p in metadata.version("torch_xla").split(".")[:2]) >= (2, 9)
     code, _, err = cli_run("run", "--mode", "torch_xla", "--device", "cuda", "--model", "vit-tiny", "--out", str(tmp_path))
@@ -56,9 +59,6 @@ def test_files_xla_does_not_write_are_ignored():
 
 
 def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
-    from hloscope.backends.data import synthetic_pool, torch_loader
-    from hloscope.models.presets import get_preset
-
     preset = get_preset("vit-tiny")
     batches = list(torch_loader(preset, batch_size=4, n_batches=3, seed=0))
     assert len(batches) == 3
@@ -78,8 +78,6 @@ def test_the_loader_draws_fresh_random_batches_like_the_benchmark():
 ])
 def test_bf16_with_the_loader_is_in_effect(tmp_path, mode, precision_key, expected):
     """--precision bf16 --data loader: recorded as in effect, and for XLA modes visible in the compiled HLO."""
-
-    from hloscope.runs.rundir import load_run
 
     result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", "4", "--steps", "3", "--warmup", "1",
                       "--precision", "bf16", "--data", "loader", "--dump-hlo", "--out", tmp_path, "--run-id", "r",

@@ -15,7 +15,13 @@ import pytest
 from helpers import LOADER_RUN_BATCH, LOADER_RUN_STEPS, LOADER_RUN_WARMUP, hloscope
 
 from hloscope.backends.base import ProfileResult, RunOptions, Session, profile_warmup_steps
+from hloscope.backends.timing import StepLog, run_loop
+from hloscope.cli.run import build_options
+from hloscope.cli.run import command as run_cli
 from hloscope.limits import MAX_HOST_DELAY_MS
+from hloscope.runs.rundir import load_run
+from hloscope.runs.runner import run_command
+from hloscope.trace.load import load_traces
 
 MODES = ["pytorch", "pytorch+compile", "torch_xla", "torch_xla+compile", "jax"]
 # conftest's loader_run, which the profile tests read
@@ -33,9 +39,7 @@ def test_six_profiled_steps_by_default_and_the_first_is_the_warmup():
 
 
 def test_the_cli_default_is_six():
-    from hloscope.cli.run import command
-
-    option = next(param for param in command.params if param.name == "profile_steps")
+    option = next(param for param in run_cli.params if param.name == "profile_steps")
     assert option.default == 6
 
 
@@ -49,9 +53,6 @@ def test_the_host_delay_option_refuses_nonsense(cli_run, tmp_path, bad):
 
 
 def test_options_record_the_delay_and_compare_passes_it_on(tmp_path):
-    from hloscope.cli.run import build_options
-    from hloscope.runs.runner import run_command
-
     assert RunOptions().to_json()["inject_host_delay_ms"] == 0
     values = {"model": "vit-tiny", "batch_size": 4, "steps": 5, "warmup": 2, "precision": "fp32", "device": "cpu",
               "data": "device", "seed": 0, "dump_hlo": False, "profile": False, "profile_steps": 6, "keep_all": False}
@@ -85,8 +86,6 @@ class _Sleeper(Session):
 
 @pytest.mark.parametrize("delay_ms", [0.0, 1.0])
 def test_the_host_sleep_is_measured_per_step_and_summed_within_one(tmp_path, delay_ms):
-    from hloscope.backends.timing import StepLog, run_loop
-
     session = _Sleeper(RunOptions(inject_host_delay_ms=delay_ms, steps=3, warmup=2), tmp_path)
     log = StepLog()
     run_loop(session.step, session.wait, session.loss_of, 3, 2, log,
@@ -113,7 +112,6 @@ def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, ste
                       str(steps), "--warmup", str(WARMUP), "--out", out, "--run-id", run_id, "--json", *extra,
                       *(["--compile-model"] if compiled else []), timeout=600, memory_limit=None, env=env)
     assert result.code == 0, result.stderr[-3000:]
-    from hloscope.runs.rundir import load_run
 
     return {**load_run(out / run_id).to_dict(), "_dir": str(out / run_id)}  # the JSON, and where it is
 
@@ -121,14 +119,10 @@ def hloscope_run(out: Path, mode: str, *extra: str, env: dict | None = None, ste
 @pytest.fixture(scope="module")
 def loader_runs(loader_run) -> dict[str, dict]:
     """Each mode's profiled `--data loader` run (conftest's, shared with the input pipeline's tests)."""
-    from hloscope.runs.rundir import load_run
-
     return {mode: {**load_run(loader_run(mode)).to_dict(), "_dir": str(loader_run(mode))} for mode in MODES}
 
 
 def _events(record: dict):
-    from hloscope.trace.load import load_traces
-
     traces = load_traces(record["_dir"])
     assert len(traces) == 1
     return list(traces[0].events)

@@ -12,7 +12,8 @@ from rich.console import Console
 from scipy import stats
 
 from hloscope.render.run_tables import comparison_table, run_table
-from hloscope.runs.runner import summary_entry
+from hloscope.runs.records import section_document
+from hloscope.runs.runner import between_process_control, configurations, summary_entry
 
 CONFIG = {"model": "vit-tiny", "batch_size": 8, "steps": 20, "precision": "fp32", "data": "loader"}
 
@@ -58,9 +59,6 @@ def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
 
 def test_replicated_modes_are_one_row_each_with_their_processes():
     """compare --repeats 3: one row per mode, its processes pooled (configurations), still whole in 80 columns."""
-    from hloscope.runs.records import section_document
-    from hloscope.runs.runner import between_process_control, configurations
-
     names = ["pytorch+compile", "torch_xla+compile", "jax"]
     entries = [{"mode": mode, "dir": f"{mode}-r{k}", "status": "ok" if (mode, k) != ("jax", 3) else "failed",
                 "median_s": 0.002 * (i + 1) * (1 + 0.1 * k), "first_step_s": 2.0 + k, "peak_memory_bytes": 2**20 * k}

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from helpers import REPO
 
-from hloscope.backends.timing import StepLog, run_loop, step_statistics
+from hloscope.backends.base import RunOptions
+from hloscope.backends.jax_mode import JaxSession
+from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
 
 
 class DelayedResult:
@@ -57,9 +59,6 @@ def test_without_waiting_the_same_steps_look_instant():
 
 def test_jax_wait_blocks_until_the_outputs_are_computed(tmp_path):
     import jax
-
-    from hloscope.backends.base import RunOptions
-    from hloscope.backends.jax_mode import JaxSession
 
     session = JaxSession(RunOptions(mode="jax"), tmp_path)  # wait takes the step's outputs: no workload needed
     x = jax.numpy.ones((512, 512))
@@ -138,7 +137,5 @@ def test_an_interrupted_loop_keeps_the_steps_it_measured():
     ([0.010] * 10 + [0.019] * 2, False),         # a few slower steps, inside both limits
 ])
 def test_noisy_windows_are_recognised(times, noisy):
-    from hloscope.backends.timing import noise_warning
-
     warning = noise_warning(step_statistics(times, 8))
     assert (warning is not None) == noisy

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import stat
 import threading
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from helpers import BAD, RUN_COMMANDS, assert_refused, copy_of_run, cut_in_half, good_run, hloscope, needs_fixtures
 
 from hloscope.errors import InputError, UsageError
+from hloscope.runs import rundir
 from hloscope.runs.rundir import (
     create_run_dir,
     find_runs,
@@ -142,11 +145,6 @@ def test_cli_refuses_an_unknown_model_before_making_a_directory(cli_run, tmp_pat
 
 
 def test_run_json_gets_the_permissions_of_an_ordinary_file(tmp_path):
-    import os
-    import stat
-
-    from hloscope.runs.rundir import write_json_atomic
-
     old = os.umask(0o022)
     try:
         write_json_atomic(tmp_path / "run.json", {"schema_version": 1})
@@ -256,8 +254,6 @@ def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, 
 @pytest.mark.parametrize("command", ["hlo stats", "trace stats", "explain", "diff"])
 @needs_fixtures
 def test_newer_comparison_is_refused_saying_so(tmp_path, command):
-    from hloscope.runs import rundir
-
     comparison = tmp_path / "compare-1"
     good_run(comparison, "jax")
     rundir.write_comparison(comparison, {"schema_version": 7, "comparison_id": "compare-1", "config": {},
@@ -304,8 +300,6 @@ def test_impossible_step_times_are_refused(tmp_path, value):
 
 
 def test_run_json_is_strict_json_even_with_a_nan_clock(tmp_path):
-    from hloscope.runs import rundir
-
     rundir.write_run(tmp_path, {"timing": {"median_s": math.nan, "steps": [1.0, math.inf]}})
     text = (tmp_path / "run.json").read_text()
     assert "NaN" not in text and "Infinity" not in text

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
+from hloscope.runs import rundir
+from hloscope.runs.rundir import load_comparison
+
 # ------------------------------------------------- (d)-(g) compare on a full disk, cut short, killed, signalled
 
 TINY = ["--model", "vit-tiny", "--batch-size", "4", "--warmup", "1"]
@@ -73,8 +76,6 @@ def _dead_pid() -> int:
 
 
 def test_a_failed_write_is_an_output_error_and_leaves_the_old_record(tmp_path, monkeypatch):
-    from hloscope.runs import rundir
-
     rundir.write_run(tmp_path, {"status": "ok", "n": 1})
     monkeypatch.setenv(rundir.TEST_ENOSPC_ENV, "run.json@1")
     monkeypatch.setattr(rundir, "_writes", {})
@@ -121,8 +122,6 @@ def test_a_child_on_a_full_disk_fails_in_one_line_and_compare_reports_it(tmp_pat
 
 
 def test_a_running_comparison_with_a_dead_writer_is_said_and_its_runs_recovered(tmp_path, capsys):
-    from hloscope.runs import rundir
-
     for mode in ("jax", "pytorch"):
         (tmp_path / mode).mkdir()
         rundir.write_json_atomic(tmp_path / mode / "run.json", {
@@ -143,8 +142,6 @@ def test_a_running_comparison_with_a_dead_writer_is_said_and_its_runs_recovered(
 
 
 def test_a_running_run_with_a_dead_writer_is_said_once(tmp_path, capsys):
-    from hloscope.runs import rundir
-
     rundir.write_json_atomic(tmp_path / "run.json", {
         "schema_version": 1, "run_id": "r", "mode": "jax", "status": "running", "config": {}, "artifacts": [],
         "writer": {"pid": _dead_pid(), "host": socket.gethostname(), "start_ticks": None}})
@@ -155,8 +152,6 @@ def test_a_running_run_with_a_dead_writer_is_said_once(tmp_path, capsys):
 
 
 def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tmp_path):
-    from hloscope.runs import rundir
-
     run = tmp_path / "jax"
     (run / ".xla_dump").mkdir(parents=True)
     for stage in ("before_optimizations", "cpu_after_optimizations"):
@@ -239,6 +234,4 @@ def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
 
 
 def rundir_load(path: Path) -> dict:
-    from hloscope.runs.rundir import load_comparison
-
     return load_comparison(path).to_dict()

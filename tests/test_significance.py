@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats
 
 from hloscope.significance import (
+    SEED,
     ProcessVariation,
     holm_levels,
     median_difference,
@@ -39,8 +40,6 @@ def test_a_real_overhead_gap_excludes_zero_and_a_gap_inside_the_noise_does_not()
 
 def test_the_two_sample_interval_is_the_same_resampling():
     import numpy as np
-
-    from hloscope.significance import SEED
 
     a, b = [0.011, 0.013, 0.012, 0.015, 0.012], [0.010, 0.010, 0.011, 0.012, 0.010]
     rng = np.random.default_rng(SEED)

@@ -8,12 +8,22 @@ The end-to-end tests need the CUDA-plugin environment that `scripts/setup.sh` cr
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.errors import InputError, MissingDependency, UsageError
-from hloscope.targets.compile import compile_for_target
+from hloscope.hlo.gpu_spec import resolve_target
+from hloscope.hlo.kernels import kernel_breakdown
+from hloscope.hlo.memory import signature_bytes
+from hloscope.hlo.parser import parse_hlo_file
+from hloscope.hlo.thunks import parse_thunk_sequence
+from hloscope.runs.rundir import load_run
+from hloscope.targets.capture_jax import lower_jax_train_step
+from hloscope.targets.compile import WORKER, compile_for_target
 from hloscope.targets.cuda_env import find_target_python
 
 PLUGIN_PYTHON = find_target_python()
@@ -42,11 +52,6 @@ def test_a_missing_plugin_environment_says_how_to_make_one(tmp_path, monkeypatch
 @needs_plugin
 def test_worker_reports_a_module_xla_cannot_read(tmp_path):
     """A bad graph comes back as data (stage and reason), never as a traceback on the terminal."""
-    import subprocess
-
-    from hloscope.hlo.gpu_spec import resolve_target
-    from hloscope.targets.compile import WORKER
-
     (tmp_path / "bad.hlo.txt").write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
     (tmp_path / "t.txtpb").write_text(resolve_target("h100").text)
     request = {"module": str(tmp_path / "bad.hlo.txt"), "format": "hlo", "target_config": str(tmp_path / "t.txtpb"),
@@ -60,11 +65,6 @@ def test_worker_reports_a_module_xla_cannot_read(tmp_path):
 
 
 def _check_compiled(record: dict, run_dir: Path, framework: str) -> dict:
-    from hloscope.hlo.kernels import kernel_breakdown
-    from hloscope.hlo.memory import signature_bytes
-    from hloscope.hlo.parser import parse_hlo_file
-    from hloscope.hlo.thunks import parse_thunk_sequence
-
     assert record["status"] == "compiled", record["error"]
     kinds = {a["kind"] for a in record["artifacts"]}
     assert kinds >= REQUIRED_KINDS
@@ -179,8 +179,6 @@ def test_cli_refuses_before_making_a_directory(cli_run, tmp_path):
 @pytest.mark.slow
 @needs_plugin
 def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
-    from hloscope.runs.rundir import load_run
-
     code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target", "h100",
                              "--out", str(tmp_path), "--run-id", "jax-h100", "--json")
     assert code == 0, err
@@ -196,9 +194,6 @@ def test_jax_graph_is_the_timed_step(tmp_path):
     JAX's lowering of this step does not depend on the platform."""
     import jax
 
-    from hloscope.backends.jax_workload import build_jax_workload
-    from hloscope.targets.capture_jax import lower_jax_train_step
-
     info = lower_jax_train_step("vit-tiny", 8, "fp32", 0, tmp_path / "step.mlir")
     workload = build_jax_workload("vit-tiny", 8, "fp32", 0)
     timed = jax.jit(workload.train_step).lower(workload.state, *workload.batch).as_text(debug_info=True)
@@ -210,8 +205,6 @@ def test_jax_graph_is_the_timed_step(tmp_path):
 
 def _without_locations(mlir: str) -> str:
     """MLIR text without its location table and `loc(#locN)` references (their numbering differs between lowerings)."""
-    import re
-
     lines = [line for line in mlir.splitlines() if not line.startswith("#loc")]
     return re.sub(r"\s*loc\((?:[^()]|\([^()]*\))*\)", "", "\n".join(lines))
 
@@ -222,8 +215,6 @@ def test_torch_xla_graph_is_the_timed_step(compiled, device_run):
     """The HLO captured for the GPU compile is, instruction for instruction, the train-step graph that
     `run --mode torch_xla --dump-hlo` times (apart from the op_name metadata XLA_HLO_DEBUG adds): conftest's one-device
     run, batch 8 as here."""
-    import re
-
     record, run_dir = compiled("torch_xla", "h100")
     (graph,) = [a for a in record["artifacts"] if a["kind"] == "hlo" and a["stage"] == "input"]
     timed = device_run("torch_xla", 1)

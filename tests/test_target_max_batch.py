@@ -8,11 +8,14 @@ import json
 
 import pytest
 
+from hloscope.backends.base import RunOptions
 from hloscope.errors import InputError
 from hloscope.hlo.gpu_spec import resolve_target, target_from_text
 from hloscope.models.presets import get_preset
+from hloscope.render.run_tables import compiled_comparison_table, compiled_run_table
 from hloscope.runs.memory_record import read_ledger
-from hloscope.runs.records import decode_run
+from hloscope.runs.records import decode_entry, decode_run
+from hloscope.runs.runner import run_command, summary_entry
 from hloscope.targets import device_memory
 from hloscope.targets.max_batch import search_max_batch
 
@@ -161,10 +164,6 @@ def test_cli_max_batch_needs_the_device_memory_in_the_target_file(cli_run, tmp_p
 
 
 def test_compare_passes_the_search_on_and_reports_it_per_mode(tmp_path):
-    from hloscope.backends.base import RunOptions
-    from hloscope.runs.records import decode_entry
-    from hloscope.runs.runner import run_command, summary_entry
-
     options = RunOptions(mode="jax", model="vit-tiny", target="h100", max_batch=True, max_batch_compiles=5)
     command = run_command(options, tmp_path)
     assert command[command.index("--max-batch-compiles") + 1] == "5" and "--max-batch" in command
@@ -232,8 +231,6 @@ def test_a_wrong_max_batch_in_run_json_is_one_line_naming_the_field():
 def test_the_target_tables_show_the_peak_the_headroom_and_the_answer():
     from helpers import run_record
     from rich.console import Console
-
-    from hloscope.render.run_tables import compiled_comparison_table, compiled_run_table
 
     peak = device_memory.target_peak(STATS, resolve_target("h100"), None)
     compiles = [{"batch_size": 16, "peak_bytes": 1000, "fits": True, "run": True},

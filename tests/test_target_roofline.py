@@ -9,6 +9,7 @@ import pytest
 from hloscope.hlo.gpu_spec import resolve_target
 from hloscope.hlo.roofline import find_target_config, roofline_for_module_file
 from hloscope.hlo.thunks import parse_thunk_sequence
+from hloscope.hlo.xla import _cpu_client
 
 FOLDERS = ["mlp_sm90_triton", "vit_tiny_sm90_triton", "vit_base_sm90_cublas", "vit_base_sm80_cublas"]
 
@@ -43,8 +44,6 @@ def test_total_flops_agree_with_xla_cost_analysis(fixtures_dir, rooflines, folde
     """Costing the optimized GPU module (cuBLAS calls from their dimensions) gives the FLOPs XLA's own HloCostAnalysis
     finds in the module before optimization (dots still dots there)."""
     from jaxlib import _hlo, _jax
-
-    from hloscope.hlo.xla import _cpu_client
 
     before = _files(fixtures_dir, folder)[1]
     xla = _jax.hlo_module_cost_analysis(_cpu_client(), _hlo.hlo_module_from_text(before.read_text()))

@@ -4,12 +4,15 @@ hostile files refused in one line before any run directory is made (`run --targe
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import BAD, assert_refused, hloscope
 
 from hloscope.errors import InputError, ParseError
+from hloscope.hlo import gpu_spec as spec_module
 from hloscope.hlo.gpu_spec import PRIMITIVE_TYPES, parse_text_proto, resolve_target
 
 
@@ -108,11 +111,6 @@ def test_hostile_gpu_specs_are_refused_before_any_run(tmp_path, case, words):
 
 
 def test_a_target_spec_from_a_pipe_is_read_once():
-    import subprocess
-    import sys
-
-    from hloscope.hlo import gpu_spec as spec_module
-
     body = (Path(spec_module.__file__).parent.parent / "data" / "gpu_specs")
     text = next(body.iterdir()).read_text()
     reader, writer = os.pipe()

@@ -5,6 +5,7 @@ directory, and runs whose traces are all broken (one warning each, then one erro
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import shutil
 from collections import Counter
@@ -14,6 +15,8 @@ import pytest
 from helpers import BAD, assert_no_traceback, hloscope
 
 from hloscope.errors import InputError
+from hloscope.render.progress import PhaseProgressBar
+from hloscope.tensorboard import convert
 from hloscope.tensorboard.convert import convert_kineto_file, host_name
 from hloscope.tensorboard.logdir import ViewLogdir, find_sessions
 from hloscope.trace.xplane_proto import PROTO_FILE, xspace_class
@@ -257,8 +260,6 @@ def test_view_follows_runs_added_and_removed(tmp_path):
 
 
 def test_trace_with_more_events_than_the_conversion_may_hold_is_refused_before_converting(tmp_path, monkeypatch):
-    from hloscope.tensorboard import convert
-
     monkeypatch.setattr(convert, "MAX_XSPACE_EVENTS", 1_000)
     events = ",".join(f'{{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}' for i in range(1_001))
     many = tmp_path / "worker.1.pt.trace.json"
@@ -291,8 +292,6 @@ class RecordingProgress:
 
 
 def test_conversion_tells_its_phases_and_bytes_read(tmp_path, monkeypatch):
-    from hloscope.tensorboard import convert
-
     monkeypatch.setattr(convert, "PROGRESS_EVERY", 100)
     events = ",".join(f'{{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}' for i in range(1_000))
     trace = tmp_path / "worker.1.pt.trace.json"
@@ -318,11 +317,7 @@ def test_conversion_stops_its_progress_on_bad_input(tmp_path):
 
 
 def test_phase_progress_bar_draws_each_phase_on_its_console():
-    import io
-
     from rich.console import Console
-
-    from hloscope.render.progress import PhaseProgressBar
 
     out = io.StringIO()
     bar = PhaseProgressBar(Console(file=out, force_terminal=True, width=100))
@@ -345,13 +340,10 @@ def test_tensorboard_conversion_refuses_deep_nesting_in_bounded_memory(tmp_path)
 
 
 def test_tensorboard_never_follows_symlinks_out_of_its_directory(tmp_path):
-    from hloscope.tensorboard.logdir import find_sessions
-
     profile = tmp_path / "runs" / "jax" / "plugins" / "profile" / "s1"
     profile.mkdir(parents=True)
     (profile / "host.xplane.pb").symlink_to("/etc/hostname")
     (tmp_path / "runs" / "jax" / "x.pt.trace.json").symlink_to("/etc/hostname")
-    from hloscope.errors import InputError
 
     with pytest.raises(InputError, match="no profiles found"):
         find_sessions(tmp_path / "runs")

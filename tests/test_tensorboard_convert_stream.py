@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 
 import pytest
+
+from hloscope.errors import InputError
+from hloscope.tensorboard.convert import convert_kineto_file, read_kineto
 
 # ---------------------------------------------------------- (b) tensorboard's Kineto conversion streams its events
 
 
 def test_the_kineto_conversion_streams_events_and_finds_a_header_written_after_them(tmp_path):
-    from collections.abc import Iterator
-
-    from hloscope.errors import InputError
-    from hloscope.tensorboard.convert import convert_kineto_file, read_kineto
-
     path = tmp_path / "host_1.pt.trace.json.gz"
     events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 10 + i, "dur": 1,
                "args": {"stream": 7, "device": 0, "correlation": i}} for i in range(1000)]

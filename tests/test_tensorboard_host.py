@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import hloscope.tensorboard.server as server_module
+from hloscope.cli.tensorboard import command
+from hloscope.tensorboard.server import TensorBoardProcess, is_loopback
+
 
 def test_tensorboard_binds_loopback_unless_told():
-    from hloscope.cli.tensorboard import command
-    from hloscope.tensorboard.server import TensorBoardProcess, is_loopback
-
     (host,) = [p for p in command.params if p.name == "host"]
     assert host.default == "127.0.0.1"
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
@@ -19,8 +20,6 @@ def test_tensorboard_binds_loopback_unless_told():
 
 
 def test_tensorboard_command_line_carries_the_host(monkeypatch, tmp_path):
-    import hloscope.tensorboard.server as server_module
-
     seen = {}
 
     class FakePopen:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.tensorboard.logdir import ViewLogdir
+
 pytestmark = pytest.mark.slow
 
 
@@ -43,8 +45,6 @@ def _raw_programs_in_steps(xplane: Path) -> set[tuple[str, int]]:
 
 
 def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp_path):
-    from hloscope.tensorboard.logdir import ViewLogdir
-
     view = ViewLogdir(comparison / "jax", tmp_path / "logdir")
     view.root.mkdir()
     (session,) = view.sync()
@@ -63,8 +63,6 @@ def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp
 
 
 def test_multi_graph_run_keeps_every_graph(comparison, tmp_path):
-    from hloscope.tensorboard.logdir import ViewLogdir
-
     view = ViewLogdir(comparison / "torch_xla_compile", tmp_path / "logdir")
     view.root.mkdir()
     (session,) = view.sync()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +23,7 @@ import pytest
 from helpers import ARTIFACTS, CHROMIUM_FLAGS, EVERY_MODE_PROFILE_STEPS, chromium, hloscope, xprof_kept_steps
 
 from hloscope.modes import MODES, get_mode
+from hloscope.tensorboard import server
 
 # compare's default modes (every registered mode; all are installed here): runs are named by mode (`pytorch+compile`)
 MODE_NAMES = tuple(mode.name for mode in MODES)
@@ -335,10 +338,6 @@ def test_non_loopback_host_warns(cli_run, tmp_path):
 @pytest.mark.parametrize("how", ["not found", "import fails"])
 @pytest.mark.parametrize(("missing", "package"), [("tensorboard", "tensorboard"), ("xprof", "tensorboard-plugin-profile")])
 def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, missing, package, how):
-    import importlib.util
-
-    from hloscope.tensorboard import server
-
     if how == "import fails":  # `import tensorboard` / `import xprof` raise ImportError in this process
         monkeypatch.setitem(sys.modules, missing, None)
         with pytest.raises(ImportError):
@@ -356,8 +355,6 @@ def test_missing_package_is_one_line_naming_it(cli_run, tmp_path, monkeypatch, m
 
 
 def test_port_in_use_is_one_line_with_tensorboards_reason(fixture_traces):
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -17,6 +17,7 @@ from hloscope.tensorboard.xla_ops import (
     tf_op_fullname,
     xprof_sees_training,
 )
+from hloscope.trace import xplane_proto
 from hloscope.trace.xplane_proto import xspace_class
 
 
@@ -30,8 +31,6 @@ def tool(xplane: Path, name: str):
 def _embedded_fields(file_name: str) -> dict[str, dict[str, int]]:
     """Message -> field -> number of one .proto as XProf's own library embeds it."""
     from google.protobuf import descriptor_pb2
-
-    from hloscope.trace import xplane_proto
 
     library = xplane_proto._package_file("xprof", "convert/profiler_plugin_c_api.so")
     name = file_name.encode()

@@ -10,16 +10,16 @@ import re
 
 from rich.console import Console
 
+from hloscope import api
 from hloscope.render.trace_term import render_stats
+from hloscope.trace.load import load_trace
 from hloscope.trace.model import KERNEL, Event
-from hloscope.trace.stats import summarize_events
+from hloscope.trace.stats import summarize_events, trace_stats
 
 AOT = "gpu_aot/vit_tiny_sm90_triton"
 
 
 def test_hlo_stats_after_optimizations_first_and_op_names_cut_in_the_middle(real_file, cli_run, monkeypatch):
-    from hloscope import api
-
     monkeypatch.setenv("COLUMNS", "80")
     code, out, err = cli_run("hlo", "stats", str(real_file(AOT)))
     assert code == 0, err
@@ -46,9 +46,6 @@ def _render(stats: dict, width: int = 80) -> str:
 
 
 def test_cpu_pytorch_trace_leads_with_its_ops(torch_cpu_trace):
-    from hloscope.trace.load import load_trace
-    from hloscope.trace.stats import trace_stats
-
     text = _render(trace_stats(load_trace(torch_cpu_trace[0])))
     assert text.index("framework ops") < text.index("Per step")
     header = next(line for line in text[text.index("Per step"):].splitlines() if "host ms" in line)

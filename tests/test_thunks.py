@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from hloscope.errors import InputError, ParseError
+from hloscope.hlo.kernels import kernel_list
+from hloscope.hlo.parser import parse_hlo_file
 from hloscope.hlo.thunks import (
+    _sanitized,
+    attach_launches,
     find_thunk_sequence,
     parse_thunk_metadata_text,
     parse_thunk_sequence,
@@ -132,10 +136,6 @@ def test_bad_input_names_file_line_and_column(tmp_path):
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_hlo_launches_join_the_thunk_sequence_one_to_one(fixtures_dir, folder):
-    from hloscope.hlo.kernels import kernel_list
-    from hloscope.hlo.parser import parse_hlo_file
-    from hloscope.hlo.thunks import _sanitized, attach_launches
-
     (hlo,) = (fixtures_dir / "gpu_aot" / folder).glob("*gpu_after_optimizations.txt")
     (module,) = parse_hlo_file(hlo)
     rows = kernel_list(module, "gpu")

@@ -11,7 +11,11 @@ import helpers
 import pytest
 from helpers import EVERY_MODE_BATCH, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_STEPS, EVERY_MODE_WARMUP
 
+from hloscope.backends.torch_workload import LEARNING_RATE, build_model, device_pool
+from hloscope.hlo.parser import parse_hlo_file
+from hloscope.models.presets import get_preset
 from hloscope.runs.rundir import load_run
+from hloscope.targets.compile import compile_for_target
 
 pytestmark = pytest.mark.slow  # torchax is pinned (requirements.txt): its absence fails the run, not skips it
 
@@ -57,9 +61,6 @@ def test_the_pytorch_model_computes_the_pytorch_modes_first_loss(run):
     """Same weights (the seeded PyTorch model), same batch, same loss function as `--mode pytorch`."""
     import torch
 
-    from hloscope.backends.torch_workload import LEARNING_RATE, build_model, device_pool
-    from hloscope.models.presets import get_preset
-
     preset = get_preset("vit-tiny")
     model = build_model(preset, 0)
     images, labels = device_pool(preset, BATCH, 0, "cpu")[0]
@@ -71,8 +72,6 @@ def test_the_pytorch_model_computes_the_pytorch_modes_first_loss(run):
 
 def test_its_hlo_parses_with_xla_and_hloscope(run):
     from jaxlib import _hlo
-
-    from hloscope.hlo.parser import parse_hlo_file
 
     hlo = _artifacts(run, "hlo")
     assert {a["stage"] for a in hlo} == {"before_optimizations", "after_optimizations"}
@@ -101,9 +100,6 @@ def test_its_trace_has_the_step_markers_and_annotations(run):
 
 
 def test_target_h100_compiles_the_torchax_graph_with_the_same_compiler_as_jax(tmp_path, cuda_plugin):
-    from hloscope.hlo.parser import parse_hlo_file
-    from hloscope.targets.compile import compile_for_target
-
     torchax = compile_for_target("torchax", "vit-tiny", 8, "fp32", "h100", tmp_path / "torchax")
     assert torchax["status"] == "compiled", torchax["error"]
     assert torchax["compiles"]["capture"]["framework"] == "torchax"

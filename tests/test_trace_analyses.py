@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hloscope.hlo.parser import parse_hlo_text
 from hloscope.trace.categories import category_for, category_of
+from hloscope.trace.hlo_map import measured_instructions
 from hloscope.trace.model import KERNEL, MEMCPY, RUNTIME, STEP, Event
 from hloscope.trace.stats import summarize_events
 from hloscope.trace.steps import busy_summary
@@ -100,10 +102,6 @@ def test_no_step_markers_means_no_steps():
 
 
 def test_measured_instructions_keep_only_the_module_and_name_fusion_kinds():
-    from hloscope.hlo.parser import parse_hlo_text
-    from hloscope.trace.hlo_map import measured_instructions
-    from hloscope.trace.model import KERNEL, Event
-
     (module,) = parse_hlo_text(
         "HloModule jit_f\n\n"
         "fused_add {\n  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] add(p0, p0)\n}\n\n"

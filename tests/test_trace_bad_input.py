@@ -6,6 +6,7 @@ traces cut in half or under another format's name, a broken trace inside a run d
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 from pathlib import Path
@@ -23,6 +24,8 @@ from helpers import (
     hloscope,
     needs_fixtures,
 )
+
+from hloscope.trace import xplane
 
 BAD = Path(__file__).parent / "data" / "bad"
 
@@ -84,9 +87,6 @@ def test_missing_path_and_empty_directory(cli_run, tmp_path):
 
 
 def test_one_bad_trace_does_not_hide_the_good_ones(cli_run, tmp_path, fixtures_dir):
-    import json
-    import shutil
-
     shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", tmp_path / "a.pt.trace.json.gz")
     shutil.copy(BAD / "trace_truncated.pt.trace.json", tmp_path / "b.pt.trace.json")
     shutil.copy(BAD / "trace_truncated.xplane.pb", tmp_path / "c.xplane.pb")  # refused when read, before any stats
@@ -102,8 +102,6 @@ def test_one_bad_trace_does_not_hide_the_good_ones(cli_run, tmp_path, fixtures_d
 
 def test_xplane_larger_than_free_memory_is_refused(cli_run, fixtures_dir, monkeypatch):
     """XLA's reader holds the whole XSpace: a file that cannot fit is refused up front, never killed mid-way."""
-    from hloscope.trace import xplane
-
     path = fixtures_dir / "tracelens" / "test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
     just_too_little = xplane.XPLANE_MEMORY_FACTOR * path.stat().st_size - 1
     monkeypatch.setattr(xplane, "available_memory", lambda: just_too_little)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 from helpers import HOSTILE_NAMES, assert_no_traceback, hloscope, kineto_trace
 
+from hloscope.runs import rundir
 from hloscope.trace.model import CATEGORIES
 
 KEYS = {"file", "format", "steps", "events", "kernels", "device_time_us", "categories", "top"}
@@ -37,8 +40,6 @@ def _run_record(artifacts: list[dict]) -> dict:
 
 def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
     """A run directory holds a PyTorch trace and a JAX-style TensorBoard logdir, listed in run.json; both are read."""
-    from hloscope.runs import rundir
-
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
     shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", run / "traces" / "host_1.pt.trace.json.gz")
@@ -69,8 +70,6 @@ def test_run_directory_and_logdir_layouts(cli_run, fixtures_dir, tmp_path):
 def test_comparison_directory_reads_the_traces_of_its_modes_in_its_order(cli_run, fixtures_dir, tmp_path):
     """A comparison directory: the traces of the runs comparison.json lists, in its order; a failed mode with no run
     directory is skipped, and a run directory not listed is not read."""
-    from hloscope.runs import rundir
-
     comparison = tmp_path / "cmp"
     for mode, fixture, name in [
         ("pytorch", "hta/triton_example__triton_example.json.gz", "kineto/vm.1.pt.trace.json.gz"),
@@ -94,8 +93,6 @@ def test_comparison_directory_reads_the_traces_of_its_modes_in_its_order(cli_run
 
 
 def test_a_run_that_lists_no_trace_is_searched(cli_run, fixtures_dir, tmp_path):
-    from hloscope.runs import rundir
-
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(fixtures_dir / "hta" / "triton_example__triton_example.json.gz", run / "a.pt.trace.json.gz")
@@ -116,9 +113,6 @@ def test_tables_by_default(cli_run, fixtures_dir):
 
 def test_reading_traces_imports_no_framework(fixtures_dir):
     """`hloscope trace` works on copied files without torch or JAX: only jaxlib's xplane reader is imported."""
-    import subprocess
-    import sys
-
     script = (
         "import sys\n"
         "from hloscope.cli import main\n"

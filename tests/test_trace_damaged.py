@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import FETCHED, assert_refused, hloscope
 
+from hloscope.tensorboard.kineto_xspace import kineto_to_xspace
+from hloscope.trace.job import parse_ranks
+
 SOURCE = FETCHED / "hta" / "trace_filter_ranks"
 FIRST = "sampled_rank-0"
 
@@ -42,8 +45,6 @@ def _write(path: Path, document: dict) -> Path:
 
 
 def test_a_huge_range_of_ranks_is_a_membership_test_not_a_set(traces):
-    from hloscope.trace.job import parse_ranks
-
     wanted = parse_ranks("0-2000000000,7", (3,))
     assert 1_999_999_999 in wanted and 0 in wanted and 2_000_000_001 not in wanted
     result = hloscope("trace", "stats", traces, "--ranks", "1-2000000000", "--json", "--no-progress", "-j1",
@@ -170,8 +171,6 @@ def test_an_object_or_list_id_is_read_as_its_json_text_everywhere(tmp_path, fiel
     table = pq.read_table(next((tmp_path / "out").rglob("*.parquet")))
     column = "process" if field == "pid" else "lane"
     assert any(json.dumps(value) in text for text in table.column(column).to_pylist())
-
-    from hloscope.tensorboard.kineto_xspace import kineto_to_xspace
 
     assert kineto_to_xspace(document, document["traceEvents"], "host").events > 0
 

@@ -10,6 +10,8 @@ import shutil
 
 import pytest
 
+from hloscope.trace.load import find_trace_files
+
 RANKS = "hta/trace_filter_ranks"
 ROCPROF = "tracelens/rocprof__908_results.json.gz"
 
@@ -58,8 +60,6 @@ def test_hta_directory_tables(hta_dir, cli_run):
 
 def test_run_directories_still_ignore_other_json(real_file, tmp_path):
     """Inside a run directory only *.trace.json[.gz] and xplanes are traces, as before."""
-    from hloscope.trace.load import find_trace_files
-
     shutil.copy(real_file(RANKS) / "sampled_rank-0.json.gz", tmp_path / "rank-0.json.gz")
     assert find_trace_files(tmp_path) == []
     assert find_trace_files(tmp_path, any_json=True) == [tmp_path / "rank-0.json.gz"]

@@ -20,6 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hloscope.errors import InputError
+from hloscope.trace import kineto
+from hloscope.trace.load import load_trace
+from hloscope.trace.stats import trace_stats
 
 KINETO = FIXTURES / "hta" / "triton_example__triton_example.json.gz"  # 71 events from an A100, 2 KB gzip'd
 # Bytes that matter to JSON and to the chunked fast path's cut search ("},\n", "},{"); ASCII only: a byte that is not
@@ -65,9 +68,6 @@ def _apply(data: bytes, edits) -> bytes:
 
 
 def _trace_stats_or_input_error(path: Path) -> None:
-    from hloscope.trace.load import load_trace
-    from hloscope.trace.stats import trace_stats
-
     try:
         result = trace_stats(load_trace(path))
     except InputError as error:
@@ -98,8 +98,6 @@ def test_locating_a_json_syntax_error_loads_at_most_the_limit(tmp_path, monkeypa
     """Line:column of a syntax error comes from json.loads on the whole text, so only below a size limit. The limit
     once applied to the compressed size only: a 23 MB .json.gz (300 MB of JSON) with a syntax error near its end took
     1.7 GB to report, against ~60 MB for the same trace without the error."""
-    from hloscope.trace import kineto
-
     limit = 4096
     monkeypatch.setattr(kineto, "_LOCATE_ERRORS_BELOW", limit)
     loaded: list[int] = []

@@ -5,6 +5,7 @@ against json.load of each rank."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -20,6 +21,10 @@ from trace_job_data import (
     make_job,
     reference,
 )
+
+from hloscope.render.progress import FileProgressBar
+from hloscope.trace import job
+from hloscope.trace.load import trace_files
 
 RANKS = "hta/trace_filter_ranks"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "trace.md"
@@ -90,8 +95,6 @@ def test_two_real_ranks_against_json_load(two_ranks, cli_run):
 
 
 def reference_two(directory):
-    import gzip
-
     out = {}
     for path in sorted(directory.glob("*rank-*.json.gz")):
         document = json.loads(gzip.decompress(path.read_bytes()))
@@ -174,9 +177,6 @@ def test_dask_local_cluster_equals_serial(job64, job64_serial, cli_run):
 
 
 def test_merge_does_not_depend_on_order(job64):
-    from hloscope.trace import job
-    from hloscope.trace.load import trace_files
-
     files = [str(f) for f in trace_files(job64)][:8]
     ranks, source = job.job_ranks(files)
     assert source == "trace"
@@ -187,8 +187,6 @@ def test_merge_does_not_depend_on_order(job64):
 
 
 def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
-    from hloscope.trace import job
-
     state = tmp_path / "state"
     code, out, err = cli_run("trace", "stats", "--json", "--jobs", "1", "--state", str(state), str(job64))
     assert code == 0 and out == job64_serial, err
@@ -205,9 +203,6 @@ def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
 
 
 def test_progress_bar_counts_files(job64, capsys):
-    from hloscope.render.progress import FileProgressBar
-    from hloscope.trace import job
-
     files = [str(f) for f in sorted(job64.glob("rank-*.json.gz"))][:3]
     bar = FileProgressBar()
     results = job.run_per_file(job.summarize_file, files, jobs=1, progress=bar, done={0: {"file": files[0]}})

@@ -4,13 +4,18 @@ totals are as counted, and no kernel that matters is left to no rule."""
 
 from __future__ import annotations
 
+import itertools
+import re
+import time
+import tomllib
 from collections import defaultdict
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hloscope.trace.categories import category_of, kernel_rule, kernel_rules
+from hloscope.trace import categories
+from hloscope.trace.categories import MATCHED_CHARS, category_of, kernel_rule, kernel_rules, required_text
 from hloscope.trace.load import load_trace
 from hloscope.trace.model import CATEGORIES
 from hloscope.trace.stats import trace_stats
@@ -147,11 +152,6 @@ def test_no_kernel_that_matters_is_left_to_no_rule(kernels):
 def test_a_rule_matches_exactly_where_the_alternation_of_its_patterns_would(kernels):
     # Patterns without regex syntax are matched as substrings (faster): the answer must be the regex alternation's,
     # on every device name of the fixtures and the tests' traces and on names made of the patterns' own pieces.
-    import itertools
-    import re
-    import tomllib
-
-    from hloscope.trace import categories
 
     table = tomllib.loads(categories._table_text())["rule"]
     rules = kernel_rules()
@@ -178,8 +178,6 @@ def test_a_rule_matches_exactly_where_the_alternation_of_its_patterns_would(kern
     ],
 )
 def test_required_text_is_a_text_every_match_contains(pattern, required):
-    from hloscope.trace.categories import required_text
-
     assert required_text(pattern) == required
 
 
@@ -190,10 +188,6 @@ _TOKENS = ["a", "b", "c", "ab", "_", ".", "?", "*", "+", "{1,2}", "{2}", "[ab]",
 @given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=8), st.text(alphabet="abc_1 ", max_size=12))
 @settings(max_examples=400, deadline=None)
 def test_a_name_without_the_required_text_never_matches(tokens, name):
-    import re
-
-    from hloscope.trace.categories import required_text
-
     pattern = "".join(tokens)
     try:
         expression = re.compile(pattern)
@@ -207,8 +201,6 @@ def test_a_name_without_the_required_text_never_matches(tokens, name):
 def _pieces_of_every_pattern() -> set[str]:
     """Each pattern of the table, and each run of plain text in it: repeated, these make the names on which a
     backtracking pattern would take time quadratic (or worse) in the name's length."""
-    import re
-
     pieces = set()
     for rule in kernel_rules():
         for pattern in (*rule.literals, *(expression.pattern for _, expression in rule.expressions)):
@@ -220,9 +212,6 @@ def _pieces_of_every_pattern() -> set[str]:
 def test_a_hostile_name_is_categorised_at_once():
     # `ck::.*(gemm|conv)` searched with re took 0.8 s on a 10 KB name of repeated "ck::", 22 s on 80 KB and hours on
     # 1 MB: a trace can hold any name. Now the table is linear in the name and reads only its first MATCHED_CHARS.
-    import time
-
-    from hloscope.trace.categories import MATCHED_CHARS
 
     kernel_rule.cache_clear()
     start = time.perf_counter()
@@ -241,7 +230,6 @@ def test_a_hostile_name_is_categorised_at_once():
 
 def test_every_pattern_is_linear_in_the_name():
     # without the bound on the matched length: every rule on 200 KB names of repeated pieces that patterns start with
-    import time
 
     rules = kernel_rules()
     start = time.perf_counter()
@@ -255,7 +243,6 @@ def test_every_pattern_is_linear_in_the_name():
 def test_composable_kernel_patterns_answer_as_first_written(kernels):
     # `(?m:^(?>.*?ck::).*(?:gemm|conv))` (one pass) is the `ck::.*(gemm|conv)` of the table as first written (a
     # search that restarts at every "ck::"): the same answer on every device name of the fixtures and on edge cases
-    import re
 
     for prefix in ("ck::", "ck_tile::"):
         original = re.compile(re.escape(prefix) + ".*(gemm|conv)")

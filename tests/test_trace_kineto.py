@@ -13,9 +13,10 @@ from helpers import assert_no_traceback, hloscope, kineto_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hloscope.trace import load
 from hloscope.trace.hlo_map import kernel_time_by_hlo_op
 from hloscope.trace.load import load_traces
-from hloscope.trace.model import CATEGORIES
+from hloscope.trace.model import CATEGORIES, KERNEL, Event
 from hloscope.trace.stats import trace_stats
 
 KINETO_FIXTURES = [
@@ -146,8 +147,6 @@ def test_steps_per_kernel_follow_the_launch(fixtures_dir):
 
 def test_kernel_names_map_back_to_hlo_instructions():
     """A Kineto trace of an XLA program has no hlo_op: kernel names are matched as XLA sanitizes instruction names."""
-    from hloscope.trace.model import KERNEL, Event
-
     def kernel(name, dur):
         return Event(name=name, start_us=0.0, dur_us=dur, kind=KERNEL, device=True, lane="stream 7", process="0")
 
@@ -167,7 +166,6 @@ def test_impossible_kineto_durations_are_skipped_with_one_counted_warning(tmp_pa
     path = tmp_path / "t.pt.trace.json"
     names = [f"k{i}" for i in range(len(durations))] + ["good"]
     kineto_trace(path, names, [float(d) for d in durations] + [50.0])
-    from hloscope.trace import load
 
     load._warned.clear()
     trace = load.load_trace(path)

@@ -7,7 +7,10 @@ import json
 
 import pytest
 
+from hloscope.errors import InputError
 from hloscope.trace import kineto, kineto_chunks
+from hloscope.trace.load import load_trace
+from hloscope.trace.stats import trace_stats
 
 FIXTURES = [
     "hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
@@ -86,8 +89,6 @@ def test_cuts_inside_strings_and_nested_objects_are_not_taken(tmp_path, monkeypa
 
 def test_syntax_error_at_the_end_of_a_large_file_has_its_position(fixtures_dir, tmp_path, monkeypatch):
     """Found by the fast path after all its chunks (no second read), with the line:column json.loads gives."""
-    from hloscope.errors import InputError
-
     text = gzip.decompress((fixtures_dir / "hta/triton_example__triton_example.json.gz").read_bytes()).decode()
     broken = text.replace('"traceEvents": [', '"traceEvents": [\n  {"ph": "X", "name": "k", "ts": 1, "dur": 1},' * 1, 1)
     broken = broken.rstrip().removesuffix("}") + ',\n  "x": [1 2]\n}\n'
@@ -107,9 +108,6 @@ def test_syntax_error_at_the_end_of_a_large_file_has_its_position(fixtures_dir, 
 @pytest.mark.parametrize("compressed", [False, True])
 def test_a_utf8_byte_order_mark_is_skipped_as_python_json_does(fixtures_dir, tmp_path, layout, compressed):
     """RFC 8259 lets parsers ignore a BOM; `json.loads` of the bytes does. Both decoders read past it."""
-    from hloscope.trace.load import load_trace
-    from hloscope.trace.stats import trace_stats
-
     text = gzip.decompress((fixtures_dir / FIXTURES[1]).read_bytes())
     if layout == "array":
         text = json.dumps(json.loads(text)["traceEvents"]).encode()

@@ -15,6 +15,7 @@ from statistics import median
 import pytest
 from helpers import REPO, comparison_of
 
+from hloscope.runs import rundir
 from hloscope.trace.load import load_trace
 from hloscope.trace.stats import trace_stats
 
@@ -133,8 +134,6 @@ def test_ranks_of_one_mode_get_a_job_view_of_their_own(torch_cpu_trace, tmp_path
     """A mode whose run holds two ranks' traces: rank and job views within that mode, titled with it; none across
     the modes."""
     from helpers import FETCHED
-
-    from hloscope.runs import rundir
 
     directory = comparison_of(tmp_path, torch_cpu_trace[0])
     run = rundir.create_run_dir(directory, run_id="ddp")

@@ -17,6 +17,7 @@ import pytest
 from helpers import hloscope
 
 from hloscope.errors import InputError
+from hloscope.tensorboard.convert import convert_kineto_file
 from hloscope.trace.load import load_trace
 from hloscope.trace.perfetto import TYPE_SLICE_BEGIN, TYPE_SLICE_END, message_classes
 
@@ -168,8 +169,6 @@ def test_bad_perfetto_file_is_one_line_exit_2(tmp_path, content, message):
 
 
 def test_tensorboard_converts_the_perfetto_form_like_the_json(profiled, tmp_path):
-    from hloscope.tensorboard.convert import convert_kineto_file
-
     trace_json = json.loads((profiled / "w_1.1.pt.trace.json").read_text())
     events = [e for e in trace_json["traceEvents"] if isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int)]
     source = tmp_path / "src" / "w_1.1.pt.trace.json"

@@ -13,6 +13,7 @@ import pytest
 
 from hloscope.hlo.load import load_file
 from hloscope.hlo.parser import parse_hlo_file
+from hloscope.trace.load import load_traces
 from hloscope.trace.model import KERNEL, Event
 from hloscope.trace.program_categories import (
     category_resolver,
@@ -233,6 +234,4 @@ def test_trace_stats_on_a_jax_run_takes_categories_from_its_hlo(jax_run, cli_run
 
 
 def _device_events(run):
-    from hloscope.trace.load import load_traces
-
     return [e for trace in load_traces(run) for e in trace.events]

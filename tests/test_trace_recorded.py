@@ -6,13 +6,16 @@ compiled HLO module as XLA's own parser (jaxlib._hlo) reads them.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
 
+from hloscope.runs import rundir
 from hloscope.trace.hlo_map import kernel_time_by_hlo_op
 from hloscope.trace.load import load_trace, load_traces
 from hloscope.trace.stats import trace_stats
@@ -141,9 +144,6 @@ def test_jax_trace_json_beside_the_xplane_agrees(jax_profile):
 @pytest.mark.slow
 def test_jax_trace_json_alone_is_read_from_the_logdir(jax_profile, tmp_path, cli_run):
     """Without the xplane.pb beside it (deleted, or a profile copied without it), the trace.json.gz is what is read."""
-    import json
-    import shutil
-
     logdir = tmp_path / "logdir"
     shutil.copytree(jax_profile / "logdir", logdir)
     (xplane_file,) = logdir.rglob("*.xplane.pb")
@@ -178,12 +178,7 @@ def test_torch_xla_cpu_xplane(tmp_path):
 def test_hlo_stats_shows_measured_time_beside_the_instructions(jax_profile, cli_run, tmp_path):
     """A run directory with the compiled module and a profile of it: `hlo stats` lists device time per instruction,
     checked against ProfileData's own events and XLA's parser of the same module."""
-    import json
-    import shutil
-
     from jax.profiler import ProfileData
-
-    from hloscope.runs import rundir
 
     run = tmp_path / "run"
     (run / "hlo").mkdir(parents=True)

@@ -3,6 +3,7 @@ XProf's own trace_viewer converter for the GPU planes, and plain ProfileData loo
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from hloscope.trace.hlo_map import kernel_time_by_hlo_op
 from hloscope.trace.load import load_traces
 from hloscope.trace.stats import trace_stats
+from hloscope.trace.xplane import XSpaceEvents
+from hloscope.trace.xplane_proto import xspace_class
 
 AMD = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb"
 V100 = "xprof/gpu_tf_multi_worker/v100_worker.xplane.pb"
@@ -18,8 +21,6 @@ TPU = "xprof/tpu/tpu_inference_2.xplane.pb"
 
 def _trace_viewer_rows(path) -> Counter:
     """(process, thread) -> complete-event count, from XProf's trace_viewer converter (no hloscope code)."""
-    import json
-
     from xprof.convert import raw_to_tool_data
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer", {})
     events = json.loads(data)["traceEvents"]
@@ -133,9 +134,6 @@ def test_shares_and_categories_add_up(fixtures_dir, relative):
 
 def test_a_bytes_stat_that_is_not_utf8_is_read_as_text(tmp_path):
     """XLA's reader raised UnicodeDecodeError on such a stat; its text is kept with the bad byte replaced."""
-    from hloscope.trace.xplane import XSpaceEvents
-    from hloscope.trace.xplane_proto import xspace_class
-
     space = xspace_class()()
     plane = space.planes.add(name="/device:GPU:0", id=1)
     plane.event_metadata[1].name = "fusion.1"

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from helpers import assert_refused, hloscope
 
+from hloscope.api import explain
 from hloscope.backends.base import RunOptions
 from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG
+from hloscope.cli.tested import _recorded
+from hloscope.explain.experiments import plan_pairs
 from hloscope.runs import rundir, xla_flags
 from hloscope.runs.runner import run_command
 
@@ -134,10 +137,6 @@ def test_a_flag_exported_on_one_side_becomes_a_test_with_the_recorded_flags(tmp_
     """Old runs and exported flags: no config.xla_flags, the flags only in the recorded XLA_FLAGS. explain lists the
     difference, and the plan re-runs the slower side with the faster one's recorded flags (none), both sides given
     their flags explicitly; hloscope's own dump flag is not part of them."""
-    from hloscope.api import explain
-    from hloscope.cli.tested import _recorded
-    from hloscope.explain.experiments import plan_pairs
-
     slow = _run(tmp_path, "slow", {}, steps=[0.010, 0.0102, 0.0098, 0.0101, 0.0099, 0.01],
                 env={"XLA_FLAGS": f"{NO_OPT} --xla_dump_to=/somewhere"})
     fast = _run(tmp_path, "fast", {}, steps=[0.002, 0.0021, 0.0019, 0.002, 0.00205, 0.00195])
