@@ -5,7 +5,10 @@
     run = api.load_run("traces/compare-20261201-072758/jax")        # run.json, checked and typed: run.timing.median_s
     modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one record per HLO module (hlo stats --json)
     traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one record per trace (trace stats --json)
+    job = api.trace_job("traces/compare-20261201-072758")           # trace stats --json: traces, modes, ranks, job
+    done = api.trace_export("traces/compare-20261201-072758", "out")  # trace export: Parquet under out/
     report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
+    replayed = api.replay("traces/compare-20261201-072758/jax")     # replay --json (replays: a comparison's modes)
     why = api.explain("traces/compare-20261201-072758")             # typed; why.to_dict() is explain --json
     why.modes[1].contributors[0].title
     kernels = api.kernels_table("traces/compare-20261201-072758")   # a pyarrow Table, with a mode column
@@ -17,8 +20,12 @@ the figures `trace stats --json` prints. The others return exactly what the matc
 dicts and lists; explain's report, run.json and comparison.json as typed records whose `to_dict()` is that JSON), so a
 notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
-`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints. The commands in
-`hloscope/cli/` are thin layers over these functions and their renderers.
+`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints (what a
+command shows while it works, a progress bar or a line per replayed mode, comes in as a callback). The commands in
+`hloscope/cli/` are thin layers over these functions and their renderers: hlo stats (`hlo_stats`), trace stats
+(`trace_job`), trace export (`trace_export`), diff (`diff`), explain (`explain`), replay (`replay`, `replays`) and
+tensorboard (`tensorboard_view`, which serves nothing: the command runs TensorBoard on the view); compare and calibrate
+explain what they ran with `explain`.
 """
 
 from __future__ import annotations
@@ -27,12 +34,25 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hloscope.limits import MAX_MIN_GAP, MAX_SOURCE_DEPTH, MAX_TOP_ROWS, check_range
+from hloscope.limits import (
+    MAX_MIN_GAP,
+    MAX_PROFILE_STEPS,
+    MAX_SEED,
+    MAX_SOURCE_DEPTH,
+    MAX_STEPS,
+    MAX_TOP_ROWS,
+    MAX_WARMUP,
+    check_range,
+)
 from hloscope.runs.records import ComparisonRecord, RunRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from hloscope.errors import InputError
     from hloscope.explain.report import ExplainReport
     from hloscope.hlo.load import LoadedModule
+    from hloscope.tensorboard.logdir import Session, ViewLogdir
 
 PathLike = str | os.PathLike
 
@@ -106,6 +126,112 @@ def trace_stats(path: PathLike, top: int = 10) -> list[dict]:
             summary["stats"]["rank"] = trace.rank
         results.append(summary["stats"])
     return results
+
+
+def trace_job(path: PathLike, top: int = 10, rank: Sequence[int] = (), ranks: str | None = None,
+              jobs: int | None = None, scheduler: str | None = None, state_dir: PathLike | None = None,
+              progress: Any = None, failures: list[InputError] | None = None) -> dict:
+    """Every trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir) read in parallel, as
+    `trace stats --json` prints it: `traces` (one record each, as `trace_stats`), and for a comparison `modes` (a row
+    per mode) and `jobs` (per mode), otherwise `ranks` and `job`: per-rank steps and busy/idle, the slowest rank per
+    step, collectives' waiting vs transfer, ranks whose kernel mix differs (hloscope.trace.job). Only the ranks in
+    `rank` or `ranks` ("0-7", "0,3,5-6") when given; `jobs` processes, or the Dask scheduler at `scheduler`; each
+    file's summary kept in `state_dir` (a restart reads only what is missing); `progress` is told of each file done
+    (hloscope.render.progress.FileProgressBar). A trace that cannot be read raises its InputError (the last one), or,
+    when `failures` is a list, is appended to it and left out of the document."""
+    from hloscope.trace import job
+    from hloscope.trace.stats import mode_summary, rank_summary
+
+    check_range("top", top, 1, MAX_TOP_ROWS)
+    if scheduler is not None:
+        job.scheduler_address(scheduler)
+    files, file_ranks, modes = _selected_traces(path, rank, ranks)
+    state = job.StateDir(str(state_dir), {"top": top}) if state_dir else None
+    names = [str(file) for file in files]
+    summaries = job.run_per_file(
+        job.summarize_file, names, kwargs={"top": top}, jobs=jobs, scheduler=scheduler, progress=progress,
+        done=state.load(names) if state else None,
+        on_result=(lambda index, result: state.save(names[index], result)) if state else None)
+    for summary, file_rank, mode in zip(summaries, file_ranks, modes):
+        if "error" not in summary and mode is not None:  # a run's trace: its mode, and its rank within that mode
+            summary["stats"]["mode"] = mode
+            summary["stats"]["rank"] = file_rank
+    results = [summary["stats"] for summary in summaries if "error" not in summary]
+    errors = [error for summary in summaries if (error := job.summary_error(summary)) is not None]
+    modes_table = mode_summary(results)
+    # A job view (ranks, slowest rank per step) within one mode only: the modes of a comparison are separate runs.
+    per_mode: dict[str | None, tuple[list[dict], dict | None]] = {}
+    for mode in dict.fromkeys(modes):
+        picked = [index for index, file_mode in enumerate(modes) if file_mode == mode]
+        mine = [summaries[index] for index in picked]
+        ok = [summary["stats"] for summary in mine if "error" not in summary]
+        view = job.job_view(mine, [file_ranks[index] for index in picked], top=top) if len(ok) >= 2 else None
+        per_mode[mode] = (rank_summary(ok), view)
+    if modes_table:
+        by_mode = {str(mode): {**({"ranks": table} if table else {}), **({"job": view} if view else {})}
+                   for mode, (table, view) in per_mode.items() if table or view}
+        document = {"traces": results, "modes": modes_table, **({"jobs": by_mode} if by_mode else {})}
+    else:
+        ranks_table, view = next((found for found in per_mode.values() if found[0] or found[1]), ([], None))
+        document = {"traces": results, **({"ranks": ranks_table} if ranks_table else {}),
+                    **({"job": view} if view else {})}
+    _failed(errors, failures)
+    return document
+
+
+def trace_export(path: PathLike, out: PathLike, rank: Sequence[int] = (), ranks: str | None = None,
+                 jobs: int | None = None, scheduler: str | None = None, progress: Any = None,
+                 failures: list[InputError] | None = None) -> dict:
+    """Every event of every trace at `path` written as Parquet under `out`/rank=N/ (a comparison's modes under
+    `out`/mode=M/rank=N/; one file per trace, schema in docs/trace.md), as `trace export` writes it: {"out",
+    "events", "traces", "reused", "files"}, `files` one {"file", "rank", "out", "rows", "reused"} per trace written.
+    A file already exported from the same trace is kept (`reused`). `rank`, `ranks`, `jobs`, `scheduler`, `progress`
+    and `failures` as `trace_job`."""
+    from hloscope.trace import export as exporting
+    from hloscope.trace import job
+
+    if scheduler is not None:
+        job.scheduler_address(scheduler)
+    files, file_ranks, modes = _selected_traces(path, rank, ranks)
+    tasks = exporting.plan(files, file_ranks, out, modes)
+    results = job.run_per_file(exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
+                               progress=progress)
+    errors = [error for result in results if (error := job.summary_error(result)) is not None]
+    written = [result for result in results if "error" not in result]
+    document = {"out": str(out), "events": sum(result["rows"] for result in written), "traces": len(written),
+                "reused": sum(result["reused"] for result in written), "files": written}
+    _failed(errors, failures)
+    return document
+
+
+def _selected_traces(path: PathLike, rank: Sequence[int], ranks: str | None) -> tuple[list, list[int], list]:
+    """The trace files at `path` with their job ranks (within each mode for runs) and modes (None for traces outside
+    hloscope runs), only the ranks asked for (`rank`, `ranks`: the commands' --rank and --ranks)."""
+    from hloscope.errors import UsageError
+    from hloscope.trace import job
+    from hloscope.trace.load import trace_files_and_modes
+
+    try:
+        wanted = job.parse_ranks(ranks or "", tuple(rank))
+    except ValueError as error:
+        raise UsageError(f"--ranks: {error}") from error
+    files, modes = trace_files_and_modes(str(path))
+    found = job.ranks_within_modes(files, modes) if any(modes) else job.job_ranks(files)[0]
+    if wanted:
+        kept = [(file, r, m) for file, r, m in zip(files, found, modes) if r in wanted]
+        if not kept:
+            raise UsageError(f"no trace at {path} has rank {wanted} "
+                             f"(ranks there: {', '.join(map(str, sorted(set(found))[:16]))})")
+        files, found, modes = [f for f, _, _ in kept], [r for _, r, _ in kept], [m for _, _, m in kept]
+    return files, found, modes
+
+
+def _failed(errors: list[InputError], failures: list[InputError] | None) -> None:
+    """The traces that could not be read: told to the caller's list, or the last one raised."""
+    if failures is not None:
+        failures.extend(errors)
+    elif errors:
+        raise errors[-1]
 
 
 def events_table(path: PathLike) -> Any:
@@ -206,3 +332,69 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
     report = explain_runs(found_summaries, baseline=baseline, min_gap=min_gap)
     report.comparison = meta
     return report
+
+
+def replay(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,
+           profile_steps: int = 6, seed: int = 0, on_skip: Callable[[str], None] | None = None) -> dict:
+    """Replay a run directory made with --dump-hlo, or an HLO / StableHLO module file, alone through jaxlib's XLA on
+    one device, timed as `run` times a step, and record it in replay.json (a new name if one exists) beside it: the
+    record as `replay --json` prints it, with `written` the file recorded (None when the directory is not writable).
+    `status` "not_replayable" when nothing could be replayed; `on_skip` is told each module left out, in one line. A
+    CPU replay sets JAX_PLATFORMS=cpu when unset, so that no GPU plugin starts."""
+    from hloscope.replay.runner import replay as run_replay
+
+    check_range("steps", steps, 1, MAX_STEPS)
+    check_range("warmup", warmup, 1, MAX_WARMUP)
+    check_range("profile_steps", profile_steps, 1, MAX_PROFILE_STEPS)
+    check_range("seed", seed, 0, MAX_SEED)
+    if device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
+    record, written = run_replay(path, device=device, steps=steps, warmup=warmup, profile=profile,
+                                 profile_steps=profile_steps, seed=seed, on_skip=on_skip or (lambda line: None))
+    return {**record, "written": str(written) if written else None}
+
+
+def replays(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,
+            on_done: Callable[[str, dict], None] | None = None) -> list[dict]:
+    """Each XLA mode's run of the comparison directory at `path` replayed in its own subprocess, as `replay --json`
+    prints it for a comparison: one {"mode", "dir", ...its replay summary} per mode, `on_done(mode, summary)` told of
+    each as it ends. comparison.json is left as it is (each replay.json sits in its run directory, where explain
+    reads it). UsageError when no run of an XLA mode finished there."""
+    from hloscope.errors import UsageError
+    from hloscope.modes import MODES
+    from hloscope.runs.replays import replay_comparison, replayable_entries
+    from hloscope.runs.rundir import load_comparison as load
+
+    check_range("steps", steps, 1, MAX_STEPS)
+    check_range("warmup", warmup, 1, MAX_WARMUP)
+    folder = Path(path)
+    comparison = load(folder)
+    if not replayable_entries(comparison):
+        xla = ", ".join(mode.name for mode in MODES if mode.xla)
+        raise UsageError(f"{folder}: no run of an XLA mode ({xla}) finished in this comparison: nothing to replay")
+    done = replay_comparison(comparison, steps, warmup, device, profile=profile,
+                             on_done=on_done or (lambda mode, summary: None))
+    return [{"mode": entry.mode, "dir": entry.dir, **summary} for entry, summary in done]
+
+
+def tensorboard_view(directory: PathLike, logdir: PathLike, progress: Any = None,
+                     on_problem: Callable[[str, str], None] | None = None) -> tuple[ViewLogdir, list[Session]]:
+    """The view `tensorboard` serves: every profile under `directory` (xplane.pb files, Kineto traces converted to
+    XSpace) as runs named `<mode>/<comparison>` in a new TensorBoard logdir at `logdir` (created; `directory` is not
+    written), with each run's profiled steps, the XLA modules kept and what XProf's tools can show. Returns the view
+    (hloscope.tensorboard.logdir.ViewLogdir: `sync()` again to follow `directory`) and the runs shown.
+    `on_problem(run, why)` is told of each run left out (a trace that cannot be converted); InputError when no
+    profile could be read. `progress` is told how far a Kineto trace's conversion is
+    (hloscope.render.progress.PhaseProgressBar)."""
+    from hloscope.errors import InputError
+    from hloscope.tensorboard.logdir import ViewLogdir
+
+    view = ViewLogdir(Path(directory), Path(logdir), progress=progress)
+    view.root.mkdir()
+    shown = view.sync()
+    if on_problem is not None:
+        for name, why in view.problems.items():
+            on_problem(name, why)
+    if not shown:
+        raise InputError(Path(directory), "no profile could be read (see the warnings above)")
+    return view, shown

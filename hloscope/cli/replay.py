@@ -23,7 +23,6 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
     """Replay PATH (a run directory made with --dump-hlo, a comparison directory: each XLA mode's run in turn, or an
     HLO / StableHLO module file) with jaxlib's XLA on one device, timed as `run` times a step; writes replay.json (a
     new name if one exists) in the run directory."""
-    import os
     from pathlib import Path
 
     from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
@@ -33,40 +32,28 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
         _comparison(folder, device, steps, warmup, profile, as_json)
         return
 
-    if device == "cpu":
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
-    from hloscope.replay.runner import replay
+    from hloscope.api import replay
 
-    record, written = replay(path, device=device, steps=steps, warmup=warmup, profile=profile,
-                             profile_steps=profile_steps, seed=seed,
-                             on_skip=lambda line: click.echo(f"hloscope replay: {line}", err=True))
+    record = replay(path, device=device, steps=steps, warmup=warmup, profile=profile, profile_steps=profile_steps,
+                    seed=seed, on_skip=lambda line: click.echo(f"hloscope replay: {line}", err=True))
     if as_json:
-        click.echo(json.dumps({**record, "written": str(written) if written else None}, indent=1, default=str))
+        click.echo(json.dumps(record, indent=1, default=str))
     else:
         from hloscope.render.replay_text import render_text
 
-        click.echo(render_text(record, written))
+        click.echo(render_text(record, record["written"]))
     if record["status"] == "not_replayable":
         raise SystemExit(1)
 
 
 def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_json: bool) -> None:
-    """A comparison directory: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one
-    line each; comparison.json is left as it is (each replay.json sits in its run directory, where explain reads it)."""
-    from hloscope.errors import UsageError
-    from hloscope.modes import MODES
+    """A comparison directory: each XLA mode's run replayed in its own subprocess, one line each as it ends."""
+    from hloscope.api import replays
     from hloscope.render.run_tables import replay_summary_line
-    from hloscope.runs.replays import replay_comparison, replayable_entries
-    from hloscope.runs.rundir import load_comparison
 
-    comparison = load_comparison(folder)
-    if not replayable_entries(comparison):
-        xla = ", ".join(mode.name for mode in MODES if mode.xla)
-        raise UsageError(f"{folder}: no run of an XLA mode ({xla}) finished in this comparison: nothing to replay")
-    done = replay_comparison(comparison, steps, warmup, device, profile=profile,
-                             on_done=lambda mode, replay: None if as_json else click.echo(
-                                 replay_summary_line(mode, replay)))
+    done = replays(folder, device, steps, warmup, profile,
+                   on_done=lambda mode, replay: None if as_json else click.echo(replay_summary_line(mode, replay)))
     if as_json:
-        click.echo(json.dumps([{"mode": entry.mode, "dir": entry.dir, **replay} for entry, replay in done], indent=1))
-    if not any(replay["status"] in ("ok", "partial") for _, replay in done):
+        click.echo(json.dumps(done, indent=1))
+    if not any(replay["status"] in ("ok", "partial") for replay in done):
         raise SystemExit(1)

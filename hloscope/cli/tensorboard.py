@@ -55,8 +55,8 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool, pr
     Nothing under DIRECTORY is written: TensorBoard reads a generated logdir of links in a temporary directory.
     Stop with Ctrl-C.
     """
+    from hloscope.api import tensorboard_view
     from hloscope.machine import free_port
-    from hloscope.tensorboard.logdir import ViewLogdir
     from hloscope.tensorboard.server import TensorBoardProcess, check_installed, is_loopback
 
     version = check_installed()
@@ -66,12 +66,8 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool, pr
     server = None
     try:
         with _sigterm_as_interrupt():
-            view = ViewLogdir(directory, workspace / "logdir", progress=_progress_bar(progress))
-            view.root.mkdir()
-            sessions = view.sync()
-            _warn_problems(view.problems)
-            if not sessions:
-                raise InputError(directory, "no profile could be read (see the warnings above)")
+            view, sessions = tensorboard_view(directory, workspace / "logdir", progress=_progress_bar(progress),
+                                              on_problem=_warn_problem)
             server = TensorBoardProcess(view.root, host, port or free_port(host), workspace / "tensorboard.log")
             server.start()
             server.wait_ready()
@@ -166,7 +162,11 @@ def _print_tool_notes(sessions, view) -> None:
 
 def _warn_problems(problems: dict[str, str]) -> None:
     for name, why in problems.items():
-        warn(f"run {name} left out: {why}")
+        _warn_problem(name, why)
+
+
+def _warn_problem(name: str, why: str) -> None:
+    warn(f"run {name} left out: {why}")
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import sys
 import click
 
 from hloscope.cli.options import TOP_ROWS
-from hloscope.errors import one_line
+from hloscope.errors import InputError, one_line
 
 
 @click.group(name="trace")
@@ -38,43 +38,11 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
 
     A trace inside a run directory that recorded its optimized HLO (--dump-hlo) gets each XLA op's category from the
     HLO it executes; other executions are categorised by kernel name."""
-    from hloscope.trace import job
-    from hloscope.trace.stats import mode_summary, rank_summary
+    from hloscope.api import trace_job
 
-    if scheduler is not None:
-        job.scheduler_address(scheduler)
-    files, ranks, modes = _selected_files(path, rank, ranks_spec)
-    state = job.StateDir(state_dir, {"top": top}) if state_dir else None
-    names = [str(file) for file in files]
-    summaries = job.run_per_file(
-        job.summarize_file, names, kwargs={"top": top}, jobs=jobs, scheduler=scheduler,
-        progress=_progress_bar(progress),
-        done=state.load(names) if state else None,
-        on_result=(lambda index, result: state.save(names[index], result)) if state else None)
-    for summary, file_rank, mode in zip(summaries, ranks, modes):
-        if "error" not in summary and mode is not None:  # a run's trace: its mode, and its rank within that mode
-            summary["stats"]["mode"] = mode
-            summary["stats"]["rank"] = file_rank
-    results = [summary["stats"] for summary in summaries if "error" not in summary]
-    failures = [error for summary in summaries if (error := job.summary_error(summary)) is not None]
-    modes_table = mode_summary(results)
-    # A job view (ranks, slowest rank per step) within one mode only: the modes of a comparison are separate runs.
-    per_mode: dict[str | None, tuple[list[dict], dict | None]] = {}
-    for mode in dict.fromkeys(modes):
-        picked = [index for index, file_mode in enumerate(modes) if file_mode == mode]
-        mine = [summaries[index] for index in picked]
-        ok = [summary["stats"] for summary in mine if "error" not in summary]
-        view = job.job_view(mine, [ranks[index] for index in picked], top=top) if len(ok) >= 2 else None
-        per_mode[mode] = (rank_summary(ok), view)
+    failures: list[InputError] = []
+    document = trace_job(path, top, rank, ranks_spec, jobs, scheduler, state_dir, _progress_bar(progress), failures)
     if as_json:
-        if modes_table:
-            by_mode = {str(mode): {**({"ranks": table} if table else {}), **({"job": view} if view else {})}
-                       for mode, (table, view) in per_mode.items() if table or view}
-            document = {"traces": results, "modes": modes_table, **({"jobs": by_mode} if by_mode else {})}
-        else:
-            ranks_table, view = next((found for found in per_mode.values() if found[0] or found[1]), ([], None))
-            document = {"traces": results, **({"ranks": ranks_table} if ranks_table else {}),
-                        **({"job": view} if view else {})}
         click.echo(json.dumps(document, indent=1))
     else:  # rich and the renderers only for the tables (--json is for scripts: 0.05 s less start-up)
         from rich.console import Console
@@ -83,21 +51,29 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
         from hloscope.render.trace_term import render_modes, render_ranks, render_stats
 
         console = Console(markup=False)  # names and paths from the trace are text, never rich markup
-        for result in results:
+        for result in document["traces"]:
             render_stats(console, result)
+        modes_table = document.get("modes")
         if modes_table:
             render_modes(console, modes_table)
-        for mode, (ranks_table, view) in per_mode.items():
+        # the job view of each mode of a comparison, or of the one job
+        views = document.get("jobs", {}) if modes_table else {"": document}
+        for mode, found in views.items():
             label = f" of mode {mode}" if modes_table else ""
-            if ranks_table:
-                render_ranks(console, ranks_table, label)
-            if view:
-                render_job(console, view, label=label)
+            if found.get("ranks"):
+                render_ranks(console, found["ranks"], label)
+            if found.get("job"):
+                render_job(console, found["job"], label=label)
+    _raise_failures(failures)
+    sys.stdout.flush()
+
+
+def _raise_failures(failures: list[InputError]) -> None:
+    """Each trace that could not be read, one line each; the last one raised (its exit code)."""
     if failures:
         for error in failures[:-1]:
             click.echo(f"hloscope: error: {one_line(str(error))}", err=True)
         raise failures[-1]
-    sys.stdout.flush()
 
 
 def _progress_bar(asked: bool | None):
@@ -107,28 +83,6 @@ def _progress_bar(asked: bool | None):
     from hloscope.render.progress import FileProgressBar
 
     return FileProgressBar()
-
-
-def _selected_files(path: str, rank: tuple[int, ...], ranks_spec: str | None):
-    """The trace files at PATH with their job ranks (within each mode for runs) and modes (None for traces outside
-    hloscope runs), only the ranks asked for (--rank, --ranks)."""
-    from hloscope.errors import UsageError
-    from hloscope.trace import job
-    from hloscope.trace.load import trace_files_and_modes
-
-    try:
-        wanted = job.parse_ranks(ranks_spec or "", rank)
-    except ValueError as error:
-        raise UsageError(f"--ranks: {error}") from error
-    files, modes = trace_files_and_modes(path)
-    ranks = job.ranks_within_modes(files, modes) if any(modes) else job.job_ranks(files)[0]
-    if wanted:
-        kept = [(file, r, m) for file, r, m in zip(files, ranks, modes) if r in wanted]
-        if not kept:
-            raise UsageError(f"no trace at {path} has rank {wanted} "
-                             f"(ranks there: {', '.join(map(str, sorted(set(ranks))[:16]))})")
-        files, ranks, modes = [f for f, _, _ in kept], [r for _, r, _ in kept], [m for _, _, m in kept]
-    return files, ranks, modes
 
 
 @command.command(name="export")
@@ -146,22 +100,9 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     """Every event of every trace at PATH as Parquet under OUT/rank=N/ (one file per trace; docs/trace.md has the
     schema and DuckDB queries). A file already exported from the same trace is kept: an interrupted export restarts
     where it stopped."""
-    from hloscope.trace import export as exporting
-    from hloscope.trace import job
+    from hloscope.api import trace_export
 
-    if scheduler is not None:
-        job.scheduler_address(scheduler)
-    files, ranks, modes = _selected_files(path, rank, ranks_spec)
-    tasks = exporting.plan(files, ranks, out, modes)
-    results = job.run_per_file(
-        exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
-        progress=_progress_bar(progress))
-    failures = [error for result in results if (error := job.summary_error(result)) is not None]
-    written = [result for result in results if "error" not in result]
-    rows = sum(result["rows"] for result in written)
-    reused = sum(result["reused"] for result in written)
-    click.echo(f"{rows:,} events of {len(written)} trace(s) in {out} ({reused} already exported, kept)")
-    if failures:
-        for error in failures[:-1]:
-            click.echo(f"hloscope: error: {one_line(str(error))}", err=True)
-        raise failures[-1]
+    failures: list[InputError] = []
+    done = trace_export(path, out, rank, ranks_spec, jobs, scheduler, _progress_bar(progress), failures)
+    click.echo(f"{done['events']:,} events of {done['traces']} trace(s) in {out} ({done['reused']} already exported, kept)")
+    _raise_failures(failures)
