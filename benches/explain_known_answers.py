@@ -177,9 +177,9 @@ def attempt(out: Path, repeats: int, busy: int = 1, names: tuple[str, ...] = tup
     variants = {name: VARIANTS[name] for name in ("base", *names)}
     with neighbours(busy):
         comparison = run_variants(MODE, BASE, variants, out, repeats, timeout_s=900)
-    failed = [e for e in comparison["modes"] if e["status"] != "ok"]
+    failed = [e for e in comparison.modes if e.status != "ok"]
     if failed:
-        raise RuntimeError(f"runs failed: {[(e['dir'], e.get('error')) for e in failed]}")
+        raise RuntimeError(f"runs failed: {[(e.dir, e.error) for e in failed]}")
     report = explain(out, baseline=label("base")).to_dict()
     by_label = {m["mode"]: m for m in report["modes"]}
     entries = {"report": report, **{name: by_label[label(name)] for name in names}}

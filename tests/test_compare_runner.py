@@ -17,6 +17,7 @@ from hloscope.errors import UsageError
 from hloscope.modes import parse_device_counts, run_label
 from hloscope.runs import rundir
 from hloscope.runs import runner as compare_runner
+from hloscope.runs.records import ComparisonEntry, unfinished_run
 from hloscope.runs.rundir import load_run, write_run
 from hloscope.runs.runner import (
     ModeOutcome,
@@ -58,8 +59,8 @@ def test_a_child_killed_mid_run_gets_a_failed_run_json_that_keeps_what_it_wrote(
     write_run(run_dir, {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "running", "config": {},
                         "timing": {"step_times_s": []}, "artifacts": [], "environment": {"python": "3.11"}})
     record = settle_run(options, tmp_path, _outcome(tmp_path, -signal.SIGKILL, "loading\nKilled\n"))
-    assert record["status"] == "failed"
-    assert record["error"] == "killed by SIGKILL (killed: out of memory?); stderr ends with: Killed"
+    assert record.status == "failed"
+    assert record.error == "killed by SIGKILL (killed: out of memory?); stderr ends with: Killed"
     on_disk = load_run(run_dir).to_dict()
     assert on_disk["status"] == "failed" and on_disk["environment"] == {"python": "3.11"}
 
@@ -68,7 +69,7 @@ def test_a_child_that_never_made_its_directory_still_gets_one(tmp_path):
     options = RunOptions(mode="jax", model="vit-tiny", steps=3)
     record = settle_run(options, tmp_path, _outcome(tmp_path, 1, "ImportError: boom\n"))
     on_disk = load_run(tmp_path / "jax").to_dict()
-    assert on_disk["status"] == record["status"] == "failed"
+    assert on_disk["status"] == record.status == "failed"
     assert on_disk["config"]["steps"] == 3 and "exited with code 1" in on_disk["error"]
 
 
@@ -80,15 +81,14 @@ def test_a_finished_childs_record_is_taken_as_written(tmp_path):
                                  "memory": {"peak_host_rss_bytes": 10}, "artifacts": []})
     record = settle_run(options, tmp_path, _outcome(tmp_path, 0, ""))
     entry = summary_entry(record, _outcome(tmp_path, 0, ""))
-    assert entry["status"] == "ok" and entry["median_s"] == 0.002 and entry["peak_memory_source"] == "host_rss"
-    assert entry["stderr_log"] == "logs/jax.stderr.log"
+    assert entry.status == "ok" and entry.median_s == 0.002 and entry.peak_memory_source == "host_rss"
+    assert entry.stderr_log == "logs/jax.stderr.log"
 
 
 def test_ratios_are_to_the_fastest_successful_mode():
-    entries = [{"status": "ok", "median_s": 0.004}, {"status": "ok", "median_s": 0.002},
-               {"status": "failed", "median_s": 0.001}]
-    add_ratios(entries)
-    assert [e["ratio_to_fastest"] for e in entries] == [2.0, 1.0, None]
+    entries = [ComparisonEntry(dir="a", status="ok", median_s=0.004), ComparisonEntry(dir="b", status="ok", median_s=0.002),
+               ComparisonEntry(dir="c", status="failed", median_s=0.001)]
+    assert [e.ratio_to_fastest for e in add_ratios(entries)] == [2.0, 1.0, None]
 
 
 def test_each_mode_runs_as_a_fresh_python_with_the_same_options(tmp_path):
@@ -129,15 +129,16 @@ def _fake_compare(tmp_path, monkeypatch, outcomes):
         what = outcomes[options.mode]
         if what == "sigterm":
             os.kill(os.getpid(), signal.SIGTERM)
-        rundir.write_run(run, {"schema_version": 1, "mode": options.mode, "status": what, "error": None,
+        rundir.write_run(run, {"schema_version": 1, "run_id": options.mode, "mode": options.mode, "config": {},
+                               "status": what, "error": None,
                                "timing": {"step_times_s": [0.01] * 20, "median_s": 0.01}})
         return None
 
     monkeypatch.setattr(compare_runner, "run_mode", fake_run_mode)
     monkeypatch.setattr(compare_runner, "settle_run", lambda options, d, outcome, status="failed", reason=None, name=None:
-                        {**rundir._read_json(d / options.mode / "run.json", "run.json"), "_dir": str(d / options.mode)}
+                        rundir.load_run(d / options.mode, check_artifacts=False)
                         if (d / options.mode / "run.json").exists() else
-                        {"mode": options.mode, "status": status, "error": reason, "_dir": str(d / options.mode)})
+                        unfinished_run(d / options.mode / "run.json", options.mode, options.mode, {}, status, reason))
     monkeypatch.setattr(compare_runner, "get_mode", lambda mode: type("M", (), {"dir_name": mode})(), raising=False)
     options = lambda mode: RunOptions(mode=mode)  # noqa: E731
     return compare_runner.run_comparison(list(outcomes), options, tmp_path, {})
@@ -145,7 +146,7 @@ def _fake_compare(tmp_path, monkeypatch, outcomes):
 
 def test_every_mode_failed_is_failed_not_partial(tmp_path, monkeypatch):
     comparison = _fake_compare(tmp_path, monkeypatch, {"jax": "failed", "pytorch": "failed"})
-    assert comparison["status"] == "failed"
+    assert comparison.status == "failed"
     assert json.loads((tmp_path / "comparison.json").read_text())["status"] == "failed"
 
 

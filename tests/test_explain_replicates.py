@@ -16,7 +16,7 @@ from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
 from hloscope.explain.summary import ModeSummary
 from hloscope.render.explain_views import verdict_text
-from hloscope.runs.records import section_document
+from hloscope.runs.records import ComparisonEntry, configuration_document, section_document
 from hloscope.runs.rundir import write_comparison
 from hloscope.runs.runner import PlannedRun, between_process_control, configurations, interleaved
 from hloscope.significance import hierarchical_median_difference, median_difference
@@ -216,11 +216,11 @@ def test_plan_is_round_robin_with_the_order_rotated():
 def test_configurations_pool_processes_and_measure_their_spread():
     entries = [{"mode": "jax", "dir": "jax", "status": "ok"}, {"mode": "jax", "dir": "jax-r2", "status": "ok"},
                {"mode": "jax", "dir": "jax-r3", "status": "failed"}, {"mode": "torchax", "dir": "torchax", "status": "ok"}]
-    rows = configurations(entries, {"jax": [1.0, 1.0, 1.0], "jax-r2": [1.2, 1.2, 1.2], "torchax": [2.0]})
+    rows = configurations([ComparisonEntry(**e) for e in entries], {"jax": [1.0, 1.0, 1.0], "jax-r2": [1.2, 1.2, 1.2], "torchax": [2.0]})
     jax, torchax = rows
-    assert jax["processes"] == 3 and jax["timed_processes"] == 2 and jax["process_medians_s"] == [1.0, 1.2]
-    assert jax["between_process_spread_s"] == pytest.approx(0.2) and jax["median_s"] == pytest.approx(1.1)
-    assert torchax["between_process_spread"] is None
+    assert jax.processes == 3 and jax.timed_processes == 2 and jax.process_medians_s == [1.0, 1.2]
+    assert jax.between_process_spread_s == pytest.approx(0.2) and jax.median_s == pytest.approx(1.1)
+    assert torchax.between_process_spread is None
     control = between_process_control(rows)
     assert control is not None and control.configuration == "jax"
     assert control.relative == pytest.approx(0.2 / 1.1)
@@ -276,11 +276,12 @@ def test_typed_control_writes_the_bytes_written_before_it(tmp_path):
     (tests/data/records/written-comparison/comparison.json)."""
     entries = [{"mode": "jax", "dir": "jax", "status": "ok"}, {"mode": "jax", "dir": "jax-r2", "status": "ok"},
                {"mode": "jax", "dir": "jax-r3", "status": "failed"}, {"mode": "torchax", "dir": "torchax", "status": "ok"}]
-    rows = configurations(entries, {"jax": [1.0, 1.0, 1.0], "jax-r2": [1.2, 1.2, 1.2], "torchax": [2.0]})
+    rows = configurations([ComparisonEntry(**e) for e in entries], {"jax": [1.0, 1.0, 1.0], "jax-r2": [1.2, 1.2, 1.2], "torchax": [2.0]})
     control = between_process_control(rows)
     assert control is not None
     written = write_comparison(tmp_path, {"schema_version": 1, "comparison_id": "golden", "status": "ok",
-                                          "modes": entries, "configurations": rows,
+                                          "modes": entries,
+                                          "configurations": [configuration_document(row) for row in rows],
                                           "between_process_spread": section_document(control)})
     golden = REPO / "tests" / "data" / "records" / "written-comparison" / "comparison.json"
     assert written.read_bytes() == golden.read_bytes()

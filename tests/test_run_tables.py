@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from io import StringIO
+from pathlib import Path
 
 import numpy as np
 from helpers import comparison_record, run_record
@@ -12,7 +13,7 @@ from rich.console import Console
 from scipy import stats
 
 from hloscope.render.run_tables import comparison_table, run_table
-from hloscope.runs.records import section_document
+from hloscope.runs.records import ComparisonEntry, configuration_document, entry_document, section_document
 from hloscope.runs.runner import between_process_control, configurations, summary_entry
 
 CONFIG = {"model": "vit-tiny", "batch_size": 8, "steps": 20, "precision": "fp32", "data": "loader"}
@@ -43,10 +44,12 @@ def test_a_five_mode_table_fits_80_columns_without_cutting_anything():
 
 
 def test_compiled_runs_show_the_kernels_and_the_roofline_lower_bound():
-    record = {"mode": "jax", "_dir": "/x/jax", "status": "compiled", "timing": {}, "memory": {},
-              "kernels": {"kernel_launches": 1312, "library_calls": 48}, "roofline": {"serial_s": 0.0123456}}
-    entry = summary_entry(record, None)
-    assert entry["kernels"] == 1312 and entry["roofline_lower_bound_s"] == 0.0123456
+    record = run_record({"mode": "jax", "status": "compiled", "timing": {}, "memory": {},
+                         "kernels": {"kernel_launches": 1312, "library_calls": 48},
+                         "roofline": {"serial_s": 0.0123456}}, Path("/x/jax/run.json"))
+    typed = summary_entry(record, None)
+    assert typed.kernels == 1312 and typed.roofline_lower_bound_s == 0.0123456 and typed.dir == "jax"
+    entry = entry_document(typed)
     failed = {"mode": "torch_xla", "status": "failed", "error": "no CUDA plugin"}
     text = render({"config": {**CONFIG, "target": "h100"}, "modes": [entry, failed]})
     assert "…" not in text
@@ -64,8 +67,9 @@ def test_replicated_modes_are_one_row_each_with_their_processes():
                 "median_s": 0.002 * (i + 1) * (1 + 0.1 * k), "first_step_s": 2.0 + k, "peak_memory_bytes": 2**20 * k}
                for k in (1, 2, 3) for i, mode in enumerate(names)]
     steps = {e["dir"]: [e["median_s"]] * 5 for e in entries if e["status"] == "ok"}
-    rows = configurations(entries, steps)
-    comparison = {"config": {**CONFIG, "repeats": 3}, "modes": entries, "configurations": rows,
+    rows = configurations([ComparisonEntry(**e) for e in entries], steps)
+    comparison = {"config": {**CONFIG, "repeats": 3}, "modes": entries,
+                  "configurations": [configuration_document(row) for row in rows],
                   "between_process_spread": section_document(between_process_control(rows))}
     text = render(comparison)
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80

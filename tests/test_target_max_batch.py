@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import run_record
 
 from hloscope.backends.base import RunOptions
 from hloscope.errors import InputError
@@ -14,7 +15,7 @@ from hloscope.hlo.gpu_spec import resolve_target, target_from_text
 from hloscope.models.presets import get_preset
 from hloscope.render.run_tables import compiled_comparison_table, compiled_run_table
 from hloscope.runs.memory_record import read_ledger
-from hloscope.runs.records import decode_entry, decode_run
+from hloscope.runs.records import decode_entry, decode_run, entry_document
 from hloscope.runs.runner import run_command, summary_entry
 from hloscope.targets import device_memory
 from hloscope.targets.max_batch import search_max_batch
@@ -168,10 +169,16 @@ def test_compare_passes_the_search_on_and_reports_it_per_mode(tmp_path):
     command = run_command(options, tmp_path)
     assert command[command.index("--max-batch-compiles") + 1] == "5" and "--max-batch" in command
     assert "max_batch" not in RunOptions(mode="jax").to_json()  # runs without the search keep their config keys
-    record = {"mode": "jax", "_dir": str(tmp_path / "jax"), "status": "compiled", "timing": {}, "memory": {
+    record = run_record({"mode": "jax", "status": "compiled", "timing": {}, "memory": {
         "target_peak": {"peak_bytes": 7_480_844, "usable_bytes": 8_199_999}},
-        "max_batch": {"batch_size": 20, "at_least": False, "message": "20 (batch 21 needs 7.9 MiB > 7.8 MiB usable)"}}
-    entry = decode_entry(tmp_path / "comparison.json", summary_entry(record, None))
+        "max_batch": {"batch_size": 20, "at_least": False, "message": "20 (batch 21 needs 7.9 MiB > 7.8 MiB usable)"}},
+        tmp_path / "jax" / "run.json")
+    written = entry_document(summary_entry(record, None))
+    entry = decode_entry(tmp_path / "comparison.json", written)
+    # after the keys every entry has, what a compiled run adds, in the order compare has always written them
+    assert list(written)[list(written).index("warnings") + 1:] == [
+        "kernels", "roofline_lower_bound_s", "target_peak_bytes", "target_usable_bytes", "max_batch",
+        "max_batch_at_least", "max_batch_message", "ratio_to_fastest"]
     assert (entry.target_peak_bytes, entry.target_usable_bytes, entry.max_batch) == (7_480_844, 8_199_999, 20)
     assert entry.max_batch_at_least is False and entry.max_batch_message.startswith("20 (batch 21")
 

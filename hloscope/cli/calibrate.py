@@ -22,8 +22,6 @@ from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
 from hloscope.cli.run import build_options, check_settings, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
 from hloscope.modes import MODE_NAMES
-from hloscope.runs.layout import COMPARISON_FILE
-from hloscope.runs.records import decode_comparison
 
 CALIBRATION_FILE = "calibration.json"
 
@@ -60,11 +58,9 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
     console = Console(stderr=True)
     console.print(f"calibrating {mode}: A, A' and A+{delay_ms:g} ms, {repeats} processes each -> {directory}",
                   highlight=False, markup=False)
-    comparison = run_variants(mode, options, variants, directory, repeats, timeout_s,
-                              on_start=lambda label: console.print(f"  running {label}", highlight=False,
-                                                                   markup=False))
+    record = run_variants(mode, options, variants, directory, repeats, timeout_s,
+                          on_start=lambda label: console.print(f"  running {label}", highlight=False, markup=False))
     labels = [f"{mode} [{name}]" for name in variants]
-    record = decode_comparison(directory / COMPARISON_FILE, comparison)
     if not any(e.status == "ok" and e.mode == labels[0] for e in record.modes):
         console.print(Text(f"{mode} never ran: nothing to calibrate (see {directory}/logs)", style="red"))
         sys.exit(1)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,8 +22,7 @@ from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.machine import check_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
-from hloscope.runs.layout import COMPARISON_FILE
-from hloscope.runs.records import ComparisonEntry, ComparisonRecord, decode_comparison, decode_entry
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord, amended_comparison
 
 # Processes per mode by default: with 3 a side, explain's known answers on this project's loaded 2-core machine hold
 # (identical configurations: no difference; a 3 ms host delay and the loader found); with 1, processes of one
@@ -95,11 +95,10 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         with contextlib.suppress(OSError):
             comparison_dir.rmdir()
         raise
-    comparison = _run_with_progress(selected, options_for, comparison_dir, config, console, timeout_s=timeout_s,
-                                    audit_before=audit_before, plan=plan, repeats=repeats, by_devices=by_devices)
+    record = _run_with_progress(selected, options_for, comparison_dir, config, console, timeout_s=timeout_s,
+                                audit_before=audit_before, plan=plan, repeats=repeats, by_devices=by_devices)
     if replay:
-        _replay(comparison, comparison_dir, values, timeout_s, console)
-    record = decode_comparison(comparison_dir / COMPARISON_FILE, comparison)
+        record = _replay(record, values, timeout_s, console)
     block = None
     if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
         from hloscope.api import explain
@@ -108,9 +107,9 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console,
                                        list(rules))
     if as_json and block is not None:
-        sys.stdout.write(json.dumps(dict(comparison, tested=block.to_dict()), indent=2) + "\n")
+        sys.stdout.write(json.dumps(dict(record.to_dict(), tested=block.to_dict()), indent=2) + "\n")
     elif as_json:
-        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
+        sys.stdout.write(json.dumps(record.to_dict(), indent=2) + "\n")
     else:
         _print_outcome(record, values, by_devices, console)
         if block is not None:
@@ -165,7 +164,7 @@ def _select_modes(modes: str | None, values: dict, counts: list[int], console: C
 
 
 def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, config: dict, console: Console,
-                       **run: Any) -> dict:
+                       **run: Any) -> ComparisonRecord:
     """run_comparison with a progress bar and one line per finished process."""
     from hloscope.runs.runner import run_comparison
 
@@ -178,8 +177,7 @@ def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, c
         def started(mode: str) -> None:
             progress.update(task, description=f"running [bold]{escape(mode)}[/bold]")  # TextColumn reads markup
 
-        def done(settled: dict) -> None:
-            entry = decode_entry(comparison_dir / COMPARISON_FILE, settled)
+        def done(entry: ComparisonEntry) -> None:
             colour = {"ok": "green", "compiled": "green", "refused": "yellow"}.get(entry.status or "", "red")
             median = f" {entry.median_s * 1e3:.2f} ms/step" if entry.median_s else ""
             progress.console.print(Text.assemble(f"  {_label(entry, by_devices)}: ",
@@ -224,7 +222,8 @@ def _print_outcome(record: ComparisonRecord, values: dict, per_device_count: boo
             console.print(entry.stderr_tail, markup=False, highlight=False)
 
 
-def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | None, console: Console) -> None:
+def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
+            console: Console) -> ComparisonRecord:
     """compare --replay: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one line each;
     comparison.json rewritten with the replays (a replay that fails is recorded with its error, nothing else lost)."""
     from hloscope.render.run_tables import replay_summary_line
@@ -232,18 +231,19 @@ def _replay(comparison: dict, comparison_dir, values: dict, timeout_s: float | N
     from hloscope.runs.rundir import write_comparison
 
     with console.status("replaying") as status:
-        done = replay_comparison(decode_comparison(comparison_dir / COMPARISON_FILE, comparison), values["steps"],
-                                 values["warmup"], values["device"], timeout_s,
+        done = replay_comparison(comparison, values["steps"], values["warmup"], values["device"], timeout_s,
                                  on_start=lambda mode: status.update(f"replaying {mode}'s program alone"),
                                  on_done=lambda mode, replay: console.print(replay_summary_line(mode, replay),
                                                                             highlight=False, markup=False))
     replays = {entry.dir: replay for entry, replay in done}
-    for entry in comparison["modes"]:  # the JSON compare writes: each replayed mode's entry gets its summary
-        if entry["dir"] in replays:
-            entry["replay"] = replays[entry["dir"]]
-    comparison["replay"] = {"steps": values["steps"], "warmup": values["warmup"], "device": values["device"],
-                            "how": "hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"}
-    write_comparison(comparison_dir, {k: v for k, v in comparison.items() if k != "_dir"})
+    # each replayed mode's entry gets its summary
+    modes = [msgspec.structs.replace(entry, replay=replays[entry.dir]) if entry.dir in replays else entry
+             for entry in comparison.modes]
+    replayed = amended_comparison(comparison, modes=modes, replay={
+        "steps": values["steps"], "warmup": values["warmup"], "device": values["device"],
+        "how": "hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"})
+    write_comparison(replayed.dir, replayed)
+    return replayed
 
 
 def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:

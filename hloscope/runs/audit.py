@@ -19,6 +19,9 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from hloscope.runs.records import ComparisonEntry
 from hloscope.runs.settings import precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
@@ -133,7 +136,6 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
     import os
     import subprocess
     import tempfile
-    from pathlib import Path
 
     from hloscope.runs.runner import run_command
 
@@ -161,21 +163,21 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
     return audit(records)
 
 
-def timed_audit(comparison: dict, comparison_dir, entries: list[dict] | None = None) -> dict:
+def timed_audit(comparison_dir, entries: list[ComparisonEntry]) -> dict:
     """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error);
-    `entries`: those of comparison["modes"] to audit (with several device counts, the runs at the audited count)."""
+    `entries`: the comparison's entries to audit (with several device counts, the runs at the audited count)."""
     from hloscope.errors import InputError
     from hloscope.runs.rundir import load_run
 
     records: list[tuple[str, dict | None, str | None]] = []
-    for entry in comparison["modes"] if entries is None else entries:
-        if entry.get("status") != "ok":
-            records.append((entry["mode"], None, f"{entry.get('status')}: {entry.get('error')}"))
+    for entry in entries:
+        mode = str(entry.mode)
+        if entry.status != "ok":
+            records.append((mode, None, f"{entry.status}: {entry.error}"))
             continue
         try:
             # the audit flattens every recorded setting, known or not: it reads the record's JSON
-            records.append((entry["mode"], load_run(comparison_dir / entry["dir"], check_artifacts=False).to_dict(),
-                            None))
+            records.append((mode, load_run(Path(comparison_dir) / entry.dir, check_artifacts=False).to_dict(), None))
         except InputError as error:
-            records.append((entry["mode"], None, str(error)))
+            records.append((mode, None, str(error)))
     return audit(records, stage="timed runs")

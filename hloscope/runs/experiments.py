@@ -37,7 +37,7 @@ class Launched:
 def run_configurations(configurations: dict[str, RunOptions], directory: Path, repeats: int,
                        expected_s: dict[str, float], deadline: float, timeout_s: float | None = None,
                        on_start: Callable[[str, float], None] = lambda label, expected: None,
-                       on_done: Callable[[dict], None] = lambda entry: None) -> Launched:
+                       on_done: Callable[[ComparisonEntry], None] = lambda entry: None) -> Launched:
     """Run every configuration `repeats` times, interleaved, into `directory`. A run whose expected seconds would end
     past `deadline` (time.monotonic()) is not started, nor any after it."""
     plan = [PlannedRun(options.mode, variant=name, changes=tuple(_fields(options).items()))

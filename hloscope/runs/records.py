@@ -396,6 +396,7 @@ class ComparisonRecord:
     configurations: list[Configuration] = field(default_factory=list)
     between_process_spread: BetweenProcessControl | None = None
     parity: dict[str, Any] | None = None
+    replay: dict[str, Any] | None = None  # `compare --replay`: how the XLA modes' programs were replayed
     file: Path = Path("comparison.json")
     document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -404,7 +405,7 @@ class ComparisonRecord:
         return self.file.parent
 
     def to_dict(self) -> dict[str, Any]:
-        """The record's JSON, as read (unknown keys kept, same order)."""
+        """The record's JSON, as read or as built by `comparison_record` (unknown keys kept, same order)."""
         return copy.deepcopy(self.document)
 
 
@@ -414,6 +415,113 @@ def section_document(section: msgspec.Struct) -> dict[str, Any]:
     as plain numbers. The one encoder of the parts a writer builds typed."""
     document: dict[str, Any] = msgspec.to_builtins(section, enc_hook=_plain)  # a Struct encodes as an object
     return document
+
+
+def configuration_document(row: Configuration) -> dict[str, Any]:
+    """One row of comparison.json `configurations`: `devices` only where the comparison ran several device counts."""
+    document = section_document(row)
+    if row.devices is None:
+        del document["devices"]
+    return document
+
+
+# comparison.json's entries as `compare` writes them: the keys every entry of its kind has (null when unknown), in
+# this order, then the optional ones (`_ENTRY_OPTIONAL`) that apply, then the ratio to the fastest mode.
+_ENTRY_SUMMARY = ("mode", "dir", "status", "error", "median_s", "mean_s", "p10_s", "p90_s", "std_s", "window_mean_s",
+                  "steps", "first_step_s", "throughput_img_s", "peak_memory_bytes", "peak_memory_source",
+                  "recompiled_in_window", "loss_first", "loss_last", "noisy", "warnings")
+_ENTRY_REFUSED = ("mode", "dir", "status", "error", "devices", "median_s", "steps", "warnings")
+
+
+def _entry_optional(entry: ComparisonEntry) -> list[tuple[str, ...]]:
+    """The groups of keys an entry holds beyond its kind's fixed ones: each written when it applies."""
+    compiled = entry.status == "compiled"  # a --target run: not timed, what XLA generated instead
+    return [group for group, applies in (
+        (("devices",), entry.devices is not None),
+        (("parity",), entry.parity is not None),
+        (("kernels", "roofline_lower_bound_s"), compiled),
+        (("target_peak_bytes", "target_usable_bytes"), compiled and entry.target_peak_bytes is not None),
+        (("max_batch", "max_batch_at_least", "max_batch_message"),
+         compiled and (entry.max_batch, entry.max_batch_at_least, entry.max_batch_message) != (None, None, None)),
+        (("returncode", "wall_s", "stderr_log"), entry.wall_s is not None),  # the process ran: how it ended
+        (("stderr_tail",), entry.stderr_tail is not None),
+        (("replicate",), entry.replicate is not None),
+        (("variant",), entry.variant is not None),
+        (("ratio_to_fastest",), True),
+        (("replay",), entry.replay is not None),
+    ) if applies]
+
+
+def entry_document(entry: ComparisonEntry) -> dict[str, Any]:
+    """One entry of comparison.json `modes` as `compare` writes it (a refused run: the few keys it has)."""
+    fixed = _ENTRY_REFUSED if entry.status == "refused" else _ENTRY_SUMMARY
+    keys = [*fixed, *(key for group in _entry_optional(entry) for key in group if key not in fixed)]
+    document = {key: getattr(entry, key) for key in keys}
+    document["warnings"] = list(entry.warnings)
+    return document
+
+
+def comparison_record(file: Path, config: dict[str, Any], modes: list[ComparisonEntry], *, comparison_id: str,
+                      status: str, started_at: str, finished_at: str | None = None,
+                      audit: dict[str, Any] | None = None, configurations: list[Configuration] | None = None,
+                      between_process_spread: BetweenProcessControl | None = None,
+                      parity: dict[str, Any] | None = None, replay: dict[str, Any] | None = None) -> ComparisonRecord:
+    """comparison.json as `compare` writes it, typed, with its document: `config` as given (every key, in its order),
+    then the entries, the audit, and what a finished comparison adds (`configurations` and the between-process
+    control: a comparison that ran to its end, not one interrupted; `parity`: --check-parity; `replay`: --replay).
+    The one place the comparison's JSON is assembled."""
+    document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "comparison_id": comparison_id, "status": status,
+                                "started_at": started_at, "config": config,
+                                "modes": [entry_document(entry) for entry in modes]}
+    if audit is not None:
+        document["audit"] = audit
+    if finished_at is not None:
+        document["finished_at"] = finished_at
+    if configurations is not None:
+        document["configurations"] = [configuration_document(row) for row in configurations]
+        document["between_process_spread"] = (section_document(between_process_spread)
+                                              if between_process_spread is not None else None)
+    if parity is not None:
+        document["parity"] = parity
+    if replay is not None:
+        document["replay"] = replay
+    file = Path(file)
+    try:
+        typed_config = msgspec.convert(config, RunConfig)
+    except msgspec.ValidationError as error:
+        raise InputError(file, f"not a valid comparison.json: {_field_message(str(error), config, 'config.')}") from None
+    return ComparisonRecord(schema_version=SCHEMA_VERSION, modes=list(modes), comparison_id=comparison_id,
+                            status=status, started_at=started_at, finished_at=finished_at, config=typed_config,
+                            audit=audit, configurations=list(configurations or []),
+                            between_process_spread=between_process_spread, parity=parity, replay=replay, file=file,
+                            document=document)
+
+
+def amended_comparison(record: ComparisonRecord, **changes: Any) -> ComparisonRecord:
+    """A comparison `comparison_record` built, with some of its parts changed (`modes`, `replay`, ...)."""
+    parts = {name: getattr(record, name) for name in ("modes", "comparison_id", "status", "started_at", "finished_at",
+                                                     "audit", "between_process_spread", "parity", "replay")}
+    parts["configurations"] = record.configurations if "configurations" in record.document else None
+    parts.update(changes)
+    return comparison_record(record.file, record.document["config"], **parts)
+
+
+def unfinished_run(file: Path, run_id: str, mode: str, config: dict[str, Any], status: str,
+                   error: str | None) -> RunRecord:
+    """run.json for a run whose process wrote none: its settings, no step, and why (`status`, `error`)."""
+    return decode_run(file, {"schema_version": SCHEMA_VERSION, "run_id": run_id, "mode": mode, "config": config,
+                             "timing": {"step_times_s": []}, "artifacts": [], "status": status, "error": error})
+
+
+def amended_run(record: RunRecord, parts: dict[str, Any], more_artifacts: list[dict[str, Any]] | None = None
+                ) -> RunRecord:
+    """The run record with top-level parts of run.json set (`parts`: JSON values, e.g. status, error, stderr_tail)
+    and artifacts added to its list; every other key is kept, in its order, and a part it lacked goes at the end."""
+    document = record.to_dict()
+    document.update(parts)
+    if more_artifacts:
+        document["artifacts"] = [*(document.get("artifacts") or []), *more_artifacts]
+    return decode_run(record.file, document)
 
 
 def _plain(value: Any) -> Any:

@@ -22,12 +22,23 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from hloscope.errors import InputError, warn
 from hloscope.modes import get_mode, run_dir_name, run_label
-from hloscope.runs.records import BetweenProcessControl, section_document
+from hloscope.runs.records import (
+    BetweenProcessControl,
+    ComparisonEntry,
+    ComparisonRecord,
+    Configuration,
+    RunRecord,
+    amended_run,
+    comparison_record,
+    unfinished_run,
+)
 from hloscope.runs.rundir import (
+    COMPARISON_FILE,
     RUN_FILE,
-    SCHEMA_VERSION,
     OutputError,
     leftover_dumps,
     load_run,
@@ -197,37 +208,36 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
 
 
 def settle_run(options: RunOptions, comparison_dir: Path, outcome: ModeOutcome | None, status: str = "failed",
-               reason: str | None = None, name: str | None = None) -> dict:
+               reason: str | None = None, name: str | None = None) -> RunRecord:
     """The mode's final run record. A child that died before writing its final run.json gets one written for it."""
     run_dir = comparison_dir / (name or get_mode(options.mode).dir_name)
     record = None
     if (run_dir / RUN_FILE).is_file():
         try:
-            # the parent completes the child's record as JSON (every key kept, with the dumps a cut-short run left)
-            record = {**load_run(run_dir, check_artifacts=False).to_dict(), "_dir": str(run_dir)}
+            # the parent completes the child's record (every key kept, with the dumps a cut-short run left)
+            record = load_run(run_dir, check_artifacts=False)
         except InputError:
             record = None
-    if record is not None and record["status"] != "running":
-        if record["status"] == "failed" and outcome is not None:
-            record["stderr_tail"] = stderr_tail(outcome.stderr_log)
-        if any(a.get("leftover") for a in record.get("artifacts", [])):  # dumps of an interrupted run: list them
+    if record is not None and record.status != "running":
+        if record.status == "failed" and outcome is not None:
+            record = amended_run(record, {"stderr_tail": stderr_tail(outcome.stderr_log)})
+        if any(a.leftover for a in record.artifacts):  # dumps of an interrupted run: list them
             _write_run_or_warn(run_dir, record)
         return record
     if reason is None and outcome is not None:
         reason = describe_exit(outcome.returncode) if outcome.returncode is not None else "timed out"
     run_dir.mkdir(exist_ok=True)
-    record = record or {"schema_version": SCHEMA_VERSION, "run_id": run_dir.name, "mode": options.mode,
-                        "config": options.to_json(), "timing": {"step_times_s": []}, "artifacts": []}
-    record.pop("_dir", None)
-    record.update(status=status, error=reason)
-    listed = {a.get("path") for a in record["artifacts"] if isinstance(a, dict)}
-    record["artifacts"] += [a for a in leftover_dumps(run_dir) if a["path"] not in listed]  # killed or timed out
+    parts: dict[str, Any] = {"status": status, "error": reason}
     if outcome is not None:
-        record["stderr_tail"] = stderr_tail(outcome.stderr_log)
-        if record["stderr_tail"] and status == "failed":
-            record["error"] = f"{reason}; stderr ends with: {record['stderr_tail'].splitlines()[-1]}"
+        parts["stderr_tail"] = tail = stderr_tail(outcome.stderr_log)
+        if tail and status == "failed":
+            parts["error"] = f"{reason}; stderr ends with: {tail.splitlines()[-1]}"
+    if record is None:
+        record = unfinished_run(run_dir / RUN_FILE, run_dir.name, options.mode, options.to_json(), status, reason)
+    listed = {a.path for a in record.artifacts}
+    leftovers = [a for a in leftover_dumps(run_dir) if a["path"] not in listed]  # killed or timed out
+    record = amended_run(record, parts, leftovers)
     _write_run_or_warn(run_dir, record)
-    record["_dir"] = str(run_dir)
     return record
 
 
@@ -240,13 +250,13 @@ def _warn_once(message: str) -> None:
         warn(message)
 
 
-def _write_run_or_warn(run_dir: Path, record: dict) -> None:
+def _write_run_or_warn(run_dir: Path, record: RunRecord) -> None:
     """A run record the parent settles: a full disk keeps it in memory (and in comparison.json when that can be
     written) with one warning, and the next modes are still tried."""
     try:
-        write_run(run_dir, {k: v for k, v in record.items() if k != "_dir"})
+        write_run(run_dir, record)
     except OutputError as error:
-        _warn_once(f"{error}; {record.get('mode')} is recorded as {record.get('status')} in comparison.json only")
+        _warn_once(f"{error}; {record.mode} is recorded as {record.status} in comparison.json only")
 
 
 class _ComparisonWriter:
@@ -259,7 +269,7 @@ class _ComparisonWriter:
         self.comparison_dir = comparison_dir
         self.failed: OutputError | None = None
 
-    def write(self, comparison: dict, final: bool = False) -> None:
+    def write(self, comparison: ComparisonRecord, final: bool = False) -> None:
         try:
             write_comparison(self.comparison_dir, comparison)
             self.failed = None
@@ -271,52 +281,45 @@ class _ComparisonWriter:
             _warn_once(f"{error}; going on with the next modes")
 
 
-def summary_entry(record: dict, outcome: ModeOutcome | None) -> dict:
-    timing, memory = record.get("timing", {}), record.get("memory", {})
-    peak = memory.get("device_peak_bytes")
-    entry = {
-        "mode": record["mode"], "dir": Path(record["_dir"]).name, "status": record["status"],
-        "error": record.get("error"),
-        "median_s": timing.get("median_s"), "mean_s": timing.get("mean_s"), "p10_s": timing.get("p10_s"),
-        "p90_s": timing.get("p90_s"), "std_s": timing.get("std_s"), "window_mean_s": timing.get("window_mean_s"),
-        "steps": len(timing.get("step_times_s", [])), "first_step_s": timing.get("first_step_s"),
-        "throughput_img_s": timing.get("throughput_img_s"),
-        "peak_memory_bytes": peak if peak is not None else memory.get("peak_host_rss_bytes"),
-        "peak_memory_source": "device" if peak is not None else ("host_rss" if memory else None),
-        "recompiled_in_window": record.get("compiles", {}).get("recompiled_in_window"),
-        "loss_first": record.get("loss", {}).get("first"), "loss_last": record.get("loss", {}).get("last"),
-        "noisy": timing.get("noisy"), "warnings": list(record.get("warnings") or []),
-    }
-    devices = (record.get("config") or {}).get("devices")
-    if isinstance(devices, int) and not isinstance(devices, bool):
-        entry["devices"] = devices
-    if "parity" in record:  # --check-parity: the probe before the first step
-        entry["parity"] = record["parity"]
-    if record["status"] == "compiled":  # --target: not timed; what XLA generated and the roofline's lower bound
-        entry["kernels"] = (record.get("kernels") or {}).get("kernel_launches")
-        entry["roofline_lower_bound_s"] = (record.get("roofline") or {}).get("serial_s")
-        target_peak = (record.get("memory") or {}).get("target_peak") or {}
-        if target_peak:
-            entry["target_peak_bytes"] = target_peak.get("peak_bytes")
-            entry["target_usable_bytes"] = target_peak.get("usable_bytes")
-        if record.get("max_batch"):  # --max-batch
-            entry["max_batch"] = record["max_batch"].get("batch_size")
-            entry["max_batch_at_least"] = record["max_batch"].get("at_least")
-            entry["max_batch_message"] = record["max_batch"].get("message")
-    if outcome is not None:
-        entry.update(returncode=outcome.returncode, wall_s=outcome.wall_s,
-                     stderr_log=str(outcome.stderr_log.relative_to(outcome.stderr_log.parent.parent)))
-    if record.get("stderr_tail") and record["status"] != "ok":
-        entry["stderr_tail"] = record["stderr_tail"]
-    return entry
+def summary_entry(record: RunRecord, outcome: ModeOutcome | None) -> ComparisonEntry:
+    """comparison.json's entry for a run: its outcome and summary (a compiled --target run: what XLA generated)."""
+    timing, memory = record.timing, record.memory
+    peak = memory.device_peak_bytes
+    devices = record.config.devices
+    compiled = record.status == "compiled"  # --target: not timed; what XLA generated and the roofline's lower bound
+    target_peak = memory.target_peak if compiled else None
+    max_batch = record.max_batch if compiled else None  # --max-batch
+    return ComparisonEntry(
+        mode=record.mode, dir=record.dir.name, status=record.status, error=record.error,
+        median_s=timing.median_s, mean_s=timing.mean_s, p10_s=timing.p10_s, p90_s=timing.p90_s, std_s=timing.std_s,
+        window_mean_s=timing.window_mean_s, steps=len(timing.step_times_s), first_step_s=timing.first_step_s,
+        throughput_img_s=timing.throughput_img_s,
+        peak_memory_bytes=peak if peak is not None else memory.peak_host_rss_bytes,
+        peak_memory_source="device" if peak is not None else ("host_rss" if record.section("memory") else None),
+        recompiled_in_window=record.compiles.recompiled_in_window, loss_first=record.loss.first,
+        loss_last=record.loss.last, noisy=timing.noisy, warnings=list(record.warnings),
+        devices=devices if isinstance(devices, int) else None,
+        parity=record.parity,  # --check-parity: the probe before the first step
+        kernels=record.kernels.kernel_launches if compiled else None,
+        roofline_lower_bound_s=record.roofline.serial_s if compiled else None,
+        target_peak_bytes=target_peak.peak_bytes if target_peak is not None else None,
+        target_usable_bytes=target_peak.usable_bytes if target_peak is not None else None,
+        max_batch=max_batch.batch_size if max_batch is not None else None,
+        max_batch_at_least=max_batch.at_least if max_batch is not None else None,
+        max_batch_message=max_batch.message if max_batch is not None else None,
+        returncode=outcome.returncode if outcome is not None else None,
+        wall_s=outcome.wall_s if outcome is not None else None,
+        stderr_log=str(outcome.stderr_log.relative_to(outcome.stderr_log.parent.parent)) if outcome is not None else None,
+        stderr_tail=record.stderr_tail if record.stderr_tail and record.status != "ok" else None)
 
 
-def add_ratios(entries: list[dict]) -> None:
-    medians = [e["median_s"] for e in entries if e["status"] == "ok" and e.get("median_s")]
+def add_ratios(entries: list[ComparisonEntry]) -> list[ComparisonEntry]:
+    """The entries with each one's ratio to the fastest successful mode's median (None for the others)."""
+    medians = [e.median_s for e in entries if e.status == "ok" and e.median_s]
     fastest = min(medians) if medians else None
-    for entry in entries:
-        ok = entry["status"] == "ok" and entry.get("median_s") and fastest
-        entry["ratio_to_fastest"] = entry["median_s"] / fastest if ok else None
+    return [msgspec.structs.replace(entry, ratio_to_fastest=entry.median_s / fastest
+                                    if entry.status == "ok" and entry.median_s and fastest else None)
+            for entry in entries]
 
 
 _CHILDREN: list[subprocess.Popen] = []  # the mode running now: a SIGTERM / SIGHUP to compare is passed on to it
@@ -353,12 +356,12 @@ def _restore_signals(previous: dict) -> None:
         signal.signal(number, handler)
 
 
-def refused_entry(planned: PlannedRun, options: RunOptions) -> dict:
+def refused_entry(planned: PlannedRun, options: RunOptions) -> ComparisonEntry:
     """comparison.json's entry for a (mode, device count) the mode refuses: no run directory, the one line why."""
     if planned.refused is None:  # only refused runs have an entry made here
         raise RuntimeError(f"{planned.mode}: not a refused run")
-    return {"mode": planned.mode, "dir": planned.dir_name, "status": "refused", "error": planned.refused,
-            "devices": options.devices, "median_s": None, "steps": 0, "warnings": []}
+    return ComparisonEntry(mode=planned.mode, dir=planned.dir_name, status="refused", error=planned.refused,
+                           devices=options.devices, steps=0)
 
 
 def interleaved(plan: list[PlannedRun], repeats: int) -> list[PlannedRun]:
@@ -374,72 +377,72 @@ def interleaved(plan: list[PlannedRun], repeats: int) -> list[PlannedRun]:
     return rounds
 
 
-def configurations(entries: list[dict], steps_by_dir: dict[str, list[float]]) -> list[dict]:
+def configurations(entries: list[ComparisonEntry], steps_by_dir: dict[str, list[float]]) -> list[Configuration]:
     """comparison.json `configurations`: the processes of each mode (and device count) pooled: how many were timed,
     each one's median, the pooled median and the spread between processes (max - min of their medians, absolute and
     relative to the pooled median; None with fewer than two timed processes: unmeasured)."""
-    groups: dict[tuple[str, Any], list[dict]] = {}
+    groups: dict[tuple[str, Any], list[ComparisonEntry]] = {}
     for entry in entries:
-        groups.setdefault((entry["mode"], entry.get("devices")), []).append(entry)
+        groups.setdefault((str(entry.mode), entry.devices), []).append(entry)
     out = []
     for (mode, devices), members in groups.items():
-        timed = [steps_by_dir[e["dir"]] for e in members if e["status"] == "ok" and steps_by_dir.get(e["dir"])]
+        timed = [steps_by_dir[e.dir] for e in members if e.status == "ok" and steps_by_dir.get(e.dir)]
         medians = [median(steps) for steps in timed]
         pooled = median([t for steps in timed for t in steps]) if timed else None
         spread = max(medians) - min(medians) if len(medians) >= 2 else None
-        row = {"mode": mode, "processes": len(members), "timed_processes": len(timed), "dirs": [e["dir"] for e in members],
-               "median_s": pooled, "process_medians_s": medians, "between_process_spread_s": spread,
-               "between_process_spread": spread / pooled if spread is not None and pooled else None}
-        if devices is not None:
-            row["devices"] = devices
-        out.append(row)
+        out.append(Configuration(mode=mode, processes=len(members), timed_processes=len(timed),
+                                 dirs=[e.dir for e in members], median_s=pooled, process_medians_s=medians,
+                                 between_process_spread_s=spread,
+                                 between_process_spread=spread / pooled if spread is not None and pooled else None,
+                                 devices=devices))
     return out
 
 
-def between_process_control(rows: list[dict]) -> BetweenProcessControl | None:
+def between_process_control(rows: list[Configuration]) -> BetweenProcessControl | None:
     """The A/A control: the largest relative spread between processes of one configuration, i.e. the smallest gap
     (as a fraction of a step) this comparison can tell from the machine's own variation; None when unmeasured."""
-    measured = [row for row in rows if row["between_process_spread"] is not None]
+    measured = [row for row in rows if row.between_process_spread is not None]
     if not measured:
         return None
-    worst = max(measured, key=lambda row: row["between_process_spread"])
+    worst = max(measured, key=lambda row: row.between_process_spread or 0.0)
     return BetweenProcessControl(
-        relative=worst["between_process_spread"], configuration=worst["mode"], processes=worst["timed_processes"],
+        relative=worst.between_process_spread, configuration=worst.mode, processes=worst.timed_processes,
         meaning="the largest spread between processes of one configuration: gaps smaller than this fraction of a step "
                 "cannot be told from the machine's own variation in this comparison")
 
 
-def _name(entry: dict, planned: PlannedRun, repeats: int) -> None:
+def _name(entry: ComparisonEntry, planned: PlannedRun, repeats: int) -> ComparisonEntry:
     """A comparison entry's process number (several per configuration) and variant label."""
     if repeats > 1:
-        entry["replicate"] = planned.replicate
+        entry = msgspec.structs.replace(entry, replicate=planned.replicate)
     if planned.label is not None:
-        entry.update(mode=planned.label, variant=planned.variant)
+        entry = msgspec.structs.replace(entry, mode=planned.label, variant=planned.variant)
+    return entry
 
 
 def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], comparison_dir: Path, config: dict,
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
-                   on_mode_done: Callable[[dict], None] = lambda entry: None,
+                   on_mode_done: Callable[[ComparisonEntry], None] = lambda entry: None,
                    timeout_s: float | None = None, audit_before: dict | None = None,
                    plan: list[PlannedRun] | None = None, repeats: int = 1,
-                   should_stop: Callable[[PlannedRun], str | None] = lambda planned: None) -> dict:
+                   should_stop: Callable[[PlannedRun], str | None] = lambda planned: None) -> ComparisonRecord:
     """Run `modes` one after another (or the runs of `plan`: each mode at each device count), `repeats` fresh
     processes of each, interleaved (see `interleaved`); comparison.json is rewritten after each so a Ctrl-C keeps
     what finished. A refused run is recorded as `refused` and the others go on; it does not make the comparison
     partial. `should_stop`, asked before each run, stops the comparison there with its reason (StopRequested)."""
     plan = interleaved(plan if plan is not None else [PlannedRun(mode) for mode in modes], repeats)
     steps_by_dir: dict[str, list[float]] = {}
-    entries: list[dict[str, Any]] = []  # comparison["modes"], one entry per mode as it settles
-    comparison: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "comparison_id": comparison_dir.name, "status": "running",
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": config, "modes": entries}
-    audit: dict[str, Any] = {}
+    entries: list[ComparisonEntry] = []  # comparison.json `modes`, one entry per run as it settles
+    audit: dict[str, Any] | None = None
     if audit_before is not None:  # compare's fairness audit (hloscope/runs/audit.py), made before timing
-        audit.update(before_timing=audit_before, ok=audit_before["ok"])
-        comparison["audit"] = audit
+        audit = {"before_timing": audit_before, "ok": audit_before["ok"]}
+    comparison = functools.partial(comparison_record, comparison_dir / COMPARISON_FILE, config,
+                                   comparison_id=comparison_dir.name,
+                                   started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), audit=audit)
     writer = _ComparisonWriter(comparison_dir)
-    write_comparison(comparison_dir, comparison)  # nothing has run yet: a full disk here is one line, exit 2
+    # nothing has run yet: a full disk here is one line, exit 2
+    write_comparison(comparison_dir, comparison(entries, status="running"))
     previous = _terminate_like_ctrl_c()
     named = lambda planned: {"name": planned.dir_name}  # noqa: E731
     try:
@@ -456,14 +459,11 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                                    on_poll=functools.partial(on_mode_phase, planned.mode), **named(planned))
                 record = settle_run(options, comparison_dir, outcome, **named(planned))
                 entry = summary_entry(record, outcome)
-                steps = (record.get("timing") or {}).get("step_times_s")
-                if isinstance(steps, list) and steps:
-                    steps_by_dir[entry["dir"]] = steps
-            _name(entry, planned, repeats)
-            entries.append(entry)
-            add_ratios(entries)
-            writer.write(comparison)
-            on_mode_done(entry)
+                if record.timing.step_times_s:
+                    steps_by_dir[entry.dir] = list(record.timing.step_times_s)
+            entries = add_ratios([*entries, _name(entry, planned, repeats)])
+            writer.write(comparison(entries, status="running"))
+            on_mode_done(entries[-1])
     except KeyboardInterrupt as stop:
         stopped = stop.reason if isinstance(stop, StopRequested) else "the comparison was interrupted (Ctrl-C)"
         for planned in plan[len(entries):]:
@@ -475,52 +475,48 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
             record = settle_run(options, comparison_dir, None, status="interrupted",
                                 reason="interrupted by the user (Ctrl-C)" if started else
                                 f"not started: {stopped}", **named(planned))
-            entry = summary_entry(record, None)
-            _name(entry, planned, repeats)
-            entries.append(entry)
-        add_ratios(entries)
-        comparison.update(status="interrupted", finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            entries.append(_name(summary_entry(record, None), planned, repeats))
         try:
-            writer.write(comparison, final=True)
+            writer.write(comparison(add_ratios(entries), status="interrupted",
+                                    finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())), final=True)
         except OutputError as error:
             _warn_once(str(error))
         raise
     finally:
         _restore_signals(previous)
-    statuses = [e["status"] for e in entries if e["status"] != "refused"]
-    comparison.update(status="ok" if statuses and all(s in ("ok", "compiled") for s in statuses) else
-                      "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed",
-                      finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    comparison["configurations"] = configurations(entries, steps_by_dir)
-    control = between_process_control(comparison["configurations"])
-    comparison["between_process_spread"] = section_document(control) if control is not None else None
-    if audit_before is not None:
+    statuses = [e.status for e in entries if e.status != "refused"]
+    status = ("ok" if statuses and all(s in ("ok", "compiled") for s in statuses) else
+              "partial" if any(s in ("ok", "compiled") for s in statuses) else "failed")
+    finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    rows = configurations(entries, steps_by_dir)
+    if audit is not None and audit_before is not None:
         from hloscope.runs.audit import timed_audit
 
         # with several device counts the audit compares the modes at the count it set them up at (the smallest): the
         # device count, and with it XLA_FLAGS or WORLD_SIZE, differs between a mode's runs by design
         audited = plan[0].devices if plan else None
-        audit["timed_runs"] = timed_audit(comparison, comparison_dir,
-                                          [e for e in entries if (audited is None or e.get("devices") == audited)
-                                           and e.get("replicate", 1) == 1])  # one process per mode: its settings
+        audit["timed_runs"] = timed_audit(comparison_dir, [e for e in entries if (audited is None or e.devices == audited)
+                                                           and (e.replicate or 1) == 1])  # one process per mode
         audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
+    parity = None
     if config.get("check_parity"):
         from hloscope.runs.parity import evaluate
 
         # every run, a mode's runs at several device counts each under its own name (the same first step at every N);
         # a refused count ran nothing to check
         by_devices = bool(plan) and plan[0].devices is not None
-        comparison["parity"] = evaluate([(run_label(e["mode"], e.get("devices")) if by_devices else e["mode"],
-                                          e.get("parity")) for e in entries
-                                         if e["status"] != "refused" and e.get("replicate", 1) == 1],
-                                        config.get("precision", "fp32"))
-    writer.write(comparison, final=True)
-    return comparison
+        parity = evaluate([(run_label(str(e.mode), e.devices) if by_devices else str(e.mode), e.parity)
+                           for e in entries if e.status != "refused" and (e.replicate or 1) == 1],
+                          config.get("precision", "fp32"))
+    final = comparison(entries, status=status, finished_at=finished_at, configurations=rows,
+                       between_process_spread=between_process_control(rows), parity=parity)
+    writer.write(final, final=True)
+    return final
 
 
 def run_variants(mode: str, options: RunOptions, variants: dict[str, dict[str, Any]], directory: Path,
                  repeats: int, timeout_s: float | None = None,
-                 on_start: Callable[[str], None] = lambda label: None) -> dict:
+                 on_start: Callable[[str], None] = lambda label: None) -> ComparisonRecord:
     """Several configurations of one mode, each `options` with some fields changed (`variants`: name -> RunOptions
     fields), each in `repeats` fresh processes interleaved as compare runs modes, into one comparison directory whose
     labels are `mode [name]`: `hloscope calibrate` and the known-answer experiments of explain."""
