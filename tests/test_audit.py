@@ -6,16 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, run_record
 from rich.console import Console
 
 from hloscope.render.run_tables import audit_table
 from hloscope.runs.audit import audit, mismatch_lines, mode_settings
+from hloscope.runs.records import RunRecord
 
 
 def _record(mode: str, precision: str = "fp32", *, compute="float32", matmul="highest", key="matmul_precision",
-            in_place=True, **environment) -> dict:
-    return {"mode": mode, "status": "setup",
+            in_place=True, **environment) -> RunRecord:
+    return run_record({"mode": mode, "status": "setup",
             "config": {"mode": mode, "model": "vit-tiny", "batch_size": 8, "precision": precision, "data": "device",
                        "device": "auto", "attention": "eager", "model_config": {"hidden_size": 64}},
             "environment": {"cpu_model": "AMD EPYC", "cpu_count": 2, "device": "cpu",
@@ -25,7 +26,7 @@ def _record(mode: str, precision: str = "fp32", *, compute="float32", matmul="hi
                             "attention": {"implementation": "eager"},
                             "compile": {"api": mode, "backend": "xla"},
                             "donation": {"state_in_place": in_place, "how": "..."},
-                            "threads": {"cpu_affinity": 2}, "env": {}, **environment}}
+                            "threads": {"cpu_affinity": 2}, "env": {}, **environment}})
 
 
 def test_the_same_settings_under_framework_specific_names_are_no_mismatch():

@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from helpers import run_record
 
 from hloscope.runs.audit import audit
 
@@ -35,7 +36,7 @@ def _mismatched(root: Path, with_audit: bool = True) -> Path:
                   "modes": [{"mode": "jax", "dir": "jax", "status": "ok"},
                             {"mode": "pytorch", "dir": "pytorch", "status": "ok"}]}
     if with_audit:
-        records = [("jax", jax, None), ("pytorch", pytorch, None)]
+        records = [("jax", run_record(jax), None), ("pytorch", run_record(pytorch), None)]
         comparison["audit"] = {"before_timing": audit(records), "timed_runs": audit(records, stage="timed runs"),
                                "ok": False}
     (root / "comparison.json").write_text(json.dumps(comparison))

@@ -4,6 +4,8 @@ planned with which option, and which test cannot run and why, without running a 
 
 from __future__ import annotations
 
+from helpers import run_record
+
 from hloscope.explain.experiments import NOT_TESTED, PairPlan, conclude, plan_tests
 from hloscope.explain.hypotheses import Annotation
 from hloscope.explain.report import Contributor, ModeResult
@@ -22,7 +24,7 @@ def _options(mode: str, **config) -> dict:
     """A side's options as explain reads them: its config, with what its record had in effect."""
     record = {"mode": mode, "config": {"mode": mode, **config},
               "environment": {"threads": {"cpu_affinity": config.get("threads") or 2}}}
-    return {"mode": mode, **config, IN_EFFECT: in_effect(record)}
+    return {"mode": mode, **config, IN_EFFECT: in_effect(run_record(record))}
 
 
 def test_a_thread_difference_plans_a_threads_re_run_with_the_faster_sides_count():
@@ -39,8 +41,9 @@ def test_a_thread_difference_plans_a_threads_re_run_with_the_faster_sides_count(
 
 def test_a_thread_difference_recorded_only_in_the_environment_is_matched_to_the_recorded_cpus():
     """Neither side asked for --threads: the re-run gets the faster run's CPU affinity as --threads."""
-    slow = {"mode": "pytorch", IN_EFFECT: in_effect({"mode": "pytorch", "environment": {"threads": {"cpu_affinity": 2}}})}
-    fast = {"mode": "jax", IN_EFFECT: in_effect({"mode": "jax", "environment": {"threads": {"cpu_affinity": 1}}})}
+    slow_run = run_record({"mode": "pytorch", "environment": {"threads": {"cpu_affinity": 2}}})
+    fast_run = run_record({"mode": "jax", "environment": {"threads": {"cpu_affinity": 1}}})
+    slow, fast = {"mode": "pytorch", IN_EFFECT: in_effect(slow_run)}, {"mode": "jax", IN_EFFECT: in_effect(fast_run)}
     tests = plan_tests(_result([], [{"field": "env.OMP_NUM_THREADS", "a": "2", "b": "1"}]), slow, fast)
     assert [(t.setting, t.slow_value, t.fast_value, t.untestable) for t in tests] == [("threads", 2, 1, None)]
 

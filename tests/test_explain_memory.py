@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import good_run, hloscope
+from helpers import good_run, hloscope, run_record
 
 from hloscope import api
 from hloscope.cli.run import build_options
@@ -142,7 +142,8 @@ def test_runs_without_a_ledger_keep_their_explain_document(tmp_path):
 def test_the_optimizer_is_a_setting_of_the_fairness_audit():
     base = {"config": {"model": "vit-tiny", "optimizer": "sgd"}, "environment": {}}
     other = {"config": {"model": "vit-tiny", "optimizer": "adamw"}, "environment": {}}
-    assert differences(settings(base), settings(other)) == [{"field": "optimizer", "a": "sgd", "b": "adamw"}]
+    assert differences(settings(run_record(base)), settings(run_record(other))) == [
+        {"field": "optimizer", "a": "sgd", "b": "adamw"}]
 
 
 def test_compare_passes_the_optimizer_to_each_mode():

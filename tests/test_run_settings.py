@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, run_record
 
 from hloscope.backends.base import RunOptions, compile_kwargs
 from hloscope.backends.pytorch_mode import COMPILE_KWARGS
@@ -91,12 +91,12 @@ def test_a_child_run_is_started_with_the_settings_of_its_options(tmp_path, optio
 def test_the_settings_are_listed_and_what_a_run_had_in_effect_is_read_from_its_record():
     record = {"mode": "jax", "config": {"mode": "jax", "donate": True, "threads": 1},
               "environment": {"threads": {"cpu_affinity": 1}}}
-    listed = settings(record)
+    listed = settings(run_record(record))
     assert (listed["donate"], listed["threads"], listed["threads.cpu_affinity"]) == ("True", "1", "1")
-    assert in_effect(record) == {"threads": 1, "donate": True, "compile_mode": None, "fullgraph": None}
-    eager = in_effect({"mode": "pytorch", "config": {}, "environment": {"threads": {"cpu_affinity": 2}}})
+    assert in_effect(run_record(record)) == {"threads": 1, "donate": True, "compile_mode": None, "fullgraph": None}
+    eager = in_effect(run_record({"mode": "pytorch", "config": {}, "environment": {"threads": {"cpu_affinity": 2}}}))
     assert eager == {"threads": 2, "donate": None, "compile_mode": None, "fullgraph": None}
-    compiled = in_effect({"mode": "torch_xla+compile", "config": {"mode": "torch_xla+compile"}})
+    compiled = in_effect(run_record({"mode": "torch_xla+compile", "config": {"mode": "torch_xla+compile"}}))
     assert compiled == {"threads": None, "donate": True, "compile_mode": "default", "fullgraph": False}
 
 

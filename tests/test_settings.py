@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import assert_refused, hloscope, run_record
 
-from hloscope.runs.settings import differences, one_sided_counts, settings
+from hloscope.runs import settings as run_settings
+from hloscope.runs.settings import differences, one_sided_counts
 
 PACKAGES = {"torch": "2.9.0", "torch_xla": "2.9.0", "torchax": "0.0.13", "jax": "0.10.2", "jaxlib": "0.10.2",
             "flax": "0.12.8", "optax": "0.2.8", "transformers": "4.57.6", "numpy": "2.4.6", "click": "8.5.1"}
@@ -47,6 +48,11 @@ def _pytorch_record(mode: str = "pytorch", env: dict | None = None) -> dict:
     if mode.endswith("+compile"):
         environment["env"]["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/torchinductor_root"
     return record
+
+
+def settings(document: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
+    """settings() of the run record that a run.json holding `document` reads as."""
+    return run_settings.settings(run_record(document), matmul_precision, compute_dtype)
 
 
 def _differences(a: dict, b: dict, **extra_b) -> list[dict]:
@@ -162,3 +168,13 @@ def test_an_unoptimised_xla_run_is_explained_with_its_flag(tmp_path):
     assert {"field": "env.XLA_FLAGS", "a": "--xla_backend_optimization_level=0", "b": None} in listed or \
         {"field": "env.XLA_FLAGS", "a": None, "b": "--xla_backend_optimization_level=0"} in listed
     assert all(d["field"] == "env.XLA_FLAGS" for d in listed), listed  # nothing else differs between the two
+
+
+def test_a_device_field_of_the_wrong_type_is_one_line_naming_the_run(tmp_path):
+    """The device fields the platform is read from are typed: a hand-edited number is refused, not compared."""
+    slow = _run_dir(tmp_path / "slow", {}, [0.014] * 10)
+    fast = _run_dir(tmp_path / "fast", {}, [0.002] * 10)
+    record = json.loads((slow / "run.json").read_text())
+    record["environment"]["device_name"] = 5
+    (slow / "run.json").write_text(json.dumps(record))
+    assert_refused(hloscope("explain", slow, fast), slow / "run.json", words=("'environment.device_name' is int 5",))

@@ -142,12 +142,14 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
     expected: dict[str, float] = {}
     platform = ""
     for label, summary in report.summaries.items():
-        records, loaded = [], []
+        records, loaded, typed = [], [], []
         for run_dir in summary.run_dirs:
             try:
-                records.append(load_run(run_dir, check_artifacts=False).to_dict())  # the JSON: a plan reads its times
+                record = load_run(run_dir, check_artifacts=False)
             except InputError:
                 continue
+            typed.append(record)
+            records.append(record.to_dict())  # the JSON: a plan reads its times
             loaded.append(Path(run_dir))
         config = records[0].get("config") if records else None
         if not isinstance(config, dict) or summary.status != "ok":
@@ -160,7 +162,7 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
             raise InputError(loaded[0] / RUN_FILE, f"not a valid run.json: its XLA flags: {error}") from None
         # and what it had in effect without asking (threads, donation, compile mode): a tested setting is compared
         # with it
-        options[label] = dict(config, xla_flags=flags, **{IN_EFFECT: in_effect(records[0])})
+        options[label] = dict(config, xla_flags=flags, **{IN_EFFECT: in_effect(typed[0])})
         expected[label] = fmean(expected_run_s(record) for record in records)
         platform = platform or summary.platform
     return options, expected, platform

@@ -32,7 +32,7 @@ def _compiles(in_window: dict | None) -> int | None:
 
 def from_run_record(run: RunRecord) -> ModeSummary:
     """The run record's timing and settings."""
-    environment = run.section("environment")
+    environment = run.environment
     times = list(run.timing.step_times_s)  # the median and mean are computed from them, not trusted
     summary = ModeSummary(
         mode=run.mode, status=run.status, platform=device_platform(environment),
@@ -53,7 +53,7 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     devices = run.config.devices
     summary.devices = devices if isinstance(devices, int) and devices else None
     summary.run_mode = summary.mode
-    summary.settings = settings(run.to_dict(), summary.matmul_precision, summary.compute_dtype)
+    summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
     summary.host_scheduling = run.timing.host_scheduling
     if summary.status == "compiled":
         add_compiled(summary, run)

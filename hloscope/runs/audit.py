@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hloscope.runs.records import ComparisonEntry
+from hloscope.errors import InputError
+from hloscope.modes import get_mode
+from hloscope.runs.layout import RUN_FILE
+from hloscope.runs.records import ComparisonEntry, Environment, RunRecord, decode_run
 from hloscope.runs.settings import precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
@@ -31,7 +34,7 @@ _MATMUL = {"highest": "fp32", "float32": "fp32", "high": "tf32", "tensorfloat32"
            "bfloat16": "bf16", "default": "default"}
 
 
-def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
+def _matmul(environment: Environment, compute_dtype: str | None) -> str | None:
     raw = precision_setting(environment, "matmul_precision") or precision_setting(environment, "mat_mul_precision")
     if compute_dtype and compute_dtype not in ("float32", "fp32"):
         # Under autocast / a bf16 compute dtype the matmuls take bf16 inputs: the fp32-matmul setting does not apply.
@@ -41,17 +44,16 @@ def _matmul(environment: dict, compute_dtype: str | None) -> str | None:
     return _MATMUL.get(raw, raw)
 
 
-def mode_settings(record: dict) -> dict[str, str]:
+def mode_settings(record: RunRecord) -> dict[str, str]:
     """One mode's settings in effect, `name -> text`, from its run.json (timed, compiled or `--setup-only`)."""
-    environment: dict = record["environment"] if isinstance(record.get("environment"), dict) else {}
+    environment = record.environment
     compute = precision_setting(environment, "compute_dtype")
     out = settings(record, _matmul(environment, compute), compute)
-    precision: dict = environment["precision"] if isinstance(environment.get("precision"), dict) else {}
+    precision = environment.precision or {}
     if precision.get("param_dtype"):
         out["parameter dtype"] = str(precision["param_dtype"])
-    for section in ("compile", "donation"):
-        values = environment.get(section)
-        if isinstance(values, dict):
+    for section, values in (("compile", environment.compile), ("donation", environment.donation)):
+        if values is not None:
             for key, value in values.items():
                 if key == "how":  # the sentence behind state_in_place: in run.json, too long for the table
                     continue
@@ -59,8 +61,7 @@ def mode_settings(record: dict) -> dict[str, str]:
                     value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
                 if value is not None and not isinstance(value, list):
                     out[f"{section}.{key}"] = str(value)
-    compiles: dict = record["compiles"] if isinstance(record.get("compiles"), dict) else {}
-    total: dict = compiles["total"] if isinstance(compiles.get("total"), dict) else {}
+    total = record.compiles.total or {}
     for key in ("dynamo_graph_breaks", "dynamo_recompiles"):
         if key in total:
             out[f"compile.{key}"] = str(total[key])
@@ -68,7 +69,7 @@ def mode_settings(record: dict) -> dict[str, str]:
     return out
 
 
-def audit(records: list[tuple[str, dict | None, str | None]], stage: str = "before timing") -> dict:
+def audit(records: list[tuple[str, RunRecord | None, str | None]], stage: str = "before timing") -> dict:
     """comparison.json `audit` from `(mode, record or None, error or None)` in the comparison's order."""
     per_mode: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
@@ -108,8 +109,6 @@ def recorded_mismatch_lines(section: dict | None, file) -> list[str]:
     """Every mismatch a comparison.json's audit recorded, for explain to list first: the audit before timing, then
     the timed runs' mismatches it had not seen (`... (in the timed runs)`). [] without an audit or a mismatch. An
     audit of the wrong shape is an InputError naming `file`. `section`: comparison.json's `audit`."""
-    from hloscope.errors import InputError
-
     if section is None:
         return []
     lines: list[str] = []
@@ -139,7 +138,7 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
 
     from hloscope.runs.runner import run_command
 
-    records: list[tuple[str, dict | None, str | None]] = []
+    records: list[tuple[str, RunRecord | None, str | None]] = []
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
     with tempfile.TemporaryDirectory(prefix="hloscope-audit-") as scratch:
         for mode in modes:
@@ -155,7 +154,12 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
             except ValueError:
                 record = None
             if isinstance(record, dict) and record.get("status") == "setup":
-                records.append((mode, record, None))
+                # the record the child printed, as its run.json in the scratch directory holds it
+                file = Path(scratch) / get_mode(mode).dir_name / RUN_FILE
+                try:
+                    records.append((mode, decode_run(file, record), None))
+                except InputError as error:
+                    records.append((mode, None, str(error)))
             else:
                 lines = [line for line in done.stderr.splitlines() if line.strip()]
                 reason = (record or {}).get("error") if isinstance(record, dict) else None
@@ -166,18 +170,16 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
 def timed_audit(comparison_dir, entries: list[ComparisonEntry]) -> dict:
     """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error);
     `entries`: the comparison's entries to audit (with several device counts, the runs at the audited count)."""
-    from hloscope.errors import InputError
     from hloscope.runs.rundir import load_run
 
-    records: list[tuple[str, dict | None, str | None]] = []
+    records: list[tuple[str, RunRecord | None, str | None]] = []
     for entry in entries:
         mode = str(entry.mode)
         if entry.status != "ok":
             records.append((mode, None, f"{entry.status}: {entry.error}"))
             continue
         try:
-            # the audit flattens every recorded setting, known or not: it reads the record's JSON
-            records.append((mode, load_run(Path(comparison_dir) / entry.dir, check_artifacts=False).to_dict(), None))
+            records.append((mode, load_run(Path(comparison_dir) / entry.dir, check_artifacts=False), None))
         except InputError as error:
             records.append((mode, None, str(error)))
     return audit(records, stage="timed runs")

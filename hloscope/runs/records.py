@@ -243,6 +243,11 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     backend: str | None = None
     device: str | None = None
     device_kind: str | None = None
+    device_type: str | None = None  # torch_xla's runtime device type (CPU, CUDA, TPU)
+    pjrt_device: str | None = None  # torch_xla: PJRT_DEVICE in effect
+    device_name: str | None = None  # PyTorch: the CUDA device's name, or cpu
+    gpu_name: str | None = None
+    gpu_count: int | None = None
     precision: dict[str, Any] | None = None
     attention: dict[str, Any] | None = None
     compile: dict[str, Any] | None = None

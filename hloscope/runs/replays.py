@@ -36,7 +36,7 @@ def replay_device(run_dir: Path, device: str) -> str:
     from hloscope.runs.settings import device_platform
 
     try:
-        environment = load_run(run_dir, check_artifacts=False).section("environment")
+        environment = load_run(run_dir, check_artifacts=False).environment
     except InputError:  # the replay itself names the unreadable run.json
         return "cpu"
     return "cuda" if device_platform(environment) == "gpu" else "cpu"

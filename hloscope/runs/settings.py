@@ -21,6 +21,7 @@ comparing: where a dump goes, and `--xla_cpu_enable_fast_math=false` (XLA's defa
 from __future__ import annotations
 
 from hloscope.modes import BY_NAME, donation_in_effect
+from hloscope.runs.records import Environment, RunRecord
 
 # config keys that are not about the work or its speed: how long to run, what to record, where.
 _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps", "keep_all", "out", "run_id",
@@ -50,25 +51,21 @@ def _text(value) -> str:
     return str(value)
 
 
-def _section(record: dict, key: str) -> dict:
-    """record[key] when it is a dict (run.json is user-editable: anything else counts as absent)."""
-    value = record.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
+def settings(run: RunRecord, matmul_precision: str | None = None, compute_dtype: str | None = None) -> dict[str, str]:
     """The run's settings that matter for a comparison, flattened to text."""
-    config = {**_BEFORE_THE_OPTION, **_section(run, "config")}
-    environment = _section(run, "environment")
+    # every option the run recorded, those this hloscope has no field for included (a newer writer's)
+    config = {**_BEFORE_THE_OPTION, **run.section("config")}
+    environment = run.environment
     out = _config_settings(config)
-    model_config = _section(config, "model_config")
-    recorded = _section(environment, "attention").get("implementation")
+    model_config = config["model_config"] if isinstance(config.get("model_config"), dict) else {}
+    recorded = (environment.attention or {}).get("implementation")
     out.setdefault("attention", _text(recorded or config.get("attention") or model_config.get("attn_implementation")
                                       or "eager"))
     out.pop("model_config.attn_implementation", None)
     for key in _MACHINE:
-        if environment.get(key) not in (None, "", [], {}):
-            out[f"machine.{key}"] = _text(environment[key])
+        value = getattr(environment, key)
+        if value not in (None, ""):
+            out[f"machine.{key}"] = _text(value)
     platform = device_platform(environment)
     if platform:
         out["machine.device platform"] = platform
@@ -76,9 +73,9 @@ def settings(run: dict, matmul_precision: str | None = None, compute_dtype: str 
         out["matmul precision in effect"] = matmul_precision
     if compute_dtype:
         out["compute dtype in effect"] = compute_dtype
-    for section in ("packages", "threads"):
-        out.update(_flat(section, environment.get(section)))
-    out.update(_env_settings(environment.get("env")))
+    out.update(_flat("packages", environment.packages))
+    out.update(_flat("threads", environment.threads))
+    out.update(_env_settings(environment.env))
     return out
 
 
@@ -135,10 +132,10 @@ def differences(a: dict[str, str], b: dict[str, str]) -> list[dict]:
     return out
 
 
-def device_platform(environment: dict) -> str:
+def device_platform(environment: Environment) -> str:
     """cpu | gpu | tpu | "" from the device fields the backends record (their names differ by framework)."""
     for key in ("backend", "device_type", "pjrt_device", "device_kind", "device", "device_name", "platform"):
-        text = str(environment.get(key) or "").lower()
+        text = str(getattr(environment, key) or "").lower()
         if "cuda" in text or "gpu" in text or "rocm" in text:
             return "gpu"
         if "tpu" in text:
@@ -148,13 +145,11 @@ def device_platform(environment: dict) -> str:
     return ""
 
 
-def precision_setting(environment: dict, name: str) -> str | None:
+def precision_setting(environment: Environment, name: str) -> str | None:
     """The first setting under environment.precision whose key contains `name` (frameworks name them differently)."""
-    precision = environment.get("precision")
-    if isinstance(precision, dict):
-        for key, value in precision.items():
-            if name in key and isinstance(value, str) and value:
-                return value
+    for key, value in (environment.precision or {}).items():
+        if name in key and isinstance(value, str) and value:
+            return value
     return None
 
 
@@ -164,14 +159,14 @@ def precision_setting(environment: dict, name: str) -> str | None:
 IN_EFFECT = "in_effect"
 
 
-def in_effect(run: dict) -> dict:
+def in_effect(run: RunRecord) -> dict:
     """What a run had in effect for the settings `--threads`, `--donate`, `--compile-mode` and `--fullgraph` set,
     whether asked for or the mode's own: the CPUs it could use (environment.threads.cpu_affinity), whether it donated
     its state (its config's donate, else its mode's behaviour; None where the state is updated in place), and for the
     modes that call torch.compile, its mode ("default" for torch.compile's None) and fullgraph. None: not known."""
-    config, environment = _section(run, "config"), _section(run, "environment")
-    mode = run.get("mode") if isinstance(run.get("mode"), str) else config.get("mode")
-    threads = config.get("threads") or _section(environment, "threads").get("cpu_affinity")
+    config = run.section("config")
+    mode = run.mode
+    threads = config.get("threads") or (run.environment.threads or {}).get("cpu_affinity")
     out: dict = {"threads": threads if isinstance(threads, int) and not isinstance(threads, bool) else None,
                  "donate": None, "compile_mode": None, "fullgraph": None}
     entry = BY_NAME.get(mode) if isinstance(mode, str) else None
