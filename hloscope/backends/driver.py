@@ -15,6 +15,9 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from hloscope.backends import memory_ledger, scheduling
 from hloscope.backends.base import RunOptions, Session
@@ -26,7 +29,7 @@ from hloscope.machine import limit_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
-from hloscope.runs.records import Compiles, Loss, section_document
+from hloscope.runs.records import Compiles, Loss, Timing, section_document, timing_document
 from hloscope.runs.rundir import SCHEMA_VERSION, write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -115,15 +118,36 @@ def _diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int
     return {key: after.get(key, 0) - before.get(key, 0) for key in after}
 
 
-def fill_timing(record: dict, log: StepLog, batch_size: int) -> None:
-    timing = record["timing"]
-    timing.update({"step_times_s": list(log.step_times_s), "warmup_times_s": list(log.warmup_times_s),
-                   "first_step_s": log.first_step_s})
-    timing.update(step_statistics(log.step_times_s, batch_size, log.window_s))
+@dataclasses.dataclass
+class RunTiming:
+    """run.json `timing` as the run learns it: the typed section, whether the timed window closed (its host
+    scheduling is then recorded, null when unmeasured) and whether steps were profiled. `set` changes it and puts
+    its document (records.timing_document) in the record."""
+
+    section: Timing = dataclasses.field(default_factory=Timing)
+    window_measured: bool = False
+    profiled: bool = False
+
+    def set(self, record: dict, window_measured: bool | None = None, profiled: bool | None = None,
+            **fields: object) -> None:
+        self.section = msgspec.structs.replace(self.section, **fields)
+        self.window_measured = self.window_measured if window_measured is None else window_measured
+        self.profiled = self.profiled if profiled is None else profiled
+        record["timing"] = timing_document(self.section, self.window_measured, self.profiled)
+
+
+def fill_timing(record: dict, log: StepLog, batch_size: int, timing: RunTiming | None = None) -> None:
+    """The timed steps and their summary into the record's timing (`timing`: the run's, a fresh one when None), and
+    the loss part."""
+    timing = timing if timing is not None else RunTiming()
+    fields: dict[str, Any] = {"step_times_s": list(log.step_times_s), "warmup_times_s": list(log.warmup_times_s),
+                              "first_step_s": log.first_step_s,
+                              **step_statistics(log.step_times_s, batch_size, log.window_s)}
     if log.host_sleeps_s is not None:  # --inject-host-delay: how long each timed step really slept
-        timing["injected_host_delay_s"] = list(log.host_sleeps_s)
+        fields["injected_host_delay_s"] = list(log.host_sleeps_s)
     if log.window_s is None and log.step_times_s:  # interrupted inside the window: the steps that finished
-        timing["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
+        fields["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
+    timing.set(record, **fields)
     losses = list(log.losses)
     if losses:
         first, last = losses[0], losses[-1]
@@ -197,7 +221,7 @@ def _finished(record: dict, status: str, error: str | None, startup: StartupLedg
     return record
 
 
-def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: dict, run_dir: Path,
+def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: dict, timing: RunTiming, run_dir: Path,
                  startup: StartupLedger, interrupt: bool, on_step: Callable[[str, int], None]) -> dict[str, int]:
     """The warm-up and timed steps into `log`, with the timed window's host scheduling and, for DDP, every rank's
     times in the record; returns the compile counters as the window opened. `interrupt`: the test hook that stops
@@ -228,13 +252,13 @@ def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: di
     host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
     if window:
         startup.window_closed()
-    record["timing"]["host_scheduling"] = host_scheduling
-    if window and host_scheduling is None:
-        record["timing"]["host_scheduling_note"] = scheduling.NOT_MEASURED
+    timing.set(record, window_measured=True, host_scheduling=host_scheduling,
+               host_scheduling_note=scheduling.NOT_MEASURED if window and host_scheduling is None else None)
     per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
     if per_rank:
-        log.step_times_s[:], record["timing"]["ranks"] = rank_timing(per_rank, options.batch_size // len(per_rank))
-        record["timing"]["step_is"] = "the slowest rank's time of each step (timing.ranks: each rank's own)"
+        log.step_times_s[:], ranks = rank_timing(per_rank, options.batch_size // len(per_rank))
+        timing.set(record, ranks=ranks,
+                   step_is="the slowest rank's time of each step (timing.ranks: each rank's own)")
     return counts["before"]
 
 
@@ -257,7 +281,7 @@ def _compiles(before: dict[str, int], after: dict[str, int]) -> dict:
                                      recompiled_in_window=any(v > 0 for v in in_window.values())))
 
 
-def _profile(session: Session, steps: int, record: dict, run_dir: Path) -> None:
+def _profile(session: Session, steps: int, record: dict, timing: RunTiming, run_dir: Path) -> None:
     """The profiled steps, after the timed window: their times, the profile's record and its files."""
     record["phase"] = "profiling"
     write_run(run_dir, record)
@@ -266,9 +290,9 @@ def _profile(session: Session, steps: int, record: dict, run_dir: Path) -> None:
         result = session.profile(steps)
     finally:
         session.profiling = False
-    record["timing"]["profiled_step_times_s"] = result.step_times_s
-    if result.host_sleeps_s is not None:  # --inject-host-delay: how long each profiled step really slept
-        record["timing"]["profiled_injected_host_delay_s"] = result.host_sleeps_s
+    # --inject-host-delay: how long each profiled step really slept
+    timing.set(record, profiled=True, profiled_step_times_s=result.step_times_s,
+               profiled_injected_host_delay_s=result.host_sleeps_s)
     record["profile"] = result.record()
     record["artifacts"].extend(result.artifacts)
 
@@ -288,6 +312,7 @@ def execute(options: RunOptions, run_dir: Path,
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)
     record = new_record(options, run_dir)
+    timing = RunTiming()
     reshape = reshape_hook(options.mode)
     for message in _deliberate_changes(options, forced_precision, reshape):
         record["warnings"].append(message)
@@ -300,7 +325,7 @@ def execute(options: RunOptions, run_dir: Path,
     startup = StartupLedger(options.mode, entry.framework, entry.compile, time.perf_counter)
 
     def finish(status: str, error: str | None = None) -> dict:
-        fill_timing(record, log, options.batch_size)
+        fill_timing(record, log, options.batch_size, timing)
         if status != "ok" and session is not None:
             _late_environment(record, session)
         return _finished(record, status, error, startup, run_dir)
@@ -315,7 +340,7 @@ def execute(options: RunOptions, run_dir: Path,
         session.setup()
         startup.setup_done()
         record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
-        record["timing"]["setup_s"] = time.perf_counter() - started
+        timing.set(record, setup_s=time.perf_counter() - started)
         if setup_only:
             record["environment"].update(session.info())
             record["graph"] = getattr(session, "graph", {})
@@ -324,7 +349,7 @@ def execute(options: RunOptions, run_dir: Path,
             record["parity"] = parity_probe(session, options)
             write_run(run_dir, record)
         _trigger(crash)
-        before = _timed_steps(session, options, log, record, run_dir, startup,
+        before = _timed_steps(session, options, log, record, timing, run_dir, startup,
                               interrupt=crash == "interrupt", on_step=on_step)
         record["compiles"] = _compiles(before, session.compile_counts())
         if record["compiles"]["recompiled_in_window"]:
@@ -334,14 +359,14 @@ def execute(options: RunOptions, run_dir: Path,
             warn(message)
         record["memory"] = session.memory()
         record["memory"]["ledger"] = memory_ledger.measure(session, record["memory"])
-        fill_timing(record, log, options.batch_size)
+        fill_timing(record, log, options.batch_size, timing)
         noisy = noise_warning(record["timing"])
-        record["timing"]["noisy"] = noisy is not None
+        timing.set(record, noisy=noisy is not None)
         if noisy:
             record["warnings"].append(noisy)
             warn(noisy)
         if options.profile:
-            _profile(session, options.profile_steps, record, run_dir)
+            _profile(session, options.profile_steps, record, timing, run_dir)
         record["artifacts"][:0] = session.artifacts()
         record["environment"].update(session.info())
         record["graph"] = getattr(session, "graph", {})

@@ -104,6 +104,9 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     window_mean_s: Number | None = None
     noisy: bool | None = None
     host_scheduling: dict[str, Any] | None = None  # validated by rundir (its figures, by name)
+    host_scheduling_note: str | None = None  # why the window's host scheduling was not measured
+    ranks: list[dict[str, Any]] | None = None  # data-parallel runs: each rank's own step times and figures
+    step_is: str | None = None  # data-parallel runs: what one step's time is
 
 
 class TargetPeak(msgspec.Struct, frozen=True, kw_only=True):
@@ -527,6 +530,45 @@ def amended_run(record: RunRecord, parts: dict[str, Any], more_artifacts: list[d
     if more_artifacts:
         document["artifacts"] = [*(document.get("artifacts") or []), *more_artifacts]
     return decode_run(record.file, document)
+
+
+# The summary of the timed steps (backends/timing.py step_statistics), in the order run.json holds it.
+_TIMING_STATISTICS = ("median_s", "mean_s", "p10_s", "p90_s", "std_s", "min_s", "max_s", "throughput_img_s")
+
+
+def timing_document(timing: Timing, window_measured: bool = False, profiled: bool = False) -> dict[str, Any]:
+    """run.json `timing` as the run has learnt it so far, the one order every run writes: the step times, the setup
+    time, the timed window's host scheduling (`window_measured`: the window closed, its figures or null), each rank's
+    figures, then the summary once the steps are summarised (`steps` set: the warm-up, the first step, the statistics
+    of a run with steps, the window), the injected delays, the mean of a window cut short, whether it is noisy, and
+    the profiled steps (`profiled`)."""
+    document: dict[str, Any] = {"step_times_s": list(timing.step_times_s)}
+    if timing.setup_s is not None:
+        document["setup_s"] = timing.setup_s
+    if window_measured:
+        document["host_scheduling"] = timing.host_scheduling
+    if timing.host_scheduling_note is not None:
+        document["host_scheduling_note"] = timing.host_scheduling_note
+    if timing.ranks is not None:
+        document.update(ranks=timing.ranks, step_is=timing.step_is)
+    if timing.steps is not None:
+        document.update(warmup_times_s=list(timing.warmup_times_s), first_step_s=timing.first_step_s,
+                        steps=timing.steps)
+        if timing.steps:
+            document.update({key: getattr(timing, key) for key in _TIMING_STATISTICS})
+        if timing.window_s is not None:
+            document.update(window_s=timing.window_s, window_mean_s=timing.window_mean_s)
+    if timing.injected_host_delay_s is not None:
+        document["injected_host_delay_s"] = list(timing.injected_host_delay_s)
+    if timing.window_s is None and timing.window_mean_s is not None:  # interrupted inside the window
+        document["window_mean_s"] = timing.window_mean_s
+    if timing.noisy is not None:
+        document["noisy"] = timing.noisy
+    if profiled:
+        document["profiled_step_times_s"] = timing.profiled_step_times_s
+        if timing.profiled_injected_host_delay_s is not None:
+            document["profiled_injected_host_delay_s"] = timing.profiled_injected_host_delay_s
+    return document
 
 
 def _plain(value: Any) -> Any:
