@@ -4,6 +4,7 @@ each step's memory is made of, and what explain, its --json and its three render
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,15 @@ from helpers import good_run, hloscope, run_record
 
 from hloscope import api
 from hloscope.cli.run import build_options
-from hloscope.explain.memory import MemorySide, compare
+from hloscope.explain.memory import MIN_PEAK_GAP, MemorySide, compare, memory_results, peak_tests
+from hloscope.explain.replicates import group_processes
+from hloscope.explain.summary import ModeSummary
 from hloscope.hlo.memory import parse_buffer_assignment
 from hloscope.runs import rundir
 from hloscope.runs.memory_record import MemoryLedger, MemoryPart
 from hloscope.runs.runner import run_command
 from hloscope.runs.settings import differences, settings
+from hloscope.significance import PROCESS_ALPHA
 
 MiB = 1 << 20
 STEPS = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
@@ -120,6 +124,77 @@ def test_a_small_peak_difference_is_no_difference_and_one_inside_the_process_spr
     spread = compare(side(530 * MiB, 560 * MiB, 545 * MiB), side(500 * MiB, 540 * MiB))
     assert spread.verdict == "cannot tell" and spread.spread_bytes == 40 * MiB and not spread.provisional
     assert compare(side(620 * MiB, 625 * MiB), side(500 * MiB, 505 * MiB)).verdict == "more"
+
+
+def peaks(*mebibytes: float) -> MemorySide:
+    """One configuration whose processes peaked at these sizes (MiB), one process each."""
+    return MemorySide([MemoryLedger(round(m * MiB), "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
+                       for m in mebibytes], {})
+
+
+def test_a_separation_just_beyond_each_spread_but_inside_the_process_variation_cannot_tell():
+    # each side spreads by 30 MiB and they separate by 32 MiB: beyond either spread, but three processes a side of a
+    # machine whose processes land ~3% apart cannot tell 6% from nothing (t on the log peaks: p = 0.06)
+    memory = compare(peaks(532, 547, 562), peaks(500, 515, 530))
+    assert memory.difference_bytes == 32 * MiB and memory.spread_bytes == 30 * MiB
+    assert memory.verdict == "cannot tell" and not memory.provisional
+    assert PROCESS_ALPHA < memory.process_p_value < 0.1 and memory.process_level == PROCESS_ALPHA
+    assert memory.resolvable_bytes > 50 * MiB  # the smallest difference three processes a side resolve here
+    assert memory.processes_needed is not None and 3 < memory.processes_needed <= 12
+    assert f"--repeats {memory.processes_needed}" in memory.why
+    assert not any(p.differs for p in memory.parts if p.name == "runtime")  # no part explains a difference not there
+
+
+def test_the_process_variation_is_pooled_over_every_configuration_of_the_report_and_held_by_holm():
+    base, run, noisy = peaks(500, 505, 510), peaks(530, 535, 540), peaks(450, 520, 600)
+    assert compare(run, base).verdict == "more"  # the pair alone: 6% against processes 1% apart
+    tests = peak_tests({"base": base, "run": run, "noisy": noisy}, "base")
+    assert set(tests) == {"run", "noisy"} and tests["run"].variation.df == 6  # three configurations of three
+    assert sorted(t.level for t in tests.values()) == [PROCESS_ALPHA / 2, PROCESS_ALPHA]
+    memory = compare(run, base, peak_test=tests["run"])  # processes of this machine land up to 30% apart
+    assert memory.verdict == "cannot tell" and memory.process_p_value == tests["run"].test.p_value
+    assert memory.resolvable_bytes > memory.difference_bytes
+
+
+def test_a_clear_peak_gap_outside_the_process_variation_is_more():
+    memory = compare(peaks(643.5, 650, 656.5), peaks(495, 500, 505))  # +30%, processes 1% apart
+    assert memory.verdict == "more" and not memory.provisional
+    assert memory.process_p_value < PROCESS_ALPHA and memory.processes_needed is None
+    assert memory.resolvable_bytes < memory.difference_bytes
+    assert compare(peaks(495, 500, 505), peaks(643.5, 650, 656.5)).verdict == "less"
+
+
+def test_peaks_equal_within_every_configuration_are_deterministic():
+    memory = compare(peaks(525, 525, 525), peaks(500, 500, 500))  # +5%, every process at the same bytes
+    assert memory.verdict == "more" and memory.spread_bytes == 0 and not memory.provisional
+    assert memory.process_p_value == 0.0 and "deterministic" in memory.why
+    assert memory.resolvable_bytes == math.ceil(MIN_PEAK_GAP * 500 * MiB)
+    json.dumps(memory.to_dict(), allow_nan=False)  # no NaN nor infinity from a variance of 0
+    assert compare(peaks(505, 505, 505), peaks(500, 500, 500)).verdict == "no difference"  # 1%: under the minimum
+
+
+def test_one_process_a_side_is_provisional_and_untested():
+    memory = compare(peaks(560), peaks(500))
+    assert memory.verdict == "more" and memory.provisional and memory.spread_bytes is None
+    assert (memory.process_p_value, memory.process_level, memory.resolvable_bytes) == (None, None, None)
+    assert memory.why.startswith("provisional")
+
+
+def test_explain_tests_the_peaks_of_each_configurations_processes(tmp_path):
+    def configuration(label: str, *mebibytes: float) -> ModeSummary:
+        members = [ModeSummary(mode=label, step_times_s=STEPS, run_mode="jax",
+                               run_dirs=[str(write(tmp_path, f"{label}-{i}", "jax", xla_ledger(round(m * MiB)),
+                                                   in_place=False))])
+                   for i, m in enumerate(mebibytes)]
+        (pooled,) = group_processes(members)
+        return pooled
+
+    found = memory_results([configuration("base", 500, 515, 530), configuration("run", 532, 547, 562),
+                            configuration("far", 650, 665, 680)], "base")
+    assert found["base"].verdict == "baseline" and found["base"].process_p_value is None
+    assert found["run"].verdict == "cannot tell" and found["run"].processes_needed is not None
+    assert found["far"].verdict == "more" and found["far"].process_p_value < found["far"].process_level
+    assert {found["run"].process_level, found["far"].process_level} == {PROCESS_ALPHA, PROCESS_ALPHA / 2}
 
 
 def test_another_optimizer_is_named_on_the_optimizer_state(tmp_path):

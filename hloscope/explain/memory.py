@@ -6,13 +6,24 @@ libraries loaded).
 
 Statistics: the parts measured from tensors or from XLA's analysis are exact figures of the program, the same in every
 process; the peak (and the runtime's share derived from it) is a process's peak RSS or the device's peak, which varies
-between processes. A peak difference inside the spread between processes of one configuration (`compare --repeats`) is
-"cannot tell"; one under MIN_PEAK_GAP of the baseline's peak is "no difference"; with one process per side the spread
-is unmeasured and a larger difference is reported, marked provisional.
+between processes. The peak is judged as explain judges a step time (hloscope/explain/engine.py), the process being
+the unit:
+- a difference under MIN_PEAK_GAP of the baseline's peak is "no difference";
+- one inside the spread between processes of either configuration (`compare --repeats`: max - min of its processes'
+  peaks) is "cannot tell";
+- so is one the process-level test does not resolve: Student's t on the logarithms of the process peaks, the variance
+  pooled over every configuration of the report that ran in several processes (the A/A control), at PROCESS_ALPHA
+  family-wise over the report's configurations (Holm), the statistics of hloscope/significance.py. Such a verdict
+  states the smallest difference the pair resolves and the processes a side that would resolve this one;
+- where every configuration's processes peaked at exactly the same bytes (a pooled variance of 0, common for XLA's
+  device figures) the peak is deterministic and any difference of MIN_PEAK_GAP or more is real;
+- otherwise "more" or "less"; with one process per side the spread is unmeasured and the verdict is marked
+  provisional (tested against the pooled variation where other configurations measured it).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -26,6 +37,16 @@ from hloscope.hlo.memory import parse_buffer_assignment
 from hloscope.hlo.stats import SIBLING_MAX_BYTES
 from hloscope.runs.memory_record import PARTS, TITLES, MemoryLedger, read_ledger
 from hloscope.runs.rundir import load_run
+from hloscope.significance import (
+    PROCESS_ALPHA,
+    ProcessTest,
+    ProcessVariation,
+    holm_levels,
+    pooled_process_variation,
+    process_test,
+    processes_needed,
+    smallest_resolvable_fraction,
+)
 
 MIN_PEAK_GAP = 0.02  # a peak difference below 2% of the baseline's peak is no difference
 PART_TOLERANCE = 0.05  # a part differs when it moves by more than 5% of the larger side (exact figures: no noise)
@@ -73,6 +94,16 @@ class ModeMemory:
     compiled: dict | None = None  # XLA's memory analysis of the step (XLA modes)
     annotations: list[Annotation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # the process-level test of the peaks (hloscope.significance.process_test): its p-value and the level Holm held it
+    # to; None where between-process variation is unmeasured (no configuration of the report ran in several processes)
+    process_p_value: float | None = None
+    process_level: float | None = None
+    # the smallest peak difference this pair could have been called different by (the test's, the spreads between
+    # processes and MIN_PEAK_GAP of the baseline's peak, whichever is largest), in bytes; None where unmeasured
+    resolvable_bytes: int | None = None
+    # a difference the test could not resolve: the processes a side that would (None: not that case, or more than 50)
+    processes_needed: int | None = None
+    why: str | None = None  # the verdict's reason in one sentence, with its figures
 
     @property
     def differing(self) -> list[PartChange]:
@@ -83,7 +114,10 @@ class ModeMemory:
                 "difference_bytes": self.difference_bytes, "verdict": self.verdict, "peak_source": self.peak_source,
                 "processes": self.processes, "spread_bytes": self.spread_bytes, "provisional": self.provisional,
                 "optimizer": self.optimizer, "parts": [p.to_dict() for p in self.parts], "compiled": self.compiled,
-                "annotations": [a.to_dict() for a in self.annotations], "notes": self.notes}
+                "annotations": [a.to_dict() for a in self.annotations], "notes": self.notes,
+                "process_p_value": self.process_p_value, "process_level": self.process_level,
+                "resolvable_bytes": self.resolvable_bytes, "processes_needed": self.processes_needed,
+                "why": self.why}
 
 
 @dataclass
@@ -154,38 +188,102 @@ def memory_results(summaries: list[ModeSummary], baseline: str) -> dict[str, Mod
     reference = sides.get(baseline)
     if reference is None:
         return {}
-    return {mode: compare(side, reference, mode == baseline) for mode, side in sides.items()}
+    tests = peak_tests(sides, baseline)
+    return {mode: compare(side, reference, mode == baseline, tests.get(mode)) for mode, side in sides.items()}
+
+
+@dataclass(frozen=True)
+class PeakTest:
+    """One configuration's process peaks against the baseline's: the process-level test, Holm's verdict on it within
+    the report, and the variation pooled over the report's configurations that it used."""
+
+    test: ProcessTest
+    differs: bool
+    level: float
+    variation: ProcessVariation
+
+
+def peak_tests(sides: dict[str, MemorySide], baseline: str) -> dict[str, PeakTest]:
+    """label -> the process-level test of each configuration's peaks but the baseline's, the variance pooled over
+    every configuration that ran in several processes, held family-wise to PROCESS_ALPHA (Holm); empty when no
+    configuration ran in several processes (or a peak is not positive: no logarithm)."""
+    positive: dict[str, list[float]] = {mode: [float(p) for p in side.peaks] for mode, side in sides.items()
+                                        if side.peaks and min(side.peaks) > 0}
+    variation = pooled_process_variation(list(positive.values()))
+    if variation is None or baseline not in positive:
+        return {}
+    tests = {mode: process_test(peaks, positive[baseline], variation) for mode, peaks in positive.items()
+             if mode != baseline}
+    levels = holm_levels([t.p_value for t in tests.values()], PROCESS_ALPHA)
+    return {mode: PeakTest(test, differs, level, variation)
+            for (mode, test), (differs, level) in zip(tests.items(), levels, strict=True)}
 
 
 def _spread(values: list[int]) -> int | None:
     return max(values) - min(values) if len(values) > 1 else None
 
 
-def compare(side: MemorySide, reference: MemorySide, is_baseline: bool = False) -> ModeMemory:
-    """`side`'s memory against `reference`'s (the module docstring says how the peak is judged)."""
+def compare(side: MemorySide, reference: MemorySide, is_baseline: bool = False,
+            peak_test: PeakTest | None = None) -> ModeMemory:
+    """`side`'s memory against `reference`'s (the module docstring says how the peak is judged). `peak_test`: the
+    report's process-level test of this pair (`peak_tests`); without one the pair is tested on its own (a report of
+    these two configurations)."""
     peak, base = int(median(side.peaks)), int(median(reference.peaks))
     spreads = [s for s in (_spread(side.peaks), _spread(reference.peaks)) if s is not None]
     spread = max(spreads) if spreads else None
     difference = peak - base
-    if is_baseline:
-        verdict = "baseline"
-    elif abs(difference) < MIN_PEAK_GAP * base:
-        verdict = "no difference"
-    elif spread is not None and abs(difference) <= spread:
-        verdict = "cannot tell"
-    else:
-        verdict = "more" if difference > 0 else "less"
-    result = ModeMemory(peak_bytes=peak, baseline_peak_bytes=base, difference_bytes=difference, verdict=verdict,
+    if peak_test is None and not is_baseline:
+        peak_test = peak_tests({"run": side, "baseline": reference}, "baseline").get("run")
+    result = ModeMemory(peak_bytes=peak, baseline_peak_bytes=base, difference_bytes=difference, verdict="baseline",
                         peak_source=side.ledger.peak_source, processes=len(side.ledgers), spread_bytes=spread,
                         provisional=spread is None and not is_baseline, optimizer=side.ledger.optimizer,
                         compiled=side.ledger.compiled, notes=list(side.ledger.notes))
+    if not is_baseline:
+        _judge_peak(result, side, reference, peak_test)
     if side.ledger.peak_source != reference.ledger.peak_source:
         result.notes.append(f"the peaks are not the same figure: {side.ledger.peak_source} against the baseline's "
                             f"{reference.ledger.peak_source}")
-    result.parts = _part_changes(side.ledger, reference.ledger, verdict)
+    result.parts = _part_changes(side.ledger, reference.ledger, result.verdict)
     if not is_baseline:
         _annotate(result, side, reference)
     return result
+
+
+def _judge_peak(result: ModeMemory, side: MemorySide, reference: MemorySide, peak_test: PeakTest | None) -> None:
+    """The verdict on the peak difference and its reason (module docstring), with the process-level test's figures
+    where between-process variation is measured."""
+    difference, base, spread = result.difference_bytes or 0, result.baseline_peak_bytes or 0, result.spread_bytes
+    if peak_test is not None:
+        result.process_p_value, result.process_level = peak_test.test.p_value, peak_test.level
+        smallest = base * smallest_resolvable_fraction(peak_test.variation, len(side.peaks), len(reference.peaks),
+                                                       peak_test.level)
+        result.resolvable_bytes = math.ceil(max(smallest, MIN_PEAK_GAP * base, spread or 0))
+    deterministic = peak_test is not None and peak_test.variation.log_sd == 0.0
+    if abs(difference) < MIN_PEAK_GAP * base:
+        result.verdict = "no difference"
+        result.why = f"under {MIN_PEAK_GAP:.0%} of the baseline's peak"
+    elif spread is not None and abs(difference) <= spread:
+        result.verdict = "cannot tell"
+        result.why = f"inside the spread between processes, {units.size(spread)}"
+    elif peak_test is not None and not peak_test.differs:
+        result.verdict = "cannot tell"
+        result.processes_needed = processes_needed(peak_test.variation, peak_test.test.log_ratio, peak_test.level)
+        result.why = (f"inside the variation between processes: process peaks p = {peak_test.test.p_value:.2g}, "
+                      f"needs below {peak_test.level:.2g}; the smallest difference this pair resolves is "
+                      f"{units.size(result.resolvable_bytes)}")
+        if result.processes_needed is not None:
+            result.why += (f"; about {result.processes_needed} processes a side would tell this one: "
+                           f"`hloscope compare --repeats {result.processes_needed}`")
+    else:
+        result.verdict = "more" if difference > 0 else "less"
+        if deterministic:
+            result.why = ("deterministic: every configuration's processes peaked at exactly the same bytes, so a "
+                          f"difference of {MIN_PEAK_GAP:.0%} or more is real")
+        elif peak_test is not None:
+            result.why = f"the process peaks differ: p = {peak_test.test.p_value:.2g}, below {peak_test.level:.2g}"
+        if result.provisional:
+            result.why = ("provisional: one process per side, the spread between processes is unmeasured"
+                          + (f"; {result.why}" if result.why else ""))
 
 
 def _part_changes(ledger: MemoryLedger, reference: MemoryLedger, verdict: str) -> list[PartChange]:

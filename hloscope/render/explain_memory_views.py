@@ -33,7 +33,7 @@ class MemoryRow:
 class MemoryView:
     mode: str
     baseline: str
-    headline: str  # `peak 1.06 GB against 547 MB: +508 MB, more (provisional: ...)`
+    headline: str  # `peak 1.06 GB against 547 MB: +508 MB, more (the process peaks differ: p = ...)`
     rows: list[MemoryRow]
     annotations: list[AnnotationView]  # hypotheses no differing part could take
     notes: list[str]
@@ -44,12 +44,9 @@ def _signed(n: int | None) -> str:
 
 
 def _verdict(memory: ModeMemory) -> str:
-    verdict = memory.verdict
-    if memory.provisional and verdict in ("more", "less"):
-        verdict += " (provisional: one process per side, the spread between processes is unmeasured)"
-    elif verdict == "cannot tell":
-        verdict += f" (inside the spread between processes, {units.size(memory.spread_bytes)})"
-    return verdict
+    """The verdict with its reason (ModeMemory.why: the spread, the process-level test with the smallest difference it
+    resolves, a deterministic peak, a provisional call)."""
+    return f"{memory.verdict} ({memory.why})" if memory.why else memory.verdict
 
 
 def _row(part: PartChange) -> MemoryRow:
