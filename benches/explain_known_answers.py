@@ -34,7 +34,7 @@ from typing import Any
 
 from hloscope.api import explain
 from hloscope.backends.base import RunOptions
-from hloscope.explain.calibration import DELAY_TOLERANCE  # calibrate holds a found delay to the same
+from hloscope.explain.calibration import delay_found, host_side_parts  # calibrate's rule for a found delay
 from hloscope.runs.rundir import measured_host_delay_s
 from hloscope.runs.runner import run_variants
 
@@ -125,8 +125,7 @@ def check_batch(entry: dict, resolvable: float | None = None) -> str | None:
 
 def host_parts(entry: dict) -> float:
     """The significant host-side parts of the ledger (device idle for a host cause, or host time), summed."""
-    return sum(c["seconds"] for c in entry["contributors"]
-               if c["significant"] and c["node"].startswith(("idle:", "host:")) and c["seconds"] > 0)
+    return sum(host_side_parts((c["node"], c["seconds"], c["significant"]) for c in entry["contributors"]).values())
 
 
 def check_delay(entry: dict, resolvable: float | None = None) -> str | None:
@@ -134,16 +133,14 @@ def check_delay(entry: dict, resolvable: float | None = None) -> str | None:
     # resolves (`resolvable`, its process-level test's critical gap among others): a true gap right at that critical
     # value is missed half the time by any test, so the delay must be found only when it is at least POWER_MARGIN
     # times that gap (then a miss needs the estimate below half its true value: about as rare as the test's level).
-    # A sleep never ends early but may end late on a loaded machine: the delay the device waited for is the sleep the
-    # runs measured (`slept_s`, put there by `attempt`; DELAY_S where unmeasured) or, when the step grew by more, that
-    # growth. Within DELAY_TOLERANCE of either is right.
+    # Otherwise the delay must be found as calibrate finds it (hloscope.explain.calibration.delay_found), against the
+    # sleep the runs measured (`slept_s`, put there by `attempt`; DELAY_S where unmeasured).
     slept = entry.get("slept_s") or DELAY_S
     if (entry["verdict"] == "no significant difference" and resolvable is not None
             and resolvable * POWER_MARGIN >= slept):
         return None
     found = host_parts(entry)
-    waited = max(slept, entry["gap_s"])
-    if entry["verdict"] != "slower" or min(abs(found - slept), abs(found - waited)) > DELAY_TOLERANCE * waited:
+    if not delay_found(entry["verdict"], found, slept, entry["gap_s"]):
         return (f"verdict {entry['verdict']}, host-side parts +{found * 1e3:.3f} ms (slept {slept * 1e3:.3f} ms, "
                 f"delay {DELAY_S * 1e3} ms, resolvable {'unmeasured' if resolvable is None else f'{resolvable * 1e3:.3f} ms'})")
     return None

@@ -10,7 +10,7 @@ import pytest
 from helpers import REPO
 
 from hloscope.errors import UsageError
-from hloscope.explain.calibration import calibration
+from hloscope.explain.calibration import calibration, delay_found, host_side_parts
 from hloscope.explain.engine import explain, process_noise
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
@@ -268,6 +268,18 @@ def test_calibration_holds_the_found_delay_to_the_sleep_the_runs_measured():
     assert measured.delay_found_s == pytest.approx(0.0042)
     assert not nominal.delay_found and "3.000 ms slept" in nominal.notes[-1]
     assert measured.delay_found and measured.trustworthy and measured.delay_slept_s == 0.0041
+
+
+def test_a_delay_is_found_within_the_tolerance_of_the_sleep_or_of_what_the_device_waited():
+    """The rule calibrate and benches/explain_known_answers.py both hold a found delay to."""
+    assert delay_found("slower", 0.0030, 0.0030, 0.0031)
+    assert delay_found("slower", 0.0048, 0.0030, 0.0050)  # woke late: the device waited 5 ms, 4% off that
+    assert not delay_found("slower", 0.0021, 0.0030, 0.0030)  # 30% short of the sleep
+    assert not delay_found("slower", 0.0070, 0.0030, 0.0050)  # 40% over what the device waited
+    assert not delay_found("no significant difference", 0.0030, 0.0030, 0.0030)
+    parts = [("idle:other host", 0.003, True), ("host:python", 0.001, False), ("device:matmul", 0.002, True),
+             ("idle:input pipeline", -0.001, True), ("host:inside step", 0.0005, True)]
+    assert host_side_parts(parts) == {"idle:other host": 0.003, "host:inside step": 0.0005}
 
 
 def test_typed_control_writes_the_bytes_written_before_it(tmp_path):

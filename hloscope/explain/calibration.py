@@ -13,6 +13,7 @@ annotation, so nothing in the trace says where it is). Pure: reads explain's rep
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from hloscope.explain.report import ExplainReport, ModeResult
@@ -66,13 +67,10 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
     notes = []
     if noise is None:
         notes.append("each configuration ran in one process: the smallest resolvable gap is unmeasured")
-    parts = {c.node: c.seconds for c in (slow.contributors if slow else [])
-             if c.significant and c.node.startswith(HOST_NODES) and c.seconds > 0}
+    parts = host_side_parts((c.node, c.seconds, c.significant) for c in (slow.contributors if slow else []))
     found_s = sum(parts.values())
     slept = slept_s if slept_s is not None else delay_s
-    waited = max(slept, slow.gap_s or 0.0) if slow is not None else slept
-    found = (slow is not None and slow.verdict == "slower"
-             and min(abs(found_s - slept), abs(found_s - waited)) <= DELAY_TOLERANCE * waited)
+    found = slow is not None and delay_found(slow.verdict, found_s, slept, slow.gap_s)
     if slow is not None and slow.verdict == "slower" and not found:
         notes.append(f"the delay's gap was significant but the host-side parts of the ledger add up to "
                      f"{found_s * 1e3:.3f} ms against {slept * 1e3:.3f} ms slept ({delay_s * 1e3:.3f} ms asked for)")
@@ -87,6 +85,21 @@ def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, 
         delay_gap_ci_s=slow.gap_ci_s if slow else None, delay_found_s=found_s,
         delay_node=max(parts, key=lambda node: parts[node]) if parts else None, delay_nodes=parts,
         delay_found=found, trustworthy=found and not called and same is not None, notes=notes)
+
+
+def host_side_parts(contributors: Iterable[tuple[str, float, bool]]) -> dict[str, float]:
+    """node -> seconds of the ledger parts, given as (node, seconds, significant), that a host delay lands in: the
+    significant host-side nodes (device idle for a host cause, or host time) that grew."""
+    return {node: seconds for node, seconds, significant in contributors
+            if significant and node.startswith(HOST_NODES) and seconds > 0}
+
+
+def delay_found(verdict: str | None, found_s: float, slept_s: float, gap_s: float | None) -> bool:
+    """Whether a delayed configuration's verdict and host-side parts (`found_s`, summed) find a host delay that slept
+    `slept_s`: the gap is "slower", and the parts are within DELAY_TOLERANCE of the sleep or of what the device waited
+    for (a sleep never ends early but may end late on a loaded machine: the larger of the sleep and the timed gap)."""
+    waited = max(slept_s, gap_s or 0.0)
+    return verdict == "slower" and min(abs(found_s - slept_s), abs(found_s - waited)) <= DELAY_TOLERANCE * waited
 
 
 def _find(report: ExplainReport, label: str) -> ModeResult | None:
