@@ -127,8 +127,8 @@ def test_a_small_peak_difference_is_no_difference_and_one_inside_the_process_spr
 
 
 def peaks(*mebibytes: float) -> MemorySide:
-    """One configuration whose processes peaked at these sizes (MiB), one process each."""
-    return MemorySide([MemoryLedger(round(m * MiB), "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
+    """One configuration whose processes peaked at these sizes (MiB, in halves at the finest), one process each."""
+    return MemorySide([MemoryLedger(int(m * MiB), "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
                        for m in mebibytes], {})
 
 
@@ -183,7 +183,7 @@ def test_one_process_a_side_is_provisional_and_untested():
 def test_explain_tests_the_peaks_of_each_configurations_processes(tmp_path):
     def configuration(label: str, *mebibytes: float) -> ModeSummary:
         members = [ModeSummary(mode=label, step_times_s=STEPS, run_mode="jax",
-                               run_dirs=[str(write(tmp_path, f"{label}-{i}", "jax", xla_ledger(round(m * MiB)),
+                               run_dirs=[str(write(tmp_path, f"{label}-{i}", "jax", xla_ledger(int(m * MiB)),
                                                    in_place=False))])
                    for i, m in enumerate(mebibytes)]
         (pooled,) = group_processes(members)
