@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from hloscope.backends import scheduling
 from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
+from hloscope.runs.records import Profile
 
 # --max-batch's default bound on compiles (hloscope/targets/max_batch.py): from batch 32, doubling up to 2048 (6
 # compiles after the run's own) leaves 5 for the bisection.
@@ -108,15 +109,15 @@ class ProfileResult:
     # starting the timer, stopping it, leaving the marker (Session.profile)
     positions: list[dict] = field(default_factory=list)
 
-    def record(self) -> dict:
+    def record(self) -> Profile:
         """run.json `profile`: what the trace holds and which of its steps readers should drop."""
         warmup = profile_warmup_steps(len(self.step_numbers))
-        return {"steps": len(self.step_numbers), "warmup_steps": warmup, "step_numbers": list(self.step_numbers),
-                "warmup_step_numbers": list(self.step_numbers[:warmup]),
-                "usable_step_numbers": list(self.step_numbers[warmup:]), "step_marker": self.step_marker,
-                "annotations": dict(self.annotations), "notes": list(self.notes),
-                "host_scheduling": None if self.host_scheduling is None else list(self.host_scheduling),
-                "host_positions": [dict(position) for position in self.positions]}
+        return Profile(steps=len(self.step_numbers), warmup_steps=warmup, step_numbers=list(self.step_numbers),
+                       warmup_step_numbers=list(self.step_numbers[:warmup]),
+                       usable_step_numbers=list(self.step_numbers[warmup:]), step_marker=self.step_marker,
+                       annotations=dict(self.annotations), notes=list(self.notes),
+                       host_scheduling=None if self.host_scheduling is None else list(self.host_scheduling),
+                       host_positions=[dict(position) for position in self.positions])
 
 
 class Session:

@@ -29,8 +29,8 @@ from hloscope.machine import limit_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
-from hloscope.runs.records import Compiles, Loss, Timing, section_document, timing_document
-from hloscope.runs.rundir import SCHEMA_VERSION, write_run
+from hloscope.runs.records import Compiles, Loss, RunParts, run_document, timing_document
+from hloscope.runs.rundir import write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
 # purpose right after its setup, so tests can check that compare reports the failure and completes the other modes.
@@ -58,25 +58,22 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def new_parts(options: RunOptions, run_dir: Path) -> RunParts:
+    """The record of a run starting (status `running`): its settings and the machine it runs on."""
+    return RunParts(run_id=run_dir.name, mode=options.mode, started_at=_now(), config=options.to_json(),
+                    environment=collect_environment())
+
+
 def new_record(options: RunOptions, run_dir: Path) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_dir.name,
-        "mode": options.mode,
-        "status": "running",
-        "error": None,
-        "started_at": _now(),
-        "finished_at": None,
-        "config": options.to_json(),
-        "environment": collect_environment(),
-        "timing": {"step_times_s": []},
-        "memory": {},
-        "compiles": {},
-        "loss": {},
-        "graph": {},
-        "artifacts": [],
-        "warnings": [],
-    }
+    """run.json of a run starting (new_parts), as a document."""
+    return run_document(new_parts(options, run_dir))
+
+
+def _write(run_dir: Path, parts: RunParts) -> dict:
+    """The record as it stands, written; returns its document."""
+    record = run_document(parts)
+    write_run(run_dir, record)
+    return record
 
 
 def host_delay_warning(delay_ms: float) -> str:
@@ -118,28 +115,17 @@ def _diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int
     return {key: after.get(key, 0) - before.get(key, 0) for key in after}
 
 
-@dataclasses.dataclass
-class RunTiming:
-    """run.json `timing` as the run learns it: the typed section, whether the timed window closed (its host
-    scheduling is then recorded, null when unmeasured) and whether steps were profiled. `set` changes it and puts
-    its document (records.timing_document) in the record."""
-
-    section: Timing = dataclasses.field(default_factory=Timing)
-    window_measured: bool = False
-    profiled: bool = False
-
-    def set(self, record: dict, window_measured: bool | None = None, profiled: bool | None = None,
-            **fields: object) -> None:
-        self.section = msgspec.structs.replace(self.section, **fields)
-        self.window_measured = self.window_measured if window_measured is None else window_measured
-        self.profiled = self.profiled if profiled is None else profiled
-        record["timing"] = timing_document(self.section, self.window_measured, self.profiled)
+def set_timing(parts: RunParts, window_measured: bool | None = None, profiled: bool | None = None,
+               **fields: object) -> None:
+    """Fields of the run's typed timing changed, and whether its timed window closed (its host scheduling is then
+    recorded, null when unmeasured) and steps were profiled."""
+    parts.timing = msgspec.structs.replace(parts.timing, **fields)
+    parts.window_measured = parts.window_measured if window_measured is None else window_measured
+    parts.profiled = parts.profiled if profiled is None else profiled
 
 
-def fill_timing(record: dict, log: StepLog, batch_size: int, timing: RunTiming | None = None) -> None:
-    """The timed steps and their summary into the record's timing (`timing`: the run's, a fresh one when None), and
-    the loss part."""
-    timing = timing if timing is not None else RunTiming()
+def fill_timing(parts: RunParts, log: StepLog, batch_size: int) -> None:
+    """The timed steps and their summary into the run's timing, and the loss part."""
     fields: dict[str, Any] = {"step_times_s": list(log.step_times_s), "warmup_times_s": list(log.warmup_times_s),
                               "first_step_s": log.first_step_s,
                               **step_statistics(log.step_times_s, batch_size, log.window_s)}
@@ -147,12 +133,12 @@ def fill_timing(record: dict, log: StepLog, batch_size: int, timing: RunTiming |
         fields["injected_host_delay_s"] = list(log.host_sleeps_s)
     if log.window_s is None and log.step_times_s:  # interrupted inside the window: the steps that finished
         fields["window_mean_s"] = sum(log.step_times_s) / len(log.step_times_s)
-    timing.set(record, **fields)
+    set_timing(parts, **fields)
     losses = list(log.losses)
     if losses:
         first, last = losses[0], losses[-1]
-        record["loss"] = section_document(Loss(first=first, last=last, finite=all(math.isfinite(x) for x in losses),
-                                               falling=len(losses) > 1 and last < first))
+        parts.loss = Loss(first=first, last=last, finite=all(math.isfinite(x) for x in losses),
+                          falling=len(losses) > 1 and last < first)
 
 
 def parity_probe(session: Session, options: RunOptions) -> dict:
@@ -199,32 +185,30 @@ def rank_sequence(options: RunOptions, run_dir: Path) -> None:
         session.close()
 
 
-def _late_environment(record: dict, session: Session) -> None:
+def _late_environment(parts: RunParts, session: Session) -> None:
     """Device and precision facts of a run that did not finish, when setup got far enough to know them."""
-    if "framework" in record["environment"]:
+    if "framework" in parts.environment:
         return
     try:
-        record["environment"].update(session.info())
+        parts.environment.update(session.info())
     # a framework half set up may raise anything here; the run's own error is what run.json must keep
     except Exception:  # noqa: BLE001, S110
         pass
 
 
-def _finished(record: dict, status: str, error: str | None, startup: StartupLedger, run_dir: Path) -> dict:
+def _finished(parts: RunParts, status: str, error: str | None, startup: StartupLedger, run_dir: Path) -> dict:
     """The record's last fields, written: status, error, the frameworks imported, the startup ledger."""
     # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
-    record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
-    record.update(status=status, error=error, finished_at=_now())
-    record.pop("phase", None)
-    record["startup"] = startup.record()
-    write_run(run_dir, record)
-    return record
+    parts.environment["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+    parts.status, parts.error, parts.finished_at, parts.phase = status, error, _now(), None
+    parts.startup = startup.record()
+    return _write(run_dir, parts)
 
 
-def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: dict, timing: RunTiming, run_dir: Path,
+def _timed_steps(session: Session, options: RunOptions, log: StepLog, parts: RunParts, run_dir: Path,
                  startup: StartupLedger, interrupt: bool, on_step: Callable[[str, int], None]) -> dict[str, int]:
     """The warm-up and timed steps into `log`, with the timed window's host scheduling and, for DDP, every rank's
-    times in the record; returns the compile counters as the window opened. `interrupt`: the test hook that stops
+    times in the run's parts; returns the compile counters as the window opened. `interrupt`: the test hook that stops
     the run after two timed steps."""
     counts: dict[str, dict[str, int]] = {}
     window: list[scheduling.Window] = []
@@ -234,8 +218,8 @@ def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: di
         startup.window_opening()
         session.window_starting()
         # Say where the run is (outside the timed region): a run killed from now on was past its compile.
-        record["phase"] = "timed window"
-        write_run(run_dir, record)
+        parts.phase = "timed window"
+        _write(run_dir, parts)
         window.append(scheduling.Window())  # last: the processes' and threads' counters as the window opens
 
     def step_done(phase: str, index: int) -> None:
@@ -252,12 +236,12 @@ def _timed_steps(session: Session, options: RunOptions, log: StepLog, record: di
     host_scheduling = window[0].finish() if window else None  # first: as close to the window's end as can be
     if window:
         startup.window_closed()
-    timing.set(record, window_measured=True, host_scheduling=host_scheduling,
+    set_timing(parts, window_measured=True, host_scheduling=host_scheduling,
                host_scheduling_note=scheduling.NOT_MEASURED if window and host_scheduling is None else None)
     per_rank = session.rank_step_times(list(log.step_times_s))  # DDP: every rank's, gathered after the window
     if per_rank:
         log.step_times_s[:], ranks = rank_timing(per_rank, options.batch_size // len(per_rank))
-        timing.set(record, ranks=ranks,
+        set_timing(parts, ranks=ranks,
                    step_is="the slowest rank's time of each step (timing.ranks: each rank's own)")
     return counts["before"]
 
@@ -274,27 +258,27 @@ def _deliberate_changes(options: RunOptions, forced_precision: str | None, resha
     return messages
 
 
-def _compiles(before: dict[str, int], after: dict[str, int]) -> dict:
+def _compiles(before: dict[str, int], after: dict[str, int]) -> Compiles:
     """run.json `compiles`: the counters before the timed window, in it, and in all."""
     in_window = _diff_counts(after, before)
-    return section_document(Compiles(before_window=before, in_window=in_window, total=after,
-                                     recompiled_in_window=any(v > 0 for v in in_window.values())))
+    return Compiles(before_window=before, in_window=in_window, total=after,
+                    recompiled_in_window=any(v > 0 for v in in_window.values()))
 
 
-def _profile(session: Session, steps: int, record: dict, timing: RunTiming, run_dir: Path) -> None:
+def _profile(session: Session, steps: int, parts: RunParts, run_dir: Path) -> None:
     """The profiled steps, after the timed window: their times, the profile's record and its files."""
-    record["phase"] = "profiling"
-    write_run(run_dir, record)
+    parts.phase = "profiling"
+    _write(run_dir, parts)
     session.profiling = True
     try:
         result = session.profile(steps)
     finally:
         session.profiling = False
     # --inject-host-delay: how long each profiled step really slept
-    timing.set(record, profiled=True, profiled_step_times_s=result.step_times_s,
+    set_timing(parts, profiled=True, profiled_step_times_s=result.step_times_s,
                profiled_injected_host_delay_s=result.host_sleeps_s)
-    record["profile"] = result.record()
-    record["artifacts"].extend(result.artifacts)
+    parts.profile = result.record()
+    parts.artifacts.extend(result.artifacts)
 
 
 def execute(options: RunOptions, run_dir: Path,
@@ -311,13 +295,12 @@ def execute(options: RunOptions, run_dir: Path,
     forced_precision = _precision_hook(options.mode)
     if forced_precision:
         options = dataclasses.replace(options, precision=forced_precision)
-    record = new_record(options, run_dir)
-    timing = RunTiming()
+    parts = new_parts(options, run_dir)
     reshape = reshape_hook(options.mode)
     for message in _deliberate_changes(options, forced_precision, reshape):
-        record["warnings"].append(message)
+        parts.warnings.append(message)
         warn(message)
-    write_run(run_dir, record)
+    _write(run_dir, parts)
     log = StepLog()
     session: Session | None = None
     crash = _crash_hook(options.mode)
@@ -325,10 +308,10 @@ def execute(options: RunOptions, run_dir: Path,
     startup = StartupLedger(options.mode, entry.framework, entry.compile, time.perf_counter)
 
     def finish(status: str, error: str | None = None) -> dict:
-        fill_timing(record, log, options.batch_size, timing)
+        fill_timing(parts, log, options.batch_size)
         if status != "ok" and session is not None:
-            _late_environment(record, session)
-        return _finished(record, status, error, startup, run_dir)
+            _late_environment(parts, session)
+        return _finished(parts, status, error, startup, run_dir)
 
     try:
         started = time.perf_counter()
@@ -339,37 +322,37 @@ def execute(options: RunOptions, run_dir: Path,
         session.trim_batch_from = max(options.warmup, 1) + 1 if reshape else None
         session.setup()
         startup.setup_done()
-        record["environment"]["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
-        timing.set(record, setup_s=time.perf_counter() - started)
+        parts.environment["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
+        set_timing(parts, setup_s=time.perf_counter() - started)
         if setup_only:
-            record["environment"].update(session.info())
-            record["graph"] = getattr(session, "graph", {})
+            parts.environment.update(session.info())
+            parts.graph = getattr(session, "graph", {})
             return finish("setup")
         if options.check_parity:  # before the first step: the weights are still the initial ones
-            record["parity"] = parity_probe(session, options)
-            write_run(run_dir, record)
+            parts.parity = parity_probe(session, options)
+            _write(run_dir, parts)
         _trigger(crash)
-        before = _timed_steps(session, options, log, record, timing, run_dir, startup,
+        before = _timed_steps(session, options, log, parts, run_dir, startup,
                               interrupt=crash == "interrupt", on_step=on_step)
-        record["compiles"] = _compiles(before, session.compile_counts())
-        if record["compiles"]["recompiled_in_window"]:
-            message = (f"{options.mode} compiled again inside the timed window ({record['compiles']['in_window']}): "
+        parts.compiles = _compiles(before, session.compile_counts())
+        if parts.compiles.recompiled_in_window:
+            message = (f"{options.mode} compiled again inside the timed window ({parts.compiles.in_window}): "
                        "the step times include compilation; raise --warmup or look for changing shapes")
-            record["warnings"].append(message)
+            parts.warnings.append(message)
             warn(message)
-        record["memory"] = session.memory()
-        record["memory"]["ledger"] = memory_ledger.measure(session, record["memory"])
-        fill_timing(record, log, options.batch_size, timing)
-        noisy = noise_warning(record["timing"])
-        timing.set(record, noisy=noisy is not None)
+        parts.memory = session.memory()
+        parts.memory["ledger"] = memory_ledger.measure(session, parts.memory)
+        fill_timing(parts, log, options.batch_size)
+        noisy = noise_warning(timing_document(parts.timing, parts.window_measured, parts.profiled))
+        set_timing(parts, noisy=noisy is not None)
         if noisy:
-            record["warnings"].append(noisy)
+            parts.warnings.append(noisy)
             warn(noisy)
         if options.profile:
-            _profile(session, options.profile_steps, record, timing, run_dir)
-        record["artifacts"][:0] = session.artifacts()
-        record["environment"].update(session.info())
-        record["graph"] = getattr(session, "graph", {})
+            _profile(session, options.profile_steps, parts, run_dir)
+        parts.artifacts[:0] = session.artifacts()
+        parts.environment.update(session.info())
+        parts.graph = getattr(session, "graph", {})
         return finish("ok")
     except KeyboardInterrupt:
         finish("interrupted", "interrupted by the user (Ctrl-C); the steps measured so far are kept")
@@ -379,8 +362,8 @@ def execute(options: RunOptions, run_dir: Path,
         raise
     # The mode's boundary: any framework error is this run's recorded failure
     except Exception as error:  # noqa: BLE001
-        record["error_traceback"] = traceback.format_exc(limit=20)
-        sys.stderr.write(record["error_traceback"])
+        parts.error_traceback = traceback.format_exc(limit=20)
+        sys.stderr.write(parts.error_traceback)
         message = f"{type(error).__name__}: {error}".strip()
         finish("failed", message)
         raise ModeFailed(f"{options.mode} failed: {message.splitlines()[0] if message else type(error).__name__} "

@@ -224,7 +224,16 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
+    """The profiled steps after the timed window: what the trace holds and which of its steps readers drop."""
+
+    steps: int | None = None
     warmup_steps: int | None = None
+    step_numbers: list[int] = []  # the numbers of the step markers in the trace, in order
+    warmup_step_numbers: list[int] = []
+    usable_step_numbers: list[int] = []
+    step_marker: str | None = None  # how a step marker is named in the mode's trace
+    annotations: dict[str, str] = {}  # phase -> host annotation name
+    notes: list[str] = []
     host_scheduling: list[dict[str, Any]] | None = None  # one entry per profiled step, validated by rundir
     # one entry per profiled step: where the host entered the step marker, started and stopped the timer, left the
     # marker (perf_counter seconds from the profile's start); absent in runs from before they were recorded
@@ -568,6 +577,55 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
         document["profiled_step_times_s"] = timing.profiled_step_times_s
         if timing.profiled_injected_host_delay_s is not None:
             document["profiled_injected_host_delay_s"] = timing.profiled_injected_host_delay_s
+    return document
+
+
+@dataclass
+class RunParts:
+    """run.json as the driver learns it during a run: each part typed where a Struct describes it, the framework's
+    own dictionaries (environment, memory, graph, parity, startup) as it reports them. `run_document` writes it."""
+
+    run_id: str
+    mode: str
+    started_at: str
+    config: dict[str, Any]
+    environment: dict[str, Any]
+    status: str = "running"
+    error: str | None = None
+    finished_at: str | None = None
+    timing: Timing = field(default_factory=Timing)
+    window_measured: bool = False  # the timed window closed: its host scheduling is written (null when unmeasured)
+    profiled: bool = False  # steps were profiled: their times are written
+    memory: dict[str, Any] = field(default_factory=dict)
+    compiles: Compiles | None = None
+    loss: Loss | None = None
+    graph: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    parity: dict[str, Any] | None = None  # --check-parity: the probe before the first step
+    phase: str | None = None  # where a running run is (its last write before the end says it)
+    profile: Profile | None = None
+    error_traceback: str | None = None  # a run the framework's error failed: where it was raised
+    startup: dict[str, Any] | None = None  # the startup ledger, once the run ended
+
+
+def run_document(parts: RunParts) -> dict[str, Any]:
+    """run.json as the driver writes it, the one order every run has: what the run is and how it ended, its settings,
+    environment, timing (timing_document), memory, compiles, loss, graph, artifacts and warnings, then the parts a
+    run has only when it got there: the parity probe, where a running run is, the profile, the failure's traceback
+    and the startup ledger."""
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "run_id": parts.run_id, "mode": parts.mode, "status": parts.status,
+        "error": parts.error, "started_at": parts.started_at, "finished_at": parts.finished_at,
+        "config": parts.config, "environment": parts.environment,
+        "timing": timing_document(parts.timing, parts.window_measured, parts.profiled), "memory": parts.memory,
+        "compiles": section_document(parts.compiles) if parts.compiles is not None else {},
+        "loss": section_document(parts.loss) if parts.loss is not None else {},
+        "graph": parts.graph, "artifacts": list(parts.artifacts), "warnings": list(parts.warnings)}
+    optional = (("parity", parts.parity), ("phase", parts.phase),
+                ("profile", section_document(parts.profile) if parts.profile is not None else None),
+                ("error_traceback", parts.error_traceback), ("startup", parts.startup))
+    document.update((key, value) for key, value in optional if value is not None)
     return document
 
 
