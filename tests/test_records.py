@@ -8,12 +8,21 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from helpers import hloscope
 
 from hloscope.backends.timing import step_statistics
 from hloscope.errors import InputError
-from hloscope.runs.records import ComparisonRecord, RunRecord
+from hloscope.runs.records import (
+    ComparisonRecord,
+    Environment,
+    RunParts,
+    RunRecord,
+    environment_document,
+    memory_document,
+    run_document,
+)
 from hloscope.runs.rundir import load_comparison, load_run, write_comparison, write_run
 from hloscope.significance import percentile, spread
 
@@ -138,3 +147,28 @@ def test_the_measured_host_sleep_reads_typed_and_older_runs_read_without_it(tmp_
     with pytest.raises(InputError) as caught:
         load_run(tmp_path)
     assert "'timing.injected_host_delay_s' holds -0.003, not a duration" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["jax", "pytorch"])
+def test_a_run_built_from_typed_parts_writes_the_environment_and_memory_it_was_measured_with(mode):
+    """The driver's parts of a real run: the machine's environment typed, the framework's settings and memory peaks as
+    it reported them, the ledger apart; written back, each part has the recorded keys in the recorded order."""
+    document = json.loads((REAL / mode / "run.json").read_text())
+    environment = document["environment"]
+    machine = msgspec.convert(environment, Environment)
+    machine_keys = ("hloscope", "python", "platform", "hostname", "cpu_model", "cpu_count", "packages", "env")
+    framework = {key: value for key, value in environment.items()
+                 if key not in (*machine_keys, "frameworks_imported")}
+    written = environment_document(machine, framework, environment["frameworks_imported"])
+    assert json.dumps(written) == json.dumps(environment)
+    assert list(environment_document(machine, framework)) == list(environment)[:-1]  # a run not ended yet
+    ledger = {"optimizer": "adamw", "error": "not measured"}
+    assert list(memory_document(document["memory"], ledger)) == [*document["memory"], "ledger"]
+    assert memory_document(None, None) == {}
+    parts = RunParts(run_id=document["run_id"], mode=mode, started_at=document["started_at"],
+                     config=document["config"], environment=machine, framework=framework,
+                     frameworks_imported=environment["frameworks_imported"], memory=document["memory"],
+                     status="ok", graph=document["graph"], artifacts=document["artifacts"])
+    built = run_document(parts)
+    assert list(built) == list(document)
+    assert json.dumps(built["environment"]) == json.dumps(environment) and built["memory"] == document["memory"]

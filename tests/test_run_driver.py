@@ -12,7 +12,7 @@ from helpers import REPO
 from hloscope.backends import driver, timing
 from hloscope.backends.base import RunOptions, Session
 from hloscope.backends.timing import StepLog
-from hloscope.runs.records import RunParts, run_document
+from hloscope.runs.records import Environment, RunParts, run_document
 from hloscope.runs.rundir import create_run_dir, load_run, write_run
 
 
@@ -135,12 +135,12 @@ def test_typed_parts_write_the_bytes_written_before_them(tmp_path):
     inputs): a NaN loss as null, a numpy loss as a number, the Struct's other fields left out."""
     log = StepLog(first_step_s=1.25, warmup_times_s=[0.5, 0.25], step_times_s=[0.125, 0.25, 0.0625, 0.1],
                   window_s=0.5375, losses=[3.0, 2.5, float(np.float32(2.25)), 2.0, float("nan")])
-    parts = RunParts(run_id="golden", mode="jax", started_at="", config={}, environment={})
+    parts = RunParts(run_id="golden", mode="jax", started_at="", config={}, environment=Environment())
     driver.fill_timing(parts, log, 8)
     parts.compiles = driver._compiles({"jit": 2, "lowerings": 1}, {"jit": 3, "lowerings": 1})
     document = run_document(parts)
     falling = StepLog(step_times_s=[0.1], losses=[np.float64(2.0), 1.5])
-    second = RunParts(run_id="second", mode="jax", started_at="", config={}, environment={})
+    second = RunParts(run_id="second", mode="jax", started_at="", config={}, environment=Environment())
     driver.fill_timing(second, falling, 8)
     record = {"schema_version": 1, "run_id": "golden", "mode": "jax", "status": "ok", "error": None,
               "timing": document["timing"], "loss": document["loss"], "compiles": document["compiles"],

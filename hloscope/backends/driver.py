@@ -29,7 +29,7 @@ from hloscope.machine import limit_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
-from hloscope.runs.records import Compiles, Loss, RunParts, run_document, timing_document
+from hloscope.runs.records import Compiles, Environment, Loss, RunParts, run_document, timing_document
 from hloscope.runs.rundir import write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -61,7 +61,7 @@ def _now() -> str:
 def new_parts(options: RunOptions, run_dir: Path) -> RunParts:
     """The record of a run starting (status `running`): its settings and the machine it runs on."""
     return RunParts(run_id=run_dir.name, mode=options.mode, started_at=_now(), config=options.to_json(),
-                    environment=collect_environment())
+                    environment=msgspec.convert(collect_environment(), Environment))
 
 
 def new_record(options: RunOptions, run_dir: Path) -> dict:
@@ -187,10 +187,10 @@ def rank_sequence(options: RunOptions, run_dir: Path) -> None:
 
 def _late_environment(parts: RunParts, session: Session) -> None:
     """Device and precision facts of a run that did not finish, when setup got far enough to know them."""
-    if "framework" in parts.environment:
+    if "framework" in parts.framework:
         return
     try:
-        parts.environment.update(session.info())
+        parts.framework.update(session.info())
     # a framework half set up may raise anything here; the run's own error is what run.json must keep
     except Exception:  # noqa: BLE001, S110
         pass
@@ -199,7 +199,7 @@ def _late_environment(parts: RunParts, session: Session) -> None:
 def _finished(parts: RunParts, status: str, error: str | None, startup: StartupLedger, run_dir: Path) -> dict:
     """The record's last fields, written: status, error, the frameworks imported, the startup ledger."""
     # Which frameworks this process imported: a JAX run must not pay for importing torch, and vice versa.
-    parts.environment["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+    parts.frameworks_imported = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
     parts.status, parts.error, parts.finished_at, parts.phase = status, error, _now(), None
     parts.startup = startup.record()
     return _write(run_dir, parts)
@@ -322,10 +322,11 @@ def execute(options: RunOptions, run_dir: Path,
         session.trim_batch_from = max(options.warmup, 1) + 1 if reshape else None
         session.setup()
         startup.setup_done()
-        parts.environment["env"] = env_vars()  # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
+        # what setup set (XLA_FLAGS for a dump, PJRT_DEVICE, ...)
+        parts.environment = msgspec.structs.replace(parts.environment, env=env_vars())
         set_timing(parts, setup_s=time.perf_counter() - started)
         if setup_only:
-            parts.environment.update(session.info())
+            parts.framework.update(session.info())
             parts.graph = getattr(session, "graph", {})
             return finish("setup")
         if options.check_parity:  # before the first step: the weights are still the initial ones
@@ -341,7 +342,7 @@ def execute(options: RunOptions, run_dir: Path,
             parts.warnings.append(message)
             warn(message)
         parts.memory = session.memory()
-        parts.memory["ledger"] = memory_ledger.measure(session, parts.memory)
+        parts.memory_ledger = memory_ledger.measure(session, parts.memory)
         fill_timing(parts, log, options.batch_size)
         noisy = noise_warning(timing_document(parts.timing, parts.window_measured, parts.profiled))
         set_timing(parts, noisy=noisy is not None)
@@ -351,7 +352,7 @@ def execute(options: RunOptions, run_dir: Path,
         if options.profile:
             _profile(session, options.profile_steps, parts, run_dir)
         parts.artifacts[:0] = session.artifacts()
-        parts.environment.update(session.info())
+        parts.framework.update(session.info())
         parts.graph = getattr(session, "graph", {})
         return finish("ok")
     except KeyboardInterrupt:

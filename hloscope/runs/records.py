@@ -583,20 +583,23 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
 @dataclass
 class RunParts:
     """run.json as the driver learns it during a run: each part typed where a Struct describes it, the framework's
-    own dictionaries (environment, memory, graph, parity, startup) as it reports them. `run_document` writes it."""
+    own dictionaries (its settings, memory, graph, parity, startup) as it reports them. `run_document` writes it."""
 
     run_id: str
     mode: str
     started_at: str
     config: dict[str, Any]
-    environment: dict[str, Any]
+    environment: Environment  # the machine's part (collect_environment), and env as setup left it
+    framework: dict[str, Any] = field(default_factory=dict)  # Session.info(): the settings the framework had in effect
+    frameworks_imported: list[str] | None = None  # once the run ended: the frameworks its process imported
     status: str = "running"
     error: str | None = None
     finished_at: str | None = None
     timing: Timing = field(default_factory=Timing)
     window_measured: bool = False  # the timed window closed: its host scheduling is written (null when unmeasured)
     profiled: bool = False  # steps were profiled: their times are written
-    memory: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] | None = None  # Session.memory(): the peaks, with the framework's own keys
+    memory_ledger: dict[str, Any] | None = None  # memory_ledger.measure: where the peak went
     compiles: Compiles | None = None
     loss: Loss | None = None
     graph: dict[str, Any] = field(default_factory=dict)
@@ -609,6 +612,30 @@ class RunParts:
     startup: dict[str, Any] | None = None  # the startup ledger, once the run ended
 
 
+# The environment's keys that describe the machine (runs/environment.py collect_environment), in the order it has them.
+_MACHINE = ("hloscope", "python", "platform", "hostname", "cpu_model", "cpu_count", "packages", "env")
+
+
+def environment_document(machine: Environment, framework: dict[str, Any],
+                         frameworks_imported: list[str] | None = None) -> dict[str, Any]:
+    """run.json `environment`: the machine's keys, then the framework's settings as it reports them (a key of both:
+    the framework's value, in the machine's place), then the frameworks the process imported once the run ended."""
+    document: dict[str, Any] = {key: getattr(machine, key) for key in _MACHINE}
+    document["packages"], document["env"] = dict(machine.packages), dict(machine.env)
+    document.update(framework)
+    if frameworks_imported is not None:
+        document["frameworks_imported"] = list(frameworks_imported)
+    return document
+
+
+def memory_document(memory: dict[str, Any] | None, ledger: dict[str, Any] | None) -> dict[str, Any]:
+    """run.json `memory`: the peaks as the framework reports them, then the ledger once measured ({} until then)."""
+    document = dict(memory or {})
+    if ledger is not None:
+        document["ledger"] = ledger
+    return document
+
+
 def run_document(parts: RunParts) -> dict[str, Any]:
     """run.json as the driver writes it, the one order every run has: what the run is and how it ended, its settings,
     environment, timing (timing_document), memory, compiles, loss, graph, artifacts and warnings, then the parts a
@@ -617,8 +644,10 @@ def run_document(parts: RunParts) -> dict[str, Any]:
     document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "run_id": parts.run_id, "mode": parts.mode, "status": parts.status,
         "error": parts.error, "started_at": parts.started_at, "finished_at": parts.finished_at,
-        "config": parts.config, "environment": parts.environment,
-        "timing": timing_document(parts.timing, parts.window_measured, parts.profiled), "memory": parts.memory,
+        "config": parts.config,
+        "environment": environment_document(parts.environment, parts.framework, parts.frameworks_imported),
+        "timing": timing_document(parts.timing, parts.window_measured, parts.profiled),
+        "memory": memory_document(parts.memory, parts.memory_ledger),
         "compiles": section_document(parts.compiles) if parts.compiles is not None else {},
         "loss": section_document(parts.loss) if parts.loss is not None else {},
         "graph": parts.graph, "artifacts": list(parts.artifacts), "warnings": list(parts.warnings)}
