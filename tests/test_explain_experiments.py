@@ -18,8 +18,10 @@ from hloscope.explain.experiments import (
     NOT_TESTED,
     PARTLY,
     REFUTED,
+    HypothesisTest,
     PairPlan,
     TestedBlock,
+    closing_tests,
     closure,
     conclude,
     expected_run_s,
@@ -227,7 +229,15 @@ def test_a_configuration_that_did_not_run_says_why():
     assert tested.tests[0].verdict == NOT_TESTED and "budget" in tested.tests[0].why
 
 
-def test_the_interaction_of_two_confirmed_changes():
+def test_two_changes_that_each_close_part_of_the_gap_are_run_together():
+    """Effects that add up split the gap between them, so that at most one can close half of it: partly counts as
+    closing, as confirmed does; a change that closed nothing or could not tell does not."""
+    verdicts = [CONFIRMED, PARTLY, REFUTED, CANNOT_TELL, NOT_TESTED]
+    tests = [HypothesisTest([v], v, "data", "loader", "device", v, "") for v in verdicts]
+    assert [t.verdict for t in closing_tests(tests)] == [CONFIRMED, PARTLY]
+
+
+def test_the_interaction_of_two_changes_that_each_close_part_of_the_gap():
     plan = PairPlan("a", "b", {"data": "loader", "precision": "bf16"}, {"data": "device", "precision": "fp32"},
                     plan_tests(_result(["input_pipeline", "compute_dtype"]), {"data": "loader", "precision": "bf16"},
                                {"data": "device", "precision": "fp32"}))
@@ -238,6 +248,7 @@ def test_the_interaction_of_two_confirmed_changes():
                  "slower, precision=fp32": _summary("d", processes(0.022, 0.01, seed=4))}
     tested = conclude(plan, summaries, labels, None, 3, [])
     assert [t.verdict for t in tested.tests] == [PARTLY, PARTLY]
+    assert closing_tests(tested.tests) == tested.tests  # two partly closures: the joint configuration runs
     joint, settings = joint_variant(tested.tests)
     assert settings == {"data": "device", "precision": "fp32"}
     summaries[joint] = _summary("e", processes(0.014, 0.01, seed=5))

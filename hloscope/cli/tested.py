@@ -35,9 +35,9 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
                     rules: list[str] | None = None):
     """Plan, run and judge the tests of every significant gap of `report`; sets and returns `report.tested`."""
     from hloscope.explain.experiments import (
-        CONFIRMED,
         METHOD,
         TestedBlock,
+        closing_tests,
         conclude,
         fit_repeats,
         interaction,
@@ -92,20 +92,20 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
         summaries = {s.mode: s for s in load_summaries(launched.directory)[0]}
         result = conclude(plan, summaries, launched.labels, str(launched.directory), fitted, launched.not_run)
         block.stopped = launched.stopped
-        confirmed = [t for t in result.tests if t.verdict == CONFIRMED]
-        if len(confirmed) >= 2:
-            name, settings = joint_variant(confirmed)
+        closing = closing_tests(result.tests)
+        if len(closing) >= 2:
+            name, settings = joint_variant(closing)
             joint = {"baseline": plan.fast_options, "slower": plan.slow_options,
                      name: dict(plan.slow_options, **settings)}
             per_joint = {key: per_process["baseline" if key == "baseline" else "slower"] for key in joint}
             joined = launch(joint, per_joint, "tested-joint")[0] if block.stopped is None else None
             if joined is None:
                 reason = block.stopped or "the time budget was spent"
-                result.interaction = interaction(confirmed, {}, {"baseline": "", "slower": ""}, None,
+                result.interaction = interaction(closing, {}, {"baseline": "", "slower": ""}, None,
                                                  [f"not run: {reason}"])
             else:
                 joint_summaries = {s.mode: s for s in load_summaries(joined.directory)[0]}
-                result.interaction = interaction(confirmed, joint_summaries, joined.labels, joined.labels.get(name),
+                result.interaction = interaction(closing, joint_summaries, joined.labels, joined.labels.get(name),
                                                  joined.not_run)
                 block.stopped = joined.stopped
         block.pairs.append(result)
@@ -201,8 +201,8 @@ def _print_plan(plans, expected: dict[str, float], repeats: int, budget_s: float
         total += repeats * sum(seconds.values())
     if total:
         fits = "fits" if total <= budget_s else "exceeds it: fewer processes, or what fits, will run"
-        console.print(f"  expected ~{_clock(total)} in all (more if hypotheses are confirmed together); the budget "
-                      f"{fits}", highlight=False, markup=False)
+        console.print(f"  expected ~{_clock(total)} in all (more where two or more changes each close part of a gap: "
+                      f"they are then run together); the budget {fits}", highlight=False, markup=False)
 
 
 def exit_if_interrupted(block) -> None:

@@ -23,8 +23,9 @@ of the three configurations. The verdict reads that interval:
 - anything else (the interval holds both no closure and a meaningful one): "cannot tell".
 A hypothesis whose setting hloscope does not set, whose setting is the same on both sides, or whose value the slower
 side's mode cannot take (donation in eager PyTorch, a compile mode where nothing calls torch.compile), is "could not
-test", with the reason, and nothing runs for it. When several are confirmed, one more configuration applies them all, and the joint closure is set
-against the sum of the single ones (the interaction).
+test", with the reason, and nothing runs for it. When two or more changes each close part of the gap (confirmed or
+partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more
+configuration applies them all, and the joint closure is set against the sum of the single ones (the interaction).
 """
 
 from __future__ import annotations
@@ -224,7 +225,8 @@ class HypothesisTest:
 
 @dataclass
 class Interaction:
-    """Every confirmed change applied at once, against the sum of their single closures."""
+    """Every change that closed part of the gap (confirmed or partly) applied at once, against the sum of their
+    single closures."""
 
     settings: dict[str, Any]  # setting -> the value applied
     applied: str  # the same in flags: "--precision fp32, --data device"
@@ -527,20 +529,27 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
     return result
 
 
-def joint_variant(confirmed: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
-    """The configuration that applies every confirmed change: its variant name and the settings it changes."""
-    settings = {str(t.setting): t.fast_value for t in confirmed}
+def closing_tests(tests: list[HypothesisTest]) -> list[HypothesisTest]:
+    """The changes that closed part of the gap (confirmed or partly): applied together, they test the interaction
+    when there are two or more. Partly counts: two effects that add up to the gap each close a share of it, and only
+    one of them can reach CONFIRMED_SHARE."""
+    return [test for test in tests if test.verdict in (CONFIRMED, PARTLY)]
+
+
+def joint_variant(closing: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
+    """The configuration that applies every closing change: its variant name and the settings it changes."""
+    settings = {str(t.setting): t.fast_value for t in closing}
     return "slower, " + ", ".join(f"{k}={_short(k, v)}" for k, v in settings.items()), settings
 
 
-def interaction(confirmed: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
+def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
                 joint_label: str | None, not_run: list[str]) -> Interaction:
-    """The joint closure of every confirmed change against the sum of their single closures: additive when the sum
-    lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove the same
-    time), compounding when it closes more."""
-    settings = {str(t.setting): t.fast_value for t in confirmed}
+    """The joint closure of every closing change (closing_tests) against the sum of their single closures: additive
+    when the sum lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove
+    the same time), compounding when it closes more."""
+    settings = {str(t.setting): t.fast_value for t in closing}
     applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {_shown(k, v)}" for k, v in settings.items())
-    singles = {str(t.setting): t.closure.closed_s for t in confirmed if t.closure is not None}
+    singles = {str(t.setting): t.closure.closed_s for t in closing if t.closure is not None}
     total = sum(singles.values())
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
     joint = summaries.get(joint_label) if joint_label is not None else None
