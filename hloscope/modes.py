@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 # Kinds of graph a mode dumps with --dump-hlo (run.json `graph.kind`).
 DUMPS_XLA_HLO = "xla"            # XLA HLO text (before/after optimizations), buffer assignment, memory report
@@ -85,7 +85,8 @@ _SPMD_DATA_PARALLEL = ("torch_xla SPMD: torch_xla.runtime.use_spmd(), a Mesh ove
                        "mark_sharding'd on it, parameters replicated, one lazy graph: XLA's SPMD partitioner inserts "
                        "the gradient all-reduce")
 # torch.compile's `mode` values (--compile-mode); "default" is torch.compile's mode=None
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
 _IN_PLACE = "eager PyTorch updates the state in place; donation does not apply"
 _JAX_DONATION = (True, False)  # jax.jit(..., donate_argnums=0) on the train state, or not
 _NO_FLASH = "flash_attention_2 needs the flash-attn CUDA extension; PyTorch/XLA 2.9 has no CUDA"

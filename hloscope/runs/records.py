@@ -15,11 +15,12 @@ import copy
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from hloscope.errors import InputError
+from hloscope.modes import CompileMode
 
 T = TypeVar("T")
 
@@ -71,9 +72,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_batch: bool | None = None
     max_batch_compiles: int | None = None
     donate: bool | None = None  # --donate / --no-donate (absent: the mode's own behaviour)
-    compile_mode: str | None = None  # --compile-mode (absent: torch.compile's default)
+    compile_mode: CompileMode | None = None  # --compile-mode (absent: torch.compile's default)
     fullgraph: bool | None = None  # --fullgraph (absent: not asked)
-    threads: int | None = None  # --threads N (absent: every CPU the process was given)
+    threads: Annotated[int, msgspec.Meta(ge=1)] | None = None  # --threads N (absent: every CPU the process was given)
     model_config: ModelConfig | None = None
     modes: list[str] | None = None  # comparison.json only
     repeats: int | None = None  # comparison.json only
@@ -712,10 +713,10 @@ def _field_message(text: str, document: Any, prefix: str = "") -> str:
     message, _, where = text.partition(" - at `$")
     where = where.rstrip("`").lstrip(".")
     name = prefix + where if where else prefix.rstrip(".")
-    expected = re.match(r"Expected `([^`]*)`", message)
-    if not prefix and (not where or expected is None):
+    expected = re.match(r"Expected `([^`]*)`( [<>=]+ [^,]+)?", message)
+    if not name:
         return message
-    if expected is None:  # a missing field, a value out of range: msgspec's words, at the field
+    if expected is None:  # a missing field, a value not among the allowed: msgspec's words, at the field
         return f"'{name}': {message}"
     value: Any = document
     for key, index in _STEP.findall("." + where if where else ""):
@@ -725,7 +726,8 @@ def _field_message(text: str, document: Any, prefix: str = "") -> str:
     if "a number" in names and "an integer" in names:  # int | float: a number
         names.remove("an integer")
     expected_text = " or ".join(names) or expected.group(1)
-    return f"'{name}' is {type(value).__name__} {value!r:.40}, expected {expected_text}"
+    bound = (expected.group(2) or "").strip()  # a constraint on the value: ">= 1"
+    return f"'{name}' is {type(value).__name__} {value!r:.40}, expected {expected_text}{' ' + bound if bound else ''}"
 
 
 def convert_section(file: Path, value: Any, kind: type[T], section: str, what: str = "run.json") -> T:
