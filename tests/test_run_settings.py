@@ -5,13 +5,10 @@ record when not given, passed on to compare's and explain's child runs, and in e
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helpers import hloscope, run_record
 
 from hloscope.backends.base import RunOptions, compile_kwargs
-from hloscope.backends.pytorch_mode import COMPILE_KWARGS
 from hloscope.runs.runner import run_command
 from hloscope.runs.settings import in_effect, settings
 
@@ -26,6 +23,9 @@ from hloscope.runs.settings import in_effect, settings
     (("--mode", "torchax", "--fullgraph"), "--fullgraph --mode torchax: the mode does not call torch.compile"),
     (("--mode", "torch_xla+compile", "--compile-mode", "max-autotune"), "the openxla backend (aot_autograd) takes"),
     (("--mode", "jax", "--threads", "100000"), "--threads 100000: this machine lets hloscope use"),
+    (("--mode", "jax", "--target", "h100", "--donate", "--threads", "1"),
+     "--donate/--no-donate, --threads: --target compiles the step for h100 without running it"),
+    (("--mode", "torch_xla+compile", "--target", "a100", "--fullgraph"), "--fullgraph: --target compiles the step"),
 ])
 def test_a_setting_the_mode_cannot_take_is_refused_in_one_line_before_anything_is_made(cli_run, tmp_path, args, says):
     code, _, err = cli_run("run", *args, "--model", "vit-tiny", "--out", str(tmp_path))
@@ -34,18 +34,14 @@ def test_a_setting_the_mode_cannot_take_is_refused_in_one_line_before_anything_i
     assert not list(tmp_path.iterdir())
 
 
-def test_compare_records_the_mode_that_refuses_a_setting_and_runs_the_others(tmp_path):
-    """The only mode refuses --no-donate: it is recorded as refused with its line, nothing runs, exit 1 (no mode
-    timed), and no audit sets it up."""
+def test_compare_whose_every_mode_refuses_a_setting_is_one_line_and_makes_nothing(tmp_path):
+    """The only mode refuses --no-donate: compare refuses as run does (one line, exit 2), with no comparison
+    directory holding nothing but refusals."""
     result = hloscope("compare", "--modes", "pytorch", "--no-donate", "--model", "vit-tiny", "--batch-size", "8",
                       "--repeats", "1", "--out", tmp_path, "--json", timeout=120)
-    assert result.code == 1, result.stderr[-2000:]
-    comparison = json.loads(result.stdout)
-    [entry] = comparison["modes"]
-    assert entry["status"] == "refused" and "donation does not apply" in entry["error"]
-    assert comparison["config"]["donate"] is False
-    folder = next(tmp_path.iterdir())
-    assert sorted(p.name for p in folder.iterdir()) == ["comparison.json"]
+    lines = result.stderr.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and "donation does not apply" in lines[0], result.stderr[-2000:]
+    assert not list(tmp_path.iterdir())
 
 
 def test_compare_refuses_more_threads_than_the_machine_has_in_one_line(tmp_path):
@@ -66,6 +62,8 @@ def test_options_left_at_the_modes_own_behaviour_are_not_recorded():
 
 
 def test_compile_options_reach_torch_compile():
+    from hloscope.backends.pytorch_mode import COMPILE_KWARGS  # imports torch: kept out of collection
+
     options = RunOptions(mode="pytorch+compile", compile_mode="reduce-overhead", fullgraph=True)
     assert compile_kwargs(COMPILE_KWARGS, options) == {"backend": "inductor", "mode": "reduce-overhead",
                                                        "fullgraph": True, "dynamic": None}
@@ -170,3 +168,11 @@ def test_compare_plans_only_the_modes_that_refuse_a_setting_as_refused():
     assert [(p.mode, p.devices, p.refused is not None) for p in by_devices] == [
         ("pytorch", 1, True), ("jax", 1, True), ("jax", 2, True)]
     assert by_devices[2].refused == "x"
+
+
+def test_compare_refuses_run_settings_with_target_in_one_line(tmp_path):
+    result = hloscope("compare", "--modes", "jax", "--target", "h100", "--threads", "1", "--out", tmp_path,
+                      timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and "--target compiles the step for h100" in lines[0], result.stderr
+    assert not list(tmp_path.iterdir())

@@ -19,7 +19,8 @@ from rich.text import Text
 
 from hloscope.cli import tested
 from hloscope.cli.options import REPEATS, TIMEOUT_S
-from hloscope.cli.run import build_options, common_options
+from hloscope.cli.run import build_options, check_target_settings, common_options
+from hloscope.errors import UsageError
 from hloscope.machine import check_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord, amended_comparison
@@ -71,11 +72,15 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run below
     console = Console(stderr=True)
     _check_replay_and_target(replay, values, counts, console)
+    check_target_settings(values.get("target"), values.get("donate"), values.get("compile_mode"),
+                          bool(values.get("fullgraph")), values.get("threads"))
     check_threads(values.get("threads"))
     selected, plan = _select_modes(modes, values, counts, console)
     by_devices = plan is not None
     plan = _refuse_settings(selected, values, plan)
     runnable = [mode for mode in selected if plan is None or any(p.mode == mode and p.refused is None for p in plan)]
+    if not runnable and plan:  # every selected mode refuses: one line, as run refuses, and no directory
+        raise UsageError(next(str(p.refused) for p in plan if p.refused is not None))
     if values.get("target"):
         repeats = 1  # compiled for another GPU, nothing timed: one process says it all
     options_for = lambda mode: build_options(mode, **values)  # noqa: E731

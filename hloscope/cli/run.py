@@ -184,10 +184,25 @@ def check_settings(options) -> None:
     from hloscope.machine import check_threads
     from hloscope.modes import settings_refusal
 
+    check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
     refusal = settings_refusal(options.mode, options.donate, options.compile_mode, options.fullgraph)
     if refusal is not None:
         raise UsageError(refusal)
     check_threads(options.threads)
+
+
+def check_target_settings(target: str | None, donate: bool | None, compile_mode: str | None, fullgraph: bool,
+                          threads: int | None) -> None:
+    """--target compiles the step for a GPU without running it, from the mode's own capture: the settings of a run
+    (--donate/--no-donate, --compile-mode, --fullgraph, --threads) would be recorded but not applied, so they are
+    refused in one line (exit 2)."""
+    from hloscope.errors import UsageError
+
+    given = [flag for flag, value in (("--donate/--no-donate", donate is not None), ("--compile-mode", compile_mode),
+                                      ("--fullgraph", fullgraph), ("--threads", threads)) if value]
+    if target and given:
+        raise UsageError(f"{', '.join(given)}: --target compiles the step for {target} without running it, from the "
+                         "mode's own capture; these settings apply to a run only")
 
 
 def _listen_to_sigint_from_compare() -> None:
