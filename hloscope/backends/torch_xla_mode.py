@@ -46,6 +46,13 @@ PARAM_ALIASING_ENV = "XLA_ENABLE_PARAM_ALIASING"
 COMPILE_KWARGS = {"backend": "openxla", "mode": None, "fullgraph": False, "dynamic": None}  # torch.compile's defaults
 
 
+def aliasing_on() -> bool:
+    """Whether torch_xla aliases the parameters' buffers with the graph's outputs: its switch, on unless set to 0 or
+    false (torch_xla reads it as a boolean when its runtime starts)."""
+    value = os.environ.get(PARAM_ALIASING_ENV)
+    return value is None or value.strip().lower() not in ("0", "false")
+
+
 def torch_xla_version() -> str:
     try:
         return metadata.version("torch_xla")
@@ -72,8 +79,8 @@ def configure_runtime(options: RunOptions, dump_dir: Path | None) -> str:
         # traces, which slows the step ~1.8x on vit-tiny: `window_starting` turns that off once the warm-up has
         # compiled the step's graphs (docs/run.md has the figures).
         os.environ.setdefault("XLA_HLO_DEBUG", "1")
-    if options.donate is False:  # --no-donate: the lazy graphs alias no parameter buffer with their outputs
-        os.environ[PARAM_ALIASING_ENV] = "0"
+    if options.donate is not None:  # --no-donate: the lazy graphs alias no parameter buffer with their outputs;
+        os.environ[PARAM_ALIASING_ENV] = "1" if options.donate else "0"  # --donate: they do, whatever was exported
     return os.environ["PJRT_DEVICE"]
 
 
@@ -244,9 +251,10 @@ class TorchXlaSession(TorchSession):
 
     def donation(self) -> dict:
         """run.json `environment.donation`: whether the step's graphs alias the parameters' buffers with their outputs."""
-        if self.options.donate is False:
+        if not aliasing_on():
             return {"state_in_place": False,
-                    "how": f"--no-donate: {PARAM_ALIASING_ENV}=0, the graph writes the updated state to new buffers"}
+                    "how": f"{PARAM_ALIASING_ENV}=0 (--no-donate, or exported): the graph writes the updated state to "
+                           "new buffers"}
         return {"state_in_place": True,
                 "how": "the step's graph takes the parameter buffers as donated inputs (in-place update semantics)"}
 

@@ -16,6 +16,7 @@ PACKAGES = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "flax", "optax", "
             "tensorboard-plugin-profile", "xprof", "click", "rich")
 ENV_VARS = ("XLA_FLAGS", "PJRT_DEVICE", "JAX_PLATFORMS", "CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR",
             "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_HLO_DEBUG", "XLA_IR_DEBUG",
+            "XLA_ENABLE_PARAM_ALIASING",  # torch_xla's donation of the parameters' buffers (--donate / --no-donate)
             # thread settings: OpenMP/MKL/OpenBLAS (PyTorch's CPU ops, inductor's C++ kernels), TensorFlow-style
             # thread pools (XLA/TSL), JAX's and torch_xla's CPU device counts, DDP's torchrun variables
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "KMP_AFFINITY",

@@ -174,6 +174,9 @@ def in_effect(run: RunRecord) -> dict:
         return out
     donate = config.get("donate")
     out["donate"] = donation_in_effect(entry.name, donate if isinstance(donate, bool) else None)
+    recorded = (run.environment.donation or {}).get("state_in_place")
+    if isinstance(recorded, bool) and out["donate"] is not None:  # what the run reported having done wins
+        out["donate"] = recorded
     if entry.compile:
         out["compile_mode"] = config.get("compile_mode") or "default"
         out["fullgraph"] = bool(config.get("fullgraph"))
