@@ -13,7 +13,7 @@ import helpers
 import pytest
 
 from hloscope.backends.base import RunOptions
-from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, host_device_flags
+from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, host_device_flags, threads_per_process
 from hloscope.errors import UsageError
 from hloscope.modes import BY_NAME, DATA_PARALLEL_MODES, MODES
 
@@ -36,6 +36,14 @@ def test_the_registry_says_which_modes_run_data_parallel():
     assert {"jax", "torchax", "pytorch", "pytorch+compile"} <= set(DATA_PARALLEL_MODES)
     assert [mode.name for mode in MODES if not mode.data_parallel] == [ONE_DEVICE]
     assert all(bool(mode.data_parallel) == (mode.name in DATA_PARALLEL_MODES) for mode in MODES)
+
+
+def test_ddp_ranks_share_the_threads_of_a_run():
+    """--threads N with DDP's K rank processes: N // K each (at least 1), so that the ranks together use N CPUs; the
+    one-process modes (JAX, torch_xla SPMD) keep N."""
+    assert [threads_per_process("pytorch", 2, n) for n in (1, 2, 4)] == [1, 1, 2]
+    assert threads_per_process("pytorch+compile", 1, 2) == 2
+    assert threads_per_process("jax", 2, 2) == threads_per_process("torch_xla", 2, 2) == 2
 
 
 def test_one_device_is_todays_run():

@@ -156,7 +156,7 @@ def worker_main() -> None:
     payload = json.loads(os.environ[WORKER_ENV])
     names = {field.name for field in dataclasses.fields(RunOptions)}
     options = RunOptions(**{key: value for key, value in payload["options"].items() if key in names})
-    prepare_environment(options.mode, options.devices)
+    prepare_environment(options.mode, options.devices, options.threads)
     try:
         rank_sequence(options, Path(payload["run_dir"]))
     except KeyboardInterrupt:  # Ctrl-C reaches every rank of the terminal's process group; rank 0 reports it

@@ -47,7 +47,7 @@ def host_device_flags(flags: str, devices: int) -> str:
     return " ".join([*kept, f"{HOST_DEVICE_COUNT_FLAG}={devices}"])
 
 
-def prepare_environment(mode: str, devices: int) -> None:
+def prepare_environment(mode: str, devices: int, threads: int | None = None) -> None:
     """In a run process, before the mode's framework is imported: for a JAX-based mode with N > 1 devices, let XLA's
     CPU platform have N devices (read once, when JAX starts its backends); for torch_xla, its PJRT CPU client; for
     DDP, torchrun's one OpenMP thread per rank."""
@@ -61,6 +61,15 @@ def prepare_environment(mode: str, devices: int) -> None:
     else:  # DDP, one process per rank: torchrun's OMP_NUM_THREADS=1 (unless set), read when torch starts OpenMP
         # (set later, in a process that has imported torch, it left inductor's kernels ~10x slower on vit-tiny)
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+        if threads is not None:  # --threads N: the ranks share the N CPUs, N // K threads each
+            os.environ["OMP_NUM_THREADS"] = str(threads_per_process(mode, devices, threads))
+
+
+def threads_per_process(mode: str, devices: int, threads: int) -> int:
+    """The threads each process of a run may use under --threads N: N, except that DDP's K rank processes share the
+    N CPUs, N // K each (at least 1), as torchrun gives each rank its share."""
+    ddp = devices > 1 and bool(get_mode(mode).data_parallel) and not {"jax", "torch_xla"} & set(get_mode(mode).imports)
+    return max(1, threads // devices) if ddp else threads
 
 
 def how_ranks_are_made(platform: str, devices: int, backend: str) -> str:

@@ -315,7 +315,7 @@ def execute(options: RunOptions, run_dir: Path,
 
     try:
         started = time.perf_counter()
-        prepare_environment(options.mode, options.devices)  # --devices N: XLA_FLAGS before JAX is imported
+        prepare_environment(options.mode, options.devices, options.threads)  # --devices N: XLA_FLAGS before JAX is imported
         startup.restart()
         session = load_session(options, run_dir)
         startup.imported()

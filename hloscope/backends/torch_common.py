@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from hloscope.backends.base import INPUT_ANNOTATION, Session, thread_settings
+from hloscope.backends.devices import threads_per_process
 from hloscope.errors import MissingDependency, UsageError
 
 if TYPE_CHECKING:
@@ -124,8 +125,9 @@ class TorchSession(Session):
     def limit_torch_threads(self) -> None:
         """--threads N: torch's intra-op threads to N (the driver has already set the CPU affinity and
         OMP_NUM_THREADS before torch started)."""
-        if self.options.threads is not None:
-            import_torch().set_num_threads(self.options.threads)
+        if self.options.threads is not None:  # DDP's ranks: their share of the N CPUs
+            import_torch().set_num_threads(threads_per_process(self.options.mode, self.options.devices,
+                                                               self.options.threads))
 
     def torch_threads(self) -> dict:
         torch = import_torch()
