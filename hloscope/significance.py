@@ -216,13 +216,19 @@ def process_test(a: list[float], b: list[float], variation: ProcessVariation) ->
     return ProcessTest(log_ratio, error, variation.df, p_value)
 
 
+# The largest smallest-resolvable gap stated, as a fraction: processes that vary this much (a broken or hand-edited
+# record, peaks of different sources) resolve no gap of any practical size, and a larger figure would overflow.
+MAX_RESOLVABLE_FRACTION = 1e6
+
+
 def smallest_resolvable_fraction(variation: ProcessVariation, a_count: int, b_count: int, alpha: float) -> float:
     """The smallest relative gap (a fraction of a step) the process-level test calls significant at level `alpha`
-    between configurations of `a_count` and `b_count` processes."""
+    between configurations of `a_count` and `b_count` processes, at most MAX_RESOLVABLE_FRACTION."""
     from scipy import stats as scipy_stats
 
     error = variation.log_sd * math.sqrt(1 / a_count + 1 / b_count)
-    return math.expm1(float(scipy_stats.t.ppf(1 - alpha / 2, variation.df)) * error)
+    exponent = float(scipy_stats.t.ppf(1 - alpha / 2, variation.df)) * error
+    return math.expm1(min(exponent, math.log1p(MAX_RESOLVABLE_FRACTION)))
 
 
 def processes_needed(variation: ProcessVariation, log_ratio: float, alpha: float, most: int = 50) -> int | None:

@@ -7,9 +7,11 @@ import math
 from statistics import median
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from hloscope.significance import (
+    MAX_RESOLVABLE_FRACTION,
     SEED,
     ProcessVariation,
     holm_levels,
@@ -86,3 +88,12 @@ def test_processes_needed_is_the_first_count_whose_resolvable_gap_is_below_the_g
     assert smallest_resolvable_fraction(variation, needed, needed, 0.01) < 0.10
     assert smallest_resolvable_fraction(variation, needed - 1, needed - 1, 0.01) >= 0.10
     assert processes_needed(variation, math.log(1.001), 0.01) is None  # more than 50
+
+
+def test_the_smallest_resolvable_gap_of_wildly_varying_processes_is_finite_and_capped():
+    """Peaks of 1 kB and 1 GB in one configuration (a hand-edited record) once overflowed expm1: the figure is capped
+    and stays a number JSON can hold."""
+    variation = pooled_process_variation([[1e3, 1e9], [5e8]])
+    fraction = smallest_resolvable_fraction(variation, 2, 1, 0.01)
+    assert fraction == pytest.approx(MAX_RESOLVABLE_FRACTION) and math.isfinite(fraction)
+    assert smallest_resolvable_fraction(pooled_process_variation([[1.0, 1.1], [1.0, 1.05]]), 2, 2, 0.01) < 10
