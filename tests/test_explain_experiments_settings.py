@@ -155,3 +155,30 @@ def test_more_threads_than_this_machine_has_could_not_be_tested_here():
     _refuse_what_this_machine_cannot_run([plan])
     assert not plan.runnable
     assert f"--threads {usable_cpus() + 1}: this machine lets hloscope use" in str(plan.tests[0].untestable)
+
+
+def test_a_thread_figure_that_differs_on_the_same_cpus_could_not_be_tested_saying_why():
+    """OMP_NUM_THREADS exported on one side only, both runs on the same 2 CPUs: --threads cannot change the thread
+    figure alone, so nothing is re-run, and the reason is not that the setting is the same."""
+    slow, fast = _options("pytorch"), _options("pytorch")
+    differences = [{"field": "env.OMP_NUM_THREADS", "a": "1", "b": None},
+                   {"field": "threads.torch_num_threads", "a": "1", "b": "2"}]
+    [test] = plan_tests(_result([], differences), slow, fast)
+    assert test.setting == "threads" and test.untestable is not None
+    assert "not set alone by hloscope" in test.untestable and "cannot hold" not in test.untestable
+
+
+def test_a_pair_recorded_with_more_threads_than_this_machine_has_is_not_re_run():
+    """Both runs were made with --threads beyond this machine's CPUs: every re-run of the pair would ask for them
+    again and stop at once, so no test of it runs, whatever its setting."""
+    from hloscope.cli.tested import _refuse_what_this_machine_cannot_run
+    from hloscope.machine import usable_cpus
+
+    too_many = usable_cpus() + 1
+    slow = _options("jax", threads=too_many, precision="bf16")
+    fast = _options("jax", threads=too_many, precision="fp32")
+    plan = PairPlan("jax [a]", "jax [b]", slow, fast, plan_tests(_result(["compute_dtype"]), slow, fast))
+    assert [t.setting for t in plan.runnable] == ["precision"]
+    _refuse_what_this_machine_cannot_run([plan])
+    assert not plan.runnable
+    assert "cannot re-run the pair as it was recorded" in str(plan.tests[0].untestable)

@@ -121,8 +121,16 @@ def _refuse_what_this_machine_cannot_run(plans) -> None:
     from hloscope.machine import check_threads
 
     for plan in plans:
+        recorded = []  # the pair itself was recorded with --threads N: every re-run of it asks for N again
+        for side in (plan.slow_options, plan.fast_options):
+            try:
+                check_threads(side.get("threads"))
+            except UsageError as error:
+                recorded.append(str(error))
         for test in plan.runnable:
-            if test.setting == "threads" and isinstance(test.fast_value, int):
+            if recorded:
+                test.untestable = f"this machine cannot re-run the pair as it was recorded: {recorded[0]}"
+            elif test.setting == "threads" and isinstance(test.fast_value, int):
                 try:
                     check_threads(test.fast_value)
                 except UsageError as error:

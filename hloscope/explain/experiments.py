@@ -360,6 +360,12 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
             test.untestable = f"the slower configuration cannot be run so: {refusal}"
         elif slow_value is None or fast_value is None:
             test.untestable = NOT_RECORDED.get(setting, f"{SETTING_FLAGS[setting]} is not recorded on both sides")
+        elif slow_value == fast_value and setting == "threads" and named == []:
+            # OMP_NUM_THREADS or a framework's thread count differs while the CPUs are the same: --threads sets
+            # both together and cannot change one alone
+            test.untestable = (f"both runs could use {slow_value} CPUs; the thread figures that differ "
+                               "(OMP_NUM_THREADS, a framework's thread count) are not set alone by hloscope: "
+                               "--threads sets the CPUs and OMP_NUM_THREADS together")
         elif slow_value == fast_value:
             test.untestable = (f"{SETTING_FLAGS[setting]} is {slow_value} on both sides: there is nothing to change, "
                                "so this hypothesis cannot hold here")

@@ -277,8 +277,8 @@ def _judge_peak(result: ModeMemory, side: MemorySide, reference: MemorySide, pea
     else:
         result.verdict = "more" if difference > 0 else "less"
         if deterministic:
-            result.why = ("deterministic: every configuration's processes peaked at exactly the same bytes, so a "
-                          f"difference of {MIN_PEAK_GAP:.0%} or more is real")
+            result.why = ("deterministic: the configurations that ran in several processes peaked at exactly the "
+                          f"same bytes in each, so a difference of {MIN_PEAK_GAP:.0%} or more is taken as real")
         elif peak_test is not None:
             result.why = f"the process peaks differ: p = {peak_test.test.p_value:.2g}, below {peak_test.level:.2g}"
         if result.provisional:
