@@ -24,6 +24,7 @@ from hloscope.explain.hypotheses import cpu_contention
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs import rundir
+from hloscope.runs.records import section_document
 from hloscope.trace.step_profile import CONTENTION, HOST_CONTENTION, StepParts, split_contention
 
 
@@ -131,7 +132,7 @@ class _Loop(Session):
 def test_profile_records_one_entry_per_recorded_step(tmp_path):
     session = _Loop(RunOptions(steps=2, warmup=1), tmp_path)
     session.profile_lead_in_steps = 1
-    record = session.profile(4).record()
+    record = section_document(session.profile(4).record())
     assert record["step_numbers"] == [4, 5, 6, 7]
     steps = record["host_scheduling"]
     assert [s["step"] for s in steps] == record["step_numbers"]
@@ -142,7 +143,7 @@ def test_profile_records_one_entry_per_recorded_step(tmp_path):
 
 def test_profile_without_schedstat_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(scheduling, "snapshot", lambda: None)
-    record = _Loop(RunOptions(steps=2, warmup=1), tmp_path).profile(3).record()
+    record = section_document(_Loop(RunOptions(steps=2, warmup=1), tmp_path).profile(3).record())
     assert record["host_scheduling"] is None and scheduling.NOT_MEASURED in record["notes"]
     assert json.loads(json.dumps(record))["host_scheduling"] is None
 

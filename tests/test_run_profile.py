@@ -19,6 +19,7 @@ from hloscope.backends.timing import StepLog, run_loop
 from hloscope.cli.run import build_options
 from hloscope.cli.run import command as run_cli
 from hloscope.limits import MAX_HOST_DELAY_MS
+from hloscope.runs.records import section_document
 from hloscope.runs.rundir import load_run
 from hloscope.runs.runner import run_command
 from hloscope.trace.load import load_traces
@@ -32,7 +33,7 @@ STEPS, WARMUP, BATCH = LOADER_RUN_STEPS, LOADER_RUN_WARMUP, LOADER_RUN_BATCH
 
 def test_six_profiled_steps_by_default_and_the_first_is_the_warmup():
     assert RunOptions().profile_steps == 6
-    record = ProfileResult(step_numbers=[12, 13, 14, 15, 16, 17], step_marker="train_step").record()
+    record = section_document(ProfileResult(step_numbers=[12, 13, 14, 15, 16, 17], step_marker="train_step").record())
     assert record["steps"] == 6 and record["warmup_steps"] == 1
     assert record["warmup_step_numbers"] == [12] and record["usable_step_numbers"] == [13, 14, 15, 16, 17]
     assert profile_warmup_steps(1) == 0  # a one-step profile keeps its only step
@@ -97,7 +98,7 @@ def test_the_host_sleep_is_measured_per_step_and_summed_within_one(tmp_path, del
     for slept, times in ((log.host_sleeps_s, log.step_times_s), (result.host_sleeps_s, result.step_times_s)):
         assert slept is not None and len(slept) == len(times)
         assert all(2 * delay_ms / 1e3 <= s <= t for s, t in zip(slept, times, strict=True))
-    positions = result.record()["host_positions"]
+    positions = section_document(result.record())["host_positions"]
     assert [p["step"] for p in positions] == result.step_numbers == [5, 6]
     for p in positions:
         assert p["marker_entered_s"] <= p["timer_start_s"] <= p["timer_stop_s"] <= p["marker_left_s"]

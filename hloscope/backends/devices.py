@@ -68,7 +68,8 @@ def prepare_environment(mode: str, devices: int, threads: int | None = None) -> 
 def threads_per_process(mode: str, devices: int, threads: int) -> int:
     """The threads each process of a run may use under --threads N: N, except that DDP's K rank processes share the
     N CPUs, N // K each (at least 1), as torchrun gives each rank its share."""
-    ddp = devices > 1 and bool(get_mode(mode).data_parallel) and not {"jax", "torch_xla"} & set(get_mode(mode).imports)
+    imports = get_mode(mode).imports  # DDP: the data-parallel modes that start neither JAX nor torch_xla
+    ddp = devices > 1 and bool(get_mode(mode).data_parallel) and "jax" not in imports and "torch_xla" not in imports
     return max(1, threads // devices) if ddp else threads
 
 
