@@ -13,9 +13,10 @@ import helpers
 import pytest
 
 from hloscope.backends.base import RunOptions
-from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG, check_devices, host_device_flags, threads_per_process
+from hloscope.backends.devices import check_devices, host_device_flags, threads_per_process
 from hloscope.errors import UsageError
 from hloscope.modes import BY_NAME, DATA_PARALLEL_MODES, MODES
+from hloscope.runs.xla_flags import HOST_DEVICE_COUNT_FLAG
 
 # runs of the frameworks (address space not capped), without the test run's own XLA_FLAGS (its device count)
 hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600,

@@ -13,11 +13,12 @@ from helpers import assert_refused, hloscope
 
 from hloscope.api import explain
 from hloscope.backends.base import RunOptions
-from hloscope.backends.devices import HOST_DEVICE_COUNT_FLAG
+from hloscope.backends.devices import host_device_flags
 from hloscope.cli.tested import _recorded
 from hloscope.explain.experiments import plan_pairs
 from hloscope.runs import rundir, xla_flags
 from hloscope.runs.runner import run_command
+from hloscope.runs.xla_flags import HOST_DEVICE_COUNT_FLAG
 
 NO_OPT = "--xla_backend_optimization_level=0"
 
@@ -68,8 +69,8 @@ def _inherited(flags: str, config: dict) -> dict:
 
 
 def test_the_device_count_that_devices_set_is_left_out_of_the_requested_flags():
-    assert xla_flags.HOST_DEVICE_COUNT_FLAG == HOST_DEVICE_COUNT_FLAG  # the flag --devices sets
-    assert xla_flags.recorded(_inherited(f"{NO_OPT} {HOST_DEVICE_COUNT_FLAG}=4", {"devices": 4})) == NO_OPT
+    set_by_devices = host_device_flags(NO_OPT, 4)  # the flags --devices 4 leaves in XLA_FLAGS
+    assert xla_flags.recorded(_inherited(set_by_devices, {"devices": 4})) == NO_OPT
 
 
 def test_a_device_count_the_user_exported_stays_in_the_requested_flags():

@@ -18,8 +18,8 @@ import re
 
 from hloscope.errors import UsageError
 from hloscope.modes import DATA_PARALLEL_MODES, get_mode
+from hloscope.runs.xla_flags import HOST_DEVICE_COUNT_FLAG
 
-HOST_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 CPU_DEVICE_COUNT_ENV = "CPU_NUM_DEVICES"  # torch_xla's PJRT CPU client
 _FLAG_PATTERN = re.compile(re.escape(HOST_DEVICE_COUNT_FLAG) + r"=\S*")
 

@@ -20,13 +20,13 @@ import re
 
 # One XLA flag: `--name` or `--name=value`, the value printable ASCII without spaces (XLA_FLAGS splits on spaces).
 _FLAG = re.compile(r"--[A-Za-z0-9_][A-Za-z0-9_.-]*(=[\x21-\x7e]*)?")
-# Flags hloscope adds for itself (and XLA's default that torch_xla adds on import): not part of what a run requested,
-# and set again by the run that repeats it. Prefixes: `--xla_dump_to=...`, `--xla_dump_hlo_as_text`, ...
 # A sane bound on the text (XLA has a few hundred flags; a value this long is not a list of them).
 MAX_CHARS = 16384
+# Flags hloscope adds for itself (and XLA's default that torch_xla adds on import): not part of what a run requested,
+# and set again by the run that repeats it. Prefixes: `--xla_dump_to=...`, `--xla_dump_hlo_as_text`, ...
 HLOSCOPE_OWN_FLAGS = ("--xla_dump", "--xla_cpu_enable_fast_math=false")
-# Added by `--devices N` (hloscope.backends.devices.HOST_DEVICE_COUNT_FLAG, which this layer may not import), so
-# hloscope's own only where the record's config.devices is N.
+# The host-platform device count, set by `--devices N` (backends/devices.py); hloscope's own only where the record's
+# config.devices is N. Defined here, the lower layer, so that both may use it.
 HOST_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
