@@ -1,5 +1,5 @@
-"""What this machine gives a process: memory it may still use, and a free port. One answer to each question for
-every part of hloscope (HLO and xplane readers, TensorBoard, the torch_xla backend, tests)."""
+"""What this machine gives a process: memory it may still use, the CPUs it may run on, and a free port. One answer
+to each question for every part of hloscope (HLO and xplane readers, TensorBoard, the torch_xla backend, tests)."""
 
 from __future__ import annotations
 
@@ -60,12 +60,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         raise UsageError(f"cannot listen on --host {host}: {error.strerror or error}") from None
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its CPU affinity; the machine's count where affinity is unknown)."""
+def cpu_affinity() -> int | None:
+    """How many CPUs this process may run on (its CPU affinity); None where the platform does not say (not Linux)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its CPU affinity; the machine's count where affinity is unknown)."""
+    return cpu_affinity() or os.cpu_count() or 1
 
 
 def check_threads(threads: int | None) -> None:

@@ -5,10 +5,13 @@ record when not given, passed on to compare's and explain's child runs, and in e
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from helpers import hloscope, run_record
 
-from hloscope.backends.base import RunOptions, compile_kwargs
+from hloscope.backends.base import RunOptions, compile_kwargs, thread_settings
+from hloscope.machine import usable_cpus
 from hloscope.runs.runner import run_command
 from hloscope.runs.settings import in_effect, settings
 
@@ -96,6 +99,18 @@ def test_the_settings_are_listed_and_what_a_run_had_in_effect_is_read_from_its_r
     assert eager == {"threads": 2, "donate": None, "compile_mode": None, "fullgraph": None}
     compiled = in_effect(run_record({"mode": "torch_xla+compile", "config": {"mode": "torch_xla+compile"}}))
     assert compiled == {"threads": None, "donate": True, "compile_mode": "default", "fullgraph": False}
+
+
+def test_the_recorded_cpu_affinity_is_none_where_the_platform_does_not_say(monkeypatch):
+    """run.json records the affinity it read, or None; --threads is then checked against the machine's CPU count."""
+    assert thread_settings(torch_num_threads=2) == {"cpu_affinity": len(os.sched_getaffinity(0)), "torch_num_threads": 2}
+
+    def unknown(pid: int) -> set[int]:
+        raise OSError("no affinity here")
+
+    monkeypatch.setattr(os, "sched_getaffinity", unknown)
+    assert thread_settings(torch_num_threads=2) == {"cpu_affinity": None, "torch_num_threads": 2}
+    assert usable_cpus() == (os.cpu_count() or 1)
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import resource
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hloscope.backends import scheduling
+from hloscope.machine import cpu_affinity
 from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
 from hloscope.runs.records import Profile
@@ -298,11 +298,7 @@ class Session:
 def thread_settings(**framework: int | None) -> dict:
     """CPU threads the process may use (its CPU affinity) and what the framework reports (torch.get_num_threads...);
     the thread environment variables are in environment.env. With --threads, `cpu_affinity` is the N it set."""
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = None
-    return {"cpu_affinity": affinity, **framework}
+    return {"cpu_affinity": cpu_affinity(), **framework}
 
 
 def compile_kwargs(defaults: dict, options: RunOptions) -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hloscope.errors import HloscopeError, InputError, warn
+from hloscope.machine import usable_cpus
 from hloscope.trace.load import XPLANE_SUFFIX
 
 if TYPE_CHECKING:
@@ -184,13 +185,6 @@ def summary_error(summary: Summary) -> InputError | None:
 # ------------------------------------------------------------------------------------------ running over many files
 
 
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class FileProgress(Protocol):
     """What run_per_file reports progress to: the number of files and those already done, then one call per file."""
 
@@ -235,7 +229,7 @@ def run_per_file(
     for index, result in (done or {}).items():
         results[index] = result
     todo = [index for index, result in enumerate(results) if result is None]
-    jobs = default_jobs() if jobs is None else jobs
+    jobs = usable_cpus() if jobs is None else jobs
 
     bar = progress or _NoProgress()
 
