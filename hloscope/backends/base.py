@@ -24,7 +24,8 @@ MAX_BATCH_COMPILES = 12
 
 
 # Run options whose record is left out when they keep the mode's own behaviour: the records of runs without them keep
-# the keys they always had.
+# the keys they always had. Unlike runs/settings.py's _UNSET_CONFIG (a key always written, read as unset), these are
+# not written at all.
 _UNSET_OPTIONS: dict[str, Any] = {"donate": None, "compile_mode": None, "fullgraph": False, "threads": None}
 
 

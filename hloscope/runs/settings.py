@@ -28,7 +28,8 @@ _NOT_CONFIG = {"mode", "steps", "warmup", "dump_hlo", "profile", "profile_steps"
                "compile_model", "seed", "json", "timeout",
                # --xla-flags: the flags in effect are compared once, as env.XLA_FLAGS, whether given or inherited
                "xla_flags"}
-# config values that mean "not set": a run without an injected delay reads the same as a record from before the option
+# config values that mean "not set": a run without an injected delay reads the same as a record from before the option.
+# Unlike backends/base.py's _UNSET_OPTIONS (keys not written when unset), this key is always written, as 0.
 _UNSET_CONFIG = {"inject_host_delay_ms": 0}
 # what a record from before an option ran with: SGD was the only optimizer before --optimizer
 _BEFORE_THE_OPTION = {"optimizer": "sgd"}
