@@ -339,16 +339,15 @@ def replay(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 1
     """Replay a run directory made with --dump-hlo, or an HLO / StableHLO module file, alone through jaxlib's XLA on
     one device, timed as `run` times a step, and record it in replay.json (a new name if one exists) beside it: the
     record as `replay --json` prints it, with `written` the file recorded (None when the directory is not writable).
-    `status` "not_replayable" when nothing could be replayed; `on_skip` is told each module left out, in one line. A
-    CPU replay sets JAX_PLATFORMS=cpu when unset, so that no GPU plugin starts."""
+    `status` "not_replayable" when nothing could be replayed; `on_skip` is told each module left out, in one line.
+    XLA runs in a child process, whose JAX_PLATFORMS is cpu for a CPU replay (unless set), so that no GPU plugin
+    starts; the calling process's environment is left as it is, and jax is not imported into it."""
     from hloscope.replay.runner import replay as run_replay
 
     check_range("steps", steps, 1, MAX_STEPS)
     check_range("warmup", warmup, 1, MAX_WARMUP)
     check_range("profile_steps", profile_steps, 1, MAX_PROFILE_STEPS)
     check_range("seed", seed, 0, MAX_SEED)
-    if device == "cpu":
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # never start a GPU plugin for a CPU replay
     record, written = run_replay(path, device=device, steps=steps, warmup=warmup, profile=profile,
                                  profile_steps=profile_steps, seed=seed, on_skip=on_skip or (lambda line: None))
     return {**record, "written": str(written) if written else None}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -130,6 +131,16 @@ def test_replay_is_what_the_command_prints(cli_run, tmp_path):
         printed.pop(key, None)
     assert same == printed
     assert len(record["timing"]["step_times_s"]) == 3
+
+
+def test_replay_leaves_the_callers_environment_as_it_was(tmp_path, monkeypatch):
+    """XLA runs in the child, which gets JAX_PLATFORMS=cpu in its own environment: the caller's is not changed."""
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+    module = tmp_path / "module_0000.step.before_optimizations.txt"
+    module.write_text(MODULE)
+    before = dict(os.environ)
+    assert api.replay(module, steps=2, warmup=1)["status"] == "ok"
+    assert dict(os.environ) == before
 
 
 def test_replays_refuse_a_comparison_without_xla_runs_as_the_command(cli_run, tmp_path):
