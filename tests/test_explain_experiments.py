@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hloscope.backends.base import RunOptions
+from hloscope.explain import experiments  # TestedBlock through it: pytest collects Test* names in a test module
 from hloscope.explain.experiments import (
     CANNOT_TELL,
     CONFIRMED,
@@ -20,7 +21,6 @@ from hloscope.explain.experiments import (
     REFUTED,
     HypothesisTest,
     PairPlan,
-    TestedBlock,
     closing_tests,
     closure,
     conclude,
@@ -293,7 +293,7 @@ def test_the_tested_block_leads_every_rendering_and_the_json():
     summaries = {"baseline": _summary("b", processes(0.010, 0.01, seed=1)),
                  "slower": _summary("a", processes(0.030, 0.01, seed=2)),
                  "slower, precision=fp32": _summary("c", processes(0.010, 0.01, seed=3))}
-    block = TestedBlock(600.0, [conclude(plan, summaries, labels, "traces/tested-x", 3, [])], stopped=None)
+    block = experiments.TestedBlock(600.0, [conclude(plan, summaries, labels, "traces/tested-x", 3, [])], stopped=None)
     report = ExplainReport("jax [baseline]", "step_time", [ModeResult("jax [baseline]", "ok", verdict="baseline")],
                            {})
     plain = report.to_dict()
