@@ -243,9 +243,9 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
 
     record = execute_target(options, options.target, run_dir, on_point=searched)
     if as_json:
-        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        sys.stdout.write(json.dumps(record.to_dict(), indent=2) + "\n")
     else:
-        Console().print(compiled_run_table(decode_run(run_dir / RUN_FILE, record)))
+        Console().print(compiled_run_table(record))
         click.echo(f"run directory: {run_dir}")
 
 

@@ -12,8 +12,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import HloscopeError
+from hloscope.runs.records import RunRecord, amended_run, decode_run, run_document
 
 
 class TargetCompileFailed(HloscopeError):
@@ -38,24 +40,32 @@ def check_target_run(mode: str, target: str, max_batch: bool = False) -> None:
     require_target_python()
 
 
-def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict], None] | None = None) -> dict:
+def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict], None] | None = None) -> RunRecord:
     """Compile `options.mode`'s train step for `target` into `run_dir`; returns the final run record. With
     `options.max_batch`, then search the largest batch that fits the target's memory (run.json `max_batch`, rewritten
     after each compile; `on_point` is told each compile of the search)."""
-    from hloscope.backends.driver import FRAMEWORK_MODULES, new_record
-    from hloscope.runs.rundir import write_run
+    from hloscope.backends.driver import FRAMEWORK_MODULES, new_parts
+    from hloscope.runs.rundir import RUN_FILE, write_run
     from hloscope.targets.compile import compile_for_target
 
-    record = new_record(options, run_dir)
-    record["config"]["target"] = target
-    write_run(run_dir, record)
+    parts = new_parts(options, run_dir)
+    parts.config["target"] = target
+    # What the compile adds, as compile_for_target reports it: its compiles (the capture and the GPU compile, which
+    # records.Compiles does not hold), then target, kernels, roofline, notes and max_batch after the parts every run has.
+    compiled: dict[str, Any] = {}
 
-    def finish(status: str, error: str | None) -> dict:
-        record["environment"]["frameworks_imported"] = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
-        record.update(status=status, error=error, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    def save() -> RunRecord:
+        record = amended_run(decode_run(run_dir / RUN_FILE, run_document(parts)), compiled)
         write_run(run_dir, record)
         return record
 
+    def finish(status: str, error: str | None) -> RunRecord:
+        parts.frameworks_imported = sorted(m for m in FRAMEWORK_MODULES if m in sys.modules)
+        parts.status, parts.error = status, error
+        parts.finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return save()
+
+    save()
     try:
         result = compile_for_target(options.mode, options.model, options.batch_size, options.precision, target,
                                     run_dir, seed=options.seed, keep_all=options.keep_all, seq_len=options.seq_len)
@@ -70,27 +80,26 @@ def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict
         message = f"{type(error).__name__}: {error}".strip().splitlines()[0]
         finish("failed", message)
         raise TargetCompileFailed(f"{options.mode}: {message} (run.json in {run_dir})") from None
-    for key in ("compiles", "memory", "artifacts", "target", "kernels", "roofline", "notes"):
-        record[key] = result[key]
+    parts.memory, parts.artifacts = result["memory"], result["artifacts"]
+    compiled.update((key, result[key]) for key in ("compiles", "target", "kernels", "roofline", "notes"))
     if options.max_batch and result["status"] == "compiled":
         try:
-            record["max_batch"] = _search(options, target, run_dir, record, lambda: write_run(run_dir, record),
-                                          on_point)
+            compiled["max_batch"] = _search(options, target, run_dir, result["memory"], compiled, save, on_point)
         except KeyboardInterrupt:
             finish("interrupted", "interrupted by the user (Ctrl-C) during the --max-batch search (run.json "
                                   "max_batch holds the compiles so far)")
             raise
-    finish(result["status"], result["error"])
+    record = finish(result["status"], result["error"])
     if result["status"] != "compiled":
         raise TargetCompileFailed(f"{options.mode}: {result['error']} (run.json in {run_dir})")
     return record
 
 
-def _search(options, target: str, run_dir: Path, record: dict, save: Callable[[], object],
+def _search(options, target: str, run_dir: Path, memory: dict, compiled: dict, save: Callable[[], object],
             on_point: Callable[[dict], None] | None) -> dict:
-    """--max-batch from the run's own compile; each further compile in a scratch directory inside the run directory
-    (removed after it); run.json's `max_batch` rewritten after each compile, so that an interrupted search leaves
-    what it found."""
+    """--max-batch from the run's own compile (its `memory`, and `compiled`: the parts the compile added); each further
+    compile in a scratch directory inside the run directory (removed after it); `compiled["max_batch"]` holds the
+    search so far and run.json is saved after each compile, so that an interrupted search leaves what it found."""
     from hloscope.hlo.gpu_spec import resolve_target
     from hloscope.targets import device_memory
     from hloscope.targets.compile import peak_at_batch
@@ -102,14 +111,14 @@ def _search(options, target: str, run_dir: Path, record: dict, save: Callable[[]
     usable = device_memory.usable_bytes(gpu)
     if usable is None:  # check_target_run refused such a file; a caller of the API gets the same line
         raise TargetCompileFailed(f"{gpu.path}: --max-batch needs gpu_device_info.device_memory_size")
-    peak = (record["memory"].get("target_peak") or {}).get("peak_bytes")
-    capture = record["compiles"].get("capture") or {}
+    peak = (memory.get("target_peak") or {}).get("peak_bytes")
+    capture = compiled["compiles"].get("capture") or {}
     first = {"batch_size": options.batch_size, "status": "compiled", "peak_bytes": peak,
              "fits": None if peak is None else peak <= usable, "capture_s": capture.get("seconds"),
-             "compile_s": record["compiles"].get("target_compile_s"),
-             "gemm_backend": record["compiles"].get("gemm_backend"), "run": True}
+             "compile_s": compiled["compiles"].get("target_compile_s"),
+             "gemm_backend": compiled["compiles"].get("gemm_backend"), "run": True}
     partial: dict = {"compiles": [first]}
-    record["max_batch"] = partial
+    compiled["max_batch"] = partial
 
     def told(point: dict) -> None:
         partial["compiles"].append(point)
