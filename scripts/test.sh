@@ -5,4 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/install-browser.sh
 export PJRT_DEVICE=CPU
-exec .venv/bin/python -m pytest -ra "$@"
+# One pytest-xdist worker a CPU, at most 4: most tests run a framework in a child process, and two workers on this
+# project's 2-core machine take about 60% of one's time. A group of tests that shares a run stays on one worker
+# (tests/conftest.py), so that the run is made once.
+workers=$(.venv/bin/python -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')
+exec .venv/bin/python -m pytest -ra -n "$workers" --dist loadgroup "$@"

@@ -202,3 +202,27 @@ def loader_run(tmp_path_factory):
         return made[mode, data]
 
     return run
+
+
+# Runs made once per session and shared by many test modules. Under pytest-xdist (scripts/test.sh: `--dist loadgroup`)
+# every test that reads one of them goes to one worker, so that the run is still made once; `comparison` is the
+# every-mode comparison unless a module defines its own.
+_SHARED_RUNS = {"every_mode_comparison": "every_mode_comparison", "comparison": "every_mode_comparison",
+                "device_run": "device_run", "loader_run": "loader_run", "torch_cpu_trace": "torch_cpu_trace"}
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    """The shared run `item` reads (a session-scoped fixture of this file, not a module's own of the same name), or
+    its module: a module's tests stay on one worker, so that its module-scoped runs are made once too."""
+    definitions = getattr(item, "_fixtureinfo", None)
+    for name, group in _SHARED_RUNS.items():
+        defined = definitions.name2fixturedefs.get(name) if definitions else None
+        if defined and defined[-1].scope == "session":
+            return group
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
