@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from helpers import (
     DEVICE_RUN_BATCH,
     DEVICE_RUN_CLEARED_ENV,
@@ -32,6 +35,26 @@ from helpers import (
 
 from hloscope.cli import main
 from hloscope.targets.cuda_env import find_target_python
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name` that `make(folder)` filled, made once per test session however many pytest-xdist workers
+    ask for it (scripts/test.sh runs one a CPU): the first makes it under a file lock in the session's shared
+    temporary folder and the others wait for it, as xdist's documentation does for session fixtures. A worker whose
+    `make` failed leaves no mark, so the next one tries again (and fails the same way)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: the session's fixtures are its own
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # one per test session, above every worker's own
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,12 +128,15 @@ def every_mode_comparison(tmp_path_factory) -> Path:
     """`hloscope compare` of every mode (compare's default --modes) on the tiny ViT with --dump-hlo --profile, made once
     per session for every test that reads a real run of a mode: the run records, the HLO dumps, the traces, TensorBoard
     and XProf on them (a test that changes a run copies it first). The settings are helpers' EVERY_MODE_*."""
-    root = tmp_path_factory.mktemp("every_mode")
-    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", str(EVERY_MODE_BATCH),
-                      "--steps", str(EVERY_MODE_STEPS), "--warmup", str(EVERY_MODE_WARMUP), "--profile-steps",
-                      str(EVERY_MODE_PROFILE_STEPS), "--dump-hlo", "--profile", "--timeout", "900", "--out", root,
-                      timeout=2400, memory_limit=None)  # fmt: skip
-    assert result.code == 0, result.stderr[-3000:]
+
+    def make(root: Path) -> None:
+        result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", str(EVERY_MODE_BATCH),
+                          "--steps", str(EVERY_MODE_STEPS), "--warmup", str(EVERY_MODE_WARMUP), "--profile-steps",
+                          str(EVERY_MODE_PROFILE_STEPS), "--dump-hlo", "--profile", "--timeout", "900", "--out", root,
+                          timeout=2400, memory_limit=None)  # fmt: skip
+        assert result.code == 0, result.stderr[-3000:]
+
+    root = made_once(tmp_path_factory, "every_mode", make)
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found
 
@@ -163,15 +189,18 @@ def device_run(tmp_path_factory):
 
     def run(mode: str, devices: int) -> dict:
         if (mode, devices) not in made:
-            out = tmp_path_factory.mktemp(f"{mode}{devices}")
             profiled = mode in DEVICE_RUN_PROFILED
             profile = ["--profile", "--profile-steps", str(DEVICE_RUN_PROFILE_STEPS)] if profiled else []
-            result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", str(DEVICE_RUN_BATCH),
-                              "--steps", str(DEVICE_RUN_STEPS), "--warmup", str(DEVICE_RUN_WARMUP), "--devices",
-                              str(devices), "--dump-hlo", *profile, "--out", out, "--run-id", f"{mode}{devices}",
-                              timeout=600, memory_limit=None,
-                              env={"HLOSCOPE_NO_PROGRESS": "1", **DEVICE_RUN_CLEARED_ENV})  # fmt: skip
-            assert result.code == 0, result.stderr[-3000:]
+
+            def make(out: Path) -> None:
+                result = hloscope("run", "--mode", mode, "--model", "vit-tiny", "--batch-size", str(DEVICE_RUN_BATCH),
+                                  "--steps", str(DEVICE_RUN_STEPS), "--warmup", str(DEVICE_RUN_WARMUP), "--devices",
+                                  str(devices), "--dump-hlo", *profile, "--out", out, "--run-id", f"{mode}{devices}",
+                                  timeout=600, memory_limit=None,
+                                  env={"HLOSCOPE_NO_PROGRESS": "1", **DEVICE_RUN_CLEARED_ENV})  # fmt: skip
+                assert result.code == 0, result.stderr[-3000:]
+
+            out = made_once(tmp_path_factory, f"{mode.replace('+', '_')}{devices}", make)
             directory = out / f"{mode}{devices}"
             made[mode, devices] = {**json.loads((directory / "run.json").read_text()), "_dir": str(directory)}
         return made[mode, devices]
@@ -185,44 +214,23 @@ def loader_run(tmp_path_factory):
     tiny ViT (helpers' LOADER_RUN_* settings, the default six profiled steps), made once per session for every test
     that reads one: the profile's step markers and host annotations, the input pipeline's node, the recorded
     configuration. `pytorch+compile` and the like are the framework with --compile-model."""
-    out = tmp_path_factory.mktemp("loader_runs")
     made: dict[tuple[str, str], Path] = {}
 
     def run(mode: str, data: str = "loader") -> Path:
         if (mode, data) not in made:
             framework, _, compiled = mode.partition("+")
             run_id = f"{framework}{'_compile' if compiled else ''}_{data}"
-            result = hloscope("run", "--mode", framework, "--model", "vit-tiny", "--batch-size", str(LOADER_RUN_BATCH),
-                              "--steps", str(LOADER_RUN_STEPS), "--warmup", str(LOADER_RUN_WARMUP), "--profile",
-                              "--data", data, "--out", out, "--run-id", run_id, "--json",
-                              *(["--compile-model"] if compiled else []), timeout=600, memory_limit=None,
-                              env={"HLOSCOPE_NO_PROGRESS": "1"})  # fmt: skip
-            assert result.code == 0, result.stderr[-3000:]
-            made[mode, data] = out / run_id
+
+            def make(out: Path) -> None:
+                result = hloscope("run", "--mode", framework, "--model", "vit-tiny", "--batch-size",
+                                  str(LOADER_RUN_BATCH), "--steps", str(LOADER_RUN_STEPS), "--warmup",
+                                  str(LOADER_RUN_WARMUP), "--profile", "--data", data, "--out", out, "--run-id", run_id,
+                                  "--json", *(["--compile-model"] if compiled else []), timeout=600, memory_limit=None,
+                                  env={"HLOSCOPE_NO_PROGRESS": "1"})  # fmt: skip
+                assert result.code == 0, result.stderr[-3000:]
+
+            made[mode, data] = made_once(tmp_path_factory, f"loader_{run_id}", make) / run_id
         return made[mode, data]
 
     return run
 
-
-# Runs made once per session and shared by many test modules. Under pytest-xdist (scripts/test.sh: `--dist loadgroup`)
-# every test that reads one of them goes to one worker, so that the run is still made once; `comparison` is the
-# every-mode comparison unless a module defines its own.
-_SHARED_RUNS = {"every_mode_comparison": "every_mode_comparison", "comparison": "every_mode_comparison",
-                "device_run": "device_run", "loader_run": "loader_run", "torch_cpu_trace": "torch_cpu_trace"}
-
-
-def _xdist_group(item: pytest.Item) -> str:
-    """The shared run `item` reads (a session-scoped fixture of this file, not a module's own of the same name), or
-    its module: a module's tests stay on one worker, so that its module-scoped runs are made once too."""
-    definitions = getattr(item, "_fixtureinfo", None)
-    for name, group in _SHARED_RUNS.items():
-        defined = definitions.name2fixturedefs.get(name) if definitions else None
-        if defined and defined[-1].scope == "session":
-            return group
-    return item.nodeid.split("::")[0]
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))

@@ -163,6 +163,19 @@ def test_a_setting_difference_without_a_hypothesis_is_tested_and_unrecorded_thre
     assert "not recorded on both sides" in str(tests[1].untestable)
 
 
+def test_a_host_delay_injected_on_one_side_is_tested_by_running_without_it():
+    """--inject-host-delay is a recorded setting hloscope sets: a pair that differs in it is re-run with the faster
+    side's delay (none), as calibrate's known answers are."""
+    result = _result([])
+    result.config_differences = [{"field": "inject_host_delay_ms", "a": "15", "b": None}]
+    (test,) = plan_tests(result, {"inject_host_delay_ms": 15.0}, {"inject_host_delay_ms": 0.0})
+    assert (test.setting, test.slow_value, test.fast_value, test.untestable) == ("inject_host_delay_ms", 15.0, 0.0,
+                                                                                  None)
+    assert test.title == "matching the injected host delay" and "--inject-host-delay" in test.change
+    plan = PairPlan("a", "b", {"inject_host_delay_ms": 15.0}, {"inject_host_delay_ms": 0.0}, [test])
+    assert RunOptions(**plan.variants()[test.variant]).inject_host_delay_ms == 0.0
+
+
 NO_OPT = "--xla_backend_optimization_level=0"
 
 
@@ -237,27 +250,91 @@ def test_two_changes_that_each_close_part_of_the_gap_are_run_together():
     assert [t.verdict for t in closing_tests(tests)] == [CONFIRMED, PARTLY]
 
 
-def test_the_interaction_of_two_changes_that_each_close_part_of_the_gap():
+def _two_partial_closures(noise: float = 0.01, count: int = 3):
+    """A pair whose slower side (30 ms against 10 ms) is re-run with the data path and the precision matched, each
+    closing 8 of the 20 ms: (the pair's re-run summaries, their labels, the two tests)."""
     plan = PairPlan("a", "b", {"data": "loader", "precision": "bf16"}, {"data": "device", "precision": "fp32"},
                     plan_tests(_result(["input_pipeline", "compute_dtype"]), {"data": "loader", "precision": "bf16"},
                                {"data": "device", "precision": "fp32"}))
     labels = {name: name for name in plan.variants()}
-    summaries = {"baseline": _summary("b", processes(0.010, 0.01, seed=1)),
-                 "slower": _summary("a", processes(0.030, 0.01, seed=2)),
-                 "slower, data=device": _summary("c", processes(0.022, 0.01, seed=3)),
-                 "slower, precision=fp32": _summary("d", processes(0.022, 0.01, seed=4))}
-    tested = conclude(plan, summaries, labels, None, 3, [])
-    assert [t.verdict for t in tested.tests] == [PARTLY, PARTLY]
-    assert closing_tests(tested.tests) == tested.tests  # two partly closures: the joint configuration runs
-    joint, settings = joint_variant(tested.tests)
+    summaries = {"baseline": _summary("b", processes(0.010, noise, count, seed=1)),
+                 "slower": _summary("a", processes(0.030, noise, count, seed=2)),
+                 "slower, data=device": _summary("c", processes(0.022, noise, count, seed=3)),
+                 "slower, precision=fp32": _summary("d", processes(0.022, noise, count, seed=4))}
+    tested = conclude(plan, summaries, labels, None, count, [])
+    return summaries, labels, tested.tests
+
+
+def _joint(joint_s: float, noise: float = 0.01, count: int = 3, slow_s: float = 0.030):
+    """The joint re-run: the baseline, the slower side again and the joint configuration (`joint_s`)."""
+    labels = {"baseline": "B", "slower": "S", "joint": "J"}
+    summaries = {"B": _summary("B", processes(0.010, noise, count, seed=6)),
+                 "S": _summary("S", processes(slow_s, noise, count, seed=7)),
+                 "J": _summary("J", processes(joint_s, noise, count, seed=8))}
+    return summaries, labels
+
+
+def test_the_interaction_of_two_changes_that_each_close_part_of_the_gap():
+    singles, single_labels, tests = _two_partial_closures()
+    assert [t.verdict for t in tests] == [PARTLY, PARTLY]
+    assert closing_tests(tests) == tests  # two partly closures: the joint configuration runs
+    _, settings = joint_variant(tests)
     assert settings == {"data": "device", "precision": "fp32"}
-    summaries[joint] = _summary("e", processes(0.014, 0.01, seed=5))
-    found = interaction(tested.tests, summaries, labels, joint, [])
-    assert found.verdict == "additive" and found.joint is not None
+    joint, labels = _joint(0.014)  # 16 ms closed together, as the two 8 ms closures add up to
+    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    assert found.verdict == "additive" and found.joint is not None, found.why
     assert found.sum_single_s == pytest.approx(0.016, rel=0.1)
-    summaries[joint] = _summary("e", processes(0.022, 0.01, seed=5))
-    assert interaction(tested.tests, summaries, labels, joint, []).verdict == "overlapping"
-    assert interaction(tested.tests, summaries, labels, None, ["stopped"]).verdict == "not run"
+    assert found.excess_s == pytest.approx(0.0, abs=0.002) and found.margin_s == pytest.approx(0.004, rel=0.1)
+    low, high = found.excess_ci_s
+    assert -found.margin_s <= low <= found.excess_s <= high <= found.margin_s
+    assert interaction(tests, singles, single_labels, {}, {"baseline": "", "slower": ""}, None,
+                       ["stopped"]).verdict == "not run"
+
+
+def test_changes_that_remove_the_same_time_overlap_and_ones_that_feed_each_other_compound():
+    singles, single_labels, tests = _two_partial_closures()
+    joint, labels = _joint(0.022)  # together they close 8 ms, as each alone: the same time removed twice
+    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    assert found.verdict == "overlapping" and found.excess_ci_s[1] < 0, found.why
+    joint, labels = _joint(0.0105, slow_s=0.034)  # 23.5 ms closed together against 16 ms summed
+    assert interaction(tests, singles, single_labels, joint, labels, "J", []).verdict == "compounding"
+
+
+def test_an_interaction_the_noise_leaves_open_is_cannot_tell_not_a_verdict():
+    """Two processes a side and steps 30% apart: the excess's interval is wider than the margin either way, so the
+    product cannot say whether the effects add up, even where the estimate happens to be near the sum."""
+    singles, single_labels, tests = _two_partial_closures(noise=0.01, count=3)
+    joint, labels = _joint(0.014, noise=0.6, count=2)
+    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    assert found.verdict == CANNOT_TELL, found.why
+    assert found.excess_ci_s[1] - found.excess_ci_s[0] > 2 * found.margin_s
+    assert "holds both" in found.why or "did not reproduce" in found.why
+
+
+@pytest.mark.parametrize(("noise", "additive_at_least"), [(0.03, 36), (0.15, 0)])
+def test_an_interaction_built_to_add_up_is_never_called_otherwise_by_chance(noise, additive_at_least):
+    """Effects that add up exactly, drawn 40 times with steps `noise` apart (3 processes of 10 steps a
+    configuration): never overlapping or compounding (the interval is at the processes' 1% level, and a verdict also
+    needs the estimate beyond the margin); additive nearly always where the steps are 3% apart, cannot tell where
+    they are 15% apart."""
+    calls = []
+    rng = np.random.default_rng(0)
+
+    def draw(center: float) -> ModeSummary:
+        return _summary("x", [[center * (1 + noise * rng.standard_normal()) for _ in range(10)] for _ in range(3)])
+
+    for _ in range(40):
+        singles = {"baseline": draw(0.010), "slower": draw(0.030), "slower, data=device": draw(0.022),
+                   "slower, precision=fp32": draw(0.022)}
+        _, single_labels, tests = _two_partial_closures()
+        for test in tests:
+            test.closure = closure(singles["baseline"].processes, singles["slower"].processes,
+                                   singles[str(test.label)].processes)
+        joint = {"B": draw(0.010), "S": draw(0.030), "J": draw(0.014)}
+        calls.append(interaction(tests, singles, single_labels, joint, {"baseline": "B", "slower": "S"}, "J",
+                                 []).verdict)
+    assert set(calls) <= {"additive", CANNOT_TELL}, calls
+    assert calls.count("additive") >= additive_at_least, calls
 
 
 def test_expected_run_time_and_budget():

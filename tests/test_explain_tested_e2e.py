@@ -4,8 +4,11 @@ with one setting changed, interleaved with both, in two processes each. bf16 aga
 the device: matching the data path closes it;
 a hypothesis that cannot hold on a pair (the precision, identical on both sides) is not tested, never confirmed;
 an XLA flag that makes the CPU step several times slower, given to one side only: explain names the difference and
-running the slower side with the faster one's flags (none) closes the gap; and a pair that differs in nothing has no
-XLA flags hypothesis.
+running the slower side with the faster one's flags (none) closes the gap; a pair that differs in nothing has no
+XLA flags hypothesis; and that flag together with an injected host delay, two effects that add up by construction (the
+delay is a sleep before each step's dispatch, the flag slows the compiled step itself, and each step ends waiting for
+its result): each change closes part of the gap, and applied together they are additive, never overlapping or
+compounding.
 
 Where the machine's own variation hides a gap in the re-run, the product must say "cannot tell" for that stated reason,
 and the checks accept exactly that."""
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 from helpers import hloscope
 
-from hloscope.explain.experiments import CANNOT_TELL, CONFIRMED, MEANINGFUL_SHARE
+from hloscope.explain.experiments import CANNOT_TELL, CONFIRMED, MEANINGFUL_SHARE, PARTLY, REFUTED
 from hloscope.significance import PROCESS_ALPHA
 
 pytestmark = pytest.mark.slow
@@ -27,8 +30,11 @@ RUN = ("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "16", "--s
 # No LLVM optimisation and no fusion: on this project's loaded 2-core CPU (vit-tiny, batch 16, 6 steps) jax's step
 # took 21 ms against 5.3 ms without, and 39 ms against 6.2 ms (4-6x): a gap no load on the machine hides.
 SLOW_FLAGS = "--xla_backend_optimization_level=0 --xla_disable_hlo_passes=fusion,cpu-instruction-fusion"
+# A host sleep of the size of the flags' cost (16-33 ms there): each of the two closes a share of the gap worth testing.
+DELAY_MS = "20"
 CONFIGURATIONS = {"fp32": (), "bf16": ("--precision", "bf16"), "loader": ("--data", "loader"),
-                  "slowflags": ("--xla-flags", SLOW_FLAGS), "same": ()}
+                  "slowflags": ("--xla-flags", SLOW_FLAGS), "same": (),
+                  "delayflags": ("--xla-flags", SLOW_FLAGS, "--inject-host-delay", DELAY_MS)}
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +168,36 @@ def test_a_pair_that_differs_in_nothing_has_no_xla_flags_hypothesis(explained):
         if "jax (same)" in (pair["slow"], pair["fast"]):
             assert not any(t["setting"] == "xla_flags" for t in pair["tests"]), pair
             assert not any(t["verdict"] == CONFIRMED for t in pair["tests"]), pair
+
+
+def test_two_effects_that_add_up_close_the_gap_together_and_are_additive(tested):
+    """The flag and the host delay each close part of the gap (or the product says why it cannot tell), never
+    refuted; where both close part of it, the joint re-run applies both and the interaction is additive or, where the
+    noise leaves its interval wider than the margin, "cannot tell" with that reason: never overlapping or
+    compounding. The joint re-run is an ordinary comparison too."""
+    out, block = tested
+    pair = next(p for p in block["pairs"] if p["slow"] == "jax (delayflags)")
+    tests = {t["setting"]: t for t in pair["tests"] if t["verdict"] != "could not test"}
+    assert set(tests) == {"xla_flags", "inject_host_delay_ms"}, pair["tests"]
+    assert tests["inject_host_delay_ms"]["change"] == f"--inject-host-delay {float(DELAY_MS)} -> 0.0"
+    for test in tests.values():
+        assert test["verdict"] != REFUTED, test
+        if test["verdict"] == CANNOT_TELL:
+            assert test["why"], test
+        else:
+            assert test["verdict"] in (CONFIRMED, PARTLY) and test["closure"]["share_closed_ci"][0] > 0, test
+    closing = [t for t in tests.values() if t["verdict"] in (CONFIRMED, PARTLY)]
+    found = pair["interaction"]
+    assert (found is not None) == (len(closing) == 2), (found, closing)
+    if found is None:
+        return
+    assert set(found["settings"]) == {"xla_flags", "inject_host_delay_ms"}
+    assert found["verdict"] in ("additive", CANNOT_TELL), found
+    low, high = found["excess_ci_s"]
+    if found["verdict"] == "additive":
+        assert -found["margin_s"] <= low <= high <= found["margin_s"], found
+    else:
+        assert "holds both" in found["why"] or "did not reproduce" in found["why"], found
+    (joint,) = {Path(d).parent for d in found["run_dirs"]}
+    assert joint.parent == out and joint.name.startswith("tested-joint-")
+    assert hloscope("explain", joint, "--baseline", "jax [baseline]", "--json").code == 0

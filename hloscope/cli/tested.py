@@ -101,12 +101,12 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
             joined = launch(joint, per_joint, "tested-joint")[0] if block.stopped is None else None
             if joined is None:
                 reason = block.stopped or "the time budget was spent"
-                result.interaction = interaction(closing, {}, {"baseline": "", "slower": ""}, None,
-                                                 [f"not run: {reason}"])
+                result.interaction = interaction(closing, summaries, launched.labels, {},
+                                                 {"baseline": "", "slower": ""}, None, [f"not run: {reason}"])
             else:
                 joint_summaries = {s.mode: s for s in load_summaries(joined.directory)[0]}
-                result.interaction = interaction(closing, joint_summaries, joined.labels, joined.labels.get(name),
-                                                 joined.not_run)
+                result.interaction = interaction(closing, summaries, launched.labels, joint_summaries,
+                                                 joined.labels, joined.labels.get(name), joined.not_run)
                 block.stopped = joined.stopped
         block.pairs.append(result)
     block.elapsed_s = time.monotonic() - started

@@ -55,6 +55,9 @@ MEANINGFUL_SHARE = 0.2
 CONFIRMED_SHARE = 0.5
 # The gap before must still be a practical difference in the re-run: this fraction of the faster side's step.
 MIN_GAP = 0.05
+# The interaction's interval: an interaction is reported at the processes' own level (PROCESS_ALPHA), so that effects
+# built to add up are called overlapping or compounding by chance in at most 0.5% of re-runs.
+INTERACTION_CONFIDENCE = 1 - PROCESS_ALPHA
 # Seconds a fresh process spends before its first step (interpreter, framework import, model build) when the run
 # record does not say how long the process took.
 STARTUP_S = 10.0
@@ -73,13 +76,15 @@ DONATION_RULES = ("layout_changes",)
 # gives each side's requested flags, hloscope's own dump flags and the device count --devices set left out)
 DIFFERENCE_SETTINGS = {"precision": "precision", "data": "data", "attention": "attention", "batch_size": "batch_size",
                        "env.XLA_FLAGS": "xla_flags", "donate": "donate", "compile_mode": "compile_mode",
-                       "fullgraph": "fullgraph", "threads": "threads", "env.OMP_NUM_THREADS": "threads"}
+                       "fullgraph": "fullgraph", "threads": "threads", "env.OMP_NUM_THREADS": "threads",
+                       "inject_host_delay_ms": "inject_host_delay_ms"}
 # Differences named by a prefix -> the run option that sets them: the thread figures each framework records
 # (threads.cpu_affinity, threads.torch_num_threads...) follow from --threads
 DIFFERENCE_PREFIXES = {"threads.": "threads"}
 SETTING_FLAGS = {"precision": "--precision", "data": "--data", "attention": "--attention",
                  "batch_size": "--batch-size", "xla_flags": "--xla-flags", "donate": "--donate",
-                 "compile_mode": "--compile-mode", "fullgraph": "--fullgraph", "threads": "--threads"}
+                 "compile_mode": "--compile-mode", "fullgraph": "--fullgraph", "threads": "--threads",
+                 "inject_host_delay_ms": "--inject-host-delay"}
 # Settings whose value a run has in effect without asking (hloscope.runs.settings.in_effect): a side whose options
 # leave them unset is compared with what it had
 IN_EFFECT_SETTINGS = ("donate", "compile_mode", "fullgraph", "threads")
@@ -119,7 +124,7 @@ TITLES = {"precision": "matching the precision", "data": "matching the data path
           "matching the attention implementation", "batch_size": "matching the batch size",
           "xla_flags": "matching the XLA flags", "donate": "matching the donation of the state",
           "compile_mode": "matching torch.compile's mode", "fullgraph": "matching torch.compile's fullgraph",
-          "threads": "matching the CPU threads"}
+          "threads": "matching the CPU threads", "inject_host_delay_ms": "matching the injected host delay"}
 
 
 @dataclass
@@ -226,7 +231,8 @@ class HypothesisTest:
 @dataclass
 class Interaction:
     """Every change that closed part of the gap (confirmed or partly) applied at once, against the sum of their
-    single closures."""
+    single closures: the excess is what the joint closure adds to that sum (negative: the changes remove the same
+    time), with its interval."""
 
     settings: dict[str, Any]  # setting -> the value applied
     applied: str  # the same in flags: "--precision fp32, --data device"
@@ -236,11 +242,15 @@ class Interaction:
     verdict: str  # additive | overlapping | compounding | cannot tell | not run
     why: str
     run_dirs: list[str] = field(default_factory=list)
+    excess_s: float | None = None  # joint closure - sum of the single closures
+    excess_ci_s: list[float] | None = None  # its INTERACTION_CONFIDENCE interval
+    margin_s: float | None = None  # MEANINGFUL_SHARE of the joint re-run's gap: an excess inside it is no interaction
 
     def to_dict(self) -> dict:
-        return {"settings": self.settings, "applied": self.applied, "single_closed_s": self.single_closed_s, "sum_single_s": self.sum_single_s,
-                "joint": self.joint.to_dict() if self.joint else None, "verdict": self.verdict, "why": self.why,
-                "run_dirs": self.run_dirs}
+        return {"settings": self.settings, "applied": self.applied, "single_closed_s": self.single_closed_s,
+                "sum_single_s": self.sum_single_s, "joint": self.joint.to_dict() if self.joint else None,
+                "excess_s": self.excess_s, "excess_ci_s": self.excess_ci_s, "margin_s": self.margin_s,
+                "verdict": self.verdict, "why": self.why, "run_dirs": self.run_dirs}
 
 
 @dataclass
@@ -290,6 +300,10 @@ METHOD = {
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
                    f"{MIN_GAP:.0%} of the faster step)",
+    "interaction": f"excess = joint closure - sum of single closures, {INTERACTION_CONFIDENCE:.0%} interval from "
+                   "independent bootstraps of the slower side of both re-runs, each changed and the joint "
+                   f"configuration; additive when it lies within {MEANINGFUL_SHARE:.0%} of the gap either way, "
+                   "overlapping or compounding when it excludes 0 and the estimate is beyond that",
 }
 
 
@@ -548,30 +562,69 @@ def joint_variant(closing: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
     return "slower, " + ", ".join(f"{k}={_short(k, v)}" for k, v in settings.items()), settings
 
 
-def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
-                joint_label: str | None, not_run: list[str]) -> Interaction:
-    """The joint closure of every closing change (closing_tests) against the sum of their single closures: additive
-    when the sum lies inside the joint closure's interval, overlapping when the joint closes less (the changes remove
-    the same time), compounding when it closes more."""
+def interaction(closing: list[HypothesisTest], singles: dict[str, ModeSummary], single_labels: dict[str, str],
+                summaries: dict[str, ModeSummary], labels: dict[str, str], joint_label: str | None,
+                not_run: list[str]) -> Interaction:
+    """The joint closure of every closing change (closing_tests) against the sum of their single closures. The single
+    closures come from the pair's re-run (`singles`, by label; `single_labels`: "slower" -> its label, each test's own
+    in test.label), the joint one from its own re-run (`summaries`, `labels`, `joint_label`), so the excess (joint -
+    sum) is resampled from every configuration it is made of: the slower side of both re-runs, each single change and
+    the joint one. Additive when the excess's interval lies within MEANINGFUL_SHARE of the gap either way; overlapping
+    (the changes remove the same time) or compounding when the interval excludes zero and the estimate is beyond that
+    margin; otherwise cannot tell."""
     settings = {str(t.setting): t.fast_value for t in closing}
     applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {_shown(k, v)}" for k, v in settings.items())
-    singles = {str(t.setting): t.closure.closed_s for t in closing if t.closure is not None}
-    total = sum(singles.values())
+    singly = {str(t.setting): t.closure.closed_s for t in closing if t.closure is not None}
+    total = sum(singly.values())
     fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
     joint = summaries.get(joint_label) if joint_label is not None else None
     if not (_timed(fast) and _timed(slow) and _timed(joint)):
-        return Interaction(settings, applied, singles, total, None, "not run", _why_not(joint, not_run))
+        return Interaction(settings, applied, singly, total, None, "not run", _why_not(joint, not_run))
     assert fast is not None and slow is not None and joint is not None  # noqa: S101 - _timed checked each
     found = closure(fast.processes, slow.processes, joint.processes)
-    if found is None:
-        return Interaction(settings, applied, singles, total, None, "not run", "a configuration has no timed step")
-    low, high = found.closed_ci_s
-    verdict = "additive" if low <= total <= high else "overlapping" if total > high else "compounding"
-    why = (f"together they close {_ms(found.closed_s)} ({_ms(low)} to {_ms(high)}) against {_ms(total)} summed "
-           "singly")
+    changed = [singles.get(t.label or "") for t in closing]
+    slow_before = singles.get(single_labels.get("slower", ""))
+    if found is None or not (_timed(slow_before) and all(_timed(c) for c in changed)):
+        return Interaction(settings, applied, singly, total, None, "not run", "a configuration has no timed step")
+    assert slow_before is not None  # noqa: S101 - _timed checked it
+    excess, excess_ci = _excess(slow_before.processes, [c.processes for c in changed if c is not None],
+                                slow.processes, joint.processes)
+    low, high = excess_ci
+    margin = MEANINGFUL_SHARE * max(found.gap_before_s, 0.0)
+    result = Interaction(settings, applied, singly, total, found, CANNOT_TELL, "", list(joint.run_dirs), excess,
+                         excess_ci, margin)
+    together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly: "
+                f"{_signed_ms(excess)} ({_signed_ms(low)} to {_signed_ms(high)})")
     if found.gap_before_ci_s[0] <= 0:
-        verdict, why = CANNOT_TELL, why + "; the gap did not reproduce in this re-run"
-    return Interaction(settings, applied, singles, total, found, verdict, why, list(joint.run_dirs))
+        result.why = together + "; the gap did not reproduce in this re-run"
+    elif -margin <= low and high <= margin:
+        result.verdict = "additive"
+        result.why = f"{together}, within {_ms(margin)} ({MEANINGFUL_SHARE:.0%} of the gap) either way"
+    elif high < 0 and excess <= -margin:
+        result.verdict = "overlapping"
+        result.why = f"{together}: the changes remove part of the same time"
+    elif low > 0 and excess >= margin:
+        result.verdict = "compounding"
+        result.why = f"{together}: together they close more than their single effects"
+    else:
+        result.why = (f"{together}: the interval holds both effects that add up (within {_ms(margin)}) and ones "
+                      "that do not")
+    return result
+
+
+def _excess(slow_before: list[list[float]], changed: list[list[list[float]]], slow_after: list[list[float]],
+            joint: list[list[float]]) -> tuple[float, list[float]]:
+    """joint closure - sum of single closures = (S' - J) - sum(S - C_i), S and C_i from the pair's re-run and S' and
+    J from the joint one, with its INTERACTION_CONFIDENCE interval from independent two-level bootstraps of each."""
+    sides = [slow_before, slow_after, joint, *changed]
+    draws = [pooled_median_resamples(side, seed) for seed, side in enumerate(sides, start=11)]
+    count = min(len(d) for d in draws if d is not None)
+    s, s2, j, *c = (np.asarray(d)[:count] for d in draws if d is not None)
+    pooled = [median([t for p in side for t in p]) for side in sides]
+    point = (pooled[1] - pooled[2]) - sum(pooled[0] - value for value in pooled[3:])
+    values = (s2 - j) - sum((s - each for each in c), np.zeros(count))
+    tail = (1 - INTERACTION_CONFIDENCE) / 2
+    return point, [float(v) for v in np.quantile(values, [tail, 1 - tail])]
 
 
 def _timed(summary: ModeSummary | None) -> bool:
@@ -629,3 +682,7 @@ def _short(setting: str | None, value: Any) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
+
+
+def _signed_ms(seconds: float) -> str:
+    return f"{seconds * 1e3:+.3g} ms"

@@ -64,7 +64,7 @@ def _row(test: HypothesisTest) -> tuple[str, ...]:
 def _interaction_text(found: Interaction | None) -> str | None:
     if found is None:
         return None
-    return f"all confirmed changes together ({found.applied}): {found.verdict}; {found.why}"
+    return f"all closing changes together ({found.applied}): {found.verdict}; {found.why}"
 
 
 def _change_phrase(test: HypothesisTest) -> str:
