@@ -33,17 +33,9 @@ def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int
                          seq_len: int | None = None) -> dict:
     """Write the train step's StableHLO (MLIR text) to `out_file` (text presets: sequences of `seq_len` tokens, None:
     the preset's default); returns facts about it for the run record."""
-    import os
-
-    # As `run --mode jax`: transformers would import torch for nothing. Only while importing: a later torch_xla
-    # capture started from this process must not inherit it.
-    previous = os.environ.get("USE_TORCH")
-    os.environ.setdefault("USE_TORCH", "0")
-    try:
-        return _lower(preset, batch_size, precision, seed, out_file, seq_len)
-    finally:
-        if previous is None:
-            os.environ.pop("USE_TORCH", None)
+    # Unlike `run --mode jax`, no USE_TORCH=0 here: transformers reads it once, at its first import, so it would
+    # hide torch from every later PyTorch model built in this process (a torch_xla capture, an API caller's run).
+    return _lower(preset, batch_size, precision, seed, out_file, seq_len)
 
 
 def _lower(preset: str, batch_size: int, precision: str, seed: int, out_file: Path, seq_len: int | None) -> dict:
