@@ -17,11 +17,17 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from hloscope.api import explain
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
 from hloscope.cli.run import build_options, check_settings, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
+from hloscope.models.presets import get_preset
 from hloscope.modes import MODE_NAMES
+from hloscope.render.calibration_term import render
+from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
+from hloscope.runs.runner import run_variants
+from hloscope.writing import atomic_output
 
 CALIBRATION_FILE = "calibration.json"
 
@@ -39,12 +45,7 @@ CALIBRATION_FILE = "calibration.json"
 @click.option("--json", "as_json", is_flag=True, help="Print calibration.json to stdout instead of the summary.")
 def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, as_json: bool, **values) -> None:
     """Measure the smallest gap this machine resolves, and check explain on an A/A pair and a known host delay."""
-    from hloscope.api import explain
     from hloscope.explain.calibration import calibration
-    from hloscope.models.presets import get_preset
-    from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
-    from hloscope.runs.runner import run_variants
-    from hloscope.writing import atomic_output
 
     get_preset(values["model"], values.get("seq_len"))
     if values.get("target"):
@@ -72,7 +73,6 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
         return
-    from hloscope.render.calibration_term import render
 
     render(result, Console())
     click.echo(f"calibration directory: {directory} (hloscope explain {directory} for the whole report)")

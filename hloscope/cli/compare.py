@@ -17,13 +17,33 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from hloscope.api import explain
+from hloscope.backends.devices import check_devices
 from hloscope.cli import tested
 from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, check_target_settings, common_options
-from hloscope.errors import UsageError
+from hloscope.errors import InputError, UsageError
 from hloscope.machine import check_threads
-from hloscope.modes import FRAMEWORK_IMPORTS, MODE_NAMES, MODES, TARGET_MODES
+from hloscope.models.presets import get_preset
+from hloscope.modes import (
+    FRAMEWORK_IMPORTS,
+    MODE_NAMES,
+    MODES,
+    TARGET_MODES,
+    get_mode,
+    parse_device_counts,
+    parse_modes,
+    run_label,
+    settings_refusal,
+)
+from hloscope.render.explain_term import render_tested
+from hloscope.runs.audit import mismatch_lines, run_audit
+from hloscope.runs.parity import parity_lines
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord, amended_comparison
+from hloscope.runs.replays import replay_comparison
+from hloscope.runs.rundir import create_run_dir, load_run, write_comparison
+from hloscope.runs.runner import PlannedRun, run_comparison
+from hloscope.targets.run_target import check_target_run
 
 # Processes per mode by default: with 3 a side, explain's known answers on this project's loaded 2-core machine hold
 # (identical configurations: no difference; a 3 ms host delay and the loader found); with 1, processes of one
@@ -62,10 +82,6 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             repeats: int = DEFAULT_REPEATS, test_hypotheses: bool = False, budget_min: float | None = None,
             test_repeats: int | None = None, rules: tuple[str, ...] = (), **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
-    from hloscope.models.presets import get_preset
-    from hloscope.modes import parse_device_counts
-    from hloscope.runs.rundir import create_run_dir
-
     get_preset(values["model"], values.get("seq_len"))
     tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     counts = parse_device_counts(str(values.get("devices") or 1))
@@ -106,8 +122,6 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
         record = _replay(record, values, timeout_s, console)
     block = None
     if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
-        from hloscope.api import explain
-
         report = explain(comparison_dir)
         block = tested.test_hypotheses(report, comparison_dir, budget_min, test_repeats or repeats, console,
                                        list(rules))
@@ -118,8 +132,6 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     else:
         _print_outcome(record, values, by_devices, console)
         if block is not None:
-            from hloscope.render.explain_term import render_tested
-
             render_tested(block, Console())
         click.echo(f"comparison directory: {comparison_dir}")
         if values.get("dump_hlo") or values.get("profile"):
@@ -147,8 +159,6 @@ def _check_replay_and_target(replay: bool, values: dict, counts: list[int], cons
 def _select_modes(modes: str | None, values: dict, counts: list[int], console: Console) -> tuple[list[str], Any]:
     """The modes to run (every installed one by default, those that compile for --target, those that run on the
     device count), and the plan of (mode, devices) runs when several device counts are given (else None)."""
-    from hloscope.modes import parse_modes
-
     if modes is None:
         selected, missing = available_modes()
         for mode in missing:
@@ -171,8 +181,6 @@ def _select_modes(modes: str | None, values: dict, counts: list[int], console: C
 def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, config: dict, console: Console,
                        **run: Any) -> ComparisonRecord:
     """run_comparison with a progress bar and one line per finished process."""
-    from hloscope.runs.runner import run_comparison
-
     plan, repeats, by_devices = run["plan"], run["repeats"], run.pop("by_devices")
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console)
@@ -205,8 +213,6 @@ def _print_outcome(record: ComparisonRecord, values: dict, per_device_count: boo
         _print_compiled(record)
     _print_new_mismatches(record, console)
     if record.parity:  # --check-parity
-        from hloscope.runs.parity import parity_lines
-
         lines = parity_lines(record.parity)
         colour = "green" if record.parity["ok"] else "red"
         for line in lines[:-1]:
@@ -232,8 +238,6 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
     """compare --replay: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one line each;
     comparison.json rewritten with the replays (a replay that fails is recorded with its error, nothing else lost)."""
     from hloscope.render.run_tables import replay_summary_line
-    from hloscope.runs.replays import replay_comparison
-    from hloscope.runs.rundir import write_comparison
 
     with console.status("replaying") as status:
         done = replay_comparison(comparison, values["steps"], values["warmup"], values["device"], timeout_s,
@@ -254,7 +258,6 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
 def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:
     """The fairness audit before timing (hloscope/runs/audit.py): the table on stderr, each mismatch in red."""
     from hloscope.render.run_tables import audit_table
-    from hloscope.runs.audit import mismatch_lines, run_audit
 
     with console.status("fairness audit: setting every mode up") as status:
         record = run_audit(selected, options_for, timeout_s,
@@ -270,8 +273,6 @@ def _audit(selected: list[str], options_for, timeout_s: float | None, console: C
 
 def _print_new_mismatches(comparison: ComparisonRecord, console: Console) -> None:
     """After timing: mismatches in the timed runs that the audit before timing had not seen."""
-    from hloscope.runs.audit import mismatch_lines
-
     audit = comparison.audit or {}
     if not audit.get("timed_runs"):
         return
@@ -283,8 +284,6 @@ def _print_new_mismatches(comparison: ComparisonRecord, console: Console) -> Non
 
 def _label(entry: ComparisonEntry, by_devices: bool) -> str:
     """A comparison entry's name on the terminal: the mode, with its device count when the comparison has several."""
-    from hloscope.modes import run_label
-
     mode = entry.mode or entry.dir
     label = run_label(mode, entry.devices) if by_devices else mode
     return f"{label} (process {entry.replicate})" if entry.replicate else label
@@ -293,9 +292,6 @@ def _label(entry: ComparisonEntry, by_devices: bool) -> str:
 def _refuse_settings(selected: list[str], values: dict, plan):
     """The modes that refuse --donate/--no-donate, --compile-mode or --fullgraph are planned as refused with the one
     line why, and the others run; the plan as it was (None: one run per mode) when no mode refuses."""
-    from hloscope.modes import settings_refusal
-    from hloscope.runs.runner import PlannedRun
-
     refusals = {mode: settings_refusal(mode, values.get("donate"), values.get("compile_mode"),
                                        bool(values.get("fullgraph"))) for mode in selected}
     if not any(refusals.values()):
@@ -309,10 +305,6 @@ def _refuse_settings(selected: list[str], values: dict, plan):
 def _device_plan(selected: list[str], counts: list[int], batch_size: int):
     """`--devices 1,2,4`: every selected mode at each count, the smallest count first; a count the mode refuses (one
     device only, a batch the count does not divide) is planned as refused with check_devices' one line."""
-    from hloscope.backends.devices import check_devices
-    from hloscope.errors import UsageError
-    from hloscope.runs.runner import PlannedRun
-
     plan = []
     for count in counts:
         for mode in selected:
@@ -328,8 +320,6 @@ def _device_plan(selected: list[str], counts: list[int], batch_size: int):
 def _target_modes(selected: list[str], target: str, console: Console, max_batch: bool = False) -> list[str]:
     """--target compiles the modes that have a target capture (hloscope.modes.TARGET_MODES): skip the other modes;
     refuse a bad target file up front."""
-    from hloscope.targets.run_target import check_target_run
-
     kept = [mode for mode in selected if mode in TARGET_MODES]
     for mode in selected:
         if mode not in kept:
@@ -349,9 +339,7 @@ def _packages_hint() -> str:
 
 
 def _print_compiled(comparison: ComparisonRecord) -> None:
-    from hloscope.errors import InputError
     from hloscope.render.run_tables import compiled_comparison_table
-    from hloscope.runs.rundir import load_run
 
     records = []
     for entry in comparison.modes:
@@ -369,9 +357,6 @@ def _print_compiled(comparison: ComparisonRecord) -> None:
 def _devices_modes(selected: list[str], devices: int, batch_size: int, by_default: bool, console: Console) -> list[str]:
     """--devices N > 1: modes named with --modes must all support it (else one line naming the mode); the default
     set keeps those that do, saying which it skips."""
-    from hloscope.backends.devices import check_devices
-    from hloscope.modes import get_mode
-
     if devices > 1 and by_default:
         for mode in [m for m in selected if not get_mode(m).data_parallel]:
             console.print(Text.assemble((f"skipping {mode}", "yellow"), f": runs on one device only (--devices {devices})"),

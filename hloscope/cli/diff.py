@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hloscope.api import diff
 from hloscope.render.output import check_writable, choose_format, deliver
 
 
@@ -24,8 +25,6 @@ from hloscope.render.output import check_writable, choose_format, deliver
 def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | None, force: bool,
             module: str | None, stage: str | None, xla_cost: bool) -> None:
     """Compare A and B (run directories, XLA dump directories or HLO text files)."""
-    from hloscope.api import diff
-
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
     report = diff(a, b, module, stage, xla_cost)

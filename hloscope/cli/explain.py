@@ -6,9 +6,13 @@ import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
 
+from hloscope.api import explain
 from hloscope.cli import tested
+from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import MIN_GAP
+from hloscope.errors import one_line
 from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
 
@@ -31,7 +35,6 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
     (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
     baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
-    from hloscope.api import explain
     from hloscope.explain.inputs import latest_comparison
 
     tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
@@ -44,10 +47,6 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     summaries: list = []
     report = explain(*paths, baseline=baseline, min_gap=min_gap, summaries=summaries)
     if test_hypotheses:
-        from rich.console import Console
-
-        from hloscope.cli.compare import DEFAULT_REPEATS
-
         _fail_on_unreadable_runs(summaries)  # nothing is re-run from runs that cannot be read
         tested.test_hypotheses(report, tested.output_folder(paths), budget_min, test_repeats or DEFAULT_REPEATS,
                                Console(stderr=True), list(rules))
@@ -63,8 +62,6 @@ def _fail_on_unreadable_runs(summaries) -> None:
     """A run that cannot be read (its directory missing or not one, its run.json broken or refused) is shown in the
     report as `unreadable` with the others, and a corrupt file of a readable run (HLO, trace, replay record) as a note
     on the run; each still fails the command: one line on stderr naming the file and why, exit code 2 (bad input)."""
-    from hloscope.errors import one_line
-
     unreadable = [summary.notes[0] for summary in summaries if summary.status == "unreadable"]
     corrupt = [error for summary in summaries if summary.status != "unreadable" for error in summary.unreadable_files]
     for error in unreadable + corrupt:

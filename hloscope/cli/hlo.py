@@ -9,6 +9,8 @@ import click
 from hloscope.cli.options import SOURCE_DEPTHS, TOP_ROWS
 from hloscope.hlo.stats import SOURCE_DEPTH, TOP
 
+# Imported when a command runs, not at the top: the API (not for --help) and the renderers (not for --json).
+
 
 @click.group("hlo")
 def command() -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
+from hloscope.api import replay, replays
 from hloscope.cli.options import PROFILE_STEPS, SEED, STEPS, WARMUP
+from hloscope.render.replay_text import render_text
+from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
 
 
 @click.command("replay")
@@ -23,24 +27,16 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
     """Replay PATH (a run directory made with --dump-hlo, a comparison directory: each XLA mode's run in turn, or an
     HLO / StableHLO module file) with jaxlib's XLA on one device, timed as `run` times a step; writes replay.json (a
     new name if one exists) in the run directory."""
-    from pathlib import Path
-
-    from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
-
     folder = Path(path)
     if folder.is_dir() and not (folder / RUN_FILE).exists() and (folder / COMPARISON_FILE).exists():
         _comparison(folder, device, steps, warmup, profile, as_json)
         return
-
-    from hloscope.api import replay
 
     record = replay(path, device=device, steps=steps, warmup=warmup, profile=profile, profile_steps=profile_steps,
                     seed=seed, on_skip=lambda line: click.echo(f"hloscope replay: {line}", err=True))
     if as_json:
         click.echo(json.dumps(record, indent=1, default=str))
     else:
-        from hloscope.render.replay_text import render_text
-
         click.echo(render_text(record, record["written"]))
     if record["status"] == "not_replayable":
         raise SystemExit(1)
@@ -48,7 +44,6 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
 
 def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_json: bool) -> None:
     """A comparison directory: each XLA mode's run replayed in its own subprocess, one line each as it ends."""
-    from hloscope.api import replays
     from hloscope.render.run_tables import replay_summary_line
 
     done = replays(folder, device, steps, warmup, profile,

@@ -13,11 +13,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from hloscope.backends import preflight
+from hloscope.backends.base import RunOptions
 from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP, XLA_FLAGS
-from hloscope.modes import CLI_CHOICES, COMPILE_MODES, TARGET_MODES
+from hloscope.errors import UsageError
+from hloscope.machine import check_threads
+from hloscope.models.presets import get_preset
+from hloscope.modes import BY_NAME, CLI_CHOICES, COMPILE_MODES, TARGET_MODES, get_mode, mode_name, settings_refusal
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
+from hloscope.runs.rundir import create_run_dir
 from hloscope.targets.max_batch import DEFAULT_MAX_COMPILES
+from hloscope.targets.run_target import check_target_run, execute_target
 
 
 def common_options(function=None, *, device_counts: bool = False):
@@ -109,8 +116,6 @@ def common_options(function=None, *, device_counts: bool = False):
 
 
 def build_options(mode: str, **values):
-    from hloscope.backends.base import RunOptions
-
     return RunOptions(mode=mode, model=values["model"], batch_size=values["batch_size"], steps=values["steps"],
                       warmup=values["warmup"], precision=values["precision"], device=values["device"],
                       data=values["data"], seed=values["seed"], dump_hlo=values["dump_hlo"], profile=values["profile"],
@@ -140,10 +145,6 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
             **values) -> None:
     """Time one mode's full training step and record everything in a run directory."""
     _listen_to_sigint_from_compare()
-    from hloscope.backends import preflight
-    from hloscope.models.presets import get_preset
-    from hloscope.modes import BY_NAME, get_mode, mode_name
-    from hloscope.runs.rundir import create_run_dir
 
     if mode in BY_NAME:  # a full mode name (`pytorch+compile`) is its framework plus --compile-model
         mode, compile_model = BY_NAME[mode].framework, compile_model or BY_NAME[mode].compile
@@ -180,10 +181,6 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
 def check_settings(options) -> None:
     """--donate/--no-donate, --compile-mode, --fullgraph where the mode refuses them, and --threads beyond this
     machine's CPUs: one line, exit 2, before anything is created."""
-    from hloscope.errors import UsageError
-    from hloscope.machine import check_threads
-    from hloscope.modes import settings_refusal
-
     check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
     refusal = settings_refusal(options.mode, options.donate, options.compile_mode, options.fullgraph)
     if refusal is not None:
@@ -196,8 +193,6 @@ def check_target_settings(target: str | None, donate: bool | None, compile_mode:
     """--target compiles the step for a GPU without running it, from the mode's own capture: the settings of a run
     (--donate/--no-donate, --compile-mode, --fullgraph, --threads) would be recorded but not applied, so they are
     refused in one line (exit 2)."""
-    from hloscope.errors import UsageError
-
     given = [flag for flag, value in (("--donate/--no-donate", donate is not None), ("--compile-mode", compile_mode),
                                       ("--fullgraph", fullgraph), ("--threads", threads)) if value]
     if target and given:
@@ -223,10 +218,7 @@ def _print_run_json(run_dir: Path) -> None:
 
 def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
     """--target: compile instead of timing (hloscope.targets.run_target); run.json says `compiled`."""
-    from hloscope.modes import get_mode
     from hloscope.render.run_tables import compiled_run_table
-    from hloscope.runs.rundir import create_run_dir
-    from hloscope.targets.run_target import check_target_run, execute_target
 
     # bad mode, target file or missing plugin: before any directory
     check_target_run(options.mode, options.target, options.max_batch)

@@ -16,7 +16,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.api import tensorboard_view
 from hloscope.errors import InputError, one_line, warn
+from hloscope.machine import free_port
+from hloscope.render.progress import PhaseProgressBar
+from hloscope.tensorboard.logdir import timed_median_ms
+from hloscope.tensorboard.server import TensorBoardProcess, check_installed, is_loopback
+from hloscope.tensorboard.tools import CPU_NOTE, is_cpu_only
 
 # How often new or rewritten runs under DIR are added to the running TensorBoard.
 SYNC_INTERVAL_S = 5.0
@@ -55,10 +61,6 @@ def command(directory: Path, port: int | None, host: str, open_browser: bool, pr
     Nothing under DIRECTORY is written: TensorBoard reads a generated logdir of links in a temporary directory.
     Stop with Ctrl-C.
     """
-    from hloscope.api import tensorboard_view
-    from hloscope.machine import free_port
-    from hloscope.tensorboard.server import TensorBoardProcess, check_installed, is_loopback
-
     version = check_installed()
     if not is_loopback(host):
         warn(f"binding to {host}: the traces become visible to everyone who can reach this machine on the network")
@@ -92,7 +94,6 @@ def _progress_bar(asked: bool | None):
     """Phases of a Kineto trace's conversion on stderr when asked (--progress), or by default on a terminal."""
     if not (sys.stderr.isatty() if asked is None else asked):
         return None
-    from hloscope.render.progress import PhaseProgressBar
 
     return PhaseProgressBar()
 
@@ -111,8 +112,6 @@ def _serve(server, view) -> None:
 
 
 def _print_sessions(sessions, view) -> None:
-    from hloscope.tensorboard.logdir import timed_median_ms
-
     table = Table(title="Runs", title_justify="left")
     # Never cut a run name: it is what to look for in TensorBoard.
     table.add_column("run", no_wrap=True, min_width=max(len(s.name) for s in sessions))
@@ -133,8 +132,6 @@ def _print_sessions(sessions, view) -> None:
 
 def _print_tool_notes(sessions, view) -> None:
     """Say which runs XProf's tools cannot show and why, so an empty page is not a mystery."""
-    from hloscope.tensorboard.tools import CPU_NOTE, is_cpu_only
-
     cpu = [s.name for s in sessions if is_cpu_only(sorted(view.session_dir(s.name).glob("*.xplane.pb")))]
     if cpu:
         click.echo(one_line(f"note: {CPU_NOTE}: " + ", ".join(cpu)))

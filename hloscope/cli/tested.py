@@ -17,7 +17,14 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from hloscope.backends.base import RunOptions
 from hloscope.cli.options import FiniteFloatRange
+from hloscope.errors import InputError, UsageError
+from hloscope.machine import check_threads
+from hloscope.runs import xla_flags
+from hloscope.runs.experiments import CTRL_C, run_configurations
+from hloscope.runs.rundir import RUN_FILE, create_run_dir, load_run
+from hloscope.runs.settings import IN_EFFECT, in_effect
 
 # Minutes of re-runs allowed when --budget is not given: small on a CPU (tiny presets), larger on an accelerator.
 DEFAULT_BUDGET_MIN_CPU = 10.0
@@ -45,8 +52,6 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
         plan_pairs,
     )
     from hloscope.explain.inputs import load_summaries
-    from hloscope.runs.experiments import run_configurations
-    from hloscope.runs.rundir import create_run_dir
 
     options, expected, platform = _recorded(report)
     plans = plan_pairs(report, options, rules)
@@ -117,9 +122,6 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
 def _refuse_what_this_machine_cannot_run(plans) -> None:
     """A thread count above the CPUs this machine gives hloscope (runs made on a larger machine) cannot be re-run
     here: the test says so instead of starting a run that would stop at once."""
-    from hloscope.errors import UsageError
-    from hloscope.machine import check_threads
-
     for plan in plans:
         recorded = []  # the pair itself was recorded with --threads N: every re-run of it asks for N again
         for side in (plan.slow_options, plan.fast_options):
@@ -140,11 +142,7 @@ def _refuse_what_this_machine_cannot_run(plans) -> None:
 def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]:
     """Per configuration label: its run options (run.json config, for RunOptions) and the seconds one process is
     expected to take (the mean over its processes); the platform the runs ran on."""
-    from hloscope.errors import InputError
     from hloscope.explain.experiments import expected_run_s
-    from hloscope.runs import xla_flags
-    from hloscope.runs.rundir import RUN_FILE, load_run
-    from hloscope.runs.settings import IN_EFFECT, in_effect
 
     options: dict[str, dict[str, Any]] = {}
     expected: dict[str, float] = {}
@@ -178,8 +176,6 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
 
 def _options(config: dict[str, Any]):
     """RunOptions from a recorded config: its fields only, and timed here (no --target compile)."""
-    from hloscope.backends.base import RunOptions
-
     names = {f.name for f in dataclasses.fields(RunOptions)}
     return RunOptions(**{k: v for k, v in config.items() if k in names and k != "target"})
 
@@ -215,8 +211,6 @@ def _print_plan(plans, expected: dict[str, float], repeats: int, budget_s: float
 
 def exit_if_interrupted(block) -> None:
     """After the report of a test stopped by Ctrl-C is delivered: exit as an interrupted command does (130)."""
-    from hloscope.runs.experiments import CTRL_C
-
     if block is not None and block.stopped == CTRL_C:
         sys.exit(130)
 
@@ -234,8 +228,6 @@ def check_flags(test_hypotheses: bool, budget_min: float | None, test_repeats: i
 def output_folder(paths: tuple[Path, ...]) -> Path:
     """Where the re-runs go: inside the comparison (or folder of runs) explained, or beside the run directory given
     first."""
-    from hloscope.runs.rundir import RUN_FILE
-
     first = paths[0]
     return first if first.is_dir() and not (first / RUN_FILE).exists() else first.parent
 

@@ -10,6 +10,8 @@ import click
 from hloscope.cli.options import TOP_ROWS
 from hloscope.errors import InputError, one_line
 
+# Imported when a command runs, not at the top: the API (not for --help), rich and the renderers (not for --json).
+
 
 @click.group(name="trace")
 def command() -> None:
