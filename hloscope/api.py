@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hloscope.errors import InputError, UsageError, warn
 from hloscope.limits import (
     MAX_MIN_GAP,
     MAX_PROFILE_STEPS,
@@ -44,12 +45,12 @@ from hloscope.limits import (
     MAX_WARMUP,
     check_range,
 )
+from hloscope.modes import MODES
 from hloscope.runs.records import ComparisonRecord, RunRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from hloscope.errors import InputError
     from hloscope.explain.report import ExplainReport
     from hloscope.hlo.load import LoadedModule
     from hloscope.tensorboard.logdir import Session, ViewLogdir
@@ -94,7 +95,6 @@ def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth
 def _add_measured(path: Path, loaded: list[LoadedModule], results: list[dict[str, Any]], top: int) -> None:
     """Run directories with a profile: each module's measured time beside its HLO (`measured`); a profile that cannot
     be read is a warning, the module's own figures stay."""
-    from hloscope.errors import warn
     from hloscope.trace.hlo_map import measured_instructions
     from hloscope.trace.load import device_events_by_run
 
@@ -207,7 +207,6 @@ def trace_export(path: PathLike, out: PathLike, rank: Sequence[int] = (), ranks:
 def _selected_traces(path: PathLike, rank: Sequence[int], ranks: str | None) -> tuple[list, list[int], list]:
     """The trace files at `path` with their job ranks (within each mode for runs) and modes (None for traces outside
     hloscope runs), only the ranks asked for (`rank`, `ranks`: the commands' --rank and --ranks)."""
-    from hloscope.errors import UsageError
     from hloscope.trace import job
     from hloscope.trace.load import trace_files_and_modes
 
@@ -315,7 +314,6 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
     contributors, the residual and the op table, as typed data (hloscope.explain.report; `.to_dict()` is the
     `explain --json` document). Paths: comparison directories, run directories or folders of runs. `summaries`, when
     given a list, receives each run's ModeSummary."""
-    from hloscope.errors import InputError, UsageError
     from hloscope.explain.engine import explain as explain_runs
     from hloscope.explain.inputs import load_many
 
@@ -359,8 +357,6 @@ def replays(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 
     prints it for a comparison: one {"mode", "dir", ...its replay summary} per mode, `on_done(mode, summary)` told of
     each as it ends. comparison.json is left as it is (each replay.json sits in its run directory, where explain
     reads it). UsageError when no run of an XLA mode finished there."""
-    from hloscope.errors import UsageError
-    from hloscope.modes import MODES
     from hloscope.runs.replays import replay_comparison, replayable_entries
     from hloscope.runs.rundir import load_comparison as load
 
@@ -385,7 +381,6 @@ def tensorboard_view(directory: PathLike, logdir: PathLike, progress: Any = None
     `on_problem(run, why)` is told of each run left out (a trace that cannot be converted); InputError when no
     profile could be read. `progress` is told how far a Kineto trace's conversion is
     (hloscope.render.progress.PhaseProgressBar)."""
-    from hloscope.errors import InputError
     from hloscope.tensorboard.logdir import ViewLogdir
 
     view = ViewLogdir(Path(directory), Path(logdir), progress=progress)
