@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError, MissingDependency, UsageError
+from hloscope.trace.job import _resolver, host_of
+from hloscope.trace.load import load_trace, trace_rank
 from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP, Event
+from hloscope.trace.program_categories import categorized
+from hloscope.trace.steps import StepLocator, step_windows
 from hloscope.writing import atomic_output
 
 EXPORT_VERSION = 2  # 2: profiler_category, self_us, depth, input_shapes; nullable integers for pandas
@@ -192,8 +196,6 @@ def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
     """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
     {"file", "error", "error_path", ...} for a trace that cannot be read or a target path that holds something
     hloscope did not export (left as it is). Runs in pool and Dask workers alike."""
-    from hloscope.trace.load import trace_rank
-
     file, rank, out = task
     target = Path(out)
     try:
@@ -229,8 +231,6 @@ class _Steps:
     """First pass: the step windows of a trace (host markers, else device markers) and its launches' steps."""
 
     def __init__(self, events: Iterable[Event]) -> None:
-        from hloscope.trace.steps import StepLocator, step_windows
-
         host: list[tuple[int, float, float]] = []
         device: list[tuple[int, float, float]] = []
         launch_corr, launch_start = array("q"), array("d")
@@ -344,10 +344,6 @@ def write_trace(file: str, target: Path, identity: dict[str, Any] | None = None,
 def event_batches(file: str) -> Iterator[Any]:
     """The events of the trace `file` as pyarrow Tables of `schema()`, BATCH events at most each (fewer once their
     text reaches BATCH_TEXT), in bounded memory: two streamed passes. At least one table, empty for no events."""
-    from hloscope.trace.job import _resolver, host_of
-    from hloscope.trace.load import load_trace
-    from hloscope.trace.program_categories import categorized
-
     pa, _ = _pyarrow()
     trace = load_trace(file)
     resolver = _resolver(Path(file))

@@ -14,16 +14,25 @@ import json
 import os
 import re
 import stat
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hloscope.errors import HloscopeError, InputError, warn
+import msgspec
+
+from hloscope import files as reading
+from hloscope.errors import HloscopeError, InputError, UsageError, warn
+from hloscope.files import open_binary
 from hloscope.machine import usable_cpus
-from hloscope.trace.load import XPLANE_SUFFIX
+from hloscope.trace.load import XPLANE_SUFFIX, load_trace, run_dir_of, trace_rank
+from hloscope.trace.stats import trace_stats_and_totals
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
+
+# Imports inside functions: what only some runs need (processes, --state, a run's HLO), kept out of `trace stats`
+# start-up.
 
 SUMMARY_VERSION = 1
 MIX_THRESHOLD = 0.05  # a rank's kernel mix "differs" when half the L1 distance of its shares to the median is above this
@@ -70,8 +79,6 @@ def ranks_within_modes(files: Sequence[Path], modes: Sequence[str | None]) -> li
 def _rank_or_none(file: Path) -> int | None:
     """The trace's own rank; None for none and for one beyond 64 bits (that file's own reading refuses it in one
     line, and the others keep their output)."""
-    from hloscope.trace.load import trace_rank
-
     try:
         return trace_rank(file)
     except InputError:
@@ -134,8 +141,6 @@ def host_of(file: str | os.PathLike[str]) -> str:
 def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> CategoryResolver | None:  # noqa: B006
     # (one cache per process, workers included)
     """The HLO category resolver of the run directory `file` lies in, or None (as `trace stats` always did)."""
-    from hloscope.trace.load import run_dir_of
-
     run = run_dir_of(file)
     if run is None:
         return None
@@ -155,9 +160,6 @@ def summarize_file(file: str, top: int = 10) -> Summary:
     its "rank", "kernel_counts": {name: count}, "collectives": {"names": [...], "name": [...], "start_us": [...],
     "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
     file is reachable at the same path (a pool worker, a Dask worker)."""
-    from hloscope.trace.load import load_trace, trace_rank
-    from hloscope.trace.stats import trace_stats_and_totals
-
     path = Path(file)
     try:
         rank = trace_rank(path)
@@ -321,9 +323,6 @@ def _connect(client_class: Any, scheduler: str) -> Any:
     silent). A reply that is no Dask message (an HTTP server: its first bytes read as a length of exabytes) fails
     there too. Dask's own log lines about the attempt are kept off stderr."""
     import logging
-    import threading
-
-    from hloscope.errors import UsageError
 
     address = scheduler_address(scheduler)
     seconds = _connect_timeout()
@@ -381,8 +380,6 @@ _SCHEDULER = re.compile(r"(tcp|tls|ws|wss|ucx)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_
 def scheduler_address(address: str) -> str:
     """`--scheduler`'s address as Dask takes it, `scheme://host:port` (tcp, tls, ws, wss, ucx); UsageError otherwise,
     before anything connects."""
-    from hloscope.errors import UsageError
-
     match = _SCHEDULER.fullmatch(address.strip())
     if not match or not 0 < int(match.group(3)) < 65536:
         raise UsageError(f"--scheduler {address!r}: not a scheduler address (expected scheme://host:port, e.g. "
@@ -412,8 +409,6 @@ class StateDir:
     with one warning; the analysis goes on."""
 
     def __init__(self, directory: str | os.PathLike[str], options: dict[str, Any]):
-        from hloscope.errors import UsageError
-
         self.directory = Path(directory)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -445,8 +440,6 @@ class StateDir:
 
     def _cached(self, file: str, info: os.stat_result) -> Summary | None:
         """The record's summary when it is one of this very trace, else None (never an exception)."""
-        from hloscope import files as reading
-
         try:
             data = reading.read_bytes(self._path(file), "summary record", max_bytes=MAX_STATE_RECORD_BYTES)
         except InputError:  # absent, a FIFO, a folder, unreadable, too large
@@ -507,8 +500,6 @@ def _file_digest(file: str, info: os.stat_result) -> str | None:
     it cannot be read or is not the file `info` describes any more."""
     import hashlib
 
-    from hloscope.files import open_binary
-
     digest = hashlib.blake2b(digest_size=32)
     size = 0
     try:
@@ -527,8 +518,6 @@ def _file_digest(file: str, info: os.stat_result) -> str | None:
 def _decode_record(data: bytes) -> tuple[Any, Summary] | None:
     """(identity, summary) of a record in the shape hloscope writes, or None: decoded into typed structs (every field
     present with its type), then checked for figures that agree (_consistent)."""
-    import msgspec
-
     from hloscope.trace.state_records import Record
 
     try:
@@ -545,8 +534,6 @@ def _consistent(result: Summary, typed: Any = None) -> Summary | None:
     """`result` when it has a summary's shape and its figures agree: one file named throughout, as many step rows as
     steps, the kernel counts adding up to the kernels. None otherwise."""
     if typed is None:
-        import msgspec
-
         from hloscope.trace.state_records import Result
 
         try:

@@ -44,6 +44,9 @@ from hloscope.trace.model import (
     device_line_executes,
     execution_kind,
 )
+from hloscope.trace.perfetto import trace_dicts
+
+# Imports inside functions: the streaming fallback only, kept out of `trace stats` start-up.
 
 UINT64_MAX = 2**64 - 1  # rocprofiler writes unsigned 64-bit correlation ids
 
@@ -392,8 +395,6 @@ BAD_STEP_MARKERS = "step marker(s) with a step number beyond 64 bits: read as pl
 def iter_perfetto_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Iterator[Event]:
     """Every complete event of a Perfetto protobuf trace (hloscope.trace.perfetto), built as the JSON reader builds
     a Kineto trace's, so that both forms of one profile give the same events and the same statistics."""
-    from hloscope.trace.perfetto import trace_dicts
-
     path = Path(path)
     builder = _EventBuilder()
     for raw in trace_dicts(path):

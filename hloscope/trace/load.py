@@ -24,6 +24,8 @@ from hloscope.runs.records import RunRecord
 from hloscope.trace import kineto, perfetto
 from hloscope.trace.model import Event, Flaws, Trace
 
+# Imports inside functions: run directories' and xplane readers, only for those inputs (`trace stats` start-up).
+
 XPLANE_SUFFIX = ".xplane.pb"
 JSON_TRACE_SUFFIXES = (".trace.json", ".trace.json.gz")  # PyTorch's *.pt.trace.json[.gz] and JAX's <host>.trace.json.gz
 

@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 from hloscope import files
 from hloscope.errors import InputError
 
+# Imports inside functions: protobuf only for Perfetto files, kept out of `trace stats` start-up.
+
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
 # A packet bigger than this is not a trace packet of a profiler (they are bytes to kilobytes): refused, never buffered.
 MAX_PACKET_BYTES = 64 * 2**20

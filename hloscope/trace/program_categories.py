@@ -35,8 +35,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hloscope.errors import ParseError
+from hloscope.hlo.load import load_run_dir
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
+from hloscope.runs.rundir import load_run
 from hloscope.trace.categories import category_of
 from hloscope.trace.hlo_map import kernel_name_for
 from hloscope.trace.model import (
@@ -52,6 +54,7 @@ from hloscope.trace.model import (
     SOURCE_HLO,
     SOURCE_NAMES,
     Event,
+    EventStream,
     Trace,
 )
 
@@ -311,9 +314,6 @@ def category_resolver(modules: Iterable[object]) -> CategoryResolver:
 def resolver_for_run(run_dir: str | os.PathLike[str]) -> CategoryResolver | None:
     """The resolver of a run directory's optimized train-step modules; None when the run recorded no HLO after
     optimization. Raises HloscopeError when the HLO it lists cannot be read."""
-    from hloscope.hlo.load import load_run_dir
-    from hloscope.runs.rundir import load_run
-
     record = load_run(Path(run_dir), check_artifacts=False)
     if not any(a.kind == "hlo" and a.train_step and a.stage != "before_optimizations" for a in record.artifacts):
         return None
@@ -325,8 +325,6 @@ def categorized(trace: Trace, resolver: Callable[[Event], str]) -> Trace:
     """The same trace whose device executions carry the resolver's category (and `category_source`), every time its
     events are iterated; `resolver` is a CategoryResolver (or any Event -> category function: the category is
     replaced and the source left as it was)."""
-    from hloscope.trace.model import EventStream
-
     classify: Callable[[Event], tuple[str, str]] = (getattr(resolver, "classify", None)
                                                     or (lambda event: (resolver(event), event.category_source)))
 

@@ -26,6 +26,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
 from hloscope.trace.model import COLLECTIVE, STEP, Event
@@ -351,8 +352,6 @@ def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) ->
 def host_op_table(profile: StepProfile, top: int = 20) -> dict[str, Any]:
     """A host-only trace's framework ops over the kept steps: per op, calls per step, the median and longest call,
     and time per step (medians), longest first; with the step split into time inside and outside those ops."""
-    from statistics import median
-
     kept = profile.kept_steps()
     if not kept:
         return {}

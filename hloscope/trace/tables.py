@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hloscope.trace.export import _pyarrow as modules
+from hloscope.trace.export import event_batches, pandas_metadata, schema
+from hloscope.trace.job import _resolver, ranks_within_modes
+from hloscope.trace.load import load_trace, trace_files_and_modes, trace_rank
 from hloscope.trace.model import CATEGORIES, HOST_OP
+from hloscope.trace.program_categories import categorized
+from hloscope.trace.stats import trace_stats_and_totals
 
 
 @dataclass(frozen=True)
@@ -31,9 +37,6 @@ class TraceSource:
 def sources(path: str | Path) -> list[TraceSource]:
     """The traces at `path` (a trace file, a run or comparison directory, a folder of traces), in `trace stats`
     order."""
-    from hloscope.trace.job import ranks_within_modes
-    from hloscope.trace.load import trace_files_and_modes, trace_rank
-
     files, modes = trace_files_and_modes(path)
     if any(mode is not None for mode in modes):
         ranks: list[int | None] = list(ranks_within_modes(files, modes))
@@ -43,8 +46,6 @@ def sources(path: str | Path) -> list[TraceSource]:
 
 
 def _pyarrow() -> Any:
-    from hloscope.trace.export import _pyarrow as modules
-
     return modules()[0]
 
 
@@ -54,15 +55,11 @@ def _source_fields(pa: Any) -> list[tuple[str, Any]]:
 
 
 def _with_pandas_types(pa: Any, fields: list[tuple[str, Any]], nullable: tuple[str, ...]) -> Any:
-    from hloscope.trace.export import pandas_metadata
-
     return pa.schema(fields, metadata=pandas_metadata(nullable))
 
 
 def events_table(traces: list[TraceSource]) -> Any:
     """Every event of every trace: `trace export`'s columns (docs/trace.md) after `mode` and `rank`."""
-    from hloscope.trace.export import event_batches, schema
-
     pa = _pyarrow()
     exported = schema()
     fields = [*_source_fields(pa)[:2], *((field.name, field.type) for field in exported)]
@@ -89,11 +86,6 @@ class _Summary:
 
 def _summaries(traces: list[TraceSource]) -> Iterator[_Summary]:
     """Each trace read as `trace stats` reads it (categories from the run's HLO where it has one)."""
-    from hloscope.trace.job import _resolver
-    from hloscope.trace.load import load_trace
-    from hloscope.trace.program_categories import categorized
-    from hloscope.trace.stats import trace_stats_and_totals
-
     for trace in traces:
         loaded = load_trace(trace.file)
         resolver = _resolver(Path(trace.file))
@@ -140,8 +132,6 @@ def ops_table(traces: list[TraceSource]) -> Any:
 
 def _host_ops(trace: TraceSource) -> list[dict[str, Any]]:
     """The host ops of one trace by name, from the export's self times (longest total first)."""
-    from hloscope.trace.export import event_batches
-
     totals: dict[str, list[float]] = {}  # name -> [count, total_us, self_us]
     for batch in event_batches(trace.file):
         columns = batch.select(["kind", "name", "dur_us", "self_us"]).to_pydict()

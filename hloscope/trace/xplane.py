@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from hloscope.errors import InputError, reading
 from hloscope.files import int64
 from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
@@ -48,6 +50,7 @@ from hloscope.trace.model import (
     device_line_executes,
     execution_kind,
 )
+from hloscope.trace.xplane_proto import xspace_class
 
 # `<name> = <shape> <opcode>(` in TPU op names; the shape may be a tuple "(f32[..], f32[..])".
 _HLO_TEXT = re.compile(r"^%?(?P<name>[^\s=]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w-]+)\(")
@@ -86,10 +89,6 @@ class XSpaceEvents:
 
 
 def _parse(path: Path) -> Any:
-    from google.protobuf.message import DecodeError
-
-    from hloscope.trace.xplane_proto import xspace_class
-
     with reading(path, "a trace file"):
         size = path.stat().st_size
         _check_memory(path, size)

@@ -17,6 +17,9 @@ import mmap
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
 from hloscope.errors import MissingDependency
 
 PROTO_FILE = "tsl/profiler/protobuf/xplane.proto"
@@ -80,9 +83,6 @@ def read_embedded_descriptor(library: Path) -> bytes | None:
     next to it, so we walk the top-level fields of FileDescriptorProto (all length-delimited or varint) until a byte
     that cannot start one of them; the result must then parse as a FileDescriptorProto for this file and package.
     """
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
-
     name = PROTO_FILE.encode()
     header = b"\n" + bytes([len(name)]) + name
     with open(library, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -136,8 +136,6 @@ def _varint(data: mmap.mmap, position: int) -> tuple[int | None, int]:
 
 
 def _classes_from_descriptor(serialized: bytes) -> dict[str, Any]:
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
     # A private pool, so that a real xplane_pb2 imported later by someone else never clashes with ours.
     pool = descriptor_pool.DescriptorPool()
     pool.Add(descriptor_pb2.FileDescriptorProto.FromString(serialized))
