@@ -7,15 +7,19 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
 
+from hloscope.diff.timing import SEP, instruction_keys
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
+from hloscope.explain.ops import instruction_group
 from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs.records import RunRecord
+from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
+from hloscope.runs.rundir import load_run
 from hloscope.runs.settings import device_platform, precision_setting, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
-from hloscope.trace.step_profile import profile_steps, split_contention, step_parts
+from hloscope.trace.step_profile import default_op_group, profile_steps, split_contention, step_parts
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
 TIMELINE_LIMIT = 4000
@@ -197,12 +201,9 @@ def step_timeline(events, window: dict, next_start_us: float | None = None) -> l
 
 def summarize_run(run_dir: str | Path) -> ModeSummary:
     """Everything known about one mode's run directory (I/O happens here, not in the rules)."""
-    from hloscope.runs.rundir import load_run
-
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     summary = from_run_record(run)
-    from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 
     replay_file = latest_replay(run_dir)
     if replay_file is not None:
@@ -284,10 +285,6 @@ class InstructionGroups:
     dot_general`; hloscope.explain.ops.instruction_group), what the ledger's op groups are."""
 
     def __init__(self, modules: list) -> None:
-        from hloscope.diff.timing import SEP, instruction_keys
-        from hloscope.explain.ops import instruction_group
-        from hloscope.trace.step_profile import default_op_group
-
         self._key, self._by_name = instruction_keys(modules), default_op_group
         self._groups: dict[str, str] = {}
         for module in modules:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from math import comb
 from pathlib import Path
 from statistics import median
 
@@ -38,6 +39,7 @@ from hloscope.explain.ledger import (
 )
 from hloscope.explain.memory import memory_results
 from hloscope.explain.ops import op_rows
+from hloscope.explain.replay_split import split
 from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
 from hloscope.explain.startup import compare_startup
 from hloscope.explain.summary import ModeSummary
@@ -97,7 +99,7 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
               "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
                        f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
               "min_gap": min_gap}
-    from hloscope.explain.scaling import SCALING_METHOD, scaling  # scaling applies this module's rules
+    from hloscope.explain.scaling import SCALING_METHOD, scaling  # cycle: scaling imports engine (its rules)
 
     found = scaling(summaries, min_gap)
     memory = memory_results(summaries, reference.mode)
@@ -236,7 +238,6 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         if summary.status == "ok" and summary.step_times_s:
             entry.notes.append("its step times are not all positive and finite: it is left out of the comparison")
         return entry
-    from hloscope.explain.replay_split import split
 
     entry.replay = split(summary, reference)
     entry.processes = len(summary.processes)
@@ -420,8 +421,6 @@ def _iqr(values: list[float]) -> float:
 
 def _smallest_p(n: int) -> float:
     """The smallest two-sided p-value the exact Mann-Whitney test can give with n steps a side: 2 / C(2n, n)."""
-    from math import comb
-
     return 2 / comb(2 * n, n) if n > 0 else 1.0
 
 

@@ -31,6 +31,7 @@ configuration applies them all, and the joint closure is set against the sum of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from statistics import median
 from typing import Any
 
@@ -437,8 +438,6 @@ def expected_run_s(record: dict) -> float:
 
 
 def _seconds_between(start: Any, end: Any) -> float | None:
-    from datetime import datetime
-
     if not isinstance(start, str) or not isinstance(end, str):
         return None
     try:

@@ -10,13 +10,12 @@ from hloscope.explain.collect import summarize_run
 from hloscope.explain.replicates import group_processes
 from hloscope.explain.summary import ModeSummary
 from hloscope.modes import run_label
+from hloscope.runs.audit import recorded_mismatch_lines
+from hloscope.runs.rundir import COMPARISON_FILE, find_runs, load_comparison
 
 
 def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
     """(one summary per mode, comparison metadata {path, id, config}) for a comparison or a folder of runs."""
-    from hloscope.runs.audit import recorded_mismatch_lines
-    from hloscope.runs.rundir import COMPARISON_FILE, find_runs, load_comparison
-
     path = Path(path)
     meta: dict = {"path": str(path)}
     if path.is_dir() and os.path.lexists(path / COMPARISON_FILE):  # a FIFO, folder or loop there is refused, named
@@ -83,8 +82,6 @@ def load_many(paths: list[Path]) -> tuple[list[ModeSummary], dict]:
 
 def latest_comparison(root: Path) -> Path:
     """The comparison directory under `root` whose comparison.json was written last."""
-    from hloscope.runs.rundir import COMPARISON_FILE
-
     found = list(root.glob(f"*/{COMPARISON_FILE}")) if root.is_dir() else []
     if not found:
         raise UsageError(f"no comparison under {root}/: run `hloscope compare` first, or name a comparison directory")

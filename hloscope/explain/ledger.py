@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from hloscope.significance import ALPHA, differs, median_difference
+from hloscope.trace.step_profile import OpSample
 
 # Ledger node -> how the report names it.
 NODE_TITLES = {
@@ -128,8 +129,6 @@ def _op_series(steps: list[dict]) -> dict[str, OpSeries]:
 
 def _regrouped(ops: dict, group_of: Callable[[str], str]) -> dict:
     """One step's op samples merged by op group."""
-    from hloscope.trace.step_profile import OpSample
-
     out: dict[str, OpSample] = {}
     for key, sample in ops.items():
         merged = out.setdefault(group_of(key), OpSample())

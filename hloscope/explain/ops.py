@@ -24,8 +24,13 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING
 
+from hloscope.diff.adapt import graph_from_modules
+from hloscope.diff.inputs import pick_graphs
+from hloscope.diff.match import match_graphs, source_group
 from hloscope.diff.timing import SEP
+from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import OpDelta, OpSeries, RunLedger, op_deltas, series_delta
+from hloscope.hlo.load import load_modules
 
 if TYPE_CHECKING:
     from hloscope.diff.graph import Graph, Node
@@ -41,8 +46,6 @@ def instruction_group(op_name: str, instruction: str) -> str:
     """The op group of an instruction: its source op (HLO `op_name`, JAX's jit wrappers dropped, transformation
     wrappers kept, layer indices folded: `.../layer/*/attention/dot_general`); without metadata its name without the
     instance number (`fusion.12` -> `fusion`), as hloscope.trace.step_profile.default_op_group names executions."""
-    from hloscope.diff.match import source_group
-
     if op_name:
         return source_group(_JIT_PREFIX.sub("", op_name))
     return _INSTANCE_NUMBER.sub("", instruction.split("(", 1)[0])[:120]
@@ -70,8 +73,6 @@ def train_step_modules(loaded: list) -> list:
     """The optimized modules of a run's train step as `hloscope diff` compares them (hloscope.diff.inputs.pick_graphs:
     every module after optimizations, a name dumped twice counted once); [] when the run has none after
     optimizations (the profile executes those, not the modules before)."""
-    from hloscope.diff.inputs import pick_graphs
-
     if not any(m.stage == "after_optimizations" for m in loaded):
         return []
     return pick_graphs(loaded, "", None, "after")
@@ -81,9 +82,6 @@ def run_program(run_dir: str | Path, modules: list[str]) -> ProgramGraph:
     """The train-step graph of a run directory, read again from its HLO when a comparison needs it."""
 
     def load() -> Graph:
-        from hloscope.diff.adapt import graph_from_modules
-        from hloscope.hlo.load import load_modules
-
         return graph_from_modules([m.module for m in train_step_modules(load_modules(Path(run_dir)))])
 
     return ProgramGraph(load, modules)
@@ -92,8 +90,6 @@ def run_program(run_dir: str | Path, modules: list[str]) -> ProgramGraph:
 def op_rows(run: ModeSummary, baseline: ModeSummary, practical_s: float, top: int | None = 15) -> list[OpDelta]:
     """The op table of `run` against `baseline` (largest change first, `top` rows; None: every row): paired by
     structure when both have a train-step program and per-instruction times, else by op group name."""
-    from hloscope.errors import HloscopeError
-
     slow, fast = run.ledger, baseline.ledger
     if slow is None or fast is None:  # the engine asks only for runs with a profile
         raise RuntimeError(f"no profile for the op table: {run.mode} against {baseline.mode}")
@@ -130,8 +126,6 @@ def structural_deltas(slow: RunLedger, fast: RunLedger, graph_a: Graph, graph_b:
     """The op table from the structural match of the two train-step graphs (`graph_a` is `slow`'s program). One row
     per pair of source ops whose instructions the matching paired (their times summed step by step), one per source
     op of instructions left without a counterpart, and executions of other programs paired by name."""
-    from hloscope.diff.match import match_graphs
-
     matching = match_graphs(graph_a, graph_b)
     rows: dict[tuple, _Row] = {}
 
