@@ -19,6 +19,9 @@ import re
 from dataclasses import dataclass
 
 from hloscope.errors import InputError
+from hloscope.files import read_text
+from hloscope.hlo.parser import parse_hlo_text
+from hloscope.hlo.reading import check_readable
 from hloscope.limits import MAX_REPLAY_ARRAY_BYTES, MAX_REPLAY_INPUT_BYTES, MAX_REPLAY_MODULE_BYTES
 
 # Custom-call targets replay runs: annotations XLA removes or pure device kernels of jaxlib, none of which calls back
@@ -78,13 +81,9 @@ def describe_target(target: str) -> str:
 
 def accept_module(path: str | os.PathLike, name: str, fmt: str) -> Accepted:
     """Read and check one module; InputError (one line naming the file) for anything replay does not run."""
-    from hloscope.files import read_text
-
     file = os.fspath(path)
     text = read_text(file, "HLO module", MAX_REPLAY_MODULE_BYTES)  # a larger file is refused before it is read
     if fmt == "hlo":  # what `hlo stats` refuses before parsing: empty, binary, or too large for the memory left
-        from hloscope.hlo.reading import check_readable
-
         check_readable(file)
     parameters = _check_hlo(file, text) if fmt == "hlo" else _check_mlir(file, text)
     total = sum(p.byte_size for p in parameters)
@@ -95,8 +94,6 @@ def accept_module(path: str | os.PathLike, name: str, fmt: str) -> Accepted:
 
 
 def _check_hlo(file: str, text: str) -> list[Parameter]:
-    from hloscope.hlo.parser import parse_hlo_text
-
     try:
         modules = parse_hlo_text(text, file)
         for module in modules:

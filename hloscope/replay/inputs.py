@@ -12,8 +12,12 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import ml_dtypes
+
 from hloscope.errors import InputError
+from hloscope.files import open_binary, regular_file
 from hloscope.limits import MAX_NPY_HEADER_BYTES, MAX_REPLAY_SAVED_STEPS
+from hloscope.replay.accept import Parameter
 
 _NAME = re.compile(r"^(?:state_(\d{1,6})|batch(\d{1,6})_(\d{1,6})|losses|dtypes)\.npy$")
 # numpy's own dtypes by the name step_inputs records; bfloat16 is stored as uint16 (ml_dtypes' types have no .npy form)
@@ -32,16 +36,12 @@ class ParameterShape(Protocol):
 
 
 def _bytes(shape: ParameterShape) -> int:
-    from hloscope.replay.accept import Parameter
-
     return Parameter(shape.dtype, tuple(shape.dims)).byte_size
 
 
 def load_saved(path: str | os.PathLike, parameters: Sequence[ParameterShape], module: str) -> dict[str, Any]:
     """The saved arrays by name (`state_<i>`, `batch<k>_<j>`, `losses`), each checked against `parameters` (the
     program's entry parameters, state first, then one step's batch). Raises InputError naming the file."""
-    from hloscope.files import open_binary, regular_file
-
     file = os.fspath(path)
     bound = _file_bound(parameters)
     info = regular_file(file, "saved step inputs (.npz)")
@@ -188,7 +188,6 @@ def _typed(file: str, arrays: dict[str, Any], parameters: Sequence[ParameterShap
         if logical == "bfloat16":
             if array.dtype != np.uint16:
                 raise InputError(file, f"{name}: recorded as bfloat16 but stored as {array.dtype}")
-            import ml_dtypes
 
             array = array.view(ml_dtypes.bfloat16)
         elif logical != str(array.dtype):

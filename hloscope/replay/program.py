@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from hloscope.errors import HloscopeError, InputError
+from hloscope.files import open_binary, read_text
 from hloscope.limits import MAX_REPLAY_MODULE_BYTES
+from hloscope.replay.accept import ALLOWED_CUSTOM_CALLS, describe_target
+from hloscope.targets.gpu_compile_worker import compile_stablehlo, stablehlo_from_text
 
 _SHAPE = re.compile(r"\b(pred|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128)\[([\d,]*)\]")
 _DTYPES = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8",
@@ -80,8 +85,6 @@ class Program:
 
 def module_format(path: str | os.PathLike) -> str:
     """'mlir' for StableHLO/MHLO text, 'hlo' for HLO text, from the file's beginning."""
-    from hloscope.files import open_binary
-
     with open_binary(path, "HLO module") as f:
         head = f.read(1 << 16).decode("utf-8", "replace").lstrip()
     if head.startswith("HloModule"):
@@ -113,11 +116,6 @@ def check_replayable(name: str, text: str, fmt: str, devices: int) -> None:
 
 def compile_program(path: str | os.PathLike, device, name: str | None = None, fmt: str | None = None) -> Program:
     """Compile the module at `path` with jaxlib's XLA for `device` (a jax Device). Raises NotReplayable."""
-    import time
-
-    from hloscope.files import read_text
-    from hloscope.targets.gpu_compile_worker import compile_stablehlo, stablehlo_from_text
-
     path = str(path)
     fmt = fmt or module_format(path)
     name = name or Path(path).name
@@ -177,8 +175,6 @@ def _operations(module_text: str | bytes) -> list[tuple[str, str | None]]:
 def _check_operations(path: str, operations: list[tuple[str, str | None]]) -> None:
     """The allow-list of hloscope.replay.accept, once more on the parsed module: InputError for a custom call it does
     not name exactly or an operation that talks to the host."""
-    from hloscope.replay.accept import ALLOWED_CUSTOM_CALLS, describe_target
-
     for op, target in operations:
         if target is not None and target not in ALLOWED_CUSTOM_CALLS:
             raise InputError(path, describe_target(target))
@@ -267,8 +263,6 @@ def _place_inputs(program: Program, device, batch_size: int | None, num_labels: 
 
 def _numpy_dtype(hlo_type: str):
     if hlo_type == "bf16":
-        import ml_dtypes
-
         return ml_dtypes.bfloat16
     if hlo_type not in _DTYPES:
         raise NotReplayable(f"parameters of type {hlo_type} are not supported by replay")

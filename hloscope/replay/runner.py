@@ -8,17 +8,30 @@ are `hloscope run`'s (hloscope.backends.timing): the clock stops after the outpu
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, InputError, MissingDependency, UsageError
+from hloscope.explain.collect import summarize_run
+from hloscope.files import read_text
 from hloscope.limits import MAX_REPLAY_MODULE_BYTES, MAX_REPLAY_TIMEOUT_S
 from hloscope.modes import BY_NAME
+from hloscope.replay.accept import accept_module
+from hloscope.replay.inputs import load_saved
+from hloscope.replay.program import module_format
 from hloscope.replay.trajectory import saved_inputs
-from hloscope.replay.worker import fusions, instructions
+from hloscope.replay.worker import MARK, fusions, instructions
 from hloscope.runs.records import RunRecord
+from hloscope.runs.replay_record import overhead_anomaly, unsteady_sides
+from hloscope.runs.rundir import load_run, write_json_atomic
+from hloscope.significance import median_difference
 
 SCHEMA_VERSION = 1
 REPLAY_FILE = "replay.json"
@@ -45,9 +58,6 @@ def select_device(name: str):
 
 def modules_of(path: Path) -> tuple[RunRecord | None, Path | None, list[tuple[str, Path, str]]]:
     """(run record or None, run directory or None, [(module name, file, format)] in execution order)."""
-    from hloscope.replay.program import module_format
-    from hloscope.runs.rundir import load_run
-
     if path.is_dir() or path.name == "run.json":
         run = load_run(path)
         run_dir = path if path.is_dir() else path.parent
@@ -74,8 +84,6 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
     replay does not run); XLA then compiles and executes in a child process (hloscope.replay.worker) bounded by
     `timeout_s` (HLOSCOPE_REPLAY_TIMEOUT_S, else MAX_REPLAY_TIMEOUT_S): its crash, abort or time-out is one
     InputError naming the module."""
-    from hloscope.replay.accept import accept_module
-
     if steps < 1 or warmup < 1:
         raise UsageError("--steps and --warmup must be at least 1")
     if device not in ("cpu", "cuda"):
@@ -146,8 +154,6 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
 def _checked_saved_inputs(run: RunRecord | None, accepted: list) -> dict | None:
     """The run's saved step inputs for the child, after load_saved has checked them against the one module's
     parameters (InputError naming the .npz otherwise); None without them or with several modules."""
-    from hloscope.replay.inputs import load_saved
-
     saved = saved_inputs(run)
     if saved is None or run is None or len(accepted) != 1:
         return None
@@ -169,12 +175,6 @@ def run_child(request: dict, files: list[str], source: Path, timeout_s: float | 
     """Run hloscope.replay.worker on `request`; its result, or its error raised here. A child that crashes,
     aborts or runs past the time bound is one InputError naming the module it was compiling (the source when it was
     executing several)."""
-    import json
-    import subprocess
-    import sys
-
-    from hloscope.replay.worker import MARK
-
     limit = _timeout(timeout_s)
     root = str(Path(__file__).resolve().parent.parent.parent)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
@@ -225,8 +225,6 @@ def _text(output: str | bytes | None) -> str:
 
 
 def _died(code: int) -> str:
-    import signal
-
     if code < 0:
         try:
             return f"crashed ({signal.Signals(-code).name})"
@@ -252,8 +250,6 @@ def _rebuilt(error: dict, blame: str) -> HloscopeError:
 
 def _run_optimized(run: RunRecord | None, run_dir: Path | None, module: str) -> str | None:
     """The run's own optimized HLO of `module` (what the framework's XLA made of the same graph), read bounded."""
-    from hloscope.files import read_text
-
     if run is None or run_dir is None:
         return None
     for artifact in run.artifacts:
@@ -267,8 +263,6 @@ def _run_optimized(run: RunRecord | None, run_dir: Path | None, module: str) -> 
 
 def _compiler(run: RunRecord | None, platform_version: str | None) -> dict:
     """Which XLA compiled what: the replay's (jaxlib's) and the run's (the framework's own, or bundled)."""
-    from importlib import metadata
-
     def version(dist: str) -> str | None:
         try:
             return metadata.version(dist)
@@ -295,9 +289,6 @@ def _compiler(run: RunRecord | None, platform_version: str | None) -> dict:
 
 def _against_run(run: RunRecord | None, record: dict) -> dict | None:
     """The run's timed step against the replayed program: the framework's overhead, measured, with its interval."""
-    from hloscope.runs.replay_record import overhead_anomaly, unsteady_sides
-    from hloscope.significance import median_difference
-
     if run is None or not run.has("timing"):
         return None
     replayed = record["timing"]["step_times_s"]
@@ -315,9 +306,6 @@ def _against_run(run: RunRecord | None, record: dict) -> dict | None:
 
 def _framework_device(run_dir: Path, record: dict) -> dict:
     """The run's own device time per profiled step (from its profile), beside the replay's of the same graph."""
-    from hloscope.errors import HloscopeError
-    from hloscope.explain.collect import summarize_run
-
     try:
         summary = summarize_run(run_dir)
     except HloscopeError as error:  # an unreadable run or profile: a note, never a failed replay
@@ -381,8 +369,6 @@ def output_path(run_dir: Path | None, source: Path) -> Path:
 
 
 def _write(record: dict, run_dir: Path | None, source: Path) -> Path | None:
-    from hloscope.runs.rundir import write_json_atomic
-
     target = output_path(run_dir, source)
     try:
         # reserve the name: never overwrite, never follow a link (the record then replaces this empty file of ours)

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hloscope.backends.step_inputs import KIND
+from hloscope.errors import HloscopeError
+from hloscope.replay.inputs import load_saved
 from hloscope.replay.program import Program, Shape, loss_index
+from hloscope.runs.parity import relative_difference, tolerances
 from hloscope.runs.records import Artifact, RunRecord
 
 
 def saved_inputs(run: RunRecord | None) -> Artifact | None:
     """run.json's artifact entry of the saved step inputs, or None."""
-    from hloscope.backends.step_inputs import KIND
-
     for artifact in run.artifacts if run is not None else []:
         if artifact.kind == KIND:
             return artifact
@@ -26,10 +28,6 @@ def check_trajectory(program: Program, run_dir: Path, saved: str, precision: str
     state outputs back; the record's `trajectory` field, compared within the tolerance of the run's `precision`. A
     mismatch of shapes or a missing file is recorded as `error`, never raised."""
     import jax
-
-    from hloscope.errors import HloscopeError
-    from hloscope.replay.inputs import load_saved
-    from hloscope.runs.parity import relative_difference, tolerances
 
     try:
         arrays = load_saved(run_dir / saved, program.parameters, program.name)

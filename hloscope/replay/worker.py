@@ -16,8 +16,11 @@ import re
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from hloscope.errors import HloscopeError, InputError
 
 MARK = "@@hloscope-replay "
 # Test hook (docs/replay.md): HLOSCOPE_TEST_REPLAY_CHILD=abort|hang makes the child abort (SIGABRT, as an XLA CHECK
@@ -164,8 +167,6 @@ class _Replayer:
 
 
 def _only(program, j: int):
-    from dataclasses import replace
-
     return replace(program, parameters=[program.parameters[j]])
 
 
@@ -211,8 +212,6 @@ def _profile(logdir: str, replayer: _Replayer, steps: int) -> dict:
 
 
 def main() -> int:
-    from hloscope.errors import HloscopeError, InputError
-
     try:
         request = json.loads(sys.stdin.read(16 << 20))
         _say({"result": execute(request)})
