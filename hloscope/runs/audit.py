@@ -19,12 +19,18 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import tempfile
 from pathlib import Path
 
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import ComparisonEntry, Environment, RunRecord, decode_run
+from hloscope.runs.rundir import load_run
+from hloscope.runs.runner import run_command
 from hloscope.runs.settings import precision_setting, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
@@ -131,13 +137,6 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
               on_mode=lambda mode: None) -> dict:
     """Before timing: set every mode up in its own process (`run --setup-only --json`, in a temporary directory that
     is removed after) and audit what each reports. A mode that cannot be set up is listed with its error."""
-    import json
-    import os
-    import subprocess
-    import tempfile
-
-    from hloscope.runs.runner import run_command
-
     records: list[tuple[str, RunRecord | None, str | None]] = []
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1")
     with tempfile.TemporaryDirectory(prefix="hloscope-audit-") as scratch:
@@ -170,8 +169,6 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
 def timed_audit(comparison_dir, entries: list[ComparisonEntry]) -> dict:
     """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error);
     `entries`: the comparison's entries to audit (with several device counts, the runs at the audited count)."""
-    from hloscope.runs.rundir import load_run
-
     records: list[tuple[str, RunRecord | None, str | None]] = []
     for entry in entries:
         mode = str(entry.mode)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.runs.rundir import load_record
+
 # replay.json, then replay-2.json, ... (a replay never overwrites an earlier record); at most 9 digits: a file named
 # with thousands of them is no record of ours, and int() of it would be refused.
 REPLAY_NAME = re.compile(r"^replay(?:-(\d{1,9}))?\.json$")
@@ -61,8 +63,6 @@ def read_replay(path: Path) -> ReplaySummary | ReplayUnread:
     """A replay record (latest_replay gives a run's newest), validated as run.json is and reduced to what explain uses;
     a valid record with no replayed step is a ReplayUnread saying so. Raises InputError naming the file for a record
     that cannot be read or is not valid: it is never half used."""
-    from hloscope.runs.rundir import load_record
-
     record = load_record(path, "replay record", "replay", STATUSES, SHAPE)
     timing = record.get("timing") or {}
     times = [float(t) for t in timing.get("step_times_s") or [] if isinstance(t, (int, float)) and t > 0]

@@ -15,8 +15,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hloscope.errors import InputError
 from hloscope.modes import BY_NAME
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord
+from hloscope.runs.rundir import load_run
+from hloscope.runs.runner import describe_exit, stderr_tail
+from hloscope.runs.settings import device_platform
 
 
 def replayable_entries(comparison: ComparisonRecord) -> list[ComparisonEntry]:
@@ -31,9 +35,6 @@ def replay_device(run_dir: Path, device: str) -> str:
     """cpu | cuda for the replay of a run: --device cuda/cpu as given; auto: the platform the run ran on."""
     if device in ("cpu", "cuda"):
         return device
-    from hloscope.errors import InputError
-    from hloscope.runs.rundir import load_run
-    from hloscope.runs.settings import device_platform
 
     try:
         environment = load_run(run_dir, check_artifacts=False).environment
@@ -90,8 +91,6 @@ def _summary(record: dict, log: Path, start: float) -> dict:
 
 
 def _not_replayable(log: Path, start: float) -> dict:
-    from hloscope.runs.runner import stderr_tail
-
     tail = stderr_tail(log)
     last = tail.splitlines()[-1] if tail else "a file of the run cannot be read"
     return {"status": "not_replayable", "error": last.removeprefix("hloscope: error: "),
@@ -99,8 +98,6 @@ def _not_replayable(log: Path, start: float) -> dict:
 
 
 def _failed(reason: str, log: Path, start: float) -> dict:
-    from hloscope.runs.runner import stderr_tail
-
     tail = stderr_tail(log)
     last = tail.splitlines()[-1] if tail else ""
     return {"status": "failed", "error": f"{reason}; stderr ends with: {last}" if last else reason,
@@ -108,8 +105,6 @@ def _failed(reason: str, log: Path, start: float) -> dict:
 
 
 def _describe(returncode: int) -> str:
-    from hloscope.runs.runner import describe_exit
-
     return f"the replay {describe_exit(returncode)}"
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from hloscope import files  # the reading layer: regular files only, bounded nesting and integers
 from hloscope.errors import InputError, UsageError, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.runs.records import SCHEMA_VERSION, ComparisonRecord, RunRecord, decode_comparison, decode_run
@@ -259,8 +260,6 @@ def leftover_dumps(run_dir: Path, listed: Collection[str] = ()) -> list[dict]:
 
 
 def _read_json(path: Path, what: str) -> dict:
-    from hloscope import files  # the reading layer: regular files only, bounded nesting and integers
-
     if not os.path.lexists(path):
         raise InputError(path, f"no {what} here (is this a hloscope run directory?)")
     raw = files.read_bytes(path, f"the {what} file", max_bytes=256 << 20)

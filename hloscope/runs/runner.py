@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import msgspec
 
 from hloscope.errors import InputError, warn
 from hloscope.modes import get_mode, run_dir_name, run_label
+from hloscope.runs.parity import evaluate
 from hloscope.runs.records import (
     BetweenProcessControl,
     ComparisonEntry,
@@ -329,8 +331,6 @@ def _terminate_like_ctrl_c() -> dict:
     """SIGTERM and SIGHUP (a closed terminal, `kill`, a batch system) end `compare` the way Ctrl-C does: the running
     child gets SIGINT (it records `interrupted` with its steps), the modes that finished stay listed, and
     comparison.json says `interrupted`. Returns the previous handlers (main thread only)."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
 
@@ -490,7 +490,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     finished_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rows = configurations(entries, steps_by_dir)
     if audit is not None and audit_before is not None:
-        from hloscope.runs.audit import timed_audit
+        from hloscope.runs.audit import timed_audit  # cycle: audit imports runner
 
         # with several device counts the audit compares the modes at the count it set them up at (the smallest): the
         # device count, and with it XLA_FLAGS or WORLD_SIZE, differs between a mode's runs by design
@@ -500,8 +500,6 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
     parity = None
     if config.get("check_parity"):
-        from hloscope.runs.parity import evaluate
-
         # every run, a mode's runs at several device counts each under its own name (the same first step at every N);
         # a refused count ran nothing to check
         by_devices = bool(plan) and plan[0].devices is not None
