@@ -21,6 +21,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from hloscope.errors import UsageError
+
 # Kinds of graph a mode dumps with --dump-hlo (run.json `graph.kind`).
 DUMPS_XLA_HLO = "xla"            # XLA HLO text (before/after optimizations), buffer assignment, memory report
 DUMPS_INDUCTOR = "inductor"      # inductor's generated code (output_code.py); no XLA HLO
@@ -173,8 +175,6 @@ FRAMEWORK_MODULE: dict[str, str] = {mode.framework: "jax" if "jax" in mode.impor
 
 
 def get_mode(name: str) -> Mode:
-    from hloscope.errors import UsageError
-
     try:
         return BY_NAME[name]
     except KeyError:
@@ -210,8 +210,6 @@ def run_dir_name(mode: str, devices: int | None) -> str:
 
 def parse_device_counts(text: str) -> list[int]:
     """`--devices 1,2,4` (compare): positive counts, each once, in increasing order."""
-    from hloscope.errors import UsageError
-
     try:
         counts = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
@@ -223,8 +221,6 @@ def parse_device_counts(text: str) -> list[int]:
 
 def parse_modes(text: str) -> list[str]:
     """`--modes a,b`: known names, each once, in the order given."""
-    from hloscope.errors import UsageError
-
     modes = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in modes if m not in BY_NAME]
     if unknown:

@@ -5,6 +5,9 @@ Which modes exist, and which Session class implements each, is said by the regis
 
 from __future__ import annotations
 
+from importlib import metadata
+
+from hloscope.backends.devices import check_devices
 from hloscope.errors import UsageError
 from hloscope.modes import MODES, get_mode, mode_name, parse_modes, resolve
 
@@ -29,8 +32,6 @@ OPENXLA_DYNAMO_BROKEN = {
 def preflight(mode: str, device: str, attention: str = "eager", devices: int = 1, batch_size: int = 1,
               preset=None) -> None:
     """Refuse combinations that cannot work before anything is created or imported (the mode's registry check)."""
-    from hloscope.backends.devices import check_devices
-
     entry = get_mode(mode)
     check_devices(mode, devices, batch_size)
     if attention != "eager" and preset is not None and not preset.has_attention:
@@ -54,7 +55,6 @@ def torch_xla_preflight(device: str) -> None:
     """torch_xla modes: --device cuda needs a torch_xla with CUDA (package metadata only, nothing imported)."""
     if device != "cuda":
         return
-    from importlib import metadata
 
     try:
         version = metadata.version("torch_xla")

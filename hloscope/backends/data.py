@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hloscope.errors import MissingDependency
+from hloscope.errors import MissingDependency, UsageError
 from hloscope.models.presets import Preset, ResNetPreset, TextPreset, VitPreset
 
 POOL_SIZE = 4  # batches in the --data device pool: a few distinct batches, cycled; the loss still falls
@@ -48,8 +48,6 @@ def torch_loader(preset: Preset, batch_size: int, n_batches: int, seed: int):
     except ImportError:
         raise MissingDependency("torch", "--data loader uses torch's DataLoader") from None
     if isinstance(preset, TextPreset):
-        from hloscope.errors import UsageError
-
         raise UsageError(f"--data loader: the benchmark's DataLoader makes random images; {preset.name} takes token "
                          "ids (use --data device)")
     images: VitPreset | ResNetPreset = preset  # narrowed here: the class body below does not see the isinstance check

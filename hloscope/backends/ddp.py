@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from hloscope.backends.base import RunOptions
+from hloscope.backends.devices import how_ranks_are_made
 from hloscope.backends.torch_common import import_torch
 from hloscope.machine import free_port
 from hloscope.native_stderr import native_stdout_to_stderr
@@ -81,8 +82,6 @@ class ProcessGroup:
 
     def describe(self, batch_size: int) -> dict:
         """run.json `environment.devices`."""
-        from hloscope.backends.devices import how_ranks_are_made
-
         return {"count": self.world_size, "platform": self.device.type, "strategy": "data parallel",
                 "engine": "torch.nn.parallel.DistributedDataParallel, one process per rank (torchrun's environment)",
                 "backend": self.backend, "processes": self.world_size, "ranks": list(range(self.world_size)),

@@ -21,6 +21,7 @@ import msgspec
 
 from hloscope.backends import memory_ledger, scheduling
 from hloscope.backends.base import RunOptions, Session
+from hloscope.backends.data import PARITY_BATCH
 from hloscope.backends.devices import prepare_environment
 from hloscope.backends.startup_ledger import RESHAPE_WARNING, StartupLedger, reshape_hook
 from hloscope.backends.timing import StepLog, noise_warning, rank_timing, run_loop, step_statistics
@@ -144,8 +145,6 @@ def fill_timing(parts: RunParts, log: StepLog, batch_size: int) -> None:
 def parity_probe(session: Session, options: RunOptions) -> dict:
     """run.json `parity`: the mode's probe (loss, gradient and weight norms on the shared first batch, initial
     weights) with what it was computed on; a mode without a probe, or whose probe raised, records why."""
-    from hloscope.backends.data import PARITY_BATCH
-
     started = time.perf_counter()
     base = {"precision": options.precision, "seed": options.seed, "batch": PARITY_BATCH, "attention": options.attention}
     try:

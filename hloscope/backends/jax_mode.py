@@ -21,6 +21,7 @@ from hloscope.backends.base import (
     Session,
     thread_settings,
 )
+from hloscope.backends.data import parity_batch
 from hloscope.errors import MissingDependency, UsageError
 
 try:
@@ -90,8 +91,6 @@ class JaxSession(Session):
         return self._pool_or_fresh_batch()
 
     def parity(self) -> dict:
-        from hloscope.backends.data import parity_batch
-
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
         images = self.placement.put_batch(self.images(images))
         labels = self.placement.put_batch(labels)

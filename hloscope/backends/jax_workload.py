@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.backends.optimizers import optax_optimizer
+from hloscope.backends.torch_workload import build_model
 from hloscope.errors import MissingDependency, UsageError
 from hloscope.models.presets import Preset, ResNetPreset, TextPreset, get_preset
 
@@ -198,8 +199,6 @@ def parity_weights(preset: Preset, seed: int, flax_model) -> tuple[Any, str]:
     """The seeded PyTorch model's weights (`torch_workload.build_model`, as every PyTorch mode and torchax start from)
     as Flax parameters, converted by transformers' own `convert_pytorch_state_dict_to_flax` (Linear kernels
     transposed, convolution kernels to HWIO, LayerNorm weight -> scale). Imports torch: only under --check-parity."""
-    from hloscope.backends.torch_workload import build_model
-
     try:
         from transformers.modeling_flax_pytorch_utils import convert_pytorch_state_dict_to_flax
     except ImportError as error:

@@ -13,9 +13,11 @@ import contextlib
 import shutil
 import sys
 import warnings
+from importlib.util import find_spec
 from pathlib import Path
 
 from hloscope.backends.base import WAIT_ANNOTATION, ProfileResult, compile_kwargs
+from hloscope.backends.ddp import ProcessGroup
 from hloscope.backends.torch_common import TorchSession, check_precision, import_torch, keep_transformers_off_jax
 from hloscope.backends.torch_workload import build_torch_workload
 from hloscope.errors import UsageError
@@ -49,7 +51,6 @@ def check_flash(attention: str, device) -> None:
     """--attention flash is transformers' flash_attention_2: the flash-attn package's CUDA kernels."""
     if attention != "flash":
         return
-    from importlib.util import find_spec
 
     if device.type != "cuda":
         raise UsageError(f"--attention flash: transformers' flash_attention_2 runs the flash-attn package's CUDA kernels; "
@@ -75,8 +76,6 @@ class PytorchSession(TorchSession):
         check_flash(options.attention, self.device)
         wrap = shard = None
         if options.devices > 1:  # DDP: start (or join) the N ranks before the model is built
-            from hloscope.backends.ddp import ProcessGroup
-
             group = self.group = ProcessGroup(options, self.run_dir, self.device.type)
             self.device = group.device
             shard = group.shard

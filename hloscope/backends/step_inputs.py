@@ -12,8 +12,10 @@ after the run.
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
+from hloscope.errors import InputError
 from hloscope.writing import atomic_output
 
 TRAJECTORY_STEPS = 3
@@ -92,11 +94,7 @@ def _storable(array):
 
 def load(path: str | os.PathLike) -> dict:
     """The saved arrays by name, with their recorded dtypes (no pickle). Raises InputError naming the file."""
-    import zipfile
-
     import numpy as np
-
-    from hloscope.errors import InputError
 
     try:
         with np.load(path, allow_pickle=False) as data:

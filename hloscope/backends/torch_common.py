@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.backends.base import INPUT_ANNOTATION, Session, thread_settings
 from hloscope.backends.devices import threads_per_process
+from hloscope.backends.torch_workload import as_input
 from hloscope.errors import MissingDependency, UsageError
 
 if TYPE_CHECKING:
@@ -78,7 +79,6 @@ class TorchSession(Session):
         if workload.pool is not None:
             return workload.pool[0]
         from hloscope.backends.data import synthetic_pool
-        from hloscope.backends.torch_workload import as_input
 
         torch = import_torch()
         images, labels = synthetic_pool(self.options.preset, self.options.batch_size, self.options.seed, pool_size=1)[0]
@@ -93,7 +93,6 @@ class TorchSession(Session):
         torch = import_torch()
         workload = self.built_workload
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)
-        from hloscope.backends.torch_workload import as_input
 
         images = as_input(torch, images, self.options.preset).to(workload.device)
         labels = torch.from_numpy(labels).long().to(workload.device)

@@ -29,7 +29,7 @@ def build_model(preset: Preset, seed: int, attention: str = "eager"):
     """The preset's PyTorch model (ViTForImageClassification, NCHW input, for the ViTs; `preset.torch_class` for the
     text presets), on the CPU, seeded; `attention` is transformers' `attn_implementation` (eager by default, as the
     benchmark)."""
-    from hloscope.backends.torch_common import import_torch
+    from hloscope.backends.torch_common import import_torch  # cycle: torch_common imports this
 
     torch = import_torch()
     try:
@@ -48,7 +48,7 @@ def build_model(preset: Preset, seed: int, attention: str = "eager"):
 def device_pool(preset: Preset, batch_size: int, seed: int, device):
     """The shared synthetic pool (same numbers as the JAX mode) as torch tensors on `device`."""
     from hloscope.backends.data import synthetic_pool
-    from hloscope.backends.torch_common import import_torch
+    from hloscope.backends.torch_common import import_torch  # cycle: torch_common imports this
 
     torch = import_torch()
     return [(as_input(torch, images, preset).to(device), torch.from_numpy(labels).long().to(device))
@@ -123,7 +123,7 @@ def build_torch_workload(preset: Preset, batch_size: int, seed: int, device, *, 
     `torch.compile(model, **compile_kwargs)` when given (`optimizer_name`: --optimizer), and the batches: the shared synthetic pool (`data="device"`)
     or the benchmark's DataLoader of `n_batches` batches, each cut to `shard(batch)` when given (a rank's slice) and
     passed through `place(tensor)` once on the device when given (SPMD's sharding annotation)."""
-    from hloscope.backends.torch_common import check_precision, import_torch
+    from hloscope.backends.torch_common import check_precision, import_torch  # cycle: torch_common imports this
 
     torch = import_torch()
     check_precision(precision)

@@ -33,7 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.backends.jax_workload import apply_precision, kept_for_backward
 from hloscope.backends.optimizers import optax_optimizer
+from hloscope.backends.torch_workload import build_model
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset, ResNetPreset, get_preset
 
@@ -146,8 +148,6 @@ def build_torchax_workload(preset: Preset | str, batch_size: int, precision: str
     from torchax.interop import JittableModule
 
     from hloscope.backends.data import synthetic_pool
-    from hloscope.backends.jax_workload import apply_precision, kept_for_backward
-    from hloscope.backends.torch_workload import build_model
 
     if isinstance(preset, str):
         preset = get_preset(preset)

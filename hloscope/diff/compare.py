@@ -5,7 +5,7 @@ from __future__ import annotations
 from numbers import Number
 
 from hloscope.diff.graph import Graph
-from hloscope.diff.match import Matching, group_by_source
+from hloscope.diff.match import Matching, group_by_source, source_group
 from hloscope.runs.records import RunRecord
 
 
@@ -204,8 +204,6 @@ def time_weighted(graph_a, graph_b, matching, times_a, times_b, top: int = 50) -
     """The matching weighted by what it cost: each matched pair with both sides' measured device time per step, ranked
     by the time difference (b - a); totals of matched and one-sided time, and the device time of executions that name
     no instruction of the compared graphs."""
-    from hloscope.diff.match import source_group
-
     ta, tb = node_times(graph_a, times_a), node_times(graph_b, times_b)
     pairs = []
     for ka, kb in matching.pairs.items():

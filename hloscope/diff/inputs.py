@@ -6,9 +6,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.diff.compare import total_record
 from hloscope.errors import HloscopeError, InputError, UsageError
-from hloscope.hlo.load import LoadedModule
+from hloscope.hlo.load import LoadedModule, load_modules
+from hloscope.hlo.stats import stats_records
 from hloscope.runs.records import RunRecord
+from hloscope.runs.rundir import load_run
+from hloscope.trace.load import load_traces
+from hloscope.trace.program_categories import categorized, resolver_for_run
+from hloscope.trace.stats import trace_stats
 
 
 @dataclass
@@ -67,10 +73,6 @@ def pick_graphs(loaded: list, path: str, module: str | None = None, stage: str |
 def _trace(run_dir: Path, notes: list[str]):
     """(trace, its `trace stats` record) of the first readable trace of the run, or (None, None). XLA ops take the
     category of what their HLO computes, by the resolver `trace stats` uses, so that both sort time alike."""
-    from hloscope.trace.load import load_traces
-    from hloscope.trace.program_categories import categorized, resolver_for_run
-    from hloscope.trace.stats import trace_stats
-
     try:
         traces = load_traces(run_dir)
     except InputError as error:
@@ -98,10 +100,6 @@ def _warmup_steps(run: RunRecord) -> int:
 
 def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
               xla_cost: bool = True) -> Side:
-    from hloscope.diff.compare import total_record
-    from hloscope.hlo.load import load_modules
-    from hloscope.hlo.stats import stats_records
-
     path = Path(path)
     modules = load_modules(path)
     graphs = pick_graphs(modules, str(path), module, stage)
@@ -123,8 +121,6 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
                           f"the others: {left_out} (a dump directory does not say which modules make up the train "
                           "step; pick one with --module, or pass the run directory)")
     if path.is_dir() and (path / "run.json").is_file():
-        from hloscope.runs.rundir import load_run
-
         side.run = load_run(path)
         side.warmup_steps = _warmup_steps(side.run)
         side.trace_data, side.trace = _trace(path, side.notes)

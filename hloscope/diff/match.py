@@ -22,6 +22,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from hloscope.diff.graph import Graph, Node
+from hloscope.hlo.attribution import short_op_name
 
 
 def fingerprints(graph: Graph) -> dict[str, int]:
@@ -230,8 +231,6 @@ def source_group(op_name: str) -> str:
     """The source op shortened as `hlo stats` shortens it (JAX's jit/jvp/transpose wrappers unwrapped, `(backward)`
     said; hloscope.hlo.attribution.short_op_name) with numeric path components (layer indices) replaced by '*':
     `jit(f)/transpose(jvp(ViT))/layer/3/mlp/add` -> `ViT/layer/*/mlp/add (backward)`."""
-    from hloscope.hlo.attribution import short_op_name
-
     return _INDEX_COMPONENT.sub("*", short_op_name(op_name)) if op_name else NO_SOURCE
 
 

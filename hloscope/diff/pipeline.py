@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hloscope.diff.adapt import graph_from_modules
+from hloscope.diff.compare import diff_report
+from hloscope.diff.inputs import load_side, pick_graphs
+from hloscope.diff.match import match_graphs
+from hloscope.diff.timing import step_times
+from hloscope.errors import HloscopeError, UsageError
+
 
 def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = None, xla_cost: bool = True) -> dict:
     """Compare A and B (run directories, XLA dump directories or HLO text files): the report `--json` prints."""
-    from hloscope.diff.adapt import graph_from_modules
-    from hloscope.diff.compare import diff_report
-    from hloscope.diff.inputs import load_side
-    from hloscope.diff.match import match_graphs
-
     # a wrong-typed timing field is one line naming run.json (load_run's typed record), not a crash later
     side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
     graph_a = graph_from_modules([m.module for m in side_a.graphs])
@@ -35,9 +37,6 @@ def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = 
 
 def measured_times(side):
     """Measured device time per instruction and step of the compared graphs (None without a usable profile)."""
-    from hloscope.diff.timing import step_times
-    from hloscope.errors import HloscopeError
-
     if side.trace_data is None or side.trace is None or side.loaded.stage != "after_optimizations":
         return None  # the profile executes the optimized modules; instructions before optimizations never ran
     try:
@@ -58,11 +57,6 @@ def _rate(matched: int, a: int, b: int) -> dict:
 def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
     """Match rate (matched / the larger side's graph instructions) of the compared stage and, when both sides have
     it, of the other stage's largest module."""
-    from hloscope.diff.adapt import graph_from_modules
-    from hloscope.diff.inputs import pick_graphs
-    from hloscope.diff.match import match_graphs
-    from hloscope.errors import UsageError
-
     stage = side_a.loaded.stage
     m = report["matching"]
     rates = {stage: _rate(report["matched"], m["a_instructions"], m["b_instructions"])}

@@ -17,6 +17,7 @@ from statistics import median
 
 from hloscope.trace.hlo_map import _strip_kernel_suffix, kernel_name_for
 from hloscope.trace.model import Event
+from hloscope.trace.step_profile import profile_steps, step_parts
 
 SEP = "\x1f"  # between the module and the instruction in a key
 
@@ -66,8 +67,6 @@ def instruction_keys(modules: list) -> Callable[[Event], str]:
 def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes | None:
     """Per-instruction device time per step of `modules` (hloscope.hlo.model.HloModule) from a trace and its
     `trace stats` record; None when the trace has no step markers or no step is left."""
-    from hloscope.trace.step_profile import profile_steps, step_parts
-
     windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
     if not windows:
         return None

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, reading
 from hloscope.hlo.model import HloModule
 from hloscope.hlo.parser import parse_hlo_file
 from hloscope.hlo.platform import detect_platform
+
+# Run directories' readers are imported where a run directory is read: `hlo stats FILE` starts without them.
 
 # module_0001.jit_train_step.sm_9.0a_gpu_after_optimizations.txt, module_0002.jit_f.before_optimizations.txt, and the
 # reports XLA writes beside them (`report`: `-buffer-assignment`, `-memory-usage-report`, ...)
@@ -92,8 +94,6 @@ def load_file(path: str | os.PathLike[str], stage: str | None = None) -> list[Lo
 
 def dump_files(directory: Path) -> list[Path]:
     """The HLO module files of an XLA dump directory, grouped by module name with stages in compile order."""
-    from hloscope.errors import reading
-
     files = []
     with reading(directory, "an XLA dump directory"):  # a folder that cannot be listed: one line naming it
         entries = list(directory.iterdir())

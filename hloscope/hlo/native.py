@@ -32,6 +32,9 @@ import importlib
 import os
 from types import ModuleType
 
+from hloscope.hlo.cost import Cost
+from hloscope.hlo.model import HloInstruction
+
 
 def _load() -> ModuleType | None:
     if os.environ.get("HLOSCOPE_PURE_PYTHON"):
@@ -40,8 +43,6 @@ def _load() -> ModuleType | None:
         module = importlib.import_module("hloscope.hlo._native")
     except ImportError:  # installed without a C compiler: the Python path does everything
         return None
-    from hloscope.hlo.cost import Cost
-    from hloscope.hlo.model import HloInstruction
 
     module.bind(HloInstruction, Cost)  # raises if their slots are not the ones _native.c reads and writes
     return module

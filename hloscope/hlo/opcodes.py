@@ -18,10 +18,7 @@ opcodes are counted exactly as `jaxlib._hlo.hlo_module_from_text` counts them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hloscope.hlo.shapes import Shape
+from hloscope.hlo.shapes import Shape
 
 OPCODES = frozenset(["abs", "acos", "acosh", "add", "add-dependency", "after-all", "all-gather", "all-gather-done", "all-gather-start", "all-reduce", "all-reduce-done", "all-reduce-start", "all-to-all", "and", "asin", "asinh", "async-done", "async-start", "async-update", "atan2", "atanh", "batch-norm-grad", "batch-norm-inference", "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call", "cbrt", "ceil", "cholesky", "clamp", "count-leading-zeros", "collective-broadcast", "collective-permute", "collective-permute-done", "collective-permute-start", "compare", "complex", "concatenate", "conditional", "constant", "convert", "convolution", "copy", "copy-done", "copy-start", "cosine", "cosh", "custom-call", "divide", "domain", "dot", "dynamic-reshape", "dynamic-slice", "dynamic-update-slice", "erf", "exponential", "exponential-minus-one", "fft", "floor", "fusion", "gather", "get-dimension-size", "get-tuple-element", "imag", "infeed", "iota", "is-finite", "log", "log-plus-one", "logistic", "map", "maximum", "minimum", "mulhi", "multiply", "negate", "not", "opt-barrier", "or", "outfeed", "pad", "parameter", "partition-id", "popcnt", "power", "ragged-all-to-all", "ragged-dot", "real", "recv", "recv-done", "reduce", "reduce-precision", "reduce-scatter", "reduce-window", "remainder", "replica-id", "reshape", "reverse", "rng", "rng-bit-generator", "rng-get-and-update-state", "round-nearest-afz", "round-nearest-even", "rsqrt", "scaled-dot", "scan", "scatter", "select", "select-and-scatter", "send", "send-done", "set-dimension-size", "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sinh", "slice", "sort", "sqrt", "stochastic-convert", "subtract", "tan", "tanh", "topk", "transpose", "triangular-solve", "tuple", "while", "xor"])
 
@@ -49,8 +46,6 @@ BINARY_ELEMENTWISE = frozenset(["add", "and", "atan2", "divide", "maximum", "min
 def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str]) -> str | None:
     """The shape text XLA's shape inference gives an instruction written without one, for the opcodes whose result
     follows from their operands alone; None where hloscope does not infer it."""
-    from hloscope.hlo.shapes import Shape
-
     if opcode in UNARY_ELEMENTWISE and len(operand_shapes) == 1:
         return str(operand_shapes[0])
     if opcode in BINARY_ELEMENTWISE and len(operand_shapes) == 2:
@@ -77,8 +72,6 @@ def infer_shape(opcode: str, operand_shapes: list[Shape], attrs: dict[str, str])
 
 def _dot_shape(lhs: Shape, rhs: Shape, attrs: dict[str, str]) -> str | None:
     """ShapeInference::InferDotOpShape: the batch dimensions, then lhs's and rhs's other free dimensions."""
-    from hloscope.hlo.shapes import Shape
-
     if lhs.tuple_shapes is not None or rhs.tuple_shapes is not None or lhs.dynamic or rhs.dynamic:
         return None
 

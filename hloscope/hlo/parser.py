@@ -25,6 +25,8 @@ from hloscope.hlo.native import native
 from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
 from hloscope.hlo.shapes import parse_shape
 
+# Imports inside functions: the paths `hlo stats` takes only for some inputs, kept out of its start-up.
+
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
 # The shape is only delimited here; Shape parsing validates it when it is used. Anything else takes the slow path.

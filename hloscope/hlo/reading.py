@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hloscope import files
 from hloscope.errors import InputError, ParseError
 from hloscope.machine import _mem_available, address_space_left, gb
 
@@ -46,8 +47,6 @@ def memory_budget() -> tuple[int | None, str]:
 def count_shapes(path: str) -> int:
     """How many shapes the text can hold: its `[` bytes (every array shape has exactly one; a few attributes and names
     add some, so this is an upper bound). C-speed counting, a few hundred ms per GB."""
-    from hloscope import files
-
     count = 0
     with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:  # EACCES: one line
         try:
@@ -69,8 +68,6 @@ def xla_analysis_bytes(size: int, shapes: int) -> int:
 
 
 def check_readable(path: str) -> None:
-    from hloscope import files
-
     # the reading layer: a missing or unreadable file, a NUL in the name, a FIFO or a device is one line
     size = files.regular_file(path, "an HLO text file", "save the HLO text to a file first").st_size
     if size == 0:
@@ -108,8 +105,6 @@ def check_readable(path: str) -> None:
 
 def _decode_error_position(path: str) -> tuple[int, int, int]:
     """(line, column, byte) of the first byte that is not UTF-8."""
-    from hloscope import files
-
     line = 1
     with files.open_binary(path, "an HLO text file") as f:
         for raw in f:

@@ -25,16 +25,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hloscope.errors import InputError
+from hloscope.hlo.cost import CostAnalysis, shape_size
 from hloscope.hlo.gpu_spec import GpuTarget, target_from_text
+from hloscope.hlo.kernels import launches as launches_of
 from hloscope.hlo.load import dump_sibling
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+from hloscope.hlo.parser import parse_hlo_file
 from hloscope.hlo.shapes import first_element
-
-if TYPE_CHECKING:
-    from hloscope.hlo.cost import CostAnalysis
 
 _MATRIX_OPS = ("dot", "convolution", "scaled-dot")
 
@@ -131,8 +131,6 @@ def _peak(gpu: GpuTarget, instr: HloInstruction, kind: str,
 
 def _launch_cost(analysis: CostAnalysis, instr: HloInstruction, kind: str) -> tuple[float, float]:
     """(FLOPs, bytes accessed) of one launch."""
-    from hloscope.hlo.cost import shape_size
-
     # cuBLAS GEMMs and cuDNN forward convolutions are costed from their dimensions by hloscope.hlo.cost (as XLA's
     # GpuHloCostAnalysis does); other library calls count 0 FLOPs, so they get their memory bound.
     flops = analysis.instruction_cost(instr).flops
@@ -146,9 +144,6 @@ def _launch_cost(analysis: CostAnalysis, instr: HloInstruction, kind: str) -> tu
 
 def roofline(module: HloModule, gpu: GpuTarget) -> dict[str, Any]:
     """Per-launch and per-step roofline lower bounds of one optimized GPU module (pure: no I/O)."""
-    from hloscope.hlo.cost import CostAnalysis
-    from hloscope.hlo.kernels import launches as launches_of
-
     if not gpu.memory_bandwidth_bytes_s:
         return {"unavailable": f"the target file {gpu.path} gives no memory_bandwidth"}
     analysis = CostAnalysis(module)
@@ -231,8 +226,6 @@ def roofline_for_module(module: HloModule, module_file: str | os.PathLike[str],
 def roofline_for_module_file(path: str | os.PathLike[str], gpu: GpuTarget | None = None) -> dict[str, Any]:
     """Roofline of the (single) module in an optimized GPU HLO file, for `gpu` or the target config XLA dumped beside
     it. Returns {"unavailable": reason} when no target is known or it lacks the numbers."""
-    from hloscope.hlo.parser import parse_hlo_file
-
     if gpu is None:
         found = target_beside(path)
         if isinstance(found, dict):

@@ -7,18 +7,21 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hloscope import files
 from hloscope.errors import InputError, warn
 from hloscope.hlo import attribution, kernels, memory, ops
 from hloscope.hlo.cost import CostAnalysis, module_cost
 from hloscope.hlo.load import LoadedModule
 from hloscope.hlo.parser import collector_paused
 
+# Imports inside functions: what only some options need (--launches, XLA's cost, a GPU target), kept out of
+# `hlo stats` start-up.
+
 
 def _read_sibling(path: str | None, parse: Callable[[str, str], dict[str, Any]]) -> dict[str, Any] | None:
     """A file XLA wrote beside the module; a broken one is reported in the result, not fatal to the analysis."""
     if not path:
         return None
-    from hloscope import files
 
     try:
         return parse(files.read_text(path, "an XLA report", max_bytes=SIBLING_MAX_BYTES), path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -14,7 +15,10 @@ from typing import Any
 
 from hloscope.errors import UsageError, reading, warn
 from hloscope.hlo.load import LoadedModule
+from hloscope.hlo.reading import memory_budget, xla_analysis_bytes
 from hloscope.limits import XLA_COST_TIMEOUT_S
+
+# Imports inside functions: only when XLA is called, kept out of `hlo stats` start-up.
 
 TIMEOUT_ENV = "HLOSCOPE_XLA_TIMEOUT_S"
 
@@ -40,8 +44,6 @@ def run_isolated(texts: Iterable[str], what: str = "cost", timeout: float | None
     gets {"error": "XLA crashed ..."} and a new child takes the texts after it. `timeout` (default `xla_timeout()`)
     bounds the whole call: the child is killed then, and the text it was on and those after it get
     {"error": "...did not finish...", "timed_out": True}. Raises ImportError without jaxlib."""
-    import importlib.util
-
     if importlib.util.find_spec("jaxlib") is None:
         raise ImportError("jaxlib")
     limit = xla_timeout() if timeout is None else timeout
@@ -173,8 +175,6 @@ def xla_cost_analyses(modules: Sequence[LoadedModule]) -> list[dict[str, Any] | 
 
     All modules go to one child process, one text at a time, within one overall time limit (`xla_timeout()`): the
     modules it does not reach get 'error' and one warning line says so; hloscope's own figures are unaffected."""
-    import importlib.util
-
     if not modules:
         return []
     if importlib.util.find_spec("jaxlib") is None:
@@ -217,7 +217,6 @@ def _too_large(loaded: LoadedModule) -> dict[str, Any] | None:
     if os.path.getsize(loaded.file) > MAX_XLA_TEXT_BYTES:
         return {"skipped": f"file over {MAX_XLA_TEXT_BYTES // 1_000_000} MB: XLA's parser would need too much memory"}
     text = module_text(loaded)
-    from hloscope.hlo.reading import memory_budget, xla_analysis_bytes
 
     budget, why = memory_budget()
     needed = xla_analysis_bytes(len(text), text.count("["))

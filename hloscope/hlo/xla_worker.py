@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
+from hloscope.native_stderr import quiet_native_stderr
+
 
 def main() -> int:
-    from hloscope.native_stderr import quiet_native_stderr
-
     with quiet_native_stderr():
         from jaxlib import _hlo, _jax  # type: ignore[attr-defined]  # private modules without stubs
 

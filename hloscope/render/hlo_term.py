@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.columns import Columns
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
@@ -104,7 +105,6 @@ def render_stats(results: list[dict], console: Console | None = None) -> None:
             _counts("top-level opcodes", result["entry_opcodes"]),
             _counts("dot/conv precision", result["precision"]),
         ]
-        from rich.columns import Columns
 
         console.print(Columns([t for t in tables if t.row_count], padding=(1, 4)))
         top = result.get("top_instructions") or []

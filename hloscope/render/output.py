@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from hloscope.errors import UsageError
 from hloscope.writing import atomic_output
@@ -69,8 +70,6 @@ def deliver(report: Any, form: str, output: Path | None, force: bool, kind: str)
         return
     renderer = importlib.import_module(f"hloscope.render.{kind}_{'term' if form == 'terminal' else form}")
     if form == "terminal":
-        from rich.console import Console
-
         renderer.render(report, Console())
     else:
         emit(renderer.render(report), output, force)

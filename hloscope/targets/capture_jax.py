@@ -11,13 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.backends.jax_workload import build_jax_workload
+from hloscope.errors import HloscopeError
+from hloscope.models.presets import get_preset
+from hloscope.targets.compile import TargetCompileError, _first_line
+
 
 def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
                        work_dir: Path, seq_len: int | None = None) -> tuple[Path, dict]:
     """The mode registry's `target_capture` for jax: lowered in this process (no scratch files in work_dir)."""
-    from hloscope.errors import HloscopeError
-    from hloscope.targets.compile import TargetCompileError, _first_line
-
     graph_file = input_dir / "jit_train_step.cuda.stablehlo.mlir"
     try:
         info = lower_jax_train_step(preset, batch_size, precision, seed, graph_file, seq_len)
@@ -39,9 +41,6 @@ def lower_jax_train_step(preset: str, batch_size: int, precision: str, seed: int
 
 
 def _lower(preset: str, batch_size: int, precision: str, seed: int, out_file: Path, seq_len: int | None) -> dict:
-    from hloscope.backends.jax_workload import build_jax_workload
-    from hloscope.models.presets import get_preset
-
     key = ("jax", preset, precision, seed, seq_len)
     workload, reused = reuse_workload(key, lambda: build_jax_workload(get_preset(preset, seq_len), batch_size,
                                                                       precision, seed, optimizer=OPTIMIZER))

@@ -24,6 +24,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hloscope.backends.torch_workload import build_torch_workload
+from hloscope.backends.torch_xla_mode import PRECISIONS
+from hloscope.models.presets import get_preset
+from hloscope.targets.compile import TargetCompileError, _last_line
+
 STEPS = 3  # the graph compiled in step 1 must be reused by steps 2 and 3
 CAPTURE_TIMEOUT_S = 3600
 
@@ -45,10 +50,6 @@ def capture(model_name: str, batch_size: int, precision: str, seed: int, out_dir
     import torch
     import torch_xla
     import torch_xla.backends
-
-    from hloscope.backends.torch_workload import build_torch_workload
-    from hloscope.backends.torch_xla_mode import PRECISIONS
-    from hloscope.models.presets import get_preset
 
     # What `hloscope run --mode torch_xla` builds and steps (TorchXlaSession.setup / step / wait), from the same code.
     if torch_xla.backends.get_mat_mul_precision() != PRECISIONS[precision]:
@@ -104,8 +105,6 @@ def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, 
                        work_dir: Path, seq_len: int | None = None) -> tuple[Path, dict]:
     """The mode registry's `target_capture` for torch_xla: `capture` in a fresh Python on the CPU (torch_xla reads
     XLA_FLAGS when its runtime starts), then the graph moved into input_dir."""
-    from hloscope.targets.compile import TargetCompileError, _last_line
-
     command = [sys.executable, "-m", "hloscope.targets.capture_torch_xla", "--model", preset, "--batch-size",
                str(batch_size), "--precision", precision, "--seed", str(seed), "--out", str(work_dir)]
     command += ["--seq-len", str(seq_len)] if seq_len else []

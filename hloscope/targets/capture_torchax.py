@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hloscope.backends.torchax_workload import build_torchax_workload
+from hloscope.errors import HloscopeError
+from hloscope.models.presets import get_preset
+from hloscope.targets.capture_jax import OPTIMIZER, lower_step, reuse_workload
+from hloscope.targets.compile import TargetCompileError, _first_line
+
 
 def capture_for_target(preset: str, batch_size: int, precision: str, seed: int, input_dir: Path,
                        work_dir: Path, seq_len: int | None = None) -> tuple[Path, dict]:
     """The mode registry's `target_capture` for torchax: lowered in this process (no scratch files in work_dir)."""
-    from hloscope.errors import HloscopeError
-    from hloscope.targets.compile import TargetCompileError, _first_line
-
     graph_file = input_dir / "jit_train_step.torchax.cuda.stablehlo.mlir"
     try:
         info = lower_torchax_train_step(preset, batch_size, precision, seed, graph_file, seq_len)
@@ -31,10 +34,6 @@ def lower_torchax_train_step(preset: str, batch_size: int, precision: str, seed:
                              seq_len: int | None = None) -> dict:
     """Write the train step's StableHLO (MLIR text) to `out_file` (text presets: sequences of `seq_len` tokens, None:
     the preset's default); returns facts about it for the run record."""
-    from hloscope.backends.torchax_workload import build_torchax_workload
-    from hloscope.models.presets import get_preset
-    from hloscope.targets.capture_jax import OPTIMIZER, lower_step, reuse_workload
-
     key = ("torchax", preset, precision, seed, seq_len)
     workload, reused = reuse_workload(key, lambda: build_torchax_workload(get_preset(preset, seq_len), batch_size,
                                                                           precision, seed, optimizer=OPTIMIZER))

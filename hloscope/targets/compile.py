@@ -18,10 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hloscope.backends import xla_dump
 from hloscope.errors import HloscopeError, UsageError
 from hloscope.hlo.gpu_spec import GpuTarget, resolve_target
+from hloscope.hlo.memory import parse_buffer_assignment
+from hloscope.hlo.roofline import roofline_for_module_file
+from hloscope.hlo.thunks import parse_thunk_sequence
 from hloscope.modes import TARGET_MODES, get_mode, resolve
 from hloscope.targets import device_memory
+from hloscope.targets.cuda_env import require_target_python
 
 WORKER = Path(__file__).with_name("gpu_compile_worker.py")
 COMPILE_TIMEOUT_S = 3600
@@ -59,8 +64,6 @@ def compile_for_target(mode: str, preset: str, batch_size: int, precision: str, 
     without an XLA graph, InputError for a bad target file, MissingDependency when no environment has the CUDA plugin;
     a capture or compile failure is returned as status "failed" with the reason.
     """
-    from hloscope.targets.cuda_env import require_target_python
-
     require_target_mode(mode)
     if gemm not in ("auto", "triton", "cublas"):
         raise UsageError(f"unknown GEMM backend {gemm!r}; choose auto, triton or cublas")
@@ -168,8 +171,6 @@ def _compile_facts(result: dict) -> dict:
 
 
 def _keep_dump(dump_dir: Path, run_dir: Path, keep_all: bool) -> list[dict]:
-    from hloscope.backends import xla_dump
-
     if not keep_all:
         for path in dump_dir.iterdir():
             if path.name.endswith(_KEEP_ALL_ONLY) or path.name.endswith(_COMPILER_STATE):
@@ -204,8 +205,6 @@ def _memory(stats: dict, gpu: GpuTarget, graph: dict, buffer_assignment_bytes: i
 
 def _buffer_assignment_bytes(run_dir: Path, artifacts: list[dict]) -> int | None:
     """The "Total bytes used" of XLA's buffer assignment of the compiled step (thread-local allocations aside)."""
-    from hloscope.hlo.memory import parse_buffer_assignment
-
     # the assignment itself (format "text"), not its "-values" listing
     paths = [run_dir / a["path"] for a in artifacts if a["kind"] == "buffer_assignment" and a.get("format") == "text"]
     if not paths:
@@ -261,8 +260,6 @@ def _artifact_path(run_dir: Path, artifacts: list[dict], kind: str, stage: str =
 
 
 def _kernels(run_dir: Path, artifacts: list[dict]) -> dict | None:
-    from hloscope.hlo.thunks import parse_thunk_sequence
-
     path = _artifact_path(run_dir, artifacts, "thunk_sequence")
     if path is None:
         return None
@@ -273,8 +270,6 @@ def _kernels(run_dir: Path, artifacts: list[dict]) -> dict | None:
 
 
 def _roofline(run_dir: Path, artifacts: list[dict], gpu: GpuTarget, notes: list[str]) -> dict | None:
-    from hloscope.hlo.roofline import roofline_for_module_file
-
     path = _artifact_path(run_dir, artifacts, "hlo")
     if path is None:
         return None

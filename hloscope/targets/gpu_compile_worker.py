@@ -29,12 +29,11 @@ import re
 import sys
 import time
 import traceback
+from importlib import metadata
 from typing import Any
 
 
 def _versions() -> dict:
-    from importlib import metadata
-
     out: dict[str, str | None] = {}
     for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12"):
         try:

@@ -14,8 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, InputError
+from hloscope.hlo.gpu_spec import resolve_target
 from hloscope.runs.records import RunRecord, amended_run, decode_run, run_document
+from hloscope.runs.rundir import RUN_FILE, write_run
+from hloscope.targets import device_memory
+from hloscope.targets.compile import compile_for_target, peak_at_batch, require_target_mode
+from hloscope.targets.cuda_env import require_target_python
+from hloscope.targets.max_batch import search_max_batch
 
 
 class TargetCompileFailed(HloscopeError):
@@ -27,11 +33,6 @@ class TargetCompileFailed(HloscopeError):
 def check_target_run(mode: str, target: str, max_batch: bool = False) -> None:
     """Everything that can be refused before a run directory exists: the mode, the target file (with --max-batch: its
     device memory), the plugin env."""
-    from hloscope.errors import InputError
-    from hloscope.hlo.gpu_spec import resolve_target
-    from hloscope.targets.compile import require_target_mode
-    from hloscope.targets.cuda_env import require_target_python
-
     require_target_mode(mode)
     gpu = resolve_target(target)
     if max_batch and gpu.device_memory_bytes is None:
@@ -45,8 +46,6 @@ def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict
     `options.max_batch`, then search the largest batch that fits the target's memory (run.json `max_batch`, rewritten
     after each compile; `on_point` is told each compile of the search)."""
     from hloscope.backends.driver import FRAMEWORK_MODULES, new_parts
-    from hloscope.runs.rundir import RUN_FILE, write_run
-    from hloscope.targets.compile import compile_for_target
 
     parts = new_parts(options, run_dir)
     parts.config["target"] = target
@@ -100,12 +99,6 @@ def _search(options, target: str, run_dir: Path, memory: dict, compiled: dict, s
     """--max-batch from the run's own compile (its `memory`, and `compiled`: the parts the compile added); each further
     compile in a scratch directory inside the run directory (removed after it); `compiled["max_batch"]` holds the
     search so far and run.json is saved after each compile, so that an interrupted search leaves what it found."""
-    from hloscope.hlo.gpu_spec import resolve_target
-    from hloscope.targets import device_memory
-    from hloscope.targets.compile import peak_at_batch
-    from hloscope.targets.cuda_env import require_target_python
-    from hloscope.targets.max_batch import search_max_batch
-
     gpu = resolve_target(target)
     python = require_target_python()
     usable = device_memory.usable_bytes(gpu)

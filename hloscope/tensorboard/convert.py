@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+import ijson
+
 from hloscope.errors import InputError
 from hloscope.limits import MAX_XSPACE_EVENTS
 from hloscope.tensorboard.kineto_xspace import Conversion, kineto_to_xspace
 from hloscope.trace.kineto import open_trace_bytes
+from hloscope.trace.load import load_trace
 from hloscope.trace.perfetto import PERFETTO_SUFFIXES, is_perfetto_file, is_protobuf, trace_dicts
 
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -55,8 +58,6 @@ def read_kineto(path: Path, progress: ConversionProgress | None = None
     like `hloscope trace`. The raw events are never all held: each is turned into its compact XSpace form as it
     comes (the whole list once took ~14x the file: 1.9 GB for 135 MB).
     """
-    import ijson
-
     if is_perfetto_file(path) and is_protobuf(path):  # the same events, decoded from Perfetto's packets
         return {}, _perfetto_events(path, progress)
     backend = _backend(ijson)
@@ -135,8 +136,6 @@ def _check_streaming(source: Path, progress: ConversionProgress | None = None) -
     nesting, gzip, JSON and impossible event times are refused or counted there in bounded memory (a 200 KB file of
     nested arrays once grew past 8 GB in ijson), and a trace of more events than the conversion may hold
     (MAX_XSPACE_EVENTS) is refused as soon as the count passes it, before anything is converted."""
-    from hloscope.trace.load import load_trace
-
     if progress is not None:
         progress.phase(f"checking {source.name} (events)", None)
     for count, _ in enumerate(load_trace(source).events, 1):

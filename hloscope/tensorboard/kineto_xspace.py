@@ -17,6 +17,7 @@ from typing import Any
 
 from hloscope.files import int64
 from hloscope.trace.kineto import trace_id
+from hloscope.trace.steps import StepLocator, step_windows
 from hloscope.trace.xplane_proto import xspace_class
 
 HOST_PLANE = "/host:CPU"
@@ -226,8 +227,6 @@ def _add_xprof_grouping(host_plane: _Plane, gpu_planes: dict[int, _Plane]) -> li
       every device event: the innermost `cpu_op` around its launch on the launching thread (device side, op profile,
       kernel stats' op name).
     """
-    from hloscope.trace.steps import StepLocator, step_windows
-
     markers: list[tuple[int, float, float]] = []
     for line in host_plane.lines.values():
         for start, duration_ps, name, _ in line.events:

@@ -16,11 +16,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, MissingDependency
 from hloscope.files import is_regular
 from hloscope.modes import BY_NAME, MODES
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, ConversionProgress, convert_kineto_file, is_kineto_file
+from hloscope.tensorboard.modules import keep_step_modules_in, step_marker_ms
+from hloscope.tensorboard.xla_ops import add_framework_ops, program_ops, xprof_sees_training
 from hloscope.trace.perfetto import PERFETTO_SUFFIXES
+from hloscope.trace.xplane_proto import xspace_class
 
 XPLANE_SUFFIX = ".xplane.pb"
 # Files that mark a directory as one hloscope run or comparison: runs inside it are named from its own name on.
@@ -228,11 +231,6 @@ class ViewLogdir:
         every XLA op event carries its framework op from the xplane's own HLO (hloscope.tensorboard.xla_ops: framework
         op stats). Records the session's profiled step times. False when there is nothing to change or the xplane
         cannot be read that way (then the original is linked, as before)."""
-        from hloscope.errors import MissingDependency
-        from hloscope.tensorboard.modules import keep_step_modules_in, step_marker_ms
-        from hloscope.tensorboard.xla_ops import add_framework_ops, program_ops, xprof_sees_training
-        from hloscope.trace.xplane_proto import xspace_class
-
         try:
             from google.protobuf.message import DecodeError
         except ImportError:  # no protobuf runtime, so no schema to read it with: serve the file as it is

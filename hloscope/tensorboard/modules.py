@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.files import int64
+from hloscope.trace.xplane_proto import xspace_class
 
 METADATA_PLANE = "/host:metadata"
 STEP_MARKERS = ("train_step", "StepMarker")  # hloscope's step annotation (jax.profiler.StepTraceAnnotation, xp.StepTrace)
@@ -79,8 +80,6 @@ def programs_in_steps(space) -> set[int]:
 def keep_step_modules(source: Path, target: Path) -> ModuleFilter | None:
     """Write `source` (an xplane.pb) to `target` with only the programs that ran in the profiled steps in its metadata
     plane; None (nothing written) when there is nothing to leave out or nothing to keep."""
-    from hloscope.trace.xplane_proto import xspace_class
-
     space = xspace_class()()
     space.ParseFromString(source.read_bytes())
     result = keep_step_modules_in(space)

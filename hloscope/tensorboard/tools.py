@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hloscope.errors import MissingDependency
+from hloscope.trace.xplane_proto import xspace_class
+
 # XProf (xplane_to_op_stats.cc) builds its device op database, which op profile, HLO op stats and the roofline model
 # read, only from "/device:GPU:" and "/device:TPU:" planes; an XLA CPU profile runs its HLO on "/host:CPU" threads.
 DEVICE_PREFIXES = ("/device:GPU:", "/device:TPU:")
@@ -13,8 +16,6 @@ CPU_NOTE = ("op profile, HLO op stats and roofline model show nothing for these 
 
 
 def plane_names(xplanes: list[Path]) -> set[str]:
-    from hloscope.trace.xplane_proto import xspace_class
-
     names: set[str] = set()
     for path in xplanes:
         space = xspace_class()()
@@ -25,8 +26,6 @@ def plane_names(xplanes: list[Path]) -> set[str]:
 
 def is_cpu_only(xplanes: list[Path]) -> bool:
     """True when no plane of the session is a GPU or TPU: XProf's device-op tools have nothing to read."""
-    from hloscope.errors import MissingDependency
-
     try:
         from google.protobuf.message import DecodeError
     except ImportError:  # no protobuf runtime: the planes cannot be read

@@ -16,6 +16,8 @@ import functools
 import re
 from typing import Any
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 # XProf's JAX op type (tsl IsJaxOpType): lowercase start, then lowercase, digits and '_', optionally `[...]`.
@@ -35,8 +37,6 @@ _REPEATED = {"computations", "instructions"}
 @functools.cache
 def hlo_proto_class() -> Any:
     """The message class of `xla.HloProto` limited to module, computations, instructions and their op metadata."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
     file = descriptor_pb2.FileDescriptorProto(name="hloscope/hlo_subset.proto", package="xla", syntax="proto3")
     for message_name, fields in _MESSAGES:
         message = file.message_type.add(name=message_name)
