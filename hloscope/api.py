@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from hloscope.hlo.load import LoadedModule
     from hloscope.tensorboard.logdir import Session, ViewLogdir
 
+# Each function imports its own analysis when called: `hlo stats` and `trace stats` import this module at start-up
+# and need none of the others' (diff, explain, replay, tensorboard, or each other's).
 PathLike = str | os.PathLike
 
 
