@@ -86,6 +86,7 @@ def test_to_dict_is_a_copy():
     (lambda d: d["loss"].update(first="2.3"), "'loss.first' is str '2.3'", "a number"),
     (lambda d: d["compiles"].update(recompiled_in_window=0), "'compiles.recompiled_in_window' is int 0",
      "true or false"),
+    (lambda d: d.update(parity={"precision": "fp32", "loss": "2.3"}), "'parity.loss' is str '2.3'", "a number"),
 ])
 def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
     document = json.loads((REAL / "jax" / "run.json").read_text())

@@ -30,7 +30,7 @@ from hloscope.machine import limit_threads
 from hloscope.modes import FRAMEWORK_IMPORTS, get_mode, resolve
 from hloscope.runs import xla_flags
 from hloscope.runs.environment import collect_environment, env_vars
-from hloscope.runs.records import Compiles, Environment, Loss, RunParts, run_document, timing_document
+from hloscope.runs.records import Compiles, Environment, Loss, Parity, RunParts, run_document, timing_document
 from hloscope.runs.rundir import write_run
 
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_CRASH="<mode>:<how>[,<mode>:<how>...]" makes that mode fail on
@@ -142,19 +142,23 @@ def fill_timing(parts: RunParts, log: StepLog, batch_size: int) -> None:
                           falling=len(losses) > 1 and last < first)
 
 
-def parity_probe(session: Session, options: RunOptions) -> dict:
+def parity_probe(session: Session, options: RunOptions) -> Parity:
     """run.json `parity`: the mode's probe (loss, gradient and weight norms on the shared first batch, initial
     weights) with what it was computed on; a mode without a probe, or whose probe raised, records why."""
     started = time.perf_counter()
-    base = {"precision": options.precision, "seed": options.seed, "batch": PARITY_BATCH, "attention": options.attention}
+
+    def probed(**figures: Any) -> Parity:
+        return Parity(precision=options.precision, seed=options.seed, batch=PARITY_BATCH, attention=options.attention,
+                      **figures)
+
     try:
         probe = session.parity()
     except NotImplementedError as error:
-        return {**base, "error": str(error)}
+        return probed(error=str(error))
     # The framework's probe may raise anything: a parity failure, not a lost timing
     except Exception as error:  # noqa: BLE001
-        return {**base, "error": f"{type(error).__name__}: {error}".splitlines()[0]}
-    return {**base, **probe, "seconds": round(time.perf_counter() - started, 3)}
+        return probed(error=f"{type(error).__name__}: {error}".splitlines()[0])
+    return probed(**probe, seconds=round(time.perf_counter() - started, 3))
 
 
 def _precision_hook(mode: str) -> str | None:

@@ -76,11 +76,13 @@ def run_table(record: RunRecord) -> Table:
                                 for name, total in (compiles.total or {}).items()))
     if loss.first is not None and loss.last is not None:
         add_text_row(table, "loss first -> last", f"{loss.first:.4f} -> {loss.last:.4f}")
-    parity = record.parity
-    if parity:  # --check-parity
-        add_text_row(table, "parity probe (first batch)", parity["error"] if parity.get("error") else
-                     f"loss {parity['loss']:.6f}, grad norm {parity['grad_norm']:.6f}, "
-                     f"weights norm {parity['weights_norm']:.6f}")
+    parity = record.parity  # --check-parity: its figures, or why there are none
+    if parity is not None and parity.error:
+        add_text_row(table, "parity probe (first batch)", parity.error)
+    elif parity is not None and parity.loss is not None and parity.grad_norm is not None and \
+            parity.weights_norm is not None:
+        add_text_row(table, "parity probe (first batch)", f"loss {parity.loss:.6f}, grad norm {parity.grad_norm:.6f}, "
+                     f"weights norm {parity.weights_norm:.6f}")
     precision = record.environment.precision
     if precision:
         add_text_row(table, "precision in effect", ", ".join(f"{k}={v}" for k, v in precision.items()))

@@ -269,6 +269,23 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     frameworks_imported: list[str] = []
 
 
+class Parity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """`--check-parity`: the probe before the first step (hloscope/runs/parity.py compares them): what it was computed
+    on, then the loss, gradient and weight norms on the shared first batch, or why there are none (`error`)."""
+
+    precision: str | None = None
+    seed: int | None = None
+    batch: str | None = None
+    attention: str | None = None
+    error: str | None = None  # the mode has no probe, or it raised: the other figures are absent
+    loss: Number | None = None
+    grad_norm: Number | None = None
+    weights_norm: Number | None = None
+    parameters: int | None = None
+    weights: str | None = None  # where the initial weights came from
+    seconds: Number | None = None
+
+
 class Artifact(msgspec.Struct, frozen=True, kw_only=True):
     """One file of a run directory that run.json lists (path relative to the run directory)."""
 
@@ -307,7 +324,7 @@ class RunRecord:
     artifacts: list[Artifact] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step (hloscope/runs/parity.py)
+    parity: Parity | None = None  # `--check-parity`: the probe before the first step
     stderr_tail: str | None = None
     file: Path = Path("run.json")
     document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -584,7 +601,7 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
 @dataclass
 class RunParts:
     """run.json as the driver learns it during a run: each part typed where a Struct describes it, the framework's
-    own dictionaries (its settings, memory, graph, parity, startup) as it reports them. `run_document` writes it."""
+    own dictionaries (its settings, memory, graph, startup) and artifacts as reported. `run_document` writes it."""
 
     run_id: str
     mode: str
@@ -603,10 +620,11 @@ class RunParts:
     memory_ledger: dict[str, Any] | None = None  # memory_ledger.measure: where the peak went
     compiles: Compiles | None = None
     loss: Loss | None = None
-    graph: dict[str, Any] = field(default_factory=dict)
+    graph: dict[str, Any] = field(default_factory=dict)  # the session's graph summary: its keys differ by mode
+    # each producer's own keys in its own order (dump files, traces, step inputs): one Struct would reorder them
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    parity: dict[str, Any] | None = None  # --check-parity: the probe before the first step
+    parity: Parity | None = None  # --check-parity: the probe before the first step
     phase: str | None = None  # where a running run is (its last write before the end says it)
     profile: Profile | None = None
     error_traceback: str | None = None  # a run the framework's error failed: where it was raised
@@ -652,9 +670,11 @@ def run_document(parts: RunParts) -> dict[str, Any]:
         "compiles": section_document(parts.compiles) if parts.compiles is not None else {},
         "loss": section_document(parts.loss) if parts.loss is not None else {},
         "graph": parts.graph, "artifacts": list(parts.artifacts), "warnings": list(parts.warnings)}
-    optional = (("parity", parts.parity), ("phase", parts.phase),
+    optional = (("parity", section_document(parts.parity) if parts.parity is not None else None),
+                ("phase", parts.phase),
                 ("profile", section_document(parts.profile) if parts.profile is not None else None),
-                ("error_traceback", parts.error_traceback), ("startup", parts.startup))
+                ("error_traceback", parts.error_traceback),
+                ("startup", parts.startup))
     document.update((key, value) for key, value in optional if value is not None)
     return document
 
