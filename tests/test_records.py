@@ -14,6 +14,7 @@ from helpers import hloscope
 
 from hloscope.backends.timing import step_statistics
 from hloscope.errors import InputError
+from hloscope.runs.memory_record import MemoryLedger
 from hloscope.runs.records import (
     ComparisonRecord,
     Environment,
@@ -163,8 +164,10 @@ def test_a_run_built_from_typed_parts_writes_the_environment_and_memory_it_was_m
     written = environment_document(machine, framework, environment["frameworks_imported"])
     assert json.dumps(written) == json.dumps(environment)
     assert list(environment_document(machine, framework)) == list(environment)[:-1]  # a run not ended yet
-    ledger = {"optimizer": "adamw", "error": "not measured"}
-    assert list(memory_document(document["memory"], ledger)) == [*document["memory"], "ledger"]
+    ledger = MemoryLedger(None, "", "adamw", error="not measured")
+    written_memory = memory_document(document["memory"], ledger)
+    assert list(written_memory) == [*document["memory"], "ledger"]
+    assert written_memory["ledger"] == {"optimizer": "adamw", "error": "not measured"}
     assert memory_document(None, None) == {}
     parts = RunParts(run_id=document["run_id"], mode=mode, started_at=document["started_at"],
                      config=document["config"], environment=machine, framework=framework,

@@ -34,13 +34,13 @@ XLA_ANALYSIS = "XLA's memory analysis of the compiled step (jit(step).lower(stat
 RUNTIME_SOURCE = "{peak} minus the other measured parts: code, caches, allocator slack and whatever was not measured"
 
 
-def measure(session, memory: dict) -> dict:
+def measure(session, memory: dict) -> MemoryLedger:
     """run.json `memory.ledger` for `session` after its timed window; `memory` is the run's `memory` record (its
-    peaks). Measuring never fails the run: an error is recorded in place of the ledger."""
+    peaks). Measuring never fails the run: an error is recorded in place of the ledger's parts."""
     options = session.options
     if options.devices > 1:
-        return {"optimizer": options.optimizer, "error": f"not measured with --devices {options.devices}: the "
-                "ledger describes one device's step"}
+        return MemoryLedger(None, "", options.optimizer, error=f"not measured with --devices {options.devices}: the "
+                            "ledger describes one device's step")
     try:
         framework = get_mode(options.mode).framework
         if framework in JAX_FRAMEWORKS:
@@ -49,9 +49,9 @@ def measure(session, memory: dict) -> dict:
             ledger = torch_ledger(session, memory, lazy=framework == "torch_xla")
     # the framework may raise anything while compiling or tracing again; the run's timing stands without the ledger
     except Exception as error:  # noqa: BLE001
-        return {"optimizer": options.optimizer,
-                "error": f"memory ledger not measured: {type(error).__name__}: {error}".splitlines()[0]}
-    return ledger.to_dict()
+        return MemoryLedger(None, "", options.optimizer,
+                            error=f"memory ledger not measured: {type(error).__name__}: {error}".splitlines()[0])
+    return ledger
 
 
 def peak_of(memory: dict) -> tuple[int | None, str]:

@@ -52,14 +52,15 @@ class MemoryPart:
 class MemoryLedger:
     """One run's memory, part by part. `peak_bytes`: the run's peak (the device's where it reports one, else the
     process's peak host RSS: `peak_source` says which); `compiled`: XLA's memory analysis of the train step (XLA modes)
-    with its `source`, None elsewhere."""
+    with its `source`, None elsewhere; `error`: why measuring failed (the run stands without the parts)."""
 
     peak_bytes: int | None
     peak_source: str
     optimizer: str
     parts: list[MemoryPart] = field(default_factory=list)
-    compiled: dict | None = None
+    compiled: dict | None = None  # XLA's CompiledMemoryStats figures (COMPILED_FIELDS) and their source
     notes: list[str] = field(default_factory=list)
+    error: str | None = None
 
     def part(self, name: str) -> MemoryPart | None:
         return next((p for p in self.parts if p.name == name), None)
@@ -73,6 +74,8 @@ class MemoryLedger:
         return sum(p.bytes for p in self.parts if p.bytes is not None and p.within is None and p.name != "runtime")
 
     def to_dict(self) -> dict:
+        if self.error is not None:  # measuring failed: the optimizer and why, nothing else
+            return {"optimizer": self.optimizer, "error": self.error}
         return {"peak_bytes": self.peak_bytes, "peak_source": self.peak_source, "optimizer": self.optimizer,
                 "parts": [p.to_dict() for p in self.parts], "compiled": self.compiled, "notes": list(self.notes)}
 
@@ -102,8 +105,8 @@ def read_ledger(run: dict, path: str | Path) -> MemoryLedger | None:
     if not isinstance(raw, dict):
         raise InputError(path, f"not a valid run.json: 'memory.ledger' is {type(raw).__name__}, expected an object")
     if "error" in raw:  # measuring failed; the run itself stands
-        return MemoryLedger(None, "", str(raw.get("optimizer") or ""), notes=[_text(raw["error"], "memory.ledger.error",
-                                                                                 path)])
+        error = _text(raw["error"], "memory.ledger.error", path)
+        return MemoryLedger(None, "", str(raw.get("optimizer") or ""), notes=[error], error=error)
     parts_raw = raw.get("parts") or []
     if not isinstance(parts_raw, list):
         raise InputError(path, "not a valid run.json: 'memory.ledger.parts' is not a list")

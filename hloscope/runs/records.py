@@ -21,6 +21,7 @@ import msgspec
 
 from hloscope.errors import InputError
 from hloscope.modes import CompileMode
+from hloscope.runs.memory_record import MemoryLedger
 
 T = TypeVar("T")
 
@@ -617,7 +618,7 @@ class RunParts:
     window_measured: bool = False  # the timed window closed: its host scheduling is written (null when unmeasured)
     profiled: bool = False  # steps were profiled: their times are written
     memory: dict[str, Any] | None = None  # Session.memory(): the peaks, with the framework's own keys
-    memory_ledger: dict[str, Any] | None = None  # memory_ledger.measure: where the peak went
+    memory_ledger: MemoryLedger | None = None  # memory_ledger.measure: where the peak went
     compiles: Compiles | None = None
     loss: Loss | None = None
     graph: dict[str, Any] = field(default_factory=dict)  # the session's graph summary: its keys differ by mode
@@ -647,11 +648,11 @@ def environment_document(machine: Environment, framework: dict[str, Any],
     return document
 
 
-def memory_document(memory: dict[str, Any] | None, ledger: dict[str, Any] | None) -> dict[str, Any]:
+def memory_document(memory: dict[str, Any] | None, ledger: MemoryLedger | None) -> dict[str, Any]:
     """run.json `memory`: the peaks as the framework reports them, then the ledger once measured ({} until then)."""
     document = dict(memory or {})
     if ledger is not None:
-        document["ledger"] = ledger
+        document["ledger"] = ledger.to_dict()
     return document
 
 
