@@ -11,6 +11,7 @@ import pytest
 from hloscope.backends import driver, startup_ledger, timing
 from hloscope.backends.base import RunOptions
 from hloscope.backends.startup_ledger import DynamoProbe, JaxProbe, Probe, StartupLedger
+from hloscope.runs.records import StartupPart, section_document
 from hloscope.runs.rundir import create_run_dir, load_run
 from tests.test_run_driver import FakeSession
 
@@ -53,7 +54,7 @@ def test_each_phase_is_its_parts_plus_what_they_leave_unaccounted(monkeypatch):
     ledger.first_step_done(5.9)  # the loop's own measure of the step
     ledger.window_opening()
     ledger.window_closed()
-    record = ledger.record()
+    record = section_document(ledger.record())
     phases = {p["name"]: p for p in record["phases"]}
     assert [p["name"] for p in record["phases"]] == ["imports", "setup", "first step"]
     assert phases["imports"]["seconds"] == 2.0 and phases["setup"]["seconds"] == 5.0
@@ -77,7 +78,7 @@ def test_without_its_framework_imported_a_phase_is_the_driver_clock_alone(monkey
     ledger.setup_done()
     ledger.first_step_started()
     ledger.first_step_done(None)
-    record = ledger.record()
+    record = section_document(ledger.record())
     assert record["framework_source"] is None
     setup = record["phases"][1]
     assert setup == {"name": "setup", "seconds": 1.5, "parts": [], "unaccounted_s": 1.5}
@@ -129,7 +130,7 @@ def test_jax_first_execution_runs_from_the_last_compile_to_the_steps_end(monkeyp
 
     class Compiled(ScriptedProbe):
         def execution(self, start, end):
-            return startup_ledger.Part("execution", end - 13.0, "clock") if start < 13.0 < end else None
+            return StartupPart("execution", end - 13.0, "clock") if start < 13.0 < end else None
 
     monkeypatch.setattr(startup_ledger, "make_probe", lambda *args: Compiled([{}, {}, {}, {"compilation": 4.0}]))
     # clock: created, restart, imported, setup start, setup end, first step start, first step end
@@ -139,7 +140,7 @@ def test_jax_first_execution_runs_from_the_last_compile_to_the_steps_end(monkeyp
     ledger.setup_done()
     ledger.first_step_started()
     ledger.first_step_done(5.9)
-    (first,) = [p for p in ledger.record()["phases"] if p["name"] == "first step"]
+    (first,) = [p for p in section_document(ledger.record())["phases"] if p["name"] == "first step"]
     # the step ran from 8.0 for 5.9 s: compiled until 13.0, executed until 13.9
     assert {p["name"]: p["seconds"] for p in first["parts"]} == {"compilation": 4.0,
                                                                  "execution": pytest.approx(0.9)}

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from hloscope.backends import torch_xla_analysis
 from hloscope.modes import FRAMEWORK_MODULE, JAX_FRAMEWORKS
+from hloscope.runs.records import CompileCache, Startup, StartupPart, StartupPhase, StartupWindow
 
 COMPILE_CACHE_ENV = "HLOSCOPE_COMPILE_CACHE"
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_RESHAPE="<mode>[,<mode>...]" drops the last sample of every
@@ -67,33 +68,21 @@ RESHAPE_WARNING = (f"{TEST_RESHAPE_ENV}: every batch loses its last sample from 
 
 
 @dataclass
-class Part:
-    """One share of a phase: seconds, and the instrument that measured them."""
-
-    name: str
-    seconds: float
-    source: str
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "seconds": self.seconds, "source": self.source}
-
-
-@dataclass
 class Phase:
     """A span of the run the driver timed (imports, setup, first step, timed window), split into the framework's parts
     and what they leave unaccounted."""
 
     name: str
     seconds: float
-    parts: list[Part] = field(default_factory=list)
+    parts: list[StartupPart] = field(default_factory=list)
 
     @property
     def unaccounted_s(self) -> float:
         return self.seconds - sum(p.seconds for p in self.parts)
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "seconds": self.seconds, "parts": [p.to_json() for p in self.parts],
-                "unaccounted_s": self.unaccounted_s}
+    def written(self) -> StartupPhase:
+        return StartupPhase(name=self.name, seconds=self.seconds, parts=list(self.parts),
+                            unaccounted_s=self.unaccounted_s)
 
 
 class Probe:
@@ -116,7 +105,7 @@ class Probe:
         """What the framework says about each compile since `window_opening`: cause and cost."""
         return []
 
-    def execution(self, start: float, end: float) -> Part | None:
+    def execution(self, start: float, end: float) -> StartupPart | None:
         """The first step's execution where the framework does not time it but its last compile's end is known: from
         that end to the step's `end` (dispatch, run and wait), when the compile ended between `start` and `end`."""
         return None
@@ -132,7 +121,7 @@ def subtract(after: dict, before: dict) -> dict:
 def phase_of(name: str, seconds: float, after: dict[str, float], before: dict[str, float], source: str) -> Phase:
     """A phase whose framework parts are the difference of two probe readings (parts that did not grow left out)."""
     spent = subtract(after, before)
-    return Phase(name, seconds, [Part(part, value, source) for part, value in spent.items() if value > 0])
+    return Phase(name, seconds, [StartupPart(part, value, source) for part, value in spent.items() if value > 0])
 
 
 class JaxProbe(Probe):
@@ -174,10 +163,10 @@ class JaxProbe(Probe):
     def counts(self) -> dict[str, int]:
         return dict(self.events)
 
-    def execution(self, start: float, end: float) -> Part | None:
+    def execution(self, start: float, end: float) -> StartupPart | None:
         if self.last_compile_end is None or not start < self.last_compile_end < end:
             return None
-        return Part(EXECUTION_PART, end - self.last_compile_end, EXECUTION_SOURCE)
+        return StartupPart(EXECUTION_PART, end - self.last_compile_end, EXECUTION_SOURCE)
 
     def window_opening(self) -> None:
         collected = self.misses
@@ -335,7 +324,7 @@ class TorchXlaProbe(Probe):
         return found
 
 
-def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> dict:
+def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> CompileCache:
     """Point the framework's persistent compile caches at folders of `directory` (one per cache, so that the modes of
     a comparison can share it), before their first compile; returns run.json `startup.compile_cache`."""
     folders: dict[str, str] = {}
@@ -355,7 +344,7 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> 
         folders["TORCHINDUCTOR_CACHE_DIR"] = os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
     for folder in folders.values():
         Path(folder).mkdir(parents=True, exist_ok=True)
-    return {"dir": str(directory), "folders": folders}
+    return CompileCache(dir=str(directory), folders=folders)
 
 
 
@@ -387,10 +376,10 @@ class StartupLedger:
         self.readings: dict[str, tuple[dict[str, float], dict[str, int]]] = {}
         self.probe: Probe | None = None
         self.phases: list[Phase] = []
-        self.cache: dict | None = None
+        self.cache: CompileCache | None = None
         directory = os.environ.get(COMPILE_CACHE_ENV)
         self.cache_dir = Path(directory) if directory else None
-        self.window: dict | None = None
+        self.window: StartupWindow | None = None
 
     def restart(self) -> None:
         """The imports phase starts here: the driver is about to load the mode's module."""
@@ -406,7 +395,7 @@ class StartupLedger:
         """The mode's module (and its framework) is imported: the probe can start listening."""
         self.marks["imported"] = self.clock()
         self.phases.append(Phase("imports", self.marks["imported"] - self.started,
-                                 [Part("imports (the mode's framework and model libraries)",
+                                 [StartupPart("imports (the mode's framework and model libraries)",
                                        self.marks["imported"] - self.started, DRIVER_SOURCE)]))
         if self.cache_dir is not None:
             self.cache = configure_compile_cache(self.framework, self.compiled, self.cache_dir)
@@ -442,10 +431,9 @@ class StartupLedger:
             return
         spent = self._phase("timed window", "window start", "window end")
         before, after = self.readings["window start"][1], self.readings["window end"][1]
-        self.window = {"compile_parts": [p.to_json() for p in spent.parts if not p.name.startswith("execution")],
-                       "compile_s": sum(p.seconds for p in spent.parts if not p.name.startswith("execution")),
-                       "counts": subtract(after, before),
-                       "recompilations": self.probe.recompilations()}
+        compiles = [p for p in spent.parts if not p.name.startswith("execution")]
+        self.window = StartupWindow(compile_parts=compiles, compile_s=sum(p.seconds for p in compiles),
+                                    counts=subtract(after, before), recompilations=self.probe.recompilations())
 
     def _phase(self, name: str, start: str, end: str) -> Phase:
         seconds = self.marks[end] - self.marks[start]
@@ -453,16 +441,16 @@ class StartupLedger:
             return Phase(name, seconds)
         return phase_of(name, seconds, self.readings[end][0], self.readings[start][0], self.probe.source)
 
-    def record(self) -> dict:
+    def record(self) -> Startup:
         """run.json `startup`."""
         counts = {}
         if "first step end" in self.readings and "setup start" in self.readings:
             counts = subtract(self.readings["first step end"][1], self.readings["setup start"][1])
         total = sum(p.seconds for p in self.phases)
-        return {"phases": [p.to_json() for p in self.phases], "total_s": total,
-                "cache_counts": counts, "compile_cache": self.cache,
-                "framework_source": self.probe.source if self.probe is not None and self.probe.source else None,
-                "window": self.window}
+        return Startup(phases=[p.written() for p in self.phases], total_s=total, cache_counts=counts,
+                       compile_cache=self.cache,
+                       framework_source=self.probe.source if self.probe is not None and self.probe.source else None,
+                       window=self.window)
 
     def close(self) -> None:
         if self.probe is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from hloscope.runs.records import convert_section
+from hloscope.runs.records import Startup, convert_section
 from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, process_test
 
 SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
@@ -78,24 +78,9 @@ def recompilation_json(found: Recompilation) -> dict:
     return document
 
 
-class _PartIn(msgspec.Struct, frozen=True):
-    name: str
-    seconds: float
-    source: str
-
-
-class _PhaseIn(msgspec.Struct, frozen=True):
-    name: str
-    seconds: float
-    parts: list[_PartIn]
-    unaccounted_s: float = 0.0
-
-
-class _CacheIn(msgspec.Struct, frozen=True):
-    dir: str
-
-
 class _RecompilationIn(msgspec.Struct, frozen=True):
+    """One entry of `startup.window.recompilations`: the keys every framework writes, in whatever order it has them."""
+
     cause: str
     source: str
     seconds: float | None = None
@@ -103,24 +88,10 @@ class _RecompilationIn(msgspec.Struct, frozen=True):
     graph_hash: str | None = None
 
 
-class _WindowIn(msgspec.Struct, frozen=True):
-    compile_s: float = 0.0
-    recompilations: list[_RecompilationIn] = []
-
-
-class _StartupIn(msgspec.Struct, frozen=True):
-    """run.json `startup` as the driver writes it (hloscope/backends/startup_ledger.py)."""
-
-    phases: list[_PhaseIn]
-    cache_counts: dict[str, int] | None = None
-    compile_cache: _CacheIn | None = None
-    window: _WindowIn | None = None
-
-
 def read_startup(data: Any, path: Path) -> StartupRecord:
     """run.json `startup` as a typed record; anything of the wrong shape is an InputError naming the file and the
     field."""
-    raw = convert_section(path, data, _StartupIn, "startup")
+    raw = convert_section(path, data, Startup, "startup")
     phases: dict[str, float] = {}
     parts: list[StartupPart] = []
     for phase in raw.phases:
@@ -132,8 +103,10 @@ def read_startup(data: Any, path: Path) -> StartupRecord:
                            raw.compile_cache.dir if raw.compile_cache else None)
     if raw.window is not None:
         record.window_compile_s = raw.window.compile_s
+        found = [convert_section(path, item, _RecompilationIn, f"startup.window.recompilations[{index}]")
+                 for index, item in enumerate(raw.window.recompilations)]
         record.recompilations = [Recompilation(item.cause, item.source, item.seconds, item.frame, item.graph_hash)
-                                 for item in raw.window.recompilations]
+                                 for item in found]
     return record
 
 

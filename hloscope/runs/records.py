@@ -287,6 +287,53 @@ class Parity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     seconds: Number | None = None
 
 
+class StartupPart(msgspec.Struct, frozen=True):
+    """One share of a startup phase: seconds, and the instrument that measured them."""
+
+    name: str
+    seconds: Number
+    source: str
+
+
+class StartupPhase(msgspec.Struct, frozen=True, kw_only=True):
+    """A span of the run the driver timed (imports, setup, first step), split into the framework's parts and what
+    they leave unaccounted."""
+
+    name: str
+    seconds: Number
+    parts: list[StartupPart]
+    unaccounted_s: Number = 0.0
+
+
+class CompileCache(msgspec.Struct, frozen=True, kw_only=True):
+    """The persistent compile cache a run used (HLOSCOPE_COMPILE_CACHE): its directory and each cache's folder."""
+
+    dir: str
+    folders: dict[str, str] = {}
+
+
+class StartupWindow(msgspec.Struct, frozen=True, kw_only=True):
+    """The compiles inside the timed window: their parts and seconds, the cache counters' change, and what changed."""
+
+    compile_parts: list[StartupPart] = []
+    compile_s: Number = 0.0
+    counts: dict[str, int] = {}
+    # each framework's own keys (cause and source, then its frame, graph hash, seconds...) in its own order
+    recompilations: list[dict[str, Any]] = []
+
+
+class Startup(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `startup`, the startup ledger (hloscope/backends/startup_ledger.py): where the time to the first step
+    went, phase by phase; every key is written, null where unknown."""
+
+    phases: list[StartupPhase]
+    total_s: Number | None = None
+    cache_counts: dict[str, int] | None = None  # persistent cache hits and misses up to the first step
+    compile_cache: CompileCache | None = None
+    framework_source: str | None = None  # the instrument of the framework's parts
+    window: StartupWindow | None = None
+
+
 class Artifact(msgspec.Struct, frozen=True, kw_only=True):
     """One file of a run directory that run.json lists (path relative to the run directory)."""
 
@@ -602,7 +649,7 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
 @dataclass
 class RunParts:
     """run.json as the driver learns it during a run: each part typed where a Struct describes it, the framework's
-    own dictionaries (its settings, memory, graph, startup) and artifacts as reported. `run_document` writes it."""
+    own dictionaries (its settings, memory, graph) and the artifact entries as reported. `run_document` writes it."""
 
     run_id: str
     mode: str
@@ -629,7 +676,7 @@ class RunParts:
     phase: str | None = None  # where a running run is (its last write before the end says it)
     profile: Profile | None = None
     error_traceback: str | None = None  # a run the framework's error failed: where it was raised
-    startup: dict[str, Any] | None = None  # the startup ledger, once the run ended
+    startup: Startup | None = None  # the startup ledger, once the run ended
 
 
 # The environment's keys that describe the machine (runs/environment.py collect_environment), in the order it has them.
@@ -675,7 +722,7 @@ def run_document(parts: RunParts) -> dict[str, Any]:
                 ("phase", parts.phase),
                 ("profile", section_document(parts.profile) if parts.profile is not None else None),
                 ("error_traceback", parts.error_traceback),
-                ("startup", parts.startup))
+                ("startup", section_document(parts.startup) if parts.startup is not None else None))
     document.update((key, value) for key, value in optional if value is not None)
     return document
 
