@@ -351,8 +351,13 @@ def test_explain_shows_the_split(comparison):
     for mode in ("jax", "torch_xla", "torch_xla+compile"):
         assert modes[mode]["replay"]["measured"], modes[mode]["replay"]
     assert "against_baseline" in modes["torch_xla"]["replay"]
-    text = _hloscope("explain", str(comparison), "--format", "md", "-o", "-")
-    assert "framework overhead" in text.stdout and "replayed (measured" in text.stdout
+    text = _hloscope("explain", str(comparison), "--format", "md", "-o", "-").stdout
+    assert "replayed (measured" in text
+    for mode in ("jax", "torch_xla", "torch_xla+compile"):
+        replay = modes[mode]["replay"]
+        # a replay slower than the run, or either timed under load (a busy machine), has no overhead to report: the
+        # report says why instead of a figure
+        assert (replay["overhead_note"] if replay["overhead_anomaly"] else "framework overhead") in text, replay
 
 
 # ------------------------------------------------------------------- hostile run directories and module files
