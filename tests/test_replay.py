@@ -218,6 +218,14 @@ def test_explain_split_measured_and_inferred():
     assert anomaly["overhead_anomaly"] and anomaly["overhead_s"] < 0
     line = replay_line(ModeResult("torch_xla", "ok", replay=anomaly))
     assert "overhead not measurable here" in line and "framework overhead -" not in line
+    # an overhead that is not measurable is compared with nothing: not with the profile's idle estimate, and not with
+    # the baseline's (on either side); the programs still are
+    assert "idle estimate" not in line and ", overhead" not in line and "against the baseline: program" in line
+    steady = replay_line(ModeResult("torch_xla", "ok", replay=data))
+    assert "idle estimate" in steady and ", overhead" in steady
+    busy_base = ModeResult("jax", "ok", replay={**data, "overhead_anomaly": True, "overhead_note": "busy"})
+    against_busy = replay_line(ModeResult("torch_xla", "ok", replay=data), busy_base)
+    assert "framework overhead" in against_busy and ", overhead" not in against_busy
     inferred = split(ModeSummary(mode="jax", step_times_s=[0.003], device_busy_s=0.002, profiled_step_s=0.003), base)
     assert not inferred["measured"] and "inferred" in inferred["note"]
     assert "inferred" in replay_line(ModeResult("jax", "ok", replay=inferred))
@@ -353,11 +361,15 @@ def test_explain_shows_the_split(comparison):
     assert "against_baseline" in modes["torch_xla"]["replay"]
     text = _hloscope("explain", str(comparison), "--format", "md", "-o", "-").stdout
     assert "replayed (measured" in text
-    for mode in ("jax", "torch_xla", "torch_xla+compile"):
+    for mode in ("torch_xla", "torch_xla+compile"):  # the report's lines of the modes against the baseline (jax)
         replay = modes[mode]["replay"]
         # a replay slower than the run, or either timed under load (a busy machine), has no overhead to report: the
-        # report says why instead of a figure
-        assert (replay["overhead_note"] if replay["overhead_anomaly"] else "framework overhead") in text, replay
+        # report says why instead of a figure, and compares no overhead with anything
+        if replay["overhead_anomaly"]:
+            line = next(line for line in text.splitlines() if replay["overhead_note"] in line)
+            assert "idle estimate" not in line and ", overhead" not in line, line
+        else:
+            assert "framework overhead" in text, replay
 
 
 # ------------------------------------------------------------------- hostile run directories and module files

@@ -479,7 +479,7 @@ def mode_views(report: ExplainReport) -> list[ModeView]:
             entry.mode, base, status_text(entry), bool(entry.noisy), step_text(entry, report.summaries.get(entry.mode)),
             base_step, verdict_text(entry), bool(entry.significant), differences, _per_sample(entry, base),
             contributors, noise, _residual(entry), _annotations(entry.annotations, verdicts), _op_rows(entry, base),
-            list(entry.notes), replay=replay_line(entry), ops_matching=ops_matching(entry, base)))
+            list(entry.notes), replay=replay_line(entry, base_entry), ops_matching=ops_matching(entry, base)))
     return views
 
 
@@ -514,8 +514,10 @@ def step_rows(report: ExplainReport) -> list[dict[str, str]]:
     return rows
 
 
-def replay_line(entry: ModeResult) -> str | None:
-    """One line for the renderers: the measured split (and against the baseline), or that the split is inferred."""
+def replay_line(entry: ModeResult, base: ModeResult | None = None) -> str | None:
+    """One line for the renderers: the measured split (and against the baseline), or that the split is inferred. An
+    overhead flagged as not measurable (a busy machine, on this side or the baseline's) is not compared with anything:
+    neither the profile's idle estimate nor the baseline's overhead."""
     data = entry.replay
     if not isinstance(data, dict):
         return None
@@ -526,18 +528,22 @@ def replay_line(entry: ModeResult) -> str | None:
         return "program vs framework overhead: inferred only (no replay.json; run `hloscope replay RUN_DIR`)"
     low, high = data["overhead_ci_s"]
     line = f"replayed (measured, {data.get('compiler')}): program on device {fmt.ms(data['program_s'])}, "
-    if data.get("overhead_anomaly"):  # the replay slower than the run (a busy machine): no overhead to report
+    anomaly = bool(data.get("overhead_anomaly"))
+    if anomaly:  # the replay slower than the run, or a side timed under load: no overhead to report
         line += str(data.get("overhead_note"))
     else:
         line += f"framework overhead {fmt.ms(data['overhead_s'])} (95% {fmt.ms(low)} to {fmt.ms(high)})"
-    if "inferred_overhead_s" in data:
-        agree = "within" if data["inferred_within_interval"] else "outside"
-        line += f"; the profile's idle estimate {fmt.ms(data['inferred_overhead_s'])} is {agree} that interval"
+        if "inferred_overhead_s" in data:
+            agree = "within" if data["inferred_within_interval"] else "outside"
+            line += f"; the profile's idle estimate {fmt.ms(data['inferred_overhead_s'])} is {agree} that interval"
     gap = data.get("against_baseline")
     if gap:
         line += (f"; against the baseline: program {fmt.signed_ms(gap['program_gap_s'])} "
-                 f"(95% {fmt.ms_interval(gap['program_gap_ci_s'])}), overhead "
-                 f"{fmt.signed_ms(gap['overhead_gap_s'])} (95% {fmt.ms_interval(gap['overhead_gap_ci_s'])})")
+                 f"(95% {fmt.ms_interval(gap['program_gap_ci_s'])})")
+        base_replay = base.replay if base is not None and isinstance(base.replay, dict) else {}
+        if not anomaly and not base_replay.get("overhead_anomaly"):
+            line += (f", overhead {fmt.signed_ms(gap['overhead_gap_s'])} "
+                     f"(95% {fmt.ms_interval(gap['overhead_gap_ci_s'])})")
     return line
 
 
