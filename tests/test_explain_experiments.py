@@ -27,7 +27,7 @@ from hloscope.explain.experiments import (
     expected_run_s,
     fit_repeats,
     interaction,
-    joint_variant,
+    joint_variants,
     judge,
     plan_pairs,
     plan_tests,
@@ -265,47 +265,66 @@ def _two_partial_closures(noise: float = 0.01, count: int = 3):
     return summaries, labels, tested.tests
 
 
-def _joint(joint_s: float, noise: float = 0.01, count: int = 3, slow_s: float = 0.030):
-    """The joint re-run: the baseline, the slower side again and the joint configuration (`joint_s`)."""
-    labels = {"baseline": "B", "slower": "S", "joint": "J"}
-    summaries = {"B": _summary("B", processes(0.010, noise, count, seed=6)),
-                 "S": _summary("S", processes(slow_s, noise, count, seed=7)),
-                 "J": _summary("J", processes(joint_s, noise, count, seed=8))}
+JOINT = "slower, data=device, precision=fp32"
+ALONE = ("slower, data=device", "slower, precision=fp32")
+
+
+def _joint(joint_s: float, noise: float = 0.01, count: int = 3, slow_s: float = 0.030, alone_s: float = 0.022):
+    """The joint re-run: the baseline, the slower side again, each change alone again (`alone_s`) and both together
+    (`joint_s`), by label, with its labels (variant name -> label)."""
+    centers = {"baseline": 0.010, "slower": slow_s, ALONE[0]: alone_s, ALONE[1]: alone_s, JOINT: joint_s}
+    labels = {name: f"jax [{name}]" for name in centers}
+    summaries = {labels[name]: _summary(labels[name], processes(center, noise, count, seed=6 + i))
+                 for i, (name, center) in enumerate(centers.items())}
     return summaries, labels
 
 
 def test_the_interaction_of_two_changes_that_each_close_part_of_the_gap():
-    singles, single_labels, tests = _two_partial_closures()
+    _, _, tests = _two_partial_closures()
     assert [t.verdict for t in tests] == [PARTLY, PARTLY]
     assert closing_tests(tests) == tests  # two partly closures: the joint configuration runs
-    _, settings = joint_variant(tests)
-    assert settings == {"data": "device", "precision": "fp32"}
+    name, changes = joint_variants(tests)
+    assert name == JOINT and list(changes) == [*ALONE, JOINT]  # each change alone again, then both together
+    assert changes[JOINT] == {"data": "device", "precision": "fp32"} and changes[ALONE[0]] == {"data": "device"}
     joint, labels = _joint(0.014)  # 16 ms closed together, as the two 8 ms closures add up to
-    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    found = interaction(tests, joint, labels, JOINT, [])
     assert found.verdict == "additive" and found.joint is not None, found.why
-    assert found.sum_single_s == pytest.approx(0.016, rel=0.1)
+    assert found.sum_single_s == pytest.approx(0.016, rel=0.1) and set(found.single_closed_s) == {"data", "precision"}
     assert found.excess_s == pytest.approx(0.0, abs=0.002) and found.margin_s == pytest.approx(0.004, rel=0.1)
     low, high = found.excess_ci_s
     assert -found.margin_s <= low <= found.excess_s <= high <= found.margin_s
-    assert interaction(tests, singles, single_labels, {}, {"baseline": "", "slower": ""}, None,
-                       ["stopped"]).verdict == "not run"
+    assert interaction(tests, {}, {}, None, ["stopped"]).verdict == "not run"
+
+
+def test_the_singles_of_the_interaction_are_the_ones_measured_beside_the_joint_run():
+    """The machine may be slower during the joint re-run than during the pair's: every closure the excess is made of
+    comes from that one re-run, so a load that slows all of its configurations alike leaves the verdict additive,
+    and the single closures reported are the ones measured there (11 ms and 11 ms here, 8 ms each in the first)."""
+    _, _, tests = _two_partial_closures()
+    joint, labels = _joint(0.019, slow_s=0.041, alone_s=0.030)  # 11 + 11 = 22 ms, and 22 ms closed together
+    found = interaction(tests, joint, labels, JOINT, [])
+    assert found.verdict == "additive", found.why
+    assert all(value == pytest.approx(0.011, rel=0.15) for value in found.single_closed_s.values())
+    del joint[labels[ALONE[1]]]
+    missing = interaction(tests, joint, labels, JOINT, ["jax [slower, precision=fp32]: crashed"])
+    assert missing.verdict == "not run" and "alone" in missing.why and "crashed" in missing.why
 
 
 def test_changes_that_remove_the_same_time_overlap_and_ones_that_feed_each_other_compound():
-    singles, single_labels, tests = _two_partial_closures()
+    _, _, tests = _two_partial_closures()
     joint, labels = _joint(0.022)  # together they close 8 ms, as each alone: the same time removed twice
-    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    found = interaction(tests, joint, labels, JOINT, [])
     assert found.verdict == "overlapping" and found.excess_ci_s[1] < 0, found.why
-    joint, labels = _joint(0.0105, slow_s=0.034)  # 23.5 ms closed together against 16 ms summed
-    assert interaction(tests, singles, single_labels, joint, labels, "J", []).verdict == "compounding"
+    joint, labels = _joint(0.0105, slow_s=0.034, alone_s=0.026)  # 23.5 ms closed together against 16 ms summed
+    assert interaction(tests, joint, labels, JOINT, []).verdict == "compounding"
 
 
 def test_an_interaction_the_noise_leaves_open_is_cannot_tell_not_a_verdict():
-    """Two processes a side and steps 30% apart: the excess's interval is wider than the margin either way, so the
+    """Two processes a side and steps 60% apart: the excess's interval is wider than the margin either way, so the
     product cannot say whether the effects add up, even where the estimate happens to be near the sum."""
-    singles, single_labels, tests = _two_partial_closures(noise=0.01, count=3)
+    _, _, tests = _two_partial_closures(noise=0.01, count=3)
     joint, labels = _joint(0.014, noise=0.6, count=2)
-    found = interaction(tests, singles, single_labels, joint, labels, "J", [])
+    found = interaction(tests, joint, labels, JOINT, [])
     assert found.verdict == CANNOT_TELL, found.why
     assert found.excess_ci_s[1] - found.excess_ci_s[0] > 2 * found.margin_s
     assert "holds both" in found.why or "did not reproduce" in found.why
@@ -323,15 +342,11 @@ def test_an_interaction_built_to_add_up_is_never_called_otherwise_by_chance(nois
     def draw(center: float) -> ModeSummary:
         return _summary("x", [[center * (1 + noise * rng.standard_normal()) for _ in range(10)] for _ in range(3)])
 
+    _, _, tests = _two_partial_closures()
     for _ in range(40):
-        singles = {"baseline": draw(0.010), "slower": draw(0.030), "slower, data=device": draw(0.022),
-                   "slower, precision=fp32": draw(0.022)}
-        _, single_labels, tests = _two_partial_closures()
-        for test in tests:
-            test.closure = closure(singles["baseline"].processes, singles["slower"].processes,
-                                   singles[str(test.label)].processes)
-        joint = {"B": draw(0.010), "S": draw(0.030), "J": draw(0.014)}
-        calls.append(interaction(tests, singles, single_labels, joint, {"baseline": "B", "slower": "S"}, "J",
+        centers = {"baseline": 0.010, "slower": 0.030, ALONE[0]: 0.022, ALONE[1]: 0.022, JOINT: 0.014}
+        labels = {name: name for name in centers}
+        calls.append(interaction(tests, {name: draw(center) for name, center in centers.items()}, labels, JOINT,
                                  []).verdict)
     assert set(calls) <= {"additive", CANNOT_TELL}, calls
     assert calls.count("additive") >= additive_at_least, calls

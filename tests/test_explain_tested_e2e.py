@@ -1,4 +1,4 @@
-"""explain --test-hypotheses on real runs (tiny ViT, JAX on the CPU, few steps): the slower configuration run again
+"""explain --test-hypotheses on real runs (tiny ViT, JAX on the CPU, 20 steps): the slower configuration run again
 with one setting changed, interleaved with both, in two processes each. bf16 against fp32: matching the precision
 (whichever is slower on this machine at the time) closes the gap; the DataLoader in the step against batches already on
 the device: matching the data path closes it;
@@ -26,7 +26,11 @@ from hloscope.significance import PROCESS_ALPHA
 
 pytestmark = pytest.mark.slow
 
-RUN = ("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "16", "--steps", "6", "--warmup", "2", "--json")
+# 20 timed steps: a process's median then spans about a second of a loaded machine, not a few of its moments, so
+# that two processes a configuration can tell a 10 ms closure from the spread between them (6 steps could not); the
+# steps cost little beside each process's start.
+RUN = ("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "16", "--steps", "20", "--warmup", "2",
+       "--json")
 # No LLVM optimisation and no fusion: on this project's loaded 2-core CPU (vit-tiny, batch 16, 6 steps) jax's step
 # took 21 ms against 5.3 ms without, and 39 ms against 6.2 ms (4-6x): a gap no load on the machine hides.
 SLOW_FLAGS = "--xla_backend_optimization_level=0 --xla_disable_hlo_passes=fusion,cpu-instruction-fusion"
@@ -174,7 +178,8 @@ def test_two_effects_that_add_up_close_the_gap_together_and_are_additive(tested)
     """The flag and the host delay each close part of the gap (or the product says why it cannot tell), never
     refuted; where both close part of it, the joint re-run applies both and the interaction is additive or, where the
     noise leaves its interval wider than the margin, "cannot tell" with that reason: never overlapping or
-    compounding. The joint re-run is an ordinary comparison too."""
+    compounding. The joint re-run, which runs each change alone again beside both together, is an ordinary comparison
+    too."""
     out, block = tested
     pair = next(p for p in block["pairs"] if p["slow"] == "jax (delayflags)")
     tests = {t["setting"]: t for t in pair["tests"] if t["verdict"] != "could not test"}
@@ -200,4 +205,6 @@ def test_two_effects_that_add_up_close_the_gap_together_and_are_additive(tested)
         assert "holds both" in found["why"] or "did not reproduce" in found["why"], found
     (joint,) = {Path(d).parent for d in found["run_dirs"]}
     assert joint.parent == out and joint.name.startswith("tested-joint-")
+    labels = {entry["mode"] for entry in json.loads((joint / "comparison.json").read_text())["modes"]}
+    assert len(labels) == 5 and {"jax [baseline]", "jax [slower]"} <= labels, labels  # each change alone, both
     assert hloscope("explain", joint, "--baseline", "jax [baseline]", "--json").code == 0

@@ -48,7 +48,7 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
         conclude,
         fit_repeats,
         interaction,
-        joint_variant,
+        joint_variants,
         plan_pairs,
     )
     from hloscope.explain.inputs import load_summaries
@@ -98,20 +98,18 @@ def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, 
         result = conclude(plan, summaries, launched.labels, str(launched.directory), fitted, launched.not_run)
         block.stopped = launched.stopped
         closing = closing_tests(result.tests)
-        if len(closing) >= 2:
-            name, settings = joint_variant(closing)
+        if len(closing) >= 2:  # the interaction: each change alone again and all together, side by side
+            name, changes = joint_variants(closing)
             joint = {"baseline": plan.fast_options, "slower": plan.slow_options,
-                     name: dict(plan.slow_options, **settings)}
+                     **{variant: dict(plan.slow_options, **settings) for variant, settings in changes.items()}}
             per_joint = {key: per_process["baseline" if key == "baseline" else "slower"] for key in joint}
             joined = launch(joint, per_joint, "tested-joint")[0] if block.stopped is None else None
             if joined is None:
                 reason = block.stopped or "the time budget was spent"
-                result.interaction = interaction(closing, summaries, launched.labels, {},
-                                                 {"baseline": "", "slower": ""}, None, [f"not run: {reason}"])
+                result.interaction = interaction(closing, {}, {}, None, [f"not run: {reason}"])
             else:
                 joint_summaries = {s.mode: s for s in load_summaries(joined.directory)[0]}
-                result.interaction = interaction(closing, summaries, launched.labels, joint_summaries,
-                                                 joined.labels, joined.labels.get(name), joined.not_run)
+                result.interaction = interaction(closing, joint_summaries, joined.labels, name, joined.not_run)
                 block.stopped = joined.stopped
         block.pairs.append(result)
     block.elapsed_s = time.monotonic() - started

@@ -24,8 +24,9 @@ of the three configurations. The verdict reads that interval:
 A hypothesis whose setting hloscope does not set, whose setting is the same on both sides, or whose value the slower
 side's mode cannot take (donation in eager PyTorch, a compile mode where nothing calls torch.compile), is "could not
 test", with the reason, and nothing runs for it. When two or more changes each close part of the gap (confirmed or
-partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more
-configuration applies them all, and the joint closure is set against the sum of the single ones (the interaction).
+partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more re-run
+applies them all, beside each of them alone again, and the joint closure is set against the sum of the single ones
+measured beside it (the interaction).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class PlannedTest:
     @property
     def variant(self) -> str:
         """The re-run's name: the slower configuration with this setting changed."""
-        return f"slower, {self.setting}={_short(self.setting, self.fast_value)}"
+        return variant_name(str(self.setting), self.fast_value)
 
     @property
     def change(self) -> str:
@@ -301,9 +302,10 @@ METHOD = {
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
                    f"{MIN_GAP:.0%} of the faster step)",
-    "interaction": f"excess = joint closure - sum of single closures, {INTERACTION_CONFIDENCE:.0%} interval from "
-                   "independent bootstraps of the slower side of both re-runs, each changed and the joint "
-                   f"configuration; additive when it lies within {MEANINGFUL_SHARE:.0%} of the gap either way, "
+    "interaction": f"excess = joint closure - sum of single closures, measured side by side in one re-run of the "
+                   "baseline, the slower side, each change alone and all together; "
+                   f"{INTERACTION_CONFIDENCE:.0%} interval from independent bootstraps of the slower, each changed "
+                   f"and the joint configuration; additive when it lies within {MEANINGFUL_SHARE:.0%} of the gap either way, "
                    "overlapping or compounding when it excludes 0 and the estimate is beyond that",
 }
 
@@ -555,44 +557,47 @@ def closing_tests(tests: list[HypothesisTest]) -> list[HypothesisTest]:
     return [test for test in tests if test.verdict in (CONFIRMED, PARTLY)]
 
 
-def joint_variant(closing: list[HypothesisTest]) -> tuple[str, dict[str, Any]]:
-    """The configuration that applies every closing change: its variant name and the settings it changes."""
+def joint_variants(closing: list[HypothesisTest]) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The joint re-run's configurations besides the pair's own: each closing change alone again, then all of them
+    together. Returns the joint variant's name and variant name -> the settings it changes."""
     settings = {str(t.setting): t.fast_value for t in closing}
-    return "slower, " + ", ".join(f"{k}={_short(k, v)}" for k, v in settings.items()), settings
+    singles = {variant_name(key, value): {key: value} for key, value in settings.items()}
+    joint = "slower, " + ", ".join(f"{k}={_short(k, v)}" for k, v in settings.items())
+    return joint, {**singles, joint: settings}
 
 
-def interaction(closing: list[HypothesisTest], singles: dict[str, ModeSummary], single_labels: dict[str, str],
-                summaries: dict[str, ModeSummary], labels: dict[str, str], joint_label: str | None,
-                not_run: list[str]) -> Interaction:
-    """The joint closure of every closing change (closing_tests) against the sum of their single closures. The single
-    closures come from the pair's re-run (`singles`, by label; `single_labels`: "slower" -> its label, each test's own
-    in test.label), the joint one from its own re-run (`summaries`, `labels`, `joint_label`), so the excess (joint -
-    sum) is resampled from every configuration it is made of: the slower side of both re-runs, each single change and
-    the joint one. Additive when the excess's interval lies within MEANINGFUL_SHARE of the gap either way; overlapping
-    (the changes remove the same time) or compounding when the interval excludes zero and the estimate is beyond that
-    margin; otherwise cannot tell."""
+def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary], labels: dict[str, str],
+                joint_name: str | None, not_run: list[str]) -> Interaction:
+    """The joint closure of every closing change (closing_tests) against the sum of their single closures, all from
+    one re-run (`summaries` by label; `labels`: variant name -> label) in which the baseline, the slower side, each
+    change alone and the joint configuration ran interleaved. Measured side by side, the excess (joint - sum) =
+    (S - J) - sum(S - C_i) is made of configurations that met the same load, and its interval comes from independent
+    two-level bootstraps of those. Additive when the interval lies within MEANINGFUL_SHARE of the gap either way;
+    overlapping (the changes remove the same time) or compounding when the interval excludes zero and the estimate
+    is beyond that margin; otherwise cannot tell."""
     settings = {str(t.setting): t.fast_value for t in closing}
     applied = ", ".join(f"{SETTING_FLAGS.get(k, k)} {_shown(k, v)}" for k, v in settings.items())
-    singly = {str(t.setting): t.closure.closed_s for t in closing if t.closure is not None}
-    total = sum(singly.values())
-    fast, slow = summaries.get(labels["baseline"]), summaries.get(labels["slower"])
-    joint = summaries.get(joint_label) if joint_label is not None else None
+    first = {str(t.setting): t.closure.closed_s for t in closing if t.closure is not None}  # the pair's own re-run
+    fast, slow = summaries.get(labels.get("baseline", "")), summaries.get(labels.get("slower", ""))
+    joint = summaries.get(labels.get(joint_name, "")) if joint_name is not None else None
+    changed = {key: summaries.get(labels.get(variant_name(key, value), "")) for key, value in settings.items()}
     if not (_timed(fast) and _timed(slow) and _timed(joint)):
-        return Interaction(settings, applied, singly, total, None, "not run", _why_not(joint, not_run))
+        return Interaction(settings, applied, first, sum(first.values()), None, "not run", _why_not(joint, not_run))
     assert fast is not None and slow is not None and joint is not None  # noqa: S101 - _timed checked each
     found = closure(fast.processes, slow.processes, joint.processes)
-    changed = [singles.get(t.label or "") for t in closing]
-    slow_before = singles.get(single_labels.get("slower", ""))
-    if found is None or not (_timed(slow_before) and all(_timed(c) for c in changed)):
-        return Interaction(settings, applied, singly, total, None, "not run", "a configuration has no timed step")
-    assert slow_before is not None  # noqa: S101 - _timed checked it
-    excess, excess_ci = _excess(slow_before.processes, [c.processes for c in changed if c is not None],
-                                slow.processes, joint.processes)
+    alone = [c.processes for c in changed.values() if c is not None and _timed(c)]
+    if found is None or len(alone) < len(changed):
+        missing = next((_why_not(c, not_run) for c in changed.values() if not _timed(c)), "no timed step")
+        return Interaction(settings, applied, first, sum(first.values()), None, "not run",
+                           f"a change alone was not timed beside the joint one: {missing}")
+    singly = {key: median(slow.step_times_s) - median(c.step_times_s) for key, c in changed.items() if c is not None}
+    total = sum(singly.values())
+    excess, excess_ci = _excess(slow.processes, alone, joint.processes)
     low, high = excess_ci
     margin = MEANINGFUL_SHARE * max(found.gap_before_s, 0.0)
     result = Interaction(settings, applied, singly, total, found, CANNOT_TELL, "", list(joint.run_dirs), excess,
                          excess_ci, margin)
-    together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly: "
+    together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly beside them: "
                 f"{_signed_ms(excess)} ({_signed_ms(low)} to {_signed_ms(high)})")
     if found.gap_before_ci_s[0] <= 0:
         result.why = together + "; the gap did not reproduce in this re-run"
@@ -611,17 +616,18 @@ def interaction(closing: list[HypothesisTest], singles: dict[str, ModeSummary], 
     return result
 
 
-def _excess(slow_before: list[list[float]], changed: list[list[list[float]]], slow_after: list[list[float]],
-            joint: list[list[float]]) -> tuple[float, list[float]]:
-    """joint closure - sum of single closures = (S' - J) - sum(S - C_i), S and C_i from the pair's re-run and S' and
-    J from the joint one, with its INTERACTION_CONFIDENCE interval from independent two-level bootstraps of each."""
-    sides = [slow_before, slow_after, joint, *changed]
+def _excess(slow: list[list[float]], changed: list[list[list[float]]], joint: list[list[float]],
+            ) -> tuple[float, list[float]]:
+    """joint closure - sum of single closures = (S - J) - sum(S - C_i), all from one re-run, with its
+    INTERACTION_CONFIDENCE interval from independent two-level bootstraps of S, J and each C_i (one draw of S serves
+    every term it appears in: it is one measurement)."""
+    sides = [slow, joint, *changed]
     draws = [pooled_median_resamples(side, seed) for seed, side in enumerate(sides, start=11)]
     count = min(len(d) for d in draws if d is not None)
-    s, s2, j, *c = (np.asarray(d)[:count] for d in draws if d is not None)
+    s, j, *c = (np.asarray(d)[:count] for d in draws if d is not None)
     pooled = [median([t for p in side for t in p]) for side in sides]
-    point = (pooled[1] - pooled[2]) - sum(pooled[0] - value for value in pooled[3:])
-    values = (s2 - j) - sum((s - each for each in c), np.zeros(count))
+    point = (pooled[0] - pooled[1]) - sum(pooled[0] - value for value in pooled[2:])
+    values = (s - j) - sum((s - each for each in c), np.zeros(count))
     tail = (1 - INTERACTION_CONFIDENCE) / 2
     return point, [float(v) for v in np.quantile(values, [tail, 1 - tail])]
 
@@ -670,6 +676,11 @@ def _shown(setting: str | None, value: Any) -> str:
 
 # XLA flags in a re-run's name (its label and folder): at most this many characters
 _SHORT_FLAGS = 48
+
+
+def variant_name(setting: str, value: Any) -> str:
+    """A re-run's name: the slower configuration with `setting` changed to `value`."""
+    return f"slower, {setting}={_short(setting, value)}"
 
 
 def _short(setting: str | None, value: Any) -> str:
