@@ -40,7 +40,8 @@ def render_stats(console: Console, stats: dict) -> None:
             f"{fmt.ms_column(stats['host_launch_us'])} ms   all host runtime API time "
             f"{fmt.ms_column(stats['host_runtime_us'])} ms")
     if device_time:
-        source = "from the run's HLO" if stats.get("category_source") == "hlo" else "by kernel name"
+        source = {"hlo": "from the run's HLO", "profiler": "by the profiler's HLO category"}.get(
+            str(stats.get("category_source")), "by kernel name")
         categories = Table(title=f"Device time by category over {span} ({source})", title_justify="left")
         categories.add_column("category")
         categories.add_column("ms", justify="right")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from hloscope.trace.model import CATEGORIES, MEMCPY, MEMORY, MEMSET, OTHER
+from hloscope.trace.model import CATEGORIES, FUSION, LAYOUT, MATMUL, MEMCPY, MEMORY, MEMSET, OTHER, REDUCTION
 
 TABLE = "kernel_categories.toml"
 _UPPERCASE_LITERAL = re.compile(r"(?<!\\)[A-Z]")  # an uppercase letter that is not an escape such as \d, \B or \W
@@ -146,3 +146,27 @@ def category_for(name: str, kind: str) -> str:
     if kind in (MEMCPY, MEMSET):
         return MEMORY
     return category_of(name)
+
+
+# XLA's own category of an HLO instruction, which TPU profiles carry as the `hlo_category` stat of each "XLA Ops" event
+# (XProf's op profile groups by it): what the instruction computes, where a TPU op name ("fusion.246") says nothing.
+# XLA names fusions by kind ("loop fusion", "convolution fusion", "output fusion": a fusion into a dot's or a
+# convolution's output), copies, transposes and reshapes "data formatting", other instructions by their opcode. Values
+# not listed here (copy-start, async-done, custom-call, all-reduce, ...) are left to the opcode and name rules.
+PROFILER_HLO_CATEGORIES = {
+    "convolution": MATMUL, "convolution fusion": MATMUL, "dot": MATMUL, "dot fusion": MATMUL, "output fusion": MATMUL,
+    "loop fusion": FUSION, "elementwise fusion": FUSION, "non-elementwise fusion": FUSION,
+    "non-fusion elementwise": FUSION, "rank-1-broadcast binary fusion": FUSION, "broadcast": FUSION, "iota": FUSION,
+    "input fusion": REDUCTION, "reduce fusion": REDUCTION, "reduce": REDUCTION, "reduce-window": REDUCTION,
+    "sort": REDUCTION, "scatter": REDUCTION, "select-and-scatter": REDUCTION,
+    "data formatting": LAYOUT,
+}
+
+
+def category_of_profiler_hlo(value: object) -> str | None:
+    """Our category of XLA's `hlo_category` value (convolutions with dilations included), None when it does not say."""
+    if not isinstance(value, str):
+        return None
+    if value.startswith("convolution"):  # "convolution base-dilated", "convolution window-dilated"
+        return MATMUL
+    return PROFILER_HLO_CATEGORIES.get(value)

@@ -72,8 +72,10 @@ COLLECTIVE = "collective/communication"
 OTHER = "other"
 CATEGORIES = (MATMUL, FUSION, REDUCTION, LAYOUT, MEMORY, COLLECTIVE, OTHER)
 CATEGORY_INDEX = {name: index for index, name in enumerate(CATEGORIES)}  # position in CATEGORIES (per-step arrays)
-# What decided an event's category: its HLO instruction in the run's optimized module, or its name.
+# What decided an event's category: its HLO instruction in the run's optimized module, the profiler's own HLO category
+# (TPU xplanes' `hlo_category` stat), or its name.
 SOURCE_HLO = "hlo"
+SOURCE_PROFILER = "profiler"
 SOURCE_NAMES = "names"
 
 

@@ -285,8 +285,8 @@ class CategoryResolver:
         if event.kind in (MEMCPY, MEMSET):
             return MEMORY, SOURCE_NAMES
         category = self.lookup(event)
-        if category is None:
-            return event.category, SOURCE_NAMES
+        if category is None:  # what the reader decided stands (the profiler's category, or the name's)
+            return event.category, event.category_source
         return category, SOURCE_HLO
 
 

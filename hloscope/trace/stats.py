@@ -24,6 +24,7 @@ from hloscope.trace.model import (
     RUNTIME,
     SOURCE_HLO,
     SOURCE_NAMES,
+    SOURCE_PROFILER,
     STEP,
     Event,
     Trace,
@@ -258,7 +259,8 @@ def _result(trace: Trace, acc: _Accumulator, top: int) -> dict[str, Any]:
         "host_runtime_us": round(acc.host_runtime, 3),
         "host_launch_us": round(host_launch, 3),
         "categories": {name: round(total, 3) for name, total in acc.categories.items()},
-        "category_source": SOURCE_HLO if acc.source_time.get(SOURCE_HLO) else SOURCE_NAMES,
+        "category_source": next((source for source in (SOURCE_HLO, SOURCE_PROFILER) if acc.source_time.get(source)),
+                                SOURCE_NAMES),
         "category_source_us": {name: round(total, 3) for name, total in acc.source_time.items()},
         "executions_by_category": dict(acc.executions_by_category),
         "top": [

@@ -33,7 +33,7 @@ from hloscope.errors import InputError, reading
 from hloscope.files import int64
 from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
 from hloscope.machine import available_memory, gb
-from hloscope.trace.categories import category_for
+from hloscope.trace.categories import category_for, category_of_profiler_hlo
 from hloscope.trace.model import (
     ANNOTATION,
     FLOW_CORRELATION_BASE,
@@ -43,6 +43,8 @@ from hloscope.trace.model import (
     MEMSET,
     OTHER,
     RUNTIME,
+    SOURCE_NAMES,
+    SOURCE_PROFILER,
     STEP,
     CorrelationIds,
     Event,
@@ -264,12 +266,12 @@ def _device_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Ev
                     hlo_op = hlo_op or name
                 known = derived.get(("category", name_id, kind))
                 if known is None:
-                    known = derived[("category", name_id, kind)] = (
-                        category_for(name, kind) if opcode is None else _opcode_category(name, opcode))
-                category = known
+                    known = derived[("category", name_id, kind)] = _device_category(plane, name_id, name, kind,
+                                                                                     opcode)
+                category, source = known
             else:
                 kind = ANNOTATION
-                category = OTHER
+                category, source = OTHER, SOURCE_NAMES
                 if line_name == "Steps":
                     kind, step = STEP, int64(stats.get("step_name", name))
                 elif line_name == "XLA Modules":
@@ -290,6 +292,7 @@ def _device_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Ev
                 hlo_op=hlo_op,
                 hlo_module=_str_or_none(stats.get("hlo_module")),
                 correlation=correlations(_int_or_none(stats.get("correlation_id"))),
+                category_source=source,
             )
             if executes and event.hlo_module is None:
                 ops_needing_module.append(event)
@@ -306,6 +309,17 @@ def _executed_name(name: str) -> tuple[str, str, str | None]:
     if parsed:
         return kind, parsed.group("name"), parsed.group("opcode")
     return kind, name, None
+
+
+def _device_category(plane: _Plane, name_id: int, name: str, kind: str, opcode: str | None) -> tuple[str, str]:
+    """(category, what decided it) of a device execution: the profiler's `hlo_category` where its event metadata has
+    one (TPU), else its HLO opcode or name."""
+    if kind not in (MEMCPY, MEMSET):
+        metadata = plane.plane.event_metadata.get(name_id)
+        profiler = category_of_profiler_hlo(plane.stats(metadata).get("hlo_category")) if metadata is not None else None
+        if profiler is not None:
+            return profiler, SOURCE_PROFILER
+    return (category_for(name, kind) if opcode is None else _opcode_category(name, opcode)), SOURCE_NAMES
 
 
 def _opcode_category(name: str, opcode: str) -> str:
