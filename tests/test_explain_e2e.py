@@ -24,6 +24,14 @@ def _hloscope(*args: str, memory_limit: int | None = MEMORY_LIMIT_BYTES) -> Resu
     return result
 
 
+def _read(cli_run, *args: str) -> dict:
+    """The --json document of a reading command (hlo stats, trace stats, diff) run in this process: the figures
+    explain is checked against, read separately from it."""
+    code, out, err = cli_run(*args, "--json")
+    assert code == 0, err[-3000:]
+    return json.loads(out)
+
+
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("compare")
@@ -119,14 +127,14 @@ def test_gaps_are_the_run_medians(comparison, report):
     assert slow["profiled_gap_s"] == pytest.approx(ledgers[slow["mode"]]["total_s"] - ledgers[fastest]["total_s"])
 
 
-def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
+def test_summaries_agree_with_hlo_and_trace_stats(comparison, report, cli_run):
     """Where the definitions agree (the first process's trace against its part of the pooled ledger): step boundaries (a step is the period from its marker's start to the next
     one's), executions and kernels per step (each in the step it started in), the timeline's step; busy time is
     per loop period in the ledger (clipped to it), so it is checked against the period, not trace stats' figure."""
     for mode in ("jax", "torch_xla"):
         summary = report["summaries"][mode]
         ledger = summary["ledger"]
-        trace = json.loads(_hloscope("trace", "stats", str(comparison / mode), "--json").stdout)["traces"]
+        trace = _read(cli_run, "trace", "stats", str(comparison / mode))["traces"]
         (per_step,) = [t["per_step"] for t in trace if t.get("per_step")][:1]
         # the ledger pools both processes, the first one's steps first; trace stats reads the first process's trace
         assert ledger["profiled_steps"] == 2 * len(per_step) == 20
@@ -150,8 +158,8 @@ def test_summaries_agree_with_hlo_and_trace_stats(comparison, report):
         # the middle kept step's device work, run after its marker under both frameworks, is the timeline strip
         assert len(summary["timeline"]) == executions[len(kept) // 2]
         # both modes ran with --dump-hlo: their HLO is read, and explain counts the kernels hlo stats counts
-        hlo = _hloscope("hlo", "stats", str(comparison / mode), "--json")
-        modules = [m for m in json.loads(hlo.stdout)["modules"] if m["stage"] == "after_optimizations"]
+        modules = [m for m in _read(cli_run, "hlo", "stats", str(comparison / mode))["modules"]
+                   if m["stage"] == "after_optimizations"]
         assert modules and summary["kernels"] == sum(m["kernels"] for m in modules)
         assert not any("HLO not read" in n for n in summary["notes"]), summary["notes"]
 
@@ -206,8 +214,8 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
     assert run.returncode == 0 and shot.stat().st_size > 20_000
 
 
-def test_diff_of_the_two_runs(comparison):
-    report = json.loads(_hloscope("diff", str(comparison / "jax"), str(comparison / "torch_xla"), "--json").stdout)
+def test_diff_of_the_two_runs(comparison, cli_run):
+    report = _read(cli_run, "diff", str(comparison / "jax"), str(comparison / "torch_xla"))
     medians = {m: median(json.loads((comparison / m / "run.json").read_text())["timing"]["step_times_s"])
                for m in ("jax", "torch_xla")}  # diff compares two run directories: the first process of each
     assert report["runs"]["a"]["median_s"] == pytest.approx(medians["jax"])
@@ -217,11 +225,10 @@ def test_diff_of_the_two_runs(comparison):
     assert report["traces"]["a"]["per_step"]["kernels"] > 0
 
 
-def test_cross_framework_diff_before_optimizations_pairs_the_matmuls(comparison):
+def test_cross_framework_diff_before_optimizations_pairs_the_matmuls(comparison, cli_run):
     """JAX keeps batch dimensions in its dots (f32[8,17,64]) where torch_xla flattens them (f32[136,64]): the loose
     stage pairs the same matmuls, so no dot is reported on one side only when both have as many."""
-    report = json.loads(_hloscope("diff", str(comparison / "jax"), str(comparison / "torch_xla"), "--stage", "before",
-                                  "--json").stdout)
+    report = _read(cli_run, "diff", str(comparison / "jax"), str(comparison / "torch_xla"), "--stage", "before")
     assert report["a"]["stage"] == report["b"]["stage"] == "before_optimizations"
     dots_a, dots_b = report["a"]["opcodes"].get("dot", 0), report["b"]["opcodes"].get("dot", 0)
     assert dots_a > 0 and dots_a == dots_b
