@@ -142,6 +142,25 @@ def every_mode_comparison(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def target_comparison(tmp_path_factory) -> tuple[Path, dict]:
+    """`hloscope compare --modes jax,torch_xla --target h100` of the tiny ViT at batch 8 (each mode's train step
+    compiled for the H100, not timed), made once per session for the tests that read a compiled run of either mode:
+    the comparison directory and the document compare printed with --json. Needs the CUDA plugin's environment
+    (cuda_plugin)."""
+
+    def make(root: Path) -> None:
+        result = hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny",
+                          "--batch-size", "8", "--target", "h100", "--out", root / "out", "--json", timeout=1200,
+                          memory_limit=None)  # fmt: skip
+        assert result.code == 0, result.stderr[-2000:]
+        (root / "printed.json").write_text(result.stdout)
+
+    root = made_once(tmp_path_factory, "target_h100", make)
+    (directory,) = [p for p in (root / "out").iterdir() if (p / "comparison.json").is_file()]
+    return directory, json.loads((root / "printed.json").read_text())
+
+
+@pytest.fixture(scope="session")
 def real_run(every_mode_comparison) -> Path:
     """A real `hloscope run --mode jax` (tiny ViT) with its HLO dump and profile: what users feed the readers. The jax
     run of every_mode_comparison; a test that changes it works on a copy (helpers.copy_of_run)."""

@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
 
 pytestmark = [
     pytest.mark.slow,
@@ -19,14 +18,10 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def comparison(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("target_compare")
-    result = hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8",
-                      "--target", "h100", "--out", out, "--json", timeout=1200, memory_limit=None)
-    assert result.code == 0, result.stderr[-2000:]
-    record = json.loads(result.stdout)
+def comparison(target_comparison) -> Path:
+    """conftest's `compare --modes jax,torch_xla --target h100` (vit-tiny, batch 8), made once per session."""
+    directory, record = target_comparison
     assert sorted((m["mode"], m["status"]) for m in record["modes"]) == [("jax", "compiled"), ("torch_xla", "compiled")]
-    (directory,) = [p for p in out.iterdir() if (p / "comparison.json").is_file()]
     return directory
 
 
