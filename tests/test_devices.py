@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from functools import partial
 from pathlib import Path
 
-import helpers
 import pytest
 
 from hloscope.backends.base import RunOptions
@@ -17,11 +15,6 @@ from hloscope.backends.devices import check_devices, host_device_flags, threads_
 from hloscope.errors import UsageError
 from hloscope.modes import BY_NAME, DATA_PARALLEL_MODES, MODES
 from hloscope.runs.xla_flags import HOST_DEVICE_COUNT_FLAG
-
-# runs of the frameworks (address space not capped), without the test run's own XLA_FLAGS (its device count)
-hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600,
-                   env={"HLOSCOPE_NO_PROGRESS": "1", "XLA_FLAGS": None})
-
 
 # the mode that runs on one device only, for the refusals (openxla's dynamo bridge keeps one device)
 ONE_DEVICE = "torch_xla+compile"
@@ -80,17 +73,17 @@ def test_the_host_device_count_replaces_an_earlier_one_and_keeps_other_flags():
     (("compare", "--repeats", "1", "--modes", "jax", "--devices", "1,two", "--no-audit"), "--devices 1,two: expected a device count"),
     (("compare", "--repeats", "1", "--modes", "jax", "--devices", "0,2", "--no-audit"), "--devices 0,2: expected device counts >= 1"),
 ])
-def test_the_cli_refuses_in_one_line_before_any_directory(tmp_path, args, expected):
-    result = hloscope(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"), timeout=120)
-    assert result.code == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and expected in lines[0], result.stderr
+def test_the_cli_refuses_in_one_line_before_any_directory(cli_run, tmp_path, args, expected):
+    code, _, err = cli_run(*args, "--model", "vit-tiny", "--out", str(tmp_path / "out"))
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], err
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
-def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(device_run, mode):
+def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(device_run, cli_run, mode):
     record = device_run(mode, 2)
     assert record["status"] == "ok"
     assert record["config"]["devices"] == 2
@@ -111,9 +104,9 @@ def test_on_two_devices_the_step_trains_and_holds_the_all_reduce(device_run, mod
     opcodes = [i.opcode.name for c in module.computations() for i in c.instructions()]
     assert sum(name in ("kAllReduce", "kAllReduceStart") for name in opcodes) >= 1, sorted(set(opcodes))
     # hloscope's count agrees
-    stats = hloscope("hlo", "stats", str(path), "--json", "--no-xla-cost")
-    assert stats.code == 0, stats.stderr
-    collectives = json.loads(stats.stdout)["modules"][0]["collectives"]
+    code, out, err = cli_run("hlo", "stats", str(path), "--json", "--no-xla-cost")
+    assert code == 0, err
+    collectives = json.loads(out)["modules"][0]["collectives"]
     assert collectives["count"] >= 1 and collectives["bytes"] > 0, collectives
 
 

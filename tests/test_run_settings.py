@@ -37,20 +37,20 @@ def test_a_setting_the_mode_cannot_take_is_refused_in_one_line_before_anything_i
     assert not list(tmp_path.iterdir())
 
 
-def test_compare_whose_every_mode_refuses_a_setting_is_one_line_and_makes_nothing(tmp_path):
+def test_compare_whose_every_mode_refuses_a_setting_is_one_line_and_makes_nothing(cli_run, tmp_path):
     """The only mode refuses --no-donate: compare refuses as run does (one line, exit 2), with no comparison
     directory holding nothing but refusals."""
-    result = hloscope("compare", "--modes", "pytorch", "--no-donate", "--model", "vit-tiny", "--batch-size", "8",
-                      "--repeats", "1", "--out", tmp_path, "--json", timeout=120)
-    lines = result.stderr.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and "donation does not apply" in lines[0], result.stderr[-2000:]
+    code, _, err = cli_run("compare", "--modes", "pytorch", "--no-donate", "--model", "vit-tiny", "--batch-size", "8",
+                           "--repeats", "1", "--out", str(tmp_path), "--json")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "donation does not apply" in lines[0], err[-2000:]
     assert not list(tmp_path.iterdir())
 
 
-def test_compare_refuses_more_threads_than_the_machine_has_in_one_line(tmp_path):
-    result = hloscope("compare", "--modes", "jax", "--threads", "100000", "--out", tmp_path, timeout=120)
-    lines = result.stderr.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and "--threads 100000: this machine lets hloscope use" in lines[0]
+def test_compare_refuses_more_threads_than_the_machine_has_in_one_line(cli_run, tmp_path):
+    code, _, err = cli_run("compare", "--modes", "jax", "--threads", "100000", "--out", str(tmp_path))
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "--threads 100000: this machine lets hloscope use" in lines[0]
     assert not list(tmp_path.iterdir())
 
 
@@ -185,9 +185,8 @@ def test_compare_plans_only_the_modes_that_refuse_a_setting_as_refused():
     assert by_devices[2].refused == "x"
 
 
-def test_compare_refuses_run_settings_with_target_in_one_line(tmp_path):
-    result = hloscope("compare", "--modes", "jax", "--target", "h100", "--threads", "1", "--out", tmp_path,
-                      timeout=120)
-    lines = result.stderr.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and "--target compiles the step for h100" in lines[0], result.stderr
+def test_compare_refuses_run_settings_with_target_in_one_line(cli_run, tmp_path):
+    code, _, err = cli_run("compare", "--modes", "jax", "--target", "h100", "--threads", "1", "--out", str(tmp_path))
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "--target compiles the step for h100" in lines[0], err
     assert not list(tmp_path.iterdir())
