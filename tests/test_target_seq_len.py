@@ -63,26 +63,42 @@ def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
 
 
+@pytest.fixture(scope="module")
+def target_run(tmp_path_factory, cuda_plugin) -> tuple[Path, dict]:
+    """`hloscope run --mode jax --target h100 --seq-len 48` of gpt2-tiny, made once: its run directory and run.json.
+    Its input graph is JAX's capture of the step (the registry's `target_capture`, in the run's own process)."""
+    out = tmp_path_factory.mktemp("target")
+    done = hloscope("run", "--mode", "jax", "--model", "gpt2-tiny", "--seq-len", str(SEQ_LEN), "--batch-size",
+                    str(BATCH), "--target", "h100", "--out", out, "--run-id", "t", "--json", timeout=900,
+                    memory_limit=None, env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))
+    assert done.code == 0, done.stderr[-3000:]
+    return out / "t", json.loads((out / "t" / "run.json").read_text())
+
+
+def _input_graph(run_dir: Path, record: dict) -> Path:
+    (graph,) = [a for a in record["artifacts"] if a["stage"] == "input"]
+    return run_dir / graph["path"]
+
+
 @pytest.mark.parametrize("mode", ["jax", "torchax", "torch_xla"])
-def test_the_captured_step_takes_sequences_of_the_runs_length(mode, tmp_path):
-    """Each capture in its own process, as `run --target` makes it (the mode registry's `target_capture`)."""
-    done = subprocess.run([sys.executable, "-c", CAPTURE.format(batch=BATCH, seq_len=SEQ_LEN), mode, str(tmp_path)],
-                          capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    graph_file = Path(done.stdout.strip().splitlines()[-1])
+def test_the_captured_step_takes_sequences_of_the_runs_length(mode, tmp_path, request):
+    """Each capture in its own process, as `run --target` makes it (the mode registry's `target_capture`); JAX's is
+    the one `run --target` made for the test below."""
+    if mode == "jax":
+        graph_file = _input_graph(*request.getfixturevalue("target_run"))
+    else:
+        done = subprocess.run([sys.executable, "-c", CAPTURE.format(batch=BATCH, seq_len=SEQ_LEN), mode,
+                               str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
+        assert done.returncode == 0, done.stderr[-3000:]
+        graph_file = Path(done.stdout.strip().splitlines()[-1])
     tokens = _token_parameters(_entry_parameters(graph_file))
     assert tokens, _entry_parameters(graph_file)
     int_type = "s64" if mode == "torch_xla" else "s32"  # torch's token ids are int64
     assert set(tokens) == {f"{int_type}[{BATCH},{SEQ_LEN}]"}
 
 
-def test_run_target_records_and_compiles_the_seq_len(tmp_path, cuda_plugin):
+def test_run_target_records_and_compiles_the_seq_len(target_run):
     """`hloscope run --target h100 --seq-len 48`: run.json's config says 48 and the compiled input graph takes it."""
-    done = hloscope("run", "--mode", "jax", "--model", "gpt2-tiny", "--seq-len", str(SEQ_LEN), "--batch-size",
-                    str(BATCH), "--target", "h100", "--out", tmp_path, "--run-id", "t", "--json", timeout=900,
-                    memory_limit=None, env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))
-    assert done.code == 0, done.stderr[-3000:]
-    record = json.loads((tmp_path / "t" / "run.json").read_text())
+    run_dir, record = target_run
     assert record["status"] == "compiled" and record["config"]["seq_len"] == SEQ_LEN
-    (graph,) = [a for a in record["artifacts"] if a["stage"] == "input"]
-    assert set(_token_parameters(_entry_parameters(tmp_path / "t" / graph["path"]))) == {f"s32[{BATCH},{SEQ_LEN}]"}
+    assert set(_token_parameters(_entry_parameters(_input_graph(run_dir, record)))) == {f"s32[{BATCH},{SEQ_LEN}]"}
