@@ -320,7 +320,7 @@ def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def test_busy_loops_on_the_runs_cpu_show_as_contention(tmp_path):
+def test_busy_loops_on_the_runs_cpu_show_as_contention(tmp_path, cli_run):
     cpu = min(os.sched_getaffinity(0))
     quiet = _profiled_run(tmp_path, "quiet", cpu)
     hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(cpu)]) for _ in range(HOGS)]
@@ -350,9 +350,9 @@ def test_busy_loops_on_the_runs_cpu_show_as_contention(tmp_path):
     assert all(p["command"].startswith("python") for p in sharing if p["pid"] in hog_pids), sharing
     assert quiet["timing"]["host_scheduling"]["other_processes_cpu_s"] >= 0
 
-    result = hloscope("explain", "--json", tmp_path / "busy", tmp_path / "quiet", timeout=120)
-    assert result.code == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout)
+    code, out, err = cli_run("explain", "--json", str(tmp_path / "busy"), str(tmp_path / "quiet"))
+    assert code == 0, err[-3000:]
+    report = json.loads(out)
     ledger = next(s["ledger"] for label, s in report["summaries"].items() if "busy" in label)
     assert ledger is not None and ledger["node_median_s"].get(CONTENTION, 0.0) > 0, ledger["node_median_s"]
     for index, step_s in enumerate(ledger["step_s"]):  # per kept step, the nodes add up to the step
