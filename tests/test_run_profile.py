@@ -3,7 +3,8 @@ wrapping the timed step, the host phases named in every mode's trace, the inject
 and the configuration fields a fair comparison needs.
 
 The slow tests run each mode for real on the tiny preset (conftest's profiled loader runs, shared with
-test_input_pipeline; the host delay's own runs) and read the traces back with hloscope's own readers.
+test_input_pipeline; for the host delay, one run each that differs from its loader run only in the delay) and read the
+traces back with hloscope's own readers.
 """
 
 from __future__ import annotations
@@ -229,13 +230,17 @@ def test_every_configuration_field_a_comparison_needs_is_recorded(loader_runs, m
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jax", "pytorch"])
-def test_the_injected_host_delay_lengthens_every_step_unmarked_and_is_recorded(tmp_path, mode):
+def test_the_injected_host_delay_lengthens_every_step_unmarked_and_is_recorded(loader_runs, tmp_path, mode):
     """Every timed and profiled step records how long it slept: at least the delay asked for, and no longer than the
-    step's own time. Both hold on any machine load; without the sleep (or with it outside the timer) one fails."""
+    step's own time. Both hold on any machine load; without the sleep (or with it outside the timer) one fails. The
+    run without the delay is conftest's loader run of the mode; the delayed one differs from it only in the delay."""
     delay = 0.010
-    plain = hloscope_run(tmp_path / "plain", mode, "--profile", steps=15)
-    delayed = hloscope_run(tmp_path / "delayed", mode, "--profile", "--inject-host-delay", str(delay * 1e3), steps=15)
+    plain = loader_runs[mode]
+    delayed = hloscope_run(tmp_path / "delayed", mode, "--profile", "--data", "loader", "--inject-host-delay",
+                           str(delay * 1e3))
     assert plain["config"]["inject_host_delay_ms"] == 0
+    assert {k: v for k, v in plain["config"].items() if k != "inject_host_delay_ms"} == \
+        {k: v for k, v in delayed["config"].items() if k != "inject_host_delay_ms"}
     assert not any("--inject-host-delay" in warning for warning in plain["warnings"])
     assert delayed["config"]["inject_host_delay_ms"] == delay * 1e3
     assert any("--inject-host-delay" in warning and "on purpose" in warning for warning in delayed["warnings"])
@@ -244,7 +249,7 @@ def test_the_injected_host_delay_lengthens_every_step_unmarked_and_is_recorded(t
     for times, sleeps in (("step_times_s", "injected_host_delay_s"),
                           ("profiled_step_times_s", "profiled_injected_host_delay_s")):
         slept = delayed["timing"][sleeps]
-        assert len(slept) == len(delayed["timing"][times]) == (15 if times == "step_times_s" else 6)
+        assert len(slept) == len(delayed["timing"][times]) == (STEPS if times == "step_times_s" else 6)
         assert min(slept) >= delay, (sleeps, slept)
         assert all(step_s >= slept_s for step_s, slept_s in zip(delayed["timing"][times], slept, strict=True))
         assert plain["timing"].get(sleeps) is None
