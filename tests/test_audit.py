@@ -74,7 +74,7 @@ def test_settings_reuse_explains_and_add_the_audit_fields():
 
 
 @pytest.mark.slow
-def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
+def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path, cli_run, monkeypatch):
     done = hloscope("compare", "--repeats", "1", "--modes", "pytorch,torchax,jax", "--model", "vit-tiny", "--batch-size",
                     "2", "--steps", "2", "--warmup", "1", "--out", tmp_path, "--json", timeout=900, memory_limit=None,
                     env={"HLOSCOPE_TEST_PRECISION": "jax:bf16"})
@@ -94,10 +94,13 @@ def test_compare_audits_before_timing_and_flags_a_mode_run_in_bf16(tmp_path):
     # explain lists the mismatch first, in every renderer (terminal, Markdown, HTML) and in its JSON
     directory = str(Path(tmp_path) / comparison["comparison_id"])
 
+    # explain reads the comparison in this process (no framework to start), at the terminal width hloscope() gives
+    monkeypatch.setenv("COLUMNS", "200")
+
     def explain(*form: str) -> str:
-        done = hloscope("explain", directory, *form)
-        assert done.code == 0, done.stderr[-3000:]
-        return done.stdout
+        code, out, err = cli_run("explain", directory, *form)
+        assert code == 0, err[-3000:]
+        return out
 
     report = json.loads(explain("--json"))
     assert "MISMATCH precision: pytorch=fp32, torchax=fp32, jax=bf16" in report["comparison"]["audit_mismatches"]
