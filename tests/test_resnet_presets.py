@@ -59,44 +59,42 @@ def test_parameter_counts_match_the_pytorch_model():
     assert tiny == 10_874
 
 
+# One process for the three modes (each model is built under its own torch.manual_seed): eager PyTorch and JAX before
+# torchax, whose default environment is process-wide.
 RUNNING_STATS = """
-import json, sys
+import json
 import numpy as np
-mode = sys.argv[1]
+import jax
+import torch
 from hloscope.models.presets import get_preset
 from hloscope.backends.data import synthetic_pool
+from hloscope.backends.torch_workload import build_model
+from hloscope.backends.jax_workload import build_jax_workload
+from hloscope.backends.torchax_workload import build_torchax_workload
 preset = get_preset("resnet-tiny")
 images, labels = synthetic_pool(preset, 4, 0, pool_size=1)[0]
-if mode == "pytorch":
-    import torch
-    from hloscope.backends.torch_workload import build_model
-    model = build_model(preset, 0).train()
-    model(pixel_values=torch.from_numpy(images), labels=torch.from_numpy(labels).long()).loss.backward()
-    bn = model.resnet.embedder.embedder.normalization
-    out = {"mean": bn.running_mean.tolist(), "var": bn.running_var.tolist(), "count": int(bn.num_batches_tracked)}
-elif mode == "torchax":
-    import jax
-    from hloscope.backends.torchax_workload import build_torchax_workload
-    w = build_torchax_workload(preset, 4, "fp32", 0)
-    (params, buffers, _), _ = jax.jit(w.train_step)(w.state, *w.batch)
-    name = "resnet.embedder.embedder.normalization."
-    out = {"mean": np.asarray(buffers[name + "running_mean"]).tolist(),
-           "var": np.asarray(buffers[name + "running_var"]).tolist(),
-           "count": int(buffers[name + "num_batches_tracked"])}
-else:
-    import jax
-    from hloscope.backends.jax_workload import build_jax_workload
-    w = build_jax_workload(preset, 4, "fp32", 0, torch_weights=True)
-    state, _ = jax.jit(w.train_step)(w.state, *w.batch)
-    stats = state.batch_stats["resnet"]["embedder"]["embedder"]["normalization"]
-    out = {"mean": np.asarray(stats["mean"]).tolist(), "var": np.asarray(stats["var"]).tolist()}
+out = {}
+model = build_model(preset, 0).train()
+model(pixel_values=torch.from_numpy(images), labels=torch.from_numpy(labels).long()).loss.backward()
+bn = model.resnet.embedder.embedder.normalization
+out["pytorch"] = {"mean": bn.running_mean.tolist(), "var": bn.running_var.tolist(), "count": int(bn.num_batches_tracked)}
+w = build_jax_workload(preset, 4, "fp32", 0, torch_weights=True)
+state, _ = jax.jit(w.train_step)(w.state, *w.batch)
+stats = state.batch_stats["resnet"]["embedder"]["embedder"]["normalization"]
+out["jax"] = {"mean": np.asarray(stats["mean"]).tolist(), "var": np.asarray(stats["var"]).tolist()}
+w = build_torchax_workload(preset, 4, "fp32", 0)
+(params, buffers, _), _ = jax.jit(w.train_step)(w.state, *w.batch)
+name = "resnet.embedder.embedder.normalization."
+out["torchax"] = {"mean": np.asarray(buffers[name + "running_mean"]).tolist(),
+                  "var": np.asarray(buffers[name + "running_var"]).tolist(),
+                  "count": int(buffers[name + "num_batches_tracked"])}
 print(json.dumps(out))
 """
 
 
-def _stats(mode: str) -> dict:
+def _stats() -> dict[str, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
-    done = subprocess.run([sys.executable, "-c", RUNNING_STATS, mode], capture_output=True, text=True, timeout=600,
+    done = subprocess.run([sys.executable, "-c", RUNNING_STATS], capture_output=True, text=True, timeout=600,
                           cwd=REPO, env={**env, "PJRT_DEVICE": "CPU"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -109,7 +107,8 @@ def test_one_step_updates_the_running_statistics_as_eager_pytorch_does():
     PyTorch's (unbiased batch variance) in torchax, and Flax's own (biased) in JAX."""
     import numpy as np
 
-    eager, torchax, flax = _stats("pytorch"), _stats("torchax"), _stats("jax")
+    stats = _stats()
+    eager, torchax, flax = stats["pytorch"], stats["torchax"], stats["jax"]
     assert eager["count"] == torchax["count"] == 1
     assert max(abs(m) for m in eager["mean"]) > 1e-3  # the statistics moved from their initial zeros
     np.testing.assert_allclose(torchax["mean"], eager["mean"], rtol=1e-5, atol=1e-7)
