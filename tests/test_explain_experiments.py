@@ -66,6 +66,25 @@ def test_a_change_that_closes_part_of_the_gap_is_partly():
     assert verdict(fast, slow, changed)[0] == PARTLY
 
 
+def test_a_much_faster_baseline_that_varies_between_processes_does_not_hide_a_plain_closure():
+    """Process medians from a real re-run on a loaded CPU: the baseline's two processes took 2.9 and 8.0 ms a step,
+    the slower side's 39.4 and 40.3, the changed one's 25.7 and 25.8. The closure (14 ms, 35% of the gap) stands far
+    outside the slower and the changed sides' own variation; the baseline's is relative to a step 13x shorter and
+    says nothing about theirs (pooled with them, it gave p = 0.37)."""
+    def around(medians: list[float]) -> list[list[float]]:
+        return [[m * (1 + 0.01 * ((i % 5) - 2)) for i in range(20)] for m in medians]
+
+    fast, slow, changed = around([0.00291, 0.00801]), around([0.03943, 0.04027]), around([0.02573, 0.02579])
+    found = closure(fast, slow, changed)
+    assert found is not None and found.moved_p_value is not None and found.moved_p_value < 0.01, found
+    assert verdict(fast, slow, changed)[0] == PARTLY
+    # the same closure inside the slower and changed sides' own variation is still not told from it
+    noisy_slow, noisy_changed = around([0.030, 0.050]), around([0.020, 0.032])
+    still = closure(fast, noisy_slow, noisy_changed)
+    assert still is not None and still.moved_p_value is not None and still.moved_p_value >= 0.01, still
+    assert verdict(fast, noisy_slow, noisy_changed)[0] == CANNOT_TELL
+
+
 def test_a_change_that_closes_nothing_is_refuted():
     fast, slow, changed = processes(0.010, 0.01, seed=1), processes(0.020, 0.01, seed=2), processes(0.020, 0.01, seed=3)
     found = closure(fast, slow, changed)

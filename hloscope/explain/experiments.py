@@ -16,8 +16,9 @@ of the three configurations. The verdict reads that interval:
   "cannot tell";
 - the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
 - the change moved the step by no more than the spread between processes of one configuration, or by an amount the
-  process medians do not tell from that variation (Student's t, variance pooled over the three configurations, p not
-  below PROCESS_ALPHA): "cannot tell" (the closure is inside the machine's own variation: never confirmed by noise);
+  process medians do not tell from that variation (Student's t, variance pooled over the slower and the changed
+  configuration, the two compared: a much faster baseline varies more relative to its step, and pooling its
+  variation would hide closures the two show plainly; p not below PROCESS_ALPHA): "cannot tell" (the closure is inside the machine's own variation: never confirmed by noise);
 - the interval lies above MEANINGFUL_SHARE and the estimate reaches CONFIRMED_SHARE: "confirmed";
 - the interval lies above zero otherwise: "partly";
 - anything else (the interval holds both no closure and a meaningful one): "cannot tell".
@@ -195,7 +196,8 @@ class Closure:
     share_ci: list[float] | None  # None: the gap before is not positive in enough resamples to divide by
     noise_s: float | None  # the largest spread between processes of one of the three configurations; None: unmeasured
     # Student's t of the slower configuration's process medians against the changed one's, the variance pooled over
-    # the three configurations (hloscope.significance.process_test); None: no configuration ran in several processes
+    # the slower and the changed configuration (hloscope.significance.process_test); None: neither ran in several
+    # processes
     moved_p_value: float | None = None
 
     def to_dict(self) -> dict:
@@ -296,7 +298,8 @@ METHOD = {
                 "the three configurations",
     "confirmed": f"share's interval above {MEANINGFUL_SHARE:.0%}, estimate at least {CONFIRMED_SHARE:.0%}, and the "
                  "closure larger than the spread between processes of one configuration and significant by the "
-                 f"process medians (Student's t on their logarithms, variance pooled over the three configurations, "
+                 f"process medians (Student's t on their logarithms, variance pooled over the slower and the changed "
+                 "configuration, "
                  f"p < {PROCESS_ALPHA:g})",
     "partly": "share's interval above 0 and the closure larger than that spread and significant, not confirmed",
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
@@ -485,7 +488,7 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
         share_ci = quantiles((s[positive] - c[positive]) / gaps[positive])
     medians = [[median(p) for p in side if p] for side in (fast, slow, changed)]
     measured = [x for x in (process_spread(m) for m in medians) if x is not None]
-    variation = pooled_process_variation(medians)
+    variation = pooled_process_variation(medians[1:])  # the two compared: the baseline's own noise is not theirs
     moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
     return Closure(before, quantiles(gaps), after, quantiles(c - f), ms - mc, quantiles(s - c),
                    (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved)
