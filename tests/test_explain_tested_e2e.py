@@ -46,38 +46,37 @@ ADDED_UP_RUN = (*RUN[:RUN.index("--batch-size") + 1], "32", *RUN[RUN.index("--ba
 ADDED_UP = {"fp32b32": (), "delayflags": ("--xla-flags", SLOW_FLAGS, "--inject-host-delay", DELAY_MS)}
 
 
+def _explained(out: Path, run: tuple[str, ...], configurations: dict[str, tuple[str, ...]], repeats: int,
+               explaining_flags: str | None) -> dict:
+    """Each configuration run once into `out` (the first is the baseline), then explain --test-hypotheses on them all
+    with `repeats` processes a configuration, run by a process whose own XLA_FLAGS are `explaining_flags`: its report."""
+    for name, extra in configurations.items():
+        result = hloscope(*run, "--out", out, "--run-id", name, *extra, timeout=600, memory_limit=None,
+                          env={"XLA_FLAGS": None})
+        assert result.code == 0, result.stderr
+    baseline = next(iter(configurations))
+    result = hloscope("explain", *(out / name for name in configurations), "--baseline", out / baseline,
+                      "--test-hypotheses", "--hypothesis", "compute_dtype", "--hypothesis", "input_pipeline",
+                      "--test-repeats", str(repeats), "--budget", "60", "--json", timeout=3600, memory_limit=None,
+                      env={"XLA_FLAGS": explaining_flags})
+    assert result.code == 0, result.stderr
+    assert "testing hypotheses: budget 60:00" in result.stderr  # the plan comes first
+    return json.loads(result.stdout)
+
+
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory) -> tuple[Path, dict]:
     """The runs' folder and explain's whole report (the tested block is `tested`). The explaining process exports an
     XLA flag of its own: the re-runs must use each configuration's recorded flags, not it."""
     out = tmp_path_factory.mktemp("tested")
-    for name, extra in CONFIGURATIONS.items():
-        result = hloscope(*RUN, "--out", out, "--run-id", name, *extra, timeout=600, memory_limit=None,
-                          env={"XLA_FLAGS": None})
-        assert result.code == 0, result.stderr
-    result = hloscope("explain", *(out / name for name in CONFIGURATIONS), "--baseline", out / "fp32",
-                      "--test-hypotheses", "--hypothesis", "compute_dtype", "--hypothesis", "input_pipeline",
-                      "--test-repeats", "2", "--budget", "60", "--json", timeout=3600, memory_limit=None,
-                      env={"XLA_FLAGS": SLOW_FLAGS})
-    assert result.code == 0, result.stderr
-    assert "testing hypotheses: budget 60:00" in result.stderr  # the plan comes first
-    return out, json.loads(result.stdout)
+    return out, _explained(out, RUN, CONFIGURATIONS, 2, SLOW_FLAGS)
 
 
 @pytest.fixture(scope="module")
 def added_up(tmp_path_factory) -> tuple[Path, dict]:
     """The runs' folder and the tested block of explain --test-hypotheses on the ADDED_UP pair."""
     out = tmp_path_factory.mktemp("added_up")
-    for name, extra in ADDED_UP.items():
-        result = hloscope(*ADDED_UP_RUN, "--out", out, "--run-id", name, *extra, timeout=600, memory_limit=None,
-                          env={"XLA_FLAGS": None})
-        assert result.code == 0, result.stderr
-    result = hloscope("explain", *(out / name for name in ADDED_UP), "--baseline", out / "fp32b32",
-                      "--test-hypotheses", "--hypothesis", "compute_dtype", "--hypothesis", "input_pipeline",
-                      "--test-repeats", "3", "--budget", "60", "--json", timeout=3600,
-                      memory_limit=None, env={"XLA_FLAGS": None})
-    assert result.code == 0, result.stderr
-    return out, json.loads(result.stdout)["tested"]
+    return out, _explained(out, ADDED_UP_RUN, ADDED_UP, 3, None)["tested"]
 
 
 @pytest.fixture(scope="module")
