@@ -181,10 +181,12 @@ def _process_spreads(summary: ModeSummary, reference: ModeSummary, base: float,
 
 
 def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, base: float, min_gap: float,
-                      noise: ProcessNoise | None, processes: _ProcessVerdict | None) -> bool:
+                      noise: ProcessNoise | None, processes: _ProcessVerdict | None, gap: float) -> bool:
     """The process-level test's verdict (True when unmeasured: the verdict is then provisional), recorded on the
     entry with the smallest gap this pair could have been called different by: the test's, the spreads' and the
-    practical minimum's, whichever is largest."""
+    practical minimum's, whichever is largest. The test reads the ratio of the processes' geometric means, the gap
+    is a difference of pooled medians: a gap no larger than the smallest the test resolves is no difference either,
+    so that the report never calls slower a gap below the resolution it states."""
     if processes is None:
         return True
     entry.process_p_value, entry.process_level = processes.test.p_value, processes.level
@@ -194,7 +196,7 @@ def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSu
     if not processes.differs and abs(processes.test.log_ratio) >= math.log1p(min_gap):
         # a gap large enough to matter, hidden by the variation between processes: say what would resolve it
         entry.processes_needed = processes_needed(processes.variation, processes.test.log_ratio, processes.level)
-    return processes.differs
+    return processes.differs and abs(gap) > smallest
 
 
 def _pooled_median(summary: ModeSummary) -> float:
@@ -266,7 +268,7 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
     beyond_processes = _beyond_process_spread(entry, summary, reference, gap, base, noise)
-    processes_differ = _processes_differ(entry, summary, reference, base, min_gap, noise, processes)
+    processes_differ = _processes_differ(entry, summary, reference, base, min_gap, noise, processes, gap)
     significant = (interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread and beyond_processes
                    and processes_differ)
     entry.significant = significant
