@@ -593,7 +593,8 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
         missing = next((_why_not(c, not_run) for c in changed.values() if not _timed(c)), "no timed step")
         return Interaction(settings, applied, first, sum(first.values()), None, "not run",
                            f"a change alone was not timed beside the joint one: {missing}")
-    singly = {key: median(slow.step_times_s) - median(c.step_times_s) for key, c in changed.items() if c is not None}
+    singles = {key: closure(fast.processes, slow.processes, c.processes) for key, c in changed.items() if c is not None}
+    singly = {key: c.closed_s for key, c in singles.items() if c is not None}
     total = sum(singly.values())
     excess, excess_ci = _excess(slow.processes, alone, joint.processes)
     low, high = excess_ci
