@@ -13,6 +13,7 @@ import pytest
 
 from hloscope.backends.base import RunOptions
 from hloscope.explain import experiments  # TestedBlock through it: pytest collects Test* names in a test module
+from hloscope.explain.collect import cpu_wait_per_step
 from hloscope.explain.experiments import (
     CANNOT_TELL,
     CONFIRMED,
@@ -347,6 +348,70 @@ def test_an_interaction_the_noise_leaves_open_is_cannot_tell_not_a_verdict():
     assert found.verdict == CANNOT_TELL, found.why
     assert found.excess_ci_s[1] - found.excess_ci_s[0] > 2 * found.margin_s
     assert "holds both" in found.why or "did not reproduce" in found.why
+
+
+# A real joint re-run on a loaded 2-core machine (vit-tiny, batch 32, 3 processes each): the slower side had XLA flags
+# that slow the step and a 20 ms host sleep before each step; its process medians (ms) and its threads' CPU wait per
+# step (ms, main and other threads summed). Without the sleep the step's threads waited twice as long for a CPU (the
+# scheduler favours a process that wakes from a sleep), so removing the sleep closed 3-14 ms, not 20.
+LOADED = {"baseline": ([5.45, 6.77, 4.61], [8.5, 10.5, 7.9]), "slower": ([42.04, 41.51, 41.27], [23.9, 23.4, 20.6]),
+          ALONE[0]: ([27.33, 38.79, 38.19], [28.5, 49.4, 47.9]), ALONE[1]: ([28.26, 25.69, 25.52], [9.1, 7.1, 4.0]),
+          JOINT: ([4.58, 6.81, 4.37], [7.4, 8.6, 7.1])}
+
+
+def _loaded(waits: bool = True) -> tuple[dict[str, ModeSummary], dict[str, str]]:
+    """LOADED's configurations, 10 steps a process within 1% of its median, with their CPU waits or without."""
+    labels = {name: name for name in LOADED}
+    summaries = {}
+    for seed, (name, (medians, waited)) in enumerate(LOADED.items()):
+        rng = np.random.default_rng(seed)
+        summary = _summary(name, [[m * 1e-3 * (1 + 0.01 * rng.standard_normal()) for _ in range(10)] for m in medians])
+        summary.cpu_wait_per_step_s = [w * 1e-3 for w in waited] if waits else []
+        summaries[name] = summary
+    return summaries, labels
+
+
+def test_an_interaction_made_by_waiting_for_a_cpu_is_cannot_tell_with_the_waits_named():
+    """The excess of the loaded re-run (+18 ms: "compounding" by the step times alone) is matched by the same
+    combination of the CPU waits (+24 ms): without them the verdict differs, so the settings are not shown to
+    interact. Without measured waits the step times decide, as before."""
+    _, _, tests = _two_partial_closures()
+    summaries, labels = _loaded(waits=False)
+    assert interaction(tests, summaries, labels, JOINT, []).verdict == "compounding"
+    summaries, labels = _loaded()
+    found = interaction(tests, summaries, labels, JOINT, [])
+    assert found.verdict == CANNOT_TELL and found.excess_ci_s[0] > 0 and found.excess_s > found.margin_s, found.why
+    assert found.cpu_wait_excess_s == pytest.approx(0.0242, abs=1e-9)
+    assert "waited for a CPU differently" in found.why and "+24.2 ms" in found.why, found.why
+
+
+def test_waits_that_add_up_leave_the_verdict_to_the_step_times():
+    """A load that makes every configuration wait alike, or waits that add up like the settings do, leaves the
+    interaction to the step times: additive stays additive, compounding stays compounding."""
+    _, _, tests = _two_partial_closures()
+    joint, labels = _joint(0.014)
+    for summary in joint.values():  # the same wait a step everywhere: it cancels in the excess
+        summary.cpu_wait_per_step_s = [0.006] * len(summary.processes)
+    found = interaction(tests, joint, labels, JOINT, [])
+    assert found.verdict == "additive" and found.cpu_wait_excess_s == pytest.approx(0.0), found.why
+    joint, labels = _joint(0.0105, slow_s=0.034, alone_s=0.026)  # 23.5 ms closed together against 16 ms summed
+    waits = {"slower": 0.010, ALONE[0]: 0.008, ALONE[1]: 0.007, JOINT: 0.005}  # (10-5) - (2+3) = 0
+    for name, wait in waits.items():
+        joint[labels[name]].cpu_wait_per_step_s = [wait] * 3
+    found = interaction(tests, joint, labels, JOINT, [])
+    assert found.verdict == "compounding" and found.cpu_wait_excess_s == pytest.approx(0.0, abs=1e-12), found.why
+    joint[labels[JOINT]].cpu_wait_per_step_s = [0.005] * 2  # one process without its waits: not measured
+    assert interaction(tests, joint, labels, JOINT, []).cpu_wait_excess_s is None
+
+
+def test_the_cpu_wait_per_step_is_read_from_the_timed_window():
+    window = {"seconds": 1.0, "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
+              "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": 0.18, "threads": 4}}
+    assert cpu_wait_per_step(window, 20) == [pytest.approx(0.01)]
+    assert cpu_wait_per_step(None, 20) == [] and cpu_wait_per_step(window, 0) == []
+    for bad in (True, float("nan"), -1.0, "0.1", None):
+        assert cpu_wait_per_step({**window, "other_threads": {"waiting_for_cpu_s": bad}}, 20) == [], bad
+    assert cpu_wait_per_step({"main_thread": window["main_thread"]}, 20) == []
 
 
 @pytest.mark.parametrize(("noise", "additive_at_least"), [(0.03, 36), (0.15, 0)])

@@ -3,6 +3,7 @@ and the trace statistics. Anything unreadable becomes a note on the mode, never 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
@@ -59,12 +60,25 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     summary.run_mode = summary.mode
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
     summary.host_scheduling = run.timing.host_scheduling
+    summary.cpu_wait_per_step_s = cpu_wait_per_step(run.timing.host_scheduling, len(times))
     if summary.status == "compiled":
         add_compiled(summary, run)
     summary.first_steps_s = [summary.first_step_s] if summary.first_step_s is not None else []
     if run.has("startup"):  # a part with its own reader (explain.startup), which names the file when it is wrong
         summary.startups = [read_startup(run.document["startup"], run.file)]
     return summary
+
+
+def cpu_wait_per_step(window: dict | None, steps: int) -> list[float]:
+    """[seconds per timed step that the process's threads, main and others summed, were runnable but waiting for a
+    CPU] from run.json `timing.host_scheduling`; [] where the window was not measured or has no timed step."""
+    if not isinstance(window, dict) or steps <= 0:
+        return []
+    waits = [part.get("waiting_for_cpu_s") if isinstance(part, dict) else None
+             for part in (window.get("main_thread"), window.get("other_threads"))]
+    if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in waits):
+        return []
+    return [sum(waits) / steps]  # type: ignore[arg-type]  # each checked a number above
 
 
 def _why_untimed(run: RunRecord) -> str:

@@ -27,7 +27,9 @@ side's mode cannot take (donation in eager PyTorch, a compile mode where nothing
 test", with the reason, and nothing runs for it. When two or more changes each close part of the gap (confirmed or
 partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more re-run
 applies them all, beside each of them alone again, and the joint closure is set against the sum of the single ones
-measured beside it (the interaction).
+measured beside it (the interaction). On a busy machine the configurations' threads may wait for a CPU differently
+(a process that sleeps is favoured by the scheduler when it wakes): the interaction's verdict must then hold with the
+same combination of those waits taken out of the excess, or it is "cannot tell".
 """
 
 from __future__ import annotations
@@ -249,12 +251,16 @@ class Interaction:
     excess_s: float | None = None  # joint closure - sum of the single closures
     excess_ci_s: list[float] | None = None  # its INTERACTION_CONFIDENCE interval
     margin_s: float | None = None  # MEANINGFUL_SHARE of the joint re-run's gap: an excess inside it is no interaction
+    # The same combination of the configurations' CPU waits per step (ModeSummary.cpu_wait_per_step_s): the part of
+    # the excess the machine's other work may account for. None: a configuration did not measure its waits.
+    cpu_wait_excess_s: float | None = None
 
     def to_dict(self) -> dict:
         return {"settings": self.settings, "applied": self.applied, "single_closed_s": self.single_closed_s,
                 "sum_single_s": self.sum_single_s, "joint": self.joint.to_dict() if self.joint else None,
                 "excess_s": self.excess_s, "excess_ci_s": self.excess_ci_s, "margin_s": self.margin_s,
-                "verdict": self.verdict, "why": self.why, "run_dirs": self.run_dirs}
+                "cpu_wait_excess_s": self.cpu_wait_excess_s, "verdict": self.verdict, "why": self.why,
+                "run_dirs": self.run_dirs}
 
 
 @dataclass
@@ -309,7 +315,9 @@ METHOD = {
                    "baseline, the slower side, each change alone and all together; "
                    f"{INTERACTION_CONFIDENCE:.0%} interval from independent bootstraps of the slower, each changed "
                    f"and the joint configuration; additive when it lies within {MEANINGFUL_SHARE:.0%} of the gap either way, "
-                   "overlapping or compounding when it excludes 0 and the estimate is beyond that",
+                   "overlapping or compounding when it excludes 0 and the estimate is beyond that; cannot tell when "
+                   "the same combination of the configurations' CPU waits per step (their threads runnable but not "
+                   "running), taken out of the excess, would change the verdict",
 }
 
 
@@ -599,25 +607,57 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
     excess, excess_ci = _excess(slow.processes, alone, joint.processes)
     low, high = excess_ci
     margin = MEANINGFUL_SHARE * max(found.gap_before_s, 0.0)
+    waited = _cpu_wait_excess(slow, joint, [c for c in changed.values() if c is not None])
     result = Interaction(settings, applied, singly, total, found, CANNOT_TELL, "", list(joint.run_dirs), excess,
-                         excess_ci, margin)
+                         excess_ci, margin, waited)
     together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly beside them: "
                 f"{_signed_ms(excess)} ({_signed_ms(low)} to {_signed_ms(high)})")
+    verdict = _interaction_verdict(excess, low, high, margin)
     if found.gap_before_ci_s[0] <= 0:
         result.why = together + "; the gap did not reproduce in this re-run"
-    elif -margin <= low and high <= margin:
-        result.verdict = "additive"
+    elif waited is not None and _interaction_verdict(excess - waited, low - waited, high - waited, margin) != verdict:
+        # A host sleep, a loader's threads or a lighter step change how the scheduler treats a process on a busy
+        # machine: configurations then wait for a CPU differently, and that need not add up even when the settings do
+        result.why = (f"{together}; but their threads waited for a CPU differently (combined as the excess is: "
+                      f"{_signed_ms(waited)} a step), and without that waiting the verdict would differ: the "
+                      "machine's other work, not the settings, may make them interact; re-run on a quieter machine")
+    elif verdict == "additive":
+        result.verdict = verdict
         result.why = f"{together}, within {_ms(margin)} ({MEANINGFUL_SHARE:.0%} of the gap) either way"
-    elif high < 0 and excess <= -margin:
-        result.verdict = "overlapping"
+    elif verdict == "overlapping":
+        result.verdict = verdict
         result.why = f"{together}: the changes remove part of the same time"
-    elif low > 0 and excess >= margin:
-        result.verdict = "compounding"
+    elif verdict == "compounding":
+        result.verdict = verdict
         result.why = f"{together}: together they close more than their single effects"
     else:
         result.why = (f"{together}: the interval holds both effects that add up (within {_ms(margin)}) and ones "
                       "that do not")
     return result
+
+
+def _interaction_verdict(excess: float, low: float, high: float, margin: float) -> str:
+    """additive, overlapping or compounding by the excess, its interval and the margin (METHOD["interaction"]);
+    CANNOT_TELL otherwise."""
+    if -margin <= low and high <= margin:
+        return "additive"
+    if high < 0 and excess <= -margin:
+        return "overlapping"
+    if low > 0 and excess >= margin:
+        return "compounding"
+    return CANNOT_TELL
+
+
+def _cpu_wait_excess(slow: ModeSummary, joint: ModeSummary, changed: list[ModeSummary]) -> float | None:
+    """(W_S - W_J) - sum(W_S - W_Ci) over the median CPU wait per step of each configuration's processes: what the
+    excess would hold if only the waiting differed. None where a process of one of them did not measure it."""
+    waits = []
+    for summary in (slow, joint, *changed):
+        if not summary.cpu_wait_per_step_s or len(summary.cpu_wait_per_step_s) != len(summary.processes):
+            return None
+        waits.append(median(summary.cpu_wait_per_step_s))
+    w_slow, w_joint, *w_changed = waits
+    return (w_slow - w_joint) - sum(w_slow - w for w in w_changed)
 
 
 def _excess(slow: list[list[float]], changed: list[list[list[float]]], joint: list[list[float]],

@@ -74,6 +74,10 @@ class ModeSummary:
     framework_ops: int | None = None
     # run.json timing.host_scheduling: the timed window's CPU contention and the other processes that held the CPUs
     host_scheduling: dict | None = None
+    # Per timed process, the seconds per timed step its threads (summed) were runnable but waiting for a CPU, from
+    # that window; empty where a process did not measure it. Configurations that waited differently met the machine's
+    # other work differently: an interaction must hold with that waiting taken out (experiments.interaction).
+    cpu_wait_per_step_s: list[float] = field(default_factory=list)
     # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
     target: str | None = None  # the GPU's name
     roofline_s: float | None = None  # roofline lower bound per step, launches one after another (not a prediction)
