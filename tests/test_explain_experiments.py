@@ -385,6 +385,33 @@ def test_an_interaction_made_by_waiting_for_a_cpu_is_cannot_tell_with_the_waits_
     assert "waited for a CPU differently" in found.why and "+24.2 ms" in found.why, found.why
 
 
+def _waiting_pair(slow_wait_s: float, changed_wait_s: float) -> list[HypothesisTest]:
+    """The data path matched on a 42 ms slower side (baseline 5 ms) moves its step to 39 ms: 8% of the gap, refuted
+    by the step times; the slower side's threads waited `slow_wait_s` a step for a CPU, the changed one's
+    `changed_wait_s`."""
+    plan = PairPlan("a", "b", {"data": "loader"}, {"data": "device"},
+                    plan_tests(_result(["input_pipeline"]), {"data": "loader"}, {"data": "device"}))
+    summaries = {"baseline": _summary("b", processes(0.005, 0.01, seed=1)),
+                 "slower": _summary("a", processes(0.042, 0.01, seed=2)),
+                 "slower, data=device": _summary("c", processes(0.039, 0.01, seed=3))}
+    waits = {"baseline": 0.008, "slower": slow_wait_s, "slower, data=device": changed_wait_s}
+    for name, summary in summaries.items():
+        summary.cpu_wait_per_step_s = [waits[name]] * len(summary.processes)
+    return conclude(plan, summaries, {name: name for name in summaries}, None, 3, []).tests
+
+
+def test_a_closure_made_or_hidden_by_waiting_for_a_cpu_is_cannot_tell():
+    """As on the loaded machine above: without the sleep the threads waited 25 ms more a step, so removing it moved
+    the step by 3 ms. Taken out, that waiting would make the closure 76%: the verdict depends on the machine's other
+    work and is "cannot tell", with both waits named. Waiting alike on both sides leaves the step times' verdict."""
+    (test,) = _waiting_pair(0.023, 0.048)
+    assert test.verdict == CANNOT_TELL and test.cpu_wait_closed_s == pytest.approx(-0.025), test.why
+    assert "closes 8%" in test.why and "waited 23 ms a step for a CPU and the changed one's 48 ms" in test.why
+    assert "it would close 76%" in test.why, test.why
+    (test,) = _waiting_pair(0.023, 0.023)
+    assert test.verdict == REFUTED and test.cpu_wait_closed_s == 0.0, test.why
+
+
 def test_waits_that_add_up_leave_the_verdict_to_the_step_times():
     """A load that makes every configuration wait alike, or waits that add up like the settings do, leaves the
     interaction to the step times: additive stays additive, compounding stays compounding."""

@@ -28,8 +28,9 @@ test", with the reason, and nothing runs for it. When two or more changes each c
 partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more re-run
 applies them all, beside each of them alone again, and the joint closure is set against the sum of the single ones
 measured beside it (the interaction). On a busy machine the configurations' threads may wait for a CPU differently
-(a process that sleeps is favoured by the scheduler when it wakes): the interaction's verdict must then hold with the
-same combination of those waits taken out of the excess, or it is "cannot tell".
+(a process that sleeps is favoured by the scheduler when it wakes): a closure's verdict must then hold with the two
+sides' waits taken out of what it closed, and the interaction's with the same combination of the waits taken out of
+the excess, or it is "cannot tell".
 """
 
 from __future__ import annotations
@@ -226,12 +227,16 @@ class HypothesisTest:
     run_dirs: list[str] = field(default_factory=list)
     processes: int = 0  # timed processes of the changed configuration
     provisional: bool = False  # a configuration ran in one process: the spread between processes is unmeasured
+    # The slower configuration's CPU wait per step minus the changed one's (medians over processes): what the closure
+    # would hold if only the waiting differed. None: not measured, or no share-based verdict to check
+    cpu_wait_closed_s: float | None = None
 
     def to_dict(self) -> dict:
         return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
                 "to": self.fast_value, "verdict": self.verdict, "why": self.why,
                 "change": self.change, "closure": self.closure.to_dict() if self.closure else None, "label": self.label,
-                "run_dirs": self.run_dirs, "processes": self.processes, "provisional": self.provisional}
+                "run_dirs": self.run_dirs, "processes": self.processes, "provisional": self.provisional,
+                "cpu_wait_closed_s": self.cpu_wait_closed_s}
 
 
 @dataclass
@@ -310,7 +315,8 @@ METHOD = {
     "partly": "share's interval above 0 and the closure larger than that spread and significant, not confirmed",
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
-                   f"{MIN_GAP:.0%} of the faster step)",
+                   f"{MIN_GAP:.0%} of the faster step), or the verdict would differ with the slower and the changed "
+                   "configuration's CPU waits per step (threads runnable but not running) taken out of the closure",
     "interaction": f"excess = joint closure - sum of single closures, measured side by side in one re-run of the "
                    "baseline, the slower side, each change alone and all together; "
                    f"{INTERACTION_CONFIDENCE:.0%} interval from independent bootstraps of the slower, each changed "
@@ -510,7 +516,8 @@ def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
                              f"{_ms(low)} to {_ms(high)}): there is no gap to close")
     share, (share_low, share_high) = found.share, found.share_ci
     closes = f"{change} closes {share:.0%} ({share_low:.0%} to {share_high:.0%}) of the gap"
-    if share_high < MEANINGFUL_SHARE:
+    verdict = share_verdict(share, share_low, share_high)
+    if verdict == REFUTED:
         return REFUTED, f"{closes}: its interval excludes a closure of {MEANINGFUL_SHARE:.0%} or more"
     noise = found.noise_s
     if noise is not None and abs(found.closed_s) <= noise:
@@ -520,11 +527,39 @@ def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
         return CANNOT_TELL, (f"{closes}, but the step moved by {_ms(found.closed_s)}, and the process medians do "
                              f"not tell it from the variation between processes (p = {found.moved_p_value:.2g}, "
                              f"needs < {PROCESS_ALPHA:g})")
-    if share_low >= MEANINGFUL_SHARE and share >= CONFIRMED_SHARE:
-        return CONFIRMED, closes
-    if share_low > 0:
-        return PARTLY, closes
-    return CANNOT_TELL, f"{closes}: the interval holds both no closure and a meaningful one"
+    if verdict == CANNOT_TELL:
+        return CANNOT_TELL, f"{closes}: the interval holds both no closure and a meaningful one"
+    return verdict, closes
+
+
+def share_verdict(share: float, low: float, high: float) -> str:
+    """What the share closed and its interval say on their own (module docstring): refuted, confirmed, partly, or
+    cannot tell."""
+    if high < MEANINGFUL_SHARE:
+        return REFUTED
+    if low >= MEANINGFUL_SHARE and share >= CONFIRMED_SHARE:
+        return CONFIRMED
+    return PARTLY if low > 0 else CANNOT_TELL
+
+
+def _without_waits(entry: HypothesisTest, found: Closure, slow: ModeSummary, changed: ModeSummary) -> None:
+    """Where the slower and the changed configuration's threads waited for a CPU differently, the closure's verdict
+    must hold with that difference taken out of what it closed, or it is "cannot tell": on a busy machine the
+    scheduler treats configurations differently (a process that wakes from a sleep is favoured), and that is the
+    machine's doing, not the setting's."""
+    waited = _median_waits([slow, changed])
+    if waited is None or entry.verdict not in (REFUTED, CONFIRMED, PARTLY) or found.share_ci is None:
+        return
+    entry.cpu_wait_closed_s = waited[0] - waited[1]
+    shift = entry.cpu_wait_closed_s / found.gap_before_s  # judged: the gap before is positive
+    low, high = found.share_ci
+    if share_verdict(found.share - shift, low - shift, high - shift) == entry.verdict:
+        return
+    entry.verdict = CANNOT_TELL
+    entry.why += (f"; but the slower configuration's threads waited {_ms(waited[0])} a step for a CPU and the "
+                  f"changed one's {_ms(waited[1])}, and without that difference it would close "
+                  f"{found.share - shift:.0%} ({low - shift:.0%} to {high - shift:.0%}): the machine's other work, "
+                  "not the setting, may decide it; re-run on a quieter machine")
 
 
 def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str, str], directory: str | None,
@@ -556,6 +591,7 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
         entry.closure, entry.processes = found, len(changed.processes)
         entry.provisional = min(len(s.processes) for s in (fast, slow, changed)) < 2
         entry.verdict, entry.why = judge(found, median(fast.step_times_s), _flag(test))
+        _without_waits(entry, found, slow, changed)
         if entry.provisional:
             entry.why += "; provisional: a configuration ran in one process, its spread between processes unmeasured"
     return result
@@ -651,13 +687,21 @@ def _interaction_verdict(excess: float, low: float, high: float, margin: float) 
 def _cpu_wait_excess(slow: ModeSummary, joint: ModeSummary, changed: list[ModeSummary]) -> float | None:
     """(W_S - W_J) - sum(W_S - W_Ci) over the median CPU wait per step of each configuration's processes: what the
     excess would hold if only the waiting differed. None where a process of one of them did not measure it."""
+    waits = _median_waits([slow, joint, *changed])
+    if waits is None:
+        return None
+    w_slow, w_joint, *w_changed = waits
+    return (w_slow - w_joint) - sum(w_slow - w for w in w_changed)
+
+
+def _median_waits(summaries: list[ModeSummary]) -> list[float] | None:
+    """Each configuration's median CPU wait per step over its processes; None where a process did not measure it."""
     waits = []
-    for summary in (slow, joint, *changed):
+    for summary in summaries:
         if not summary.cpu_wait_per_step_s or len(summary.cpu_wait_per_step_s) != len(summary.processes):
             return None
         waits.append(median(summary.cpu_wait_per_step_s))
-    w_slow, w_joint, *w_changed = waits
-    return (w_slow - w_joint) - sum(w_slow - w for w in w_changed)
+    return waits
 
 
 def _excess(slow: list[list[float]], changed: list[list[list[float]]], joint: list[list[float]],
