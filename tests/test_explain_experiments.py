@@ -13,7 +13,7 @@ import pytest
 
 from hloscope.backends.base import RunOptions
 from hloscope.explain import experiments  # TestedBlock through it: pytest collects Test* names in a test module
-from hloscope.explain.collect import cpu_wait_per_step
+from hloscope.explain.collect import cpu_per_step
 from hloscope.explain.experiments import (
     CANNOT_TELL,
     CONFIRMED,
@@ -35,7 +35,7 @@ from hloscope.explain.experiments import (
 )
 from hloscope.explain.hypotheses import Annotation
 from hloscope.explain.report import Contributor, ExplainReport, ModeResult
-from hloscope.explain.summary import ModeSummary
+from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
 from hloscope.runs.experiments import CTRL_C, run_configurations
 
@@ -351,94 +351,109 @@ def test_an_interaction_the_noise_leaves_open_is_cannot_tell_not_a_verdict():
 
 
 # A real joint re-run on a loaded 2-core machine (vit-tiny, batch 32, 3 processes each): the slower side had XLA flags
-# that slow the step and a 20 ms host sleep before each step; its process medians (ms) and its threads' CPU wait per
-# step (ms, main and other threads summed). Without the sleep the step's threads waited twice as long for a CPU (the
-# scheduler favours a process that wakes from a sleep), so removing the sleep closed 3-14 ms, not 20.
-LOADED = {"baseline": ([5.45, 6.77, 4.61], [8.5, 10.5, 7.9]), "slower": ([42.04, 41.51, 41.27], [23.9, 23.4, 20.6]),
-          ALONE[0]: ([27.33, 38.79, 38.19], [28.5, 49.4, 47.9]), ALONE[1]: ([28.26, 25.69, 25.52], [9.1, 7.1, 4.0]),
-          JOINT: ([4.58, 6.81, 4.37], [7.4, 8.6, 7.1])}
+# that slow the step and a 20 ms host sleep before each step. Per configuration: its process medians, and its threads'
+# CPU wait and CPU time per step (main and other threads summed), all in ms. Without the sleep the threads waited about
+# twice as long for each millisecond they ran (the scheduler favours a process that wakes from a sleep), so removing
+# the sleep closed 3-14 ms, not 20.
+LOADED = {"baseline": ([5.45, 6.77, 4.61], [8.5, 10.5, 7.9], [6.3, 6.8, 5.6]),
+          "slower": ([42.04, 41.51, 41.27], [23.9, 23.4, 20.6], [24.4, 23.5, 20.7]),
+          ALONE[0]: ([27.33, 38.79, 38.19], [28.5, 49.4, 47.9], [26.5, 22.6, 28.0]),
+          ALONE[1]: ([28.26, 25.69, 25.52], [9.1, 7.1, 4.0], [8.6, 6.2, 7.4]),
+          JOINT: ([4.58, 6.81, 4.37], [7.4, 8.6, 7.1], [5.9, 6.7, 5.1])}
 
 
-def _loaded(waits: bool = True) -> tuple[dict[str, ModeSummary], dict[str, str]]:
-    """LOADED's configurations, 10 steps a process within 1% of its median, with their CPU waits or without."""
+def _loaded(measured: bool = True) -> tuple[dict[str, ModeSummary], dict[str, str]]:
+    """LOADED's configurations, 10 steps a process within 1% of its median, with their threads' CPU time or without."""
     labels = {name: name for name in LOADED}
     summaries = {}
-    for seed, (name, (medians, waited)) in enumerate(LOADED.items()):
+    for seed, (name, (medians, waited, ran)) in enumerate(LOADED.items()):
         rng = np.random.default_rng(seed)
         summary = _summary(name, [[m * 1e-3 * (1 + 0.01 * rng.standard_normal()) for _ in range(10)] for m in medians])
-        summary.cpu_wait_per_step_s = [w * 1e-3 for w in waited] if waits else []
+        summary.cpu_per_step = [CpuPerStep(r * 1e-3, w * 1e-3) for w, r in zip(waited, ran)] if measured else []
         summaries[name] = summary
     return summaries, labels
 
 
-def test_an_interaction_made_by_waiting_for_a_cpu_is_cannot_tell_with_the_waits_named():
-    """The excess of the loaded re-run (+18 ms: "compounding" by the step times alone) is matched by the same
-    combination of the CPU waits (+24 ms): without them the verdict differs, so the settings are not shown to
-    interact. Without measured waits the step times decide, as before."""
+def test_an_interaction_made_by_contention_is_cannot_tell_with_it_named():
+    """The excess of the loaded re-run (+17.8 ms: "compounding" by the step times alone) is matched by the same
+    combination of the configurations' extra waits (+18.1 ms: each one's wait beyond their common 1.36 ms of waiting
+    per ms of running): at equal contention the verdict differs, so the settings are not shown to interact. Without
+    the measurement the step times decide, as before."""
     _, _, tests = _two_partial_closures()
-    summaries, labels = _loaded(waits=False)
+    summaries, labels = _loaded(measured=False)
     assert interaction(tests, summaries, labels, JOINT, []).verdict == "compounding"
     summaries, labels = _loaded()
     found = interaction(tests, summaries, labels, JOINT, [])
     assert found.verdict == CANNOT_TELL and found.excess_ci_s[0] > 0 and found.excess_s > found.margin_s, found.why
-    assert found.cpu_wait_excess_s == pytest.approx(0.0242, abs=1e-9)
-    assert "waited for a CPU differently" in found.why and "+24.2 ms" in found.why, found.why
+    assert found.contention_excess_s == pytest.approx(0.0181, abs=1e-4)
+    assert "met different contention" in found.why and "+18.1 ms" in found.why, found.why
 
 
-def _waiting_pair(slow_wait_s: float, changed_wait_s: float) -> list[HypothesisTest]:
-    """The data path matched on a 42 ms slower side (baseline 5 ms) moves its step to 39 ms: 8% of the gap, refuted
-    by the step times; the slower side's threads waited `slow_wait_s` a step for a CPU, the changed one's
-    `changed_wait_s`."""
+def _pair(slow_cpu: tuple[float, float], changed_cpu: tuple[float, float], changed_s: float = 0.039):
+    """The data path matched on a 42 ms slower side (baseline 5 ms) moves its step to `changed_s`; each side's
+    threads' (waiting, running) seconds a step. Returns the one test."""
     plan = PairPlan("a", "b", {"data": "loader"}, {"data": "device"},
                     plan_tests(_result(["input_pipeline"]), {"data": "loader"}, {"data": "device"}))
     summaries = {"baseline": _summary("b", processes(0.005, 0.01, seed=1)),
                  "slower": _summary("a", processes(0.042, 0.01, seed=2)),
-                 "slower, data=device": _summary("c", processes(0.039, 0.01, seed=3))}
-    waits = {"baseline": 0.008, "slower": slow_wait_s, "slower, data=device": changed_wait_s}
+                 "slower, data=device": _summary("c", processes(changed_s, 0.01, seed=3))}
+    cpu = {"baseline": (0.005, 0.005), "slower": slow_cpu, "slower, data=device": changed_cpu}
     for name, summary in summaries.items():
-        summary.cpu_wait_per_step_s = [waits[name]] * len(summary.processes)
-    return conclude(plan, summaries, {name: name for name in summaries}, None, 3, []).tests
+        summary.cpu_per_step = [CpuPerStep(cpu[name][1], cpu[name][0])] * len(summary.processes)
+    (test,) = conclude(plan, summaries, {name: name for name in summaries}, None, 3, []).tests
+    return test
 
 
-def test_a_closure_made_or_hidden_by_waiting_for_a_cpu_is_cannot_tell():
-    """As on the loaded machine above: without the sleep the threads waited 25 ms more a step, so removing it moved
-    the step by 3 ms. Taken out, that waiting would make the closure 76%: the verdict depends on the machine's other
-    work and is "cannot tell", with both waits named. Waiting alike on both sides leaves the step times' verdict."""
-    (test,) = _waiting_pair(0.023, 0.048)
-    assert test.verdict == CANNOT_TELL and test.cpu_wait_closed_s == pytest.approx(-0.025), test.why
-    assert "closes 8%" in test.why and "waited 23 ms a step for a CPU and the changed one's 48 ms" in test.why
-    assert "it would close 76%" in test.why, test.why
-    (test,) = _waiting_pair(0.023, 0.023)
-    assert test.verdict == REFUTED and test.cpu_wait_closed_s == 0.0, test.why
+def test_a_closure_made_or_hidden_by_contention_is_cannot_tell():
+    """As on the loaded machine above: without the sleep the threads waited 48 ms for 26.5 ms of running against
+    23 ms for 23.5 ms, so removing it moved the step by 3 ms, 8% of the gap, refuted by the step times. At their
+    common contention (1.42 ms of waiting per ms of running) it would close 64%: the verdict depends on the machine's
+    other work and is "cannot tell", with both sides' figures named."""
+    test = _pair((0.023, 0.0235), (0.048, 0.0265))
+    assert test.verdict == CANNOT_TELL and test.contention_closed_s == pytest.approx(-0.0208, abs=1e-4), test.why
+    assert "closes 8%" in test.why and "waited 23 ms a step for a CPU over 23.5 ms of running" in test.why
+    assert "the changed one's 48 ms over 26.5 ms" in test.why and "would close 64%" in test.why, test.why
 
 
-def test_waits_that_add_up_leave_the_verdict_to_the_step_times():
-    """A load that makes every configuration wait alike, or waits that add up like the settings do, leaves the
-    interaction to the step times: additive stays additive, compounding stays compounding."""
+def test_a_change_that_computes_less_waits_less_and_keeps_its_verdict():
+    """A setting that makes the step compute four times more makes it wait four times more at the same load: that
+    waiting is the setting's cost, not contention. Confirmed stays confirmed and refuted stays refuted when both
+    sides waited alike for each ms they ran."""
+    test = _pair((0.040, 0.040), (0.010, 0.010), changed_s=0.006)
+    assert test.verdict == CONFIRMED and test.contention_closed_s == pytest.approx(0.0), test.why
+    test = _pair((0.023, 0.023), (0.026, 0.026))
+    assert test.verdict == REFUTED and test.contention_closed_s == pytest.approx(0.0), test.why
+
+
+def test_contention_that_adds_up_leaves_the_interaction_to_the_step_times():
+    """A load that makes every configuration wait alike for its running time leaves the interaction to the step
+    times: additive stays additive, compounding stays compounding; a process without the measurement leaves it
+    unmeasured."""
     _, _, tests = _two_partial_closures()
     joint, labels = _joint(0.014)
-    for summary in joint.values():  # the same wait a step everywhere: it cancels in the excess
-        summary.cpu_wait_per_step_s = [0.006] * len(summary.processes)
+    for summary in joint.values():  # 1.5 ms of waiting per ms of running everywhere
+        summary.cpu_per_step = [CpuPerStep(0.004, 0.006)] * len(summary.processes)
     found = interaction(tests, joint, labels, JOINT, [])
-    assert found.verdict == "additive" and found.cpu_wait_excess_s == pytest.approx(0.0), found.why
+    assert found.verdict == "additive" and found.contention_excess_s == pytest.approx(0.0), found.why
     joint, labels = _joint(0.0105, slow_s=0.034, alone_s=0.026)  # 23.5 ms closed together against 16 ms summed
-    waits = {"slower": 0.010, ALONE[0]: 0.008, ALONE[1]: 0.007, JOINT: 0.005}  # (10-5) - (2+3) = 0
-    for name, wait in waits.items():
-        joint[labels[name]].cpu_wait_per_step_s = [wait] * 3
+    running = {"slower": 0.020, ALONE[0]: 0.016, ALONE[1]: 0.014, JOINT: 0.005}
+    for name, ran in running.items():
+        joint[labels[name]].cpu_per_step = [CpuPerStep(ran, 2 * ran)] * 3
     found = interaction(tests, joint, labels, JOINT, [])
-    assert found.verdict == "compounding" and found.cpu_wait_excess_s == pytest.approx(0.0, abs=1e-12), found.why
-    joint[labels[JOINT]].cpu_wait_per_step_s = [0.005] * 2  # one process without its waits: not measured
-    assert interaction(tests, joint, labels, JOINT, []).cpu_wait_excess_s is None
+    assert found.verdict == "compounding" and found.contention_excess_s == pytest.approx(0.0, abs=1e-12), found.why
+    joint[labels[JOINT]].cpu_per_step = joint[labels[JOINT]].cpu_per_step[:2]  # one process unmeasured
+    assert interaction(tests, joint, labels, JOINT, []).contention_excess_s is None
 
 
-def test_the_cpu_wait_per_step_is_read_from_the_timed_window():
+def test_the_cpu_per_step_is_read_from_the_timed_window():
     window = {"seconds": 1.0, "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
               "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": 0.18, "threads": 4}}
-    assert cpu_wait_per_step(window, 20) == [pytest.approx(0.01)]
-    assert cpu_wait_per_step(None, 20) == [] and cpu_wait_per_step(window, 0) == []
+    (cpu,) = cpu_per_step(window, 20)
+    assert cpu.running_s == pytest.approx(0.07) and cpu.waiting_s == pytest.approx(0.01)
+    assert cpu_per_step(None, 20) == [] and cpu_per_step(window, 0) == []
     for bad in (True, float("nan"), -1.0, "0.1", None):
-        assert cpu_wait_per_step({**window, "other_threads": {"waiting_for_cpu_s": bad}}, 20) == [], bad
-    assert cpu_wait_per_step({"main_thread": window["main_thread"]}, 20) == []
+        assert cpu_per_step({**window, "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": bad}}, 20) == [], bad
+    assert cpu_per_step({"main_thread": window["main_thread"]}, 20) == []
 
 
 @pytest.mark.parametrize(("noise", "additive_at_least"), [(0.03, 36), (0.15, 0)])

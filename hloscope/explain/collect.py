@@ -13,7 +13,7 @@ from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.ops import instruction_group
 from hloscope.explain.startup import read_startup
-from hloscope.explain.summary import ModeSummary
+from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.runs.records import RunRecord
 from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 from hloscope.runs.rundir import load_run
@@ -60,7 +60,7 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     summary.run_mode = summary.mode
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
     summary.host_scheduling = run.timing.host_scheduling
-    summary.cpu_wait_per_step_s = cpu_wait_per_step(run.timing.host_scheduling, len(times))
+    summary.cpu_per_step = cpu_per_step(run.timing.host_scheduling, len(times))
     if summary.status == "compiled":
         add_compiled(summary, run)
     summary.first_steps_s = [summary.first_step_s] if summary.first_step_s is not None else []
@@ -69,16 +69,19 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     return summary
 
 
-def cpu_wait_per_step(window: dict | None, steps: int) -> list[float]:
-    """[seconds per timed step that the process's threads, main and others summed, were runnable but waiting for a
-    CPU] from run.json `timing.host_scheduling`; [] where the window was not measured or has no timed step."""
+def cpu_per_step(window: dict | None, steps: int) -> list[CpuPerStep]:
+    """[the process's threads' CPU time per timed step] from run.json `timing.host_scheduling`; [] where the window
+    was not measured or has no timed step."""
     if not isinstance(window, dict) or steps <= 0:
         return []
-    waits = [part.get("waiting_for_cpu_s") if isinstance(part, dict) else None
-             for part in (window.get("main_thread"), window.get("other_threads"))]
-    if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in waits):
-        return []
-    return [sum(waits) / steps]  # type: ignore[arg-type]  # each checked a number above
+    running = waiting = 0.0
+    for part in (window.get("main_thread"), window.get("other_threads")):
+        figures = [part.get(key) if isinstance(part, dict) else None for key in ("running_s", "waiting_for_cpu_s")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                   for v in figures):
+            return []
+        running, waiting = running + float(figures[0]), waiting + float(figures[1])  # type: ignore[arg-type]
+    return [CpuPerStep(running / steps, waiting / steps)]
 
 
 def _why_untimed(run: RunRecord) -> str:

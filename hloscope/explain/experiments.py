@@ -28,9 +28,10 @@ test", with the reason, and nothing runs for it. When two or more changes each c
 partly: effects that add up split the gap, so that at most one of them can reach CONFIRMED_SHARE), one more re-run
 applies them all, beside each of them alone again, and the joint closure is set against the sum of the single ones
 measured beside it (the interaction). On a busy machine the configurations' threads may wait for a CPU differently
-(a process that sleeps is favoured by the scheduler when it wakes): a closure's verdict must then hold with the two
-sides' waits taken out of what it closed, and the interaction's with the same combination of the waits taken out of
-the excess, or it is "cannot tell".
+(a process that sleeps is favoured by the scheduler when it wakes, a burst of load meets one process and not the
+next). A thread waits in proportion to the time it runs at a given load, so each configuration's wait beyond its
+share (`contention`) is what differs: a closure's verdict must hold with the two sides' difference taken out of what
+it closed, and the interaction's with the same combination taken out of the excess, or it is "cannot tell".
 """
 
 from __future__ import annotations
@@ -227,16 +228,16 @@ class HypothesisTest:
     run_dirs: list[str] = field(default_factory=list)
     processes: int = 0  # timed processes of the changed configuration
     provisional: bool = False  # a configuration ran in one process: the spread between processes is unmeasured
-    # The slower configuration's CPU wait per step minus the changed one's (medians over processes): what the closure
-    # would hold if only the waiting differed. None: not measured, or no share-based verdict to check
-    cpu_wait_closed_s: float | None = None
+    # The slower configuration's extra CPU wait per step minus the changed one's (`contention`): the part of the
+    # closure that different contention accounts for. None: not measured, or no share-based verdict to check
+    contention_closed_s: float | None = None
 
     def to_dict(self) -> dict:
         return {"rules": self.rules, "title": self.title, "setting": self.setting, "from": self.slow_value,
                 "to": self.fast_value, "verdict": self.verdict, "why": self.why,
                 "change": self.change, "closure": self.closure.to_dict() if self.closure else None, "label": self.label,
                 "run_dirs": self.run_dirs, "processes": self.processes, "provisional": self.provisional,
-                "cpu_wait_closed_s": self.cpu_wait_closed_s}
+                "contention_closed_s": self.contention_closed_s}
 
 
 @dataclass
@@ -256,15 +257,15 @@ class Interaction:
     excess_s: float | None = None  # joint closure - sum of the single closures
     excess_ci_s: list[float] | None = None  # its INTERACTION_CONFIDENCE interval
     margin_s: float | None = None  # MEANINGFUL_SHARE of the joint re-run's gap: an excess inside it is no interaction
-    # The same combination of the configurations' CPU waits per step (ModeSummary.cpu_wait_per_step_s): the part of
-    # the excess the machine's other work may account for. None: a configuration did not measure its waits.
-    cpu_wait_excess_s: float | None = None
+    # The same combination of the configurations' extra CPU waits per step (`contention`): the part of the excess
+    # that different contention accounts for. None: a configuration did not measure its threads.
+    contention_excess_s: float | None = None
 
     def to_dict(self) -> dict:
         return {"settings": self.settings, "applied": self.applied, "single_closed_s": self.single_closed_s,
                 "sum_single_s": self.sum_single_s, "joint": self.joint.to_dict() if self.joint else None,
                 "excess_s": self.excess_s, "excess_ci_s": self.excess_ci_s, "margin_s": self.margin_s,
-                "cpu_wait_excess_s": self.cpu_wait_excess_s, "verdict": self.verdict, "why": self.why,
+                "contention_excess_s": self.contention_excess_s, "verdict": self.verdict, "why": self.why,
                 "run_dirs": self.run_dirs}
 
 
@@ -316,14 +317,15 @@ METHOD = {
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
                    f"{MIN_GAP:.0%} of the faster step), or the verdict would differ with the slower and the changed "
-                   "configuration's CPU waits per step (threads runnable but not running) taken out of the closure",
+                   "configuration's difference in contention (each one's CPU wait per step beyond what its running time "
+                   "gives at their common ratio of waiting to running) taken out of the closure",
     "interaction": f"excess = joint closure - sum of single closures, measured side by side in one re-run of the "
                    "baseline, the slower side, each change alone and all together; "
                    f"{INTERACTION_CONFIDENCE:.0%} interval from independent bootstraps of the slower, each changed "
                    f"and the joint configuration; additive when it lies within {MEANINGFUL_SHARE:.0%} of the gap either way, "
                    "overlapping or compounding when it excludes 0 and the estimate is beyond that; cannot tell when "
-                   "the same combination of the configurations' CPU waits per step (their threads runnable but not "
-                   "running), taken out of the excess, would change the verdict",
+                   "the same combination of the configurations' extra CPU waits (as for a closure), taken out of the "
+                   "excess, would change the verdict",
 }
 
 
@@ -542,24 +544,53 @@ def share_verdict(share: float, low: float, high: float) -> str:
     return PARTLY if low > 0 else CANNOT_TELL
 
 
-def _without_waits(entry: HypothesisTest, found: Closure, slow: ModeSummary, changed: ModeSummary) -> None:
-    """Where the slower and the changed configuration's threads waited for a CPU differently, the closure's verdict
-    must hold with that difference taken out of what it closed, or it is "cannot tell": on a busy machine the
-    scheduler treats configurations differently (a process that wakes from a sleep is favoured), and that is the
-    machine's doing, not the setting's."""
-    waited = _median_waits([slow, changed])
-    if waited is None or entry.verdict not in (REFUTED, CONFIRMED, PARTLY) or found.share_ci is None:
+@dataclass(frozen=True)
+class Contention:
+    """A configuration's threads per timed step (medians over its processes): seconds running, seconds waiting for a
+    CPU, and the wait beyond what the comparison's common contention gives for that running time (`extra_s`)."""
+
+    running_s: float
+    waiting_s: float
+    extra_s: float
+
+
+def contention(summaries: list[ModeSummary]) -> list[Contention] | None:
+    """Each configuration's Contention within the configurations given: extra = W - rho * R, rho = sum(W) / sum(R).
+    Under a fair scheduler a runnable thread waits in proportion to the time it runs, so at the same load a
+    configuration that computes more also waits more; what is left is how differently the machine's other work
+    treated each one (a process that wakes from a sleep is favoured, a burst of load meets one process and not the
+    next). None where a process did not measure its threads or nothing ran."""
+    medians = []
+    for summary in summaries:
+        cpu = summary.cpu_per_step
+        if not cpu or len(cpu) != len(summary.processes):
+            return None
+        medians.append((median(c.running_s for c in cpu), median(c.waiting_s for c in cpu)))
+    running = sum(r for r, _ in medians)
+    if running <= 0:
+        return None
+    rho = sum(w for _, w in medians) / running
+    return [Contention(r, w, w - rho * r) for r, w in medians]
+
+
+def _at_equal_contention(entry: HypothesisTest, found: Closure, slow: ModeSummary, changed: ModeSummary) -> None:
+    """The closure's verdict (refuted, partly, confirmed) must hold with the two sides' difference in contention
+    (extra waits, `contention`) taken out of what it closed, or it is "cannot tell": that part is the machine's
+    doing, not the setting's."""
+    sides = contention([slow, changed])
+    if sides is None or entry.verdict not in (REFUTED, CONFIRMED, PARTLY) or found.share_ci is None:
         return
-    entry.cpu_wait_closed_s = waited[0] - waited[1]
-    shift = entry.cpu_wait_closed_s / found.gap_before_s  # judged: the gap before is positive
+    entry.contention_closed_s = sides[0].extra_s - sides[1].extra_s
+    shift = entry.contention_closed_s / found.gap_before_s  # judged: the gap before is positive
     low, high = found.share_ci
     if share_verdict(found.share - shift, low - shift, high - shift) == entry.verdict:
         return
     entry.verdict = CANNOT_TELL
-    entry.why += (f"; but the slower configuration's threads waited {_ms(waited[0])} a step for a CPU and the "
-                  f"changed one's {_ms(waited[1])}, and without that difference it would close "
-                  f"{found.share - shift:.0%} ({low - shift:.0%} to {high - shift:.0%}): the machine's other work, "
-                  "not the setting, may decide it; re-run on a quieter machine")
+    entry.why += (f"; but the slower configuration's threads waited {_ms(sides[0].waiting_s)} a step for a CPU over "
+                  f"{_ms(sides[0].running_s)} of running, the changed one's {_ms(sides[1].waiting_s)} over "
+                  f"{_ms(sides[1].running_s)}, and at equal contention it would close {found.share - shift:.0%} "
+                  f"({low - shift:.0%} to {high - shift:.0%}): the machine's other work, not the setting, may decide "
+                  "it; re-run on a quieter machine")
 
 
 def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str, str], directory: str | None,
@@ -591,7 +622,7 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
         entry.closure, entry.processes = found, len(changed.processes)
         entry.provisional = min(len(s.processes) for s in (fast, slow, changed)) < 2
         entry.verdict, entry.why = judge(found, median(fast.step_times_s), _flag(test))
-        _without_waits(entry, found, slow, changed)
+        _at_equal_contention(entry, found, slow, changed)
         if entry.provisional:
             entry.why += "; provisional: a configuration ran in one process, its spread between processes unmeasured"
     return result
@@ -643,7 +674,7 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
     excess, excess_ci = _excess(slow.processes, alone, joint.processes)
     low, high = excess_ci
     margin = MEANINGFUL_SHARE * max(found.gap_before_s, 0.0)
-    waited = _cpu_wait_excess(slow, joint, [c for c in changed.values() if c is not None])
+    waited = _contention_excess(slow, joint, [c for c in changed.values() if c is not None])
     result = Interaction(settings, applied, singly, total, found, CANNOT_TELL, "", list(joint.run_dirs), excess,
                          excess_ci, margin, waited)
     together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly beside them: "
@@ -654,9 +685,10 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
     elif waited is not None and _interaction_verdict(excess - waited, low - waited, high - waited, margin) != verdict:
         # A host sleep, a loader's threads or a lighter step change how the scheduler treats a process on a busy
         # machine: configurations then wait for a CPU differently, and that need not add up even when the settings do
-        result.why = (f"{together}; but their threads waited for a CPU differently (combined as the excess is: "
-                      f"{_signed_ms(waited)} a step), and without that waiting the verdict would differ: the "
-                      "machine's other work, not the settings, may make them interact; re-run on a quieter machine")
+        result.why = (f"{together}; but their threads met different contention (their waits for a CPU beyond "
+                      f"what their running time gives, combined as the excess is: {_signed_ms(waited)} a step), and "
+                      "at equal contention the verdict would differ: the machine's other work, not the settings, "
+                      "may make them interact; re-run on a quieter machine")
     elif verdict == "additive":
         result.verdict = verdict
         result.why = f"{together}, within {_ms(margin)} ({MEANINGFUL_SHARE:.0%} of the gap) either way"
@@ -684,24 +716,14 @@ def _interaction_verdict(excess: float, low: float, high: float, margin: float) 
     return CANNOT_TELL
 
 
-def _cpu_wait_excess(slow: ModeSummary, joint: ModeSummary, changed: list[ModeSummary]) -> float | None:
-    """(W_S - W_J) - sum(W_S - W_Ci) over the median CPU wait per step of each configuration's processes: what the
-    excess would hold if only the waiting differed. None where a process of one of them did not measure it."""
-    waits = _median_waits([slow, joint, *changed])
-    if waits is None:
+def _contention_excess(slow: ModeSummary, joint: ModeSummary, changed: list[ModeSummary]) -> float | None:
+    """(e_S - e_J) - sum(e_S - e_Ci) over the configurations' extra waits (`contention`): what the excess would hold
+    if only the contention differed. None where it is not measured."""
+    sides = contention([slow, joint, *changed])
+    if sides is None:
         return None
-    w_slow, w_joint, *w_changed = waits
-    return (w_slow - w_joint) - sum(w_slow - w for w in w_changed)
-
-
-def _median_waits(summaries: list[ModeSummary]) -> list[float] | None:
-    """Each configuration's median CPU wait per step over its processes; None where a process did not measure it."""
-    waits = []
-    for summary in summaries:
-        if not summary.cpu_wait_per_step_s or len(summary.cpu_wait_per_step_s) != len(summary.processes):
-            return None
-        waits.append(median(summary.cpu_wait_per_step_s))
-    return waits
+    e_slow, e_joint, *e_changed = (side.extra_s for side in sides)
+    return (e_slow - e_joint) - sum(e_slow - e for e in e_changed)
 
 
 def _excess(slow: list[list[float]], changed: list[list[list[float]]], joint: list[list[float]],

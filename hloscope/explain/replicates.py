@@ -35,7 +35,7 @@ def pool(label: str, summaries: list[ModeSummary]) -> ModeSummary:
     pooled.unreadable_files = [f for s in summaries for f in s.unreadable_files]
     pooled.startups = [record for s in timed for record in s.startups]
     pooled.first_steps_s = [t for s in timed for t in s.first_steps_s]
-    pooled.cpu_wait_per_step_s = [w for s in timed for w in s.cpu_wait_per_step_s]
+    pooled.cpu_per_step = [cpu for s in timed for cpu in s.cpu_per_step]
     for summary in summaries:
         if summary not in timed:
             where = summary.run_dirs[0] if summary.run_dirs else summary.mode

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from hloscope.runs.replay_record import ReplaySummary, ReplayUnread
 
 
+@dataclass(frozen=True)
+class CpuPerStep:
+    """One process's threads (main and others summed) per timed step: seconds on a CPU, and seconds runnable but
+    waiting for one (run.json timing.host_scheduling, Linux schedstat)."""
+
+    running_s: float
+    waiting_s: float
+
+
 @dataclass
 class ModeSummary:
     mode: str
@@ -74,10 +83,10 @@ class ModeSummary:
     framework_ops: int | None = None
     # run.json timing.host_scheduling: the timed window's CPU contention and the other processes that held the CPUs
     host_scheduling: dict | None = None
-    # Per timed process, the seconds per timed step its threads (summed) were runnable but waiting for a CPU, from
-    # that window; empty where a process did not measure it. Configurations that waited differently met the machine's
-    # other work differently: an interaction must hold with that waiting taken out (experiments.interaction).
-    cpu_wait_per_step_s: list[float] = field(default_factory=list)
+    # Per timed process, its threads' CPU time per timed step (that window); empty where a process did not measure it.
+    # Configurations that waited more or less for the CPU time they ran met the machine's other work differently: a
+    # re-run's verdict must hold with that difference taken out (experiments.contention).
+    cpu_per_step: list[CpuPerStep] = field(default_factory=list)
     # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
     target: str | None = None  # the GPU's name
     roofline_s: float | None = None  # roofline lower bound per step, launches one after another (not a prediction)
