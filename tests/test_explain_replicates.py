@@ -14,7 +14,7 @@ from hloscope.explain.calibration import calibration, delay_found, host_side_par
 from hloscope.explain.engine import explain, process_noise
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.replicates import group_processes, merge_ledgers
-from hloscope.explain.summary import ModeSummary
+from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.render.explain_views import verdict_text
 from hloscope.runs.records import ComparisonEntry, configuration_document, section_document
 from hloscope.runs.rundir import write_comparison
@@ -318,3 +318,48 @@ def test_a_gap_below_the_resolution_the_report_states_is_never_called():
     assert entry.process_p_value is not None and entry.process_p_value < 0.01  # the ratio alone clears the test
     assert entry.tests["processes_differ"] is False and entry.verdict == "no significant difference"
     assert entry.contributors == []
+
+
+def _with_cpu(summary: ModeSummary, waiting_s: float, running_s: float) -> ModeSummary:
+    summary.cpu_per_step = [CpuPerStep(running_s, waiting_s)] * len(summary.processes)
+    return summary
+
+
+def test_a_gap_made_by_contention_between_two_configurations_of_one_mode_is_no_difference():
+    """Two identical configurations whose processes met different load: b's steps are 4 ms longer, all of it time its
+    threads waited for a CPU (14 ms a step over 15 ms of running against a's 10 over 15). At their common ratio of
+    waiting to running the gap is 0: no significant difference, no cause, and a note with both sides' figures. Without
+    the measurement the step times decide, as before."""
+    rng = random.Random(3)
+
+    def pair() -> tuple[ModeSummary, ModeSummary]:
+        return (_summary("a", [_process(rng, 20e-3, jitter=0.01) for _ in range(3)]),
+                _summary("b", [_process(rng, 24e-3, jitter=0.01) for _ in range(3)]))
+
+    a, b = pair()
+    assert explain([a, b], baseline="a").mode("b").verdict == "slower"
+    a, b = pair()
+    entry = explain([_with_cpu(a, 0.010, 0.015), _with_cpu(b, 0.014, 0.015)], baseline="a").mode("b")
+    assert entry.verdict == "no significant difference" and entry.contributors == [], entry.notes
+    assert entry.tests["at_equal_contention"] is False and entry.contention_s == pytest.approx(0.004)
+    assert any("at equal contention the gap would be" in note and "waited 14.000 ms a step for a CPU over 15.000 ms" in note
+               for note in entry.notes), entry.notes
+
+
+def test_a_configuration_that_computes_more_and_waits_in_proportion_is_still_slower():
+    """b runs 19 ms a step where a runs 15, and waits for a CPU in the same proportion (2 ms per 3 of running): the
+    load met both alike, and b's gap is its own. So is a gap between two modes, or two runs that differ in a setting,
+    whose threads contend differently by design: the check applies to runs of one mode with the same settings."""
+    rng = random.Random(4)
+    a = _with_cpu(_summary("a", [_process(rng, 20e-3, jitter=0.01) for _ in range(3)]), 0.010, 0.015)
+    b = _with_cpu(_summary("b", [_process(rng, 27e-3, jitter=0.01) for _ in range(3)]), 0.019 * 2 / 3, 0.019)
+    entry = explain([a, b], baseline="a").mode("b")
+    assert entry.verdict == "slower" and entry.tests["at_equal_contention"] is True, entry.notes
+    assert entry.contention_s == pytest.approx(0.0, abs=1e-12)
+    b = _with_cpu(_summary("b", [_process(rng, 24e-3, jitter=0.01) for _ in range(3)]), 0.014, 0.015)
+    b.run_mode = "pytorch"
+    entry = explain([a, b], baseline="a").mode("b")
+    assert entry.verdict == "slower" and "at_equal_contention" not in entry.tests and entry.contention_s is None
+    b.run_mode, b.settings, a.settings = "jax", {"data": "loader"}, {"data": "device"}
+    entry = explain([a, b], baseline="a").mode("b")
+    assert entry.config_differences and entry.verdict == "slower" and entry.contention_s is None

@@ -42,7 +42,7 @@ from hloscope.explain.ops import op_rows
 from hloscope.explain.replay_split import split
 from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
 from hloscope.explain.startup import compare_startup
-from hloscope.explain.summary import ModeSummary
+from hloscope.explain.summary import ModeSummary, contention
 from hloscope.runs.settings import differences
 from hloscope.significance import (
     ALPHA,
@@ -95,7 +95,9 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
                              "logarithms, the variance pooled over every configuration here that ran in several "
                              f"processes, p below {PROCESS_ALPHA} family-wise over this report's configurations "
                              "(Holm); with one process per side that spread is unmeasured and the verdict is "
-                             "provisional",
+                             "provisional; two runs of one mode with the same settings must also keep the gap with their "
+                             "difference in contention taken out (each one's CPU wait per step beyond their common "
+                             "ratio of waiting to running: contention_s)",
               "nodes": "exact two-sided Mann-Whitney U over the kept profiled steps, p < 0.05, and |delta| >= "
                        f"{NODE_MIN_FRACTION:.0%} of the baseline's profiled step",
               "min_gap": min_gap}
@@ -199,6 +201,32 @@ def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSu
     return processes.differs and abs(gap) > smallest
 
 
+def _holds_at_equal_contention(entry: ModeResult, summary: ModeSummary, reference: ModeSummary,
+                               gap_ci: list[float], smallest: float) -> bool:
+    """Whether a significant gap between two runs of one mode with the same settings holds with their difference in
+    contention taken out (summary.contention: each one's CPU wait per step beyond the pair's common ratio of waiting
+    to running): its interval still excludes zero on the same side and it stays above `smallest`. With nothing set
+    differently, a burst of load that met one side's processes and not the other's is the machine's doing; the gap
+    is then no difference, said in a note. Runs that differ in a setting or a mode are not judged so: a DataLoader's
+    workers or another framework's threads contend for the CPUs by design, and that cost is part of what is
+    compared. True where it is not measured."""
+    sides = contention([summary, reference])
+    if sides is None:
+        return True
+    shift = entry.contention_s = sides[0].extra_s - sides[1].extra_s
+    gap = entry.gap_s or 0.0
+    low, high = gap_ci[0] - shift, gap_ci[1] - shift
+    holds = (low > 0 if gap > 0 else high < 0) and abs(gap - shift) > smallest
+    if not holds:
+        entry.notes.append(
+            f"at equal contention the gap would be {_ms(gap - shift)} ({_ms(low)} to {_ms(high)}), not "
+            f"{_ms(gap)}: the threads of {summary.mode} waited {_ms(sides[0].waiting_s)} a step for a CPU over "
+            f"{_ms(sides[0].running_s)} of running, those of {reference.mode} {_ms(sides[1].waiting_s)} over "
+            f"{_ms(sides[1].running_s)}; the machine's other work, not the configuration, may make the difference "
+            "(re-run on a quieter machine)")
+    return holds
+
+
 def _pooled_median(summary: ModeSummary) -> float:
     """The configuration's median step over every timed step of every process (pooled when it was read)."""
     return summary.step_time_s if summary.step_time_s is not None else median(summary.step_times_s)
@@ -271,10 +299,13 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
     processes_differ = _processes_differ(entry, summary, reference, base, min_gap, noise, processes, gap)
     significant = (interval.excludes_zero and abs(gap) >= min_gap * base and outside_spread and beyond_processes
                    and processes_differ)
-    entry.significant = significant
     entry.tests = {"interval_excludes_zero": interval.excludes_zero, "at_least_min_gap": abs(gap) >= min_gap * base,
                    "beyond_step_spread": outside_spread, "beyond_process_spread": beyond_processes,
                    "processes_differ": processes_differ}
+    if significant and summary.run_mode == reference.run_mode and not entry.config_differences:
+        entry.tests["at_equal_contention"] = significant = _holds_at_equal_contention(
+            entry, summary, reference, interval.as_list(), max(min_gap * base, entry.resolvable_gap_s or 0.0))
+    entry.significant = significant
     entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)
     annotations = [a for a in (h(slow, fast) for h in hypotheses) if a is not None]

@@ -136,6 +136,9 @@ class ModeResult:
     # a practical gap the process-level test could not resolve: the processes a side that would (None: not that case,
     # or more than 50)
     processes_needed: int | None = None
+    # two runs of one mode with the same settings: the part of the gap their difference in contention accounts for
+    # (each one's CPU wait per step beyond their common ratio of waiting to running); None: not that case, unmeasured
+    contention_s: float | None = None
     profile_reproduces_gap: bool | None = None  # False: the profiled gap has the other sign, or is off by > the gap
     profile_parts: list[Contributor] = field(default_factory=list)  # then: the profile's parts, not offered as causes
     startup: StartupComparison | None = None  # the time to the first step against the baseline's (explain.startup)
@@ -156,6 +159,7 @@ class ModeResult:
                 "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
                 "process_p_value": self.process_p_value, "process_level": self.process_level,
                 "resolvable_gap_s": self.resolvable_gap_s, "processes_needed": self.processes_needed,
+                "contention_s": self.contention_s,
                 "profile_reproduces_gap": self.profile_reproduces_gap,
                 "profile_parts": [c.to_dict() for c in self.profile_parts]}
         # only where a run recorded its first step or memory ledger: older runs keep their document as it was

@@ -27,6 +27,35 @@ class CpuPerStep:
     waiting_s: float
 
 
+@dataclass(frozen=True)
+class Contention:
+    """A configuration's threads per timed step (medians over its processes): seconds running, seconds waiting for a
+    CPU, and the wait beyond what the comparison's common contention gives for that running time (`extra_s`)."""
+
+    running_s: float
+    waiting_s: float
+    extra_s: float
+
+
+def contention(summaries: list[ModeSummary]) -> list[Contention] | None:
+    """Each configuration's Contention within the configurations given: extra = W - rho * R, rho = sum(W) / sum(R).
+    Under a fair scheduler a runnable thread waits in proportion to the time it runs, so at the same load a
+    configuration that computes more also waits more; what is left is how differently the machine's other work
+    treated each one (a process that wakes from a sleep is favoured, a burst of load meets one process and not the
+    next). None where a process did not measure its threads or nothing ran."""
+    medians = []
+    for summary in summaries:
+        cpu = summary.cpu_per_step
+        if not cpu or len(cpu) != len(summary.processes):
+            return None
+        medians.append((median(c.running_s for c in cpu), median(c.waiting_s for c in cpu)))
+    running = sum(r for r, _ in medians)
+    if running <= 0:
+        return None
+    rho = sum(w for _, w in medians) / running
+    return [Contention(r, w, w - rho * r) for r, w in medians]
+
+
 @dataclass
 class ModeSummary:
     mode: str
