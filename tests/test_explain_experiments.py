@@ -446,10 +446,14 @@ def test_contention_that_adds_up_leaves_the_interaction_to_the_step_times():
 
 
 def test_the_cpu_per_step_is_read_from_the_timed_window():
-    window = {"seconds": 1.0, "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
+    window = {"seconds": 1.0, "cpu_count": 4, "cpu_affinity": 2, "other_processes_cpu_s": 0.5,
+              "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
               "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": 0.18, "threads": 4}}
     (cpu,) = cpu_per_step(window, 20)
     assert cpu.running_s == pytest.approx(0.07) and cpu.waiting_s == pytest.approx(0.01)
+    assert cpu.others_share == pytest.approx(0.25)  # 0.5 CPU-s of the 2 CPUs the run could use for 1 s
+    assert cpu_per_step({**window, "cpu_affinity": None}, 20)[0].others_share == pytest.approx(0.125)
+    assert cpu_per_step({**window, "seconds": 0.0}, 20)[0].others_share is None
     assert cpu_per_step(None, 20) == [] and cpu_per_step(window, 0) == []
     for bad in (True, float("nan"), -1.0, "0.1", None):
         assert cpu_per_step({**window, "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": bad}}, 20) == [], bad

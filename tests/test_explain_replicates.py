@@ -363,3 +363,17 @@ def test_a_configuration_that_computes_more_and_waits_in_proportion_is_still_slo
     b.run_mode, b.settings, a.settings = "jax", {"data": "loader"}, {"data": "device"}
     entry = explain([a, b], baseline="a").mode("b")
     assert entry.config_differences and entry.verdict == "slower" and entry.contention_s is None
+
+
+def test_without_other_work_on_the_machine_contention_is_the_runs_own():
+    """The same pair as above, but no other process used the CPUs beside either side (2% of them): whatever b waited
+    for, its own threads and children made it wait, a cost of the run itself, so the step times decide."""
+    rng = random.Random(3)
+    a = _summary("a", [_process(rng, 20e-3, jitter=0.01) for _ in range(3)])
+    b = _summary("b", [_process(rng, 24e-3, jitter=0.01) for _ in range(3)])
+    a.cpu_per_step = [CpuPerStep(0.015, 0.010, others_share=0.02)] * 3
+    b.cpu_per_step = [CpuPerStep(0.015, 0.014, others_share=0.02)] * 3
+    entry = explain([a, b], baseline="a").mode("b")
+    assert entry.verdict == "slower" and entry.contention_s is None and "at_equal_contention" not in entry.tests
+    b.cpu_per_step = [CpuPerStep(0.015, 0.014, others_share=0.5)] * 3  # half the CPUs taken by other work
+    assert explain([a, b], baseline="a").mode("b").verdict == "no significant difference"

@@ -70,8 +70,8 @@ def from_run_record(run: RunRecord) -> ModeSummary:
 
 
 def cpu_per_step(window: dict | None, steps: int) -> list[CpuPerStep]:
-    """[the process's threads' CPU time per timed step] from run.json `timing.host_scheduling`; [] where the window
-    was not measured or has no timed step."""
+    """[the process's threads' CPU time per timed step, with the other processes' share of its CPUs] from run.json
+    `timing.host_scheduling`; [] where the window was not measured or has no timed step."""
     if not isinstance(window, dict) or steps <= 0:
         return []
     running = waiting = 0.0
@@ -81,7 +81,17 @@ def cpu_per_step(window: dict | None, steps: int) -> list[CpuPerStep]:
                    for v in figures):
             return []
         running, waiting = running + float(figures[0]), waiting + float(figures[1])  # type: ignore[arg-type]
-    return [CpuPerStep(running / steps, waiting / steps)]
+    return [CpuPerStep(running / steps, waiting / steps, _others_share(window))]
+
+
+def _others_share(window: dict) -> float | None:
+    """Other processes' CPU seconds over the window / (window seconds x the CPUs the run could use)."""
+    used, seconds = window.get("other_processes_cpu_s"), window.get("seconds")
+    cpus = window.get("cpu_affinity") or window.get("cpu_count")
+    figures = (used, seconds, cpus)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in figures):
+        return None
+    return used / (seconds * cpus) if seconds > 0 and cpus > 0 else None  # type: ignore[operator]
 
 
 def _why_untimed(run: RunRecord) -> str:

@@ -202,17 +202,17 @@ def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSu
 
 
 def _holds_at_equal_contention(entry: ModeResult, summary: ModeSummary, reference: ModeSummary,
-                               gap_ci: list[float], smallest: float) -> bool:
+                               gap_ci: list[float], smallest: float) -> bool | None:
     """Whether a significant gap between two runs of one mode with the same settings holds with their difference in
     contention taken out (summary.contention: each one's CPU wait per step beyond the pair's common ratio of waiting
     to running): its interval still excludes zero on the same side and it stays above `smallest`. With nothing set
     differently, a burst of load that met one side's processes and not the other's is the machine's doing; the gap
     is then no difference, said in a note. Runs that differ in a setting or a mode are not judged so: a DataLoader's
     workers or another framework's threads contend for the CPUs by design, and that cost is part of what is
-    compared. True where it is not measured."""
+    compared. None where it is not measured or no other work ran beside them (summary.contention)."""
     sides = contention([summary, reference])
     if sides is None:
-        return True
+        return None
     shift = entry.contention_s = sides[0].extra_s - sides[1].extra_s
     gap = entry.gap_s or 0.0
     low, high = gap_ci[0] - shift, gap_ci[1] - shift
@@ -303,8 +303,10 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
                    "beyond_step_spread": outside_spread, "beyond_process_spread": beyond_processes,
                    "processes_differ": processes_differ}
     if significant and summary.run_mode == reference.run_mode and not entry.config_differences:
-        entry.tests["at_equal_contention"] = significant = _holds_at_equal_contention(
-            entry, summary, reference, interval.as_list(), max(min_gap * base, entry.resolvable_gap_s or 0.0))
+        holds = _holds_at_equal_contention(entry, summary, reference, interval.as_list(),
+                                           max(min_gap * base, entry.resolvable_gap_s or 0.0))
+        if holds is not None:
+            entry.tests["at_equal_contention"] = significant = holds
     entry.significant = significant
     entry.verdict = "no significant difference" if not significant else "slower" if gap > 0 else "faster"
     slow, fast = (summary, reference) if gap >= 0 else (reference, summary)

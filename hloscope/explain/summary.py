@@ -21,10 +21,17 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class CpuPerStep:
     """One process's threads (main and others summed) per timed step: seconds on a CPU, and seconds runnable but
-    waiting for one (run.json timing.host_scheduling, Linux schedstat)."""
+    waiting for one (run.json timing.host_scheduling, Linux schedstat); and the other processes' CPU time over the
+    window as a share of the CPUs the run could use (None: not known)."""
 
     running_s: float
     waiting_s: float
+    others_share: float | None = None
+
+
+# Other processes below this share of the run's CPUs in every process compared: whatever the runs waited for was
+# their own threads and children (a DataLoader's workers), a cost of their settings, not the machine's other work.
+OTHER_WORK_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -42,13 +49,17 @@ def contention(summaries: list[ModeSummary]) -> list[Contention] | None:
     Under a fair scheduler a runnable thread waits in proportion to the time it runs, so at the same load a
     configuration that computes more also waits more; what is left is how differently the machine's other work
     treated each one (a process that wakes from a sleep is favoured, a burst of load meets one process and not the
-    next). None where a process did not measure its threads or nothing ran."""
+    next). None where a process did not measure its threads, nothing ran, or no other work ran beside any of them
+    (OTHER_WORK_SHARE)."""
     medians = []
     for summary in summaries:
         cpu = summary.cpu_per_step
         if not cpu or len(cpu) != len(summary.processes):
             return None
         medians.append((median(c.running_s for c in cpu), median(c.waiting_s for c in cpu)))
+    if all(c.others_share is not None and c.others_share < OTHER_WORK_SHARE
+           for summary in summaries for c in summary.cpu_per_step):
+        return None
     running = sum(r for r, _ in medians)
     if running <= 0:
         return None
