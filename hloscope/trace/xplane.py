@@ -343,7 +343,7 @@ def _host_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Even
     out: list[Event] = []
     plane_name = plane.name
     derived = plane.derived
-    flow_parent = _thread_pool_flows(plane)
+    flows = _HandOffs(plane)
     for line in plane.plane.lines:
         line_name = line.name
         region = None  # the thread-pool flow whose work this thread is running
@@ -355,8 +355,8 @@ def _host_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Even
             region = _region_after(stats, name, region)
             if hlo_op is not None and (hlo_op is name or hlo_op == name):
                 kind, device = KERNEL, True  # XLA's CPU runtime executing an op
-                if correlation is None and region is not None:
-                    correlation = FLOW_CORRELATION_BASE + _flow_root(region, flow_parent)
+                if correlation is None:
+                    correlation = flows.dispatch(stats, region)
             elif correlation is not None:
                 # A host runtime call that the profiler correlated with device work: kernel launches (cuLaunchKernel,
                 # hipModuleLaunchKernel, hipExtModuleLaunchKernel; older ROCm xplanes name the launch after its
@@ -396,10 +396,55 @@ def _host_plane_events(plane: _Plane, correlations: CorrelationIds) -> list[Even
 
 # XLA's CPU runtime hands work between threads through thread pools and records each hand-off as a flow: the
 # producer event carries stats `_pt` = 15 and `_p` = id, the consumer thread's "ThreadpoolListener::StartRegion"
-# carries `_ct` = 15 and `_c` = id. Following a CPU op's region back to the first producer (on the Python thread, in
-# the step that dispatched it) tells which step launched it, even when it runs after the next step began. CPU ops get
-# FLOW_CORRELATION_BASE + that producer's id as their correlation, and the producer event the same, as a launch.
+# carries `_ct` = 15 and `_c` = id. CPU ops get FLOW_CORRELATION_BASE + the id of the hand-off that dispatched them as
+# their correlation, and that producer event the same, as a launch: the op is in the step of its dispatch, even when it
+# runs after the next step began.
+# Which hand-off dispatched an op: PjRt marks each execution with a run id, on the caller's
+# "...LoadedExecutable::Execute" event (`_pt` = 5, `_p` = run id) and on every op it runs (stat `run_id`); the first
+# hand-off inside that Execute event is the execution's (on the Python thread in JAX: a root). Worker threads' regions
+# cannot say it for every op: a thread whose StopRegion went unrecorded, or whose region is still open when a later
+# step hands work over (a loaded machine), would chain ops of several steps to the first step's hand-off. They stand
+# in for ops without a run id (PyTorch/XLA's CPU client records none) or whose Execute event is not in the trace: the
+# op's region, followed back through the hand-offs to its first producer.
+_PJRT_FLOW = 5
+_RUN_ID_BITS = (1 << 64) - 1  # the flow id is the run id's 64 bits unsigned, the op's stat the same bits signed
 _THREAD_POOL_FLOW = 15
+
+
+class _HandOffs:
+    """The thread-pool hand-offs of one host plane: which dispatched each CPU op."""
+
+    def __init__(self, plane: _Plane) -> None:
+        self.parent: dict[int, int | None] = {}  # producer flow id -> the flow whose region it ran in (None: a root)
+        first: dict[int, int] = {}  # run id -> the first hand-off inside its Execute event
+        executed: set[int] = set()
+        repeated: set[int] = set()  # run ids of several Execute events (PyTorch/XLA's are all 0): no execution's own
+        for line in plane.plane.lines:
+            region = None
+            execution: tuple[int, int] | None = None  # (end in ps from the line's start, run id) of an Execute
+            for xevent in line.events:
+                stats = plane.stats(xevent)
+                producer = stats.get("_pt")
+                flow = _int_or_none(stats.get("_p"))
+                if flow is not None and producer == _PJRT_FLOW:
+                    flow &= _RUN_ID_BITS
+                    if flow in executed:
+                        repeated.add(flow)
+                    executed.add(flow)
+                    execution = (xevent.offset_ps + xevent.duration_ps, flow)
+                elif flow is not None and producer == _THREAD_POOL_FLOW:
+                    self.parent[flow] = region
+                    if execution is not None and xevent.offset_ps <= execution[0]:
+                        first.setdefault(execution[1], flow)
+                region = _region_after(stats, plane.event_name(xevent.metadata_id), region)
+        self.run_hand_off = {run: flow for run, flow in first.items() if run not in repeated}
+
+    def dispatch(self, stats: _Stats, region: int | None) -> int | None:
+        """The correlation of a CPU op with these stats, run in `region` (None: no hand-off known): the first
+        producer of its execution's hand-off where its run id names one, else of its region's."""
+        run = _int_or_none(stats.get("run_id"))
+        hand_off = self.run_hand_off.get(run & _RUN_ID_BITS, region) if run is not None else region
+        return None if hand_off is None else FLOW_CORRELATION_BASE + _flow_root(hand_off, self.parent)
 
 
 def _region_after(stats: _Stats, name: str, region: int | None) -> int | None:
@@ -408,19 +453,6 @@ def _region_after(stats: _Stats, name: str, region: int | None) -> int | None:
     if name == "ThreadpoolListener::StopRegion":
         return None
     return region
-
-
-def _thread_pool_flows(plane: _Plane) -> dict[int, int | None]:
-    """producer flow id -> the flow whose region the producer ran in (None: a root, e.g. the Python thread)."""
-    parent: dict[int, int | None] = {}
-    for line in plane.plane.lines:
-        region = None
-        for xevent in line.events:
-            stats = plane.stats(xevent)
-            if stats.get("_pt") == _THREAD_POOL_FLOW and (flow := _int_or_none(stats.get("_p"))) is not None:
-                parent[flow] = region
-            region = _region_after(stats, plane.event_name(xevent.metadata_id), region)
-    return parent
 
 
 def _flow_root(flow: int, parent: dict[int, int | None]) -> int:
