@@ -224,8 +224,12 @@ def test_trace_stats_on_a_jax_run_takes_categories_from_its_hlo(jax_run, cli_run
     assert steps
     for step in steps:  # each step runs every top-level instruction of the program once
         assert {k: v for k, v in step["executions_by_category"].items() if v} == per_execution
-        assert sum(step["categories_us"].values()) == pytest.approx(
-            sum(stats["categories"].values()) / len(steps), rel=0.9)
+        # and holds the time of those executions only: a category's time per step is never more than the trace's
+        # (a step's own duration is left free: on a loaded machine one op ran 40x its usual time)
+        assert all(0 < us <= stats["categories"][category] * (1 + 1e-9)
+                   for category, us in step["categories_us"].items() if step["executions_by_category"].get(category))
+    totals = {category: sum(step["categories_us"].get(category, 0.0) for step in steps) for category in per_execution}
+    assert all(total <= stats["categories"][category] * (1 + 1e-9) for category, total in totals.items()), totals
     # The patch convolution runs in a YNNPACK fusion: matmul/conv by the program, fusion/elementwise by its name.
     names = summarize_events(_device_events(jax_run))
     assert names["category_source"] == "names"
