@@ -25,6 +25,10 @@ from hloscope.runs.rundir import load_comparison
 # ------------------------------------------------- (d)-(g) compare on a full disk, cut short, killed, signalled
 
 TINY = ["--model", "vit-tiny", "--batch-size", "4", "--warmup", "1"]
+# For the compares that are signalled in a timed window or meet a full comparison.json: the fairness audit sets each
+# mode up in a process of its own before timing and changes nothing they check. The test whose children meet a full
+# disk keeps it: the audit's set-up processes write run.json and meet that disk too.
+NO_AUDIT = "--no-audit"
 HLO_TEXT = ("HloModule jit_train_step, is_scheduled=true\n\nENTRY main {\n  a = f32[8,8]{1,0} parameter(0)\n"
             "  ROOT d = f32[8,8]{1,0} dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
 
@@ -89,7 +93,7 @@ def test_a_failed_write_is_an_output_error_and_leaves_the_old_record(tmp_path, m
 def test_compare_on_a_full_disk_is_one_line_and_every_finished_run_is_readable(tmp_path):
     """comparison.json can be written once, then the disk is full: every mode still runs, one warning, one error line
     (exit 2); explain reads both runs from their directories and says the comparison was cut short."""
-    process = _compare(tmp_path, "--steps", "3", env={"HLOSCOPE_TEST_ENOSPC": "comparison.json@2"})
+    process = _compare(tmp_path, "--steps", "3", NO_AUDIT, env={"HLOSCOPE_TEST_ENOSPC": "comparison.json@2"})
     _, err = process.communicate(timeout=300)
     assert "Traceback" not in err and process.returncode == 2, err[-3000:]
     errors = [line for line in err.splitlines() if line.startswith("hloscope: error:")]
@@ -174,7 +178,7 @@ def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tm
 def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_its_dumps(tmp_path):
     """A real `compare --modes jax,pytorch --dump-hlo`: the jax child is SIGKILLed in its timed window (the parent
     reports it and starts pytorch), then the parent gets SIGTERM in pytorch's window (handled like Ctrl-C)."""
-    process = _compare(tmp_path, "--steps", "100000", "--dump-hlo", start_new_session=True)
+    process = _compare(tmp_path, "--steps", "100000", "--dump-hlo", NO_AUDIT, start_new_session=True)
     try:
         _wait_for(lambda: list(tmp_path.glob("compare-*/jax")) and _phase(next(tmp_path.glob("compare-*/jax")))
                   == "timed window", what="jax's timed window")
@@ -202,7 +206,7 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
 def test_sigterm_stops_a_compare_started_with_sigint_ignored(tmp_path):
     """A background job of a script (`hloscope compare ... &`) starts with SIGINT ignored, and its children inherit
     that; compare still stops its running mode by SIGINT (on SIGTERM), which the child takes back as Ctrl-C."""
-    process = _compare(tmp_path, "--steps", "100000", sigint_ignored=True, start_new_session=True)
+    process = _compare(tmp_path, "--steps", "100000", NO_AUDIT, sigint_ignored=True, start_new_session=True)
     err = _sigterm_in_timed_window(process, lambda: next(tmp_path.glob("compare-*/jax"), tmp_path / "none"))
     assert process.returncode == 130, err[-3000:]
     comparison_dir = next(tmp_path.glob("compare-*"))
@@ -214,7 +218,7 @@ def test_sigterm_stops_a_compare_started_with_sigint_ignored(tmp_path):
 def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
     """SIGKILL cannot be handled: comparison.json stays `running`. With the whole group killed (the OOM killer, a
     batch system), readers say so and read the jax run and its dumps as found."""
-    process = _compare(tmp_path, "--steps", "100000", "--dump-hlo", start_new_session=True)
+    process = _compare(tmp_path, "--steps", "100000", "--dump-hlo", NO_AUDIT, start_new_session=True)
     try:
         _wait_for(lambda: list(tmp_path.glob("compare-*/jax")) and _phase(next(tmp_path.glob("compare-*/jax")))
                   == "timed window", what="jax's timed window")
