@@ -44,24 +44,16 @@ def test_resnet_presets_take_images_not_sequences():
 
 
 @pytest.mark.slow
-def test_parameter_counts_match_the_pytorch_model():
+def test_parameter_counts_match_the_pytorch_model(probed):
     """resnet-50's 25.6M parameters (torchvision's ResNet-50 has 25,557,032; transformers' ResNet-50 the same), counted
     on the model hloscope builds."""
-    done = subprocess.run([sys.executable, "-c",
-                           "from hloscope.backends.torch_workload import build_model\n"
-                           "from hloscope.models.presets import get_preset\n"
-                           "for name in ('resnet-50', 'resnet-tiny'):\n"
-                           "    print(sum(p.numel() for p in build_model(get_preset(name), 0).parameters()))"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-2000:]
-    big, tiny = (int(line) for line in done.stdout.split())
-    assert big == 25_557_032
-    assert tiny == 10_874
+    assert probed["parameters"]["resnet-50"] == 25_557_032
+    assert probed["parameters"]["resnet-tiny"] == 10_874
 
 
-# One process for the three modes (each model is built under its own torch.manual_seed): eager PyTorch and JAX before
-# torchax, whose default environment is process-wide.
-RUNNING_STATS = """
+# One process for the parameter counts and the three modes' running statistics (each model is built under its own
+# torch.manual_seed): the counts and eager PyTorch and JAX before torchax, whose default environment is process-wide.
+PROBE = """
 import json
 import numpy as np
 import jax
@@ -71,9 +63,10 @@ from hloscope.backends.data import synthetic_pool
 from hloscope.backends.torch_workload import build_model
 from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.backends.torchax_workload import build_torchax_workload
+out = {"parameters": {name: sum(p.numel() for p in build_model(get_preset(name), 0).parameters())
+                      for name in ("resnet-50", "resnet-tiny")}}
 preset = get_preset("resnet-tiny")
 images, labels = synthetic_pool(preset, 4, 0, pool_size=1)[0]
-out = {}
 model = build_model(preset, 0).train()
 model(pixel_values=torch.from_numpy(images), labels=torch.from_numpy(labels).long()).loss.backward()
 bn = model.resnet.embedder.embedder.normalization
@@ -92,23 +85,24 @@ print(json.dumps(out))
 """
 
 
-def _stats() -> dict[str, dict]:
+@pytest.fixture(scope="module")
+def probed() -> dict[str, dict]:
+    """PROBE's figures: {"parameters": {preset: count}, mode: the first BatchNorm's running statistics}."""
     env = {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
-    done = subprocess.run([sys.executable, "-c", RUNNING_STATS], capture_output=True, text=True, timeout=600,
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600,
                           cwd=REPO, env={**env, "PJRT_DEVICE": "CPU"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-def test_one_step_updates_the_running_statistics_as_eager_pytorch_does():
+def test_one_step_updates_the_running_statistics_as_eager_pytorch_does(probed):
     """After one training step on the same batch from the same weights, the first BatchNorm's running mean is eager
     PyTorch's in torchax (its buffers, written back) and in JAX (Flax's batch_stats); the running variance is
     PyTorch's (unbiased batch variance) in torchax, and Flax's own (biased) in JAX."""
     import numpy as np
 
-    stats = _stats()
-    eager, torchax, flax = stats["pytorch"], stats["torchax"], stats["jax"]
+    eager, torchax, flax = probed["pytorch"], probed["torchax"], probed["jax"]
     assert eager["count"] == torchax["count"] == 1
     assert max(abs(m) for m in eager["mean"]) > 1e-3  # the statistics moved from their initial zeros
     np.testing.assert_allclose(torchax["mean"], eager["mean"], rtol=1e-5, atol=1e-7)
