@@ -5,13 +5,16 @@ look like markup, a one-dot HLO module, a Kineto trace of chosen kernels), and h
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,6 +206,107 @@ def command(*argv: str | Path, timeout: float = 300, env: dict[str, str | None] 
         process.communicate()
         pytest.fail(f"{description or ' '.join(map(str, argv))} did not finish in {timeout} s")
     return Result(process.returncode, stdout, stderr)
+
+
+# hloscope's CLI and the readers' modules imported once, in a process that then forks one child per command: each child
+# is a process of its own as `python -m hloscope` is (its own stdout and stderr files on fds 1 and 2, where native code
+# writes too; its environment, address-space cap, process group and exit status), without the imports' CPU (half a
+# second; replay's, ml_dtypes among them, several). No framework is imported here, and nothing that starts a thread
+# but numpy's OpenBLAS, which stops its threads before a fork and starts them again after.
+_PRESTARTED_MAIN = r"""
+import json, os, resource, runpy, sys
+import hloscope.cli, hloscope.cli.diff, hloscope.cli.explain, hloscope.cli.hlo, hloscope.cli.replay, hloscope.cli.trace
+import hloscope.diff.pipeline, hloscope.explain.engine, hloscope.render.job_term, hloscope.render.trace_term
+import hloscope.replay.runner, hloscope.trace.job, hloscope.trace.xplane
+requests, replies = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w", buffering=1)
+for line in requests:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        requests.close()
+        replies.close()
+        os.setsid()
+        for fd, name in ((1, request["stdout"]), (2, request["stderr"])):
+            opened = os.open(name, os.O_WRONLY | os.O_TRUNC)
+            os.dup2(opened, fd)
+            os.close(opened)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        if request["limit"] is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (request["limit"], request["limit"]))
+        sys.argv = ["hloscope", *request["args"]]
+        runpy.run_module("hloscope", run_name="__main__", alter_sys=True)
+        sys.exit(0)
+    replies.write(f"{pid}\n")
+    replies.write(f"{os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}\n")
+"""
+
+
+@dataclass
+class _Prestarted:
+    process: subprocess.Popen
+    requests: int  # the pipes' file descriptors, read and written unbuffered: a select() sees every byte not yet read
+    replies: int
+    env: dict[str, str]
+    pending: bytes = b""
+
+    def reply(self, timeout: float | None = None) -> int | None:
+        """The next number the process wrote, None when none came within `timeout` seconds."""
+        while b"\n" not in self.pending:
+            if not select.select([self.replies], [], [], timeout)[0]:
+                return None
+            data = os.read(self.replies, 4096)
+            if not data:
+                raise RuntimeError(f"the prestarted hloscope process ended (exit {self.process.wait()})")
+            self.pending += data
+        line, self.pending = self.pending.split(b"\n", 1)
+        return int(line)
+
+
+_prestarted: list[_Prestarted] = []
+_READ_AT_START = ("PYTHON", "LD_", "MALLOC_", "OMP_", "OPENBLAS_", "MKL_")
+
+
+def _prestarted_process(env: dict[str, str]) -> _Prestarted:
+    if not _prestarted:
+        to_server, requests = os.pipe()
+        replies, from_server = os.pipe()
+        process = subprocess.Popen([sys.executable, "-c", _PRESTARTED_MAIN, str(to_server), str(from_server)],
+                                   cwd=REPO, env=env, pass_fds=(to_server, from_server))
+        os.close(to_server)
+        os.close(from_server)
+        _prestarted.append(_Prestarted(process, requests, replies, env))
+        atexit.register(os.close, requests)  # the process's loop ends, and the process with it
+    return _prestarted[0]
+
+
+def hloscope_forked(*args: str | Path, timeout: float = 300, memory_limit: int | None = MEMORY_LIMIT_BYTES,
+                    env: dict[str, str | None] | None = None) -> Result:
+    """`hloscope(ARGS)` for the commands that read files (hlo, trace, diff, replay, explain), in a child forked from a
+    process that has imported hloscope's CLI: the same separate process, stdout, stderr and exit status for a fraction
+    of the CPU. Settings read when the interpreter or a native library starts (PYTHON*, LD_*, thread counts) that
+    differ from that process's start a fresh one instead."""
+    merged = {**os.environ, "PJRT_DEVICE": "CPU", "COLUMNS": "200", **(env or {})}
+    merged = {name: value for name, value in merged.items() if value is not None}
+    server = _prestarted_process(merged)
+    startup = {name for name in {*merged, *server.env} if name.startswith(_READ_AT_START)}
+    if any(merged.get(name) != server.env.get(name) for name in startup):
+        return hloscope(*args, timeout=timeout, memory_limit=memory_limit, env=env)
+    with tempfile.TemporaryDirectory() as folder:
+        out, err = Path(folder, "stdout"), Path(folder, "stderr")
+        out.touch()
+        err.touch()
+        request = {"args": list(map(str, args)), "env": merged, "limit": memory_limit, "stdout": str(out),
+                   "stderr": str(err)}
+        os.write(server.requests, (json.dumps(request) + "\n").encode())
+        pid = server.reply()
+        code = server.reply(timeout)
+        if code is None:
+            os.killpg(pid, signal.SIGKILL)  # its own group (setsid), with whatever it started
+            server.reply()
+            pytest.fail(f"hloscope {' '.join(map(str, args))} did not finish in {timeout} s")
+        # read as subprocess reads a child's text output: the locale's encoding, universal newlines
+        return Result(code, out.read_text(), err.read_text())
 
 
 def assert_refused(result: Result, path: Path, *, position: bool = False, words: tuple[str, ...] = (),

@@ -8,13 +8,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import REPO, comparison_record
+from helpers import Result, assert_refused, comparison_record, hloscope_forked
 
 from hloscope.backends.step_inputs import INPUTS_FILE, StepInputs
 from hloscope.errors import InputError
@@ -64,10 +62,10 @@ ENTRY %main (x: f32[2]) -> f32[2] {
 """
 
 
-def _hloscope(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PJRT_DEVICE": "CPU", "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=timeout)
+def _hloscope(*args: str, timeout: int = 900) -> Result:
+    # this test process's width, not the 200 columns hloscope_forked gives by default
+    env = {"JAX_PLATFORMS": "cpu", "COLUMNS": os.environ.get("COLUMNS")}
+    return hloscope_forked(*args, timeout=timeout, memory_limit=None, env=env)
 
 
 def _train_file(tmp_path: Path) -> Path:
@@ -117,7 +115,7 @@ def test_host_callback_is_refused_in_one_line(tmp_path):
     path = tmp_path / "callback.hlo.txt"
     path.write_text(CALLBACK_HLO, encoding="utf-8")
     result = _hloscope("replay", str(path), "--steps", "2", "--warmup", "1", "--json", timeout=300)
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.code == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert f"{path}:5:" in line and "calls back into the host ('xla_python_cpu_callback')" in line
     assert not list(tmp_path.glob("*.replay*.json"))
@@ -125,7 +123,7 @@ def test_host_callback_is_refused_in_one_line(tmp_path):
 
 def test_cuda_without_a_gpu_is_refused_in_one_line(tmp_path):
     result = _hloscope("replay", str(_train_file(tmp_path)), "--device", "cuda", timeout=300)
-    assert result.returncode == 2
+    assert result.code == 2
     assert result.stderr.strip().count("\n") == 0 and "--device cuda: no GPU here" in result.stderr
 
 
@@ -238,7 +236,7 @@ def comparison(tmp_path_factory) -> Path:
     result = _hloscope("compare", "--repeats", "1", "--modes", "jax,torch_xla,torch_xla+compile,torchax", "--model", "vit-tiny",
                        "--batch-size", "8", "--steps", "20", "--warmup", "5", "--dump-hlo", "--profile", "--replay",
                        "--no-audit", "--out", str(out))
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.code == 0, result.stderr[-3000:]
     (path,) = out.glob("compare-*")
     return path
 
@@ -318,7 +316,7 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
     text = (copy / "torch_xla" / graph).read_text()
     (copy / "torch_xla" / graph).write_text(text[: len(text) // 2])  # truncated: jaxlib cannot parse it
     result = _hloscope("replay", str(copy), "--steps", "3", "--warmup", "1", "--json")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.code == 0, result.stderr[-2000:]
     replays = {r["mode"]: r for r in json.loads(result.stdout)}
     assert set(replays) == {"jax", "torch_xla", "torch_xla+compile", "torchax"}
     assert replays["torch_xla"]["status"] == "not_replayable"  # bad input: the file named at XLA's line:column
@@ -339,7 +337,7 @@ def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path
     modes = [{"mode": "pytorch", "dir": "pytorch", "status": "ok"}, {"mode": "jax", "dir": "jax", "status": "failed"}]
     (tmp_path / "comparison.json").write_text(json.dumps({"schema_version": 1, "modes": modes}))
     result = _hloscope("replay", str(tmp_path), timeout=300)
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.code == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and f"{tmp_path}: no run of an XLA mode" in result.stderr
     listed = comparison_record({"modes": [*modes, {"mode": "torchax", "dir": "torchax", "status": "ok"}]})
     assert [(e.mode, e.dir) for e in replayable_entries(listed)] == [("torchax", "torchax")]
@@ -347,14 +345,14 @@ def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path
 
 def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):
     result = _hloscope("compare", "--repeats", "1", "--modes", "jax", "--replay", "--target", "h100", "--out", str(tmp_path), timeout=300)
-    assert result.returncode == 2 and "--replay times the programs on this machine" in result.stderr
+    assert result.code == 2 and "--replay times the programs on this machine" in result.stderr
     assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.slow
 def test_explain_shows_the_split(comparison):
     result = _hloscope("explain", str(comparison), "--json")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.code == 0, result.stderr[-2000:]
     modes = {m["mode"]: m for m in json.loads(result.stdout)["modes"]}
     for mode in ("jax", "torch_xla", "torch_xla+compile"):
         assert modes[mode]["replay"]["measured"], modes[mode]["replay"]
@@ -410,9 +408,7 @@ def _module(tmp_path: Path, text: str, name: str = "module.hlo.txt") -> Path:
 
 def _refused(path: Path, *args: str, at: Path | None = None, words: tuple[str, ...] = (), position: bool = False,
              timeout: float = 120) -> str:
-    from helpers import assert_refused, hloscope
-
-    result = hloscope("replay", path, "--steps", "2", "--warmup", "1", *args, timeout=timeout)
+    result = hloscope_forked("replay", path, "--steps", "2", "--warmup", "1", *args, timeout=timeout)
     return assert_refused(result, at or path, words=words, position=position)
 
 
@@ -514,15 +510,13 @@ def _tampered(tiny_run: Path, tmp_path: Path, **arrays) -> tuple[Path, Path]:
 
 
 def test_the_tiny_run_replays_with_its_trajectory(tiny_run, tmp_path):
-    from helpers import hloscope
-
     run = tmp_path / "jax"
     shutil.copytree(tiny_run, run)
     outside = tmp_path / "outside"
     outside.mkdir()
     (run / "replay-profile").symlink_to(outside, target_is_directory=True)  # --profile must not write through it
     (run / "replay.json").symlink_to(outside / "replay.json")  # nor replay.json
-    result = hloscope("replay", run, "--steps", "2", "--warmup", "1", "--profile", "--profile-steps", "2", "--json")
+    result = hloscope_forked("replay", run, "--steps", "2", "--warmup", "1", "--profile", "--profile-steps", "2", "--json")
     assert result.code == 0 and result.stderr == "", result.stderr[-2000:]
     record = json.loads(result.stdout)
     assert record["trajectory"]["ok"] and record["written"] == str(run / "replay-2.json")

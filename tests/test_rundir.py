@@ -15,7 +15,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import BAD, RUN_COMMANDS, assert_refused, copy_of_run, cut_in_half, good_run, hloscope, needs_fixtures
+from helpers import (
+    BAD,
+    RUN_COMMANDS,
+    assert_refused,
+    copy_of_run,
+    cut_in_half,
+    good_run,
+    hloscope_forked,
+    needs_fixtures,
+)
 
 from hloscope.errors import InputError, UsageError
 from hloscope.runs import rundir
@@ -197,7 +206,7 @@ def test_broken_run_json_is_refused_by_every_command(tmp_path, case, command):
     good = good_run(tmp_path / "good")
     run = good_run(tmp_path / "broken")
     named, position, words = _break_run_json(run, case)
-    result = hloscope(*RUN_COMMANDS[command](run, good))
+    result = hloscope_forked(*RUN_COMMANDS[command](run, good))
     assert_refused(result, named, position=position, words=words)
 
 
@@ -211,7 +220,7 @@ def test_an_artifact_path_outside_the_run_is_refused(tmp_path, command):
     for artifact in record["artifacts"]:
         artifact["path"] = "../../../../../../etc/hostname"
     (run / "run.json").write_text(json.dumps(record))
-    result = hloscope(*RUN_COMMANDS[command](run, good))
+    result = hloscope_forked(*RUN_COMMANDS[command](run, good))
     assert_refused(result, run / "run.json", words=("points outside the run directory",))
 
 
@@ -225,7 +234,7 @@ def test_an_artifact_kind_of_the_wrong_type_is_named(tmp_path, command):
     record = json.loads((run / "run.json").read_text())
     record["artifacts"][0]["kind"] = ["hlo"]
     (run / "run.json").write_text(json.dumps(record))
-    assert_refused(hloscope(*RUN_COMMANDS[command](run, good)), run / "run.json",
+    assert_refused(hloscope_forked(*RUN_COMMANDS[command](run, good)), run / "run.json",
                    words=("'artifacts' must be objects with a 'path' and a 'kind'",))
 
 
@@ -247,7 +256,7 @@ def test_wrong_typed_run_record_field_is_named(tmp_path, command, section, key, 
     else:
         record[section][key] = value
     (run / "run.json").write_text(json.dumps(record))
-    result = hloscope(*RUN_COMMANDS[command](run, good))
+    result = hloscope_forked(*RUN_COMMANDS[command](run, good))
     assert_refused(result, run / "run.json", words=(words,))
 
 
@@ -260,7 +269,7 @@ def test_newer_comparison_is_refused_saying_so(tmp_path, command):
                                          "modes": [{"mode": "jax", "dir": "jax", "status": "ok"}]})
     args = {"hlo stats": ["hlo", "stats", "--no-xla-cost", comparison], "trace stats": ["trace", "stats", comparison],
             "explain": ["explain", comparison], "diff": ["diff", "--no-xla-cost", comparison, comparison / "jax"]}
-    result = hloscope(*args[command])
+    result = hloscope_forked(*args[command])
     assert_refused(result, comparison / "comparison.json", words=("newer hloscope", "schema version 7"))
 
 
@@ -287,7 +296,7 @@ def test_hostile_run_json_is_one_line_for_every_command(tmp_path, case):
     commands = [["hlo", "stats", "--no-xla-cost", run], ["explain", run.parent]]
     commands += [] if case == "nul_artifact" else [["trace", "stats", run]]  # an HLO artifact: only a warning there
     for args in commands:
-        assert_refused(hloscope(*args, timeout=120, memory_limit=2 << 30), named)
+        assert_refused(hloscope_forked(*args, timeout=120, memory_limit=2 << 30), named)
 
 
 @pytest.mark.parametrize("value", ["-0.002", "1e400"])
@@ -296,7 +305,7 @@ def test_impossible_step_times_are_refused(tmp_path, value):
     run = good_run(tmp_path / "runs")
     text = (run / "run.json").read_text().replace('"median_s": 0.002', f'"median_s": {value}')
     named = _write_run_json(run, text)
-    assert_refused(hloscope("explain", run.parent, timeout=120), named, words=("timing.median_s",))
+    assert_refused(hloscope_forked("explain", run.parent, timeout=120), named, words=("timing.median_s",))
 
 
 def test_run_json_is_strict_json_even_with_a_nan_clock(tmp_path):
@@ -313,7 +322,7 @@ def test_real_run_json_cut_in_half(real_run, tmp_path, command):
     cut_in_half(run / "run.json", tmp_path / "half.json").replace(run / "run.json")
     args = {"hlo stats": ["hlo", "stats", run], "diff": ["diff", "--no-xla-cost", real_run, run],
             "explain": ["explain", run.parent]}[command]
-    assert_refused(hloscope(*args), run / "run.json", position=True, words=("not valid JSON",))
+    assert_refused(hloscope_forked(*args), run / "run.json", position=True, words=("not valid JSON",))
 
 
 @pytest.mark.slow
@@ -323,7 +332,7 @@ def test_real_run_from_a_newer_hloscope_is_refused(real_run, tmp_path):
     record["schema_version"] += 1
     (run / "run.json").write_text(json.dumps(record))
     for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
-        assert_refused(hloscope(*args), run / "run.json", words=("newer hloscope",))
+        assert_refused(hloscope_forked(*args), run / "run.json", words=("newer hloscope",))
 
 
 @pytest.mark.slow
@@ -332,4 +341,4 @@ def test_real_hlo_artifact_deleted_is_named(real_run, tmp_path):
     (hlo,) = run.glob("hlo/module_*.jit_train_step.cpu_after_optimizations.txt")
     hlo.unlink()
     for args in (["hlo", "stats", run], ["diff", "--no-xla-cost", real_run, run], ["explain", run.parent]):
-        assert_refused(hloscope(*args), hlo, words=("missing",))
+        assert_refused(hloscope_forked(*args), hlo, words=("missing",))

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 # runs of the frameworks themselves: their address space is not capped
-hloscope = partial(helpers.hloscope, memory_limit=None, timeout=600)
+hloscope = partial(helpers.hloscope_forked, memory_limit=None, timeout=600)
 
 
 def _comparison(out: Path) -> Path:

@@ -21,7 +21,7 @@ from helpers import (
     copy_of_run,
     cut_in_half,
     good_run,
-    hloscope,
+    hloscope_forked,
     needs_fixtures,
 )
 
@@ -135,7 +135,7 @@ TRACE_FILES = {
 def test_broken_trace_file_is_refused(name, as_json):
     path = BAD / name
     words, position = TRACE_FILES[name]
-    result = hloscope("trace", "stats", path, *(["--json"] if as_json else []))
+    result = hloscope_forked("trace", "stats", path, *(["--json"] if as_json else []))
     line = assert_refused(result, path, position=position, words=(words,))
     if name.startswith("rel_invalid"):
         assert f"{path}:3:11:" in line  # the missing ',' after "ts": 1 on line 3
@@ -144,7 +144,7 @@ def test_broken_trace_file_is_refused(name, as_json):
 def test_deeply_nested_json_trace_is_refused_within_bounded_memory():
     path = BAD / "rel_deep.pt.trace.json"
     # 1 GB is 5000x the file: a reader with bounded memory needs far less; the cap keeps the machine safe.
-    result = hloscope("trace", "stats", path, memory_limit=1 << 30, timeout=120)
+    result = hloscope_forked("trace", "stats", path, memory_limit=1 << 30, timeout=120)
     assert_refused(result, path)
 
 
@@ -174,7 +174,7 @@ def test_real_traces_cut_or_misnamed_are_refused(tmp_path, case, words):
              "xplane_as_trace_json_gz": "d.trace.json.gz", "kineto_as_xplane": "e.xplane.pb"}
     path = tmp_path / names[case]
     made[case](path)
-    assert_refused(hloscope("trace", "stats", "--json", path), path, words=words)
+    assert_refused(hloscope_forked("trace", "stats", "--json", path), path, words=words)
 
 
 @needs_fixtures
@@ -182,7 +182,7 @@ def test_truncated_xplane_inside_a_run_is_named(tmp_path):
     run = good_run(tmp_path / "broken")
     xplane = next(run.rglob("*.xplane.pb"))
     cut_in_half(xplane, xplane.with_suffix(".half")).replace(xplane)
-    assert_refused(hloscope("trace", "stats", run), xplane, words=("not a valid xplane.pb",))
+    assert_refused(hloscope_forked("trace", "stats", run), xplane, words=("not a valid xplane.pb",))
 
 
 @pytest.mark.slow
@@ -193,7 +193,7 @@ def test_real_profile_cut_in_half(real_run, tmp_path, name):
     cut_in_half(trace, tmp_path / "half").replace(trace)
     words = ("not a valid xplane.pb",) if name == "xplane.pb" else ("corrupt gzip",)
     # the xplane through the run directory; JAX's trace.json.gz (skipped there, the xplane says more) as a file
-    assert_refused(hloscope("trace", "stats", run if name == "xplane.pb" else trace), trace, words=words)
+    assert_refused(hloscope_forked("trace", "stats", run if name == "xplane.pb" else trace), trace, words=words)
 
 
 @pytest.mark.slow
@@ -203,13 +203,13 @@ def test_xplane_with_a_corrupt_name_is_refused_in_one_line(real_run, tmp_path):
     at = data.find(b"jit_train_step")
     broken = tmp_path / "host.xplane.pb"
     broken.write_bytes(data[: at + 3] + b"\xff" + data[at + 4 :])  # one byte of an event name that is not UTF-8
-    assert_refused(hloscope("trace", "stats", broken), broken, words=("not a valid xplane.pb",))
+    assert_refused(hloscope_forked("trace", "stats", broken), broken, words=("not a valid xplane.pb",))
 
 
 @pytest.mark.parametrize("name", ["rel_not_utf8_header.pt.trace.json", "rel_not_utf8_event.pt.trace.json"])
 def test_kineto_json_with_a_byte_that_is_not_utf8(name):
     path = BAD / name
-    assert_refused(hloscope("trace", "stats", path), path, words=("UTF-8",))
+    assert_refused(hloscope_forked("trace", "stats", path), path, words=("UTF-8",))
 
 
 @pytest.mark.parametrize("where", ["trace_dir", "listed_artifact"])
@@ -227,4 +227,4 @@ def test_a_fifo_among_traces_is_refused_without_blocking(tmp_path, where):
         fifo.unlink()
         os.mkfifo(fifo)
         target = run
-    assert_refused(hloscope("trace", "stats", target, timeout=60), fifo, words=("not a regular file",))
+    assert_refused(hloscope_forked("trace", "stats", target, timeout=60), fifo, words=("not a regular file",))
