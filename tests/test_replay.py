@@ -75,9 +75,18 @@ def _train_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_hlo_file_replay_threads_the_donated_output_back(tmp_path):
-    record, written = replay(_train_file(tmp_path), steps=5, warmup=2)
-    assert record["status"] == "ok" and written == tmp_path / f"{_train_file(tmp_path).name}.replay.json"
+@pytest.fixture(scope="module")
+def train_replay(tmp_path_factory) -> tuple[Path, dict, Path | None]:
+    """The small train step replayed once (5 steps, 2 warm-up) in a folder of its own: (its file, the record, the
+    replay.json written). One XLA child for the two tests below."""
+    file = _train_file(tmp_path_factory.mktemp("train"))
+    record, written = replay(file, steps=5, warmup=2)
+    return file, record, written
+
+
+def test_hlo_file_replay_threads_the_donated_output_back(train_replay):
+    file, record, written = train_replay
+    assert record["status"] == "ok" and written == file.parent / f"{file.name}.replay.json"
     (module,) = record["modules"]
     assert module["donated"] == 1 and module["fed_back"] == 1 and module["fed_back_from"] == "input_output_alias"
     timing = record["timing"]
@@ -87,9 +96,8 @@ def test_hlo_file_replay_threads_the_donated_output_back(tmp_path):
     assert json.loads(written.read_text())["timing"]["median_s"] == timing["median_s"]
 
 
-def test_replay_never_overwrites(tmp_path):
-    file = _train_file(tmp_path)
-    _, first = replay(file, steps=2, warmup=1)
+def test_replay_never_overwrites(train_replay):
+    file, _, first = train_replay  # its first replay
     _, second = replay(file, steps=2, warmup=1)
     assert first.name.endswith(".replay.json") and second.name.endswith(".replay-2.json")
 
