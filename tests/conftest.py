@@ -28,12 +28,12 @@ from helpers import (
     LOADER_RUN_STEPS,
     LOADER_RUN_WARMUP,
     REQUIRE_FIXTURES_ENV,
+    cli_invoke,
     fixture,
     fixtures_missing,
     hloscope,
 )
 
-from hloscope.cli import main
 from hloscope.targets.cuda_env import find_target_python
 
 
@@ -84,23 +84,8 @@ def real_file():
 
 @pytest.fixture
 def cli_run():
-    """Run `hloscope ARGS...` in-process; returns (exit_code, stdout, stderr)."""
-    from click.testing import CliRunner
-
-    def invoke(*args: str):
-        runner = CliRunner()
-        result = runner.invoke(_entry, list(args), catch_exceptions=False)
-        return result.exit_code, result.stdout, result.stderr
-
-    import click
-
-    @click.command(add_help_option=False,
-                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    @click.pass_context
-    def _entry(ctx):
-        main(list(ctx.args))
-
-    return invoke
+    """Run `hloscope ARGS...` in-process; returns (exit_code, stdout, stderr) (cli_invoke)."""
+    return cli_invoke
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hloscope.cli import main
 from hloscope.hlo.xla import run_isolated
 from hloscope.runs import rundir
 from hloscope.runs.records import decode_comparison, decode_run
@@ -206,6 +207,22 @@ def command(*argv: str | Path, timeout: float = 300, env: dict[str, str | None] 
         process.communicate()
         pytest.fail(f"{description or ' '.join(map(str, argv))} did not finish in {timeout} s")
     return Result(process.returncode, stdout, stderr)
+
+
+def cli_invoke(*args: str) -> tuple[int, str, str]:
+    """Run `hloscope ARGS...` in this process, through main() as the program does (an error is one line and an exit
+    code); returns (exit code, stdout, stderr). conftest's `cli_run`, for a fixture of any scope."""
+    import click
+    from click.testing import CliRunner
+
+    @click.command(add_help_option=False,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.pass_context
+    def entry(ctx):
+        main(list(ctx.args))
+
+    result = CliRunner().invoke(entry, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 # hloscope's CLI and the readers' modules imported once, in a process that then forks one child per command: each child

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import cli_invoke
 
 from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.errors import InputError, MissingDependency, UsageError
@@ -96,11 +97,22 @@ def _check_compiled(record: dict, run_dir: Path, framework: str) -> dict:
 
 
 @pytest.fixture(scope="module")
+def jax_a100_cli(tmp_path_factory) -> tuple[int, str, str, Path]:
+    """`hloscope run --mode jax --model vit-tiny --batch-size 8 --target a100 --json` in this process: (exit code,
+    stdout, stderr, run directory). The CLI's compiled run, and the jax A100 compile the tests below read (the call of
+    compile_for_target that `compiled` would make)."""
+    out = tmp_path_factory.mktemp("jax_a100_cli")
+    code, stdout, stderr = cli_invoke("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target",
+                                      "a100", "--out", str(out), "--run-id", "jax-a100", "--json")
+    return code, stdout, stderr, out / "jax-a100"
+
+
+@pytest.fixture(scope="module")
 def compiled(tmp_path_factory, request):
     """Each (framework, target) compiled once for the tests below: (its run record, its run directory). For the H100,
     the runs of conftest's `compare --target h100` of both frameworks (vit-tiny, batch 8: the same call of
-    compile_for_target, made once per session and shared with test_target_compare); for the A100, compile_for_target
-    here."""
+    compile_for_target, made once per session and shared with test_target_compare); for jax on the A100, the CLI's
+    run of jax_a100_cli; for torch_xla on the A100, compile_for_target here."""
     cache: dict = {}
 
     def get(mode: str, target: str):
@@ -108,6 +120,10 @@ def compiled(tmp_path_factory, request):
             if target == "h100":
                 directory, _ = request.getfixturevalue("target_comparison")
                 run_dir = directory / mode
+                cache[mode, target] = (load_run(run_dir).to_dict(), run_dir)
+            elif mode == "jax":
+                code, _, stderr, run_dir = request.getfixturevalue("jax_a100_cli")
+                assert code == 0, stderr
                 cache[mode, target] = (load_run(run_dir).to_dict(), run_dir)
             else:
                 run_dir = tmp_path_factory.mktemp(f"{mode}_{target}")
@@ -186,13 +202,12 @@ def test_cli_refuses_before_making_a_directory(cli_run, tmp_path):
 
 @pytest.mark.slow
 @needs_plugin
-def test_cli_run_target_writes_a_compiled_run(cli_run, tmp_path):
-    code, out, err = cli_run("run", "--mode", "jax", "--model", "vit-tiny", "--batch-size", "8", "--target", "h100",
-                             "--out", str(tmp_path), "--run-id", "jax-h100", "--json")
+def test_cli_run_target_writes_a_compiled_run(jax_a100_cli):
+    code, out, err, run_dir = jax_a100_cli
     assert code == 0, err
-    record = load_run(tmp_path / "jax-h100").to_dict()  # validates the record and that every artifact exists
+    record = load_run(run_dir).to_dict()  # validates the record and that every artifact exists
     assert json.loads(out)["status"] == record["status"] == "compiled"
-    assert record["config"]["target"] == "h100" and record["timing"]["step_times_s"] == []
+    assert record["config"]["target"] == "a100" and record["timing"]["step_times_s"] == []
     assert record["kernels"]["kernel_launches"] > 0 and "lower bound" in record["roofline"]["label"]
 
 
