@@ -359,13 +359,15 @@ def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_explain_shows_the_split(comparison):
-    result = _hloscope("explain", str(comparison), "--json")
+    # jax named the baseline: the fastest mode, the default, may be torchax on a loaded machine, which has no replay to
+    # set torch_xla's against
+    result = _hloscope("explain", str(comparison), "--baseline", "jax", "--json")
     assert result.code == 0, result.stderr[-2000:]
     modes = {m["mode"]: m for m in json.loads(result.stdout)["modes"]}
     for mode in ("jax", "torch_xla", "torch_xla+compile"):
         assert modes[mode]["replay"]["measured"], modes[mode]["replay"]
     assert "against_baseline" in modes["torch_xla"]["replay"]
-    text = _hloscope("explain", str(comparison), "--format", "md", "-o", "-").stdout
+    text = _hloscope("explain", str(comparison), "--baseline", "jax", "--format", "md", "-o", "-").stdout
     assert "replayed (measured" in text
     for mode in ("torch_xla", "torch_xla+compile"):  # the report's lines of the modes against the baseline (jax)
         replay = modes[mode]["replay"]
