@@ -184,12 +184,21 @@ def test_replay() -> None:
     assert checks.check_replay("jax", replay, {"median_s": 0.0105, "min_s": 0.020}, gpu=False).status == FAIL
     # the CPU dry run, 53% apart (seen beside other jobs): a run whose own steps spread 2x cannot tell; one whose
     # steps hold within 10% fails
-    spread = {"median_s": 0.0011, "min_s": 0.000862, "steps": [0.000862, 0.0011, 0.0009, 0.0019, 0.0021]}
+    spread = {"median_s": 0.0011, "min_s": 0.000862, "step_times_s": [0.000862, 0.0011, 0.0009, 0.0019, 0.0021]}
     slower = {**replay, "timing": {"min_s": 0.001321, "step_times_s": [0.001321, 0.0014, 0.0013, 0.00135, 0.0014]}}
     busy = checks.check_replay("jax", slower, spread, gpu=False)
     assert busy.status == SKIP and "cannot tell on this machine" in busy.detail, busy
-    steady = {**spread, "steps": [0.000862, 0.00087, 0.00088, 0.0009, 0.00089]}
+    steady = {**spread, "step_times_s": [0.000862, 0.00087, 0.00088, 0.0009, 0.00089]}
     assert checks.check_replay("jax", slower, steady, gpu=False).status == FAIL
+    # a real dry run beside CI's other worker (ms): the replay's fastest step 84% above the run's, whose own steps
+    # spread 2x (run.json keeps them as `step_times_s`; `steps` there is their count)
+    run_ms = [3.055, 2.573, 2.309, 1.519, 1.307, 1.144, 1.582, 1.692, 1.975, 1.879]
+    replay_ms = [3.518, 2.685, 2.469, 2.525, 2.521, 2.419, 2.58, 2.503, 2.556, 2.436, 2.314, 2.449, 2.406, 2.103,
+                 2.227, 2.555, 2.271, 2.139, 2.484, 2.319]
+    recorded = checks.check_replay(
+        "jax", {**replay, "timing": {"min_s": min(replay_ms) / 1e3, "step_times_s": [t / 1e3 for t in replay_ms]}},
+        {"min_s": min(run_ms) / 1e3, "steps": 10, "step_times_s": [t / 1e3 for t in run_ms]}, gpu=False)
+    assert recorded.status == SKIP and "cannot tell on this machine" in recorded.detail, recorded
     differs = {**replay, "trajectory": {"ok": False}}
     assert checks.check_replay("jax", differs, run, gpu=True).status == FAIL
     assert checks.check_replay("jax", {"status": "not_replayable"}, run, gpu=True).status == FAIL

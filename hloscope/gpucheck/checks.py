@@ -262,7 +262,7 @@ def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gp
         return Check(name, PASS, detail)
     # On the CPU dry run the two processes run minutes apart beside other jobs: where either one's own steps spread
     # more than the difference, the difference says nothing about the replay (as for the sync timing).
-    noise = None if gpu else _sample_spread((run_timing or {}).get("steps"),
+    noise = None if gpu else _sample_spread((run_timing or {}).get("step_times_s"),
                                             (replay.get("timing") or {}).get("step_times_s"))
     if noise is not None and noise > abs(off):
         return skip(name, f"cannot tell on this machine: {detail}, but one side's own steps spread {noise:.0%} "
