@@ -125,7 +125,7 @@ class ModeSummary:
     host_scheduling: dict | None = None
     # Per timed process, its threads' CPU time per timed step (that window); empty where a process did not measure it.
     # Configurations that waited more or less for the CPU time they ran met the machine's other work differently: a
-    # re-run's verdict must hold with that difference taken out (experiments.contention).
+    # verdict must hold with that difference taken out (`contention` above).
     cpu_per_step: list[CpuPerStep] = field(default_factory=list)
     # Compiled, not timed (`compare --target`): what run.json records of XLA's compile for the target GPU
     target: str | None = None  # the GPU's name
