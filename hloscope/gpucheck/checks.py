@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hloscope.runs.replay_record import unsteady_sides
 from hloscope.significance import percentile
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -260,13 +261,20 @@ def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gp
         return Check(name, FAIL, detail)
     if abs(off) <= tolerance:
         return Check(name, PASS, detail)
-    # On the CPU dry run the two processes run minutes apart beside other jobs: where either one's own steps spread
-    # more than the difference, the difference says nothing about the replay (as for the sync timing).
-    noise = None if gpu else _sample_spread((run_timing or {}).get("step_times_s"),
-                                            (replay.get("timing") or {}).get("step_times_s"))
+    if gpu:
+        return Check(name, FAIL, detail)
+    # On the CPU dry run the two processes run minutes apart beside other jobs. Where either one's own steps spread
+    # more than the difference, or a side was timed under load (its steps flagged noisy, the run's main thread waiting
+    # for a CPU: a load that lasts the whole window slows every step alike and leaves no spread), the difference says
+    # nothing about the replay (as for the sync timing, and as explain's replay split says).
+    run_timing, replay_timing = run_timing or {}, replay.get("timing") or {}
+    noise = _sample_spread(run_timing.get("step_times_s"), replay_timing.get("step_times_s"))
     if noise is not None and noise > abs(off):
         return skip(name, f"cannot tell on this machine: {detail}, but one side's own steps spread {noise:.0%} "
                           "(p90 / p10)")
+    unsteady = unsteady_sides(run_timing.get("noisy"), run_timing.get("host_scheduling"), replay_timing.get("noisy"))
+    if unsteady:
+        return skip(name, f"cannot tell on this machine: {detail}, but {'; '.join(unsteady)}")
     return Check(name, FAIL, detail)
 
 
