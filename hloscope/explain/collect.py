@@ -3,10 +3,10 @@ and the trace statistics. Anything unreadable becomes a note on the mode, never 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
+from typing import Any
 
 from hloscope.diff.timing import SEP, instruction_keys
 from hloscope.errors import HloscopeError
@@ -71,27 +71,24 @@ def from_run_record(run: RunRecord) -> ModeSummary:
 
 def cpu_per_step(window: dict | None, steps: int) -> list[CpuPerStep]:
     """[the process's threads' CPU time per timed step, with the other processes' share of its CPUs] from run.json
-    `timing.host_scheduling`; [] where the window was not measured or has no timed step."""
-    if not isinstance(window, dict) or steps <= 0:
+    `timing.host_scheduling` (its figures null or seconds, checked on reading: rundir); [] where the window was not
+    measured or has no timed step."""
+    if not window or steps <= 0:
         return []
-    running = waiting = 0.0
-    for part in (window.get("main_thread"), window.get("other_threads")):
-        figures = [part.get(key) if isinstance(part, dict) else None for key in ("running_s", "waiting_for_cpu_s")]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                   for v in figures):
-            return []
-        running, waiting = running + float(figures[0]), waiting + float(figures[1])  # type: ignore[arg-type]
-    return [CpuPerStep(running / steps, waiting / steps, _others_share(window))]
+    threads = (window.get("main_thread") or {}, window.get("other_threads") or {})
+    figures: list[Any] = [part.get(key) for part in threads for key in ("running_s", "waiting_for_cpu_s")]
+    if None in figures:
+        return []
+    main_running, main_waiting, other_running, other_waiting = figures
+    return [CpuPerStep((main_running + other_running) / steps, (main_waiting + other_waiting) / steps,
+                       _others_share(window))]
 
 
 def _others_share(window: dict) -> float | None:
     """Other processes' CPU seconds over the window / (window seconds x the CPUs the run could use)."""
     used, seconds = window.get("other_processes_cpu_s"), window.get("seconds")
     cpus = window.get("cpu_affinity") or window.get("cpu_count")
-    figures = (used, seconds, cpus)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in figures):
-        return None
-    return used / (seconds * cpus) if seconds > 0 and cpus > 0 else None  # type: ignore[operator]
+    return None if used is None or not seconds or not cpus else used / (seconds * cpus)
 
 
 def _why_untimed(run: RunRecord) -> str:

@@ -660,18 +660,14 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
                       f"what their running time gives, combined as the excess is: {_signed_ms(waited)} a step), and "
                       "at equal contention the verdict would differ: the machine's other work, not the settings, "
                       "may make them interact; re-run on a quieter machine")
-    elif verdict == "additive":
-        result.verdict = verdict
-        result.why = f"{together}, within {_ms(margin)} ({MEANINGFUL_SHARE:.0%} of the gap) either way"
-    elif verdict == "overlapping":
-        result.verdict = verdict
-        result.why = f"{together}: the changes remove part of the same time"
-    elif verdict == "compounding":
-        result.verdict = verdict
-        result.why = f"{together}: together they close more than their single effects"
     else:
-        result.why = (f"{together}: the interval holds both effects that add up (within {_ms(margin)}) and ones "
-                      "that do not")
+        result.verdict = verdict
+        result.why = together + {
+            "additive": f", within {_ms(margin)} ({MEANINGFUL_SHARE:.0%} of the gap) either way",
+            "overlapping": ": the changes remove part of the same time",
+            "compounding": ": together they close more than their single effects",
+            CANNOT_TELL: f": the interval holds both effects that add up (within {_ms(margin)}) and ones that do not",
+        }[verdict]
     return result
 
 
