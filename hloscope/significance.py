@@ -11,7 +11,9 @@
 - Processes of one configuration land apart (thread placement, memory layout, what else the machine runs), and by
   more than the step-level interval sees. The process is the unit there: a t-test on the logarithms of the process
   medians, with their variance pooled over every configuration of the comparison that ran in several processes (the
-  A/A control as a variance), at PROCESS_ALPHA family-wise over the configurations of one report (Holm).
+  A/A control as a variance), at PROCESS_ALPHA family-wise over the configurations of one report (Holm). A
+  configuration whose processes vary significantly more than the others' (`unlike_variations`: one-sided F-tests on
+  the log variances) is set apart: it counts for the pairs it is part of, not for the others.
 - Outlier steps (preemption, the profiler's own start-up) are flagged with the median absolute deviation.
 """
 
@@ -34,6 +36,9 @@ PROCESS_ALPHA = 0.01
 # away: a preempted step is 1.5-2x the others, while XLA's CPU ops under a loaded machine wobble by 20-30%.
 OUTLIER_MADS = 3.5
 OUTLIER_RATIO = 0.5
+# The level of the test that sets a configuration's between-process variation apart from the others'
+# (`unlike_variations`), Bonferroni-divided by the number of configurations tested.
+VARIANCE_ALPHA = 0.01
 
 
 @dataclass(frozen=True)
@@ -185,10 +190,62 @@ def pooled_process_variation(configurations: list[list[float]]) -> ProcessVariat
     for medians in configurations:
         if len(medians) < 2:
             continue
-        logs = np.log(np.asarray(medians, dtype=float))
-        squares += float(((logs - logs.mean()) ** 2).sum())
-        df += len(logs) - 1
+        one_squares, one_df = _log_squares(medians)
+        squares += one_squares
+        df += one_df
     return ProcessVariation(math.sqrt(squares / df), df) if df else None
+
+
+def _log_squares(medians: list[float]) -> tuple[float, int]:
+    """The sum of squared deviations of the logarithms of one configuration's process medians from their mean, and
+    its degrees of freedom (the processes minus one)."""
+    logs = np.log(np.asarray(medians, dtype=float))
+    return float(((logs - logs.mean()) ** 2).sum()), len(logs) - 1
+
+
+def variance_larger_p(medians: list[float], others: list[list[float]]) -> float:
+    """One-sided p-value of the F-test that one configuration's process medians vary more (variance of their
+    logarithms) than those of `others`, pooled; 1.0 where either side has fewer than two processes (unmeasured).
+    Where the others do not vary at all, any variation is larger (p 0), none is not (p 1)."""
+    from scipy import stats as scipy_stats
+
+    pool = pooled_process_variation(others)
+    if len(medians) < 2 or pool is None:
+        return 1.0
+    squares, df = _log_squares(medians)
+    variance, pooled = squares / df, pool.log_sd ** 2
+    if pooled == 0.0:
+        return 0.0 if variance > 0.0 else 1.0
+    return float(scipy_stats.f.sf(variance / pooled, df, pool.df))
+
+
+def unlike_variations(configurations: list[list[float]], alpha: float = VARIANCE_ALPHA) -> set[int]:
+    """The indexes of the configurations (each a list of process medians) whose between-process variation is unlike
+    the others': significantly larger than that of the quieter ones. Pooling variances assumes they are alike, and a
+    noisy configuration (a framework whose processes land 40% apart) would otherwise set the noise of every pair.
+
+    Those with two or more processes are taken from the quietest (variance of log medians): each is tested against
+    the pool of all quieter ones (one-sided F-test, `variance_larger_p`) at `alpha` / the number of configurations
+    tested (Bonferroni: the most extreme of several is tested, as in Cochran's test for an outlying variance, ISO
+    5725-2, whose last step this is). The first found larger is set apart with every configuration that varies more
+    still. Growing the pool from the quietest, two noisy configurations cannot hide each other in it, as they do when
+    each is tested against all the others (simulated, 3 processes each: two of five at 40x the others' SD are both
+    set apart 97% of the time, against 41% by that leave-one-out rule; one at 40x beside two, 98% by either). With
+    every variation alike, some configuration is set apart in about 1.4% (3 configurations) to 1.9% (6) of
+    comparisons, and it then counts only for its own pairs. The result depends on the values, not on the order given
+    (ties of variance aside, taken in the order given)."""
+    measured = [index for index, medians in enumerate(configurations) if len(medians) >= 2]
+    if len(measured) < 2:
+        return set()
+    variance = {index: _log_squares(configurations[index])[0] / (len(configurations[index]) - 1)
+                for index in measured}
+    order = sorted(measured, key=lambda index: (variance[index], index))
+    level = alpha / len(measured)
+    for rank in range(1, len(order)):
+        quieter = [configurations[index] for index in order[:rank]]
+        if variance_larger_p(configurations[order[rank]], quieter) < level:
+            return set(order[rank:])
+    return set()
 
 
 @dataclass(frozen=True)

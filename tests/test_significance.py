@@ -23,6 +23,8 @@ from hloscope.significance import (
     processes_needed,
     resampled_medians,
     smallest_resolvable_fraction,
+    unlike_variations,
+    variance_larger_p,
 )
 
 
@@ -97,3 +99,39 @@ def test_the_smallest_resolvable_gap_of_wildly_varying_processes_is_finite_and_c
     fraction = smallest_resolvable_fraction(variation, 2, 1, 0.01)
     assert fraction == pytest.approx(MAX_RESOLVABLE_FRACTION) and math.isfinite(fraction)
     assert smallest_resolvable_fraction(pooled_process_variation([[1.0, 1.1], [1.0, 1.05]]), 2, 2, 0.01) < 10
+
+
+def _spread_logs(width: float, center: float = 1.0) -> list[float]:
+    """Three process medians whose logarithms are center's -width, 0, +width: their log variance is width**2."""
+    return [center * math.exp(k * width) for k in (-1, 0, 1)]
+
+
+def test_the_variance_test_is_the_one_sided_f_test_on_log_medians():
+    # log variances 0.1**2 (df 2) against a pool of two 0.01**2 configurations (df 4): F = 100, and with 2 numerator
+    # degrees of freedom the F distribution's tail is closed: (1 + 2F / 4) ** -2 = 51 ** -2
+    noisy, quiet = _spread_logs(0.1), [_spread_logs(0.01), _spread_logs(0.01, 2.0)]
+    assert math.isclose(variance_larger_p(noisy, quiet), 51 ** -2, rel_tol=1e-9)
+    assert math.isclose(variance_larger_p(_spread_logs(0.04), quiet), 9 ** -2, rel_tol=1e-9)  # F = 16
+    assert variance_larger_p(quiet[0], [noisy]) > 0.99  # one-sided: a quieter configuration is never "larger"
+    assert variance_larger_p([1.0], quiet) == 1.0 and variance_larger_p(noisy, [[1.0]]) == 1.0  # unmeasured
+    assert variance_larger_p(noisy, [[1.0, 1.0]]) == 0.0 and variance_larger_p([2.0, 2.0], [[1.0, 1.0]]) == 1.0
+
+
+def test_a_configuration_varying_unlike_the_others_is_set_apart_whatever_the_order():
+    quiet = [_spread_logs(0.01), _spread_logs(0.011, 2.0), [3.0]]  # the single process is not tested
+    # F ~ 90: p ~ 4.7e-4, below 1% / 3 configurations tested
+    assert unlike_variations([*quiet, _spread_logs(0.1)]) == {3}
+    # F ~ 14.5: p ~ 0.015, not even below 1%
+    assert unlike_variations([*quiet, _spread_logs(0.04)]) == set()
+    # F = 25 (p = 13.5 ** -2 = 0.0055 on its own): below 1%, not below 1% / 3 (Bonferroni over those tested)
+    assert unlike_variations([_spread_logs(0.01), _spread_logs(0.01, 2.0), _spread_logs(0.05)]) == set()
+    assert unlike_variations([_spread_logs(0.01), _spread_logs(0.01, 2.0), _spread_logs(0.07)]) == {2}  # F = 49
+    assert unlike_variations([_spread_logs(0.01), _spread_logs(0.2)]) == {1}  # two: the larger against the other
+    # two noisy configurations cannot hide each other: each is tested against the quieter ones only
+    five = [_spread_logs(0.01), _spread_logs(0.3), _spread_logs(0.012, 2.0), _spread_logs(0.25), _spread_logs(0.009)]
+    assert unlike_variations(five) == {1, 3}
+    for order in ([4, 3, 2, 1, 0], [1, 0, 3, 2, 4], [3, 1, 4, 0, 2]):
+        assert {order[i] for i in unlike_variations([five[i] for i in order])} == {1, 3}
+    alike = [_spread_logs(w, c) for w, c in ((0.03, 1.0), (0.05, 2.0), (0.04, 3.0), (0.02, 4.0))]
+    assert unlike_variations(alike) == set()
+    assert unlike_variations([_spread_logs(0.1)]) == set() and unlike_variations([]) == set()

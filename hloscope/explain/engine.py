@@ -8,7 +8,11 @@ For every run against the baseline (default: the fastest):
    median, it stands out of the runs' step-to-step spread, it is larger than the spread between processes of one
    configuration (each side's own, and the largest this comparison measured: its A/A control), and the process
    medians differ by a t-test with the variance pooled over the comparison's configurations, at PROCESS_ALPHA
-   family-wise over the report (Holm). With one process per side the spread is unmeasured and the verdict is marked
+   family-wise over the report (Holm). Pooling assumes the configurations' processes vary alike: one whose variation
+   is significantly larger than the others' (a one-sided F-test, hloscope.significance.unlike_variations: a framework
+   whose processes land 40% apart beside others within 1%) is set apart, and counts in the control and the pool only
+   for the pairs it is part of, which stay as hard to call as its processes make them; a pair of the others is judged
+   as if it were not there. With one process per side the spread is unmeasured and the verdict is marked
    provisional;
 2. when it is, the two ledgers are subtracted node by node (hloscope.explain.ledger): the significant nodes are the
    contributors, the other nodes' deltas are summed into one "within noise" line, and the timed gap minus the profiled
@@ -47,6 +51,7 @@ from hloscope.runs.settings import differences
 from hloscope.significance import (
     ALPHA,
     PROCESS_ALPHA,
+    VARIANCE_ALPHA,
     ProcessTest,
     ProcessVariation,
     hierarchical_median_difference,
@@ -60,6 +65,7 @@ from hloscope.significance import (
     processes_needed,
     smallest_resolvable_fraction,
     spread,
+    unlike_variations,
 )
 
 MIN_GAP = 0.05  # a gap smaller than this fraction of the baseline's step is no practical difference
@@ -78,8 +84,10 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
         return _explain_compiled(summaries)
     reference = _baseline(timed, baseline) if baseline is not None else min(timed, key=_pooled_median)
     noise = process_noise(timed)
-    process_tests = _process_tests(timed, reference, noise)
-    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, noise, process_tests.get(summary.mode))
+    pairs = {s.mode: _pair_noise(timed, noise, s, reference) for s in timed}
+    process_tests = _process_tests(timed, reference, pairs)
+    modes = [_entry(summary, reference, summary in timed, min_gap, hypotheses, pairs.get(summary.mode),
+                    process_tests.get(summary.mode))
              for summary in summaries]
     for summary, entry in zip(summaries, modes, strict=True):
         entry.startup = compare_startup(summary.startups, summary.first_steps_s, reference.startups,
@@ -93,7 +101,10 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
                              "max - min of its process medians, and the largest relative spread of any configuration "
                              "here, at the baseline's median), and the process medians differ: Student's t on their "
                              "logarithms, the variance pooled over every configuration here that ran in several "
-                             f"processes, p below {PROCESS_ALPHA} family-wise over this report's configurations "
+                             "processes (one whose processes vary significantly more than the quieter ones', by a "
+                             f"one-sided F-test at {VARIANCE_ALPHA:.0%} divided by the number tested, counts in that "
+                             "spread and that variance only for its own gap), "
+                             f"p below {PROCESS_ALPHA} family-wise over this report's configurations "
                              "(Holm); with one process per side that spread is unmeasured and the verdict is "
                              "provisional; two runs of one mode with the same settings must also keep the gap with their "
                              "difference in contention taken out (each one's CPU wait per step beyond their common "
@@ -115,10 +126,23 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
 
 
 def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
-    """The largest relative spread between processes of one configuration, with the pooled variation of every
-    configuration's process medians; None when no configuration ran in more than one process (unmeasured)."""
+    """The comparison's A/A control: the largest relative spread between processes of one configuration, with the
+    pooled variation of every configuration's process medians, the configurations whose variation is unlike the
+    others' (hloscope.significance.unlike_variations) and the control over the rest; None when no configuration ran
+    in more than one process (unmeasured)."""
+    found = _control(timed)
+    apart = unlike_variations([s.process_medians_s for s in timed])
+    if found is None or not apart:
+        return found
+    return dataclasses.replace(found, set_apart=tuple(timed[index].mode for index in sorted(apart)),
+                               alike=_control([s for index, s in enumerate(timed) if index not in apart]))
+
+
+def _control(members: list[ModeSummary]) -> ProcessNoise | None:
+    """The largest relative spread between processes of one of `members`, with the variation of their process
+    medians pooled; None when none ran in more than one process."""
     found = None
-    for summary in timed:
+    for summary in members:
         medians = summary.process_medians_s
         spread_s = process_spread(medians)
         if spread_s is None:
@@ -126,10 +150,20 @@ def process_noise(timed: list[ModeSummary]) -> ProcessNoise | None:
         relative = spread_s / _pooled_median(summary)  # as compare's `configurations` give it
         if found is None or relative > found.relative:
             found = ProcessNoise(relative, summary.mode, len(medians))
-    variation = pooled_process_variation([s.process_medians_s for s in timed])
+    variation = pooled_process_variation([s.process_medians_s for s in members])
     if found is None or variation is None:
         return found
     return dataclasses.replace(found, log_sd=variation.log_sd, df=variation.df)
+
+
+def _pair_noise(timed: list[ModeSummary], noise: ProcessNoise | None, summary: ModeSummary,
+                reference: ModeSummary) -> ProcessNoise | None:
+    """The control one pair is held to: the comparison's, over the configurations whose variation is alike and the
+    pair's own two. A configuration set apart as unlike sets the noise of its own pairs (they stay as hard to call as
+    its processes make them), never that of a pair it is not part of."""
+    if noise is None or not noise.set_apart:
+        return noise
+    return _control([s for s in timed if s.mode not in noise.set_apart or s is summary or s is reference])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,27 +173,35 @@ class _ProcessVerdict:
     test: ProcessTest
     differs: bool
     level: float
-    variation: ProcessVariation  # the comparison's, pooled
+    variation: ProcessVariation  # the pair's, pooled (_pair_noise)
 
 
 def _process_tests(timed: list[ModeSummary], reference: ModeSummary,
-                   noise: ProcessNoise | None) -> dict[str, _ProcessVerdict]:
-    """label -> the process-level test of each timed configuration but the baseline, held family-wise to
-    PROCESS_ALPHA (Holm); empty when between-process variation is unmeasured."""
-    if noise is None or noise.log_sd is None or noise.df is None:
+                   pairs: dict[str, ProcessNoise | None]) -> dict[str, _ProcessVerdict]:
+    """label -> the process-level test of each timed configuration but the baseline, its variance pooled as its pair's
+    control says (_pair_noise), held family-wise to PROCESS_ALPHA over the report (Holm); empty when between-process
+    variation is unmeasured."""
+    found = {s.mode: _variation(pairs.get(s.mode)) for s in timed if s is not reference}
+    variations = {label: v for label, v in found.items() if v is not None}
+    if not variations or len(variations) < len(found):
         return {}
-    variation = ProcessVariation(noise.log_sd, noise.df)
-    tests = {s.mode: process_test(s.process_medians_s, reference.process_medians_s, variation)
+    tests = {s.mode: process_test(s.process_medians_s, reference.process_medians_s, variations[s.mode])
              for s in timed if s is not reference}
     levels = holm_levels([t.p_value for t in tests.values()], PROCESS_ALPHA)
-    return {label: _ProcessVerdict(test, differs, level, variation)
+    return {label: _ProcessVerdict(test, differs, level, variations[label])
             for (label, test), (differs, level) in zip(tests.items(), levels, strict=True)}
+
+
+def _variation(noise: ProcessNoise | None) -> ProcessVariation | None:
+    if noise is None or noise.log_sd is None or noise.df is None:
+        return None
+    return ProcessVariation(noise.log_sd, noise.df)
 
 
 def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, gap: float, base: float,
                            noise: ProcessNoise | None) -> bool:
     """Whether the gap is larger than the spread between processes of one configuration: each side's own, and the
-    comparison's A/A control at the baseline's median. Unmeasured (one process per side, no control): True, and the
+    pair's A/A control (_pair_noise) at the baseline's median. Unmeasured (one process per side, no control): True, and the
     verdict is marked provisional with a note saying why."""
     spreads = _process_spreads(summary, reference, base, noise)
     single = [s.mode for s in (summary, reference) if len(s.processes) < 2]
@@ -176,7 +218,7 @@ def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: M
 def _process_spreads(summary: ModeSummary, reference: ModeSummary, base: float,
                      noise: ProcessNoise | None) -> list[float]:
     """The spreads between processes a gap must exceed, in seconds: each side's own (max - min of its process
-    medians, where it ran in several) and the comparison's A/A control at the baseline's median."""
+    medians, where it ran in several) and the pair's A/A control (_pair_noise) at the baseline's median."""
     spreads = [s for s in (process_spread(summary.process_medians_s), process_spread(reference.process_medians_s))
                if s is not None]
     return spreads + ([noise.relative * base] if noise is not None else [])

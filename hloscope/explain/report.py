@@ -241,7 +241,8 @@ class ModeScaling:
 class ProcessNoise:
     """The A/A control of a comparison: how far processes of one configuration landed from each other. `relative` is
     the largest (max - min) / median of the process medians over every configuration that ran in several processes;
-    at the baseline's median it is the smallest gap this comparison can resolve."""
+    at the baseline's median it is the smallest gap this comparison can resolve between configurations whose
+    variation is alike (`alike` is the control without those set apart)."""
 
     relative: float
     configuration: str  # the configuration whose processes spread most
@@ -250,10 +251,16 @@ class ProcessNoise:
     # that ran in several processes, and its degrees of freedom (hloscope.significance.pooled_process_variation)
     log_sd: float | None = None
     df: int | None = None
+    # the configurations whose processes vary significantly more than the others' (an F-test on the log variances,
+    # hloscope.significance.unlike_variations): each sets the noise only of the pairs it is part of
+    set_apart: tuple[str, ...] = ()
+    # the same control over the configurations not set apart: what a pair of them is held to; None when none is
+    alike: ProcessNoise | None = None
 
     def to_dict(self) -> dict:
         return {"relative": self.relative, "configuration": self.configuration, "processes": self.processes,
-                "log_sd": self.log_sd, "df": self.df}
+                "log_sd": self.log_sd, "df": self.df, "set_apart": list(self.set_apart),
+                "alike": self.alike.to_dict() if self.alike is not None else None}
 
 
 @dataclass

@@ -162,9 +162,25 @@ def baseline_line(report: ExplainReport) -> str:
     if noise is None:
         return line + (" Each configuration ran in one process: the variation between processes is unmeasured and "
                        "every verdict is provisional (`hloscope compare --repeats 3`).")
-    return line + (f" A/A control: processes of one configuration landed up to {noise.relative:.1%} of a step apart "
-                   f"({noise.configuration}, {noise.processes} processes); a smaller gap is no difference here, and a "
-                   "gap must also stand out of their pooled variation.")
+    # a configuration set apart (its processes vary unlike the others') holds only its own gap to its variation: the
+    # control stated is then the others' (hloscope.explain.engine._pair_noise)
+    apart = noise.alike is not None and bool(noise.set_apart) and report.baseline not in noise.set_apart
+    shown = noise.alike if apart and noise.alike is not None else noise
+    line += (f" A/A control: processes of one configuration landed up to {shown.relative:.1%} of a step apart "
+             f"({shown.configuration}, {shown.processes} processes); a smaller gap is no difference here, and a "
+             "gap must also stand out of their pooled variation.")
+    if apart:
+        largest = (f"; up to {noise.relative:.1%}, {noise.configuration}" if noise.configuration in noise.set_apart
+                   else "")
+        whose = "its" if len(noise.set_apart) == 1 else "each one's"
+        line += (f" {', '.join(noise.set_apart)} varied between processes significantly more than the others "
+                 f"(F-test{largest}): "
+                 f"{whose} own gap is held to that variation, no "
+                 "other gap is.")
+    elif noise.set_apart:  # every gap is against the baseline, whose variation is unlike the others'
+        line += (" The baseline's processes varied significantly more than those of other configurations (F-test): "
+                 "every gap here is held to that variation.")
+    return line
 
 
 def method_lines(report: ExplainReport) -> list[str]:
