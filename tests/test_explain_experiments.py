@@ -576,3 +576,19 @@ def test_ctrl_c_keeps_the_comparison_and_says_what_did_not_run(tmp_path):
                                   {"baseline": 1.0, "slower": 1.0}, time.monotonic() + 600, on_start=interrupt)
     assert launched.stopped == CTRL_C and launched.comparison.status == "interrupted"
     assert [n.split(":")[0] for n in launched.not_run] == ["jax [baseline]", "jax [slower]"]
+
+
+def test_a_baseline_varying_unlike_the_two_compared_does_not_set_the_spread_a_closure_must_exceed():
+    """The faster configuration's processes 4.5 ms apart around 12 ms (their log variance hundreds of times the other
+    two's), the slower and the changed one's 0.2 ms apart: a 3 ms move stands out of the two compared, and only they
+    set the spread it must exceed. The same faster side beside two configurations varying alike still counts."""
+    def steady(medians_ms: list[float]) -> list[list[float]]:
+        return [[m * 1e-3 * (1 + 0.002 * ((i % 5) - 2)) for i in range(20)] for m in medians_ms]
+
+    fast, slow, changed = steady([10.0, 12.0, 14.5]), steady([19.9, 20.0, 20.1]), steady([16.9, 17.0, 17.1])
+    found = closure(fast, slow, changed)
+    assert found is not None and found.noise_s is not None
+    assert found.noise_s == pytest.approx(0.2e-3, rel=0.05) and found.closed_s > found.noise_s
+    assert judge(found, 0.012, "--precision fp32")[0] == PARTLY
+    alike = closure(fast, steady([19.0, 20.0, 21.5]), steady([16.0, 17.0, 18.5]))
+    assert alike is not None and alike.noise_s is not None and alike.noise_s == pytest.approx(4.5e-3, rel=0.05)

@@ -15,10 +15,13 @@ of the three configurations. The verdict reads that interval:
 - the gap did not reproduce in the re-run (its interval includes zero, or it is below the practical threshold):
   "cannot tell";
 - the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
-- the change moved the step by no more than the spread between processes of one configuration, or by an amount the
-  process medians do not tell from that variation (Student's t, variance pooled over the slower and the changed
-  configuration, the two compared: a much faster baseline varies more relative to its step, and pooling its
-  variation would hide closures the two show plainly; p not below PROCESS_ALPHA): "cannot tell" (the closure is inside the machine's own variation: never confirmed by noise);
+- the change moved the step by no more than the spread between processes of one configuration (the faster one's
+  only where its processes do not vary significantly more than those of the two compared: a one-sided F-test at
+  VARIANCE_ALPHA, significance.variance_larger_p), or by an amount the process medians do not tell from that
+  variation (Student's t, variance pooled over the slower and the changed configuration, the two compared: a much
+  faster baseline varies more relative to its step, and pooling its variation would hide closures the two show
+  plainly; p not below PROCESS_ALPHA): "cannot tell" (the closure is inside the machine's own variation: never
+  confirmed by noise);
 - the interval lies above MEANINGFUL_SHARE and the estimate reaches CONFIRMED_SHARE: "confirmed";
 - the interval lies above zero otherwise: "partly";
 - anything else (the interval holds both no closure and a meaningful one): "cannot tell".
@@ -50,10 +53,12 @@ from hloscope.runs.settings import IN_EFFECT
 from hloscope.significance import (
     CONFIDENCE,
     PROCESS_ALPHA,
+    VARIANCE_ALPHA,
     pooled_median_resamples,
     pooled_process_variation,
     process_spread,
     process_test,
+    variance_larger_p,
 )
 
 # A change that closes less than this share of the gap explains no meaningful part of it.
@@ -198,7 +203,9 @@ class Closure:
     closed_ci_s: list[float]
     share: float  # closed / gap before
     share_ci: list[float] | None  # None: the gap before is not positive in enough resamples to divide by
-    noise_s: float | None  # the largest spread between processes of one of the three configurations; None: unmeasured
+    # the largest spread between processes of one of the three configurations (the faster one's only where its
+    # processes do not vary significantly more than the two compared'); None: unmeasured
+    noise_s: float | None
     # Student's t of the slower configuration's process medians against the changed one's, the variance pooled over
     # the slower and the changed configuration (hloscope.significance.process_test); None: neither ran in several
     # processes
@@ -503,7 +510,9 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
         positive = gaps > 0
         share_ci = quantiles((s[positive] - c[positive]) / gaps[positive])
     medians = [[median(p) for p in side if p] for side in (fast, slow, changed)]
-    measured = [x for x in (process_spread(m) for m in medians) if x is not None]
+    # the faster one's spread counts unless its processes vary significantly more than those of the two compared
+    kept = medians[1:] if variance_larger_p(medians[0], medians[1:]) < VARIANCE_ALPHA else medians
+    measured = [x for x in (process_spread(m) for m in kept) if x is not None]
     variation = pooled_process_variation(medians[1:])  # the two compared: the baseline's own noise is not theirs
     moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
     return Closure(before, quantiles(gaps), after, quantiles(c - f), ms - mc, quantiles(s - c),
