@@ -85,6 +85,26 @@ def test_replicated_modes_are_one_row_each_with_their_processes():
     assert resolvable > 0.167 and f"gaps under {resolvable:.1%} of a step" in " ".join(text.split())
 
 
+def test_a_mode_whose_processes_vary_unlike_the_others_does_not_set_the_resolvable_gap():
+    """Two quiet modes (processes within 1%) beside one whose processes land 40% apart: the caption states what the
+    quiet pair resolves, as explain judges that pair, and names the noisy mode, whose own gaps need more."""
+    spreads = {"pytorch": (1.0, 1.005, 1.01), "jax": (1.0, 1.004, 1.009), "torch_xla": (1.0, 1.2, 1.4)}
+    entries = [{"mode": mode, "dir": f"{mode}-r{k}", "status": "ok", "median_s": 0.002 * (i + 1) * factor}
+               for i, (mode, factors) in enumerate(spreads.items()) for k, factor in enumerate(factors, 1)]
+    steps = {e["dir"]: [e["median_s"]] * 5 for e in entries}
+    rows = configurations([ComparisonEntry(**e) for e in entries], steps)
+    comparison = {"config": {**CONFIG, "repeats": 3}, "modes": entries,
+                  "configurations": [configuration_document(row) for row in rows],
+                  "between_process_spread": section_document(between_process_control(rows))}
+    caption = " ".join(render(comparison, width=200).split())
+    quiet = [np.log(spreads["pytorch"]), np.log(spreads["jax"])]
+    sd = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in quiet) / 4)
+    resolvable = max(math.expm1(stats.t.ppf(0.995, 4) * sd * math.sqrt(2 / 3)), 0.01 / 1.005)
+    assert resolvable < 0.05
+    assert f"gaps under {resolvable:.1%} of a step" in caption
+    assert "(torch_xla varied more between processes: its own gaps must be larger)" in caption
+
+
 def test_run_and_comparison_tables_show_user_strings_as_written():
     record = {"mode": "jax[/]", "status": "failed", "error": "[bold]boom[/bold] in neg[/]", "config": {"model": "m[x]"},
               "timing": {}, "memory": {}, "artifacts": []}

@@ -12,8 +12,22 @@ from rich.text import Text
 
 from hloscope import units
 from hloscope.render import fmt
-from hloscope.runs.records import ComparisonEntry, ComparisonRecord, MaxBatch, Memory, Number, RunRecord, TargetPeak
-from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, smallest_resolvable_fraction
+from hloscope.runs.records import (
+    ComparisonEntry,
+    ComparisonRecord,
+    Configuration,
+    MaxBatch,
+    Memory,
+    Number,
+    RunRecord,
+    TargetPeak,
+)
+from hloscope.significance import (
+    PROCESS_ALPHA,
+    pooled_process_variation,
+    smallest_resolvable_fraction,
+    unlike_variations,
+)
 
 
 def add_text_row(table: Table, *cells: str | Text) -> None:
@@ -175,29 +189,50 @@ def comparison_table(comparison: ComparisonRecord) -> Table:
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     elif replicated:
-        relative = resolvable_fraction(comparison)
+        relative, apart = resolvable_fraction(comparison), varying_unlike(comparison)
         table.caption = ("step: median of every timed step of every process; 3x ±4%: 3 timed processes, their "
                          "medians within ±4% of the step" + (f"; gaps under {relative:.1%} of a step cannot be "
                                                      "told from this machine's own variation"
-                                                     if relative is not None else ""))
+                                                     if relative is not None else "")
+                         + (f" ({', '.join(apart)} varied more between processes: "
+                            f"{'its' if len(apart) == 1 else 'their'} own gaps must be larger)"
+                            if apart and relative is not None else ""))
     return table
 
 
 def resolvable_fraction(comparison: ComparisonRecord) -> float | None:
     """The smallest gap, as a fraction of a step, that explain could call significant between two configurations of
-    this comparison: larger than the A/A control (the largest relative spread between processes of one
-    configuration) and than what the process-level test resolves between two configurations of the usual number of
-    processes at its least strict level (hloscope.significance); None when unmeasured."""
+    this comparison whose processes vary alike: larger than the A/A control (the largest relative spread between
+    processes of one of them) and than what the process-level test resolves between two configurations of the usual
+    number of processes at its least strict level (hloscope.significance). A configuration set apart (varying_unlike)
+    is left out, as explain leaves it out of every pair it is not part of. None when unmeasured."""
     control = comparison.between_process_spread
     if control is None or control.relative is None:
         return None
-    medians = [[float(m) for m in row.process_medians_s] for row in comparison.configurations]
+    rows = _measured_rows(comparison)
+    apart = set(varying_unlike(comparison))
+    kept = [row for row in rows if row.mode not in apart]
+    relative = (float(control.relative) if not apart else
+                max((float(row.between_process_spread) for row in kept if row.between_process_spread is not None),
+                    default=0.0))
+    medians = [[float(m) for m in row.process_medians_s] for row in kept]
     variation = pooled_process_variation(medians)
     if variation is None:
-        return float(control.relative)
-    processes = int(median(len(m) for m in medians if m))
-    return max(float(control.relative),
-               smallest_resolvable_fraction(variation, processes, processes, PROCESS_ALPHA))
+        return relative
+    processes = int(median(len(m) for m in medians))
+    return max(relative, smallest_resolvable_fraction(variation, processes, processes, PROCESS_ALPHA))
+
+
+def varying_unlike(comparison: ComparisonRecord) -> list[str]:
+    """The configurations whose processes vary significantly more than the others' (significance.unlike_variations),
+    in the comparison's order."""
+    rows = _measured_rows(comparison)
+    apart = unlike_variations([[float(m) for m in row.process_medians_s] for row in rows])
+    return [row.mode for index, row in enumerate(rows) if index in apart]
+
+
+def _measured_rows(comparison: ComparisonRecord) -> list[Configuration]:
+    return [row for row in comparison.configurations if row.process_medians_s]
 
 
 def _pooled_rows(comparison: ComparisonRecord) -> list[_Row] | None:
