@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import msgspec
 import pytest
 from helpers import assert_refused, first_good_hlo, good_run, hloscope, needs_fixtures
 
@@ -19,7 +20,7 @@ from hloscope.render.output import check_writable, choose_format, emit
 from hloscope.render.replay_text import render_text
 from hloscope.replay.program import Program, Shape, make_inputs
 from hloscope.replay.runner import _against_run, replay
-from hloscope.runs.records import decode_run
+from hloscope.runs.records import HostScheduling, decode_run
 from hloscope.runs.replay_record import ReplaySummary
 
 # ----------------------------------------------------------------------------------- a symlink loop at an artifact
@@ -197,8 +198,9 @@ def test_an_overhead_measured_under_load_is_not_an_overhead():
     """The run and its replay are timed minutes apart: a run slowed by load (flagged noisy, or its main thread waiting
     for a CPU) would show a large "framework overhead" that is the load's. The record says it cannot tell instead."""
     steps, program = [0.021] * 10, [0.0023] * 10  # seen: a jax run at 21 ms under load, its replay 2.3 ms
-    waited = {"seconds": 1.0, "main_thread": {"running_s": 0.6, "waiting_for_cpu_s": 0.4}}
-    quiet = {"seconds": 1.0, "main_thread": {"running_s": 0.99, "waiting_for_cpu_s": 0.01}}
+    others = {"other_threads": {}, "other_processes": []}
+    waited = {"seconds": 1.0, "main_thread": {"running_s": 0.6, "waiting_for_cpu_s": 0.4}, **others}
+    quiet = {"seconds": 1.0, "main_thread": {"running_s": 0.99, "waiting_for_cpu_s": 0.01}, **others}
     cases = [  # (run noisy, run host scheduling, replay noisy) -> the note, or None for a measured overhead
         ((True, quiet, False), "run timing noisy: overhead not measurable here"),
         ((False, waited, False), "run waited for a CPU 40% of its timed window: overhead not measurable here"),
@@ -209,7 +211,8 @@ def test_an_overhead_measured_under_load_is_not_an_overhead():
         ((None, None, False), None),  # older records: nothing flagged, nothing measured
     ]
     for (run_noisy, scheduling, replay_noisy), note in cases:
-        summary = ModeSummary(mode="jax", step_times_s=steps, noisy=run_noisy, host_scheduling=scheduling,
+        window = None if scheduling is None else msgspec.convert(scheduling, HostScheduling)
+        summary = ModeSummary(mode="jax", step_times_s=steps, noisy=run_noisy, host_scheduling=window,
                               replay=ReplaySummary(file="replay.json", program_times_s=program, noisy=replay_noisy))
         comparison = _against_run(
             _run_record({"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}),

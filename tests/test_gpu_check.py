@@ -204,7 +204,8 @@ def test_replay() -> None:
     run_ms = [3.086, 2.605, 2.512, 3.829, 4.099, 2.96, 2.707, 2.547, 2.521, 2.44]
     replay_ms = [1.286, 1.2, 1.261, 1.407, 1.256, 1.09, 1.123, 1.113, 1.062, 1.021, 1.223, 1.134, 1.157, 1.036, 1.202,
                  1.064, 1.098, 1.021, 1.13, 1.026]
-    window = {"seconds": 0.0321, "main_thread": {"running_s": 0.00873, "waiting_for_cpu_s": 0.00741}}
+    window = {"seconds": 0.0321, "main_thread": {"running_s": 0.00873, "waiting_for_cpu_s": 0.00741},
+              "other_threads": {}, "other_processes": []}
     faster = {**replay, "timing": {"min_s": min(replay_ms) / 1e3, "step_times_s": [t / 1e3 for t in replay_ms]}}
     loaded = {"min_s": min(run_ms) / 1e3, "noisy": False, "step_times_s": [t / 1e3 for t in run_ms],
               "host_scheduling": window}

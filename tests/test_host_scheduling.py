@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from helpers import REPO, assert_refused, hloscope
 
@@ -25,7 +26,7 @@ from hloscope.explain.hypotheses import cpu_contention
 from hloscope.explain.ledger import RunLedger
 from hloscope.explain.summary import ModeSummary
 from hloscope.runs import rundir
-from hloscope.runs.records import section_document
+from hloscope.runs.records import HostScheduling, section_document
 from hloscope.trace.step_profile import CONTENTION, HOST_CONTENTION, StepParts, split_contention
 
 
@@ -183,16 +184,18 @@ def test_contention_on_a_host_only_step():
 # ------------------------------------------------------------------------------------------------------ hypothesis
 
 def _summary(mode: str, contention: list[float], host_scheduling: dict | None = None) -> ModeSummary:
+    window = None if host_scheduling is None else msgspec.convert(host_scheduling, HostScheduling)
     other = [0.001] * len(contention)
     nodes = {"device:matmul/conv": [0.004] * len(contention), "idle:other host": other, CONTENTION: contention}
     steps = [sum(values) for values in zip(*nodes.values())]
     ledger = RunLedger(nodes, {}, steps, len(steps), {}, True, [0.004] * len(steps))
     return ModeSummary(mode=mode, ledger=ledger, profiled_step_s=sorted(steps)[len(steps) // 2],
-                       host_scheduling=host_scheduling)
+                       host_scheduling=window)
 
 
 def test_contention_hypothesis_names_the_processes():
-    window = {"seconds": 0.5, "cpu_count": 4, "cpu_affinity": 1, "other_processes_cpu_s": 1.2,
+    window = {"seconds": 0.5, "cpu_count": 4, "cpu_affinity": 1, "main_thread": _THREADS,
+              "other_threads": {**_THREADS, "threads": 4}, "other_processes_cpu_s": 1.2,
               "other_processes": [{"pid": 99, "command": "elsewhere", "cpu_s": 0.5}],
               "other_processes_on_run_cpus": [{"pid": 4321, "command": "hog", "cpu_s": 0.4}]}
     slow, fast = _summary("busy", [0.003] * 5, window), _summary("quiet", [0.0] * 5)
@@ -247,6 +250,9 @@ _GOOD_WINDOW = {"seconds": 0.1, "cpu_count": 2, "cpu_affinity": 1, "main_thread"
      "timing.host_scheduling.other_processes[0].command"),
     (None, {**_GOOD_WINDOW, "cpu_count": 2.5}, "timing.host_scheduling.cpu_count"),
     (None, {**_GOOD_WINDOW, "other_processes_on_run_cpus": "x"}, "timing.host_scheduling.other_processes_on_run_cpus"),
+    (None, {**_GOOD_WINDOW, "seconds": -0.5}, "timing.host_scheduling.seconds"),
+    (None, {**_GOOD_WINDOW, "main_thread": None}, "timing.host_scheduling.main_thread"),
+    (None, {key: value for key, value in _GOOD_WINDOW.items() if key != "other_threads"}, "timing.host_scheduling"),
 ])
 def test_load_run_refuses_wrong_host_scheduling(tmp_path, profile_scheduling, timing_scheduling, where):
     run = _run_json(tmp_path, "bad", profile_scheduling, timing_scheduling)
@@ -255,9 +261,31 @@ def test_load_run_refuses_wrong_host_scheduling(tmp_path, profile_scheduling, ti
     assert str(run / "run.json") in str(caught.value) and f"'{where}'" in str(caught.value)
 
 
+_POSITION = {"step": 13, "marker_entered_s": 0.01, "timer_start_s": 0.0101, "timer_stop_s": 0.012,
+             "marker_left_s": 0.0121}
+
+
+@pytest.mark.parametrize(("positions", "where"), [
+    ("early", "profile.host_positions"),
+    ([{**_POSITION, "timer_start_s": "0.0101"}], "profile.host_positions[0].timer_start_s"),
+    ([{**_POSITION, "step": 13.5}], "profile.host_positions[0].step"),
+    ([_POSITION, 4], "profile.host_positions[1]"),
+])
+def test_load_run_refuses_wrong_host_positions(tmp_path, positions, where):
+    run = _run_json(tmp_path, "bad", [_GOOD_STEP])
+    record = json.loads((run / "run.json").read_text())
+    record["profile"]["host_positions"] = positions
+    rundir.write_run(run, record)
+    with pytest.raises(InputError) as caught:
+        rundir.load_run(run)
+    assert str(run / "run.json") in str(caught.value) and f"'{where}'" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
 def test_load_run_accepts_host_scheduling_and_its_absence(tmp_path):
     good = rundir.load_run(_run_json(tmp_path, "good", [_GOOD_STEP], _GOOD_WINDOW))
-    assert good.profile.host_scheduling == [_GOOD_STEP]
+    assert [section_document(step) for step in good.profile.host_scheduling or []] == [_GOOD_STEP]
+    assert good.timing.host_scheduling is not None and good.timing.host_scheduling.other_threads.threads == 4
     assert rundir.load_run(_run_json(tmp_path, "none")).profile.host_scheduling is None
 
 

@@ -16,7 +16,7 @@ from hloscope.backends import scheduling
 from hloscope.machine import cpu_affinity
 from hloscope.models.presets import Preset, get_preset
 from hloscope.modes import get_mode
-from hloscope.runs.records import Profile
+from hloscope.runs.records import HostPosition, Profile, StepScheduling
 
 # --max-batch's default bound on compiles (hloscope/targets/max_batch.py): from batch 32, doubling up to 2048 (6
 # compiles after the run's own) leaves 5 for the bisection.
@@ -103,12 +103,12 @@ class ProfileResult:
     annotations: dict[str, str] = field(default_factory=dict)  # phase -> host annotation name
     notes: list[str] = field(default_factory=list)
     # per recorded step, how the host's threads were scheduled (hloscope.backends.scheduling); None: not measured
-    host_scheduling: list[dict] | None = field(default_factory=list)
+    host_scheduling: list[StepScheduling] | None = field(default_factory=list)
     # --inject-host-delay: per recorded step, how long the host slept (Session.take_host_sleep); None: no delay asked
     host_sleeps_s: list[float] | None = None
     # per recorded step, where the host was (perf_counter seconds from the profile's start): entering the step marker,
     # starting the timer, stopping it, leaving the marker (Session.profile)
-    positions: list[dict] = field(default_factory=list)
+    positions: list[HostPosition] = field(default_factory=list)
 
     def record(self) -> Profile:
         """run.json `profile`: what the trace holds and which of its steps readers should drop."""
@@ -118,7 +118,7 @@ class ProfileResult:
                        usable_step_numbers=list(self.step_numbers[warmup:]), step_marker=self.step_marker,
                        annotations=dict(self.annotations), notes=list(self.notes),
                        host_scheduling=None if self.host_scheduling is None else list(self.host_scheduling),
-                       host_positions=[dict(position) for position in self.positions])
+                       host_positions=list(self.positions))
 
 
 class Session:
@@ -271,16 +271,17 @@ class Session:
                     result.step_times_s.append(stop - start)
                     result.step_numbers.append(index)
                     sleeps.append(slept)
-                    result.positions.append({"step": index, "marker_entered_s": entered - origin,
-                                             "timer_start_s": start - origin, "timer_stop_s": stop - origin,
-                                             "marker_left_s": left - origin})
+                    result.positions.append(HostPosition(step=index, marker_entered_s=entered - origin,
+                                                         timer_start_s=start - origin, timer_stop_s=stop - origin,
+                                                         marker_left_s=left - origin))
             snapshots.append(scheduling.snapshot())
         figures = [scheduling.difference(a, b) for a, b in itertools.pairwise(snapshots)]
         if any(f is None for f in figures):
             result.host_scheduling = None
             result.notes.append(scheduling.NOT_MEASURED)
         else:
-            result.host_scheduling = [{"step": n, **f} for n, f in zip(result.step_numbers, figures) if f is not None]
+            result.host_scheduling = [scheduling.step_scheduling(n, f) for n, f in zip(result.step_numbers, figures)
+                                      if f is not None]
         result.host_sleeps_s = sleeps if self.options.inject_host_delay_ms > 0 else None
         return result
 

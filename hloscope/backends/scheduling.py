@@ -16,6 +16,7 @@ of processes stays cheap. A run confined to some CPUs (taskset, a container's cp
 there, so the processes last seen on those CPUs are also listed apart.
 
 Elsewhere (macOS, Windows, a /proc that cannot be read) every function returns None and run.json says why (NOT_MEASURED).
+The measurements use the standard library only; what run.json records of them is typed in hloscope/runs/records.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+
+from hloscope.runs.records import HostScheduling, OtherThreads, ProcessCpu, StepScheduling, ThreadTimes
 
 NOT_MEASURED = ("host scheduling (time waiting for a CPU, from /proc/<pid>/task/<tid>/schedstat) is measured on Linux "
                 "only: not measured here")
@@ -108,6 +111,12 @@ def difference(before: Snapshot | None, after: Snapshot | None) -> dict | None:
             "other_threads": {**_figures(running, waiting, other_switches), "threads": len(after.threads) - 1}}
 
 
+def step_scheduling(step: int, figures: dict) -> StepScheduling:
+    """run.json `profile.host_scheduling`'s entry of one profiled step from its `difference`."""
+    return StepScheduling(step=step, main_thread=ThreadTimes(**figures["main_thread"]),
+                          other_threads=OtherThreads(**figures["other_threads"]))
+
+
 # pid -> (command, start time in ticks since boot, user + system ticks, the CPU it last ran on)
 Processes = dict[int, tuple[str, int, int, int]]
 
@@ -171,7 +180,7 @@ class Window:
         self.started = time.perf_counter()
         self.threads = snapshot()
 
-    def finish(self) -> dict | None:
+    def finish(self) -> HostScheduling | None:
         """run.json `timing.host_scheduling`: {seconds, cpu_count, cpu_affinity, main_thread, other_threads,
         other_processes_cpu_s, other_processes, other_processes_on_run_cpus}; None where not measured."""
         threads = difference(self.threads, snapshot())
@@ -185,6 +194,9 @@ class Window:
         except (AttributeError, OSError):
             allowed = None
         sharing = other_processes(self.processes, now, cpus=allowed) if allowed is not None else None
-        return {"seconds": seconds, "cpu_count": os.cpu_count(), "cpu_affinity": len(allowed) if allowed else None,
-                **threads, "other_processes_cpu_s": processes[0], "other_processes": processes[1],
-                "other_processes_on_run_cpus": sharing[1] if sharing is not None else None}
+        return HostScheduling(
+            seconds=seconds, cpu_count=os.cpu_count(), cpu_affinity=len(allowed) if allowed else None,
+            main_thread=ThreadTimes(**threads["main_thread"]), other_threads=OtherThreads(**threads["other_threads"]),
+            other_processes_cpu_s=processes[0], other_processes=[ProcessCpu(**process) for process in processes[1]],
+            other_processes_on_run_cpus=[ProcessCpu(**process) for process in sharing[1]] if sharing is not None
+            else None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
-from typing import Any
 
 from hloscope.diff.timing import SEP, instruction_keys
 from hloscope.errors import HloscopeError
@@ -14,7 +13,7 @@ from hloscope.explain.ledger import RunLedger
 from hloscope.explain.ops import instruction_group
 from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import CpuPerStep, ModeSummary
-from hloscope.runs.records import RunRecord
+from hloscope.runs.records import HostScheduling, RunRecord
 from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 from hloscope.runs.rundir import load_run
 from hloscope.runs.settings import device_platform, precision_setting, settings
@@ -60,6 +59,7 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     summary.run_mode = summary.mode
     summary.settings = settings(run, summary.matmul_precision, summary.compute_dtype)
     summary.host_scheduling = run.timing.host_scheduling
+    summary.host_scheduling_json = run.section("timing").get("host_scheduling")
     summary.cpu_per_step = cpu_per_step(run.timing.host_scheduling, len(times))
     if summary.status == "compiled":
         add_compiled(summary, run)
@@ -69,25 +69,24 @@ def from_run_record(run: RunRecord) -> ModeSummary:
     return summary
 
 
-def cpu_per_step(window: dict | None, steps: int) -> list[CpuPerStep]:
+def cpu_per_step(window: HostScheduling | None, steps: int) -> list[CpuPerStep]:
     """[the process's threads' CPU time per timed step, with the other processes' share of its CPUs] from run.json
-    `timing.host_scheduling` (its figures null or seconds, checked on reading: rundir); [] where the window was not
-    measured or has no timed step."""
-    if not window or steps <= 0:
+    `timing.host_scheduling` (its figures null or seconds, typed on reading); [] where the window was not measured,
+    lacks a thread group's figures or has no timed step."""
+    if window is None or steps <= 0:
         return []
-    threads = (window.get("main_thread") or {}, window.get("other_threads") or {})
-    figures: list[Any] = [part.get(key) for part in threads for key in ("running_s", "waiting_for_cpu_s")]
-    if None in figures:
+    main, other = window.main_thread, window.other_threads
+    main_running, main_waiting, other_running, other_waiting = (main.running_s, main.waiting_for_cpu_s,
+                                                                other.running_s, other.waiting_for_cpu_s)
+    if main_running is None or main_waiting is None or other_running is None or other_waiting is None:
         return []
-    main_running, main_waiting, other_running, other_waiting = figures
     return [CpuPerStep((main_running + other_running) / steps, (main_waiting + other_waiting) / steps,
                        _others_share(window))]
 
 
-def _others_share(window: dict) -> float | None:
+def _others_share(window: HostScheduling) -> float | None:
     """Other processes' CPU seconds over the window / (window seconds x the CPUs the run could use)."""
-    used, seconds = window.get("other_processes_cpu_s"), window.get("seconds")
-    cpus = window.get("cpu_affinity") or window.get("cpu_count")
+    used, seconds, cpus = window.other_processes_cpu_s, window.seconds, window.cpu_affinity or window.cpu_count
     return None if used is None or not seconds or not cpus else used / (seconds * cpus)
 
 
@@ -285,14 +284,8 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
 def waiting_for_cpu(run: RunRecord) -> dict[int, float]:
     """Step number -> seconds the thread running the step waited for a CPU (run.json `profile.host_scheduling`,
     validated by load_run); empty where the run did not measure it."""
-    out: dict[int, float] = {}
-    for step in run.profile.host_scheduling or []:
-        if not isinstance(step, dict) or not isinstance(step.get("main_thread"), dict):
-            continue
-        number, waiting = step.get("step"), step["main_thread"].get("waiting_for_cpu_s")
-        if isinstance(number, int) and isinstance(waiting, (int, float)) and not isinstance(waiting, bool):
-            out[number] = float(waiting)
-    return out
+    return {step.step: float(step.main_thread.waiting_for_cpu_s) for step in run.profile.host_scheduling or []
+            if step.step is not None and step.main_thread.waiting_for_cpu_s is not None}
 
 
 def _warmup_steps(run: RunRecord) -> int:

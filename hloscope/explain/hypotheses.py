@@ -14,6 +14,7 @@ from statistics import median
 
 from hloscope import units
 from hloscope.explain.summary import ModeSummary
+from hloscope.runs.records import section_document
 
 # Assumed memory bandwidth, only to give the size of extra bytes a scale; labelled an estimate wherever it is used.
 ASSUMED_BANDWIDTH_B_S = {"gpu": 2.0e12, "tpu": 1.2e12, "cpu": 2.0e10, "": 1.0e11}
@@ -257,25 +258,23 @@ def cpu_contention(slow: ModeSummary, fast: ModeSummary) -> Annotation | None:
     claim = (f"the host waited for a CPU for {_ms(waiting)} per step under {slow.mode} against {_ms(base)} under "
              f"{fast.mode} (measured: schedstat, the step's thread runnable but not running)")
     evidence: dict = {"waiting_for_cpu_s_per_step": {slow.mode: waiting, fast.mode: base}}
-    window = slow.host_scheduling or {}
-    seconds, cpus, used = window.get("seconds"), window.get("cpu_count"), window.get("other_processes_cpu_s")
-    if isinstance(seconds, (int, float)) and isinstance(cpus, int) and isinstance(used, (int, float)):
+    window = slow.host_scheduling
+    if window is not None and window.seconds is not None and window.cpu_count is not None \
+            and window.other_processes_cpu_s is not None:
+        seconds, cpus, used = window.seconds, window.cpu_count, window.other_processes_cpu_s
         claim += (f"; during the timed window other processes used {used:.2f} CPU-s of the {seconds * cpus:.2f} "
                   f"available ({cpus} CPUs x {seconds:.2f} s)")
-        affinity = window.get("cpu_affinity")
-        confined = isinstance(affinity, int) and affinity < cpus
-        processes = window.get("other_processes_on_run_cpus" if confined else "other_processes")
-        processes = [p for p in processes if isinstance(p, dict)] if isinstance(processes, list) else []
+        affinity = window.cpu_affinity
+        confined = affinity is not None and affinity < cpus
+        processes = (window.other_processes_on_run_cpus if confined else window.other_processes) or []
         if confined:
             claim += f"; the run was allowed {affinity} of the {cpus} CPUs"
             if processes:
                 claim += ", where ran"
         if processes:
             claim += (" " if confined else ": ") + ", ".join(
-                f"{p.get('command')} (pid {p.get('pid')}) {p.get('cpu_s', 0):.2f} CPU-s" for p in processes)
-        evidence["timed_window"] = {key: window.get(key) for key in
-                                    ("seconds", "cpu_count", "cpu_affinity", "main_thread", "other_threads",
-                                     "other_processes_cpu_s", "other_processes", "other_processes_on_run_cpus")}
+                f"{p.command} (pid {p.pid}) {p.cpu_s or 0:.2f} CPU-s" for p in processes)
+        evidence["timed_window"] = section_document(window)
     return Annotation("cpu_contention", "The host waited for a CPU (contention)", claim, CONTENTION_NODES,
                       evidence=evidence)
 

@@ -11,6 +11,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from hloscope.explain.ledger import RunLedger
+from hloscope.runs.records import HostScheduling
 
 if TYPE_CHECKING:
     from hloscope.explain.ops import ProgramGraph
@@ -121,8 +122,10 @@ class ModeSummary:
     layout_kernel_s: float | None = None  # seconds per step in copy/transpose executions
     # PyTorch's host side per profiled step: the framework ops (aten::*, nested ones included) it dispatched
     framework_ops: int | None = None
-    # run.json timing.host_scheduling: the timed window's CPU contention and the other processes that held the CPUs
-    host_scheduling: dict | None = None
+    # run.json timing.host_scheduling: the timed window's CPU contention and the other processes that held the CPUs;
+    # `--json` repeats it as the file holds it (an older run's lacks keys added since)
+    host_scheduling: HostScheduling | None = None
+    host_scheduling_json: dict | None = field(default=None, repr=False)
     # Per timed process, its threads' CPU time per timed step (that window); empty where a process did not measure it.
     # Configurations that waited more or less for the CPU time they ran met the machine's other work differently: a
     # verdict must hold with that difference taken out (`contention` above).
@@ -166,4 +169,5 @@ class ModeSummary:
         data["program"] = {"modules": program.modules} if program is not None else None
         # the startup ledger is in the mode's `startup` block; these lists stay out of the summary (as before them)
         del data["startups"], data["first_steps_s"]
+        data["host_scheduling"] = data.pop("host_scheduling_json")
         return data

@@ -8,6 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
+from hloscope.runs.records import HostScheduling
 from hloscope.runs.replay_record import unsteady_sides
 from hloscope.significance import percentile
 
@@ -272,10 +275,19 @@ def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gp
     if noise is not None and noise > abs(off):
         return skip(name, f"cannot tell on this machine: {detail}, but one side's own steps spread {noise:.0%} "
                           "(p90 / p10)")
-    unsteady = unsteady_sides(run_timing.get("noisy"), run_timing.get("host_scheduling"), replay_timing.get("noisy"))
+    unsteady = unsteady_sides(run_timing.get("noisy"), _host_scheduling(run_timing.get("host_scheduling")),
+                              replay_timing.get("noisy"))
     if unsteady:
         return skip(name, f"cannot tell on this machine: {detail}, but {'; '.join(unsteady)}")
     return Check(name, FAIL, detail)
+
+
+def _host_scheduling(window: object) -> HostScheduling | None:
+    """run.json `timing.host_scheduling` as read here (the file's JSON), typed; None where absent or not valid."""
+    try:
+        return None if window is None else msgspec.convert(window, HostScheduling)
+    except msgspec.ValidationError:
+        return None
 
 
 def check_ledger(explain: dict | None, *, require_device: Iterable[str] = ()) -> Check:

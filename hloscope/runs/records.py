@@ -28,6 +28,11 @@ T = TypeVar("T")
 # A figure as written: an integer stays one, so that what is read back prints and writes as it was recorded.
 Number = int | float
 
+# A span a record measured, in seconds: never negative, below 1e9 s (30 years); and a count of things (threads, CPUs,
+# a process id), a non-negative integer. A record holding anything else is refused on reading, naming the field.
+Seconds = Annotated[int, msgspec.Meta(ge=0, lt=10**9)] | Annotated[float, msgspec.Meta(ge=0, lt=1e9)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
 # The version both records are written with (rundir refuses newer files and reads every older one it knows).
 SCHEMA_VERSION = 1
 
@@ -81,6 +86,63 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     repeats: int | None = None  # comparison.json only
 
 
+class ThreadTimes(msgspec.Struct, frozen=True, kw_only=True):
+    """How a group of the run's threads was scheduled over a span (hloscope/backends/scheduling.py, Linux schedstat):
+    seconds on a CPU, seconds runnable but waiting for one, and how often it was preempted while it had work."""
+
+    running_s: Seconds | None = None
+    waiting_for_cpu_s: Seconds | None = None
+    involuntary_switches: Count | None = None
+
+
+class OtherThreads(ThreadTimes, frozen=True, kw_only=True):
+    """The run's threads other than the one running the step, summed, and how many of them were seen."""
+
+    threads: Count | None = None
+
+
+class ProcessCpu(msgspec.Struct, frozen=True, kw_only=True):
+    """Another process that used CPU time during the timed window, and how much."""
+
+    pid: Count | None = None
+    command: str
+    cpu_s: Seconds | None = None
+
+
+class HostScheduling(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `timing.host_scheduling`: how the host's CPUs were shared during the timed window (the window's
+    seconds, the machine's CPUs and those the run could use), this process's threads, and the other processes' CPU
+    time with the largest of them (on the machine, and on the run's CPUs: null without a CPU affinity)."""
+
+    seconds: Seconds | None = None
+    cpu_count: Count | None = None
+    cpu_affinity: Count | None = None
+    main_thread: ThreadTimes
+    other_threads: OtherThreads
+    other_processes_cpu_s: Seconds | None = None
+    other_processes: list[ProcessCpu]
+    other_processes_on_run_cpus: list[ProcessCpu] | None = None
+
+
+class StepScheduling(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `profile.host_scheduling`, one profiled step: how its threads were scheduled between its markers."""
+
+    step: Count | None = None
+    main_thread: ThreadTimes
+    other_threads: OtherThreads
+
+
+class HostPosition(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `profile.host_positions`, one profiled step: where the host entered the step marker, started and
+    stopped the timer and left the marker (perf_counter seconds from the profile's start)."""
+
+    step: int
+    marker_entered_s: Number
+    timer_start_s: Number
+    timer_stop_s: Number
+    marker_left_s: Number
+
+
 class Timing(msgspec.Struct, frozen=True, kw_only=True):
     """The timed window: every step's duration and their summary (median, mean, interpolated p10/p90)."""
 
@@ -105,7 +167,7 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     window_s: Number | None = None
     window_mean_s: Number | None = None
     noisy: bool | None = None
-    host_scheduling: dict[str, Any] | None = None  # validated by rundir (its figures, by name)
+    host_scheduling: HostScheduling | None = None  # the timed window's (null: not measured)
     host_scheduling_note: str | None = None  # why the window's host scheduling was not measured
     ranks: list[dict[str, Any]] | None = None  # data-parallel runs: each rank's own step times and figures
     step_is: str | None = None  # data-parallel runs: what one step's time is
@@ -236,10 +298,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     step_marker: str | None = None  # how a step marker is named in the mode's trace
     annotations: dict[str, str] = {}  # phase -> host annotation name
     notes: list[str] = []
-    host_scheduling: list[dict[str, Any]] | None = None  # one entry per profiled step, validated by rundir
-    # one entry per profiled step: where the host entered the step marker, started and stopped the timer, left the
-    # marker (perf_counter seconds from the profile's start); absent in runs from before they were recorded
-    host_positions: list[dict[str, Any]] | None = None
+    host_scheduling: list[StepScheduling] | None = None  # one entry per profiled step (null: not measured)
+    # one entry per profiled step; absent in runs from before they were recorded
+    host_positions: list[HostPosition] | None = None
 
 
 class Environment(msgspec.Struct, frozen=True, kw_only=True):
@@ -621,7 +682,8 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
     if timing.setup_s is not None:
         document["setup_s"] = timing.setup_s
     if window_measured:
-        document["host_scheduling"] = timing.host_scheduling
+        document["host_scheduling"] = (section_document(timing.host_scheduling)
+                                       if timing.host_scheduling is not None else None)
     if timing.host_scheduling_note is not None:
         document["host_scheduling_note"] = timing.host_scheduling_note
     if timing.ranks is not None:

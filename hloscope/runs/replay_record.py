@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hloscope.runs.records import HostScheduling
 from hloscope.runs.rundir import load_record
 
 # replay.json, then replay-2.json, ... (a replay never overwrites an earlier record); at most 9 digits: a file named
@@ -90,15 +91,13 @@ def _text(part: dict[str, object], key: str) -> str | None:
 CONTENDED_SHARE = 0.1
 
 
-def unsteady_sides(run_noisy: object, run_host_scheduling: object, replay_noisy: object) -> list[str]:
+def unsteady_sides(run_noisy: object, run_host_scheduling: HostScheduling | None, replay_noisy: object) -> list[str]:
     """Why a run's steps and its replayed program's cannot be set against each other: the run's timed steps flagged
     noisy, its main thread waiting for a CPU (run.json `timing.host_scheduling`), the replay's steps flagged noisy."""
     reasons = ["run timing noisy"] if run_noisy is True else []
-    if isinstance(run_host_scheduling, dict):
-        main, seconds = run_host_scheduling.get("main_thread"), run_host_scheduling.get("seconds")
-        waiting = main.get("waiting_for_cpu_s") if isinstance(main, dict) else None
-        if isinstance(waiting, (int, float)) and isinstance(seconds, (int, float)) and seconds > 0 \
-                and waiting / seconds >= CONTENDED_SHARE:
+    if run_host_scheduling is not None:
+        waiting, seconds = run_host_scheduling.main_thread.waiting_for_cpu_s, run_host_scheduling.seconds
+        if waiting is not None and seconds and waiting / seconds >= CONTENDED_SHARE:
             reasons.append(f"run waited for a CPU {waiting / seconds:.0%} of its timed window")
     if replay_noisy is True:
         reasons.append("replay timing noisy")
