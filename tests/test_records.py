@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from helpers import hloscope
+from helpers import assert_refused, hloscope
 
 from hloscope.backends.timing import step_statistics
 from hloscope.errors import InputError
@@ -88,6 +88,16 @@ def test_to_dict_is_a_copy():
     (lambda d: d["compiles"].update(recompiled_in_window=0), "'compiles.recompiled_in_window' is int 0",
      "true or false"),
     (lambda d: d.update(parity={"precision": "fp32", "loss": "2.3"}), "'parity.loss' is str '2.3'", "a number"),
+    # the settings each framework had in effect
+    (lambda d: d["environment"]["precision"].update(matmul_precision=3),
+     "'environment.precision.matmul_precision' is int 3", "a string"),
+    (lambda d: d["environment"].update(attention="eager"), "'environment.attention' is str 'eager'", "an object"),
+    (lambda d: d["environment"]["compile"].update(fullgraph="yes"), "'environment.compile.fullgraph' is str 'yes'",
+     "true or false"),
+    (lambda d: d["environment"]["donation"].update(state_in_place=1),
+     "'environment.donation.state_in_place' is int 1", "true or false"),
+    (lambda d: d["environment"]["threads"].update(cpu_affinity=-2), "'environment.threads.cpu_affinity' is int -2",
+     "an integer >= 0"),
 ])
 def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
     document = json.loads((REAL / "jax" / "run.json").read_text())
@@ -97,6 +107,26 @@ def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change
         load_run(tmp_path)
     message = str(caught.value)
     assert message == f"{tmp_path / 'run.json'}: not a valid run.json: {where}, expected {expected}", message
+
+
+def test_a_compile_option_of_the_wrong_type_names_the_file_and_the_options(tmp_path):
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    document["environment"]["compile"]["options"] = {"xla_cpu_enable_fast_math": [True]}
+    (tmp_path / "run.json").write_text(json.dumps(document))
+    with pytest.raises(InputError) as caught:
+        load_run(tmp_path)
+    assert str(caught.value) == (f"{tmp_path / 'run.json'}: not a valid run.json: 'environment.compile.options[...]' "
+                                 "holds a list, expected a number or a string or true or false"), str(caught.value)
+
+
+def test_a_wrong_setting_in_effect_is_one_line_and_exit_2(tmp_path):
+    shutil.copytree(REAL, tmp_path / "cmp")
+    run_json = tmp_path / "cmp" / "pytorch" / "run.json"
+    document = json.loads(run_json.read_text())
+    document["environment"]["threads"]["torch_num_threads"] = "all"
+    run_json.write_text(json.dumps(document))
+    line = assert_refused(hloscope("explain", tmp_path / "cmp", "--json", timeout=300), run_json)
+    assert "'environment.threads.torch_num_threads' is str 'all', expected an integer" in line, line
 
 
 def test_a_wrong_comparison_entry_is_one_line_and_exit_2(tmp_path):

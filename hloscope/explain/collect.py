@@ -16,7 +16,7 @@ from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.runs.records import HostScheduling, RunRecord
 from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 from hloscope.runs.rundir import load_run
-from hloscope.runs.settings import device_platform, precision_setting, settings
+from hloscope.runs.settings import compute_dtype, device_platform, matmul_precision, settings
 from hloscope.significance import spread
 from hloscope.trace.model import LAYOUT, MEMORY, Event
 from hloscope.trace.step_profile import default_op_group, profile_steps, split_contention, step_parts
@@ -43,9 +43,7 @@ def from_run_record(run: RunRecord) -> ModeSummary:
         step_time_s=median(times) if times else None, mean_s=fmean(times) if times else None,
         step_times_s=times, first_step_s=run.timing.first_step_s, throughput_img_s=run.timing.throughput_img_s,
         compiles_in_window=_compiles(run.compiles.in_window), data=run.config.data, precision=run.config.precision,
-        matmul_precision=(precision_setting(environment, "matmul_precision")
-                          or precision_setting(environment, "mat_mul_precision")),
-        compute_dtype=precision_setting(environment, "compute_dtype"),
+        matmul_precision=matmul_precision(environment), compute_dtype=compute_dtype(environment),
     )
     summary.step_spread = spread(summary.step_times_s)
     if summary.status == "failed" or (not times and summary.status not in ("compiled", "setup")):

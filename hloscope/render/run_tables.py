@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
+import msgspec
 from rich import box
 from rich.console import JustifyMethod
 from rich.table import Table
@@ -98,8 +99,9 @@ def run_table(record: RunRecord) -> Table:
         add_text_row(table, "parity probe (first batch)", f"loss {parity.loss:.6f}, grad norm {parity.grad_norm:.6f}, "
                      f"weights norm {parity.weights_norm:.6f}")
     precision = record.environment.precision
-    if precision:
-        add_text_row(table, "precision in effect", ", ".join(f"{k}={v}" for k, v in precision.items()))
+    if precision is not None:
+        add_text_row(table, "precision in effect", ", ".join(
+            f"{k}={v}" for k, v in msgspec.structs.asdict(precision).items() if v is not None))
     if record.artifacts:
         kinds: dict[str, int] = {}
         for artifact in record.artifacts:

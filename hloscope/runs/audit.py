@@ -25,13 +25,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import msgspec
+
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import ComparisonEntry, Environment, RunRecord, decode_run
 from hloscope.runs.rundir import load_run
 from hloscope.runs.runner import run_command
-from hloscope.runs.settings import precision_setting, settings
+from hloscope.runs.settings import compute_dtype, matmul_precision, settings
 
 BY_DESIGN_PREFIXES = ("compile.", "donation.")
 # Matmul precision names -> one vocabulary (torch: highest/high/medium; JAX: highest/tensorfloat32/bfloat16/default;
@@ -40,11 +42,11 @@ _MATMUL = {"highest": "fp32", "float32": "fp32", "high": "tf32", "tensorfloat32"
            "bfloat16": "bf16", "default": "default"}
 
 
-def _matmul(environment: Environment, compute_dtype: str | None) -> str | None:
-    raw = precision_setting(environment, "matmul_precision") or precision_setting(environment, "mat_mul_precision")
-    if compute_dtype and compute_dtype not in ("float32", "fp32"):
+def _matmul(environment: Environment, compute: str | None) -> str | None:
+    raw = matmul_precision(environment)
+    if compute and compute not in ("float32", "fp32"):
         # Under autocast / a bf16 compute dtype the matmuls take bf16 inputs: the fp32-matmul setting does not apply.
-        return f"{compute_dtype} inputs"
+        return f"{compute} inputs"
     if raw is None:
         return None
     return _MATMUL.get(raw, raw)
@@ -53,14 +55,13 @@ def _matmul(environment: Environment, compute_dtype: str | None) -> str | None:
 def mode_settings(record: RunRecord) -> dict[str, str]:
     """One mode's settings in effect, `name -> text`, from its run.json (timed, compiled or `--setup-only`)."""
     environment = record.environment
-    compute = precision_setting(environment, "compute_dtype")
+    compute = compute_dtype(environment)
     out = settings(record, _matmul(environment, compute), compute)
-    precision = environment.precision or {}
-    if precision.get("param_dtype"):
-        out["parameter dtype"] = str(precision["param_dtype"])
-    for section, values in (("compile", environment.compile), ("donation", environment.donation)):
-        if values is not None:
-            for key, value in values.items():
+    if environment.precision is not None and environment.precision.param_dtype:
+        out["parameter dtype"] = environment.precision.param_dtype
+    for section, part in (("compile", environment.compile), ("donation", environment.donation)):
+        if part is not None:
+            for key, value in msgspec.structs.asdict(part).items():
                 if key == "how":  # the sentence behind state_in_place: in run.json, too long for the table
                     continue
                 if isinstance(value, dict):

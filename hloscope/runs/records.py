@@ -303,6 +303,67 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     host_positions: list[HostPosition] | None = None
 
 
+class PrecisionInEffect(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `environment.precision`: the precision asked for and the switches the framework had in effect. Each
+    framework reports its own switch under its own name (null here where it has none), and every one of them its
+    matmul precision as `matmul_precision` too."""
+
+    requested: str | None = None
+    jax_default_matmul_precision: str | None = None  # JAX, torchax: jax.default_matmul_precision (null: XLA's default)
+    float32_matmul_precision: str | None = None  # PyTorch: torch.get_float32_matmul_precision()
+    mat_mul_precision: str | None = None  # PyTorch/XLA: torch_xla.backends.get_mat_mul_precision()
+    matmul_precision: str | None = None
+    cuda_matmul_allow_tf32: bool | None = None  # PyTorch's TF32 switches
+    cudnn_allow_tf32: bool | None = None
+    autocast: str | None = None  # PyTorch, PyTorch/XLA: the autocast dtype (null: no autocast)
+    torchax_autocast: str | None = None
+    compute_dtype: str | None = None
+    param_dtype: str | None = None
+
+    def matmul(self) -> str | None:
+        """The matmul precision in effect, under whichever name the framework (or an older record) gave it."""
+        return (self.jax_default_matmul_precision or self.float32_matmul_precision or self.matmul_precision
+                or self.mat_mul_precision or None)
+
+
+class AttentionInEffect(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `environment.attention`: the attention implementation the model ran, and where that was read."""
+
+    implementation: str | None = None
+    source: str | None = None
+
+
+# XLA's per-compile options as jax.jit was given them: XLA's own names, each a scalar
+CompileOptions = dict[str, str | int | float | bool | None]
+
+
+class CompileInEffect(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `environment.compile`: how the step was compiled: the API (null: eager), the backend, torch.compile's
+    mode, fullgraph and dynamic, and jax.jit's XLA options."""
+
+    api: str | None = None
+    backend: str | None = None
+    mode: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    options: CompileOptions | None = None
+
+
+class DonationInEffect(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `environment.donation`: whether the step updates the train state in place, and how."""
+
+    state_in_place: bool | None = None
+    how: str | None = None
+
+
+class ThreadsInEffect(msgspec.Struct, frozen=True, kw_only=True):
+    """run.json `environment.threads`: the CPUs the process could use, and PyTorch's thread pools."""
+
+    cpu_affinity: Count | None = None
+    torch_num_threads: Count | None = None
+    torch_num_interop_threads: Count | None = None
+
+
 class Environment(msgspec.Struct, frozen=True, kw_only=True):
     """Where and with what the run was made: machine, versions, and the settings each framework had in effect."""
 
@@ -323,11 +384,12 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     device_name: str | None = None  # PyTorch: the CUDA device's name, or cpu
     gpu_name: str | None = None
     gpu_count: int | None = None
-    precision: dict[str, Any] | None = None
-    attention: dict[str, Any] | None = None
-    compile: dict[str, Any] | None = None
-    donation: dict[str, Any] | None = None
-    threads: dict[str, Any] | None = None
+    # the settings the framework had in effect (Session.info(): written as it reports them, read typed)
+    precision: PrecisionInEffect | None = None
+    attention: AttentionInEffect | None = None
+    compile: CompileInEffect | None = None
+    donation: DonationInEffect | None = None
+    threads: ThreadsInEffect | None = None
     frameworks_imported: list[str] = []
 
 
@@ -857,7 +919,12 @@ def _field_message(text: str, document: Any, prefix: str = "") -> str:
         names.remove("an integer")
     expected_text = " or ".join(names) or expected.group(1)
     bound = (expected.group(2) or "").strip()  # a constraint on the value: ">= 1"
-    return f"'{name}' is {type(value).__name__} {value!r:.40}, expected {expected_text}{' ' + bound if bound else ''}"
+    expected_text += f" {bound}" if bound else ""
+    if "[...]" in where:  # a value under an object's open keys: msgspec does not say which key, only what it got
+        got = re.search(r"got `([^`]*)`", message)
+        held = dict(_EXPECTED).get(got.group(1), got.group(1)) if got else "a value out of range"
+        return f"'{name}' holds {held}, expected {expected_text}"
+    return f"'{name}' is {type(value).__name__} {value!r:.40}, expected {expected_text}"
 
 
 def convert_section(file: Path, value: Any, kind: type[T], section: str, what: str = "run.json") -> T:

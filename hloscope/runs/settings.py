@@ -20,6 +20,8 @@ comparing: where a dump goes, and `--xla_cpu_enable_fast_math=false` (XLA's defa
 
 from __future__ import annotations
 
+import msgspec
+
 from hloscope.modes import BY_NAME, donation_in_effect
 from hloscope.runs.records import Environment, RunRecord
 
@@ -59,7 +61,7 @@ def settings(run: RunRecord, matmul_precision: str | None = None, compute_dtype:
     environment = run.environment
     out = _config_settings(config)
     model_config = config["model_config"] if isinstance(config.get("model_config"), dict) else {}
-    recorded = (environment.attention or {}).get("implementation")
+    recorded = environment.attention.implementation if environment.attention is not None else None
     out.setdefault("attention", _text(recorded or config.get("attention") or model_config.get("attn_implementation")
                                       or "eager"))
     out.pop("model_config.attn_implementation", None)
@@ -75,7 +77,8 @@ def settings(run: RunRecord, matmul_precision: str | None = None, compute_dtype:
     if compute_dtype:
         out["compute dtype in effect"] = compute_dtype
     out.update(_flat("packages", environment.packages))
-    out.update(_flat("threads", environment.threads))
+    if environment.threads is not None:
+        out.update(_flat("threads", msgspec.structs.asdict(environment.threads)))
     out.update(_env_settings(environment.env))
     return out
 
@@ -146,12 +149,14 @@ def device_platform(environment: Environment) -> str:
     return ""
 
 
-def precision_setting(environment: Environment, name: str) -> str | None:
-    """The first setting under environment.precision whose key contains `name` (frameworks name them differently)."""
-    for key, value in (environment.precision or {}).items():
-        if name in key and isinstance(value, str) and value:
-            return value
-    return None
+def matmul_precision(environment: Environment) -> str | None:
+    """The matmul precision the run had in effect (environment.precision, each framework's name for it)."""
+    return environment.precision.matmul() if environment.precision is not None else None
+
+
+def compute_dtype(environment: Environment) -> str | None:
+    """The dtype the run computed in (environment.precision.compute_dtype: autocast's, else the parameters')."""
+    return (environment.precision.compute_dtype or None) if environment.precision is not None else None
 
 
 # Where a re-run's options keep what the run had in effect without asking (explain --test-hypotheses): the threads it
@@ -167,7 +172,7 @@ def in_effect(run: RunRecord) -> dict:
     modes that call torch.compile, its mode ("default" for torch.compile's None) and fullgraph. None: not known."""
     config = run.section("config")
     mode = run.mode
-    threads = config.get("threads") or (run.environment.threads or {}).get("cpu_affinity")
+    threads = config.get("threads") or (run.environment.threads.cpu_affinity if run.environment.threads else None)
     out: dict = {"threads": threads if isinstance(threads, int) and not isinstance(threads, bool) else None,
                  "donate": None, "compile_mode": None, "fullgraph": None}
     entry = BY_NAME.get(mode) if isinstance(mode, str) else None
@@ -175,7 +180,7 @@ def in_effect(run: RunRecord) -> dict:
         return out
     donate = config.get("donate")
     out["donate"] = donation_in_effect(entry.name, donate if isinstance(donate, bool) else None)
-    recorded = (run.environment.donation or {}).get("state_in_place")
+    recorded = run.environment.donation.state_in_place if run.environment.donation is not None else None
     if isinstance(recorded, bool) and out["donate"] is not None:  # what the run reported having done wins
         out["donate"] = recorded
     if entry.compile:
