@@ -34,20 +34,20 @@ def test_the_same_settings_under_framework_specific_names_are_no_mismatch():
     result = audit([("pytorch", _record("pytorch", "tf32", matmul="high"), None),
                     ("jax", _record("jax", "tf32", matmul="tensorfloat32", in_place=False), None),
                     ("torch_xla", _record("torch_xla", "tf32", matmul="high", key="mat_mul_precision"), None)])
-    assert result["ok"] and result["mismatches"] == []
-    rows = {row["setting"]: row for row in result["rows"]}
-    assert rows["matmul precision in effect"]["values"] == {"pytorch": "tf32", "jax": "tf32", "torch_xla": "tf32"}
-    assert rows["matmul precision in effect"]["status"] == "same"
+    assert result.ok and result.mismatches == []
+    rows = {row.setting: row for row in result.rows}
+    assert rows["matmul precision in effect"].values == {"pytorch": "tf32", "jax": "tf32", "torch_xla": "tf32"}
+    assert rows["matmul precision in effect"].status == "same"
     # how each mode compiles and updates its state differs by design: shown, not flagged
-    assert {row["setting"] for row in result["by_design"]} == {"compile.api", "donation.state_in_place"}
+    assert {row.setting for row in result.by_design} == {"compile.api", "donation.state_in_place"}
     assert "donation.how" not in rows
 
 
 def test_one_mode_in_bf16_is_flagged():
     result = audit([("pytorch", _record("pytorch"), None),
                     ("jax", _record("jax", "bf16", compute="bfloat16", matmul="default"), None)])
-    assert not result["ok"]
-    flagged = {row["setting"] for row in result["mismatches"]}
+    assert not result.ok
+    flagged = {row.setting for row in result.mismatches}
     assert flagged == {"precision", "compute dtype in effect", "matmul precision in effect"}
     assert "MISMATCH precision: pytorch=fp32, jax=bf16" in mismatch_lines(result)
 
@@ -56,9 +56,9 @@ def test_a_setting_only_one_framework_records_is_not_a_mismatch_and_errors_are_l
     result = audit([("pytorch", _record("pytorch"), None),
                     ("torch_xla", _record("torch_xla", env={"PJRT_DEVICE": "CPU"}), None),
                     ("jax", None, "jax could not be set up")])
-    assert result["ok"] and result["errors"] == {"jax": "jax could not be set up"}
-    (row,) = [row for row in result["rows"] if row["setting"] == "env.PJRT_DEVICE"]
-    assert row["status"] == "recorded by some"
+    assert result.ok and result.errors == {"jax": "jax could not be set up"}
+    (row,) = [row for row in result.rows if row.setting == "env.PJRT_DEVICE"]
+    assert row.status == "recorded by some"
     console = Console(width=200, record=True)
     console.print(audit_table(result))
     text = console.export_text()

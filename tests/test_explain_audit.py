@@ -12,6 +12,7 @@ import pytest
 from helpers import run_record
 
 from hloscope.runs.audit import audit
+from hloscope.runs.records import section_document
 
 MISMATCH = "MISMATCH precision: jax=fp32, pytorch=bf16"
 
@@ -37,8 +38,8 @@ def _mismatched(root: Path, with_audit: bool = True) -> Path:
                             {"mode": "pytorch", "dir": "pytorch", "status": "ok"}]}
     if with_audit:
         records = [("jax", run_record(jax), None), ("pytorch", run_record(pytorch), None)]
-        comparison["audit"] = {"before_timing": audit(records), "timed_runs": audit(records, stage="timed runs"),
-                               "ok": False}
+        comparison["audit"] = {"before_timing": section_document(audit(records)),
+                               "timed_runs": section_document(audit(records, stage="timed runs")), "ok": False}
     (root / "comparison.json").write_text(json.dumps(comparison))
     return root
 

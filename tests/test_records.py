@@ -54,7 +54,7 @@ def test_a_real_comparison_json_reads_typed_and_writes_back_the_same_bytes(tmp_p
     assert comparison.config.modes == ["jax", "pytorch"] and comparison.config.repeats == 1
     fastest = [e for e in comparison.modes if e.ratio_to_fastest == 1.0]
     assert len(fastest) == 1 and all(e.median_s and e.median_s > 0 for e in comparison.modes)
-    assert comparison.audit is not None and comparison.audit["ok"] is True
+    assert comparison.audit is not None and comparison.audit.ok is True
     write_comparison(tmp_path, comparison)
     assert (tmp_path / "comparison.json").read_bytes() == (REAL / "comparison.json").read_bytes()
 

@@ -39,7 +39,7 @@ from hloscope.modes import (
 from hloscope.render.explain_term import render_tested
 from hloscope.runs.audit import mismatch_lines, run_audit
 from hloscope.runs.parity import parity_lines
-from hloscope.runs.records import ComparisonEntry, ComparisonRecord, amended_comparison
+from hloscope.runs.records import AuditStage, ComparisonEntry, ComparisonRecord, amended_comparison
 from hloscope.runs.replays import replay_comparison
 from hloscope.runs.rundir import create_run_dir, load_run, write_comparison
 from hloscope.runs.runner import PlannedRun, run_comparison
@@ -255,7 +255,7 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
     return replayed
 
 
-def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> dict:
+def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> AuditStage:
     """The fairness audit before timing (hloscope/runs/audit.py): the table on stderr, each mismatch in red."""
     from hloscope.render.run_tables import audit_table
 
@@ -265,7 +265,7 @@ def _audit(selected: list[str], options_for, timeout_s: float | None, console: C
     console.print(audit_table(record))
     for line in mismatch_lines(record):
         console.print(Text(line, style="bold red"), highlight=False)
-    if record["ok"]:
+    if record.ok:
         console.print(Text("fairness audit: no mismatch (settings that differ by design are marked)", style="green"),
                       highlight=False)
     return record
@@ -273,11 +273,11 @@ def _audit(selected: list[str], options_for, timeout_s: float | None, console: C
 
 def _print_new_mismatches(comparison: ComparisonRecord, console: Console) -> None:
     """After timing: mismatches in the timed runs that the audit before timing had not seen."""
-    audit = comparison.audit or {}
-    if not audit.get("timed_runs"):
+    audit = comparison.audit
+    if audit is None or audit.timed_runs is None:
         return
-    seen = set(mismatch_lines(audit["before_timing"]))
-    for line in mismatch_lines(audit["timed_runs"]):
+    seen = set(mismatch_lines(audit.before_timing)) if audit.before_timing is not None else set()
+    for line in mismatch_lines(audit.timed_runs):
         if line not in seen:
             console.print(Text(f"{line} (in the timed runs)", style="bold red"), highlight=False)
 

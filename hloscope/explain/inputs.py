@@ -22,7 +22,7 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
         comparison = load_comparison(path)
         # the report lists the comparison's settings as recorded (every key, in the file's order)
         meta.update(id=comparison.comparison_id, config=comparison.to_dict().get("config") or {})
-        mismatches = recorded_mismatch_lines(comparison.audit, path / COMPARISON_FILE)
+        mismatches = recorded_mismatch_lines(comparison.audit)
         if mismatches:  # compare's fairness audit: the modes did not run the same settings (explain lists them first)
             meta["audit_mismatches"] = mismatches
         if not comparison.modes:

@@ -14,6 +14,7 @@ from rich.text import Text
 from hloscope import units
 from hloscope.render import fmt
 from hloscope.runs.records import (
+    AuditStage,
     ComparisonEntry,
     ComparisonRecord,
     Configuration,
@@ -261,31 +262,30 @@ def _pooled_rows(comparison: ComparisonRecord) -> list[_Row] | None:
     return pooled
 
 
-def audit_table(audit_record: dict) -> Table:
+def audit_table(stage: AuditStage) -> Table:
     """A rich table: every setting, its value when every mode agrees, else each mode's value; mismatches in red."""
-    table = Table(title=f"fairness audit ({audit_record['stage']}): settings in effect per mode", title_justify="left",
+    table = Table(title=f"fairness audit ({stage.stage}): settings in effect per mode", title_justify="left",
                   show_edge=False, pad_edge=False, box=None)
     table.add_column("setting", overflow="fold", max_width=34)
     table.add_column("value (all modes) / per mode", overflow="fold")
     table.add_column("", no_wrap=True)
-    versions = [row for row in audit_record["rows"] if row["setting"].startswith("packages.")
-                and row["status"] == "same"]
-    for row in audit_record["rows"]:
-        if row in versions or row["setting"].startswith("model_config."):
+    versions = [row for row in stage.rows if row.setting.startswith("packages.") and row.status == "same"]
+    for row in stage.rows:
+        if row in versions or row.setting.startswith("model_config."):
             continue  # folded below / said by `model`
-        if row["status"] == "same":
-            value = next(iter(row["values"].values()))
+        if row.status == "same":
+            value = next(iter(row.values.values()))
         else:
-            value = "\n".join(f"{mode}: {value}" for mode, value in row["values"].items())
-        style = {"mismatch": "bold red", "by design": "yellow"}.get(row["status"], "")
-        label = {"mismatch": "MISMATCH", "by design": "by design", "recorded by some": "some modes"}.get(row["status"],
-                                                                                                         "")
-        table.add_row(Text(row["setting"]), Text(value), Text(label, style=style))
+            value = "\n".join(f"{mode}: {value}" for mode, value in row.values.items())
+        style = {"mismatch": "bold red", "by design": "yellow"}.get(row.status or "", "")
+        label = {"mismatch": "MISMATCH", "by design": "by design", "recorded by some": "some modes"}.get(
+            row.status or "", "")
+        table.add_row(Text(row.setting), Text(value), Text(label, style=style))
     if versions:
         table.add_row(Text("versions (same in every mode)"),
-                      Text(", ".join(f"{row['setting'].removeprefix('packages.')} {next(iter(row['values'].values()))}"
+                      Text(", ".join(f"{row.setting.removeprefix('packages.')} {next(iter(row.values.values()))}"
                                      for row in versions)), Text(""))
-    for mode, error in audit_record["errors"].items():
+    for mode, error in stage.errors.items():
         table.add_row(Text(mode), Text(f"not audited: {error}"), Text("error", style="red"))
     return table
 

@@ -30,7 +30,7 @@ import msgspec
 from hloscope.errors import InputError
 from hloscope.modes import get_mode
 from hloscope.runs.layout import RUN_FILE
-from hloscope.runs.records import ComparisonEntry, Environment, RunRecord, decode_run
+from hloscope.runs.records import Audit, AuditRow, AuditStage, ComparisonEntry, Environment, RunRecord, decode_run
 from hloscope.runs.rundir import load_run
 from hloscope.runs.runner import run_command
 from hloscope.runs.settings import compute_dtype, matmul_precision, settings
@@ -76,7 +76,7 @@ def mode_settings(record: RunRecord) -> dict[str, str]:
     return out
 
 
-def audit(records: list[tuple[str, RunRecord | None, str | None]], stage: str = "before timing") -> dict:
+def audit(records: list[tuple[str, RunRecord | None, str | None]], stage: str = "before timing") -> AuditStage:
     """comparison.json `audit` from `(mode, record or None, error or None)` in the comparison's order."""
     per_mode: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
@@ -96,46 +96,35 @@ def audit(records: list[tuple[str, RunRecord | None, str | None]], stage: str = 
             status = "by design"
         else:
             status = "mismatch"
-        row = {"setting": name, "values": values, "status": status}
+        row = AuditRow(setting=name, values=values, status=status)
         rows.append(row)
         if status == "mismatch":
             mismatches.append(row)
         elif status == "by design":
             by_design.append(row)
-    return {"stage": stage, "modes": list(per_mode), "errors": errors, "rows": rows, "mismatches": mismatches,
-            "by_design": by_design, "ok": not mismatches}
+    return AuditStage(stage=stage, modes=list(per_mode), errors=errors, rows=rows, mismatches=mismatches,
+                      by_design=by_design, ok=not mismatches)
 
 
-def mismatch_lines(audit_record: dict) -> list[str]:
+def mismatch_lines(stage: AuditStage) -> list[str]:
     """`MISMATCH setting: mode=value, ...` per flagged setting (the terminal's red lines)."""
-    return [f"MISMATCH {row['setting']}: " + ", ".join(f"{mode}={value}" for mode, value in row["values"].items())
-            for row in audit_record["mismatches"]]
+    return [f"MISMATCH {row.setting}: " + ", ".join(f"{mode}={value}" for mode, value in row.values.items())
+            for row in stage.mismatches]
 
 
-def recorded_mismatch_lines(section: dict | None, file) -> list[str]:
+def recorded_mismatch_lines(section: Audit | None) -> list[str]:
     """Every mismatch a comparison.json's audit recorded, for explain to list first: the audit before timing, then
-    the timed runs' mismatches it had not seen (`... (in the timed runs)`). [] without an audit or a mismatch. An
-    audit of the wrong shape is an InputError naming `file`. `section`: comparison.json's `audit`."""
-    if section is None:
-        return []
+    the timed runs' mismatches it had not seen (`... (in the timed runs)`). [] without an audit or a mismatch."""
     lines: list[str] = []
-    for stage, suffix in (("before_timing", ""), ("timed_runs", " (in the timed runs)")):
-        record = section.get(stage) if isinstance(section, dict) else None
-        if record is None and isinstance(section, dict):
-            continue
-        rows = record.get("mismatches") if isinstance(record, dict) else None
-        if not isinstance(record, dict) or not isinstance(rows, list) or not all(
-                isinstance(row, dict) and isinstance(row.get("setting"), str) and isinstance(row.get("values"), dict)
-                for row in rows):
-            raise InputError(file, f"not a valid comparison.json: 'audit.{stage}.mismatches' must be a list of "
-                                   "objects with a 'setting' and its 'values'")
-        lines += [line + suffix for line in mismatch_lines(record)
-                  if line not in lines and line + suffix not in lines]
+    for stage, suffix in ((section.before_timing, ""), (section.timed_runs, " (in the timed runs)")) if section else ():
+        if stage is not None:
+            lines += [line + suffix for line in mismatch_lines(stage)
+                      if line not in lines and line + suffix not in lines]
     return lines
 
 
 def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
-              on_mode=lambda mode: None) -> dict:
+              on_mode=lambda mode: None) -> AuditStage:
     """Before timing: set every mode up in its own process (`run --setup-only --json`, in a temporary directory that
     is removed after) and audit what each reports. A mode that cannot be set up is listed with its error."""
     records: list[tuple[str, RunRecord | None, str | None]] = []
@@ -167,7 +156,7 @@ def run_audit(modes: list[str], options_for, timeout_s: float | None = None,
     return audit(records)
 
 
-def timed_audit(comparison_dir, entries: list[ComparisonEntry]) -> dict:
+def timed_audit(comparison_dir, entries: list[ComparisonEntry]) -> AuditStage:
     """After timing: the same audit from the timed runs' run.json (modes that failed are listed with their error);
     `entries`: the comparison's entries to audit (with several device counts, the runs at the audited count)."""
     records: list[tuple[str, RunRecord | None, str | None]] = []

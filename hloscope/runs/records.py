@@ -587,6 +587,37 @@ class BetweenProcessControl(msgspec.Struct, frozen=True, kw_only=True):
     meaning: str | None = None
 
 
+class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One setting of the fairness audit: its value in each mode (mode -> text) and whether they agree ("same",
+    "recorded by some", "by design", "mismatch")."""
+
+    setting: str
+    values: dict[str, str]
+    status: str | None = None
+
+
+class AuditStage(msgspec.Struct, frozen=True, kw_only=True):
+    """The fairness audit at one stage (hloscope/runs/audit.py): the modes audited, those that could not be (mode ->
+    why), every setting, the mismatches and the settings that differ by design, and whether none mismatches."""
+
+    stage: str | None = None
+    modes: list[str] = []
+    errors: dict[str, str] = {}
+    rows: list[AuditRow] = []
+    mismatches: list[AuditRow]
+    by_design: list[AuditRow] = []
+    ok: bool | None = None
+
+
+class Audit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """comparison.json `audit`: the audit of the modes as set up before timing, whether the comparison is fair, and
+    once the runs are timed, the same audit of the timed runs."""
+
+    before_timing: AuditStage | None = None
+    ok: bool | None = None
+    timed_runs: AuditStage | None = None
+
+
 @dataclass(frozen=True)
 class ComparisonRecord:
     """comparison.json. `file` is where it was read from (the comparison directory is `dir`)."""
@@ -598,7 +629,7 @@ class ComparisonRecord:
     started_at: str | None = None
     finished_at: str | None = None
     config: RunConfig = field(default_factory=RunConfig)
-    audit: dict[str, Any] | None = None  # the fairness audit's tables (hloscope/runs/audit.py)
+    audit: Audit | None = None  # the fairness audit's tables (hloscope/runs/audit.py)
     configurations: list[Configuration] = field(default_factory=list)
     between_process_spread: BetweenProcessControl | None = None
     parity: dict[str, Any] | None = None
@@ -669,7 +700,7 @@ def entry_document(entry: ComparisonEntry) -> dict[str, Any]:
 
 def comparison_record(file: Path, config: dict[str, Any], modes: list[ComparisonEntry], *, comparison_id: str,
                       status: str, started_at: str, finished_at: str | None = None,
-                      audit: dict[str, Any] | None = None, configurations: list[Configuration] | None = None,
+                      audit: Audit | None = None, configurations: list[Configuration] | None = None,
                       between_process_spread: BetweenProcessControl | None = None,
                       parity: dict[str, Any] | None = None, replay: dict[str, Any] | None = None) -> ComparisonRecord:
     """comparison.json as `compare` writes it, typed, with its document: `config` as given (every key, in its order),
@@ -680,7 +711,7 @@ def comparison_record(file: Path, config: dict[str, Any], modes: list[Comparison
                                 "started_at": started_at, "config": config,
                                 "modes": [entry_document(entry) for entry in modes]}
     if audit is not None:
-        document["audit"] = audit
+        document["audit"] = section_document(audit)
     if finished_at is not None:
         document["finished_at"] = finished_at
     if configurations is not None:

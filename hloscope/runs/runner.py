@@ -29,6 +29,8 @@ from hloscope.errors import InputError, warn
 from hloscope.modes import get_mode, run_dir_name, run_label
 from hloscope.runs.parity import evaluate
 from hloscope.runs.records import (
+    Audit,
+    AuditStage,
     BetweenProcessControl,
     ComparisonEntry,
     ComparisonRecord,
@@ -425,7 +427,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                    on_mode_start: Callable[[str], None] = lambda mode: None,
                    on_mode_phase: Callable[[str, str], None] = lambda mode, phase: None,
                    on_mode_done: Callable[[ComparisonEntry], None] = lambda entry: None,
-                   timeout_s: float | None = None, audit_before: dict | None = None,
+                   timeout_s: float | None = None, audit_before: AuditStage | None = None,
                    plan: list[PlannedRun] | None = None, repeats: int = 1,
                    should_stop: Callable[[PlannedRun], str | None] = lambda planned: None) -> ComparisonRecord:
     """Run `modes` one after another (or the runs of `plan`: each mode at each device count), `repeats` fresh
@@ -435,9 +437,9 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
     plan = interleaved(plan if plan is not None else [PlannedRun(mode) for mode in modes], repeats)
     steps_by_dir: dict[str, list[float]] = {}
     entries: list[ComparisonEntry] = []  # comparison.json `modes`, one entry per run as it settles
-    audit: dict[str, Any] | None = None
+    audit: Audit | None = None
     if audit_before is not None:  # compare's fairness audit (hloscope/runs/audit.py), made before timing
-        audit = {"before_timing": audit_before, "ok": audit_before["ok"]}
+        audit = Audit(before_timing=audit_before, ok=audit_before.ok)
     comparison = functools.partial(comparison_record, comparison_dir / COMPARISON_FILE, config,
                                    comparison_id=comparison_dir.name,
                                    started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), audit=audit)
@@ -496,9 +498,9 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
         # with several device counts the audit compares the modes at the count it set them up at (the smallest): the
         # device count, and with it XLA_FLAGS or WORLD_SIZE, differs between a mode's runs by design
         audited = plan[0].devices if plan else None
-        audit["timed_runs"] = timed_audit(comparison_dir, [e for e in entries if (audited is None or e.devices == audited)
-                                                           and (e.replicate or 1) == 1])  # one process per mode
-        audit["ok"] = audit_before["ok"] and audit["timed_runs"]["ok"]
+        timed = timed_audit(comparison_dir, [e for e in entries if (audited is None or e.devices == audited)
+                                             and (e.replicate or 1) == 1])  # one process per mode
+        audit = msgspec.structs.replace(audit, timed_runs=timed, ok=bool(audit_before.ok and timed.ok))
     parity = None
     if config.get("check_parity"):
         # every run, a mode's runs at several device counts each under its own name (the same first step at every N);
@@ -508,7 +510,7 @@ def run_comparison(modes: list[str], options_for: Callable[[str], RunOptions], c
                            for e in entries if e.status != "refused" and (e.replicate or 1) == 1],
                           config.get("precision", "fp32"))
     final = comparison(entries, status=status, finished_at=finished_at, configurations=rows,
-                       between_process_spread=between_process_control(rows), parity=parity)
+                       between_process_spread=between_process_control(rows), parity=parity, audit=audit)
     writer.write(final, final=True)
     return final
 
