@@ -141,6 +141,27 @@ def test_a_wrong_comparison_entry_is_one_line_and_exit_2(tmp_path):
                     "'modes[1].median_s' is str 'slow', expected a number"), line
 
 
+@pytest.mark.parametrize("change,where,expected", [
+    (lambda d: d["parity"]["modes"][0].update(loss="2.3"), "'parity.modes[0].loss' is str '2.3'", "a number"),
+    (lambda d: d["parity"].update(ok="yes"), "'parity.ok' is str 'yes'", "true or false"),
+    (lambda d: d["modes"][1]["parity"].update(grad_norm=[5.1]), "'modes[1].parity.grad_norm' is list [5.1]",
+     "a number"),
+    (lambda d: d["audit"]["before_timing"]["rows"][0].update(values=["eager"]),
+     "'audit.before_timing.rows[0].values' is list ['eager']", "an object"),
+])
+def test_a_comparison_part_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
+    document = json.loads((REAL / "comparison.json").read_text())
+    document["parity"] = {"precision": "fp32", "modes": [{"mode": "jax", "loss": 2.3, "status": "ok"}]}
+    document["modes"][1]["parity"] = {"precision": "fp32", "loss": 2.3, "grad_norm": 5.1}
+    change(document)
+    (tmp_path / "comparison.json").write_text(json.dumps(document))
+    with pytest.raises(InputError) as caught:
+        load_comparison(tmp_path)
+    message = str(caught.value)
+    assert message == f"{tmp_path / 'comparison.json'}: not a valid comparison.json: {where}, expected {expected}", \
+        message
+
+
 @pytest.mark.parametrize("mode", ["jax", "pytorch"])
 def test_the_recorded_percentiles_are_the_one_interpolated_definition(mode):
     """run.json's p10/p90 are significance.percentile of the step times (numpy's default, linear interpolation), the

@@ -214,7 +214,7 @@ def _print_outcome(record: ComparisonRecord, values: dict, per_device_count: boo
     _print_new_mismatches(record, console)
     if record.parity:  # --check-parity
         lines = parity_lines(record.parity)
-        colour = "green" if record.parity["ok"] else "red"
+        colour = "green" if record.parity.ok else "red"
         for line in lines[:-1]:
             console.print(line, highlight=False, markup=False)
         console.print(Text(lines[-1], style=colour), highlight=False)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from hloscope.errors import InputError
 from hloscope.modes import CompileMode
@@ -410,6 +411,40 @@ class Parity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     seconds: Number | None = None
 
 
+class ParityFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """The three quantities a parity probe measures: a tolerance of each, or one mode's relative difference."""
+
+    loss: Number
+    grad_norm: Number
+    weights_norm: Number
+
+
+class ParityMode(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One mode of comparison.json `parity`: its probe's figures against the reference's and its status ("ok",
+    "mismatch"), or "not checked" and why (its figures absent)."""
+
+    mode: str
+    loss: Number | None = None
+    grad_norm: Number | None = None
+    weights_norm: Number | None = None
+    weights: str | UnsetType | None = UNSET  # null: the probe did not say where its weights came from
+    relative_difference: ParityFigures | None = None
+    status: str
+    reason: str | None = None
+
+
+class ComparisonParity(msgspec.Struct, frozen=True, kw_only=True):
+    """comparison.json `parity` (`compare --check-parity`, hloscope/runs/parity.py): every mode's probe against the
+    reference (the first mode with one, null: none), the tolerances of the precision, and what failed."""
+
+    precision: str | None = None
+    tolerance: ParityFigures | None = None
+    reference: str | None = None
+    ok: bool | None = None
+    modes: list[ParityMode] = []
+    failures: list[str] = []
+
+
 class StartupPart(msgspec.Struct, frozen=True):
     """One share of a startup phase: seconds, and the instrument that measured them."""
 
@@ -559,7 +594,7 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     max_batch_message: str | None = None
     replicate: int | None = None  # which fresh process of its configuration (`compare --repeats K`: 1..K)
     variant: str | None = None  # one of several configurations of the same mode (`hloscope calibrate`)
-    parity: dict[str, Any] | None = None  # `--check-parity`: the probe before the first step
+    parity: Parity | None = None  # `--check-parity`: the probe before the first step
     replay: dict[str, Any] | None = None  # `compare --replay`: the replayed program's summary (hloscope/runs/replays.py)
     recovered: bool = False  # a run directory a comparison cut short did not list
 
@@ -632,7 +667,7 @@ class ComparisonRecord:
     audit: Audit | None = None  # the fairness audit's tables (hloscope/runs/audit.py)
     configurations: list[Configuration] = field(default_factory=list)
     between_process_spread: BetweenProcessControl | None = None
-    parity: dict[str, Any] | None = None
+    parity: ComparisonParity | None = None
     replay: dict[str, Any] | None = None  # `compare --replay`: how the XLA modes' programs were replayed
     file: Path = Path("comparison.json")
     document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -695,6 +730,8 @@ def entry_document(entry: ComparisonEntry) -> dict[str, Any]:
     keys = [*fixed, *(key for group in _entry_optional(entry) for key in group if key not in fixed)]
     document = {key: getattr(entry, key) for key in keys}
     document["warnings"] = list(entry.warnings)
+    if entry.parity is not None:
+        document["parity"] = section_document(entry.parity)
     return document
 
 
@@ -702,7 +739,8 @@ def comparison_record(file: Path, config: dict[str, Any], modes: list[Comparison
                       status: str, started_at: str, finished_at: str | None = None,
                       audit: Audit | None = None, configurations: list[Configuration] | None = None,
                       between_process_spread: BetweenProcessControl | None = None,
-                      parity: dict[str, Any] | None = None, replay: dict[str, Any] | None = None) -> ComparisonRecord:
+                      parity: ComparisonParity | None = None, replay: dict[str, Any] | None = None
+                      ) -> ComparisonRecord:
     """comparison.json as `compare` writes it, typed, with its document: `config` as given (every key, in its order),
     then the entries, the audit, and what a finished comparison adds (`configurations` and the between-process
     control: a comparison that ran to its end, not one interrupted; `parity`: --check-parity; `replay`: --replay).
@@ -719,7 +757,7 @@ def comparison_record(file: Path, config: dict[str, Any], modes: list[Comparison
         document["between_process_spread"] = (section_document(between_process_spread)
                                               if between_process_spread is not None else None)
     if parity is not None:
-        document["parity"] = parity
+        document["parity"] = section_document(parity)
     if replay is not None:
         document["replay"] = replay
     file = Path(file)

@@ -304,7 +304,7 @@ def summary_entry(record: RunRecord, outcome: ModeOutcome | None) -> ComparisonE
         loss_last=record.loss.last, noisy=timing.noisy, warnings=list(record.warnings),
         devices=devices if isinstance(devices, int) else None,
         # --check-parity: the probe before the first step, as run.json holds it
-        parity=record.section("parity") if record.has("parity") else None,
+        parity=record.parity,
         kernels=record.kernels.kernel_launches if compiled else None,
         roofline_lower_bound_s=record.roofline.serial_s if compiled else None,
         target_peak_bytes=target_peak.peak_bytes if target_peak is not None else None,
