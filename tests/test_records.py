@@ -148,6 +148,7 @@ def test_a_wrong_comparison_entry_is_one_line_and_exit_2(tmp_path):
      "a number"),
     (lambda d: d["audit"]["before_timing"]["rows"][0].update(values=["eager"]),
      "'audit.before_timing.rows[0].values' is list ['eager']", "an object"),
+    (lambda d: d.update(replay={"steps": "five", "device": "cpu"}), "'replay.steps' is str 'five'", "an integer"),
 ])
 def test_a_comparison_part_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
     document = json.loads((REAL / "comparison.json").read_text())

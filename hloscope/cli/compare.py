@@ -39,7 +39,7 @@ from hloscope.modes import (
 from hloscope.render.explain_term import render_tested
 from hloscope.runs.audit import mismatch_lines, run_audit
 from hloscope.runs.parity import parity_lines
-from hloscope.runs.records import AuditStage, ComparisonEntry, ComparisonRecord, amended_comparison
+from hloscope.runs.records import AuditStage, ComparisonEntry, ComparisonRecord, ReplayPlan, amended_comparison
 from hloscope.runs.replays import replay_comparison
 from hloscope.runs.rundir import create_run_dir, load_run, write_comparison
 from hloscope.runs.runner import PlannedRun, run_comparison
@@ -248,9 +248,9 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
     # each replayed mode's entry gets its summary
     modes = [msgspec.structs.replace(entry, replay=replays[entry.dir]) if entry.dir in replays else entry
              for entry in comparison.modes]
-    replayed = amended_comparison(comparison, modes=modes, replay={
-        "steps": values["steps"], "warmup": values["warmup"], "device": values["device"],
-        "how": "hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"})
+    replayed = amended_comparison(comparison, modes=modes, replay=ReplayPlan(
+        steps=values["steps"], warmup=values["warmup"], device=values["device"],
+        how="hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"))
     write_comparison(replayed.dir, replayed)
     return replayed
 

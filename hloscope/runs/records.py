@@ -595,7 +595,10 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     replicate: int | None = None  # which fresh process of its configuration (`compare --repeats K`: 1..K)
     variant: str | None = None  # one of several configurations of the same mode (`hloscope calibrate`)
     parity: Parity | None = None  # `--check-parity`: the probe before the first step
-    replay: dict[str, Any] | None = None  # `compare --replay`: the replayed program's summary (hloscope/runs/replays.py)
+    # `compare --replay`: the replayed program's summary as hloscope/runs/replays.py reports it (and `hloscope replay
+    # COMPARISON_DIR --json` prints it): which keys it has, and their order, depend on how the replay ended (ran, not
+    # replayable, failed to start), which one Struct's field order cannot write back
+    replay: dict[str, Any] | None = None
     recovered: bool = False  # a run directory a comparison cut short did not list
 
 
@@ -653,6 +656,16 @@ class Audit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     timed_runs: AuditStage | None = None
 
 
+class ReplayPlan(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """comparison.json `replay` (`compare --replay`): how the XLA modes' programs were replayed after the timing: the
+    steps, warm-up steps and device each replay was given, and in words how."""
+
+    steps: int | None = None
+    warmup: int | None = None
+    device: str | None = None
+    how: str | None = None
+
+
 @dataclass(frozen=True)
 class ComparisonRecord:
     """comparison.json. `file` is where it was read from (the comparison directory is `dir`)."""
@@ -668,7 +681,7 @@ class ComparisonRecord:
     configurations: list[Configuration] = field(default_factory=list)
     between_process_spread: BetweenProcessControl | None = None
     parity: ComparisonParity | None = None
-    replay: dict[str, Any] | None = None  # `compare --replay`: how the XLA modes' programs were replayed
+    replay: ReplayPlan | None = None  # `compare --replay`: how the XLA modes' programs were replayed
     file: Path = Path("comparison.json")
     document: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -739,7 +752,7 @@ def comparison_record(file: Path, config: dict[str, Any], modes: list[Comparison
                       status: str, started_at: str, finished_at: str | None = None,
                       audit: Audit | None = None, configurations: list[Configuration] | None = None,
                       between_process_spread: BetweenProcessControl | None = None,
-                      parity: ComparisonParity | None = None, replay: dict[str, Any] | None = None
+                      parity: ComparisonParity | None = None, replay: ReplayPlan | None = None
                       ) -> ComparisonRecord:
     """comparison.json as `compare` writes it, typed, with its document: `config` as given (every key, in its order),
     then the entries, the audit, and what a finished comparison adds (`configurations` and the between-process
@@ -759,7 +772,7 @@ def comparison_record(file: Path, config: dict[str, Any], modes: list[Comparison
     if parity is not None:
         document["parity"] = section_document(parity)
     if replay is not None:
-        document["replay"] = replay
+        document["replay"] = section_document(replay)
     file = Path(file)
     try:
         typed_config = msgspec.convert(config, RunConfig)
