@@ -34,9 +34,9 @@ def test_the_pytorch_modes_are_data_parallel():
 def test_the_job_step_is_the_slowest_rank_of_each_step():
     slowest, ranks = rank_timing([[1.0, 5.0, 2.0], [3.0, 1.0, 2.5]], batch_size=4)
     assert slowest == [3.0, 5.0, 2.5]
-    assert [r["rank"] for r in ranks] == [0, 1]
-    assert ranks[0]["median_s"] == 2.0 and ranks[1]["median_s"] == 2.5
-    assert ranks[1]["throughput_img_s"] == 4 / 2.5
+    assert [r.rank for r in ranks] == [0, 1]
+    assert ranks[0].median_s == 2.0 and ranks[1].median_s == 2.5
+    assert ranks[1].throughput_img_s == 4 / 2.5
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:

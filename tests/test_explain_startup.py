@@ -107,6 +107,10 @@ def test_the_section_is_in_every_output_form():
     ({"phases": [], "cache_counts": {"hits": "many"}}, "startup.cache_counts"),
     ({"phases": [], "window": {"recompilations": [{"cause": 1, "source": "x"}]}},
      "startup.window.recompilations[0].cause"),
+    ({"phases": [], "window": {"recompilations": [{"cause": "x", "seconds": "2 s", "source": "y"}]}},
+     "startup.window.recompilations[0].seconds"),
+    ({"phases": [], "window": {"recompilations": [{"cause": "x", "graph_hash": None, "source": "y"}]}},
+     "startup.window.recompilations[0].graph_hash"),
 ])
 def test_a_malformed_startup_block_is_refused_naming_the_file_and_field(block, field):
     with pytest.raises(InputError) as caught:

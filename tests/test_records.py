@@ -98,6 +98,11 @@ def test_to_dict_is_a_copy():
      "'environment.donation.state_in_place' is int 1", "true or false"),
     (lambda d: d["environment"]["threads"].update(cpu_affinity=-2), "'environment.threads.cpu_affinity' is int -2",
      "an integer >= 0"),
+    # a data-parallel run's ranks
+    (lambda d: d["timing"].update(ranks=[{"rank": 0, "step_times_s": [0.01], "steps": 1, "median_s": "fast"}]),
+     "'timing.ranks[0].median_s' is str 'fast'", "a number"),
+    (lambda d: d["timing"].update(ranks=[{"rank": -1, "step_times_s": [0.01], "steps": 1}]),
+     "'timing.ranks[0].rank' is int -1", "an integer >= 0"),
 ])
 def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change, where, expected):
     document = json.loads((REAL / "jax" / "run.json").read_text())
@@ -117,6 +122,16 @@ def test_a_compile_option_of_the_wrong_type_names_the_file_and_the_options(tmp_p
         load_run(tmp_path)
     assert str(caught.value) == (f"{tmp_path / 'run.json'}: not a valid run.json: 'environment.compile.options[...]' "
                                  "holds a list, expected a number or a string or true or false"), str(caught.value)
+
+
+def test_a_compile_counter_of_the_wrong_type_names_the_file_and_the_counters(tmp_path):
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    document["compiles"]["in_window"] = {"xla_compiles": "none"}
+    (tmp_path / "run.json").write_text(json.dumps(document))
+    with pytest.raises(InputError) as caught:
+        load_run(tmp_path)
+    assert str(caught.value) == (f"{tmp_path / 'run.json'}: not a valid run.json: 'compiles.in_window[...]' holds a "
+                                 "string, expected an integer"), str(caught.value)
 
 
 def test_a_wrong_setting_in_effect_is_one_line_and_exit_2(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from hloscope.backends import driver, startup_ledger, timing
 from hloscope.backends.base import RunOptions
 from hloscope.backends.startup_ledger import DynamoProbe, JaxProbe, Probe, StartupLedger
-from hloscope.runs.records import StartupPart, section_document
+from hloscope.runs.records import StartupPart, StartupRecompilation, section_document
 from hloscope.runs.rundir import create_run_dir, load_run
 from tests.test_run_driver import FakeSession
 
@@ -33,8 +33,8 @@ class ScriptedProbe(Probe):
     def counts(self) -> dict[str, int]:
         return {"cache_hits": 2}
 
-    def recompilations(self) -> list[dict]:
-        return [{"cause": "size of images changed from 8 to 7", "source": "scripted"}]
+    def recompilations(self) -> list[StartupRecompilation]:
+        return [StartupRecompilation(cause="size of images changed from 8 to 7", source="scripted")]
 
 
 def ticking(*instants: float):

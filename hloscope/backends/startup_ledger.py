@@ -33,7 +33,14 @@ from pathlib import Path
 
 from hloscope.backends import torch_xla_analysis
 from hloscope.modes import FRAMEWORK_MODULE, JAX_FRAMEWORKS
-from hloscope.runs.records import CompileCache, Startup, StartupPart, StartupPhase, StartupWindow
+from hloscope.runs.records import (
+    CompileCache,
+    Startup,
+    StartupPart,
+    StartupPhase,
+    StartupRecompilation,
+    StartupWindow,
+)
 
 COMPILE_CACHE_ENV = "HLOSCOPE_COMPILE_CACHE"
 # Test hook (documented in docs/run.md): HLOSCOPE_TEST_RESHAPE="<mode>[,<mode>...]" drops the last sample of every
@@ -101,7 +108,7 @@ class Probe:
     def window_opening(self) -> None:
         """Just before the timed window: start collecting why the framework compiles again."""
 
-    def recompilations(self) -> list[dict]:
+    def recompilations(self) -> list[StartupRecompilation]:
         """What the framework says about each compile since `window_opening`: cause and cost."""
         return []
 
@@ -182,8 +189,8 @@ class JaxProbe(Probe):
         self.explained_before = bool(self.jax.config.values.get("jax_explain_cache_misses"))
         self.jax.config.update("jax_explain_cache_misses", True)
 
-    def recompilations(self) -> list[dict]:
-        return [{"cause": message, "source": "jax_explain_cache_misses (TRACING CACHE MISS)"}
+    def recompilations(self) -> list[StartupRecompilation]:
+        return [StartupRecompilation(cause=message, source="jax_explain_cache_misses (TRACING CACHE MISS)")
                 for message in self.misses]
 
     def close(self) -> None:
@@ -247,15 +254,16 @@ class DynamoProbe(Probe):
     def window_opening(self) -> None:
         self.seen = {str(record.compile_id) for record in self._records()}
 
-    def recompilations(self) -> list[dict]:
+    def recompilations(self) -> list[StartupRecompilation]:
         found = []
         for record in self._records():
             if str(record.compile_id) in self.seen:
                 continue
-            found.append({"cause": record.recompile_reason or record.fail_reason or "first compile of this frame",
-                          "frame": f"{record.co_name} ({record.co_filename}:{record.co_firstlineno})",
-                          "compile_id": str(record.compile_id), "seconds": record.entire_frame_compile_time_s,
-                          "source": "torch._dynamo.utils.get_compilation_metrics() recompile_reason"})
+            found.append(StartupRecompilation(
+                cause=record.recompile_reason or record.fail_reason or "first compile of this frame",
+                frame=f"{record.co_name} ({record.co_filename}:{record.co_firstlineno})",
+                compile_id=str(record.compile_id), seconds=record.entire_frame_compile_time_s,
+                source="torch._dynamo.utils.get_compilation_metrics() recompile_reason"))
         return found
 
 
@@ -301,7 +309,7 @@ class TorchXlaProbe(Probe):
         file = os.environ.get(torch_xla_analysis.DEBUG_FILE_ENV)
         return torch_xla_analysis.read(Path(file)) if file else []
 
-    def recompilations(self) -> list[dict]:
+    def recompilations(self) -> list[StartupRecompilation]:
         found = self.dynamo.recompilations() if self.dynamo is not None else []
         data = self.metrics.metric_data("CompileTime")
         compiled = (data[0] if data else 0) - getattr(self, "compiles_before", 0)
@@ -309,18 +317,19 @@ class TorchXlaProbe(Probe):
             return found
         graphs = self._graphs()[getattr(self, "graphs_before", 0):]
         if not graphs:
-            found.append({"cause": f"{compiled} new graph(s) compiled by XLA (a graph hash not in torch_xla's "
-                                   "compilation cache: the traced graph changed)",
-                          "source": "torch_xla.debug.metrics CompileTime count"})
+            found.append(StartupRecompilation(
+                cause=f"{compiled} new graph(s) compiled by XLA (a graph hash not in torch_xla's compilation cache: "
+                      "the traced graph changed)",
+                source="torch_xla.debug.metrics CompileTime count"))
             return found
         # CompileTime's recent samples are (timestamp, nanoseconds), one per compile, in order
         seconds = [value / 1e9 for _, value in (data[2] if data else [])][-len(graphs):]
         for index, graph in enumerate(graphs):
-            found.append({"cause": f"new graph {graph.graph_hash} compiled by XLA (torch_xla: {graph.cause}): "
-                                   "its hash was not in torch_xla's compilation cache, so the traced graph changed",
-                          "graph_hash": graph.graph_hash, "frame": graph.user_frame,
-                          "seconds": seconds[index] if len(seconds) == len(graphs) else None,
-                          "source": torch_xla_analysis.SOURCE})
+            found.append(StartupRecompilation(
+                cause=f"new graph {graph.graph_hash} compiled by XLA (torch_xla: {graph.cause}): its hash was not in "
+                      "torch_xla's compilation cache, so the traced graph changed",
+                graph_hash=graph.graph_hash, frame=graph.user_frame,
+                seconds=seconds[index] if len(seconds) == len(graphs) else None, source=torch_xla_analysis.SOURCE))
         return found
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.runs.records import RankTiming
 from hloscope.significance import percentile
 
 
@@ -98,13 +99,13 @@ def step_statistics(step_times_s: list[float], batch_size: int, window_s: float 
     return stats
 
 
-def rank_timing(per_rank: list[list[float]], batch_size: int) -> tuple[list[float], list[dict]]:
+def rank_timing(per_rank: list[list[float]], batch_size: int) -> tuple[list[float], list[RankTiming]]:
     """Several processes' step times (one list per rank, step by step): the job's step, which ends when the slowest
     rank has finished it (the longest rank time of each step), and each rank's own figures (`batch_size`: its share
     of the global batch)."""
     steps = min(len(times) for times in per_rank)
     slowest = [max(times[index] for times in per_rank) for index in range(steps)]
-    ranks = [{"rank": rank, "step_times_s": list(times), **step_statistics(list(times), batch_size)}
+    ranks = [RankTiming(rank=rank, step_times_s=list(times), **step_statistics(list(times), batch_size))
              for rank, times in enumerate(per_rank)]
     return slowest, ranks
 

@@ -13,7 +13,7 @@ from hloscope.explain.ledger import RunLedger
 from hloscope.explain.ops import instruction_group
 from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import CpuPerStep, ModeSummary
-from hloscope.runs.records import HostScheduling, RunRecord
+from hloscope.runs.records import CompileCounts, HostScheduling, RunRecord
 from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 from hloscope.runs.rundir import load_run
 from hloscope.runs.settings import compute_dtype, device_platform, matmul_precision, settings
@@ -25,13 +25,10 @@ from hloscope.trace.step_profile import default_op_group, profile_steps, split_c
 TIMELINE_LIMIT = 4000
 
 
-def _compiles(in_window: dict | None) -> int | None:
+def _compiles(in_window: CompileCounts | None) -> int | None:
     """Compilations in the timed window: the largest of the framework's counters, which count the same events in
     different ways (JAX: XLA compiles and jit cache entries; torch_xla: CompileTime and UncachedCompile)."""
-    if not isinstance(in_window, dict):
-        return None
-    counts = [v for v in in_window.values() if isinstance(v, int) and not isinstance(v, bool)]
-    return max(counts, default=0)
+    return None if in_window is None else max(in_window.values(), default=0)
 
 
 def from_run_record(run: RunRecord) -> ModeSummary:

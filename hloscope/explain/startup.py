@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, TypeVar
 
-import msgspec
+from msgspec import UnsetType
 
 from hloscope.runs.records import Startup, convert_section
 from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, process_test
@@ -78,14 +78,12 @@ def recompilation_json(found: Recompilation) -> dict:
     return document
 
 
-class _RecompilationIn(msgspec.Struct, frozen=True):
-    """One entry of `startup.window.recompilations`: the keys every framework writes, in whatever order it has them."""
+T = TypeVar("T")
 
-    cause: str
-    source: str
-    seconds: float | None = None
-    frame: str | None = None
-    graph_hash: str | None = None
+
+def _known(value: T | UnsetType | None) -> T | None:
+    """A recompilation's key the framework did not write reads as unknown (None), as one it wrote null."""
+    return None if isinstance(value, UnsetType) else value
 
 
 def read_startup(data: Any, path: Path) -> StartupRecord:
@@ -103,10 +101,8 @@ def read_startup(data: Any, path: Path) -> StartupRecord:
                            raw.compile_cache.dir if raw.compile_cache else None)
     if raw.window is not None:
         record.window_compile_s = raw.window.compile_s
-        found = [convert_section(path, item, _RecompilationIn, f"startup.window.recompilations[{index}]")
-                 for index, item in enumerate(raw.window.recompilations)]
-        record.recompilations = [Recompilation(item.cause, item.source, item.seconds, item.frame, item.graph_hash)
-                                 for item in found]
+        record.recompilations = [Recompilation(item.cause, item.source, _known(item.seconds), _known(item.frame),
+                                               _known(item.graph_hash)) for item in raw.window.recompilations]
     return record
 
 

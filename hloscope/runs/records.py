@@ -144,6 +144,23 @@ class HostPosition(msgspec.Struct, frozen=True, kw_only=True):
     marker_left_s: Number
 
 
+class RankTiming(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One rank of a data-parallel run (run.json `timing.ranks`): its own step times and their summary (none without
+    a timed step)."""
+
+    rank: Count
+    step_times_s: list[Seconds]
+    steps: Count
+    median_s: Seconds | None = None
+    mean_s: Seconds | None = None
+    p10_s: Seconds | None = None
+    p90_s: Seconds | None = None
+    std_s: Seconds | None = None
+    min_s: Seconds | None = None
+    max_s: Seconds | None = None
+    throughput_img_s: Number | UnsetType | None = UNSET  # null: a step of no duration
+
+
 class Timing(msgspec.Struct, frozen=True, kw_only=True):
     """The timed window: every step's duration and their summary (median, mean, interpolated p10/p90)."""
 
@@ -170,7 +187,7 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     noisy: bool | None = None
     host_scheduling: HostScheduling | None = None  # the timed window's (null: not measured)
     host_scheduling_note: str | None = None  # why the window's host scheduling was not measured
-    ranks: list[dict[str, Any]] | None = None  # data-parallel runs: each rank's own step times and figures
+    ranks: list[RankTiming] | None = None  # data-parallel runs: each rank's own step times and figures
     step_is: str | None = None  # data-parallel runs: what one step's time is
 
 
@@ -268,12 +285,18 @@ class Kernels(msgspec.Struct, frozen=True, kw_only=True):
     by_kind: dict[str, int] = {}
 
 
+# A framework's compile counters by its own names (Session.compile_counts: jit's cache entries and XLA compiles for
+# JAX, dynamo's graphs and recompiles for torch.compile, CompileTime and UncachedCompile for PyTorch/XLA): each mode
+# counts different events, so the names stay open and only the counts are typed.
+CompileCounts = dict[str, int]
+
+
 class Compiles(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Compilations before and inside the timed window (the counters differ by framework: kept by name)."""
 
-    before_window: dict[str, Any] | None = None
-    in_window: dict[str, Any] | None = None
-    total: dict[str, Any] | None = None
+    before_window: CompileCounts | None = None
+    in_window: CompileCounts | None = None
+    total: CompileCounts | None = None
     recompiled_in_window: bool | None = None
     # a run compiled for a target GPU: how long XLA took and which GEMMs it emitted
     target_compile_s: Number | None = None
@@ -470,14 +493,27 @@ class CompileCache(msgspec.Struct, frozen=True, kw_only=True):
     folders: dict[str, str] = {}
 
 
+class StartupRecompilation(msgspec.Struct, frozen=True, kw_only=True):
+    """One compile inside the timed window as the framework explains it (hloscope/backends/startup_ledger.py): its
+    cause and the instrument that said so (`source`), with what that framework knows besides: PyTorch/XLA the graph's
+    hash, dynamo and PyTorch/XLA the user frame and the seconds, dynamo its compile id. A key the framework does not
+    write stays out (unset: JAX writes cause and source only); null where it writes the key without a value."""
+
+    cause: str
+    graph_hash: str | UnsetType = UNSET
+    frame: str | UnsetType | None = UNSET
+    compile_id: str | UnsetType = UNSET
+    seconds: Number | UnsetType | None = UNSET
+    source: str
+
+
 class StartupWindow(msgspec.Struct, frozen=True, kw_only=True):
     """The compiles inside the timed window: their parts and seconds, the cache counters' change, and what changed."""
 
     compile_parts: list[StartupPart] = []
     compile_s: Number = 0.0
     counts: dict[str, int] = {}
-    # each framework's own keys (cause and source, then its frame, graph hash, seconds...) in its own order
-    recompilations: list[dict[str, Any]] = []
+    recompilations: list[StartupRecompilation] = []
 
 
 class Startup(msgspec.Struct, frozen=True, kw_only=True):
@@ -831,7 +867,7 @@ def timing_document(timing: Timing, window_measured: bool = False, profiled: boo
     if timing.host_scheduling_note is not None:
         document["host_scheduling_note"] = timing.host_scheduling_note
     if timing.ranks is not None:
-        document.update(ranks=timing.ranks, step_is=timing.step_is)
+        document.update(ranks=[section_document(rank) for rank in timing.ranks], step_is=timing.step_is)
     if timing.steps is not None:
         document.update(warmup_times_s=list(timing.warmup_times_s), first_step_s=timing.first_step_s,
                         steps=timing.steps)
