@@ -18,6 +18,7 @@ from hloscope.explain.summary import ModeSummary
 from hloscope.hlo.memory import parse_buffer_assignment
 from hloscope.runs import rundir
 from hloscope.runs.memory_record import MemoryLedger, MemoryPart
+from hloscope.runs.records import Environment
 from hloscope.runs.runner import run_command
 from hloscope.runs.settings import differences, settings
 from hloscope.significance import PROCESS_ALPHA
@@ -118,7 +119,7 @@ def test_the_terminal_markdown_and_html_reports_show_the_memory_section(pair, tm
 def test_a_small_peak_difference_is_no_difference_and_one_inside_the_process_spread_cannot_tell():
     def side(*peaks: int) -> MemorySide:
         return MemorySide([MemoryLedger(peak, "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
-                           for peak in peaks], {})
+                           for peak in peaks], Environment())
 
     assert compare(side(505 * MiB), side(500 * MiB)).verdict == "no difference"  # 1% of the baseline's peak
     spread = compare(side(530 * MiB, 560 * MiB, 545 * MiB), side(500 * MiB, 540 * MiB))
@@ -129,7 +130,7 @@ def test_a_small_peak_difference_is_no_difference_and_one_inside_the_process_spr
 def peaks(*mebibytes: float) -> MemorySide:
     """One configuration whose processes peaked at these sizes (MiB, in halves at the finest), one process each."""
     return MemorySide([MemoryLedger(int(m * MiB), "peak host RSS", "sgd", [MemoryPart("parameters", MiB, "t")])
-                       for m in mebibytes], {})
+                       for m in mebibytes], Environment())
 
 
 def test_a_separation_just_beyond_each_spread_but_inside_the_process_variation_cannot_tell():
@@ -235,7 +236,7 @@ def test_the_same_optimizer_with_more_state_per_parameter_byte_is_a_wider_dtype(
         parts = [MemoryPart("parameters", parameter_bytes, "t"),
                  MemoryPart("optimizer_state", moments + 4, "t", detail={"moments_bytes": moments,
                                                                         "step_count_bytes": 4})]
-        return MemorySide([MemoryLedger(500 * MiB, "peak host RSS", "adamw", parts)], {})
+        return MemorySide([MemoryLedger(500 * MiB, "peak host RSS", "adamw", parts)], Environment())
 
     # bf16 parameters with fp32 moments (4 state bytes per parameter byte) against fp32 parameters and moments (2)
     memory = compare(side(MiB, 4 * MiB), side(2 * MiB, 4 * MiB))

@@ -36,6 +36,7 @@ from hloscope.files import read_text
 from hloscope.hlo.memory import parse_buffer_assignment
 from hloscope.hlo.stats import SIBLING_MAX_BYTES
 from hloscope.runs.memory_record import PARTS, TITLES, MemoryLedger, read_ledger
+from hloscope.runs.records import Environment
 from hloscope.runs.rundir import load_run
 from hloscope.significance import (
     PROCESS_ALPHA,
@@ -125,7 +126,7 @@ class MemorySide:
     """What the analysis reads of one configuration: its processes' ledgers and the facts the hypotheses cite."""
 
     ledgers: list[MemoryLedger]
-    environment: dict
+    environment: Environment  # the first process's run.json `environment`
 
     @property
     def ledger(self) -> MemoryLedger:
@@ -138,19 +139,19 @@ class MemorySide:
 
 def _read_side(summary: ModeSummary) -> MemorySide | None:
     ledgers: list[MemoryLedger] = []
-    environment: dict = {}
+    environment: Environment | None = None
     for run_dir in summary.run_dirs:
         try:
-            run = load_run(run_dir, check_artifacts=False).to_dict()  # the ledger's reader takes the JSON as written
+            record = load_run(run_dir, check_artifacts=False)
         except HloscopeError:  # the run's own reading already says what is wrong with it
             continue
+        run = record.to_dict()  # the ledger's reader takes the JSON as written
         ledger = read_ledger(run, Path(run_dir) / "run.json")
         if ledger is not None and ledger.peak_bytes is not None:
             temporaries_from_dump(ledger, run, Path(run_dir))
             ledgers.append(ledger)
-            if not environment and isinstance(run.get("environment"), dict):
-                environment = run["environment"]
-    return MemorySide(ledgers, environment) if ledgers else None
+            environment = environment or record.environment
+    return MemorySide(ledgers, environment or Environment()) if ledgers else None
 
 
 def temporaries_from_dump(ledger: MemoryLedger, run: dict, run_dir: Path) -> None:
@@ -312,10 +313,8 @@ def _part_changes(ledger: MemoryLedger, reference: MemoryLedger, verdict: str) -
 
 
 # -- hypotheses -----------------------------------------------------------------------------------------------------
-def _donation(environment: dict) -> bool | None:
-    donation = environment.get("donation")
-    value = donation.get("state_in_place") if isinstance(donation, dict) else None
-    return value if isinstance(value, bool) else None
+def _donation(environment: Environment) -> bool | None:
+    return environment.donation.state_in_place if environment.donation is not None else None
 
 
 def donation_missing(side: MemorySide, reference: MemorySide) -> Annotation | None:
@@ -328,7 +327,8 @@ def donation_missing(side: MemorySide, reference: MemorySide) -> Annotation | No
     cost = outputs.detail.get("state_bytes", 0) - outputs.detail.get("aliased_bytes", 0)
     if cost <= 0:
         return None
-    how = side.environment["donation"].get("how") or "the state is not donated"
+    how = (side.environment.donation.how if side.environment.donation is not None else None) or \
+        "the state is not donated"
     return Annotation(
         "donation_missing", "state not donated: updated in new buffers",
         f"the updated state ({units.size(cost)}) is written to new buffers every step while the old one is still "
@@ -378,12 +378,11 @@ def runtime_share(side: MemorySide, reference: MemorySide) -> Annotation | None:
     mine, theirs = side.ledger.part("runtime"), reference.ledger.part("runtime")
     if mine is None or theirs is None or mine.bytes is None or theirs.bytes is None or mine.bytes <= theirs.bytes:
         return None
-    frameworks = side.environment.get("frameworks_imported")
+    frameworks = side.environment.frameworks_imported or None  # empty: a run from before they were recorded
     cached = mine.detail.get("allocator_cached_bytes")
-    evidence: dict = {"bytes": mine.bytes, "baseline_bytes": theirs.bytes,
-                      "frameworks_imported": frameworks if isinstance(frameworks, list) else None}
+    evidence: dict = {"bytes": mine.bytes, "baseline_bytes": theirs.bytes, "frameworks_imported": frameworks}
     claim = (f"the runtime's share is {units.size(mine.bytes - theirs.bytes)} larger: code and libraries loaded "
-             f"({', '.join(frameworks) if isinstance(frameworks, list) else 'not recorded'}), caches")
+             f"({', '.join(frameworks) if frameworks else 'not recorded'}), caches")
     if cached is not None:
         evidence["allocator_cached_bytes"] = cached
         claim += f", and {units.size(cached)} the allocator keeps cached beyond its peak allocation"
