@@ -181,6 +181,74 @@ def test_contention_on_a_host_only_step():
     assert all(sum(p.nodes.values()) == pytest.approx(p.step_s, rel=1e-12) for p in parts)
 
 
+def test_a_wait_measured_inside_an_annotation_leaves_that_phase_and_the_rest_leaves_dispatch():
+    """The real loaded run: the step thread waited 12 ms a step, none of it inside hloscope/input or hloscope/wait,
+    and the trace showed 11 ms of "runtime dispatch" idle against 0.2 ms in a quiet step. With the annotations'
+    figures the wait leaves the unnamed host time, then dispatch; the input pipeline keeps its time."""
+    nodes = {"device:fusion/elementwise": 0.0009, "idle:input pipeline": 0.0017, "idle:runtime dispatch": 0.01117,
+             "idle:other host": 0.0005}
+    inside = {"hloscope/input": 0.0, "hloscope/wait": 0.0}
+    parts = [_parts(8, nodes, 0.0009)]
+    split_contention(parts, {8: 0.01203}, {8: inside})
+    assert parts[0].nodes[CONTENTION] == pytest.approx(0.01167)  # all the unnamed and dispatch time there was
+    assert parts[0].nodes["idle:runtime dispatch"] == pytest.approx(0.0, abs=1e-12)
+    assert parts[0].nodes["idle:input pipeline"] == 0.0017
+    assert sum(parts[0].nodes.values()) == pytest.approx(parts[0].step_s, rel=1e-12)
+    # the same step read as before the annotations were measured: the wait stays in dispatch but the unnamed 0.5 ms
+    old = [_parts(8, nodes, 0.0009)]
+    split_contention(old, {8: 0.01203})
+    assert old[0].nodes["idle:runtime dispatch"] == 0.01117 and old[0].nodes[CONTENTION] == pytest.approx(0.0005)
+
+
+def test_a_wait_inside_the_input_annotation_leaves_the_input_pipeline_only():
+    nodes = {"device:matmul/conv": 0.004, "idle:input pipeline": 0.006, "idle:runtime dispatch": 0.001,
+             "idle:other host": 0.001}
+    parts = [_parts(3, nodes, 0.004), _parts(4, nodes, 0.004)]
+    split_contention(parts, {3: 0.005, 4: 0.009},
+                     {3: {"hloscope/input": 0.005, "hloscope/wait": 0.0}, 4: {"hloscope/input": 0.008}})
+    assert parts[0].nodes["idle:input pipeline"] == pytest.approx(0.001) and parts[0].nodes[CONTENTION] == 0.005
+    assert parts[0].nodes["idle:runtime dispatch"] == 0.001 and parts[0].nodes["idle:other host"] == 0.001
+    # 8 ms inside the input annotation, capped by its 6 ms of idle (the rest overlapped device work); the 1 ms outside
+    # every annotation leaves the unnamed host time
+    assert parts[1].nodes["idle:input pipeline"] == pytest.approx(0.0, abs=1e-12)
+    assert parts[1].nodes["idle:other host"] == pytest.approx(0.0, abs=1e-12)
+    assert parts[1].nodes[CONTENTION] == pytest.approx(0.007) and parts[1].nodes["idle:runtime dispatch"] == 0.001
+    assert all(sum(p.nodes.values()) == pytest.approx(p.step_s, rel=1e-12) for p in parts)
+
+
+def test_the_rest_of_a_wait_leaves_the_named_causes_in_proportion_on_a_host_only_step():
+    nodes = {"host:input pipeline": 0.002, "host:inside framework ops": 0.006,
+             "host:autograd engine and optimizer, outside aten ops": 0.002, "host:outside framework ops": 0.001}
+    parts = [_parts(5, nodes, 0.0)]
+    split_contention(parts, {5: 0.005}, {5: {"hloscope/input": 0.0}})
+    assert parts[0].nodes["host:outside framework ops"] == pytest.approx(0.0, abs=1e-12)
+    assert parts[0].nodes["host:inside framework ops"] == pytest.approx(0.006 - 0.003)  # 4 ms of 8 ms named: half
+    assert parts[0].nodes["host:autograd engine and optimizer, outside aten ops"] == pytest.approx(0.001)
+    assert parts[0].nodes["host:input pipeline"] == 0.002 and parts[0].nodes[HOST_CONTENTION] == pytest.approx(0.005)
+
+
+class _Annotated(_Loop):
+    def step(self, index):
+        with self.annotate("hloscope/input"):
+            _spin(0.001)
+        _spin(0.001)
+        return index
+
+
+def test_profile_records_the_step_threads_time_inside_each_annotation(tmp_path):
+    session = _Annotated(RunOptions(steps=2, warmup=1), tmp_path)
+    session.profiling = True  # as the driver sets it around profile()
+    record = section_document(session.profile(3).record())
+    for step in record["host_scheduling"]:
+        inside = step["phases"]["hloscope/input"]
+        assert set(step["phases"]) == {"hloscope/input"}
+        assert 0 < inside["running_s"] <= step["main_thread"]["running_s"]
+        assert 0 <= inside["waiting_for_cpu_s"] <= step["main_thread"]["waiting_for_cpu_s"]
+    timed = _Annotated(RunOptions(steps=2, warmup=1), tmp_path)
+    timed.step(0)  # outside profile(): no annotation, nothing read
+    assert timed.phase_times == {}
+
+
 # ------------------------------------------------------------------------------------------------------ hypothesis
 
 def _summary(mode: str, contention: list[float], host_scheduling: dict | None = None) -> ModeSummary:
@@ -242,6 +310,9 @@ _GOOD_WINDOW = {"seconds": 0.1, "cpu_count": 2, "cpu_affinity": 1, "main_thread"
      "profile.host_scheduling[0].other_threads.threads"),
     ([{**_GOOD_STEP, "other_threads": [1, 2]}], None, "profile.host_scheduling[0].other_threads"),
     ([7], None, "profile.host_scheduling[0]"),
+    ([{**_GOOD_STEP, "phases": {"hloscope/input": {"running_s": 0.001, "waiting_for_cpu_s": -0.002}}}], None,
+     "profile.host_scheduling[0].phases[...].waiting_for_cpu_s"),
+    ([{**_GOOD_STEP, "phases": ["hloscope/input"]}], None, "profile.host_scheduling[0].phases"),
     (None, "busy", "timing.host_scheduling"),
     (None, {**_GOOD_WINDOW, "other_processes": {"pid": 1}}, "timing.host_scheduling.other_processes"),
     (None, {**_GOOD_WINDOW, "other_processes": [{"pid": "1", "command": "x", "cpu_s": 0}]},

@@ -7,6 +7,7 @@ import itertools
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,6 +135,9 @@ class Session:
     # sample, so that the mode meets a new input shape inside the timed window; None: never
     trim_batch_from: int | None = None
     host_sleep_s = 0.0  # --inject-host-delay: seconds slept since take_host_sleep() last read them
+    # profiled steps: the step thread's (nanoseconds running, waiting for a CPU) inside each host annotation since
+    # profile() last reset it (annotate)
+    phase_times: dict[str, tuple[int, int]]
 
     # run.json `profile`: how this mode's step marker is named, the host phases it annotates, notes
     profile_step_marker = ""
@@ -146,14 +150,29 @@ class Session:
     def __init__(self, options: RunOptions, run_dir: Path):
         self.options = options
         self.run_dir = run_dir
+        self.phase_times = {}
 
     def annotation(self, name: str):
         """The framework's host annotation context manager named `name` (see INPUT_ANNOTATION...)."""
         return contextlib.nullcontext()
 
     def annotate(self, name: str):
-        """`annotation(name)` in profiled steps; nothing in the timed window (no profiler listens there)."""
-        return self.annotation(name) if self.profiling else contextlib.nullcontext()
+        """`annotation(name)` in profiled steps, with the step thread's schedstat read around it (`phase_times`);
+        nothing in the timed window (no profiler listens there)."""
+        return self._measured_annotation(name) if self.profiling else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _measured_annotation(self, name: str) -> Iterator[None]:
+        """The annotation, and the thread's time on a CPU and waiting for one inside it added to `phase_times[name]`:
+        a wait there is the annotated phase's (the input pipeline's), not dispatch's or Python's. Two schedstat reads
+        (a few microseconds) around the annotation, in profiled steps only."""
+        before = scheduling.thread_times()
+        with self.annotation(name):
+            yield
+        after = scheduling.thread_times()
+        if before is not None and after is not None:
+            running, waiting = self.phase_times.get(name, (0, 0))
+            self.phase_times[name] = (running + after[0] - before[0], waiting + after[1] - before[1])
 
     def inject_host_delay(self) -> None:
         """--inject-host-delay: sleep on the host before the step's device work is dispatched, so that the device waits
@@ -251,6 +270,7 @@ class Session:
         first = self.options.warmup + self.options.steps
         lead_in = self.profile_lead_in_steps
         snapshots: list[scheduling.Snapshot | None] = []
+        phases: list[dict[str, tuple[int, int]]] = []
         sleeps: list[float] = []
         origin = time.perf_counter()
         with self.profiler(result, first, steps):
@@ -259,6 +279,7 @@ class Session:
                 if offset >= lead_in:
                     snapshots.append(scheduling.snapshot())
                 self.take_host_sleep()  # a sleep outside the step (none today) is not the step's
+                self.phase_times = {}
                 entered = time.perf_counter()
                 with self.step_marker(index):
                     start = time.perf_counter()
@@ -271,6 +292,7 @@ class Session:
                     result.step_times_s.append(stop - start)
                     result.step_numbers.append(index)
                     sleeps.append(slept)
+                    phases.append(self.phase_times)
                     result.positions.append(HostPosition(step=index, marker_entered_s=entered - origin,
                                                          timer_start_s=start - origin, timer_stop_s=stop - origin,
                                                          marker_left_s=left - origin))
@@ -280,8 +302,8 @@ class Session:
             result.host_scheduling = None
             result.notes.append(scheduling.NOT_MEASURED)
         else:
-            result.host_scheduling = [scheduling.step_scheduling(n, f) for n, f in zip(result.step_numbers, figures)
-                                      if f is not None]
+            result.host_scheduling = [scheduling.step_scheduling(n, f, inside)
+                                      for n, f, inside in zip(result.step_numbers, figures, phases) if f is not None]
         result.host_sleeps_s = sleeps if self.options.inject_host_delay_ms > 0 else None
         return result
 

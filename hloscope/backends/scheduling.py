@@ -28,7 +28,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from hloscope.runs.records import HostScheduling, OtherThreads, ProcessCpu, StepScheduling, ThreadTimes
+from hloscope.runs.records import (
+    HostScheduling,
+    OtherThreads,
+    PhaseScheduling,
+    ProcessCpu,
+    StepScheduling,
+    ThreadTimes,
+)
 
 NOT_MEASURED = ("host scheduling (time waiting for a CPU, from /proc/<pid>/task/<tid>/schedstat) is measured on Linux "
                 "only: not measured here")
@@ -68,6 +75,14 @@ def _thread(tid: int) -> tuple[int, int] | None:
         return int(running), int(waiting)
     except (AttributeError, ValueError):
         return None
+
+
+def thread_times() -> tuple[int, int] | None:
+    """The calling thread's counters now: (nanoseconds on a CPU, nanoseconds runnable but waiting for one); None where
+    they cannot be read. One schedstat read, for the host annotations of a profiled step (Session.annotate)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return _thread(threading.get_native_id())
 
 
 def snapshot() -> Snapshot | None:
@@ -111,10 +126,14 @@ def difference(before: Snapshot | None, after: Snapshot | None) -> dict | None:
             "other_threads": {**_figures(running, waiting, other_switches), "threads": len(after.threads) - 1}}
 
 
-def step_scheduling(step: int, figures: dict) -> StepScheduling:
-    """run.json `profile.host_scheduling`'s entry of one profiled step from its `difference`."""
+def step_scheduling(step: int, figures: dict, phases: dict[str, tuple[int, int]] | None = None) -> StepScheduling:
+    """run.json `profile.host_scheduling`'s entry of one profiled step from its `difference`, with the step thread's
+    counters inside each host annotation (name -> nanoseconds running, waiting) where they were read."""
+    inside = {name: PhaseScheduling(running_s=max(running, 0) / 1e9, waiting_for_cpu_s=max(waiting, 0) / 1e9)
+              for name, (running, waiting) in (phases or {}).items()}
     return StepScheduling(step=step, main_thread=ThreadTimes(**figures["main_thread"]),
-                          other_threads=OtherThreads(**figures["other_threads"]))
+                          other_threads=OtherThreads(**figures["other_threads"]),
+                          **({"phases": inside} if phases is not None else {}))
 
 
 # pid -> (command, start time in ticks since boot, user + system ticks, the CPU it last ran on)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
 
+import msgspec
+
 from hloscope.diff.timing import SEP, instruction_keys
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
@@ -155,11 +157,13 @@ def add_hlo(summary: ModeSummary, stats: list[dict]) -> None:
 def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
                 category_of: Callable[[Event], str] | None = None,
                 op_group_of: Callable[[Event], str] | None = None,
-                waiting_s: dict[int, float] | None = None) -> None:
+                waiting_s: dict[int, float] | None = None,
+                phase_waiting_s: dict[int, dict[str, float]] | None = None) -> None:
     """The run's ledger from its trace: each profiled step split into measured parts (hloscope.trace.step_profile),
     warm-up and outlier steps dropped, and the figures the report shows, as medians over the kept steps.
     `waiting_s` (step number -> seconds the main thread waited for a CPU, `waiting_for_cpu`) splits the contention
-    out of each step's unnamed host time (step_profile.split_contention)."""
+    out of the host time it inflated, placed by `phase_waiting_s` (step number -> {host annotation: seconds of that
+    wait inside it}) where the run measured it (step_profile.split_contention)."""
     windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in stats.get("per_step") or []]
     if not windows:
         if stats.get("kernels"):
@@ -167,7 +171,7 @@ def add_profile(summary: ModeSummary, trace, stats: dict, warmup: int = 1,
         return
     parts = step_parts(trace.events, windows, category_of, op_group_of)
     if waiting_s:
-        split_contention(parts, waiting_s)
+        split_contention(parts, waiting_s, phase_waiting_s)
     profile = profile_steps(parts, warmup)
     if not profile.kept:
         summary.notes.append("no profiled step left after dropping the warm-up and outlier steps")
@@ -266,7 +270,8 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
                 stats = trace_stats(trace)
                 if not stats.get("per_step") and not stats.get("kernels"):
                     continue
-                add_profile(summary, trace, stats, warmup, op_group_of=op_groups, waiting_s=waiting_for_cpu(run))
+                add_profile(summary, trace, stats, warmup, op_group_of=op_groups, waiting_s=waiting_for_cpu(run),
+                            phase_waiting_s=waiting_inside_annotations(run))
                 break
         except HloscopeError as error:
             summary.notes.append(f"trace not read: {error}")
@@ -281,6 +286,14 @@ def waiting_for_cpu(run: RunRecord) -> dict[int, float]:
     validated by load_run); empty where the run did not measure it."""
     return {step.step: float(step.main_thread.waiting_for_cpu_s) for step in run.profile.host_scheduling or []
             if step.step is not None and step.main_thread.waiting_for_cpu_s is not None}
+
+
+def waiting_inside_annotations(run: RunRecord) -> dict[int, dict[str, float]]:
+    """Step number -> {host annotation name: seconds the step's thread waited for a CPU inside it} (run.json
+    `profile.host_scheduling[].phases`); empty for runs from before they were measured."""
+    return {step.step: {name: float(phase.waiting_for_cpu_s) for name, phase in step.phases.items()}
+            for step in run.profile.host_scheduling or []
+            if step.step is not None and not isinstance(step.phases, msgspec.UnsetType)}
 
 
 def _warmup_steps(run: RunRecord) -> int:

@@ -125,12 +125,24 @@ class HostScheduling(msgspec.Struct, frozen=True, kw_only=True):
     other_processes_on_run_cpus: list[ProcessCpu] | None = None
 
 
+class PhaseScheduling(msgspec.Struct, frozen=True, kw_only=True):
+    """How the thread running the step was scheduled inside one of hloscope's host annotations of a profiled step
+    (hloscope/input, hloscope/sync, hloscope/wait), summed over the step: seconds on a CPU, seconds runnable but
+    waiting for one."""
+
+    running_s: Seconds
+    waiting_for_cpu_s: Seconds
+
+
 class StepScheduling(msgspec.Struct, frozen=True, kw_only=True):
-    """run.json `profile.host_scheduling`, one profiled step: how its threads were scheduled between its markers."""
+    """run.json `profile.host_scheduling`, one profiled step: how its threads were scheduled between its markers, and
+    the step thread inside each host annotation (annotation name -> figures; absent in runs from before they were
+    measured), so that explain can tell a wait inside the input pipeline from one in dispatch or Python."""
 
     step: Count | None = None
     main_thread: ThreadTimes
     other_threads: OtherThreads
+    phases: dict[str, PhaseScheduling] | UnsetType = UNSET
 
 
 class HostPosition(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,8 +16,9 @@ With no device executions at all (PyTorch on the CPU) the host does the work: it
 pipeline, time inside framework ops, and the rest (Python, autograd, optimizer glue).
 
 Where the run measured how its main thread was scheduled (run.json `profile.host_scheduling`, Linux schedstat), the
-time that thread was runnable but waiting for a CPU is taken out of that rest ("other host" idle, or the host-only
-"outside framework ops") into a contention node: see `split_contention`.
+time that thread was runnable but waiting for a CPU is taken out of the host time it inflated (the annotated phase it
+lay in, else the unnamed rest, then dispatch and the other named causes) into a contention node: see
+`split_contention`.
 """
 
 from __future__ import annotations
@@ -237,24 +238,63 @@ def step_parts(
     return out
 
 
-def split_contention(parts: list[StepParts], waiting_s: dict[int, float]) -> None:
-    """Move each step's CPU contention out of its unnamed host time, in place. `waiting_s`: step number -> seconds
+def split_contention(parts: list[StepParts], waiting_s: dict[int, float],
+                     phase_waiting_s: dict[int, dict[str, float]] | None = None) -> None:
+    """Move each step's CPU contention out of the host time it inflated, in place. `waiting_s`: step number -> seconds
     the thread running the step was runnable but not running (schedstat's run-queue wait, measured by the run between
-    the step markers). The trace cannot say where in the step the thread waited; the wait is assumed to lie in the
-    time no named host cause claims ("other host" idle on a device trace, "outside framework ops" on a host-only one)
-    and is capped by it: a wait inside a named cause (a framework op preempted) stays with that cause. The nodes
-    still add up to the step."""
+    the step markers); `phase_waiting_s`: step number -> {host annotation name: seconds of that wait inside it} where
+    the run measured it (run.json `profile.host_scheduling[].phases`). The nodes still add up to the step.
+
+    - A wait inside an annotation (hloscope/input, hloscope/sync, hloscope/wait) leaves the node of the cause that
+      annotation names (the input pipeline's; hloscope/wait's is the unnamed host time), up to that node's time: the
+      rest of it overlapped device work and delayed nothing.
+    - The rest of the wait lay outside them, in the host's dispatch and Python: it leaves the unnamed host time
+      first, then the named causes outside the annotations (runtime dispatch, framework ops, autograd...), each in
+      proportion to its time, since the trace cannot say in which of them the thread was preempted. A thread preempted
+      for 12 ms inside PjRt's execute call is contention, not 12 ms of dispatch.
+    - Without per-annotation figures (runs from before they were measured) the whole wait is assumed to lie in the
+      unnamed host time and is capped by it."""
     for part in parts:
         waiting = waiting_s.get(part.number)
         if not waiting or waiting <= 0:
             continue
-        source, target = ((f"idle:{OTHER_HOST}", CONTENTION) if f"idle:{OTHER_HOST}" in part.nodes
-                          else (f"host:{HOST_WORK_NODES[OTHER_HOST]}", HOST_CONTENTION))
-        unnamed = part.nodes.get(source, 0.0)
-        contention = min(waiting, unnamed)
-        if contention > 0:
-            part.nodes[source] = unnamed - contention
-            part.nodes[target] = part.nodes.get(target, 0.0) + contention
+        device = f"idle:{OTHER_HOST}" in part.nodes
+        prefix, target = ("idle", CONTENTION) if device else ("host", HOST_CONTENTION)
+        unnamed = f"{prefix}:{_host_node(OTHER_HOST, device)}"
+        inside = (phase_waiting_s or {}).get(part.number)
+        if inside is None:
+            _move(part, unnamed, target, waiting)
+            continue
+        annotated = set()
+        for name, seconds in inside.items():
+            node = f"{prefix}:{_host_node(_cause_of(name), device)}"
+            annotated.add(node)
+            _move(part, node, target, min(seconds, waiting))
+        rest = _move(part, unnamed, target, max(waiting - sum(inside.values()), 0.0))
+        named = {node: seconds for node, seconds in part.nodes.items()
+                 if node.startswith(f"{prefix}:") and node not in annotated | {unnamed, target} and seconds > 0}
+        total = sum(named.values())
+        if rest > 0 and total > 0:
+            share = min(rest, total) / total
+            for node, seconds in named.items():
+                _move(part, node, target, seconds * share)
+
+
+def _move(part: StepParts, source: str, target: str, seconds: float) -> float:
+    """Move up to `seconds` from node `source` to `target` (capped by the source's time); returns what was left."""
+    moved = min(seconds, part.nodes.get(source, 0.0))
+    if moved > 0:
+        part.nodes[source] -= moved
+        part.nodes[target] = part.nodes.get(target, 0.0) + moved
+    return seconds - max(moved, 0.0)
+
+
+def _cause_of(annotation: str) -> str:
+    """The host cause a host annotation's time is given to (HOST_CAUSES, first match); OTHER_HOST for one that is not
+    host work (hloscope/wait: the host waiting for the device)."""
+    if _NOT_HOST_WORK.search(annotation):
+        return OTHER_HOST
+    return next((cause for cause, pattern in HOST_CAUSES if pattern.search(annotation)), OTHER_HOST)
 
 
 def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
