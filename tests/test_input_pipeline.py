@@ -19,7 +19,7 @@ from helpers import hloscope
 from hloscope.backends.base import RunOptions
 from hloscope.explain.collect import summarize_run
 from hloscope.trace.load import load_traces
-from hloscope.trace.step_profile import CAUSE_ORDER, HOST_CAUSES
+from hloscope.trace.step_profile import CAUSE_ORDER, CONTENTION, HOST_CAUSES, HOST_CONTENTION
 
 pytestmark = pytest.mark.slow
 
@@ -81,6 +81,8 @@ def test_jax_loader_against_device_the_input_node_outweighs_every_other_idle_inc
     input_node = next(node for node in INPUT_NODES if node in slow)
     # Measured on the loader run's own steps: the DataLoader's time is in its input node, whatever the gap's verdict.
     assert slow[input_node] > 0
+    # Every other part of the host's own work: the CPU wait the runs measured (the contention node) is the machine's
+    # load, which the ledger takes out of the parts it inflated; it may differ between the two runs by any amount.
     increases = {node: seconds - fast.get(node, 0.0) for node, seconds in slow.items()
-                 if node.startswith(("idle:", "host:")) and node not in INPUT_NODES}
+                 if node.startswith(("idle:", "host:")) and node not in (*INPUT_NODES, CONTENTION, HOST_CONTENTION)}
     assert slow[input_node] >= max(increases.values(), default=0.0), (slow, fast)
