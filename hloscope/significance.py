@@ -206,7 +206,8 @@ def _log_squares(medians: list[float]) -> tuple[float, int]:
 def variance_larger_p(medians: list[float], others: list[list[float]]) -> float:
     """One-sided p-value of the F-test that one configuration's process medians vary more (variance of their
     logarithms) than those of `others`, pooled; 1.0 where either side has fewer than two processes (unmeasured).
-    Where the others do not vary at all, any variation is larger (p 0), none is not (p 1)."""
+    Where the others do not vary at all (their processes' medians equal to the last digit: copies of one run, not a
+    measured variation) there is nothing to be larger than: p 1, as unmeasured."""
     from scipy import stats as scipy_stats
 
     pool = pooled_process_variation(others)
@@ -215,7 +216,7 @@ def variance_larger_p(medians: list[float], others: list[list[float]]) -> float:
     squares, df = _log_squares(medians)
     variance, pooled = squares / df, pool.log_sd ** 2
     if pooled == 0.0:
-        return 0.0 if variance > 0.0 else 1.0
+        return 1.0
     return float(scipy_stats.f.sf(variance / pooled, df, pool.df))
 
 

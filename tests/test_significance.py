@@ -114,7 +114,9 @@ def test_the_variance_test_is_the_one_sided_f_test_on_log_medians():
     assert math.isclose(variance_larger_p(_spread_logs(0.04), quiet), 9 ** -2, rel_tol=1e-9)  # F = 16
     assert variance_larger_p(quiet[0], [noisy]) > 0.99  # one-sided: a quieter configuration is never "larger"
     assert variance_larger_p([1.0], quiet) == 1.0 and variance_larger_p(noisy, [[1.0]]) == 1.0  # unmeasured
-    assert variance_larger_p(noisy, [[1.0, 1.0]]) == 0.0 and variance_larger_p([2.0, 2.0], [[1.0, 1.0]]) == 1.0
+    # others whose processes measured exactly alike (copies of one run) vary by nothing measured: never "larger"
+    assert variance_larger_p(noisy, [[1.0, 1.0]]) == 1.0 and variance_larger_p([2.0, 2.0], [[1.0, 1.0]]) == 1.0
+    assert unlike_variations([[1.0, 1.0, 1.0], _spread_logs(0.01), _spread_logs(0.3)]) == {2}
 
 
 def test_a_configuration_varying_unlike_the_others_is_set_apart_whatever_the_order():
