@@ -8,6 +8,7 @@ import io
 import json
 import time
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -38,6 +39,7 @@ from hloscope.explain.report import Contributor, ExplainReport, ModeResult
 from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
 from hloscope.runs.experiments import CTRL_C, run_configurations
+from hloscope.runs.records import HostScheduling
 
 
 def processes(center_s: float, spread: float, count: int = 3, steps: int = 8, seed: int = 0) -> list[list[float]]:
@@ -446,17 +448,21 @@ def test_contention_that_adds_up_leaves_the_interaction_to_the_step_times():
 
 
 def test_the_cpu_per_step_is_read_from_the_timed_window():
-    window = {"seconds": 1.0, "cpu_count": 4, "cpu_affinity": 2, "other_processes_cpu_s": 0.5,
-              "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
-              "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": 0.18, "threads": 4}}
-    (cpu,) = cpu_per_step(window, 20)
+    def window(**changed) -> HostScheduling:  # as run.json's timing.host_scheduling is read (typed by load_run)
+        figures = {"seconds": 1.0, "cpu_count": 4, "cpu_affinity": 2, "other_processes_cpu_s": 0.5,
+                   "main_thread": {"running_s": 0.5, "waiting_for_cpu_s": 0.02},
+                   "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": 0.18, "threads": 4},
+                   "other_processes": []}
+        return msgspec.convert({**figures, **changed}, HostScheduling)
+
+    (cpu,) = cpu_per_step(window(), 20)
     assert cpu.running_s == pytest.approx(0.07) and cpu.waiting_s == pytest.approx(0.01)
     assert cpu.others_share == pytest.approx(0.25)  # 0.5 CPU-s of the 2 CPUs the run could use for 1 s
-    assert cpu_per_step({**window, "cpu_affinity": None}, 20)[0].others_share == pytest.approx(0.125)
-    assert cpu_per_step({**window, "seconds": 0.0}, 20)[0].others_share is None
-    assert cpu_per_step(None, 20) == [] and cpu_per_step(window, 0) == []
-    assert cpu_per_step({**window, "other_threads": {"running_s": 0.9, "waiting_for_cpu_s": None}}, 20) == []
-    assert cpu_per_step({"main_thread": window["main_thread"]}, 20) == []
+    assert cpu_per_step(window(cpu_affinity=None), 20)[0].others_share == pytest.approx(0.125)
+    assert cpu_per_step(window(seconds=0.0), 20)[0].others_share is None
+    assert cpu_per_step(None, 20) == [] and cpu_per_step(window(), 0) == []
+    # a thread group without its figures (a window missing one is refused on reading: test_host_scheduling)
+    assert cpu_per_step(window(other_threads={"running_s": 0.9, "waiting_for_cpu_s": None}), 20) == []
 
 
 @pytest.mark.parametrize(("noise", "additive_at_least"), [(0.03, 36), (0.15, 0)])
