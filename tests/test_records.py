@@ -114,24 +114,25 @@ def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change
     assert message == f"{tmp_path / 'run.json'}: not a valid run.json: {where}, expected {expected}", message
 
 
-def test_a_compile_option_of_the_wrong_type_names_the_file_and_the_options(tmp_path):
+@pytest.mark.parametrize(("section", "value", "where", "expected"), [
+    (("environment", "compile", "options"), {"xla_cpu_enable_fast_math": [True]}, "environment.compile.options[...]",
+     "holds a list, expected a number or a string or true or false"),
+    (("compiles", "in_window"), {"xla_compiles": "none"}, "compiles.in_window[...]",
+     "holds a string, expected an integer"),
+])
+def test_a_value_of_the_wrong_type_in_an_open_mapping_names_the_file_and_the_mapping(tmp_path, section, value, where,
+                                                                                      expected):
+    """XLA's compile options and the compile counters are keyed by each framework's own names; their values are typed."""
     document = json.loads((REAL / "jax" / "run.json").read_text())
-    document["environment"]["compile"]["options"] = {"xla_cpu_enable_fast_math": [True]}
+    *parents, name = section
+    holder = document
+    for key in parents:
+        holder = holder[key]
+    holder[name] = value
     (tmp_path / "run.json").write_text(json.dumps(document))
     with pytest.raises(InputError) as caught:
         load_run(tmp_path)
-    assert str(caught.value) == (f"{tmp_path / 'run.json'}: not a valid run.json: 'environment.compile.options[...]' "
-                                 "holds a list, expected a number or a string or true or false"), str(caught.value)
-
-
-def test_a_compile_counter_of_the_wrong_type_names_the_file_and_the_counters(tmp_path):
-    document = json.loads((REAL / "jax" / "run.json").read_text())
-    document["compiles"]["in_window"] = {"xla_compiles": "none"}
-    (tmp_path / "run.json").write_text(json.dumps(document))
-    with pytest.raises(InputError) as caught:
-        load_run(tmp_path)
-    assert str(caught.value) == (f"{tmp_path / 'run.json'}: not a valid run.json: 'compiles.in_window[...]' holds a "
-                                 "string, expected an integer"), str(caught.value)
+    assert str(caught.value) == f"{tmp_path / 'run.json'}: not a valid run.json: '{where}' {expected}", str(caught.value)
 
 
 def test_a_wrong_setting_in_effect_is_one_line_and_exit_2(tmp_path):
