@@ -48,6 +48,15 @@ def test_unknown_modes_are_refused_in_one_line(cli_run, tmp_path):
     ("module_0000.SyncTensorsGraph.66.divide.0_elemental_kernel_module.ir-no-opt.ll", "llvm_ir", "SyncTensorsGraph.66",
      "codegen"),
     ("module_0004.jit_f.obj-file.__compute_module_wrapped_sine.o", "object_file", "jit_f", "codegen"),
+    # a real TPU dump (libtpu 0.0.42.1, JAX 0.10.2, TPU v5e): XLA tags each file with the compilation after the module
+    ("module_0343.jit_train_step.cl_933746096.after_optimizations.txt", "hlo", "jit_train_step", "after_optimizations"),
+    ("module_0343.jit_train_step.cl_933746096.before_optimizations.txt", "hlo", "jit_train_step",
+     "before_optimizations"),
+    ("module_0343.jit_train_step.cl_933746096.after_optimizations-buffer-assignment.txt", "buffer_assignment",
+     "jit_train_step", "after_optimizations"),
+    ("module_0343.jit_train_step.cl_933746096.after_optimizations-memory-usage-report.txt", "memory_report",
+     "jit_train_step", "after_optimizations"),
+    ("module_0343.jit_train_step.cl_933746096.tpu_comp_env.txt", "other", "jit_train_step", None),
 ])
 def test_xla_dump_files_are_classified_by_name(name, kind, module, stage):
     entry = classify(name)

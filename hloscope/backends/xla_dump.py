@@ -12,8 +12,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-# Module names are one word, optionally with numeric suffixes (`jit_train_step`, `SyncTensorsGraph.66`).
-_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?P<what>.+)$")
+# Module names are one word, optionally with numeric suffixes (`jit_train_step`, `SyncTensorsGraph.66`). On a TPU
+# (libtpu 0.0.42 with JAX 0.10) XLA inserts a compilation tag after the module name:
+# `module_0343.jit_train_step.cl_933746096.after_optimizations.txt`.
+_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:cl_\d+\.)?(?P<what>.+)$")
 _AFTER = re.compile(r"^(?:[a-z][a-z0-9_.]*_)?after_optimizations(?P<extra>-buffer-assignment-values|-buffer-assignment|"
                     r"-memory-usage-report|-live-range)?\.txt$")
 _EXTRA_KIND = {None: "hlo", "-buffer-assignment": "buffer_assignment", "-buffer-assignment-values": "buffer_assignment",

@@ -220,7 +220,7 @@ def stale_running(file: Path, record: dict, what: str, found: str) -> bool:
 # XLA's dump file names (hloscope/backends/xla_dump.py, which moves them into hlo/ when a run finishes): a run that was
 # killed, timed out or interrupted leaves them in the hidden dump directory, where they are listed as found.
 DUMP_DIR = ".xla_dump"
-_DUMP_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:[a-z][a-z0-9_.]*_)?"
+_DUMP_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:cl_\d+\.)?(?:[a-z][a-z0-9_.]*_)?"
                         r"(?P<stage>before_optimizations|after_optimizations)(?P<extra>-[a-z-]+)?\.txt$")
 _DUMP_EXTRA = {None: "hlo", "-buffer-assignment": "buffer_assignment", "-buffer-assignment-values": "buffer_assignment",
                "-memory-usage-report": "memory_report", "-live-range": "live_range"}
