@@ -21,6 +21,7 @@ from helpers import (
     copy_of_run,
     cut_in_half,
     good_run,
+    hloscope,
     hloscope_forked,
     needs_fixtures,
 )
@@ -228,3 +229,16 @@ def test_a_fifo_among_traces_is_refused_without_blocking(tmp_path, where):
         os.mkfifo(fifo)
         target = run
     assert_refused(hloscope_forked("trace", "stats", target, timeout=60), fifo, words=("not a regular file",))
+
+
+def test_an_xplane_without_protobuf_installed_is_one_line_naming_the_package(tmp_path):
+    """A bare Python (a TPU VM's system Python has jax but not protobuf): reading an xplane says what to install."""
+    shadow = tmp_path / "shadow" / "google"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'google.protobuf'\")\n")
+    trace = Path(__file__).parent / "data" / "tpu_v5e" / "jax_vit_tiny.xplane.pb"
+    env = {"PYTHONPATH": os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")])}
+    result = hloscope("trace", "stats", trace, env=env)
+    assert result.code == 3 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == ("hloscope: error: this needs the Python package 'protobuf', which is not installed "
+                                     "(an xplane profile is a protobuf message): pip install protobuf")

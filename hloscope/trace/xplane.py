@@ -27,9 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.message import DecodeError
+from hloscope.errors import InputError, MissingDependency, reading
 
-from hloscope.errors import InputError, reading
+try:
+    from google.protobuf.message import DecodeError
+except ImportError as missing:  # a bare environment (a TPU VM's system Python): one line, not a traceback
+    raise MissingDependency("protobuf", "an xplane profile is a protobuf message") from missing
+
 from hloscope.files import int64
 from hloscope.limits import MAX_XPLANE_EXPANDED_BYTES
 from hloscope.machine import available_memory, gb
