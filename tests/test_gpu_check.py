@@ -199,8 +199,9 @@ def test_replay() -> None:
         "jax", {**replay, "timing": {"min_s": min(replay_ms) / 1e3, "step_times_s": [t / 1e3 for t in replay_ms]}},
         {"min_s": min(run_ms) / 1e3, "steps": 10, "step_times_s": [t / 1e3 for t in run_ms]}, gpu=False)
     assert recorded.status == SKIP and "cannot tell on this machine" in recorded.detail, recorded
-    # the other way round, in the next run: the run's fastest step 2.4x the replay's and its steps within 1.6x, but its
-    # main thread waited for a CPU 23% of its timed window (a load that lasted the whole window); a quiet run fails
+    # the other way round, another real loaded dry run: the run's fastest step 2.4x the replay's and its steps within
+    # 1.6x, but its main thread waited for a CPU 23% of its timed window (a load that lasted the whole window); a quiet
+    # run fails
     run_ms = [3.086, 2.605, 2.512, 3.829, 4.099, 2.96, 2.707, 2.547, 2.521, 2.44]
     replay_ms = [1.286, 1.2, 1.261, 1.407, 1.256, 1.09, 1.123, 1.113, 1.062, 1.021, 1.223, 1.134, 1.157, 1.036, 1.202,
                  1.064, 1.098, 1.021, 1.13, 1.026]

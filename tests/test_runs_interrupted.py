@@ -174,6 +174,21 @@ def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tm
     assert "need --dump-hlo" not in result.stdout, result.stdout[-2000:]
 
 
+def test_dumps_a_tpu_run_left_are_listed_under_xlas_tpu_names(tmp_path):
+    """On a TPU XLA tags each dump file with the compilation after the module name (tests/data/tpu_v5e)."""
+    run = tmp_path / "jax"
+    (run / ".xla_dump").mkdir(parents=True)
+    for what in ("before_optimizations", "after_optimizations", "after_optimizations-memory-usage-report",
+                 "tpu_comp_env"):
+        (run / ".xla_dump" / f"module_0343.jit_train_step.cl_933746096.{what}.txt").write_text(HLO_TEXT)
+    rundir.write_run(run, {"schema_version": 1, "run_id": "jax", "mode": "jax", "status": "interrupted",
+                           "config": {}, "timing": {"step_times_s": [0.01], "median_s": 0.01}, "artifacts": []})
+    assert [(a.kind, a.stage, a.module, a.module_id) for a in rundir.load_run(run).artifacts] == [
+        ("memory_report", "after_optimizations", "jit_train_step", 343),  # in the order of the names
+        ("hlo", "after_optimizations", "jit_train_step", 343),
+        ("hlo", "before_optimizations", "jit_train_step", 343)]
+
+
 @pytest.mark.slow
 def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_its_dumps(tmp_path):
     """A real `compare --modes jax,pytorch --dump-hlo`: the jax child is SIGKILLed in its timed window (the parent

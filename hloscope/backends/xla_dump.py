@@ -12,14 +12,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-# Module names are one word, optionally with numeric suffixes (`jit_train_step`, `SyncTensorsGraph.66`). On a TPU
-# (libtpu 0.0.42 with JAX 0.10) XLA inserts a compilation tag after the module name:
-# `module_0343.jit_train_step.cl_933746096.after_optimizations.txt`.
-_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:cl_\d+\.)?(?P<what>.+)$")
+from hloscope.runs.layout import DUMP_MODULE_PREFIX, DUMP_REPORT_KIND
+
+_NAME = re.compile(DUMP_MODULE_PREFIX + r"(?P<what>.+)$")
 _AFTER = re.compile(r"^(?:[a-z][a-z0-9_.]*_)?after_optimizations(?P<extra>-buffer-assignment-values|-buffer-assignment|"
                     r"-memory-usage-report|-live-range)?\.txt$")
-_EXTRA_KIND = {None: "hlo", "-buffer-assignment": "buffer_assignment", "-buffer-assignment-values": "buffer_assignment",
-               "-memory-usage-report": "memory_report", "-live-range": "live_range"}
 _BULKY = (".ll", ".o", ".mlir")
 
 
@@ -34,7 +31,7 @@ def classify(filename: str) -> dict | None:
         return {**info, "kind": "hlo", "stage": "before_optimizations"}
     after = _AFTER.match(what)
     if after:
-        entry = {**info, "kind": _EXTRA_KIND[after["extra"]], "stage": "after_optimizations"}
+        entry = {**info, "kind": DUMP_REPORT_KIND[after["extra"]], "stage": "after_optimizations"}
         if after["extra"] == "-buffer-assignment-values":
             entry["format"] = "values"
         return entry

@@ -192,7 +192,8 @@ def comparison_table(comparison: ComparisonRecord) -> Table:
     if compiled:
         table.caption = "compiled, not timed: lower bound = the roofline's time per step"
     elif replicated:
-        relative, apart = resolvable_fraction(comparison), varying_unlike(comparison)
+        apart = varying_unlike(comparison)
+        relative = resolvable_fraction(comparison, apart)
         table.caption = ("step: median of every timed step of every process; 3x ±4%: 3 timed processes, their "
                          "medians within ±4% of the step" + (f"; gaps under {relative:.1%} of a step cannot be "
                                                      "told from this machine's own variation"
@@ -203,18 +204,16 @@ def comparison_table(comparison: ComparisonRecord) -> Table:
     return table
 
 
-def resolvable_fraction(comparison: ComparisonRecord) -> float | None:
+def resolvable_fraction(comparison: ComparisonRecord, apart: list[str]) -> float | None:
     """The smallest gap, as a fraction of a step, that explain could call significant between two configurations of
     this comparison whose processes vary alike: larger than the A/A control (the largest relative spread between
     processes of one of them) and than what the process-level test resolves between two configurations of the usual
-    number of processes at its least strict level (hloscope.significance). A configuration set apart (varying_unlike)
-    is left out, as explain leaves it out of every pair it is not part of. None when unmeasured."""
+    number of processes at its least strict level (hloscope.significance). The configurations `apart` (varying_unlike)
+    are left out, as explain leaves each out of every pair it is not part of. None when unmeasured."""
     control = comparison.between_process_spread
     if control is None or control.relative is None:
         return None
-    rows = _measured_rows(comparison)
-    apart = set(varying_unlike(comparison))
-    kept = [row for row in rows if row.mode not in apart]
+    kept = [row for row in _measured_rows(comparison) if row.mode not in apart]
     relative = (float(control.relative) if not apart else
                 max((float(row.between_process_spread) for row in kept if row.between_process_spread is not None),
                     default=0.0))

@@ -22,7 +22,7 @@ from typing import Any
 
 from hloscope import files  # the reading layer: regular files only, bounded nesting and integers
 from hloscope.errors import InputError, UsageError, warn
-from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
+from hloscope.runs.layout import COMPARISON_FILE, DUMP_MODULE_PREFIX, DUMP_REPORT_KIND, RUN_FILE
 from hloscope.runs.records import SCHEMA_VERSION, ComparisonRecord, RunRecord, decode_comparison, decode_run
 from hloscope.writing import atomic_output
 
@@ -220,10 +220,8 @@ def stale_running(file: Path, record: dict, what: str, found: str) -> bool:
 # XLA's dump file names (hloscope/backends/xla_dump.py, which moves them into hlo/ when a run finishes): a run that was
 # killed, timed out or interrupted leaves them in the hidden dump directory, where they are listed as found.
 DUMP_DIR = ".xla_dump"
-_DUMP_NAME = re.compile(r"^module_(?P<id>\d+)\.(?P<module>[^.]+(?:\.\d+)*)\.(?:cl_\d+\.)?(?:[a-z][a-z0-9_.]*_)?"
+_DUMP_NAME = re.compile(DUMP_MODULE_PREFIX + r"(?:[a-z][a-z0-9_.]*_)?"
                         r"(?P<stage>before_optimizations|after_optimizations)(?P<extra>-[a-z-]+)?\.txt$")
-_DUMP_EXTRA = {None: "hlo", "-buffer-assignment": "buffer_assignment", "-buffer-assignment-values": "buffer_assignment",
-               "-memory-usage-report": "memory_report", "-live-range": "live_range"}
 
 
 def leftover_dumps(run_dir: Path, listed: Collection[str] = ()) -> list[dict]:
@@ -240,9 +238,9 @@ def leftover_dumps(run_dir: Path, listed: Collection[str] = ()) -> list[dict]:
     for name in names:
         match = _DUMP_NAME.match(name)
         path = f"{DUMP_DIR}/{name}"
-        if not match or path in listed or match["extra"] not in _DUMP_EXTRA or not os.path.isfile(dump / name):
+        if not match or path in listed or match["extra"] not in DUMP_REPORT_KIND or not os.path.isfile(dump / name):
             continue
-        entries.append({"kind": _DUMP_EXTRA[match["extra"]], "path": path, "module": str(match["module"]),
+        entries.append({"kind": DUMP_REPORT_KIND[match["extra"]], "path": path, "module": str(match["module"]),
                         "module_id": int(match["id"]), "stage": match["stage"], "format": "text",
                         "train_step": False, "leftover": True})
     modules = {str(e["module"]) for e in entries}

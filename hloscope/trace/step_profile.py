@@ -265,19 +265,22 @@ def split_contention(parts: list[StepParts], waiting_s: dict[int, float],
         if inside is None:
             _move(part, unnamed, target, waiting)
             continue
-        annotated = set()
+        annotated, budget = set(), waiting  # each second of the wait is placed once, whatever the reads' rounding
         for name, seconds in inside.items():
-            node = f"{prefix}:{_host_node(_cause_of(name), device)}"
+            cause = OTHER_HOST if _NOT_HOST_WORK.search(name) else _host_cause(name) or OTHER_HOST
+            node = f"{prefix}:{_host_node(cause, device)}"
             annotated.add(node)
-            _move(part, node, target, min(seconds, waiting))
-        rest = _move(part, unnamed, target, max(waiting - sum(inside.values()), 0.0))
+            share = min(max(seconds, 0.0), budget)
+            budget -= share
+            _move(part, node, target, share)
+        rest = _move(part, unnamed, target, budget)
         named = {node: seconds for node, seconds in part.nodes.items()
                  if node.startswith(f"{prefix}:") and node not in annotated | {unnamed, target} and seconds > 0}
         total = sum(named.values())
         if rest > 0 and total > 0:
-            share = min(rest, total) / total
+            fraction = min(rest, total) / total
             for node, seconds in named.items():
-                _move(part, node, target, seconds * share)
+                _move(part, node, target, seconds * fraction)
 
 
 def _move(part: StepParts, source: str, target: str, seconds: float) -> float:
@@ -287,14 +290,6 @@ def _move(part: StepParts, source: str, target: str, seconds: float) -> float:
         part.nodes[source] -= moved
         part.nodes[target] = part.nodes.get(target, 0.0) + moved
     return seconds - max(moved, 0.0)
-
-
-def _cause_of(annotation: str) -> str:
-    """The host cause a host annotation's time is given to (HOST_CAUSES, first match); OTHER_HOST for one that is not
-    host work (hloscope/wait: the host waiting for the device)."""
-    if _NOT_HOST_WORK.search(annotation):
-        return OTHER_HOST
-    return next((cause for cause, pattern in HOST_CAUSES if pattern.search(annotation)), OTHER_HOST)
 
 
 def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
