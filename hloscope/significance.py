@@ -203,11 +203,12 @@ def _log_squares(medians: list[float]) -> tuple[float, int]:
     return float(((logs - logs.mean()) ** 2).sum()), len(logs) - 1
 
 
-def variance_larger_p(medians: list[float], others: list[list[float]]) -> float:
+def variance_larger_p(medians: list[float], others: list[list[float]], exact_is_measured: bool = False) -> float:
     """One-sided p-value of the F-test that one configuration's process medians vary more (variance of their
     logarithms) than those of `others`, pooled; 1.0 where either side has fewer than two processes (unmeasured).
-    Where the others do not vary at all (their processes' medians equal to the last digit: copies of one run, not a
-    measured variation) there is nothing to be larger than: p 1, as unmeasured."""
+    Where the others do not vary at all there is nothing to be larger than, p 1, as unmeasured: step times equal to
+    the last digit are copies of one run. With `exact_is_measured` (figures a program fixes, such as XLA's peak
+    memory, which processes repeat exactly) no variation is a measured one, and any variation is larger: p 0."""
     from scipy import stats as scipy_stats
 
     pool = pooled_process_variation(others)
@@ -216,11 +217,12 @@ def variance_larger_p(medians: list[float], others: list[list[float]]) -> float:
     squares, df = _log_squares(medians)
     variance, pooled = squares / df, pool.log_sd ** 2
     if pooled == 0.0:
-        return 1.0
+        return 0.0 if exact_is_measured and variance > 0.0 else 1.0
     return float(scipy_stats.f.sf(variance / pooled, df, pool.df))
 
 
-def unlike_variations(configurations: list[list[float]], alpha: float = VARIANCE_ALPHA) -> set[int]:
+def unlike_variations(configurations: list[list[float]], alpha: float = VARIANCE_ALPHA,
+                      exact_is_measured: bool = False) -> set[int]:
     """The indexes of the configurations (each a list of process medians) whose between-process variation is unlike
     the others': significantly larger than that of the quieter ones. Pooling variances assumes they are alike, and a
     noisy configuration (a framework whose processes land 40% apart) would otherwise set the noise of every pair.
@@ -234,7 +236,7 @@ def unlike_variations(configurations: list[list[float]], alpha: float = VARIANCE
     set apart 97% of the time, against 41% by that leave-one-out rule; one at 40x beside two, 98% by either). With
     every variation alike, some configuration is set apart in about 1.4% (3 configurations) to 1.9% (6) of
     comparisons, and it then counts only for its own pairs. The result depends on the values, not on the order given
-    (ties of variance aside, taken in the order given)."""
+    (ties of variance aside, taken in the order given). `exact_is_measured`: as for `variance_larger_p`."""
     measured = [index for index, medians in enumerate(configurations) if len(medians) >= 2]
     if len(measured) < 2:
         return set()
@@ -244,7 +246,7 @@ def unlike_variations(configurations: list[list[float]], alpha: float = VARIANCE
     level = alpha / len(measured)
     for rank in range(1, len(order)):
         quieter = [configurations[index] for index in order[:rank]]
-        if variance_larger_p(configurations[order[rank]], quieter) < level:
+        if variance_larger_p(configurations[order[rank]], quieter, exact_is_measured) < level:
             return set(order[rank:])
     return set()
 

@@ -12,11 +12,14 @@ the unit:
 - one inside the spread between processes of either configuration (`compare --repeats`: max - min of its processes'
   peaks) is "cannot tell";
 - so is one the process-level test does not resolve: Student's t on the logarithms of the process peaks, the variance
-  pooled over every configuration of the report that ran in several processes (the A/A control), at PROCESS_ALPHA
-  family-wise over the report's configurations (Holm), the statistics of hloscope/significance.py. Such a verdict
-  states the smallest difference the pair resolves and the processes a side that would resolve this one;
-- where every configuration's processes peaked at exactly the same bytes (a pooled variance of 0, common for XLA's
-  device figures) the peak is deterministic and any difference of MIN_PEAK_GAP or more is real;
+  pooled over the configurations of the report that ran in several processes (the A/A control), at PROCESS_ALPHA
+  family-wise over the report's configurations (Holm), the statistics of hloscope/significance.py. A configuration
+  whose peaks vary significantly more than the others' (significance.unlike_variations; peaks repeated exactly count
+  as measured, no variation) is set apart: it counts in the pool of its own pairs only, so that a framework whose
+  host RSS wanders does not hide a difference between two whose peaks XLA fixes. Such a verdict states the smallest
+  difference the pair resolves and the processes a side that would resolve this one;
+- where the configurations pooled for a pair peaked at exactly the same bytes in each process (a pooled variance of
+  0, common for XLA's device figures) the peak is deterministic and any difference of MIN_PEAK_GAP or more is real;
 - otherwise "more" or "less"; with one process per side the spread is unmeasured and the verdict is marked
   provisional (tested against the pooled variation where other configurations measured it).
 """
@@ -47,6 +50,7 @@ from hloscope.significance import (
     process_test,
     processes_needed,
     smallest_resolvable_fraction,
+    unlike_variations,
 )
 
 MIN_PEAK_GAP = 0.02  # a peak difference below 2% of the baseline's peak is no difference
@@ -206,17 +210,25 @@ class PeakTest:
 
 def peak_tests(sides: dict[str, MemorySide], baseline: str) -> dict[str, PeakTest]:
     """label -> the process-level test of each configuration's peaks but the baseline's, the variance pooled over
-    every configuration that ran in several processes, held family-wise to PROCESS_ALPHA (Holm); empty when no
-    configuration ran in several processes (or a peak is not positive: no logarithm)."""
+    the configurations that ran in several processes, those set apart as varying unlike the others counting only for
+    their own pair (module docstring), held family-wise to PROCESS_ALPHA (Holm); empty when no configuration ran in
+    several processes (or a peak is not positive: no logarithm)."""
     positive: dict[str, list[float]] = {mode: [float(p) for p in side.peaks] for mode, side in sides.items()
                                         if side.peaks and min(side.peaks) > 0}
-    variation = pooled_process_variation(list(positive.values()))
-    if variation is None or baseline not in positive:
+    if baseline not in positive:
         return {}
-    tests = {mode: process_test(peaks, positive[baseline], variation) for mode, peaks in positive.items()
-             if mode != baseline}
+    labels = list(positive)
+    apart = {labels[index] for index in unlike_variations(list(positive.values()), exact_is_measured=True)}
+    found = {mode: pooled_process_variation([peaks for label, peaks in positive.items()
+                                             if label not in apart or label in (mode, baseline)])
+             for mode in labels if mode != baseline}
+    variations = {mode: variation for mode, variation in found.items() if variation is not None}
+    if len(variations) < len(found):  # no configuration ran in several processes: unmeasured
+        return {}
+    tests = {mode: process_test(positive[mode], positive[baseline], variation)
+             for mode, variation in variations.items()}
     levels = holm_levels([t.p_value for t in tests.values()], PROCESS_ALPHA)
-    return {mode: PeakTest(test, differs, level, variation)
+    return {mode: PeakTest(test, differs, level, variations[mode])
             for (mode, test), (differs, level) in zip(tests.items(), levels, strict=True)}
 
 
