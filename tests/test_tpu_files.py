@@ -40,6 +40,15 @@ def test_hlo_stats_reads_the_tpu_module(cli_run):
     assert module["uncosted_custom_calls"] == 1 and 282.0e6 < module["flops"] < 282.2e6
 
 
+def test_hlo_stats_table_of_a_tpu_module_names_no_gpu_library(cli_run):
+    """A TPU module calls no cuBLAS or cuDNN: its table gives each figure once, beside XLA's, with no library rows."""
+    code, out, err = cli_run("hlo", "stats", str(MODULE))
+    assert code == 0, err
+    assert "cuBLAS" not in out and "cuDNN" not in out and "without library calls" not in out
+    flops_row = next(line for line in out.splitlines() if line.lstrip().startswith("FLOPs"))
+    assert "282 M" in flops_row and "by XLA's cost analysis" in flops_row
+
+
 def test_trace_stats_reads_the_tpu_profile_step_by_step(cli_run):
     code, out, err = cli_run("trace", "stats", str(TPU / "jax_vit_tiny.xplane.pb"), "--json")
     assert code == 0, err

@@ -127,12 +127,18 @@ def _summary_rows(result: dict) -> list[tuple[str, str, str, str]]:
     rows = [
         ("computations", str(result["computations"]), "instructions", str(result["instructions"])),
         ("kernels / launch", str(result["kernels"]), "copies", str(result["copies"])),
-        ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
-        ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla_flops)),
-        ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
-        ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
-        ("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])),
     ]
+    if result["library_flops"] or result["library_bytes"]:  # GPU modules calling cuBLAS/cuDNN: XLA cannot cost those
+        rows += [
+            ("FLOPs", _si(result["flops"]), "of which cuBLAS/cuDNN", _si(result["library_flops"])),
+            ("FLOPs without library calls", _si(result["flops"] - result["library_flops"]), "same, by XLA's cost analysis", _si(xla_flops)),
+            ("bytes accessed", _bytes(result["bytes_accessed"]), "of which cuBLAS/cuDNN", _bytes(result["library_bytes"])),
+            ("bytes without library calls", _bytes(result["bytes_accessed"] - result["library_bytes"]), "same, by XLA's cost analysis", _bytes(xla_bytes)),
+        ]
+    else:  # no library calls (CPU, TPU, Trainium, or a GPU module without any): one figure each beside XLA's
+        rows += [("FLOPs", _si(result["flops"]), "by XLA's cost analysis", _si(xla_flops)),
+                 ("bytes accessed", _bytes(result["bytes_accessed"]), "by XLA's cost analysis", _bytes(xla_bytes))]
+    rows.append(("parameters", _bytes(mem["parameter_bytes"]), "outputs", _bytes(mem["output_bytes"])))
     ba = mem.get("buffer_assignment")
     if ba and "error" in ba:  # a broken sibling report: named, the rest of the analysis stands
         rows.append(("buffer assignment", "unreadable", "", ba["error"]))
