@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from hloscope.backends.optimizers import optax_optimizer
@@ -83,11 +84,15 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
         model = _flax_paired_model(preset, seed, getattr(jnp, dtype))
     else:
         config = ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager")
-        model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype),
+        model = FlaxViT(config, seed=seed, dtype=getattr(jnp, dtype), _do_init=False,
                         input_shape=(1, preset.image_size, preset.image_size, preset.num_channels))
-    params, weights = model.params, f"{preset.flax_class} initialised by Flax from --seed"
     if torch_weights:
         params, weights = parity_weights(preset, seed, model)
+    else:
+        # One jitted program instead of Flax's eager init, which compiles each of its ~75 operations on its own
+        # (3-4 s of XLA compiles before the step's own on a CPU): the same keys give the same values.
+        params = jax.jit(model.init_weights, static_argnums=1)(model.key, model.input_shape)
+        weights = f"{preset.flax_class} initialised by Flax from --seed"
     if isinstance(preset, ResNetPreset):  # BatchNorm: its running statistics ride in the state, updated every step
         return _batch_stats_workload(preset, model, params, weights, batch_size, precision, seed, optimizer)
     # The Flax module itself takes NHWC; the HF wrapper's __call__ would transpose from NCHW first.
@@ -149,7 +154,7 @@ def _flax_paired_model(preset: TextPreset | ResNetPreset, seed: int, dtype):
         shape: tuple[int, ...] = (1, preset.image_size, preset.image_size, preset.num_channels)
     else:
         shape = (1, int(preset.seq_len or 0))
-    return model_class(config, seed=seed, dtype=dtype, input_shape=shape)
+    return model_class(config, seed=seed, dtype=dtype, input_shape=shape, _do_init=False)
 
 
 def _batch_stats_workload(preset: ResNetPreset, model, variables, weights: str, batch_size: int, precision: str,
@@ -206,9 +211,12 @@ def parity_weights(preset: Preset, seed: int, flax_model) -> tuple[Any, str]:
     from flax.traverse_util import flatten_dict, unflatten_dict
 
     torch_model = build_model(preset, seed)
-    params = convert_pytorch_state_dict_to_flax(torch_model.state_dict(), flax_model)
+    # The converter reads only the Flax model's base prefix and its parameters' names and shapes: the shape tree
+    # stands for parameters never initialised (the model is built with _do_init=False)
+    target = SimpleNamespace(base_model_prefix=flax_model.base_model_prefix, params=flax_model.params_shape_tree)
+    params = convert_pytorch_state_dict_to_flax(torch_model.state_dict(), target)
     # The state dict also holds tied copies (GPT-2's lm_head.weight = wte): keep only what the Flax model has
-    own = flatten_dict(flax_model.params)
+    own = flatten_dict(flax_model.params_shape_tree)
     params = unflatten_dict({key: value for key, value in flatten_dict(params).items() if key in own})
     return params, ("transformers' PyTorch model initialised under torch.manual_seed(--seed), converted to Flax by "
                     "transformers.modeling_flax_pytorch_utils.convert_pytorch_state_dict_to_flax")
