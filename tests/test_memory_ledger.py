@@ -16,18 +16,23 @@ from hloscope.errors import InputError
 from hloscope.runs.memory_record import MemoryLedger, read_ledger
 
 
+COMPILES_WHILE_MEASURED: dict[tuple, int] = {}
+
+
 @functools.cache
-def measured(mode: str, batch: int, optimizer: str = "sgd") -> MemoryLedger:
+def measured(mode: str, batch: int, optimizer: str = "sgd", donate: bool | None = None) -> MemoryLedger:
     # torch first: a JAX session would otherwise tell transformers (imported once per process) to ignore it
     import torch  # noqa: F401
     options = RunOptions(mode=mode, model="vit-tiny", batch_size=batch, steps=1, warmup=1, device="cpu",
-                         optimizer=optimizer)
+                         optimizer=optimizer, donate=donate)
     with tempfile.TemporaryDirectory(prefix="hloscope-ledger-") as run_dir:  # removed after: nothing left in /tmp
         session = load_session(options, Path(run_dir))
         try:
             session.setup()
             session.wait(session.step(0))
+            compiles = getattr(session, "compiles", 0)
             record = memory_ledger.measure(session, session.memory()).to_dict()
+            COMPILES_WHILE_MEASURED[(mode, batch, optimizer, donate)] = getattr(session, "compiles", 0) - compiles
         finally:
             session.close()
     ledger = read_ledger({"memory": {"ledger": record}}, "run.json")
@@ -77,6 +82,20 @@ def test_the_xla_modes_parts_add_up_to_xlas_own_totals(mode):
     assert {p.name for p in within} == {"gradients", "activations"} and all(p.estimate for p in within)
     assert bytes_of["runtime"] == ledger.peak_bytes - (compiled["argument_bytes"] + bytes_of["outputs"]
                                                        + compiled["temp_bytes"])
+
+
+@pytest.mark.parametrize("mode", ["jax", "torchax"])
+def test_the_ledger_is_the_compiled_step_that_ran_with_its_donation(mode):
+    """XLA's analysis of the executable the run timed, taken from jit's cache (no compile): donated, the updated
+    state is written over the state's buffers (aliased), so the new outputs are the loss alone; not donated, the
+    whole state is written to new buffers."""
+    kept, donated = measured(mode, 8), measured(mode, 8, donate=True)
+    assert COMPILES_WHILE_MEASURED[(mode, 8, "sgd", None)] == COMPILES_WHILE_MEASURED[(mode, 8, "sgd", True)] == 0
+    state = donated.bytes_of("parameters") + donated.bytes_of("buffers") + donated.bytes_of("optimizer_state")
+    assert kept.compiled is not None and donated.compiled is not None
+    assert kept.compiled["alias_bytes"] == 0 and kept.bytes_of("outputs") >= state
+    # what is left: the float32 loss and XLA's output tuple (a pointer a leaf of the state)
+    assert donated.compiled["alias_bytes"] == state and 4 <= donated.bytes_of("outputs") < 1024
 
 
 def test_the_pytorch_ledger_measures_tensors_and_leaves_cpu_temporaries_unmeasured():

@@ -91,8 +91,9 @@ def xla_ledger(session, memory: dict) -> MemoryLedger:
     options = session.options
     state = session.state
     images, labels = session.step_batch()
-    step = jax.jit(session.workload.train_step, **session.placement.jit_kwargs())  # no dump options: not dumped again
-    analysis = step.lower(state, images, labels).compile().memory_analysis()
+    # The run's own jitted step, lowered with the arguments it ran on: jit's cache hands back the executable that ran
+    # (no compile, no second dump), with its donation. A new jax.jit compiled the step again, without donate_argnums.
+    analysis = session.train_step.lower(state, images, labels).compile().memory_analysis()
     peak, peak_source = peak_of(memory)
     ledger = MemoryLedger(peak_bytes=peak, peak_source=peak_source, optimizer=options.optimizer)
     parameters = _leaf_bytes(session.parameters(state))
