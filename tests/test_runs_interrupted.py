@@ -1,7 +1,8 @@
 """`compare` and run records cut short (docs/reliability.md): a full disk, `running` records with no live writer,
 dumps left in `.xla_dump` after a kill, and SIGTERM/SIGKILL against a real `compare`.
 
-The commands run as real subprocesses under a timeout and an address-space limit (helpers.hloscope).
+The commands run as real subprocesses under a timeout and an address-space limit; the readers (explain, hlo stats) are
+forked from a process that has imported them (helpers.hloscope_forked).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope_forked
 
 from hloscope.runs import rundir
 from hloscope.runs.rundir import load_comparison
@@ -104,7 +105,7 @@ def test_compare_on_a_full_disk_is_one_line_and_every_finished_run_is_readable(t
     assert json.loads((comparison_dir / "comparison.json").read_text())["status"] == "running"
     for mode in ("jax", "pytorch"):
         assert json.loads((comparison_dir / mode / "run.json").read_text())["status"] == "ok"
-    result = hloscope("explain", comparison_dir, timeout=180)
+    result = hloscope_forked("explain", comparison_dir, timeout=180)
     assert result.code == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
     (warning,) = result.stderr.splitlines()
     assert "says 'running'" in warning and "no longer running" in warning and "2 not listed" in warning, warning
@@ -166,10 +167,10 @@ def test_dumps_left_in_xla_dump_by_an_interrupted_run_are_listed_and_analysed(tm
     listed = rundir.load_run(run).artifacts
     assert [(a.kind, a.stage, a.train_step) for a in listed] == [
         ("hlo", "before_optimizations", True), ("hlo", "after_optimizations", True)]
-    result = hloscope("hlo", "stats", "--no-xla-cost", run, timeout=120)
+    result = hloscope_forked("hlo", "stats", "--no-xla-cost", run, timeout=120)
     assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
     assert "jit_train_step" in result.stdout
-    result = hloscope("explain", "--json", tmp_path, timeout=120)
+    result = hloscope_forked("explain", "--json", tmp_path, timeout=120)
     assert result.code == 0 and "jax" in result.stdout, result.stderr[-2000:]
     assert "need --dump-hlo" not in result.stdout, result.stdout[-2000:]
 
@@ -213,7 +214,7 @@ def test_sigkill_to_a_child_then_sigterm_to_compare_keep_every_run_listed_with_i
     jax = json.loads((comparison_dir / "jax" / "run.json").read_text())
     hlo = [a for a in jax["artifacts"] if a["kind"] == "hlo" and a["train_step"]]
     assert hlo and all(a["path"].startswith(".xla_dump/") for a in hlo), jax["artifacts"]
-    result = hloscope("hlo", "stats", "--no-xla-cost", comparison_dir / "jax", timeout=120)
+    result = hloscope_forked("hlo", "stats", "--no-xla-cost", comparison_dir / "jax", timeout=120)
     assert result.code == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
 
 
@@ -243,12 +244,12 @@ def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
         process.communicate(timeout=60)
     comparison_dir = next(tmp_path.glob("compare-*"))
     assert json.loads((comparison_dir / "comparison.json").read_text())["status"] == "running"
-    result = hloscope("explain", "--json", comparison_dir, timeout=180)
+    result = hloscope_forked("explain", "--json", comparison_dir, timeout=180)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     warnings = [line for line in result.stderr.splitlines() if "says 'running'" in line]
     assert len(warnings) == 2, result.stderr  # comparison.json and jax's run.json, once each
     assert "need --dump-hlo" not in result.stdout
-    result = hloscope("hlo", "stats", "--no-xla-cost", comparison_dir, timeout=120)
+    result = hloscope_forked("hlo", "stats", "--no-xla-cost", comparison_dir, timeout=120)
     assert result.code == 0 and "jit_train_step" in result.stdout, result.stderr[-2000:]
 
 
