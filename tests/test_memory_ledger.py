@@ -15,7 +15,6 @@ from hloscope.backends.driver import load_session
 from hloscope.errors import InputError
 from hloscope.runs.memory_record import MemoryLedger, read_ledger
 
-
 COMPILES_WHILE_MEASURED: dict[tuple, int] = {}
 
 

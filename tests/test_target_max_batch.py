@@ -59,6 +59,27 @@ def test_search_grows_geometrically_then_bisects():
     assert result["batch_size"] == 40
 
 
+def test_a_larger_batch_needing_less_is_said_with_the_answer():
+    """vit-tiny on an H100 (XLA 0.10): batches 2-4 and 9-16 compile with cuBLAS, batch 8 with Triton and needs less
+    than half of batch 4's peak. The search's answer stands on what it compiled, and says that it skipped batches
+    whose fit its neighbours do not tell."""
+    peaks = {2: 3.9, 4: 5.4, 8: 2.37, 16: 9.5, 12: 7.6, 10: 6.8, 9: 6.4}
+
+    def try_batch(batch: int) -> dict:
+        peak = int(peaks[batch] * MIB)
+        return {"batch_size": batch, "status": "compiled", "peak_bytes": peak, "fits": peak <= int(5.4 * MIB)}
+
+    result = search_max_batch(try_batch(2), try_batch, int(5.4 * MIB), max_compiles=32)
+    assert [c["batch_size"] for c in result["compiles"]] == [2, 4, 8, 16, 12, 10, 9]
+    assert result["batch_size"] == 8 and result["exact"]
+    assert result["message"].startswith("8 (batch 9 needs 6.4 MiB")
+    assert ("the peak does not grow with the batch here (batch 8 needs 2.4 MiB, batch 4 5.4 MiB: XLA chose other "
+            "kernels), so batches not compiled may fit or not") in result["message"]
+    # peaks that grow with the batch: no such words
+    point, grow, _ = linear_peaks(per_image=MIB, fixed=0, usable=40 * MIB)
+    assert "does not grow" not in search_max_batch(point(8), grow, 40 * MIB, max_compiles=32)["message"]
+
+
 def test_when_even_batch_1_does_not_fit_it_says_so():
     point, try_batch, tried = linear_peaks(per_image=MIB, fixed=50 * MIB, usable=40 * MIB)
     result = search_max_batch(point(8), try_batch, 40 * MIB, max_compiles=32)

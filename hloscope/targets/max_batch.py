@@ -9,7 +9,9 @@ answer can be checked against the figures it rests on.
 
 The search assumes the peak grows with the batch. It does from a few dozen images on (activations dominate), but
 not always below: XLA picks Triton or cuBLAS GEMMs by shape, and a cuBLAS workspace (4 MiB) can make a small batch
-need more than a larger one; the recorded compiles show it where it happens.
+need more than a larger one (vit-tiny on an H100: batch 8 compiled with Triton GEMMs and needed less than half of
+batch 4's peak). Where the compiles show a larger batch needing less, the message says so, and that batches the
+search skipped may fit or not whatever their neighbours did.
 
 Bounds: at most `max_compiles` compiles (--max-batch-compiles) and SEARCH_TIME_S seconds; a search cut short by
 either says how far it got ("at least N").
@@ -95,8 +97,34 @@ def _mib(n_bytes: int | None) -> str:
     return "?" if n_bytes is None else f"{n_bytes / 2**20:,.1f} MiB"
 
 
+def peak_inversion(points: list[Point]) -> tuple[Point, Point] | None:
+    """Two compiles in which the larger batch needed less memory (smaller, larger), the widest such drop; None where
+    the peaks grew with the batch."""
+    measured = sorted((p for p in points if p.get("peak_bytes") is not None), key=lambda p: p["batch_size"])
+    found: tuple[Point, Point] | None = None
+    for index, larger in enumerate(measured):
+        for smaller in measured[:index]:
+            if (smaller["batch_size"] < larger["batch_size"] and larger["peak_bytes"] < smaller["peak_bytes"]
+                    and (found is None or smaller["peak_bytes"] - larger["peak_bytes"]
+                         > found[0]["peak_bytes"] - found[1]["peak_bytes"])):
+                found = (smaller, larger)
+    return found
+
+
 def _message(fit: int | None, miss: int | None, exact: bool, stopped_by: str | None, points: list[Point],
              usable: int, max_compiles: int, budget_s: float) -> str:
+    message = _answer(fit, miss, exact, stopped_by, points, usable, max_compiles, budget_s)
+    inversion = peak_inversion(points)
+    if inversion is None:
+        return message
+    smaller, larger = inversion
+    return (f"{message}; the peak does not grow with the batch here (batch {larger['batch_size']} needs "
+            f"{_mib(larger['peak_bytes'])}, batch {smaller['batch_size']} {_mib(smaller['peak_bytes'])}: XLA chose "
+            "other kernels), so batches not compiled may fit or not whatever their neighbours did")
+
+
+def _answer(fit: int | None, miss: int | None, exact: bool, stopped_by: str | None, points: list[Point],
+            usable: int, max_compiles: int, budget_s: float) -> str:
     peak_of = {p["batch_size"]: p.get("peak_bytes") for p in points}
     why = {"compiles": f"the search stopped at its bound of {max_compiles} compiles",
            "time": f"the search stopped at its time bound of {budget_s:.0f} s",
