@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,7 +59,27 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     return folder
 
 
+# Inductor checks which vector ISA the C++ compiler can build for in every process that compiles CPU kernels: three
+# Python subprocesses that import torch, about 12 s of CPU in each pytorch+compile run of the suite. TORCHINDUCTOR_
+# VEC_ISA_OK=1 trusts the CPU's flags instead; it is set for the suite only where it picks the ISA the checks pick.
+VEC_ISA_ENV = "TORCHINDUCTOR_VEC_ISA_OK"
+_PICKED_ISA = "from torch._inductor.cpu_vec_isa import pick_vec_isa; print(pick_vec_isa())"
+
+
+def _trust_the_checked_vector_isa() -> None:
+    if VEC_ISA_ENV in os.environ:
+        return
+    probes = [subprocess.Popen([sys.executable, "-c", _PICKED_ISA], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env={**os.environ, **extra})
+              for extra in ({}, {VEC_ISA_ENV: "1"})]
+    checked, trusted = (probe.communicate(timeout=300)[0].strip() for probe in probes)
+    if all(probe.returncode == 0 for probe in probes) and checked and checked == trusted:
+        os.environ[VEC_ISA_ENV] = "1"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once, in the process that starts pytest-xdist's workers
+        _trust_the_checked_vector_isa()
     # The Ctrl-C tests start hloscope as a terminal would, with SIGINT at its default. A test run started with SIGINT
     # ignored (a background job of a non-interactive shell) would pass that on to every child, which then could not
     # be interrupted; Python's own handler here makes exec'd children start with the default.
