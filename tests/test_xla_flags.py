@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,15 @@ def test_the_option_replaces_the_inherited_flags_and_none_keeps_them(monkeypatch
     assert os.environ["XLA_FLAGS"] == NO_OPT
     xla_flags.apply("")
     assert "XLA_FLAGS" not in os.environ
+
+
+def test_the_options_arguments_leave_the_command_line_jaxs_cache_key_reads(monkeypatch):
+    """jax keys its persistent cache on every argument that starts with --xla: once the option is XLA_FLAGS, its
+    arguments (one or two of them) leave sys.argv, and nothing else does."""
+    monkeypatch.setattr(sys, "argv", ["hloscope", "run", "--xla-flags", NO_OPT, "--mode", "jax",
+                                      f"--xla-flags={NO_OPT}", "--out", "x"])
+    xla_flags.apply(NO_OPT)
+    assert sys.argv == ["hloscope", "run", "--mode", "jax", "--out", "x"] and os.environ["XLA_FLAGS"] == NO_OPT
 
 
 def test_the_recorded_flags_come_from_the_option_else_the_environment_less_hloscopes_own():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 # One XLA flag: `--name` or `--name=value`, the value printable ASCII without spaces (XLA_FLAGS splits on spaces).
 _FLAG = re.compile(r"--[A-Za-z0-9_][A-Za-z0-9_.-]*(=[\x21-\x7e]*)?")
@@ -54,6 +55,10 @@ def apply(flags: str | None) -> None:
         os.environ["XLA_FLAGS"] = flags
     else:
         os.environ.pop("XLA_FLAGS", None)
+    # jax's persistent compile cache keys a program on every command-line argument that starts with --xla, as absl
+    # passes XLA flags. The option's own arguments (its value is now XLA_FLAGS, which the key holds) made a run given
+    # `--xla-flags=F`, `--xla-flags F` or XLA_FLAGS=F miss the programs the others cached.
+    sys.argv[1:] = [argument for argument in sys.argv[1:] if not argument.startswith("--xla")]
 
 
 def requested(flags_in_effect: str, devices: object = None) -> str:
