@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, hloscope_forked
 
 from hloscope.backends.startup_ledger import COMPILE_CACHE_ENV
 from hloscope.explain.experiments import CANNOT_TELL, CONFIRMED, MEANINGFUL_SHARE, PARTLY, REFUTED
@@ -156,7 +156,7 @@ def test_the_re_runs_are_ordinary_comparisons(tested):
         assert directory.parent == out and directory.name.startswith("tested-")
         labels = {entry["mode"] for entry in json.loads((directory / "comparison.json").read_text())["modes"]}
         assert {"jax [baseline]", "jax [slower]"} <= labels
-        result = hloscope("explain", directory, "--baseline", "jax [baseline]", "--json")
+        result = hloscope_forked("explain", directory, "--baseline", "jax [baseline]", "--json")
         assert result.code == 0, result.stderr
 
 
@@ -242,4 +242,4 @@ def test_two_effects_that_add_up_close_the_gap_together_and_are_additive(added_u
     assert joint.parent == out and joint.name.startswith("tested-joint-")
     labels = {entry["mode"] for entry in json.loads((joint / "comparison.json").read_text())["modes"]}
     assert len(labels) == 5 and {"jax [baseline]", "jax [slower]"} <= labels, labels  # each change alone, both
-    assert hloscope("explain", joint, "--baseline", "jax [baseline]", "--json").code == 0
+    assert hloscope_forked("explain", joint, "--baseline", "jax [baseline]", "--json").code == 0
