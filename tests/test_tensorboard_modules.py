@@ -56,7 +56,8 @@ def test_jax_module_list_keeps_the_modules_that_ran_in_the_steps(comparison, tmp
     expected = sorted(f"{module}({program})" for module, program in ran)
     before = _xprof_modules(original, tmp_path / "original")
     after = _xprof_modules(served, tmp_path / "served")
-    assert len(before) > 20 and set(expected) <= set(before)  # Flax's initialisation jits
+    # the profile also holds programs run outside the steps (the PRNG's seeding, the state's dtype conversion)
+    assert len(before) > len(expected) and set(expected) <= set(before)
     assert after == expected
     kept, dropped = view.module_filters[session.name]
     assert kept == expected and dropped == len(before) - len(expected)

@@ -3,9 +3,10 @@
 XProf's graph viewer and memory viewer offer every module whose HLO the profile holds: the `/host:metadata` plane has
 one event metadata per compiled program (`jit_train_step(150)`, with its `Hlo Proto` and `program_id` stats), and XProf
 writes each as `<module>.hlo_proto.pb` into the session directory, then lists those files sorted by name
-(xprof/profile_plugin.py `hlo_module_list_impl`). A JAX run compiles ~75 small programs while it builds the model
-(Flax's initialisation jits: `jit_add(112)`, `jit__truncated_normal(20)`...) inside the profiling window, so the train
-step is one entry among 76. The list cannot be reordered (XProf sorts it), but it follows what the xplane holds, so the
+(xprof/profile_plugin.py `hlo_module_list_impl`). A JAX program can compile many small programs besides its step
+inside the profiling window (Flax's eager initialisation compiles ~75: `jit_add(112)`, `jit__truncated_normal(20)`...;
+hloscope's runs jit it, and still seed the PRNG and convert the state outside the step), so the train step can be one
+entry among dozens. The list cannot be reordered (XProf sorts it), but it follows what the xplane holds, so the
 view's copy of the xplane keeps only the programs with an XLA op execution inside a step (from a step marker's start to
 the next one's, as `trace stats` counts steps). Everything else of the xplane is unchanged. Without step markers or XLA
 executions inside steps, nothing is filtered.
