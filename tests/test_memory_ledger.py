@@ -86,14 +86,14 @@ def test_the_xla_modes_parts_add_up_to_xlas_own_totals(mode):
 @pytest.mark.parametrize("mode", ["jax", "torchax"])
 def test_the_ledger_is_the_compiled_step_that_ran_with_its_donation(mode):
     """XLA's analysis of the executable the run timed, taken from jit's cache (no compile): donated, the updated
-    state is written over the state's buffers (aliased), so the new outputs are the loss alone; not donated, the
-    whole state is written to new buffers."""
+    state is written over the state's buffers (aliased), so the new outputs are the loss and XLA's output tuple; not
+    donated, the whole state is written to new buffers."""
     kept, donated = measured(mode, 8), measured(mode, 8, donate=True)
     assert COMPILES_WHILE_MEASURED[(mode, 8, "sgd", None)] == COMPILES_WHILE_MEASURED[(mode, 8, "sgd", True)] == 0
     state = donated.bytes_of("parameters") + donated.bytes_of("buffers") + donated.bytes_of("optimizer_state")
     assert kept.compiled is not None and donated.compiled is not None
     assert kept.compiled["alias_bytes"] == 0 and kept.bytes_of("outputs") >= state
-    # what is left: the float32 loss and XLA's output tuple (a pointer a leaf of the state)
+    # what is left: the float32 loss and XLA's output tuple (a pointer for each leaf of the state)
     assert donated.compiled["alias_bytes"] == state and 4 <= donated.bytes_of("outputs") < 1024
 
 
