@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 from helpers import (
     DEVICE_RUN_BATCH,
     DEVICE_RUN_CLEARED_ENV,
@@ -21,10 +19,6 @@ from helpers import (
     DEVICE_RUN_PROFILED,
     DEVICE_RUN_STEPS,
     DEVICE_RUN_WARMUP,
-    EVERY_MODE_BATCH,
-    EVERY_MODE_PROFILE_STEPS,
-    EVERY_MODE_STEPS,
-    EVERY_MODE_WARMUP,
     FIXTURES,
     LOADER_RUN_BATCH,
     LOADER_RUN_STEPS,
@@ -34,6 +28,8 @@ from helpers import (
     fixture,
     fixtures_missing,
     hloscope,
+    made_once_in,
+    make_every_mode_comparison,
 )
 
 from hloscope.targets.cuda_env import find_target_python
@@ -41,22 +37,56 @@ from hloscope.targets.cuda_env import find_target_python
 
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
     """The folder `name` that `make(folder)` filled, made once per test session however many pytest-xdist workers
-    ask for it (scripts/test.sh runs one a CPU): the first makes it under a file lock in the session's shared
-    temporary folder and the others wait for it, as xdist's documentation does for session fixtures. A worker whose
-    `make` failed leaves no mark, so the next one tries again (and fails the same way)."""
+    ask for it (scripts/test.sh runs one a CPU): helpers.made_once_in, in the session's shared temporary folder."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: the session's fixtures are its own
         folder = tmp_path_factory.mktemp(name)
         make(folder)
         return folder
-    shared = tmp_path_factory.getbasetemp().parent  # one per test session, above every worker's own
-    folder, done = shared / name, shared / f"{name}.done"
-    with FileLock(str(shared / f"{name}.lock")):
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            make(folder)
-            done.touch()
-    return folder
+    return made_once_in(tmp_path_factory.getbasetemp().parent, name, make)  # one per session, above every worker's
+
+
+# The fixtures that read the every-mode comparison (conftest's `comparison` may be it).
+EVERY_MODE_READERS = ("every_mode_comparison", "comparison")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The order pytest-xdist hands out test files in (scripts/test.sh turns its own reordering off): the files with
+    the most tests first, as pytest-xdist orders them, except that the files reading the every-mode comparison come
+    after all others, by when shared_runs_started_early has made it. Each worker computes the same order."""
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    readers = {path for path, tests in files.items()
+               if any(name in item.fixturenames for item in tests for name in EVERY_MODE_READERS)}
+    ordered = sorted(files, key=lambda path: (path in readers, -len(files[path])))  # stable: ties keep pytest's order
+    items[:] = [item for path in ordered for item in files[path]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_runs_started_early(request, tmp_path_factory):
+    """The every-mode comparison takes one CPU for a minute or more, and a worker that needed it while another made it
+    waited with its own CPU idle. So the first worker to start starts making it in a background process of its own
+    (tests/make_shared.py) while the workers run the files that do not read it (pytest_collection_modifyitems), when
+    a collected test needs it; made_once waits for that process as for another worker. Stopped at the session's end
+    if still running."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or not any(
+            name in item.fixturenames for item in request.session.items for name in EVERY_MODE_READERS):
+        yield
+        return
+    shared = tmp_path_factory.getbasetemp().parent
+    try:
+        os.close(os.open(shared / "every_mode.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:  # another worker started it
+        yield
+        return
+    with (shared / "every_mode.log").open("w") as log:
+        maker = subprocess.Popen([sys.executable, str(Path(__file__).with_name("make_shared.py")), str(shared),
+                                  "every_mode"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                 start_new_session=True)
+    yield
+    if maker.poll() is None:  # the session ended first (-x, a subset): nothing waits for it any more
+        os.killpg(maker.pid, signal.SIGKILL)
+        maker.wait()
 
 
 # Inductor checks which vector ISA the C++ compiler can build for in every process that compiles CPU kernels: three
@@ -143,14 +173,7 @@ def every_mode_comparison(tmp_path_factory) -> Path:
     and XProf on them (a test that changes a run copies it first). The settings are helpers' EVERY_MODE_*. Without the
     fairness audit (one set-up process a mode, before timing): no reader checks it, and test_audit.py runs it."""
 
-    def make(root: Path) -> None:
-        result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", str(EVERY_MODE_BATCH),
-                          "--steps", str(EVERY_MODE_STEPS), "--warmup", str(EVERY_MODE_WARMUP), "--profile-steps",
-                          str(EVERY_MODE_PROFILE_STEPS), "--dump-hlo", "--profile", "--no-audit", "--timeout", "900",
-                          "--out", root, timeout=2400, memory_limit=None)  # fmt: skip
-        assert result.code == 0, result.stderr[-3000:]
-
-    root = made_once(tmp_path_factory, "every_mode", make)
+    root = made_once(tmp_path_factory, "every_mode", make_every_mode_comparison)
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found
 

@@ -15,10 +15,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from hloscope.cli import main
 from hloscope.hlo.xla import run_isolated
@@ -61,6 +63,35 @@ def fixture(relative: str) -> Path:
 # steps and batch. Six profiled steps are one above XProf's threshold for dropping the first and last step
 # (test_tensorboard_xprof_tools), and the loss still falls over eight steps of four images.
 EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH = 8, 2, 6, 4
+
+
+
+def made_once_in(shared: Path, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `shared/name` that `make(folder)` filled, made by the first process that asks for it under a file lock
+    in `shared` (the test session's folder above every pytest-xdist worker's own); the others wait for it, as xdist's
+    documentation does for session fixtures. A `make` that failed leaves no mark, so the next process tries again (and
+    fails the same way)."""
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def make_every_mode_comparison(root: Path) -> None:
+    """conftest's every_mode_comparison: `hloscope compare` of every mode with --dump-hlo --profile into `root`."""
+    result = hloscope("compare", "--repeats", "1", "--model", "vit-tiny", "--batch-size", str(EVERY_MODE_BATCH),
+                      "--steps", str(EVERY_MODE_STEPS), "--warmup", str(EVERY_MODE_WARMUP), "--profile-steps",
+                      str(EVERY_MODE_PROFILE_STEPS), "--dump-hlo", "--profile", "--no-audit", "--timeout", "900",
+                      "--out", root, timeout=2400, memory_limit=None)  # fmt: skip
+    assert result.code == 0, result.stderr[-3000:]
+
+
+# The session's shared runs that a background process may make (tests/make_shared.py), by name.
+SHARED_MAKERS: dict[str, Callable[[Path], None]] = {"every_mode": make_every_mode_comparison}
 
 # The settings of conftest's loader_run (one profiled run per mode and kind of data, the default six profiled steps):
 # timed steps, warm-up steps and batch.
