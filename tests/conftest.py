@@ -45,7 +45,8 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     return made_once_in(tmp_path_factory.getbasetemp().parent, name, make)  # one per session, above every worker's
 
 
-# The fixtures that read the every-mode comparison (conftest's `comparison` may be it).
+# The fixtures that may read the every-mode comparison: conftest's `comparison` is it unless $HLOSCOPE_TEST_COMPARISON
+# names another, and a module with its own `comparison` fixture is counted too (it only goes out later).
 EVERY_MODE_READERS = ("every_mode_comparison", "comparison")
 
 
