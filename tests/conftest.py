@@ -19,6 +19,7 @@ from helpers import (
     DEVICE_RUN_PROFILED,
     DEVICE_RUN_STEPS,
     DEVICE_RUN_WARMUP,
+    EVERY_MODE,
     FIXTURES,
     LOADER_RUN_BATCH,
     LOADER_RUN_STEPS,
@@ -50,10 +51,10 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
 EVERY_MODE_READERS = ("every_mode_comparison", "comparison")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The order pytest-xdist hands out test files in (scripts/test.sh turns its own reordering off): the files with
-    the most tests first, as pytest-xdist orders them, except that the files reading the every-mode comparison come
-    after all others, by when shared_runs_started_early has made it. Each worker computes the same order."""
+    the most tests first, as pytest-xdist orders them, except that the files that may read the every-mode comparison
+    come after all others, by when shared_runs_started_early has made it. Each worker computes the same order."""
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
@@ -66,24 +67,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session", autouse=True)
 def shared_runs_started_early(request, tmp_path_factory):
     """The every-mode comparison takes one CPU for a minute or more, and a worker that needed it while another made it
-    waited with its own CPU idle. So the first worker to start starts making it in a background process of its own
-    (tests/make_shared.py) while the workers run the files that do not read it (pytest_collection_modifyitems), when
-    a collected test needs it; made_once waits for that process as for another worker. Stopped at the session's end
-    if still running."""
+    waited with its own CPU idle. So, when a collected test surely reads it (every_mode_comparison among its fixtures,
+    directly or through real_run), the first worker to start makes it in a background process of its own
+    (tests/make_shared.py) while the workers run the files that do not read it (pytest_collection_modifyitems);
+    made_once waits for that process as for another worker. Stopped at the session's end if still running."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None or not any(
-            name in item.fixturenames for item in request.session.items for name in EVERY_MODE_READERS):
+            "every_mode_comparison" in item.fixturenames for item in request.session.items):
         yield
         return
     shared = tmp_path_factory.getbasetemp().parent
     try:
-        os.close(os.open(shared / "every_mode.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(os.open(shared / f"{EVERY_MODE}.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:  # another worker started it
         yield
         return
-    with (shared / "every_mode.log").open("w") as log:
-        maker = subprocess.Popen([sys.executable, str(Path(__file__).with_name("make_shared.py")), str(shared),
-                                  "every_mode"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                 start_new_session=True)
+    with (shared / f"{EVERY_MODE}.log").open("w") as log:
+        maker = subprocess.Popen([sys.executable, str(Path(__file__).with_name("make_shared.py")), str(shared)],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     yield
     if maker.poll() is None:  # the session ended first (-x, a subset): nothing waits for it any more
         os.killpg(maker.pid, signal.SIGKILL)
@@ -174,7 +174,7 @@ def every_mode_comparison(tmp_path_factory) -> Path:
     and XProf on them (a test that changes a run copies it first). The settings are helpers' EVERY_MODE_*. Without the
     fairness audit (one set-up process a mode, before timing): no reader checks it, and test_audit.py runs it."""
 
-    root = made_once(tmp_path_factory, "every_mode", make_every_mode_comparison)
+    root = made_once(tmp_path_factory, EVERY_MODE, make_every_mode_comparison)
     (found,) = [p for p in root.iterdir() if (p / "comparison.json").is_file()]
     return found
 

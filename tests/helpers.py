@@ -63,7 +63,8 @@ def fixture(relative: str) -> Path:
 # steps and batch. Six profiled steps are one above XProf's threshold for dropping the first and last step
 # (test_tensorboard_xprof_tools), and the loss still falls over eight steps of four images.
 EVERY_MODE_STEPS, EVERY_MODE_WARMUP, EVERY_MODE_PROFILE_STEPS, EVERY_MODE_BATCH = 8, 2, 6, 4
-
+# Its folder in the session's shared temporary folder (conftest's made_once; tests/make_shared.py).
+EVERY_MODE = "every_mode"
 
 
 def made_once_in(shared: Path, name: str, make: Callable[[Path], None]) -> Path:
@@ -89,9 +90,6 @@ def make_every_mode_comparison(root: Path) -> None:
                       "--out", root, timeout=2400, memory_limit=None)  # fmt: skip
     assert result.code == 0, result.stderr[-3000:]
 
-
-# The session's shared runs that a background process may make (tests/make_shared.py), by name.
-SHARED_MAKERS: dict[str, Callable[[Path], None]] = {"every_mode": make_every_mode_comparison}
 
 # The settings of conftest's loader_run (one profiled run per mode and kind of data, the default six profiled steps):
 # timed steps, warm-up steps and batch.

@@ -18,7 +18,7 @@ def test_the_initial_weights_are_flaxs_bit_for_bit():
 
     from hloscope.models.presets import get_preset
 
-    assert init_compiler_options(jax) == INIT_COMPILER_OPTIONS  # the tests run on a CPU
+    assert init_compiler_options() == INIT_COMPILER_OPTIONS  # the tests run on a CPU
     preset = get_preset("vit-tiny")
     model = FlaxViTForImageClassification(
         ViTConfig(**preset.vit_config_kwargs(), attn_implementation="eager"), seed=3, dtype=jnp.float32,

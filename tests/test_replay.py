@@ -293,12 +293,15 @@ def test_replay_from_the_saved_state_gives_the_runs_loss_trajectory(comparison, 
 def test_torch_xla_replay_is_well_below_its_step(comparison):
     """Lazy torch_xla's step is Python tracing the model and then the graph: replayed alone, the graph takes under half
     the step, a measured overhead. The run and its replay are timed minutes apart; where the run waited for a CPU
-    (seen at load 3: 29% of its window, and the ratio 0.55) the record must say the overhead is not measurable here,
-    and then no ratio is asserted."""
+    (seen at load 3: 29% of its window, and the ratio 0.55) or a side's steps were flagged noisy, the record must say
+    the overhead is not measurable here for that reason, and then no ratio is asserted. A replay slower than the run
+    with neither is a failure."""
     record = _replay(comparison / "torch_xla")
     against = record["comparison"]
     if against["overhead_anomaly"]:
-        assert against["overhead_note"].endswith("overhead not measurable here"), against
+        note = against["overhead_note"]
+        assert note.endswith(": overhead not measurable here") and ("waited for a CPU" in note or "timing noisy" in note), \
+            against
     else:
         assert against["replay_over_run"] < 0.5 and against["overhead_ci_s"][0] > 0, against
     assert "torch_xla" in record["compiler"]["run"]["xla"] and record["compiler"]["same_compiler"] is False

@@ -60,16 +60,19 @@ class JaxWorkload:
 # The initialisation runs once, so how fast its code runs does not matter; how long XLA takes to compile it does (on a
 # CPU it took longer than the train step's own compile). LLVM at level 1 instead of XLA's default compiles it with a
 # third of the CPU time and gives the same values, bit for bit: every preset, measured against the default (vit-tiny:
-# 1.2 s against 3.0 s; resnet-tiny 1.2 against 3.9; vit-base 3.8 against 4.6). tests/test_jax_workload.py checks it. CPU only:
-# the only backend it was measured on.
+# 1.2 s against 3.0 s; resnet-tiny 1.2 against 3.9; vit-base 3.8 against 4.6). tests/test_jax_workload.py checks it.
+# CPU only: the only backend it was measured on.
 INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 
-def init_compiler_options(jax) -> dict[str, Any] | None:
-    """INIT_COMPILER_OPTIONS where the model is initialised on a CPU (JAX's default device), else XLA's defaults."""
-    device = jax.config.jax_default_device
-    platform = device.platform if device is not None and not isinstance(device, str) else (
-        device or jax.default_backend())
+def init_compiler_options() -> dict[str, Any] | None:
+    """INIT_COMPILER_OPTIONS where the model is initialised on a CPU (JAX's default device, a Device or a platform
+    name, else the default backend), else XLA's defaults."""
+    import jax
+
+    config: Any = jax.config  # its flags are attributes that jax's type stubs do not declare
+    device = config.jax_default_device
+    platform = getattr(device, "platform", device) or jax.default_backend()
     return INIT_COMPILER_OPTIONS if platform == "cpu" else None
 
 
@@ -108,7 +111,7 @@ def build_jax_workload(preset: Preset | str, batch_size: int, precision: str = "
         # One jitted program instead of Flax's eager init, which compiles each of its ~75 operations on its own
         # (3-4 s of XLA compiles before the step's own on a CPU): the same keys give the same values.
         params = jax.jit(model.init_weights, static_argnums=1,
-                         compiler_options=init_compiler_options(jax))(model.key, model.input_shape)
+                         compiler_options=init_compiler_options())(model.key, model.input_shape)
         weights = f"{preset.flax_class} initialised by Flax from --seed"
     if isinstance(preset, ResNetPreset):  # BatchNorm: its running statistics ride in the state, updated every step
         return _batch_stats_workload(preset, model, params, weights, batch_size, precision, seed, optimizer)
