@@ -238,6 +238,12 @@ def command(*argv: str | Path, timeout: float = 300, env: dict[str, str | None] 
     return Result(process.returncode, stdout, stderr)
 
 
+def python(*args: str | Path, timeout: float = 300, env: dict[str, str | None] | None = None) -> Result:
+    """Run this Python with ARGS (`"-c", code, ...` or a script) through `command`: a child of its own, for what must
+    not run in the test process (a framework's import, a process-wide flag, a dump directory set by XLA_FLAGS)."""
+    return command(sys.executable, *args, timeout=timeout, env=env)
+
+
 def cli_invoke(*args: str) -> tuple[int, str, str]:
     """Run `hloscope ARGS...` in this process, through main() as the program does (an error is one line and an exit
     code); returns (exit code, stdout, stderr). conftest's `cli_run`, for a fixture of any scope."""

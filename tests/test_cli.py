@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import BAD, assert_refused, hloscope
+from helpers import BAD, assert_refused, hloscope, python
 
 from hloscope import __version__
 from hloscope.cli import COMMANDS
@@ -48,7 +46,8 @@ def test_help_does_not_import_frameworks():
     code = ("import sys; from hloscope.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('torch', 'jax', 'torch_xla') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = python("-c", code, timeout=60)
+    assert result.code == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 

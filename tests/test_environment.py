@@ -4,18 +4,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
-from helpers import REPO
+from helpers import REPO, python
 
 
 def test_torchax_files_are_the_pinned_torchax():
     pinned = re.search(r"^torchax==(\S+)", (REPO / "requirements.txt").read_text(), re.M)
     assert pinned, "requirements.txt pins torchax"
-    checked = subprocess.run([sys.executable, str(REPO / "scripts" / "torchax_files.py")], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
+    checked = python(REPO / "scripts" / "torchax_files.py")
+    assert checked.code == 0, checked.stderr
     # the version the imported package says (torch_xla's copy says 0.0.6), read in a child: importing torchax starts JAX
-    version = subprocess.run([sys.executable, "-c", "import torchax; print(torchax.__version__)"], capture_output=True,
-                             text=True, check=True).stdout.split()[-1]
-    assert version == pinned.group(1)
+    version = python("-c", "import torchax; print(torchax.__version__)")
+    assert version.code == 0, version.stderr
+    assert version.stdout.split()[-1] == pinned.group(1)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 from pathlib import Path
 from statistics import median
 
 import pytest
-from helpers import ARTIFACTS, CHROMIUM_FLAGS, MEMORY_LIMIT_BYTES, Result, chromium, hloscope, hloscope_forked
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, MEMORY_LIMIT_BYTES, Result, chromium, command, hloscope, hloscope_forked
 
 from hloscope.backends.startup_ledger import COMPILE_CACHE_ENV
 from hloscope.render.fmt import ms_interval, signed_ms
@@ -209,8 +208,8 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
     assert html.count("<svg") >= 3
     browser = chromium()
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
+    dom = command(browser, *flags, "--dump-dom", page.as_uri(), timeout=120)
+    assert dom.code == 0, dom.stderr[-2000:]
     text = dom.stdout.replace("&nbsp;", " ").replace("\xa0", " ")  # figures and units never break across lines
     for mode, value in medians.items():
         assert f"{value * 1e3:.3f} ms" in text and mode in text
@@ -223,9 +222,9 @@ def test_explain_html_in_headless_chromium(comparison, report, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "explain_report.png"
     shot.unlink(missing_ok=True)
-    run = subprocess.run([browser, *flags, "--hide-scrollbars", "--window-size=1100,2000", f"--screenshot={shot}",
-                          page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and shot.stat().st_size > 20_000
+    run = command(browser, *flags, "--hide-scrollbars", "--window-size=1100,2000", f"--screenshot={shot}", page.as_uri(),
+                  timeout=120)
+    assert run.code == 0 and shot.stat().st_size > 20_000, run.stderr[-2000:]
 
 
 def test_diff_of_the_two_runs(comparison, cli_run):

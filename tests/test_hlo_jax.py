@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import our_view, xla_view
+from helpers import our_view, python, xla_view
 
 from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.hlo.cost import module_cost
@@ -67,8 +64,9 @@ MLP_SCRIPT = textwrap.dedent(
 def test_jax_dump_directory(tmp_path, cli_run):
     """XLA_FLAGS=--xla_dump_to in a subprocess, then the dump directory as a user gives it to `hlo stats`."""
     dump = tmp_path / "dump"
-    env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_module_re=train_step", JAX_PLATFORMS="cpu")
-    subprocess.run([sys.executable, "-c", MLP_SCRIPT], env=env, check=True, capture_output=True, timeout=300)
+    env = {"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_module_re=train_step", "JAX_PLATFORMS": "cpu"}
+    done = python("-c", MLP_SCRIPT, env=env)
+    assert done.code == 0, done.stderr[-3000:]
     modules = load_modules(dump)
     assert [(m.module.name, m.stage) for m in modules] == [
         ("jit_train_step", "before_optimizations"), ("jit_train_step", "after_optimizations")
@@ -113,8 +111,8 @@ def test_data_parallel_step_has_its_all_reduce(tmp_path):
     """Two CPU devices, batch sharded: the gradient all-reduce shows up with the bytes of the gradient."""
     dump = tmp_path / "dump"
     flags = f"--xla_dump_to={dump} --xla_dump_hlo_module_re=step --xla_force_host_platform_device_count=2"
-    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
-    subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, check=True, capture_output=True, timeout=300)
+    done = python("-c", SHARDED_SCRIPT, env={"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"})
+    assert done.code == 0, done.stderr[-3000:]
     after = [m for m in load_modules(dump) if m.stage == "after_optimizations"]
     assert len(after) == 1 and after[0].platform == "cpu"
     stats = module_stats(after[0])

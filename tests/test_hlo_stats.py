@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from helpers import (
     fixture,
     hlo_fixture_files,
     hloscope,
+    python,
     split_for_xla,
     tiny_dot_module,
 )
@@ -343,8 +342,8 @@ def test_hlo_stats_needs_no_framework():
         "    assert not e.code, e.code\n"
         "print(sorted(m for m in ('torch', 'torch_xla', 'jax', 'jaxlib', 'flax', 'transformers') if m in sys.modules), file=sys.stderr)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    result = python("-c", code, timeout=120)
+    assert result.code == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[]"
     assert json.loads(result.stdout)["modules"][1]["kernels"] == 24
 

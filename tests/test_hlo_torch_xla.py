@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import our_view, xla_view
+from helpers import our_view, python, xla_view
 
 from hloscope.hlo.load import load_modules
 from hloscope.hlo.stats import module_stats
@@ -35,8 +32,8 @@ STEP = textwrap.dedent(
 
 def test_torch_xla_dump_directory(tmp_path, cli_run):
     from jaxlib import _hlo
-    env = dict(os.environ, PJRT_DEVICE="CPU", XLA_FLAGS=f"--xla_dump_to={tmp_path}")
-    subprocess.run([sys.executable, "-c", STEP], env=env, check=True, capture_output=True, timeout=300)
+    done = python("-c", STEP, env={"XLA_FLAGS": f"--xla_dump_to={tmp_path}"})
+    assert done.code == 0, done.stderr[-3000:]
     modules = load_modules(tmp_path)
     # two graphs (first step, then the steady-state step), each before and after optimizations, grouped by name
     assert len(modules) == 4

@@ -5,12 +5,10 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-import subprocess
-import sys
 from importlib.util import find_spec
 
 import pytest
-from helpers import REPO
+from helpers import REPO, python
 
 from hloscope import modes
 from hloscope.backends.base import Session
@@ -72,8 +70,8 @@ def test_the_registry_imports_no_framework():
     code = ("import sys, hloscope.modes, hloscope.backends, hloscope.backends.base, hloscope.cli.run, hloscope.cli.compare;"
             "print(sorted(m for m in ('torch', 'torch_xla', 'jax', 'flax', 'transformers', 'tensorflow') "
             "if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert done.returncode == 0, done.stderr
+    done = python("-c", code, timeout=120)
+    assert done.code == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
 

@@ -5,12 +5,10 @@ upgrade fixes it, that test fails: lift the refusal)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import python
 
 from hloscope.backends import OPENXLA_DYNAMO_BROKEN, preflight
 from hloscope.errors import UsageError
@@ -56,9 +54,8 @@ for step in range(2):
 def test_the_upstream_failure_is_still_there(model):
     """hloscope's own PyTorch train step under torch.compile(backend="openxla"), refusal bypassed: torch_xla 2.9 raises
     the error the refusal quotes, from its dynamo bridge."""
-    done = subprocess.run([sys.executable, "-c", UPSTREAM, model], capture_output=True, text=True, timeout=600,
-                          cwd=REPO, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert done.returncode != 0
+    done = python("-c", UPSTREAM, model, timeout=600)
+    assert done.code != 0
     expected = OPENXLA_DYNAMO_BROKEN[model.split("-")[0]].split(" (")[0]
     raised = [line for line in done.stderr.splitlines() if line.startswith(("IndexError:", "RuntimeError:"))]
     assert raised and raised[0] == expected, done.stderr[-2000:]

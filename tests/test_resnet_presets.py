@@ -6,13 +6,10 @@ programs are read by XLA's parser (jaxlib._hlo), and the first step agrees acros
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, python
 
 from hloscope.backends.data import synthetic_pool
 from hloscope.errors import UsageError
@@ -88,10 +85,8 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def probed() -> dict[str, dict]:
     """PROBE's figures: {"parameters": {preset: count}, mode: the first BatchNorm's running statistics}."""
-    env = {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600,
-                          cwd=REPO, env={**env, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = python("-c", PROBE, timeout=600, env=dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF")))
+    assert done.code == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -8,11 +8,9 @@ The real loader is wrapped so that every batch costs 40 ms more to draw; each mo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from helpers import python
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +43,8 @@ print(json.dumps({"status": record["status"], "steps": record["timing"]["step_ti
 
 @pytest.mark.parametrize("mode", ["pytorch", "jax", "torch_xla"])
 def test_the_loaders_cost_is_part_of_every_timed_step(tmp_path, mode):
-    result = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(tmp_path / mode), str(LOADER_COST_S)],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = python("-c", SCRIPT, mode, tmp_path / mode, str(LOADER_COST_S))
+    assert result.code == 0, result.stderr[-2000:]
     record = json.loads(result.stdout.splitlines()[-1])
     assert record["status"] == "ok" and record["loss"]["finite"]
     assert len(record["steps"]) == 4 and min(record["steps"]) >= LOADER_COST_S

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
-from helpers import REPO
+from helpers import python
 
 from hloscope.backends.base import RunOptions
 from hloscope.backends.jax_mode import JaxSession
@@ -99,9 +96,8 @@ print(json.dumps({"before": before, "dispatched": dispatched, "waited": executio
 @pytest.mark.slow
 def test_torch_xla_wait_runs_the_traced_step(tmp_path):
     """torch_xla traces the step lazily: nothing runs until wait cuts the graph and waits for its execution."""
-    done = subprocess.run([sys.executable, "-c", TORCH_XLA_STEP, str(tmp_path)], capture_output=True, text=True,
-                          timeout=600, cwd=REPO, env={**os.environ, "PJRT_DEVICE": "CPU"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = python("-c", TORCH_XLA_STEP, tmp_path, timeout=600)
+    assert done.code == 0, done.stderr[-3000:]
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     assert counts["dispatched"] == counts["before"]  # the step only traced
     assert counts["waited"] == counts["before"] + 1  # wait ran it: the whole step is one graph

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli_invoke
+from helpers import cli_invoke, command
 
 from hloscope.backends.jax_workload import build_jax_workload
 from hloscope.errors import InputError, MissingDependency, UsageError
@@ -58,10 +57,9 @@ def test_worker_reports_a_module_xla_cannot_read(tmp_path):
     request = {"module": str(tmp_path / "bad.hlo.txt"), "format": "hlo", "target_config": str(tmp_path / "t.txtpb"),
                "dump_dir": str(tmp_path / "dump"), "gemm": "auto", "result": str(tmp_path / "result.json")}
     (tmp_path / "request.json").write_text(json.dumps(request))
-    done = subprocess.run([PLUGIN_PYTHON, str(WORKER), str(tmp_path / "request.json")], capture_output=True,
-                          text=True, timeout=300)
+    done = command(PLUGIN_PYTHON, WORKER, tmp_path / "request.json")
     result = json.loads((tmp_path / "result.json").read_text())
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.code == 1 and "Traceback" not in done.stderr
     assert result["ok"] is False and result["stage"] == "parse" and "bad.hlo.txt" in result["error"]
 
 

@@ -7,14 +7,11 @@ are [batch, seq-len] integers."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, python
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -57,10 +54,9 @@ print(graph_file)
 """
 
 
-def _clean_env() -> dict:
-    """The environment without transformers' framework switches (a torchax or jax import earlier in this process
-    may have set USE_FLAX=0 / USE_TORCH=0, which would hide the other framework's models from the capture)."""
-    return {k: v for k, v in os.environ.items() if k not in ("USE_TORCH", "USE_FLAX", "USE_TF")}
+# transformers' framework switches, removed from a capture's environment: a torchax or jax import earlier in this
+# process may have set USE_FLAX=0 / USE_TORCH=0, which would hide the other framework's models from the capture.
+WITHOUT_FRAMEWORK_SWITCHES: dict[str, str | None] = dict.fromkeys(("USE_TORCH", "USE_FLAX", "USE_TF"))
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +83,9 @@ def test_the_captured_step_takes_sequences_of_the_runs_length(mode, tmp_path, re
     if mode == "jax":
         graph_file = _input_graph(*request.getfixturevalue("target_run"))
     else:
-        done = subprocess.run([sys.executable, "-c", CAPTURE.format(batch=BATCH, seq_len=SEQ_LEN), mode,
-                               str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=REPO, env=_clean_env())
-        assert done.returncode == 0, done.stderr[-3000:]
+        done = python("-c", CAPTURE.format(batch=BATCH, seq_len=SEQ_LEN), mode, tmp_path, timeout=900,
+                      env=WITHOUT_FRAMEWORK_SWITCHES)
+        assert done.code == 0, done.stderr[-3000:]
         graph_file = Path(done.stdout.strip().splitlines()[-1])
     tokens = _token_parameters(_entry_parameters(graph_file))
     assert tokens, _entry_parameters(graph_file)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, CHROMIUM_FLAGS, EVERY_MODE_PROFILE_STEPS, chromium, hloscope, xprof_kept_steps
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, EVERY_MODE_PROFILE_STEPS, chromium, command, hloscope, xprof_kept_steps
 
 from hloscope.modes import MODES, get_mode
 from hloscope.tensorboard import server
@@ -228,11 +228,9 @@ def test_profile_page_in_headless_chromium(served_comparison, comparison, tmp_pa
     for name, page in shots.items():
         target = ARTIFACTS / name
         target.unlink(missing_ok=True)
-        subprocess.run(
-            [browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={target}", "--window-size=1400,900",
-             "--virtual-time-budget=20000", page],
-            check=True, capture_output=True, timeout=180,
-        )  # fmt: skip
+        shot = command(browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={target}",
+                       "--window-size=1400,900", "--virtual-time-budget=20000", page, timeout=180)
+        assert shot.code == 0, shot.stderr[-2000:]
         assert target.stat().st_size > 20_000, name  # a blank 1400x900 PNG is a few kB
         assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import command
 
 from hloscope.tensorboard.convert import convert_kineto_file
 
@@ -20,10 +20,9 @@ AMD_JAX_XPLANE = "tracelens/test_data_jax_te_fused_attn_categorization__934987a2
 
 def xprof(*args: str) -> tuple[int, dict]:
     """Run `xprof ARGS` (the console script beside this Python) and decode the JSON document it prints first."""
-    command = [str(Path(sys.executable).parent / "xprof"), *args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    result = command(Path(sys.executable).parent / "xprof", *args, timeout=600)
     document, _ = json.JSONDecoder().raw_decode(result.stdout.lstrip())
-    return result.returncode, document
+    return result.code, document
 
 
 def test_xprof_reads_an_xplane_session_and_a_run_folder(fixtures_dir, tmp_path):

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
-from helpers import HOSTILE_NAMES, assert_no_traceback, hloscope, kineto_trace
+from helpers import HOSTILE_NAMES, assert_no_traceback, hloscope, kineto_trace, python
 
 from hloscope.runs import rundir
 from hloscope.trace.model import CATEGORIES
@@ -128,8 +126,8 @@ def test_reading_traces_imports_no_framework(fixtures_dir):
         fixtures_dir / "tracelens" / "test_data_jax_te_fused_attn_categorization__934987a2fc2f.xplane.pb",
         fixtures_dir / "hta" / "triton_example__triton_example.json.gz",
     ]
-    done = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = python("-c", script, *paths, timeout=120)
+    assert done.code == 0, done.stderr
     assert "FRAMEWORKS []" in done.stdout
 
 

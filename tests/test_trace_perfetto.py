@@ -8,13 +8,11 @@ names, SLICE_BEGIN / SLICE_END pairs, debug annotations for the arguments, one p
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from helpers import hloscope
+from helpers import hloscope, python
 
 from hloscope.errors import InputError
 from hloscope.tensorboard.convert import convert_kineto_file
@@ -42,8 +40,8 @@ def profiled(tmp_path_factory) -> Path:
     """Two tiny training steps profiled by torch.profiler and exported to a .pftrace path; the same bytes also as
     the usual .pt.trace.json."""
     folder = tmp_path_factory.mktemp("torch")
-    subprocess.run([sys.executable, "-c", PROFILE_ONE_STEP, str(folder / "w_1.1.pftrace")], check=True,
-                   capture_output=True, timeout=600)  # fmt: skip
+    done = python("-c", PROFILE_ONE_STEP, folder / "w_1.1.pftrace", timeout=600)
+    assert done.code == 0, done.stderr[-3000:]
     (folder / "w_1.1.pt.trace.json").write_bytes((folder / "w_1.1.pftrace").read_bytes())
     return folder
 

@@ -7,13 +7,11 @@ compiled HLO module as XLA's own parser (jaxlib._hlo) reads them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
+from helpers import python
 
 from hloscope.runs import rundir
 from hloscope.trace.hlo_map import kernel_time_by_hlo_op
@@ -75,9 +73,8 @@ xp.stop_trace()
 
 
 def _run(script: str, *args: str) -> None:
-    env = dict(os.environ, PJRT_DEVICE="CPU", JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = python("-c", script, *args, env={"JAX_PLATFORMS": "cpu"})
+    assert done.code == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
