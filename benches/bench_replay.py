@@ -14,12 +14,17 @@ Prints the Markdown table of benches/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from msgspec import UNSET
+
+from hloscope.runs.replay_record import FrameworkDevice, load_replay
+from hloscope.runs.rundir import load_comparison
 
 MODES = ("jax", "torchax", "torch_xla", "torch_xla+compile")
 
@@ -33,28 +38,34 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
 
 
+def _set(value: Any) -> Any:
+    """A field of the replay record that may be absent (msgspec's UNSET), as None when it is."""
+    return None if value is UNSET else value
+
+
 def _rows(comparison: Path) -> list[str]:
-    record = json.loads((comparison / "comparison.json").read_text())
-    preset = record["config"]["model"]
+    record = load_comparison(comparison)
+    preset = record.config.model
     rows = []
-    for entry in record["modes"]:
-        run_dir = comparison / entry["dir"]
-        if entry["status"] != "ok":
-            rows.append(f"| {preset} | {entry['mode']} | failed: {entry.get('error')} | | | | | | |")
+    for entry in record.modes:
+        run_dir = comparison / entry.dir
+        if entry.status != "ok":
+            rows.append(f"| {preset} | {entry.mode} | failed: {entry.error} | | | | | | |")
             continue
         if not (run_dir / "replay.json").exists():
-            _hloscope("replay", str(comparison), "--steps", str(record["config"]["steps"]), "--warmup",
-                      str(record["config"]["warmup"]))
-        replay = json.loads((run_dir / "replay.json").read_text())
-        c, f = replay.get("comparison") or {}, replay.get("framework_device") or {}
-        low, high = c.get("overhead_ci_s") or (None, None)
-        trajectory = replay.get("trajectory")
-        same = "-" if not trajectory else ("same" if trajectory.get("ok") else "DIFFERS")
-        compiler = replay["compiler"]
-        rows.append(f"| {preset} | {entry['mode']} | {_ms(c.get('run_median_s'))} | {_ms(c.get('replay_median_s'))} | "
-                    f"{_ms(c.get('overhead_s'))} ({_ms(low)} .. {_ms(high)}) | {_ms(f.get('device_busy_s'))} | "
-                    f"{_ms(f.get('device_idle_s'))} | {same} | "
-                    f"{compiler['run']['xla'].split(' (')[0]} / {compiler['replay']['xla']} |")
+            _hloscope("replay", str(comparison), "--steps", str(record.config.steps), "--warmup",
+                      str(record.config.warmup))
+        replay = load_replay(run_dir / "replay.json")
+        c = replay.comparison or None
+        f = replay.framework_device or FrameworkDevice()
+        low, high = c.overhead_ci_s if c else (None, None)
+        trajectory = replay.trajectory or None
+        same = "-" if not trajectory else ("same" if trajectory.ok else "DIFFERS")
+        run_xla = replay.compiler.run.xla if replay.compiler.run else None
+        rows.append(f"| {preset} | {entry.mode} | {_ms(c and c.run_median_s)} | {_ms(c and c.replay_median_s)} | "
+                    f"{_ms(c and c.overhead_s)} ({_ms(low)} .. {_ms(high)}) | {_ms(_set(f.device_busy_s))} | "
+                    f"{_ms(_set(f.device_idle_s))} | {same} | "
+                    f"{(run_xla or '-').split(' (')[0]} / {replay.compiler.replay.xla} |")
     return rows
 
 

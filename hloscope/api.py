@@ -17,8 +17,8 @@
 Every function takes paths (str or Path). The `*_table` functions return pyarrow Tables, one row per event, kernel,
 op or step of each trace with its `mode` and `rank` (`to_pandas()`, `polars.from_arrow()`, DuckDB by name), holding
 the figures `trace stats --json` prints. The others return exactly what the matching command's `--json` prints (plain
-dicts and lists; explain's report, run.json and comparison.json as typed records whose `to_dict()` is that JSON), so a
-notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
+dicts and lists; explain's report, run.json, comparison.json and the replay record as typed records whose `to_dict()`
+is that JSON), so a notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
 naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
 `hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints (what a
 command shows while it works, a progress bar or a line per replayed mode, comes in as a callback). The commands in
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from hloscope.explain.report import ExplainReport
     from hloscope.hlo.load import LoadedModule
+    from hloscope.runs.replay_record import ReplayRecord
     from hloscope.tensorboard.logdir import Session, ViewLogdir
 
 # Each function imports its own analysis when called: `hlo stats` and `trace stats` import this module at start-up
@@ -335,11 +336,12 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
 
 
 def replay(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,
-           profile_steps: int = 6, seed: int = 0, on_skip: Callable[[str], None] | None = None) -> dict:
+           profile_steps: int = 6, seed: int = 0, on_skip: Callable[[str], None] | None = None) -> ReplayRecord:
     """Replay a run directory made with --dump-hlo, or an HLO / StableHLO module file, alone through jaxlib's XLA on
     one device, timed as `run` times a step, and record it in replay.json (a new name if one exists) beside it: the
-    record as `replay --json` prints it, with `written` the file recorded (None when the directory is not writable).
-    `status` "not_replayable" when nothing could be replayed; `on_skip` is told each module left out, in one line.
+    record, typed (hloscope/runs/replay_record.py), with `written` the file recorded (None when the directory is not
+    writable); its `to_dict()` is what `replay --json` prints. `status` "not_replayable" when nothing could be
+    replayed; `on_skip` is told each module left out, in one line.
     XLA runs in a child process, whose JAX_PLATFORMS is cpu for a CPU replay (unless set), so that no GPU plugin
     starts; the calling process's environment is left as it is, and jax is not imported into it."""
     from hloscope.replay.runner import replay as run_replay
@@ -348,9 +350,8 @@ def replay(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 1
     check_range("warmup", warmup, 1, MAX_WARMUP)
     check_range("profile_steps", profile_steps, 1, MAX_PROFILE_STEPS)
     check_range("seed", seed, 0, MAX_SEED)
-    record, written = run_replay(path, device=device, steps=steps, warmup=warmup, profile=profile,
-                                 profile_steps=profile_steps, seed=seed, on_skip=on_skip or (lambda line: None))
-    return {**record, "written": str(written) if written else None}
+    return run_replay(path, device=device, steps=steps, warmup=warmup, profile=profile, profile_steps=profile_steps,
+                      seed=seed, on_skip=on_skip or (lambda line: None))
 
 
 def replays(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,

@@ -21,7 +21,16 @@ from hloscope.render.replay_text import render_text
 from hloscope.replay.program import Program, Shape, make_inputs
 from hloscope.replay.runner import _against_run, replay
 from hloscope.runs.records import HostScheduling, decode_run
-from hloscope.runs.replay_record import ReplaySummary
+from hloscope.runs.replay_record import (
+    ReplayCompilers,
+    ReplayConfig,
+    ReplayDevice,
+    ReplayRecord,
+    ReplaySource,
+    ReplaySummary,
+    ReplayTiming,
+    ReplayXla,
+)
 
 # ----------------------------------------------------------------------------------- a symlink loop at an artifact
 
@@ -182,12 +191,12 @@ def test_negative_overhead_is_reported_as_an_anomaly():
     assert data["overhead_s"] == pytest.approx(-0.003) and data["overhead_anomaly"] is True
     assert data["overhead_note"] == "replay slower than the run by 3.000 ms: overhead not measurable here"
     comparison = _against_run(_run_record({"step_times_s": steps, "median_s": 0.010}),
-                              {"timing": {"step_times_s": program, "median_s": 0.013}})
-    assert comparison is not None and comparison["overhead_anomaly"] is True
-    record = {"source": {"path": "r"}, "status": "ok", "config": {"device": "cpu", "warmup": 1, "seed": 0},
-              "device": {"platform": "cpu", "kind": "cpu"}, "compiler": {"replay": {"xla": "jaxlib"}}, "modules": [],
-              "skipped": [], "warnings": [], "comparison": comparison}
-    text = render_text(record, None)
+                              ReplayTiming(step_times_s=program, median_s=0.013))
+    assert comparison is not None and comparison.overhead_anomaly is True
+    record = ReplayRecord(status="ok", source=ReplaySource(path="r"), config=ReplayConfig(device="cpu", warmup=1, seed=0),
+                          device=ReplayDevice(platform="cpu", kind="cpu"),
+                          compiler=ReplayCompilers(replay=ReplayXla(xla="jaxlib")), comparison=comparison)
+    text = render_text(record)
     assert "overhead not measurable here" in text and "framework overhead -" not in text
     slower = ModeSummary(mode="jax", step_times_s=program, replay=ReplaySummary(file="replay.json", program_times_s=steps))
     positive = split(slower, slower)
@@ -216,7 +225,7 @@ def test_an_overhead_measured_under_load_is_not_an_overhead():
                               replay=ReplaySummary(file="replay.json", program_times_s=program, noisy=replay_noisy))
         comparison = _against_run(
             _run_record({"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}),
-            {"timing": {"step_times_s": program, "median_s": 0.0023, "noisy": replay_noisy}})
-        for data in (split(summary, summary), comparison):
+            ReplayTiming(step_times_s=program, median_s=0.0023, noisy=replay_noisy))
+        for data in (split(summary, summary), msgspec.to_builtins(comparison)):
             assert data is not None and data["overhead_anomaly"] is (note is not None)
             assert data.get("overhead_note") == note

@@ -11,6 +11,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from helpers import Result, assert_refused, comparison_record, hloscope_forked
 
@@ -28,7 +29,15 @@ from hloscope.replay.runner import replay, select_device
 from hloscope.replay.trajectory import check_trajectory
 from hloscope.replay.worker import TEST_CHILD_ENV
 from hloscope.runs import rundir
-from hloscope.runs.replay_record import ReplaySummary, ReplayUnread, latest_replay, read_replay
+from hloscope.runs.replay_record import (
+    ReplayRecord,
+    ReplaySummary,
+    ReplayUnread,
+    Trajectory,
+    latest_replay,
+    load_replay,
+    read_replay,
+)
 from hloscope.runs.replays import replay_comparison, replayable_entries
 from hloscope.runs.rundir import load_comparison
 
@@ -76,30 +85,33 @@ def _train_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def train_replay(tmp_path_factory) -> tuple[Path, dict, Path | None]:
-    """The small train step replayed once (5 steps, 2 warm-up) in a folder of its own: (its file, the record, the
-    replay.json written). One XLA child for the two tests below."""
+def train_replay(tmp_path_factory) -> tuple[Path, ReplayRecord]:
+    """The small train step replayed once (5 steps, 2 warm-up) in a folder of its own: (its file, the record). One
+    XLA child for the two tests below."""
     file = _train_file(tmp_path_factory.mktemp("train"))
-    record, written = replay(file, steps=5, warmup=2)
-    return file, record, written
+    return file, replay(file, steps=5, warmup=2)
 
 
 def test_hlo_file_replay_threads_the_donated_output_back(train_replay):
-    file, record, written = train_replay
-    assert record["status"] == "ok" and written == file.parent / f"{file.name}.replay.json"
-    (module,) = record["modules"]
-    assert module["donated"] == 1 and module["fed_back"] == 1 and module["fed_back_from"] == "input_output_alias"
-    timing = record["timing"]
-    assert timing["steps"] == 5 and len(timing["step_times_s"]) == 5 and len(timing["warmup_times_s"]) == 1
-    assert timing["p10_s"] <= timing["median_s"] <= timing["p90_s"]
-    assert record["loss"]["finite"] and record["compiler"]["replay"]["xla"].startswith("jaxlib ")
-    assert json.loads(written.read_text())["timing"]["median_s"] == timing["median_s"]
+    file, record = train_replay
+    assert record.status == "ok" and record.written == str(file.parent / f"{file.name}.replay.json")
+    (module,) = record.modules
+    assert module.donated == 1 and module.fed_back == 1 and module.fed_back_from == "input_output_alias"
+    timing = record.timing
+    assert timing.steps == 5 and len(timing.step_times_s) == 5 and len(timing.warmup_times_s) == 1
+    assert timing.p10_s <= timing.median_s <= timing.p90_s
+    assert record.loss.finite and record.compiler.replay.xla.startswith("jaxlib ")
+    written = Path(record.written)
+    # the file holds the record as returned, less `written`, and reads back as the same record
+    assert json.loads(written.read_text()) == {key: value for key, value in record.to_dict().items()
+                                               if key != "written"}
+    assert msgspec.structs.replace(load_replay(written), written=record.written) == record
 
 
 def test_replay_never_overwrites(train_replay):
-    file, _, first = train_replay  # its first replay
-    _, second = replay(file, steps=2, warmup=1)
-    assert first.name.endswith(".replay.json") and second.name.endswith(".replay-2.json")
+    file, first = train_replay  # its first replay
+    second = replay(file, steps=2, warmup=1)
+    assert first.written.endswith(".replay.json") and second.written.endswith(".replay-2.json")
 
 
 def test_stablehlo_file_with_state_in_state_out(tmp_path):
@@ -114,9 +126,8 @@ def test_stablehlo_file_with_state_in_state_out(tmp_path):
     text = jax.jit(step).lower((jnp.ones((3, 2)), jnp.int32(0)), jnp.ones((4, 3))).as_text()
     path = tmp_path / "step.stablehlo.mlir"
     path.write_text(text, encoding="utf-8")
-    record, _ = replay(path, steps=3, warmup=1)
-    (module,) = record["modules"]
-    assert module["format"] == "mlir" and module["fed_back"] == 2 and module["fed_back_from"] == "matching shapes"
+    (module,) = replay(path, steps=3, warmup=1).modules
+    assert module.format == "mlir" and module.fed_back == 2 and module.fed_back_from == "matching shapes"
 
 
 def test_host_callback_is_refused_in_one_line(tmp_path):
@@ -185,7 +196,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     result = check_trajectory(program, tmp_path, entry["path"], "fp32", device)
     assert result["ok"], result
     assert result["replay_losses"] == pytest.approx(entry["losses"], rel=1e-6)
-    assert "same as the run" in trajectory_line(result)
+    assert "same as the run" in trajectory_line(msgspec.convert(result, Trajectory))
 
     # started one step late, the same program and batches give another trajectory, and the check says so
     late = tmp_path / "late"
@@ -197,7 +208,7 @@ def test_saved_inputs_replay_the_runs_loss_trajectory(tmp_path):
     wrong = shifted.save(late, "jit_step")
     failed = check_trajectory(program, late, wrong["path"], "fp32", device)
     assert not failed["ok"] and failed["max_relative_difference"] > 1e-3
-    assert "DIFFERS from the run" in trajectory_line(failed)
+    assert "DIFFERS from the run" in trajectory_line(msgspec.convert(failed, Trajectory))
 
     (late / INPUTS_FILE).write_bytes(b"not a zip")
     broken = check_trajectory(program, late, wrong["path"], "fp32", device)
@@ -249,23 +260,22 @@ def comparison(tmp_path_factory) -> Path:
     return path
 
 
-def _replay(run_dir: Path) -> dict:
-    return json.loads((run_dir / "replay.json").read_text())
+def _replay(run_dir: Path) -> ReplayRecord:
+    return load_replay(run_dir / "replay.json")
 
 
 @pytest.mark.slow
 def test_jax_replay_matches_the_run(comparison):
     record = _replay(comparison / "jax")
-    ratio = record["comparison"]["replay_over_run"]
-    device = record["framework_device"].get("device_busy_s")
+    ratio = record.comparison.replay_over_run
+    device = record.framework_device.device_busy_s
     # JAX adds little around its program, so the replay's median is the run's: within 15% of it (or of the run's own
     # profiled device time) on a quiet machine, measured in benches/bench_replay.py (benches/README.md). The run and
     # its replay are timed minutes apart; on a busy machine either can be several times slower (a replay 3.4x the
     # run and a run 9x its replay seen at load 10), and then the record must say the overhead cannot be measured here.
-    close = 0.5 <= ratio <= 2.0 or (device and 0.5 <= record["timing"]["median_s"] / device <= 2.0)
-    assert close or "overhead not measurable here" in record["comparison"].get("overhead_note", ""), \
-        record["comparison"]
-    assert record["compiler"]["same_compiler"] is True and record["loss"]["finite"]
+    close = 0.5 <= ratio <= 2.0 or (device and 0.5 <= record.timing.median_s / device <= 2.0)
+    assert close or "overhead not measurable here" in (record.comparison.overhead_note or ""), record.comparison
+    assert record.compiler.same_compiler is True and record.loss.finite
 
 
 @pytest.mark.slow
@@ -284,9 +294,9 @@ def test_replay_from_the_saved_state_gives_the_runs_loss_trajectory(comparison, 
     with np.load(file, allow_pickle=False) as data:  # one saved array per entry parameter of the program
         arrays = [n for n in data.files if n.startswith(("state_", "batch0_"))]
         assert len(arrays) == len(re.findall(r"%arg\d+:", main))
-    trajectory = _replay(comparison / mode)["trajectory"]
-    assert trajectory["ok"] and trajectory["run_losses"] == saved["losses"]
-    assert trajectory["replay_losses"] == pytest.approx(saved["losses"], rel=1e-5)
+    trajectory = _replay(comparison / mode).trajectory
+    assert trajectory.ok and trajectory.run_losses == saved["losses"]
+    assert trajectory.replay_losses == pytest.approx(saved["losses"], rel=1e-5)
 
 
 @pytest.mark.slow
@@ -297,15 +307,15 @@ def test_torch_xla_replay_is_well_below_its_step(comparison):
     the overhead is not measurable here for that reason, and then no ratio is asserted. A replay slower than the run
     with neither is a failure."""
     record = _replay(comparison / "torch_xla")
-    against = record["comparison"]
-    if against["overhead_anomaly"]:
-        note = against["overhead_note"]
+    against = record.comparison
+    if against.overhead_anomaly:
+        note = against.overhead_note
         assert note.endswith(": overhead not measurable here") and ("waited for a CPU" in note or "timing noisy" in note), \
             against
     else:
-        assert against["replay_over_run"] < 0.5 and against["overhead_ci_s"][0] > 0, against
-    assert "torch_xla" in record["compiler"]["run"]["xla"] and record["compiler"]["same_compiler"] is False
-    graphs = _replay(comparison / "torch_xla_compile")
+        assert against.replay_over_run < 0.5 and against.overhead_ci_s[0] > 0, against
+    assert "torch_xla" in record.compiler.run.xla and record.compiler.same_compiler is False
+    graphs = _replay(comparison / "torch_xla_compile").to_dict()
     assert len(graphs["modules"]) >= 3 and all("median_s" in m for m in graphs["modules"])
 
 
@@ -318,8 +328,8 @@ def test_compare_replay_records_each_xla_mode(comparison):
         replay = entry["replay"]
         written = _replay(comparison / entry["dir"])
         assert replay["status"] == "ok" and replay["file"] == "replay.json", replay
-        assert replay["median_s"] == written["timing"]["median_s"] and len(written["timing"]["step_times_s"]) == 20
-        assert replay["overhead_s"] == written["comparison"]["overhead_s"]
+        assert replay["median_s"] == written.timing.median_s and len(written.timing.step_times_s) == 20
+        assert replay["overhead_s"] == written.comparison.overhead_s
         assert (comparison / replay["log"]).is_file()
     by_mode = {entry["mode"]: entry["replay"] for entry in record["modes"]}
     assert by_mode["jax"]["trajectory_ok"] is True and "trajectory_ok" not in by_mode["torch_xla"]
@@ -607,20 +617,29 @@ def test_a_fifo_in_place_of_the_saved_inputs_is_refused_at_once(tiny_run, tmp_pa
 
 def test_the_replay_record_read_by_explain_is_typed_and_bounded(tmp_path):
     """explain reads replay records through runs/replay_record.py: the newest by number (a name of hundreds of
-    digits is no record), sections of the wrong type read as absent, a record without steps is unread, not used."""
+    digits is no record), typed (absent sections read as empty, a section of the wrong type refused naming the
+    field), and a record without steps is unread, not used."""
     (tmp_path / f"replay-{'9' * 200}.json").write_text("{}")
     assert latest_replay(tmp_path) is None
     record = {"schema_version": 1, "kind": "replay", "status": "ok", "timing": {"step_times_s": [0.002, 0.003]},
-              "compiler": {"replay": "jaxlib", "run": {"xla": "jaxlib 0.10.2"}}, "device": {"platform": "cpu"},
-              "skipped": [{"reason": "not the train step"}, "junk"]}
+              "compiler": {"run": {"xla": "jaxlib 0.10.2"}}, "device": {"platform": "cpu"},
+              "skipped": [{"reason": "not the train step"}], "framework_device": None}
     (tmp_path / "replay.json").write_text(json.dumps(record))
     (tmp_path / "replay-2.json").write_text(json.dumps({**record, "timing": {"step_times_s": []}}))
     assert latest_replay(tmp_path) == tmp_path / "replay-2.json"
     assert read_replay(tmp_path / "replay.json") == ReplaySummary(
         file="replay.json", program_times_s=[0.002, 0.003], device="cpu", compiler=None, run_compiler="jaxlib 0.10.2",
         skipped=["not the train step"])
+    typed = load_replay(tmp_path / "replay.json")
+    assert typed.timing.step_times_s == [0.002, 0.003] and typed.compiler.replay.xla is None
+    assert "framework_device" not in typed.to_dict() and "trajectory" not in typed.to_dict()
     unread = read_replay(tmp_path / "replay-2.json")
     assert isinstance(unread, ReplayUnread) and "no replayed steps" in unread.error
-    (tmp_path / "replay-3.json").write_text(json.dumps({**record, "timing": {"step_times_s": [-1.0]}}))
-    with pytest.raises(InputError, match=r"replay-3\.json"):
-        read_replay(tmp_path / "replay-3.json")
+    for number, change, words in [(3, {"timing": {"step_times_s": [-1.0]}}, "'timing.step_times_s' holds -1.0"),
+                                  (4, {"compiler": {"replay": "jaxlib"}}, "'compiler.replay' is str 'jaxlib', expected an object"),
+                                  (5, {"skipped": [{"reason": "x"}, "junk"]}, "'skipped[1]' is str 'junk', expected an object")]:
+        file = tmp_path / f"replay-{number}.json"
+        file.write_text(json.dumps({**record, **change}))
+        with pytest.raises(InputError, match=rf"replay-{number}\.json") as refused:
+            read_replay(file)
+        assert words in str(refused.value)

@@ -35,10 +35,10 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
     record = replay(path, device=device, steps=steps, warmup=warmup, profile=profile, profile_steps=profile_steps,
                     seed=seed, on_skip=lambda line: click.echo(f"hloscope replay: {line}", err=True))
     if as_json:
-        click.echo(json.dumps(record, indent=1, default=str))
+        click.echo(json.dumps(record.to_dict(), indent=1, default=str))
     else:
-        click.echo(render_text(record, record["written"]))
-    if record["status"] == "not_replayable":
+        click.echo(render_text(record))
+    if record.status == "not_replayable":
         raise SystemExit(1)
 
 

@@ -17,6 +17,10 @@ import sys
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from hloscope.errors import HloscopeError, InputError, MissingDependency, UsageError
 from hloscope.explain.collect import summarize_run
@@ -29,13 +33,55 @@ from hloscope.replay.program import module_format
 from hloscope.replay.trajectory import saved_inputs
 from hloscope.replay.worker import MARK, fusions, instructions
 from hloscope.runs.records import RunRecord
-from hloscope.runs.replay_record import overhead_anomaly, unsteady_sides
-from hloscope.runs.rundir import load_run, write_json_atomic
+from hloscope.runs.replay_record import (
+    FrameworkDevice,
+    ReplayComparison,
+    ReplayCompilers,
+    ReplayConfig,
+    ReplayDevice,
+    ReplayLoss,
+    ReplayModule,
+    ReplayProfile,
+    ReplayRecord,
+    ReplaySource,
+    ReplayTiming,
+    ReplayXla,
+    RunXla,
+    SkippedModule,
+    Trajectory,
+    overhead_anomaly,
+    unsteady_sides,
+    write_replay,
+)
+from hloscope.runs.rundir import load_run
 from hloscope.significance import median_difference
 
-SCHEMA_VERSION = 1
-REPLAY_FILE = "replay.json"
 PROFILE_DIR = "replay-profile"
+INPUTS = ("images ~ N(0,1) of the run's batch shape, weights and optimizer state ~ N(0,0.02), float scalars 0.01, "
+          "integer labels uniform in [0, num_labels), step counters 0")
+
+
+class _Skip(msgspec.Struct, frozen=True, kw_only=True):
+    """A module the child did not replay; `input_error` when its file could not be read (path, message, line, col)."""
+
+    module: str
+    file: str
+    reason: str
+    input_error: dict[str, Any] | None = None
+
+
+class _Measured(msgspec.Struct, frozen=True, kw_only=True):
+    """The child's result (hloscope.replay.worker.execute): the record's parts measured there, typed."""
+
+    device: ReplayDevice
+    platform_version: str | None = None
+    modules: list[ReplayModule] = []
+    skipped: list[_Skip] = []
+    warnings: list[str] = []
+    trajectory: Trajectory | UnsetType = UNSET
+    timing: ReplayTiming | UnsetType = UNSET
+    loss: ReplayLoss | UnsetType = UNSET
+    profile: ReplayProfile | UnsetType = UNSET
 
 
 def select_device(name: str):
@@ -77,8 +123,8 @@ def modules_of(path: Path) -> tuple[RunRecord | None, Path | None, list[tuple[st
 
 def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,
            profile_steps: int = 6, seed: int = 0, on_skip=lambda line: None,
-           timeout_s: float | None = None) -> tuple[dict, Path | None]:
-    """Replay and record; returns (record, path of the replay.json written, or None when it could not be written).
+           timeout_s: float | None = None) -> ReplayRecord:
+    """Replay and record; returns the record, its `written` the replay.json written (None when it could not be).
 
     Every module and the run's saved inputs are checked first (hloscope.replay.accept, .inputs: InputError for what
     replay does not run); XLA then compiles and executes in a child process (hloscope.replay.worker) bounded by
@@ -102,53 +148,73 @@ def replay(path: str | os.PathLike, device: str = "cpu", steps: int = 50, warmup
                "warmup": warmup, "seed": seed, "batch": batch, "labels": labels, "saved_inputs": saved,
                "profile_dir": str(logdir) if logdir else None, "profile_steps": profile_steps}
     try:
-        result = run_child(request, [a.file for a in accepted], path, timeout_s)
+        result = _measured(run_child(request, [a.file for a in accepted], path, timeout_s), path)
     finally:
         if logdir is not None:
             _discard_if_empty(logdir)
-    record: dict = {
-        "schema_version": SCHEMA_VERSION, "kind": "replay", "status": "running",
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "source": {"path": str(path), "run_id": run.run_id if run else None, "mode": run.mode if run else None,
-                   "batch_size": batch, "num_labels": labels},
-        "config": {"device": device, "steps": steps, "warmup": warmup, "seed": seed, "profile": profile},
-        "device": result["device"], "compiler": _compiler(run, result.get("platform_version")), "modules": [],
-        "skipped": [], "warnings": result.get("warnings", []),
-        "inputs": ("images ~ N(0,1) of the run's batch shape, weights and optimizer state ~ N(0,0.02), float "
-                   "scalars 0.01, integer labels uniform in [0, num_labels), step counters 0"),
-    }
+    record = ReplayRecord(
+        status="running", created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        source=ReplaySource(path=str(path), run_id=run.run_id if run else None, mode=run.mode if run else None,
+                            batch_size=batch, num_labels=labels),
+        config=ReplayConfig(device=device, steps=steps, warmup=warmup, seed=seed, profile=profile),
+        device=result.device, compiler=_compiler(run, result.platform_version),
+        skipped=_skipped(result.skipped, len(wanted), on_skip), warnings=list(result.warnings), inputs=INPUTS)
+    if not result.modules:
+        return write_replay(msgspec.structs.replace(record, status="not_replayable"), run_dir, path)
+    record = _replayed(record, result, run, run_dir, logdir)
+    return write_replay(msgspec.structs.replace(record, status="partial" if record.skipped else "ok"), run_dir, path)
+
+
+def _measured(result: dict, source: Path) -> _Measured:
+    """The child's result, typed; one that does not fit the record is an HloscopeError naming the source."""
+    try:
+        return msgspec.convert(result, _Measured)
+    except msgspec.ValidationError as error:
+        raise HloscopeError(f"{source}: replay's XLA process gave a result that does not fit the replay record "
+                            f"({error})") from None
+
+
+def _skipped(skips: list[_Skip], wanted: int, on_skip) -> list[SkippedModule]:
+    """The modules the child did not replay, each told to `on_skip` in one line. When every one of the `wanted`
+    modules was unreadable, there is nothing to replay and only bad input to blame: the first one's InputError
+    (exit 2)."""
     unreadable: list[InputError] = []
-    for skip in result["skipped"]:
-        bad = skip.pop("input_error", None)
-        record["skipped"].append(skip)
+    for skip in skips:
+        bad = skip.input_error
         if bad is not None:
             unreadable.append(InputError(bad["path"], bad["message"], bad.get("line"), bad.get("col")))
         else:
-            on_skip(f"not replayed: {skip['reason']}")
-    if unreadable and len(unreadable) == len(wanted):  # nothing to replay, and only bad input to blame: exit 2
+            on_skip(f"not replayed: {skip.reason}")
+    if unreadable and len(unreadable) == wanted:
         raise unreadable[0]
     for error in unreadable:  # the other modules are replayed; the damaged file is named, with its line:column
         on_skip(f"not replayed: {error}")
-    if not result["modules"]:
-        record["status"] = "not_replayable"
-        return record, _write(record, run_dir, path)
-    if "trajectory" in result:
-        record["trajectory"] = result["trajectory"]
-    for key in ("timing", "loss"):
-        record[key] = result[key]
-    for entry in result["modules"]:
-        after = _run_optimized(run, run_dir, entry["module"])
-        if after is not None:
-            entry["run_fusions"] = fusions(after)
-            entry["run_instructions"] = instructions(after)
-        record["modules"].append(entry)
+    return [SkippedModule(module=skip.module, file=skip.file, reason=skip.reason) for skip in skips]
+
+
+def _replayed(record: ReplayRecord, result: _Measured, run: RunRecord | None, run_dir: Path | None,
+              logdir: Path | None) -> ReplayRecord:
+    """The record of a replay that ran: its timing and loss, each module beside the run's own compile of it, the
+    profile, and the run's step against the replayed program."""
+    timing = result.timing
+    if isinstance(timing, UnsetType):
+        raise HloscopeError(f"{record.source.path}: replay's XLA process replayed modules without timing them")
+    profile: ReplayProfile | UnsetType = UNSET
     if logdir is not None and os.path.isdir(logdir):
-        record["profile"] = {**result.get("profile", {}), "logdir": str(logdir), "xplane": _xplanes(logdir)}
-    record["comparison"] = _against_run(run, record)
-    if run is not None and run_dir is not None:
-        record["framework_device"] = _framework_device(run_dir, record)
-    record["status"] = "partial" if record["skipped"] else "ok"
-    return record, _write(record, run_dir, path)
+        profile = msgspec.structs.replace(result.profile or ReplayProfile(), logdir=str(logdir),
+                                          xplane=_xplanes(logdir))
+    return msgspec.structs.replace(
+        record, modules=[_beside_run(entry, run, run_dir) for entry in result.modules], trajectory=result.trajectory,
+        timing=timing, loss=result.loss, profile=profile, comparison=_against_run(run, timing),
+        framework_device=_framework_device(run_dir, timing) if run is not None and run_dir is not None else UNSET)
+
+
+def _beside_run(entry: ReplayModule, run: RunRecord | None, run_dir: Path | None) -> ReplayModule:
+    """A replayed module with what the run's own XLA made of the same graph, when the run kept its optimized HLO."""
+    after = _run_optimized(run, run_dir, entry.module)
+    if after is None:
+        return entry
+    return msgspec.structs.replace(entry, run_fusions=fusions(after), run_instructions=instructions(after))
 
 
 def _checked_saved_inputs(run: RunRecord | None, accepted: list) -> dict | None:
@@ -261,7 +327,7 @@ def _run_optimized(run: RunRecord | None, run_dir: Path | None, module: str) -> 
     return None
 
 
-def _compiler(run: RunRecord | None, platform_version: str | None) -> dict:
+def _compiler(run: RunRecord | None, platform_version: str | None) -> ReplayCompilers:
     """Which XLA compiled what: the replay's (jaxlib's) and the run's (the framework's own, or bundled)."""
     def version(dist: str) -> str | None:
         try:
@@ -269,54 +335,56 @@ def _compiler(run: RunRecord | None, platform_version: str | None) -> dict:
         except metadata.PackageNotFoundError:
             return None
 
-    replay = {"xla": f"jaxlib {version('jaxlib')}", "jax": version("jax"), "jaxlib": version("jaxlib"),
-              "platform_version": platform_version}
-    out: dict[str, object] = {"replay": replay}
-    if run is not None:
-        mode = run.mode
-        packages = run.environment.packages
-        registered = BY_NAME.get(mode)
-        if registered is not None and registered.framework == "torch_xla":
-            xla = f"torch_xla {packages.get('torch_xla')}'s bundled XLA (built into torch_xla's _XLAC extension)"
-        elif registered is not None and registered.xla:  # JAX's own programs and torchax's, compiled by jaxlib
-            xla = f"jaxlib {packages.get('jaxlib')}"
-        else:
-            xla = None
-        out["run"] = {"mode": mode, "xla": xla}
-        out["same_compiler"] = xla == replay["xla"]
-    return out
+    replay = ReplayXla(xla=f"jaxlib {version('jaxlib')}", jax=version("jax"), jaxlib=version("jaxlib"),
+                       platform_version=platform_version)
+    if run is None:
+        return ReplayCompilers(replay=replay)
+    mode = run.mode
+    packages = run.environment.packages
+    registered = BY_NAME.get(mode)
+    if registered is not None and registered.framework == "torch_xla":
+        xla = f"torch_xla {packages.get('torch_xla')}'s bundled XLA (built into torch_xla's _XLAC extension)"
+    elif registered is not None and registered.xla:  # JAX's own programs and torchax's, compiled by jaxlib
+        xla = f"jaxlib {packages.get('jaxlib')}"
+    else:
+        xla = None
+    return ReplayCompilers(replay=replay, run=RunXla(mode=mode, xla=xla), same_compiler=xla == replay.xla)
 
 
-def _against_run(run: RunRecord | None, record: dict) -> dict | None:
+def _against_run(run: RunRecord | None, timing: ReplayTiming) -> ReplayComparison | None:
     """The run's timed step against the replayed program: the framework's overhead, measured, with its interval."""
     if run is None or not run.has("timing"):
         return None
-    replayed = record["timing"]["step_times_s"]
-    overhead = median_difference(run.timing.step_times_s, replayed)
-    if overhead is None:  # no step on one side
+    overhead = median_difference(run.timing.step_times_s, timing.step_times_s)
+    replay_median = timing.median_s
+    if overhead is None or replay_median is None:  # no step on one side
         return None
-    run_median = run.timing.median_s or overhead.estimate + record["timing"]["median_s"]
-    return {"run_median_s": run_median, "replay_median_s": record["timing"]["median_s"],
-            "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
-            **overhead_anomaly(overhead.estimate, unsteady_sides(run.timing.noisy, run.timing.host_scheduling,
-                                                                 record["timing"].get("noisy"))),
-            "replay_over_run": record["timing"]["median_s"] / run_median if run_median else None,
-            "method": "median(run step) - median(replayed step), 95% percentile bootstrap over both samples"}
+    run_median = run.timing.median_s or overhead.estimate + replay_median
+    anomaly = overhead_anomaly(overhead.estimate, unsteady_sides(run.timing.noisy, run.timing.host_scheduling,
+                                                                 timing.noisy))
+    note = anomaly.get("overhead_note")
+    return ReplayComparison(
+        run_median_s=run_median, replay_median_s=replay_median, overhead_s=overhead.estimate,
+        overhead_ci_s=overhead.as_list(), overhead_anomaly=anomaly["overhead_anomaly"] is True,
+        overhead_note=str(note) if note is not None else UNSET,
+        replay_over_run=replay_median / run_median if run_median else None,
+        method="median(run step) - median(replayed step), 95% percentile bootstrap over both samples")
 
 
-def _framework_device(run_dir: Path, record: dict) -> dict:
+def _framework_device(run_dir: Path, timing: ReplayTiming) -> FrameworkDevice:
     """The run's own device time per profiled step (from its profile), beside the replay's of the same graph."""
     try:
         summary = summarize_run(run_dir)
     except HloscopeError as error:  # an unreadable run or profile: a note, never a failed replay
-        return {"note": f"the run's profile was not read: {str(error).splitlines()[0][:200]}"}
+        return FrameworkDevice(note=f"the run's profile was not read: {str(error).splitlines()[0][:200]}")
     if summary.device_busy_s is None:
-        return {"note": "the run has no profile with device time (run it with --profile)"}
-    out = {"device_busy_s": summary.device_busy_s, "profiled_step_s": summary.profiled_step_s,
-           "device_idle_s": summary.device_idle_s, "replay_median_s": record["timing"]["median_s"],
-           "source": "the run's kept profiled steps (medians), as explain reads them"}
-    out["replay_minus_framework_device_s"] = record["timing"]["median_s"] - summary.device_busy_s
-    return out
+        return FrameworkDevice(note="the run has no profile with device time (run it with --profile)")
+    replay_median = timing.median_s
+    return FrameworkDevice(
+        device_busy_s=summary.device_busy_s, profiled_step_s=summary.profiled_step_s,
+        device_idle_s=summary.device_idle_s, replay_median_s=replay_median,
+        source="the run's kept profiled steps (medians), as explain reads them",
+        replay_minus_framework_device_s=None if replay_median is None else replay_median - summary.device_busy_s)
 
 
 def _new_profile_dir(base: Path) -> Path:
@@ -352,32 +420,3 @@ def _xplanes(logdir: Path) -> list[str]:
         found += [os.path.join(folder, n) for n in names if n.endswith(".xplane.pb")
                   and stat.S_ISREG(os.lstat(os.path.join(folder, n)).st_mode)]
     return sorted(found)
-
-
-def output_path(run_dir: Path | None, source: Path) -> Path:
-    """replay.json in the run directory (<file>.replay.json beside a module file); never an existing file."""
-    if run_dir is not None:
-        folder, stem = run_dir, "replay"
-    else:
-        folder, stem = source.parent, f"{source.name}.replay"
-    candidate = folder / f"{stem}.json"
-    n = 2
-    while os.path.lexists(candidate):  # a symbolic link there, even one leading nowhere, is never written through
-        candidate = folder / f"{stem}-{n}.json"
-        n += 1
-    return candidate
-
-
-def _write(record: dict, run_dir: Path | None, source: Path) -> Path | None:
-    target = output_path(run_dir, source)
-    try:
-        # reserve the name: never overwrite, never follow a link (the record then replaces this empty file of ours)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        os.close(fd)
-        write_json_atomic(target, record)
-    except OSError as error:
-        record["warnings"].append(f"replay.json not written: {error}")
-        return None
-    return target
-
-

@@ -14,10 +14,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from msgspec import UNSET, UnsetType
 
 from hloscope.errors import InputError
 from hloscope.modes import BY_NAME
 from hloscope.runs.records import ComparisonEntry, ComparisonRecord
+from hloscope.runs.replay_record import ReplayRecord, decode_replay
 from hloscope.runs.rundir import load_run
 from hloscope.runs.runner import describe_exit, stderr_tail
 from hloscope.runs.settings import device_platform
@@ -60,33 +64,39 @@ def replay_run(run_dir: Path, steps: int, warmup: int, device: str, timeout_s: f
     except OSError as error:
         return {"status": "failed", "error": f"could not start the replay: {error.strerror or error}"}
     try:
-        record = json.loads(child.stdout.decode("utf-8", "replace"))
+        document = json.loads(child.stdout.decode("utf-8", "replace"))
     except ValueError:
-        record = None
+        document = None
     if child.returncode == 2:  # bad input: a file of the run is damaged; the child named it in its last line
         return _not_replayable(log, start)
-    if not isinstance(record, dict) or child.returncode not in (0, 1):
+    if not isinstance(document, dict) or child.returncode not in (0, 1):
         return _failed(_describe(child.returncode), log, start)
+    try:
+        record = decode_replay(run_dir, document)
+    except InputError as error:
+        return _failed(f"the replay printed a record that cannot be read: {error}", log, start)
     return _summary(record, log, start)
 
 
-def _summary(record: dict, log: Path, start: float) -> dict:
-    timing = record.get("timing") or {}
-    comparison = record.get("comparison") or {}
-    written = record.get("written")
-    out = {"status": record.get("status"), "file": Path(written).name if written else None,
-           "median_s": timing.get("median_s"), "overhead_s": comparison.get("overhead_s"),
-           "overhead_ci_s": comparison.get("overhead_ci_s"), "overhead_anomaly": comparison.get("overhead_anomaly"),
-           "overhead_note": comparison.get("overhead_note"), "wall_s": time.perf_counter() - start,
-           "log": f"{log.parent.name}/{log.name}"}
-    skipped = [s.get("reason") for s in record.get("skipped") or [] if isinstance(s, dict)]
+def _summary(record: ReplayRecord, log: Path, start: float) -> dict:
+    """comparison.json's `replay` summary of a mode's replay record."""
+    median = record.timing.median_s if record.timing else None
+    comparison = record.comparison or None
+    note = comparison.overhead_note if comparison else UNSET
+    out: dict[str, Any] = {
+        "status": record.status, "file": Path(record.written).name if record.written else None, "median_s": median,
+        "overhead_s": comparison.overhead_s if comparison else None,
+        "overhead_ci_s": comparison.overhead_ci_s if comparison else None,
+        "overhead_anomaly": comparison.overhead_anomaly if comparison else None,
+        "overhead_note": None if isinstance(note, UnsetType) else note, "wall_s": time.perf_counter() - start,
+        "log": f"{log.parent.name}/{log.name}"}
+    skipped = [skip.reason for skip in record.skipped]
     if skipped:
         out["skipped"] = skipped
-    if record.get("status") == "not_replayable":
-        out["error"] = "; ".join(str(s) for s in skipped) or "nothing in the run could be replayed"
-    trajectory = record.get("trajectory")
-    if isinstance(trajectory, dict):
-        out["trajectory_ok"] = trajectory.get("ok")
+    if record.status == "not_replayable":
+        out["error"] = "; ".join(skipped) or "nothing in the run could be replayed"
+    if record.trajectory:
+        out["trajectory_ok"] = record.trajectory.ok
     return out
 
 
