@@ -10,8 +10,8 @@ Each measurement runs in a fresh subprocess, the two sides alternating; the best
 interpreter start-up and imports ("past start-up"): hloscope's side is the CLI's own `main([...])` call with stdout
 discarded (read, parse, validation, cost walk, kernels, attribution, JSON); XLA's side reads the file, runs
 `jaxlib._hlo.hlo_module_from_text` and `_jax.hlo_module_cost_analysis` on a CPU client made beforehand; a third
-column is XLA's parse alone (the issue's stretch goal). Peak memory is
-the growth of the process's peak RSS (VmHWM) over its RSS after imports.
+column is XLA's parse alone (the stretch goal of `hlo stats`'s speed: as fast as that; benches/README.md). Peak
+memory is the growth of the process's peak RSS (VmHWM) over its RSS after imports.
 """
 
 from __future__ import annotations

@@ -348,7 +348,8 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 def spread(values: list[float]) -> dict | None:
-    """median, p10, p90, and n of a sample (interpolated percentiles, as run.json records them)."""
+    """median, p10, p90, and n of a sample (interpolated percentiles, as run.json records them). The three figures are
+    in the unit of `values` and their keys carry no unit suffix: explain's `step_spread`, seconds (docs/api.md)."""
     if not values:
         return None
     ordered = sorted(values)

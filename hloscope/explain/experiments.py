@@ -54,6 +54,7 @@ from hloscope.significance import (
     CONFIDENCE,
     PROCESS_ALPHA,
     VARIANCE_ALPHA,
+    percentile_interval,
     pooled_median_resamples,
     pooled_process_variation,
     process_spread,
@@ -503,20 +504,24 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
     mf, ms, mc = (median([t for p in side for t in p]) for side in (fast, slow, changed))
     before, after = ms - mf, mc - mf
     tail = (1 - CONFIDENCE) / 2
-    quantiles = lambda values: [float(v) for v in np.quantile(values, [tail, 1 - tail])]  # noqa: E731
     gaps = s - f
     share_ci = None
     if np.mean(gaps <= 0) < tail:  # the denominator is positive in all but the tail: the ratio's interval is defined
         positive = gaps > 0
-        share_ci = quantiles((s[positive] - c[positive]) / gaps[positive])
+        share_ci = _interval((s[positive] - c[positive]) / gaps[positive])
     medians = [[median(p) for p in side if p] for side in (fast, slow, changed)]
     # the faster one's spread counts unless its processes vary significantly more than those of the two compared
     kept = medians[1:] if variance_larger_p(medians[0], medians[1:]) < VARIANCE_ALPHA else medians
     measured = [x for x in (process_spread(m) for m in kept) if x is not None]
     variation = pooled_process_variation(medians[1:])  # the two compared: the baseline's own noise is not theirs
     moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
-    return Closure(before, quantiles(gaps), after, quantiles(c - f), ms - mc, quantiles(s - c),
+    return Closure(before, _interval(gaps), after, _interval(c - f), ms - mc, _interval(s - c),
                    (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved)
+
+
+def _interval(samples: np.ndarray) -> list[float]:
+    """The CONFIDENCE percentile interval of bootstrap samples, as the report lists it."""
+    return list(percentile_interval(samples))
 
 
 def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
@@ -591,10 +596,9 @@ def conclude(plan: PairPlan, summaries: dict[str, ModeSummary], labels: dict[str
             entry.run_dirs = list(changed.run_dirs)
         missing = [name for name, s in (("the faster configuration", fast), ("the slower configuration", slow),
                                         ("the changed configuration", changed)) if not _timed(s)]
-        if missing:
+        if missing or fast is None or slow is None or changed is None:  # a missing summary is never timed
             entry.why = f"not timed in the re-run: {', '.join(missing)} ({_why_not(changed, not_run)})"
             continue
-        assert fast is not None and slow is not None and changed is not None  # noqa: S101 - _timed checked each
         found = closure(fast.processes, slow.processes, changed.processes)
         if found is None:
             entry.why = "a configuration has no timed step"
@@ -639,9 +643,8 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
     fast, slow = summaries.get(labels.get("baseline", "")), summaries.get(labels.get("slower", ""))
     joint = summaries.get(labels.get(joint_name, "")) if joint_name is not None else None
     changed = {key: summaries.get(labels.get(variant_name(key, value), "")) for key, value in settings.items()}
-    if not (_timed(fast) and _timed(slow) and _timed(joint)):
+    if fast is None or slow is None or joint is None or not (_timed(fast) and _timed(slow) and _timed(joint)):
         return Interaction(settings, applied, first, sum(first.values()), None, "not run", _why_not(joint, not_run))
-    assert fast is not None and slow is not None and joint is not None  # noqa: S101 - _timed checked each
     found = closure(fast.processes, slow.processes, joint.processes)
     alone = [c.processes for c in changed.values() if c is not None and _timed(c)]
     if found is None or len(alone) < len(changed):
@@ -714,8 +717,7 @@ def _excess(slow: list[list[float]], changed: list[list[list[float]]], joint: li
     pooled = [median([t for p in side for t in p]) for side in sides]
     point = (pooled[0] - pooled[1]) - sum(pooled[0] - value for value in pooled[2:])
     values = (s - j) - sum((s - each for each in c), np.zeros(count))
-    tail = (1 - INTERACTION_CONFIDENCE) / 2
-    return point, [float(v) for v in np.quantile(values, [tail, 1 - tail])]
+    return point, list(percentile_interval(values, INTERACTION_CONFIDENCE))
 
 
 def _timed(summary: ModeSummary | None) -> bool:

@@ -102,7 +102,9 @@ class ModeResult:
     mode: str
     status: str
     step_time_s: float | None = None
-    step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
+    # {"median", "p10", "p90", "n"} of the timed steps: median, p10, p90 in seconds under keys without the `_s`
+    # suffix (explain --json has always written them so; docs/api.md), n the count
+    step_spread: dict | None = None
     noisy: bool | None = None
     gap_s: float | None = None
     gap_ci_s: list[float] | None = None

@@ -80,7 +80,9 @@ class ModeSummary:
     # the timed steps of each process of this configuration (`compare --repeats K`: K fresh processes; one otherwise)
     replicates: list[list[float]] = field(default_factory=list)
     run_dirs: list[str] = field(default_factory=list)  # the run directory of each process
-    step_spread: dict | None = None  # {"median", "p10", "p90", "n"} of the timed steps
+    # {"median", "p10", "p90", "n"} of the timed steps: median, p10, p90 in seconds under keys without the `_s`
+    # suffix (explain --json has always written them so; docs/api.md), n the count
+    step_spread: dict | None = None
     noisy: bool | None = None  # run.json flagged its timed window as noisy
     batch_size: int | None = None
     run_mode: str = ""  # run.json's mode (`mode` above is the label: with several device counts, `jax (2 devices)`)

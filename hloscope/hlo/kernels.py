@@ -24,12 +24,13 @@ NO_CODE = {
     "async-start", "async-done", "async-update", "all-reduce-done", "all-gather-done", "collective-permute-done", "copy-done",
     "send-done", "recv-done",
 }
-# Custom calls that only carry information for the compiler and run nothing.
-NO_OP_TARGETS = {
+# Custom calls that only carry information for the compiler and run nothing: no kernel here, no device time in
+# hloscope.trace.program_categories (which imports this set).
+NO_OP_TARGETS = frozenset({
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "ShardBarrierFrom", "ShardBarrierTo",
     "LayoutConstraint", "AllocateBuffer", "annotate_device_placement", "MoveToHost", "MoveToDevice",
     "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "X64Combine", "X64SplitLow", "X64SplitHigh",
-}
+})
 
 
 def classify(instr: HloInstruction, platform: str) -> str | None:

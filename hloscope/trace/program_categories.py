@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hloscope.errors import ParseError
+from hloscope.hlo.kernels import NO_OP_TARGETS  # custom-call targets that run nothing
 from hloscope.hlo.load import load_run_dir
 from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
 from hloscope.hlo.ops import COLLECTIVE_OPCODES, executed_computations, fusion_backend_kind
@@ -84,13 +85,6 @@ WRAPPERS = frozenset({"fusion", "call", "while", "conditional", "async-start", "
 MATMUL_FUSION_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion", "__triton_scaled_dot", "__cudnn$fusion",
                        "__cublas", "__custom_fusion")
 MEMCPY_FUSION_KINDS = ("__dynamic_memcpy",)
-
-# Custom-call targets that only carry information for the compiler and run nothing (as hloscope.hlo.kernels).
-NO_OP_TARGETS = frozenset({
-    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "ShardBarrierFrom", "ShardBarrierTo",
-    "LayoutConstraint", "AllocateBuffer", "annotate_device_placement", "MoveToHost", "MoveToDevice",
-    "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape", "X64Combine", "X64SplitLow", "X64SplitHigh",
-})  # fmt: skip
 
 
 def custom_call_target_category(target: str) -> str | None:

@@ -306,7 +306,7 @@ def profile_steps(parts: list[StepParts], warmup: int = 1) -> StepProfile:
         dropped[index] = "profiler warm-up (the first profiled step carries the profiler's start-up)"
     candidates = [i for i in range(len(parts)) if i not in dropped]
     values = [parts[i].busy_s if device else parts[i].step_s for i in candidates]
-    center = sorted(values)[len(values) // 2] if values else 0.0
+    center = median(values) if values else 0.0
     what = "busy" if device else "step"
     for i, flagged in zip(candidates, outliers(values)):
         if flagged:
