@@ -14,13 +14,15 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from helpers import command
+from helpers import command, comparison_record, run_record
 
 from hloscope.cli.compare import command as compare
+from hloscope.errors import InputError
 from hloscope.gpucheck import checks
 from hloscope.gpucheck import main as gpucheck
 from hloscope.gpucheck.checks import FAIL, PASS, SKIP
 from hloscope.gpucheck.main import GPU_MODES, make_plan, pin_differences, requirement_pins, trim
+from hloscope.runs.records import Timing
 
 # Every invariant of docs/gpu-check.md, as SUMMARY.md names it (the start of its line)
 INVARIANTS = [
@@ -108,11 +110,14 @@ def test_torch_xla_refusal() -> None:
 def test_comparison_and_verdicts() -> None:
     rows = [{"mode": "jax", "status": "ok", "median_s": 0.01, "replicate": 1},
             {"mode": "pytorch", "status": "ok", "median_s": 0.02, "replicate": 1}]
-    assert checks.check_comparison("x", {"modes": rows}, ["jax", "pytorch"]).status == PASS
-    assert checks.check_comparison("x", {"modes": rows}, ["jax", "pytorch", "torchax"]).status == FAIL
+    comparison = comparison_record({"modes": rows})
+    assert checks.check_comparison("x", comparison, ["jax", "pytorch"]).status == PASS
+    assert checks.check_comparison("x", comparison, ["jax", "pytorch", "torchax"]).status == FAIL
     crashed = [rows[0], {**rows[1], "status": "failed", "error": "segfault"}]
-    assert checks.check_comparison("x", {"modes": crashed}, ["jax", "pytorch"]).status == FAIL
+    assert checks.check_comparison("x", comparison_record({"modes": crashed}), ["jax", "pytorch"]).status == FAIL
     assert checks.check_comparison("x", None, ["jax"]).status == FAIL
+    unreadable = checks.check_comparison("x", InputError("cmp/comparison.json", "empty comparison.json"), ["jax"])
+    assert unreadable.status == FAIL and "cmp/comparison.json: empty comparison.json" in unreadable.detail
     verdicts = {"modes": [{"mode": "jax", "verdict": "baseline", "provisional": False},
                           {"mode": "pytorch", "verdict": "slower", "provisional": False}]}
     assert checks.check_verdicts(verdicts).status == PASS
@@ -178,18 +183,19 @@ def test_kernel_count() -> None:
 def test_replay() -> None:
     replay = {"status": "ok", "timing": {"median_s": 0.0100, "min_s": 0.0090}, "trajectory": {"ok": True}}
     run = {"median_s": 0.0105, "min_s": 0.0095}
-    assert checks.check_replay("jax", replay, run, gpu=True).status == PASS
-    assert checks.check_replay("jax", replay, {"median_s": 0.0143, "min_s": 0.0095}, gpu=True).status == FAIL  # 30%
-    assert checks.check_replay("jax", replay, {"median_s": 0.0143, "min_s": 0.0095}, gpu=False).status == PASS
-    assert checks.check_replay("jax", replay, {"median_s": 0.0105, "min_s": 0.020}, gpu=False).status == FAIL
+    assert checks.check_replay("jax", replay, _timing(run), gpu=True).status == PASS
+    off = _timing({"median_s": 0.0143, "min_s": 0.0095})
+    assert checks.check_replay("jax", replay, off, gpu=True).status == FAIL  # 30%
+    assert checks.check_replay("jax", replay, off, gpu=False).status == PASS
+    assert checks.check_replay("jax", replay, _timing({"median_s": 0.0105, "min_s": 0.020}), gpu=False).status == FAIL
     # the CPU dry run, 53% apart (seen beside other jobs): a run whose own steps spread 2x cannot tell; one whose
     # steps hold within 10% fails
     spread = {"median_s": 0.0011, "min_s": 0.000862, "step_times_s": [0.000862, 0.0011, 0.0009, 0.0019, 0.0021]}
     slower = {**replay, "timing": {"min_s": 0.001321, "step_times_s": [0.001321, 0.0014, 0.0013, 0.00135, 0.0014]}}
-    busy = checks.check_replay("jax", slower, spread, gpu=False)
+    busy = checks.check_replay("jax", slower, _timing(spread), gpu=False)
     assert busy.status == SKIP and "cannot tell on this machine" in busy.detail, busy
     steady = {**spread, "step_times_s": [0.000862, 0.00087, 0.00088, 0.0009, 0.00089]}
-    assert checks.check_replay("jax", slower, steady, gpu=False).status == FAIL
+    assert checks.check_replay("jax", slower, _timing(steady), gpu=False).status == FAIL
     # a real dry run beside CI's other worker (ms): the replay's fastest step 84% above the run's, whose own steps
     # spread 2x (run.json keeps them as `step_times_s`; `steps` there is their count)
     run_ms = [3.055, 2.573, 2.309, 1.519, 1.307, 1.144, 1.582, 1.692, 1.975, 1.879]
@@ -197,7 +203,7 @@ def test_replay() -> None:
                  2.227, 2.555, 2.271, 2.139, 2.484, 2.319]
     recorded = checks.check_replay(
         "jax", {**replay, "timing": {"min_s": min(replay_ms) / 1e3, "step_times_s": [t / 1e3 for t in replay_ms]}},
-        {"min_s": min(run_ms) / 1e3, "steps": 10, "step_times_s": [t / 1e3 for t in run_ms]}, gpu=False)
+        _timing({"min_s": min(run_ms) / 1e3, "steps": 10, "step_times_s": [t / 1e3 for t in run_ms]}), gpu=False)
     assert recorded.status == SKIP and "cannot tell on this machine" in recorded.detail, recorded
     # the other way round, another real loaded dry run: the run's fastest step 2.4x the replay's and its steps within
     # 1.6x, but its main thread waited for a CPU 23% of its timed window (a load that lasted the whole window); a quiet
@@ -210,16 +216,23 @@ def test_replay() -> None:
     faster = {**replay, "timing": {"min_s": min(replay_ms) / 1e3, "step_times_s": [t / 1e3 for t in replay_ms]}}
     loaded = {"min_s": min(run_ms) / 1e3, "noisy": False, "step_times_s": [t / 1e3 for t in run_ms],
               "host_scheduling": window}
-    recorded = checks.check_replay("jax", faster, loaded, gpu=False)
+    recorded = checks.check_replay("jax", faster, _timing(loaded), gpu=False)
     assert recorded.status == SKIP and "run waited for a CPU 23% of its timed window" in recorded.detail, recorded
     quiet = {**window, "main_thread": {"running_s": 0.00873, "waiting_for_cpu_s": 0.0001}}
-    assert checks.check_replay("jax", faster, {**loaded, "host_scheduling": quiet}, gpu=False).status == FAIL
-    assert checks.check_replay("jax", faster, {**loaded, "host_scheduling": quiet, "noisy": True},
+    assert checks.check_replay("jax", faster, _timing({**loaded, "host_scheduling": quiet}), gpu=False).status == FAIL
+    assert checks.check_replay("jax", faster, _timing({**loaded, "host_scheduling": quiet, "noisy": True}),
                                gpu=False).status == SKIP
     differs = {**replay, "trajectory": {"ok": False}}
-    assert checks.check_replay("jax", differs, run, gpu=True).status == FAIL
-    assert checks.check_replay("jax", {"status": "not_replayable"}, run, gpu=True).status == FAIL
-    assert checks.check_replay("jax", None, run, gpu=True).status == FAIL
+    assert checks.check_replay("jax", differs, _timing(run), gpu=True).status == FAIL
+    assert checks.check_replay("jax", {"status": "not_replayable"}, _timing(run), gpu=True).status == FAIL
+    assert checks.check_replay("jax", None, _timing(run), gpu=True).status == FAIL
+    unreadable = checks.check_replay("jax", replay, InputError("jax/run.json", "empty run.json"), gpu=True)
+    assert unreadable.status == FAIL and "jax/run.json: empty run.json" in unreadable.detail
+
+
+def _timing(parts: dict) -> Timing:
+    """run.json `timing` holding `parts`, typed as the check reads it."""
+    return run_record({"timing": parts}).timing
 
 
 def _explain(nodes: dict[str, list[float]], steps: list[float], device: bool = True) -> dict:

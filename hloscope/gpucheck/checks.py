@@ -1,5 +1,7 @@
-"""One function per invariant of docs/gpu-check.md. Each takes what the tools printed with `--json` (already parsed)
-and returns a Check: PASS, FAIL or SKIP with a one-line reason. Nothing here runs a framework or reads a trace."""
+"""One function per invariant of docs/gpu-check.md. Each takes what the tools printed with `--json` (already parsed),
+or the records they wrote as hloscope.runs.rundir reads them (typed; the InputError naming the file when it could not
+be read), and returns a Check: PASS, FAIL or SKIP with a one-line reason. Nothing here runs a framework or reads a
+trace."""
 
 from __future__ import annotations
 
@@ -8,9 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
-from hloscope.runs.records import HostScheduling
+from hloscope.errors import InputError
+from hloscope.runs.records import ComparisonRecord, Timing
 from hloscope.runs.replay_record import unsteady_sides
 from hloscope.significance import percentile
 
@@ -103,21 +104,23 @@ def check_torch_xla_refused(code: int, stderr: str, *, installed: bool = True) -
 
 # ------------------------------------------------------------------------------------------------------- comparisons
 
-def check_comparison(label: str, comparison: dict | None, modes: Iterable[str]) -> Check:
+def check_comparison(label: str, comparison: ComparisonRecord | InputError | None, modes: Iterable[str]) -> Check:
     """comparison.json: every requested mode ran in every process and finished (`status: ok`)."""
     name = f"compare {label}: every mode finished"
     if comparison is None:
         return Check(name, FAIL, "no comparison.json was written")
+    if isinstance(comparison, InputError):
+        return Check(name, FAIL, str(comparison))
     wanted = list(modes)
-    rows = comparison.get("modes") or []
-    bad = [f"{r.get('mode')} (process {r.get('replicate', 1)}): {r.get('status')} {r.get('error') or ''}".strip()
-           for r in rows if r.get("status") != "ok"]
-    missing = [m for m in wanted if m not in {r.get("mode") for r in rows}]
+    rows = comparison.modes
+    bad = [f"{r.mode} (process {r.replicate or 1}): {r.status} {r.error or ''}".strip()
+           for r in rows if r.status != "ok"]
+    missing = [m for m in wanted if m not in {r.mode for r in rows}]
     if bad or missing:
         return Check(name, FAIL, "; ".join(bad + [f"{m}: no run" for m in missing]))
     medians: dict[str, list[float]] = {}
     for r in rows:
-        medians.setdefault(r["mode"], []).append(r.get("median_s") or 0.0)
+        medians.setdefault(r.mode or r.dir, []).append(r.median_s or 0.0)
     text = ", ".join(f"{m} {_ms(statistics.median(v))}" for m, v in medians.items())
     return Check(name, PASS, f"{len(rows)} processes ok; pooled medians {text}")
 
@@ -240,7 +243,7 @@ def check_kernel_count(label: str, hlo_stats: dict | None, trace_stats: dict | N
     return Check(name, PASS, f"{detail} ({len(counts)} steps)")
 
 
-def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gpu: bool) -> Check:
+def check_replay(label: str, replay: dict | None, run_timing: Timing | InputError, *, gpu: bool) -> Check:
     """The replayed program (jaxlib's XLA alone, `replay --json`) takes within the tolerance of the run's step
     (run.json `timing`). On a GPU the medians are compared; on the CPU dry run the fastest steps, which other jobs on
     the shared cores disturb least (replay and run are different processes, minutes apart)."""
@@ -251,8 +254,10 @@ def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gp
         return Check(name, FAIL, "replay gave no result")
     if replay.get("status") not in ("ok", "partial"):
         return Check(name, FAIL, f"replay status {replay.get('status')}: {replay.get('error') or replay.get('skipped')}")
+    if isinstance(run_timing, InputError):
+        return Check(name, FAIL, f"no run step time: {run_timing}")
     replayed = (replay.get("timing") or {}).get(statistic)
-    step_s = (run_timing or {}).get(statistic)
+    step_s = run_timing.median_s if gpu else run_timing.min_s
     if not replayed or not step_s:
         return Check(name, FAIL, f"missing figure: replay {statistic} {replayed}, step {step_s}")
     off = replayed / step_s - 1
@@ -270,24 +275,15 @@ def check_replay(label: str, replay: dict | None, run_timing: dict | None, *, gp
     # more than the difference, or a side was timed under load (its steps flagged noisy, the run's main thread waiting
     # for a CPU: a load that lasts the whole window slows every step alike and leaves no spread), the difference says
     # nothing about the replay (as for the sync timing, and as explain's replay split says).
-    run_timing, replay_timing = run_timing or {}, replay.get("timing") or {}
-    noise = _sample_spread(run_timing.get("step_times_s"), replay_timing.get("step_times_s"))
+    replay_timing = replay.get("timing") or {}
+    noise = _sample_spread(run_timing.step_times_s, replay_timing.get("step_times_s"))
     if noise is not None and noise > abs(off):
         return skip(name, f"cannot tell on this machine: {detail}, but one side's own steps spread {noise:.0%} "
                           "(p90 / p10)")
-    unsteady = unsteady_sides(run_timing.get("noisy"), _host_scheduling(run_timing.get("host_scheduling")),
-                              replay_timing.get("noisy"))
+    unsteady = unsteady_sides(run_timing.noisy, run_timing.host_scheduling, replay_timing.get("noisy"))
     if unsteady:
         return skip(name, f"cannot tell on this machine: {detail}, but {'; '.join(unsteady)}")
     return Check(name, FAIL, detail)
-
-
-def _host_scheduling(window: object) -> HostScheduling | None:
-    """run.json `timing.host_scheduling` as read here (the file's JSON), typed; None where absent or not valid."""
-    try:
-        return None if window is None else msgspec.convert(window, HostScheduling)
-    except msgspec.ValidationError:
-        return None
 
 
 def check_ledger(explain: dict | None, *, require_device: Iterable[str] = ()) -> Check:

@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hloscope.errors import InputError
 from hloscope.gpucheck import checks
 from hloscope.gpucheck.checks import FAIL, Check
 from hloscope.modes import BY_NAME, MODES, TRACE_KINETO
+from hloscope.runs.records import ComparisonRecord, Timing
+from hloscope.runs.rundir import load_comparison, load_run
 
 # Every mode that runs on a CUDA GPU with the pinned versions (the registry's `devices`).
 GPU_MODES = ",".join(mode.name for mode in MODES if "cuda" in mode.devices)
@@ -228,12 +231,20 @@ def comparison_dir(folder: Path) -> Path | None:
     return found[-1].parent if found else None
 
 
-def load(path: Path) -> dict | None:
+def read_comparison(comparison: Path) -> ComparisonRecord | InputError:
+    """The comparison directory's comparison.json, typed, or the error naming the file when it cannot be read."""
     try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+        return load_comparison(comparison)
+    except InputError as error:
+        return error
+
+
+def read_timing(run_dir: Path) -> Timing | InputError:
+    """The run directory's run.json `timing`, typed, or the error naming the file when it cannot be read."""
+    try:
+        return load_run(run_dir, check_artifacts=False).timing
+    except InputError as error:
+        return error
 
 
 # --------------------------------------------------------------------------------------------------------------- steps
@@ -268,8 +279,7 @@ def step_torch_xla(ctx: Context) -> None:
 def step_compare(ctx: Context, label: str, folder: str, args: list[str]) -> Path | None:
     ran = run_step(ctx, f"compare {folder}", hloscope("compare", *args, "--out", str(ctx.out / folder)))
     comparison = comparison_dir(ctx.out / folder)
-    check = checks.check_comparison(label, load(comparison / "comparison.json") if comparison else None,
-                                    ctx.plan.modes)
+    check = checks.check_comparison(label, read_comparison(comparison) if comparison else None, ctx.plan.modes)
     if check.status != FAIL and ran.code != 0:
         check = Check(check.name, FAIL, f"compare exited {ran.code}: {tail(ran.stderr)}")
     elif check.status == FAIL and comparison is None:
@@ -280,10 +290,10 @@ def step_compare(ctx: Context, label: str, folder: str, args: list[str]) -> Path
 
 def run_dir(comparison: Path, mode: str) -> Path | None:
     """The first process's run directory of `mode` in a comparison."""
-    data = load(comparison / "comparison.json") or {}
-    for row in data.get("modes") or []:
-        if row.get("mode") == mode and row.get("replicate", 1) == 1 and row.get("status") == "ok":
-            return comparison / row["dir"]
+    record = read_comparison(comparison)
+    for entry in record.modes if isinstance(record, ComparisonRecord) else []:
+        if entry.mode == mode and entry.replicate in (None, 1) and entry.status == "ok":
+            return comparison / entry.dir
     return None
 
 
@@ -324,8 +334,7 @@ def step_analyses(ctx: Context, comparison: Path) -> None:
                     "replay", str(folder), "--device", plan.device, "--steps", str(plan.replay_steps), "--warmup",
                     "5", "--json")))
                 save_json(ctx, f"replay.{slug}", replay)
-                run = load(folder / "run.json") or {}
-                ctx.record(checks.check_replay(mode, replay, run.get("timing"), gpu=gpu))
+                ctx.record(checks.check_replay(mode, replay, read_timing(folder), gpu=gpu))
         if mode in PROBED_MODES:
             probe = json_of(run_step(ctx, f"timing probe {slug}", [
                 sys.executable, "-m", "hloscope.gpucheck.timing_probe", str(folder), "--steps",

@@ -31,16 +31,20 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.backends.base import RunOptions
+from hloscope.errors import InputError, one_line
+from hloscope.runs.records import RunRecord
+from hloscope.runs.rundir import load_run
 
 
-def options_from_run(run: dict) -> RunOptions:
-    """The run's own options (every RunOptions field its config holds), without dumps or profiles."""
-    config = run.get("config") or {}
+def options_from_run(run: RunRecord) -> RunOptions:
+    """The run's own options (every RunOptions field its config holds), without dumps or profiles. The config is
+    taken as recorded (`section`), since RunOptions has fields that the typed `RunConfig` leaves out (`optimizer`)."""
+    config = run.section("config")
     names = {f.name for f in dataclasses.fields(RunOptions)}
     kept = {k: v for k, v in config.items() if k in names}
     kept.update(dump_hlo=False, profile=False, keep_all=False, check_parity=False, target=None)
-    if "mode" not in kept and run.get("mode"):
-        kept["mode"] = run["mode"]
+    if "mode" not in kept and run.mode:
+        kept["mode"] = run.mode
     return RunOptions(**kept)
 
 
@@ -83,7 +87,7 @@ def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
     """The reference and hloscope's own timer alternate, one chunk each, so that the machine's load falls on both."""
     from hloscope.backends.driver import load_session
 
-    run = json.loads((run_dir / "run.json").read_text())
+    run = load_run(run_dir, check_artifacts=False)
     options = options_from_run(run)
     with tempfile.TemporaryDirectory(prefix="hloscope-probe-") as scratch:
         stepper = load_session(options, Path(scratch))
@@ -108,12 +112,11 @@ def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
                       f"wall time of {chunk} steps dispatched back to back, one wait at the end, / {chunk}")
         finally:
             stepper.close()
-    timing = run.get("timing") or {}
     return {"mode": options.mode, "device": options.device, "method": method,
             "reference_median_s": statistics.median(samples), "reference_min_s": min(samples), "samples_s": samples,
             "hloscope_timer_median_s": statistics.median(ours), "hloscope_timer_min_s": min(ours),
             "hloscope_timer_s": ours,
-            "run_median_s": timing.get("median_s")}
+            "run_median_s": run.timing.median_s}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--chunk", type=int, default=5)
     args = parser.parse_args(argv)
-    print(json.dumps(probe(args.run_dir, args.steps, args.warmup, args.chunk)))
+    try:
+        result = probe(args.run_dir, args.steps, args.warmup, args.chunk)
+    except InputError as error:  # an unreadable run.json: one line naming the file
+        print(f"hloscope: error: {one_line(str(error))}", file=sys.stderr)
+        return error.exit_code
+    print(json.dumps(result))
     return 0
 
 

@@ -9,7 +9,6 @@ and the converted traces go into the view.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,8 @@ from pathlib import Path
 from hloscope.errors import InputError, MissingDependency
 from hloscope.files import is_regular
 from hloscope.modes import BY_NAME, MODES
+from hloscope.runs.records import RunRecord
+from hloscope.runs.rundir import load_run
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, ConversionProgress, convert_kineto_file, is_kineto_file
 from hloscope.tensorboard.modules import keep_step_modules_in, step_marker_ms
 from hloscope.tensorboard.xla_ops import add_framework_ops, program_ops, xprof_sees_training
@@ -138,30 +139,29 @@ def mode_label(run_dir: Path) -> str:
 
 def _recorded_mode(run_dir: Path) -> str | None:
     """run.json's `mode`, or None when there is no readable record (the folder name is used then)."""
-    mode = _run_record(run_dir).get("mode")
-    return mode if isinstance(mode, str) else None
+    record = _run_record(run_dir)
+    return record.mode if record is not None else None
 
 
 def timed_median_ms(run_dir: Path | None) -> float | None:
     """The run's timed median step (run.json `timing.median_s`) in ms, or None without a readable record."""
-    timing = _run_record(run_dir).get("timing") if run_dir is not None else None
-    median = timing.get("median_s") if isinstance(timing, dict) else None
-    return median * 1000 if isinstance(median, (int, float)) and median > 0 else None
+    record = _run_record(run_dir) if run_dir is not None else None
+    median = record.timing.median_s if record is not None else None
+    return median * 1000 if median is not None and median > 0 else None
 
 
-def _run_record(run_dir: Path) -> dict:
-    """The run's run.json as read here (only to name the run and show its timed step), or {} when there is none or it
-    is not a readable JSON object: the run is then shown by its folder name, without a timed step."""
+def _run_record(run_dir: Path) -> RunRecord | None:
+    """The run's run.json as hloscope.runs.rundir reads it (only to name the run and show its timed step), or None
+    when there is none or it is not a valid record: the run is then shown by its folder name, without a timed step."""
     record = run_dir / "run.json"
     if not is_regular(record):  # a FIFO named run.json would block
-        return {}
+        return None
     try:
         if record.stat().st_size > MAX_RECORD_BYTES:
-            return {}
-        data = json.loads(record.read_bytes())
-    except (OSError, ValueError):  # unreadable or not JSON
-        return {}
-    return data if isinstance(data, dict) else {}
+            return None
+        return load_run(record, check_artifacts=False)
+    except (OSError, InputError):  # unreadable, or not a valid run.json
+        return None
 
 
 def _kineto_label(path: Path) -> str:
