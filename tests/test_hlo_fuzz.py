@@ -140,7 +140,8 @@ def test_printed_modules_parse_back_to_the_same_module(text):
         modules = parse_hlo_text(text)
         for module in modules:
             module.validate()
-    except ParseError:
+    except ParseError as error:  # refused at a position in the text, or on the line after its last at its end
+        assert 1 <= error.line <= len(text.splitlines()) + 1 and error.col >= 1, (error.line, error.col)
         return
     for module in modules:
         (again,) = parse_hlo_text(module_text(module))

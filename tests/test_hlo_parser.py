@@ -115,9 +115,7 @@ def test_malformed_text_is_a_parse_error_with_position(text, line, col, words):
         for module in parse_hlo_text(text, path="x.hlo"):
             module.validate()
     error = info.value
-    assert (error.path, error.line) == ("x.hlo", line)
-    if col:
-        assert error.col == col
+    assert (error.path, error.line, error.col) == ("x.hlo", line, col)
     assert words in error.message
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -14,13 +16,30 @@ from hloscope.hlo import native
 MODULES = ["hloscope.hlo._native"]
 
 
+def _built(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_each_extension_is_built_where_required(name):
-    if not os.environ.get("HLOSCOPE_REQUIRE_NATIVE"):
-        pytest.skip("HLOSCOPE_REQUIRE_NATIVE is not set (a machine without a C compiler may run the Python path)")
-    importlib.import_module(name)  # ImportError: it did not build (see the output of `pip install -e .`)
+    # a machine without a C compiler may run the Python path; where HLOSCOPE_REQUIRE_NATIVE is set it must have built
+    assert _built(name) or not os.environ.get("HLOSCOPE_REQUIRE_NATIVE"), (
+        f"{name} did not build (see the output of `pip install -e .`)")
 
 
 def test_the_readers_use_the_extensions_when_built():
-    if os.environ.get("HLOSCOPE_REQUIRE_NATIVE") and not os.environ.get("HLOSCOPE_PURE_PYTHON"):
-        assert native.native is not None
+    expected = _built("hloscope.hlo._native") and not os.environ.get("HLOSCOPE_PURE_PYTHON")
+    assert (native.native is not None) == expected, native.native
+
+
+@pytest.mark.parametrize("pure_python", [True, False])
+def test_hloscope_pure_python_turns_the_extensions_off(pure_python):
+    env = {key: value for key, value in os.environ.items() if key != "HLOSCOPE_PURE_PYTHON"}
+    env.update({"HLOSCOPE_PURE_PYTHON": "1"} if pure_python else {})
+    used = subprocess.run([sys.executable, "-c", "from hloscope.hlo import native; print(native.native is not None)"],
+                          env=env, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert used == str(not pure_python and _built("hloscope.hlo._native"))

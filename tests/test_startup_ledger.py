@@ -5,6 +5,7 @@ cause. Stand-in probes and sessions: no framework runs here (tests/test_startup_
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -84,20 +85,16 @@ def test_without_its_framework_imported_a_phase_is_the_driver_clock_alone(monkey
     assert setup == {"name": "setup", "seconds": 1.5, "parts": [], "unaccounted_s": 1.5}
 
 
-class FakeUtils:
-    def __init__(self, metrics: dict[str, list[float]]):
-        self.compilation_time_metrics = metrics
+def test_dynamo_parts_are_differences_of_nested_timers_and_cover_every_compile(monkeypatch):
+    from torch._dynamo import utils
 
-
-def test_dynamo_parts_are_differences_of_nested_timers_and_cover_every_compile():
-    # figures of a real vit-tiny-like compile: each nested timer inside its parent
+    # figures of a real vit-tiny-like compile, as dynamo's timers hold them: each nested timer inside its parent
     metrics = {"_compile.compile_inner": [43.85], "OutputGraph.call_user_compiler": [43.66],
                "compile_fx_inner": [40.32, 3.12], "fx_codegen_and_compile": [40.30, 3.10],
                "GraphLowering.compile_to_module": [40.05, 3.07], "GraphLowering.codegen": [28.37, 0.44],
                "backward._backward_impl": [3.13]}
-    probe = DynamoProbe.__new__(DynamoProbe)
-    probe.utils = FakeUtils(metrics)
-    parts = probe.totals()
+    monkeypatch.setattr(utils, "compilation_time_metrics", metrics)
+    parts = DynamoProbe().totals()
     assert all(seconds >= 0 for seconds in parts.values()), parts
     assert sum(parts.values()) == pytest.approx(43.85 + 3.13)  # the frame's compile and the backward's, once each
     assert parts["compilation (inductor code generation)"] == pytest.approx(28.81)
@@ -105,28 +102,40 @@ def test_dynamo_parts_are_differences_of_nested_timers_and_cover_every_compile()
     assert parts["persistent cache (FX graph cache lookup and load)"] == pytest.approx(0.04)
 
 
-def test_jax_cache_reads_are_taken_out_of_the_backend_compile_that_spans_them():
-    probe = JaxProbe.__new__(JaxProbe)
-    probe.seconds, probe.events = {}, {}
-    probe._duration("/jax/core/compile/backend_compile_duration", 0.30)
-    probe._duration("/jax/compilation_cache/cache_retrieval_time_sec", 0.25)
-    probe._duration("/jax/core/compile/jaxpr_trace_duration", 0.5)
-    probe._duration("/jax/some/other_event", 9.0)
-    probe._event("/jax/compilation_cache/cache_hits")
-    assert probe.totals() == {"compilation (XLA backend compile)": pytest.approx(0.05),
-                              "persistent cache read (hits)": 0.25, "tracing (jaxpr trace)": 0.5}
-    assert probe.counts() == {"persistent_cache_hits": 1}
+@pytest.fixture
+def jax_probe():
+    """A JaxProbe listening to jax.monitoring, as the driver starts one once JAX is imported; the events are sent
+    through jax.monitoring as JAX's compiler sends them."""
+    probe = JaxProbe()
+    yield probe
+    probe.close()
 
 
-def test_jax_first_execution_runs_from_the_last_compile_to_the_steps_end(monkeypatch):
-    probe = JaxProbe.__new__(JaxProbe)
-    probe.seconds, probe.events, probe.last_compile_end = {}, {}, None
-    assert probe.execution(10.0, 16.0) is None  # nothing compiled: nothing to time from
-    monkeypatch.setattr(startup_ledger.time, "perf_counter", lambda: 15.5)
-    probe._duration("/jax/core/compile/backend_compile_duration", 4.0)
-    part = probe.execution(10.0, 16.0)
-    assert part is not None and part.seconds == pytest.approx(0.5) and part.source == startup_ledger.EXECUTION_SOURCE
-    assert probe.execution(15.6, 18.0) is None  # compiled before this phase: another phase's compile
+def test_jax_cache_reads_are_taken_out_of_the_backend_compile_that_spans_them(jax_probe):
+    import jax
+
+    jax.monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", 0.30)
+    jax.monitoring.record_event_duration_secs("/jax/compilation_cache/cache_retrieval_time_sec", 0.25)
+    jax.monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_trace_duration", 0.5)
+    jax.monitoring.record_event_duration_secs("/jax/some/other_event", 9.0)
+    jax.monitoring.record_event("/jax/compilation_cache/cache_hits")
+    assert jax_probe.totals() == {"compilation (XLA backend compile)": pytest.approx(0.05),
+                                  "persistent cache read (hits)": 0.25, "tracing (jaxpr trace)": 0.5}
+    assert jax_probe.counts() == {"persistent_cache_hits": 1}
+
+
+def test_jax_first_execution_runs_from_the_last_compile_to_the_steps_end(jax_probe, monkeypatch):
+    import jax
+
+    start = time.perf_counter()
+    assert jax_probe.execution(start, start + 6.0) is None  # nothing compiled: nothing to time from
+    jax.monitoring.record_event_duration_secs(startup_ledger.BACKEND_COMPILE_EVENT, 4.0)  # sent as the compile returns
+    returned = time.perf_counter()
+    end = returned + 0.5  # the step ends half a second after the compile returned
+    part = jax_probe.execution(start, end)
+    assert part is not None and part.source == startup_ledger.EXECUTION_SOURCE
+    assert 0.5 <= part.seconds <= end - start, part
+    assert jax_probe.execution(returned, end) is None  # compiled before this phase: another phase's compile
 
     class Compiled(ScriptedProbe):
         def execution(self, start, end):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -205,8 +206,9 @@ def test_runs_are_named_by_mode_not_by_folder(tmp_path):
                            "cmp/renamed/plugins/profile/2026_a/vm.xplane.pb", "cmp/other/plugins/profile/2026_a/vm.xplane.pb",
                            "cmp/pytorch_compile-r2/kineto/vm_2.2.pt.trace.json",
                            "pytorch_compile-20261130-041910/kineto/vm_1.1.pt.trace.json"])  # fmt: skip
-    (tmp_path / "cmp/renamed/run.json").write_text('{"mode": "pytorch+compile"}')  # a --run-id of the user's choice
-    (tmp_path / "pytorch_compile-20261130-041910/run.json").write_text('{"mode": "pytorch+compile"}')
+    record = '{"schema_version": 1, "run_id": "r", "mode": "pytorch+compile", "status": "ok", "config": {}}'
+    (tmp_path / "cmp/renamed/run.json").write_text(record)  # a --run-id of the user's choice
+    (tmp_path / "pytorch_compile-20261130-041910/run.json").write_text(record)
     assert {s.name for s in find_sessions(tmp_path)} == {"torch_xla+compile-2dev/cmp", "renamed/cmp", "other/cmp",
                                                          "pytorch+compile-r2/cmp",
                                                          "pytorch+compile-20261130-041910"}  # fmt: skip
@@ -277,43 +279,52 @@ def test_trace_with_more_events_than_the_conversion_may_hold_is_refused_before_c
             pass
 
 
-class RecordingProgress:
-    def __init__(self):
-        self.calls: list[tuple] = []
+def _terminal():
+    """A terminal (colourless, so that its text reads plainly), the conversion's progress bar on it, and what it
+    shows."""
+    from rich.console import Console
 
-    def phase(self, description, total):
-        self.calls.append(("phase", description, total))
-
-    def update(self, completed):
-        self.calls.append(("update", completed))
-
-    def stop(self):
-        self.calls.append(("stop",))
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=120)
+    return console, PhaseProgressBar(console), out
 
 
-def test_conversion_tells_its_phases_and_bytes_read(tmp_path, monkeypatch):
+def _handed_back(console, out: io.StringIO) -> bool:
+    """The bar is gone from the terminal: the cursor is shown again, and a line printed next is the last thing on it
+    (a bar still running would be drawn again below it)."""
+    console.print("next line")
+    text = out.getvalue()
+    return text.rfind("\x1b[?25h") > text.rfind("\x1b[?25l") and text.endswith("next line\n")
+
+
+def test_conversion_shows_its_phases_and_bytes_read(tmp_path, monkeypatch):
     monkeypatch.setattr(convert, "PROGRESS_EVERY", 100)
     events = ",".join(f'{{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {i}, "dur": 1}}' for i in range(1_000))
     trace = tmp_path / "worker.1.pt.trace.json"
     trace.write_text(f'{{"traceEvents": [{events}], "baseTimeNanoseconds": 5}}')
-    progress = RecordingProgress()
-    convert_kineto_file(trace, tmp_path / "out", progress)
-    phases = [call[1].split(" ")[0] for call in progress.calls if call[0] == "phase"]
-    assert phases == ["checking", "reading", "converting", "writing"]
-    converting = next(i for i, call in enumerate(progress.calls) if call[0] == "phase" and "converting" in call[1])
-    assert progress.calls[converting][2] == trace.stat().st_size
-    read = [call[1] for call in progress.calls[converting + 1:] if call[0] == "update"]
-    assert len(read) == 10 and read == sorted(read) and 0 < read[-1] <= trace.stat().st_size
-    assert progress.calls[-1] == ("stop",)
+    console, bar, out = _terminal()
+    convert_kineto_file(trace, tmp_path / "out", bar)
+    text = out.getvalue()
+    # one phase after the other: the events checked, the header, the bytes converted, the file written
+    shown = [text.find(line) for line in ("checking worker.1.pt.trace.json (events) 1,000",
+                                          "reading worker.1.pt.trace.json's header",
+                                          "converting worker.1.pt.trace.json to XSpace", "writing worker.xplane.pb")]
+    assert -1 not in shown and shown == sorted(shown), text
+    read = re.findall(r"to XSpace \S* (\d+\.\d)/(\d+\.\d) kB", text)
+    total = f"{trace.stat().st_size / 1000:.1f}"
+    assert read and all(size == total for _, size in read), text
+    assert 0 < float(read[-1][0]) <= float(total), text
+    assert _handed_back(console, out), text
 
 
 def test_conversion_stops_its_progress_on_bad_input(tmp_path):
     bad = tmp_path / "worker.1.pt.trace.json"
     bad.write_text('{"traceEvents": [')
-    progress = RecordingProgress()
+    console, bar, out = _terminal()
     with pytest.raises(InputError):
-        convert_kineto_file(bad, tmp_path / "out", progress)
-    assert progress.calls[-1] == ("stop",)
+        convert_kineto_file(bad, tmp_path / "out", bar)
+    assert "checking worker.1.pt.trace.json (events)" in out.getvalue()
+    assert _handed_back(console, out), out.getvalue()
 
 
 def test_phase_progress_bar_draws_each_phase_on_its_console():

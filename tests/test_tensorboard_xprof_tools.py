@@ -15,8 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import EVERY_MODE_PROFILE_STEPS, hloscope, xprof_kept_steps
+from helpers import hloscope, xprof_kept_steps
 
+from hloscope.runs.rundir import load_run
 from hloscope.tensorboard.convert import convert_kineto_file
 
 # A100-class trace with ProfilerStep#101..105 (HTA's ns_resolution fixture: 45,420 events, 4,350 kernels).
@@ -142,12 +143,9 @@ def test_op_profile_holds_all_device_time(converted):
 # --- every mode of a real tiny comparison on this machine's CPU --------------------------------------------------------
 
 
-# The CPU comparison's --profile-steps (conftest's every_mode_comparison): compare's default, one above XProf's
-# threshold, so XProf drops the first and the last step here; the GPU fixture's 5 steps are the case where it keeps
+# The CPU comparison's --profile-steps (conftest's every_mode_comparison) are compare's default, one above XProf's
+# threshold, so XProf drops the first and the last step there; the GPU fixture's 5 steps are the case where it keeps
 # them all.
-PROFILE_STEPS = EVERY_MODE_PROFILE_STEPS
-
-
 @pytest.fixture(scope="module")
 def cpu_comparison(request) -> Path:
     """`hloscope compare --profile` on the tiny ViT (HLOSCOPE_TEST_COMPARISON reuses one recorded before)."""
@@ -163,12 +161,12 @@ def test_cpu_pytorch_overview_and_framework_ops(cpu_comparison, mode, tmp_path):
     per_step = trace_stats(trace)["per_step"]
     expected = {step["step"]: step["host_duration_us"] / 1000 for step in per_step}
     steps = overview_steps(xplane, label="ProfilerStep#")
-    # Host-only: XProf's step is the ProfilerStep marker. The trace holds the --profile-steps steps (the first is
-    # hloscope's profiler warm-up, which XProf does not know of); XProf drops the first and the last of them only when
-    # there are more than XPROF_DROP_INCOMPLETE_STEPS_ABOVE (6 by default: 7..12 recorded, 8..11 shown).
+    # Host-only: XProf's step is the ProfilerStep marker. The trace holds the --profile-steps steps the run recorded
+    # (the first is hloscope's profiler warm-up, which XProf does not know of); XProf drops the first and the last of
+    # them only when there are more than XPROF_DROP_INCOMPLETE_STEPS_ABOVE (the every-mode comparison's 6 do: 7..12
+    # recorded, 8..11 shown).
+    assert len(expected) == load_run(cpu_comparison / mode).config.profile_steps
     assert sorted(steps) == xprof_kept_steps(expected)
-    if not os.environ.get("HLOSCOPE_TEST_COMPARISON"):
-        assert len(expected) == PROFILE_STEPS and sorted(steps) == sorted(expected)[1:-1]
     for number, ms in steps.items():
         assert ms == pytest.approx(expected[number], abs=1e-4)
     rows = framework_rows(xplane)

@@ -123,6 +123,8 @@ def test_an_unusable_output_folder_is_one_line(traces, tmp_path, case):
     assert str(named) in result.stderr
     if case != "symlink-loop":
         assert named.read_text() == "mine\n"
+    else:  # the loop is left as it was
+        assert out.readlink() == tmp_path / "loop" and (tmp_path / "loop").readlink() == out
 
 
 # ------------------------------------------------------------------------------------------------- --scheduler

@@ -181,21 +181,34 @@ def test_required_text_is_a_text_every_match_contains(pattern, required):
     assert required_text(pattern) == required
 
 
-_TOKENS = ["a", "b", "c", "ab", "_", ".", "?", "*", "+", "{1,2}", "{2}", "[ab]", "[^a]", "(a|b)", "(?:ab)?", r"\b",
-           r"\d", "^", "$", "|", "(?!b)"]
+# Pieces of patterns that always compile: an atom, bare or quantified, an alternation, a zero-width assertion.
+_ATOMS = ["a", "b", "c", "ab", "_", ".", "[ab]", "[^a]", "(a|b)", "(?:ab)", r"\d"]
+_QUANTIFIERS = ["", "?", "*", "+", "*?", "+?", "??", "{1,2}", "{2}"]
+_QUANTIFIED = st.builds(str.__add__, st.sampled_from(_ATOMS), st.sampled_from(_QUANTIFIERS))
+_ZERO_WIDTH = [r"\b", "^", "$", "(?!b)"]
 
 
-@given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=8), st.text(alphabet="abc_1 ", max_size=12))
+@given(st.data(), st.booleans(), st.lists(st.one_of(_QUANTIFIED, st.just("|")), min_size=1, max_size=8),
+       st.booleans())
 @settings(max_examples=400, deadline=None)
-def test_a_name_without_the_required_text_never_matches(tokens, name):
-    pattern = "".join(tokens)
-    try:
-        expression = re.compile(pattern)
-    except re.error:
-        return
+def test_every_match_contains_the_required_text(data, at_start, pieces, at_end):
+    # anchored only at its ends, a pattern of these pieces matches some name: one is drawn
+    pattern = ("^" if at_start else "") + "".join(pieces) + ("$" if at_end else "")
+    expression = re.compile(pattern)
+    name = data.draw(st.from_regex(expression), label="name")
+    match = expression.search(name)
+    assert match is not None and required_text(pattern) in match.group(), (pattern, name)
+
+
+@given(st.lists(st.one_of(_QUANTIFIED, st.sampled_from([*_ZERO_WIDTH, "|"])), min_size=1, max_size=8),
+       st.text(alphabet="abc_1 ", max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_a_name_without_the_required_text_never_matches(pieces, name):
+    pattern = "".join(pieces)
+    expression = re.compile(pattern)
+    required = required_text(pattern)
     for text in (name, f"x{name}", name * 2, "ab" + name + "ba"):
-        if expression.search(text):
-            assert required_text(pattern) in text, (pattern, text)
+        assert required in text or expression.search(text) is None, (pattern, text)
 
 
 def _pieces_of_every_pattern() -> set[str]:
