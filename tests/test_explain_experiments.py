@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -39,7 +40,7 @@ from hloscope.explain.report import Contributor, ExplainReport, ModeResult
 from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
 from hloscope.runs.experiments import CTRL_C, run_configurations
-from hloscope.runs.records import HostScheduling
+from hloscope.runs.records import HostScheduling, RunRecord, decode_run
 
 
 def processes(center_s: float, spread: float, count: int = 3, steps: int = 8, seed: int = 0) -> list[list[float]]:
@@ -488,10 +489,17 @@ def test_an_interaction_built_to_add_up_is_never_called_otherwise_by_chance(nois
 
 
 def test_expected_run_time_and_budget():
-    assert expected_run_s({"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:30Z"}) == 40.0
-    estimate = expected_run_s({"timing": {"median_s": 0.5, "first_step_s": 4.0},
-                               "config": {"steps": 6, "warmup": 2, "profile": True, "profile_steps": 2}})
+    def record(**parts) -> RunRecord:
+        document = {"schema_version": 1, "run_id": "r", "mode": "jax", "status": "ok", "config": {}, **parts}
+        return decode_run(Path("run.json"), document)
+
+    assert expected_run_s(record(started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:00:30Z")) == 40.0
+    estimate = expected_run_s(record(timing={"median_s": 0.5, "first_step_s": 4.0},
+                                     config={"steps": 6, "warmup": 2, "profile": True, "profile_steps": 2}))
     assert estimate == pytest.approx(10.0 + 4.0 + 10 * 0.5)
+    # a clock that went backwards or a time that is not ISO 8601: the estimate from the steps
+    assert expected_run_s(record(started_at="2026-01-01T00:00:30Z", finished_at="2026-01-01T00:00:00Z",
+                                 timing={"median_s": 1.0}, config={"steps": 2})) == pytest.approx(10.0 + 1.0 + 2.0)
     assert fit_repeats([40.0, 40.0, 40.0], 3, 600) == 3
     assert fit_repeats([40.0, 40.0, 40.0], 3, 250) == 2
     assert fit_repeats([40.0, 40.0, 40.0], 3, 100) == 0

@@ -153,7 +153,7 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
             except InputError:
                 continue
             typed.append(record)
-            records.append(record.to_dict())  # the JSON: a plan reads its times
+            records.append(record.to_dict())  # the JSON: its config, as written, gives the re-runs their options
             loaded.append(Path(run_dir))
         config = records[0].get("config") if records else None
         if not isinstance(config, dict) or summary.status != "ok":
@@ -167,7 +167,7 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
         # and what it had in effect without asking (threads, donation, compile mode): a tested setting is compared
         # with it
         options[label] = dict(config, xla_flags=flags, **{IN_EFFECT: in_effect(typed[0])})
-        expected[label] = fmean(expected_run_s(record) for record in records)
+        expected[label] = fmean(expected_run_s(record) for record in typed)
         platform = platform or summary.platform
     return options, expected, platform
 

@@ -49,6 +49,7 @@ import numpy as np
 from hloscope.explain.report import ExplainReport, ModeResult
 from hloscope.explain.summary import ModeSummary, contention
 from hloscope.modes import BY_NAME, donation_in_effect, setting_refusal
+from hloscope.runs.records import RunRecord
 from hloscope.runs.settings import IN_EFFECT
 from hloscope.significance import (
     CONFIDENCE,
@@ -449,25 +450,21 @@ def _refusal(slow_options: dict[str, Any], setting: str, value: Any) -> str | No
     return setting_refusal(mode, setting, value)
 
 
-def expected_run_s(record: dict) -> float:
+def expected_run_s(record: RunRecord) -> float:
     """Seconds one fresh process of a configuration is expected to take, from its run record: the time it took from
     start to finish plus interpreter start-up, or else its first step, warm-up, timed and profiled steps."""
-    started, finished = record.get("started_at"), record.get("finished_at")
-    took = _seconds_between(started, finished)
+    took = _seconds_between(record.started_at, record.finished_at)
     if took is not None:
         return took + STARTUP_S
-    timing = record.get("timing") or {}
-    config = record.get("config") or {}
-    step = _number(timing.get("median_s")) or 0.0
-    first = _number(timing.get("first_step_s")) or step
-    steps = (_number(config.get("warmup")) or 0) + (_number(config.get("steps")) or 0)
-    if config.get("profile"):
-        steps += _number(config.get("profile_steps")) or 0
+    timing, config = record.timing, record.config
+    step = timing.median_s or 0.0
+    first = timing.first_step_s or step
+    steps = (config.warmup or 0) + (config.steps or 0) + ((config.profile_steps or 0) if config.profile else 0)
     return STARTUP_S + first + steps * step
 
 
-def _seconds_between(start: Any, end: Any) -> float | None:
-    if not isinstance(start, str) or not isinstance(end, str):
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if start is None or end is None:
         return None
     try:
         took = (datetime.fromisoformat(end.replace("Z", "+00:00"))
@@ -475,10 +472,6 @@ def _seconds_between(start: Any, end: Any) -> float | None:
     except ValueError:
         return None
     return took if took >= 0 else None
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def fit_repeats(expected: list[float], repeats: int, budget_s: float) -> int:
