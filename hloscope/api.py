@@ -25,7 +25,9 @@ command shows while it works, a progress bar or a line per replayed mode, comes 
 `hloscope/cli/` are thin layers over these functions and their renderers: hlo stats (`hlo_stats`), trace stats
 (`trace_job`), trace export (`trace_export`), diff (`diff`), explain (`explain`), replay (`replay`, `replays`) and
 tensorboard (`tensorboard_view`, which serves nothing: the command runs TensorBoard on the view); compare and calibrate
-explain what they ran with `explain`.
+explain what they ran with `explain`. run, compare and calibrate have no function here: each run is a fresh process
+(its imports and start-up are part of what it measures, and a framework cannot be unloaded from a notebook's
+process); start them as programs and read their directories with `load_run` and `load_comparison`.
 """
 
 from __future__ import annotations
