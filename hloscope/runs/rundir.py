@@ -318,7 +318,7 @@ def load_run(path: str | os.PathLike, check_artifacts: bool = True) -> RunRecord
         artifacts.extend(leftover_dumps(run_dir, listed))
     if check_artifacts:
         for artifact in artifacts:
-            target = _inside(run_dir, artifact["path"], run_json)
+            target = artifact_inside(run_dir, artifact["path"], run_json)
             if not target.exists():
                 kind = artifact.get("kind", "file")
                 raise InputError(target, f"listed in {run_json} as a {kind} artifact but missing")
@@ -393,7 +393,7 @@ def load_record(path: Path, what: str, kind: str, statuses: Collection[str], sha
     return record
 
 
-def _inside(run_dir: Path, relative: str, run_json: Path) -> Path:
+def artifact_inside(run_dir: Path, relative: str, run_json: Path) -> Path:
     """Resolve an artifact path, refusing one outside the run directory (a hand-edited or hostile record)."""
     if "\0" in relative:
         raise InputError(run_json, f"artifact path {relative!r} holds a NUL byte")

@@ -66,6 +66,8 @@ def trace_files_and_modes(path: str | os.PathLike[str]) -> tuple[list[Path], lis
         return files, [None] * len(files)
     if not (path.is_file() or (path / RUN_FILE).is_file() or (path / COMPARISON_FILE).is_file()):
         return files, [None] * len(files)
+    # The record reader is imported here, for run and comparison directories only: a trace file given alone (the
+    # common case, timed by benches/bench_trace_stats.py) does not pay for its import, a tenth of the whole command.
     from hloscope.runs import rundir
 
     mode_of: dict[Path, str] = {}
@@ -173,11 +175,11 @@ def _listed_traces(run: Path, record: RunRecord) -> list[Path]:
     listed = [artifact for artifact in record.artifacts if artifact.kind == "trace"]
     if not listed:  # a run made by hand or by an older hloscope: its traces are wherever they are
         return find_trace_files(run)
+    from hloscope.runs.rundir import artifact_inside  # for run directories only, as in trace_files_and_modes
+
     files: list[Path] = []
     for artifact in listed:
-        from hloscope.runs.rundir import _inside
-
-        _inside(run, artifact.path, run_json)  # outside the run, a NUL byte, a symlink loop: one line
+        artifact_inside(run, artifact.path, run_json)  # outside the run, a NUL byte, a symlink loop: one line
         target = run / artifact.path
         if not target.exists():
             raise InputError(target, f"listed in {run_json} as a trace artifact but missing")
