@@ -59,6 +59,7 @@ from hloscope.significance import (
     holm_levels,
     median_difference,
     median_ratio,
+    percentile,
     pooled_process_variation,
     process_spread,
     process_test,
@@ -492,8 +493,9 @@ def beyond_spread(a: list[float], b: list[float]) -> bool:
 
 
 def _iqr(values: list[float]) -> float:
+    """The interquartile range, from the one percentile definition (interpolated, as run.json's p10/p90)."""
     ordered = sorted(values)
-    return ordered[round(0.75 * (len(ordered) - 1))] - ordered[round(0.25 * (len(ordered) - 1))]
+    return percentile(ordered, 0.75) - percentile(ordered, 0.25)
 
 
 def _smallest_p(n: int) -> float:

@@ -251,11 +251,11 @@ def _pooled_rows(comparison: ComparisonRecord) -> list[_Row] | None:
         timed = [m for m in members if m.status == "ok"]
         firsts = sorted(m.first_step_s for m in timed if m.first_step_s is not None)
         peaks = [m.peak_memory_bytes for m in timed if m.peak_memory_bytes is not None]
-        median = row.median_s
-        pooled.append(_Row(mode=row.mode, devices=row.devices, median_s=median,
+        step_s = row.median_s
+        pooled.append(_Row(mode=row.mode, devices=row.devices, median_s=step_s,
                            status="ok" if timed else ((members[0].status or "?") if members else "failed"),
-                           throughput_img_s=batch / median if median and batch is not None else None,
-                           first_step_s=firsts[len(firsts) // 2] if firsts else None,
+                           throughput_img_s=batch / step_s if step_s and batch is not None else None,
+                           first_step_s=median(firsts) if firsts else None,
                            peak_memory_bytes=max(peaks) if peaks else None, timed_processes=row.timed_processes or 0,
                            between_process_spread=row.between_process_spread))
     return pooled
