@@ -7,6 +7,11 @@ import os
 
 from hloscope.errors import UsageError
 
+try:
+    import resource
+except ImportError:  # a platform without it (Windows): address_space_left answers None
+    resource = None  # type: ignore[assignment]
+
 
 def available_memory() -> int | None:
     """Bytes this process may still use: Linux's MemAvailable (what can be had without swapping; SC_AVPHYS_PAGES,
@@ -29,16 +34,16 @@ def _mem_available() -> int | None:
 
 def address_space_left() -> int | None:
     """What RLIMIT_AS (ulimit -v) leaves to this process beyond its current virtual size; None when unlimited."""
+    if resource is None:
+        return None
     try:
-        import resource
-
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft == resource.RLIM_INFINITY:
             return None
         with open("/proc/self/status") as f:
             size = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
         return max(0, soft - size)
-    except (ImportError, OSError, ValueError):
+    except (OSError, ValueError):
         return None
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from hloscope.backends.base import RunOptions
 from hloscope.backends.devices import how_ranks_are_made
+from hloscope.backends.driver import prepare_environment, rank_sequence
 from hloscope.backends.torch_common import import_torch
 from hloscope.machine import free_port
 from hloscope.native_stderr import native_stdout_to_stderr
@@ -150,8 +151,6 @@ class ProcessGroup:
 def worker_main() -> None:
     """A rank > 0: the driver's sequence of collectives (setup, parity probe, warm-up and timed steps, the gathering
     of step times, the profile), without run.json; its trace goes under the run directory like rank 0's."""
-    from hloscope.backends.driver import prepare_environment, rank_sequence
-
     payload = json.loads(os.environ[WORKER_ENV])
     names = {field.name for field in dataclasses.fields(RunOptions)}
     options = RunOptions(**{key: value for key, value in payload["options"].items() if key in names})

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from hloscope.backends.base import INPUT_ANNOTATION, Session, thread_settings
+from hloscope.backends.data import parity_batch, synthetic_pool
 from hloscope.backends.devices import threads_per_process
 from hloscope.backends.torch_workload import as_input
 from hloscope.errors import MissingDependency, UsageError
@@ -78,8 +79,6 @@ class TorchSession(Session):
         workload = self.built_workload
         if workload.pool is not None:
             return workload.pool[0]
-        from hloscope.backends.data import synthetic_pool
-
         torch = import_torch()
         images, labels = synthetic_pool(self.options.preset, self.options.batch_size, self.options.seed, pool_size=1)[0]
         return (as_input(torch, images, self.options.preset).to(workload.device),
@@ -88,8 +87,6 @@ class TorchSession(Session):
     def parity(self) -> dict:
         """Forward with the loss and backward on the shared first batch, no optimizer step; gradients cleared after.
         The weights are the seeded PyTorch model's, as in every mode under --check-parity."""
-        from hloscope.backends.data import parity_batch
-
         torch = import_torch()
         workload = self.built_workload
         images, labels = parity_batch(self.options.preset, self.options.batch_size, self.options.seed)

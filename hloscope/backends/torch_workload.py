@@ -21,6 +21,9 @@ from hloscope.backends.optimizers import torch_optimizer
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset
 
+# hloscope.backends.data (numpy, ~90 ms) and torch_common (a cycle) are imported inside the builders, with torch: so
+# importing this module imports nothing.
+
 # --attention -> transformers' attn_implementation
 ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
 

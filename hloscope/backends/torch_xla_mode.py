@@ -113,7 +113,7 @@ class TorchXlaSession(TorchSession):
         # --devices N: SPMD over a mesh of N devices (use_spmd must come before the first XLA tensor)
         self.spmd = None
         if options.devices > 1:
-            from hloscope.backends.torch_xla_spmd import Spmd
+            from hloscope.backends.torch_xla_spmd import Spmd  # imports torch_xla: only in setup (docstring)
 
             self.spmd = Spmd(options.devices, options.batch_size)
         self.device = torch_xla.device()

@@ -39,6 +39,9 @@ from hloscope.backends.torch_workload import build_model
 from hloscope.errors import MissingDependency
 from hloscope.models.presets import Preset, ResNetPreset, get_preset
 
+# hloscope.backends.data (numpy, ~90 ms) is imported in build_torchax_workload, with the frameworks: so importing this
+# module imports nothing.
+
 
 def keep_transformers_off_flax() -> None:
     """transformers imports Flax (and TensorFlow) whenever installed; a torchax run needs torch and JAX, not Flax.

@@ -21,6 +21,7 @@ from hloscope.api import explain
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
 from hloscope.cli.run import build_options, check_settings, common_options
+from hloscope.explain.calibration import calibration
 from hloscope.limits import MAX_HOST_DELAY_MS
 from hloscope.models.presets import get_preset
 from hloscope.modes import MODE_NAMES
@@ -45,8 +46,6 @@ CALIBRATION_FILE = "calibration.json"
 @click.option("--json", "as_json", is_flag=True, help="Print calibration.json to stdout instead of the summary.")
 def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, as_json: bool, **values) -> None:
     """Measure the smallest gap this machine resolves, and check explain on an A/A pair and a known host delay."""
-    from hloscope.explain.calibration import calibration
-
     get_preset(values["model"], values.get("seq_len"))
     if values.get("target"):
         raise click.UsageError("calibrate times steps on this machine; --target compiles for another GPU")

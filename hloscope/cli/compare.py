@@ -37,6 +37,7 @@ from hloscope.modes import (
     settings_refusal,
 )
 from hloscope.render.explain_term import render_tested
+from hloscope.render.run_tables import audit_table, comparison_table, compiled_comparison_table, replay_summary_line
 from hloscope.runs.audit import mismatch_lines, run_audit
 from hloscope.runs.parity import parity_lines
 from hloscope.runs.records import AuditStage, ComparisonEntry, ComparisonRecord, ReplayPlan, amended_comparison
@@ -206,8 +207,6 @@ def _run_with_progress(selected: list[str], options_for, comparison_dir: Path, c
 
 def _print_outcome(record: ComparisonRecord, values: dict, per_device_count: bool, console: Console) -> None:
     """The comparison table, then what went wrong: mismatched settings, parity, warnings, failed processes."""
-    from hloscope.render.run_tables import comparison_table
-
     Console().print(comparison_table(record))
     if values.get("target"):
         _print_compiled(record)
@@ -237,8 +236,6 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
             console: Console) -> ComparisonRecord:
     """compare --replay: each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py), one line each;
     comparison.json rewritten with the replays (a replay that fails is recorded with its error, nothing else lost)."""
-    from hloscope.render.run_tables import replay_summary_line
-
     with console.status("replaying") as status:
         done = replay_comparison(comparison, values["steps"], values["warmup"], values["device"], timeout_s,
                                  on_start=lambda mode: status.update(f"replaying {mode}'s program alone"),
@@ -257,8 +254,6 @@ def _replay(comparison: ComparisonRecord, values: dict, timeout_s: float | None,
 
 def _audit(selected: list[str], options_for, timeout_s: float | None, console: Console) -> AuditStage:
     """The fairness audit before timing (hloscope/runs/audit.py): the table on stderr, each mismatch in red."""
-    from hloscope.render.run_tables import audit_table
-
     with console.status("fairness audit: setting every mode up") as status:
         record = run_audit(selected, options_for, timeout_s,
                            on_mode=lambda mode: status.update(f"fairness audit: setting {mode} up"))
@@ -339,8 +334,6 @@ def _packages_hint() -> str:
 
 
 def _print_compiled(comparison: ComparisonRecord) -> None:
-    from hloscope.render.run_tables import compiled_comparison_table
-
     records = []
     for entry in comparison.modes:
         try:

@@ -13,6 +13,7 @@ from hloscope.cli import tested
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import MIN_GAP
 from hloscope.errors import one_line
+from hloscope.explain.inputs import latest_comparison
 from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
 
@@ -35,8 +36,6 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     """Explain the step-time gaps between runs: a `hloscope compare` directory, run directories or folders of runs
     (any number, together); without PATHS, the newest comparison under ./traces. Each run is tested against the
     baseline (the fastest unless --baseline): a gap inside the noise is reported as no difference."""
-    from hloscope.explain.inputs import latest_comparison
-
     tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     to_stdout = output == STDOUT
     form = choose_format(as_json, fmt, output)

@@ -10,6 +10,7 @@ import click
 from hloscope.api import replay, replays
 from hloscope.cli.options import PROFILE_STEPS, SEED, STEPS, WARMUP
 from hloscope.render.replay_text import render_text
+from hloscope.render.run_tables import replay_summary_line
 from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
 
 
@@ -44,8 +45,6 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
 
 def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_json: bool) -> None:
     """A comparison directory: each XLA mode's run replayed in its own subprocess, one line each as it ends."""
-    from hloscope.render.run_tables import replay_summary_line
-
     done = replays(folder, device, steps, warmup, profile,
                    on_done=lambda mode, replay: None if as_json else click.echo(replay_summary_line(mode, replay)))
     if as_json:

@@ -15,11 +15,13 @@ from rich.text import Text
 
 from hloscope.backends import preflight
 from hloscope.backends.base import RunOptions
+from hloscope.backends.driver import execute
 from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP, XLA_FLAGS
 from hloscope.errors import UsageError
 from hloscope.machine import check_threads
 from hloscope.models.presets import get_preset
 from hloscope.modes import BY_NAME, CLI_CHOICES, COMPILE_MODES, TARGET_MODES, get_mode, mode_name, settings_refusal
+from hloscope.render.run_tables import compiled_run_table, run_table
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
 from hloscope.runs.rundir import create_run_dir
@@ -172,8 +174,6 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     elif setup_only:
         click.echo(f"{mode} set up, no step run; settings in effect in {run_dir / 'run.json'}")
     else:
-        from hloscope.render.run_tables import run_table
-
         Console().print(run_table(decode_run(run_dir / RUN_FILE, record)))
         click.echo(f"run directory: {run_dir}")
 
@@ -218,8 +218,6 @@ def _print_run_json(run_dir: Path) -> None:
 
 def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -> None:
     """--target: compile instead of timing (hloscope.targets.run_target); run.json says `compiled`."""
-    from hloscope.render.run_tables import compiled_run_table
-
     # bad mode, target file or missing plugin: before any directory
     check_target_run(options.mode, options.target, options.max_batch)
     run_dir = create_run_dir(out, run_id, prefix=get_mode(options.mode).dir_name)
@@ -242,8 +240,6 @@ def _compile_for_target(options, out: Path, run_id: str | None, as_json: bool) -
 
 
 def _execute(options, run_dir: Path, console: Console, setup_only: bool = False) -> dict:
-    from hloscope.backends.driver import execute
-
     total = max(options.warmup, 1) + options.steps
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True, disable=os.environ.get("HLOSCOPE_NO_PROGRESS") == "1")

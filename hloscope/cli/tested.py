@@ -20,6 +20,20 @@ from rich.text import Text
 from hloscope.backends.base import RunOptions
 from hloscope.cli.options import FiniteFloatRange
 from hloscope.errors import InputError, UsageError
+from hloscope.explain.experiments import (
+    METHOD,
+    TESTABLE_RULES,
+    UNTESTABLE,
+    TestedBlock,
+    closing_tests,
+    conclude,
+    expected_run_s,
+    fit_repeats,
+    interaction,
+    joint_variants,
+    plan_pairs,
+)
+from hloscope.explain.inputs import load_summaries
 from hloscope.machine import check_threads
 from hloscope.runs import xla_flags
 from hloscope.runs.experiments import CTRL_C, run_configurations
@@ -41,18 +55,6 @@ def default_budget_min(platform: str) -> float:
 def test_hypotheses(report, base: Path, budget_min: float | None, repeats: int, console: Console,
                     rules: list[str] | None = None):
     """Plan, run and judge the tests of every significant gap of `report`; sets and returns `report.tested`."""
-    from hloscope.explain.experiments import (
-        METHOD,
-        TestedBlock,
-        closing_tests,
-        conclude,
-        fit_repeats,
-        interaction,
-        joint_variants,
-        plan_pairs,
-    )
-    from hloscope.explain.inputs import load_summaries
-
     options, expected, platform = _recorded(report)
     plans = plan_pairs(report, options, rules)
     _refuse_what_this_machine_cannot_run(plans)
@@ -140,8 +142,6 @@ def _refuse_what_this_machine_cannot_run(plans) -> None:
 def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]:
     """Per configuration label: its run options (run.json config, for RunOptions) and the seconds one process is
     expected to take (the mean over its processes); the platform the runs ran on."""
-    from hloscope.explain.experiments import expected_run_s
-
     options: dict[str, dict[str, Any]] = {}
     expected: dict[str, float] = {}
     platform = ""
@@ -237,8 +237,6 @@ def _clock(seconds: float) -> str:
 
 def options(function):
     """--test-hypotheses, --hypothesis, --budget and --test-repeats, shared by explain and compare."""
-    from hloscope.explain.experiments import TESTABLE_RULES, UNTESTABLE
-
     function = click.option("--hypothesis", "rules", multiple=True,
                             type=click.Choice(list(dict.fromkeys([*TESTABLE_RULES, *UNTESTABLE]))),
                             help="With --test-hypotheses: test this hypothesis (repeatable) on every configuration "

@@ -12,15 +12,20 @@ import msgspec
 from hloscope.diff.timing import SEP, instruction_keys
 from hloscope.errors import HloscopeError
 from hloscope.explain.ledger import RunLedger
-from hloscope.explain.ops import instruction_group
+from hloscope.explain.ops import instruction_group, run_program, train_step_modules
 from hloscope.explain.startup import read_startup
 from hloscope.explain.summary import CpuPerStep, ModeSummary
+from hloscope.hlo.load import load_modules
+from hloscope.hlo.stats import module_stats
 from hloscope.runs.records import CompileCounts, HostScheduling, RunRecord
 from hloscope.runs.replay_record import ReplayUnread, latest_replay, read_replay
 from hloscope.runs.rundir import load_run
 from hloscope.runs.settings import compute_dtype, device_platform, matmul_precision, settings
 from hloscope.significance import spread
+from hloscope.trace.load import load_traces
 from hloscope.trace.model import LAYOUT, MEMORY, Event
+from hloscope.trace.program_categories import categorized, category_resolver
+from hloscope.trace.stats import trace_stats
 from hloscope.trace.step_profile import default_op_group, profile_steps, split_contention, step_parts
 
 # Device events longer than this many per step are not drawn one by one in the timeline strip.
@@ -238,15 +243,9 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
     kinds = {a.kind for a in run.artifacts}
     if "hlo" in kinds:
         try:
-            from hloscope.hlo.load import load_modules
-            from hloscope.hlo.stats import module_stats
-            from hloscope.trace.program_categories import category_resolver
-
             loaded = load_modules(run_dir)
             after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
             add_hlo(summary, [module_stats(m) for m in after])
-            from hloscope.explain.ops import run_program, train_step_modules
-
             step_modules = train_step_modules(loaded)
             if step_modules:  # explain's op table pairs their instructions by structure with another run's
                 op_groups = InstructionGroups([m.module for m in step_modules])
@@ -259,10 +258,6 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
         summary.notes.append("no XLA HLO in this run (PyTorch without XLA has none; XLA modes need --dump-hlo)")
     if "trace" in kinds:
         try:
-            from hloscope.trace.load import load_traces
-            from hloscope.trace.program_categories import categorized
-            from hloscope.trace.stats import trace_stats
-
             warmup = _warmup_steps(run)
             for trace in load_traces(run_dir):
                 if categories is not None:  # XLA ops take the category of what their HLO computes, not of their name

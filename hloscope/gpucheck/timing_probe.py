@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.backends.base import RunOptions
+from hloscope.backends.driver import load_session
+from hloscope.backends.timing import timed
 from hloscope.errors import InputError, one_line
 from hloscope.runs.records import RunRecord
 from hloscope.runs.rundir import load_run
@@ -78,15 +80,11 @@ def _chunk_times(stepper: Any, first: int, steps: int, chunk: int) -> list[float
 
 def _hloscope_times(stepper: Any, first: int, steps: int) -> list[float]:
     """hloscope's own step timer, the one `run` records every step with."""
-    from hloscope.backends.timing import timed
-
     return [timed(stepper.step, stepper.wait, index)[1] for index in range(first, first + steps)]
 
 
 def probe(run_dir: Path, steps: int, warmup: int, chunk: int) -> dict:
     """The reference and hloscope's own timer alternate, one chunk each, so that the machine's load falls on both."""
-    from hloscope.backends.driver import load_session
-
     run = load_run(run_dir, check_artifacts=False)
     options = options_from_run(run)
     with tempfile.TemporaryDirectory(prefix="hloscope-probe-") as scratch:

@@ -23,9 +23,8 @@ from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInst
 from hloscope.hlo.names import uniquify_instruction_names
 from hloscope.hlo.native import native
 from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
+from hloscope.hlo.reading import check_readable, open_text_lines
 from hloscope.hlo.shapes import parse_shape
-
-# Imports inside functions: the paths `hlo stats` takes only for some inputs, kept out of its start-up.
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
@@ -785,8 +784,6 @@ def parse_hlo_text(text: str, path: str = "<string>") -> list[HloModule]:
 
 def parse_hlo_file(path: str | os.PathLike[str]) -> list[HloModule]:
     """Parse an HLO text file. Refuses binary files, files that are not UTF-8 and files too large for the memory."""
-    from hloscope.hlo.reading import check_readable, open_text_lines
-
     path = os.fspath(path)
     check_readable(path)
     with open_text_lines(path) as lines:

@@ -9,13 +9,13 @@ from typing import Any
 
 from hloscope import files
 from hloscope.errors import InputError, warn
-from hloscope.hlo import attribution, kernels, memory, ops
+from hloscope.hlo import attribution, kernels, memory, ops, thunks
 from hloscope.hlo.cost import CostAnalysis, module_cost
 from hloscope.hlo.load import LoadedModule
 from hloscope.hlo.parser import collector_paused
 
-# Imports inside functions: what only some options need (--launches, XLA's cost, a GPU target), kept out of
-# `hlo stats` start-up.
+# Imports inside functions: what only some options and inputs need, XLA's cost (~5 ms of imports: subprocess,
+# tempfile) and a GPU target's roofline (~7 ms), kept out of `hlo stats --no-xla-cost` start-up.
 
 
 def _read_sibling(path: str | None, parse: Callable[[str, str], dict[str, Any]]) -> dict[str, Any] | None:
@@ -50,8 +50,6 @@ def thunk_sequence_check(loaded: LoadedModule, with_launches: bool = False) -> d
     """XLA's own launch list (thunk_sequence.txt beside a GPU module) joined with hloscope's, as ground truth."""
     if not loaded.thunk_sequence or loaded.platform != "gpu" or loaded.stage != "after_optimizations":
         return None
-    from hloscope.hlo import thunks
-
     try:
         sequence = thunks.parse_thunk_sequence(loaded.thunk_sequence)
     except InputError as error:

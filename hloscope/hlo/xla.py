@@ -17,6 +17,7 @@ from hloscope.errors import UsageError, reading, warn
 from hloscope.hlo.load import LoadedModule
 from hloscope.hlo.reading import memory_budget, xla_analysis_bytes
 from hloscope.limits import XLA_COST_TIMEOUT_S
+from hloscope.native_stderr import quiet_native_stderr
 
 # Imports inside functions: only when XLA is called, kept out of `hlo stats` start-up.
 
@@ -230,8 +231,6 @@ def _too_large(loaded: LoadedModule) -> dict[str, Any] | None:
 def _cpu_client() -> Any:  # a jaxlib Client, or None
     """XLA's CPU client in this process (for callers that run XLA themselves; hlo stats uses run_isolated)."""
     from jaxlib import _jax
-
-    from hloscope.native_stderr import quiet_native_stderr
 
     if not hasattr(_jax, "get_tfrt_cpu_client"):
         return None

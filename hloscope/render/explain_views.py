@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hloscope.render import fmt
+from hloscope.significance import spread as of_sample
 
 if TYPE_CHECKING:  # the explain layer's types; at run time these modules only read their attributes
     from hloscope.explain.hypotheses import Annotation
@@ -210,8 +211,6 @@ def _spread(entry: ModeResult, summary: ModeSummary | None) -> dict | None:
         return spread
     times = summary.step_times_s if summary is not None else []
     if times and all(_number(t) for t in times):
-        from hloscope.significance import spread as of_sample
-
         return of_sample(times)
     return None
 

@@ -20,7 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
 from hloscope.errors import HloscopeError, InputError
+from hloscope.replay.program import NotReplayable, UnreadableModule, compile_program, loss_index, make_inputs
+from hloscope.replay.trajectory import check_trajectory
 
 MARK = "@@hloscope-replay "
 # Test hook (docs/replay.md): HLOSCOPE_TEST_REPLAY_CHILD=abort|hang makes the child abort (SIGABRT, as an XLA CHECK
@@ -49,9 +52,7 @@ def execute(request: dict) -> dict:
     if os.environ.get(TEST_CHILD_ENV) and request["modules"]:
         _say({"stage": "compile", "index": 0})
         _test_hook()
-    from hloscope.backends.timing import StepLog, noise_warning, run_loop, step_statistics
-    from hloscope.replay.runner import select_device
-    from hloscope.replay.trajectory import check_trajectory
+    from hloscope.replay.runner import select_device  # cycle: runner imports this module
 
     dev = select_device(request["device"])
     batch, steps, warmup = request["batch"], request["steps"], request["warmup"]
@@ -91,8 +92,6 @@ def execute(request: dict) -> dict:
 
 def _compile_all(modules: list, dev, skipped: list[dict[str, Any]]) -> list:
     """Every module that compiles, in order; each that cannot be replayed is added to `skipped` with why."""
-    from hloscope.replay.program import NotReplayable, UnreadableModule, compile_program
-
     programs = []
     for index, (name, file, fmt) in enumerate(modules):
         _say({"stage": "compile", "index": index})
@@ -120,8 +119,6 @@ class _Replayer:
     run fed back (the state) become the next step's inputs, outside the timer."""
 
     def __init__(self, programs: list, dev, batch: int | None, labels: int, seed: int):
-        from hloscope.replay.program import loss_index, make_inputs
-
         self.programs, self.dev, self.batch, self.labels, self.seed = programs, dev, batch, labels, seed
         self.inputs = [make_inputs(p, dev, batch, labels, seed) for p in programs]
         self.hosts: list[list[Any]] = [[None] * len(args) for args in self.inputs]  # donated, not fed back
@@ -138,8 +135,6 @@ class _Replayer:
         return float(outputs[self.loss_at[0]][self.loss_at[1]]) if self.loss_at is not None else math.nan
 
     def feed_back(self, phase: str = "", index: int = 0) -> None:  # run_loop's on_step hook, outside the timer
-        from hloscope.replay.program import make_inputs
-
         for k, (program, args, outs) in enumerate(zip(self.programs, self.inputs, self.outputs)):
             for param, output in program.feeds.items():
                 args[param] = outs[output]

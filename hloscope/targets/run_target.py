@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hloscope.backends.driver import FRAMEWORK_MODULES, new_parts
 from hloscope.errors import HloscopeError, InputError
 from hloscope.hlo.gpu_spec import resolve_target
 from hloscope.runs.records import RunRecord, amended_run, decode_run, run_document
@@ -45,8 +46,6 @@ def execute_target(options, target: str, run_dir: Path, on_point: Callable[[dict
     """Compile `options.mode`'s train step for `target` into `run_dir`; returns the final run record. With
     `options.max_batch`, then search the largest batch that fits the target's memory (run.json `max_batch`, rewritten
     after each compile; `on_point` is told each compile of the search)."""
-    from hloscope.backends.driver import FRAMEWORK_MODULES, new_parts
-
     parts = new_parts(options, run_dir)
     parts.config["target"] = target
     # What the compile adds, as compile_for_target reports it: its compiles (the capture and the GPU compile, which

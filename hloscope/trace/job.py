@@ -22,17 +22,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from hloscope import files as reading
-from hloscope.errors import HloscopeError, InputError, UsageError, warn
+from hloscope.errors import HloscopeError, InputError, MissingDependency, UsageError, warn
 from hloscope.files import open_binary
 from hloscope.machine import usable_cpus
 from hloscope.trace.load import XPLANE_SUFFIX, load_trace, run_dir_of, trace_rank
+from hloscope.trace.state_records import Record, Result
 from hloscope.trace.stats import trace_stats_and_totals
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
 
-# Imports inside functions: what only some runs need (processes, --state, a run's HLO), kept out of `trace stats`
-# start-up.
+# Imports inside functions: what only some runs need, kept out of `trace stats` start-up on one trace file: the
+# process pool, Dask's logging, --state's hashing and writing, the job view's statistics (~13 ms together) and a run's
+# HLO readers (~23 ms).
 
 SUMMARY_VERSION = 1
 MIX_THRESHOLD = 0.05  # a rank's kernel mix "differs" when half the L1 distance of its shares to the median is above this
@@ -290,8 +292,6 @@ def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequ
     try:
         from distributed import Client, as_completed
     except ImportError as error:
-        from hloscope.errors import MissingDependency
-
         raise MissingDependency("distributed", "--scheduler sends the per-file work to a Dask cluster") from error
     own_client = not isinstance(scheduler, Client)
     client: Any = None
@@ -518,8 +518,6 @@ def _file_digest(file: str, info: os.stat_result) -> str | None:
 def _decode_record(data: bytes) -> tuple[Any, Summary] | None:
     """(identity, summary) of a record in the shape hloscope writes, or None: decoded into typed structs (every field
     present with its type), then checked for figures that agree (_consistent)."""
-    from hloscope.trace.state_records import Record
-
     try:
         record = msgspec.json.decode(data, type=Record)
         result = msgspec.json.decode(data)["result"]  # the summary as the job view reads it: plain dicts
@@ -534,8 +532,6 @@ def _consistent(result: Summary, typed: Any = None) -> Summary | None:
     """`result` when it has a summary's shape and its figures agree: one file named throughout, as many step rows as
     steps, the kernel counts adding up to the kernels. None otherwise."""
     if typed is None:
-        from hloscope.trace.state_records import Result
-
         try:
             typed = msgspec.convert(result, type=Result)
         except (msgspec.ValidationError, TypeError, ValueError):
