@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, hlo_fixture_files, needs_fixtures
+from helpers import FIXTURES, hlo_fixture_files, needs_fixtures, python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -341,5 +339,5 @@ print("ok")
 def test_hostile_direct_calls_are_refused_or_handed_back_without_a_crash():
     """Arguments the parser never passes, given to the extension directly: each is refused or handed back; run in a
     child process, so that a crash fails this test and not the whole run."""
-    done = subprocess.run([sys.executable, "-c", HOSTILE_CALLS], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+    done = python("-c", HOSTILE_CALLS, timeout=120)
+    assert done.code == 0 and done.stdout.strip() == "ok", (done.code, done.stderr[-2000:])

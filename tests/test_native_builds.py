@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
-import sys
 
 import pytest
+from helpers import python
 
 from hloscope.hlo import native
 
@@ -38,8 +37,7 @@ def test_the_readers_use_the_extensions_when_built():
 
 @pytest.mark.parametrize("pure_python", [True, False])
 def test_hloscope_pure_python_turns_the_extensions_off(pure_python):
-    env = {key: value for key, value in os.environ.items() if key != "HLOSCOPE_PURE_PYTHON"}
-    env.update({"HLOSCOPE_PURE_PYTHON": "1"} if pure_python else {})
-    used = subprocess.run([sys.executable, "-c", "from hloscope.hlo import native; print(native.native is not None)"],
-                          env=env, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-    assert used == str(not pure_python and _built("hloscope.hlo._native"))
+    used = python("-c", "from hloscope.hlo import native; print(native.native is not None)", timeout=60,
+                  env={"HLOSCOPE_PURE_PYTHON": "1" if pure_python else None})
+    assert used.code == 0, used.stderr
+    assert used.stdout.strip() == str(not pure_python and _built("hloscope.hlo._native"))

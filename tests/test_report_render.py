@@ -6,11 +6,10 @@ import html as html_lib
 import io
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium
+from helpers import ARTIFACTS, CHROMIUM_FLAGS, chromium, command
 from rich.console import Console
 
 from hloscope.explain.engine import explain
@@ -287,8 +286,8 @@ def _layout(browser: str, html: str, width: int, tmp_path: Path) -> dict:
     page = tmp_path / f"layout-{width}.html"
     page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
+    dom = command(browser, *flags, "--dump-dom", page.as_uri(), timeout=120)
+    assert dom.code == 0, dom.stderr[-2000:]
     match = re.search(r'data-layout="([^"]*)"', dom.stdout)
     assert match, dom.stdout[:2000]
     return json.loads(html_lib.unescape(match.group(1)))
@@ -301,8 +300,8 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path):
     page = tmp_path / "explain.html"
     page.write_text(explain_html.render(report), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
+    dom = command(browser, *flags, "--dump-dom", page.as_uri(), timeout=120)
+    assert dom.code == 0, dom.stderr[-2000:]
     _figures_shown(re.sub(r"<[^>]+>", " ", dom.stdout).replace("&nbsp;", " ").replace("\xa0", " ")
                    .replace("&#x27;", "'"), report)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -310,9 +309,9 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path):
                                 (800, 3200, "explain_report_constructed_800px.png")):
         shot = ARTIFACTS / name
         shot.unlink(missing_ok=True)
-        run = subprocess.run([browser, *flags, "--hide-scrollbars", f"--window-size={width},{height}",
-                              f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
-        assert run.returncode == 0, run.stderr[-2000:]
+        run = command(browser, *flags, "--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={shot}",
+                      page.as_uri(), timeout=120)
+        assert run.code == 0, run.stderr[-2000:]
         assert shot.stat().st_size > 20_000  # a rendered page with plots, not a blank image
 
 
@@ -373,8 +372,8 @@ def _svg_texts(browser: str, html: str, width: int, tmp_path: Path) -> list[dict
     page = tmp_path / f"svg-{width}.html"
     page.write_text(html.replace("</body>", SVG_MEASURE + "</body>"), encoding="utf-8")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
+    dom = command(browser, *flags, "--dump-dom", page.as_uri(), timeout=120)
+    assert dom.code == 0, dom.stderr[-2000:]
     match = re.search(r'data-svg="([^"]*)"', dom.stdout)
     assert match, dom.stdout[:2000]
     return json.loads(html_lib.unescape(match.group(1)))
