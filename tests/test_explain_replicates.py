@@ -377,3 +377,19 @@ def test_without_other_work_on_the_machine_contention_is_the_runs_own():
     assert entry.verdict == "slower" and entry.contention_s is None and "at_equal_contention" not in entry.tests
     b.cpu_per_step = [CpuPerStep(0.015, 0.014, others_share=0.5)] * 3  # half the CPUs taken by other work
     assert explain([a, b], baseline="a").mode("b").verdict == "no significant difference"
+
+
+def test_a_slow_configuration_is_not_excused_by_its_own_absolute_spread():
+    """Processes spread in proportion to their step: lazy torch_xla at 5.9 ms a step against torchax's 1.0 ms, one of
+    its three processes slowed to 11.8 ms by other work, is slower, though the 4.9 ms gap is inside the 6.4 ms its
+    processes landed apart. The spread it must clear is the largest relative one, at the baseline's median."""
+    rng = random.Random(11)
+    base = _summary("base", [_process(rng, center, jitter=0.01) for center in (1.00e-3, 1.00e-3, 1.05e-3)])
+    slow = _summary("slow", [_process(rng, center, jitter=0.01) for center in (5.4e-3, 5.9e-3, 11.8e-3)])
+    entry = explain([base, slow], baseline="base").mode("slow")
+    assert entry.between_process_spread_s is not None and entry.between_process_spread_s > entry.gap_s
+    assert entry.tests["beyond_process_spread"] is True
+    assert entry.verdict == "slower", (entry.verdict, entry.tests)
+    # the same relative spread at the baseline's level is still no difference: 1.0 ms against 1.1, 1.1 and 2.2 ms
+    near = _summary("near", [_process(rng, center, jitter=0.01) for center in (1.1e-3, 1.1e-3, 2.2e-3)])
+    assert explain([base, near], baseline="base").mode("near").verdict == "no significant difference"

@@ -6,7 +6,8 @@ For every run against the baseline (default: the fastest):
    (`compare --repeats K` runs each in K fresh processes), with a bootstrap interval that resamples processes, then
    steps; it is significant only when the interval excludes zero, the gap is at least `min_gap` x the baseline's
    median, it stands out of the runs' step-to-step spread, it is larger than the spread between processes of one
-   configuration (each side's own, and the largest this comparison measured: its A/A control), and the process
+   configuration (the largest relative spread this comparison measured, its A/A control, at the baseline's median:
+   processes spread in proportion to their step), and the process
    medians differ by a t-test with the variance pooled over the comparison's configurations, at PROCESS_ALPHA
    family-wise over the report (Holm). Pooling assumes the configurations' processes vary alike: one whose variation
    is significantly larger than the others' (a one-sided F-test, hloscope.significance.unlike_variations: a framework
@@ -98,9 +99,9 @@ def explain(summaries: list[ModeSummary], baseline: str | None = None, min_gap: 
                               "processes",
               "significant": f"interval excludes 0, |gap| >= {min_gap:.0%} of the baseline's median, the gap "
                              "exceeds both runs' interquartile range or each median lies outside the other's p10-p90, "
-                             "the gap exceeds the spread between processes of one configuration (each side's "
-                             "max - min of its process medians, and the largest relative spread of any configuration "
-                             "here, at the baseline's median), and the process medians differ: Student's t on their "
+                             "the gap exceeds the spread between processes of one configuration (the largest "
+                             "(max - min) / median of the process medians of any configuration here, the pair's own "
+                             "two included, at the baseline's median), and the process medians differ: Student's t on their "
                              "logarithms, the variance pooled over every configuration here that ran in several "
                              "processes (one whose processes vary significantly more than the quieter ones', by a "
                              f"one-sided F-test at {VARIANCE_ALPHA:.0%} divided by the number tested, counts in that "
@@ -201,9 +202,10 @@ def _variation(noise: ProcessNoise | None) -> ProcessVariation | None:
 
 def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, gap: float, base: float,
                            noise: ProcessNoise | None) -> bool:
-    """Whether the gap is larger than the spread between processes of one configuration: each side's own, and the
-    pair's A/A control (_pair_noise) at the baseline's median. Unmeasured (one process per side, no control): True, and the
-    verdict is marked provisional with a note saying why."""
+    """Whether the gap is larger than the spread between processes of one configuration: the pair's A/A control
+    (_pair_noise, relative, the pair's own two among the configurations it is taken over) at the baseline's median.
+    Unmeasured (one process per side, no control): True, and the verdict is marked provisional with a note saying
+    why."""
     spreads = _process_spreads(summary, reference, base, noise)
     single = [s.mode for s in (summary, reference) if len(s.processes) < 2]
     entry.provisional = bool(single)
@@ -218,11 +220,12 @@ def _beyond_process_spread(entry: ModeResult, summary: ModeSummary, reference: M
 
 def _process_spreads(summary: ModeSummary, reference: ModeSummary, base: float,
                      noise: ProcessNoise | None) -> list[float]:
-    """The spreads between processes a gap must exceed, in seconds: each side's own (max - min of its process
-    medians, where it ran in several) and the pair's A/A control (_pair_noise) at the baseline's median."""
-    spreads = [s for s in (process_spread(summary.process_medians_s), process_spread(reference.process_medians_s))
-               if s is not None]
-    return spreads + ([noise.relative * base] if noise is not None else [])
+    """The spread between processes a gap must exceed, in seconds: the pair's A/A control (_pair_noise: the largest
+    relative spread of one configuration, the pair's own two among them) at the baseline's median. Relative, because
+    processes spread in proportion to their step: lazy torch_xla at 5.9 ms a step against torchax's 1.0 ms, its three
+    processes 6.4 ms apart (one slowed by other work), was called no different for a 4.9 ms gap inside that absolute
+    spread, 5.9x as slow. Empty when no configuration ran in several processes."""
+    return [noise.relative * base] if noise is not None else []
 
 
 def _processes_differ(entry: ModeResult, summary: ModeSummary, reference: ModeSummary, base: float, min_gap: float,
