@@ -37,6 +37,7 @@ from hloscope.explain.inputs import load_summaries
 from hloscope.machine import check_threads
 from hloscope.runs import xla_flags
 from hloscope.runs.experiments import CTRL_C, run_configurations
+from hloscope.runs.records import RunRecord
 from hloscope.runs.rundir import RUN_FILE, create_run_dir, load_run
 from hloscope.runs.settings import IN_EFFECT, in_effect
 
@@ -146,24 +147,23 @@ def _recorded(report) -> tuple[dict[str, dict[str, Any]], dict[str, float], str]
     expected: dict[str, float] = {}
     platform = ""
     for label, summary in report.summaries.items():
-        records, loaded, typed = [], [], []
+        typed: list[RunRecord] = []
         for run_dir in summary.run_dirs:
             try:
-                record = load_run(run_dir, check_artifacts=False)
+                typed.append(load_run(run_dir, check_artifacts=False))
             except InputError:
                 continue
-            typed.append(record)
-            records.append(record.to_dict())  # the JSON: its config, as written, gives the re-runs their options
-            loaded.append(Path(run_dir))
-        config = records[0].get("config") if records else None
+        # the first process's JSON: its config, as written, gives the re-runs their options
+        first = typed[0].to_dict() if typed else {}
+        config = first.get("config")
         if not isinstance(config, dict) or summary.status != "ok":
             continue
         # the XLA flags the configuration ran with, given or inherited: every re-run of it sets them, whatever this
         # process's XLA_FLAGS (None: not recorded, the re-run inherits)
         try:
-            flags = xla_flags.recorded(records[0])
+            flags = xla_flags.recorded(first)
         except ValueError as error:
-            raise InputError(loaded[0] / RUN_FILE, f"not a valid run.json: its XLA flags: {error}") from None
+            raise InputError(typed[0].file, f"not a valid run.json: its XLA flags: {error}") from None
         # and what it had in effect without asking (threads, donation, compile mode): a tested setting is compared
         # with it
         options[label] = dict(config, xla_flags=flags, **{IN_EFFECT: in_effect(typed[0])})
