@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from helpers import (
     make_every_mode_comparison,
 )
 
+from hloscope.backends.startup_ledger import COMPILE_CACHE_ENV
 from hloscope.targets.cuda_env import find_target_python
 
 
@@ -114,9 +117,32 @@ def _trust_the_checked_vector_isa() -> None:
         os.environ[VEC_ISA_ENV] = "1"
 
 
+# Every framework run of the suite reads and writes one persistent compile cache (jax, XLA's and inductor's; see
+# docs/run.md, HLOSCOPE_COMPILE_CACHE): a program the suite already compiled, the same preset and settings in another
+# test, is read back instead of compiled again, 1 to 3 s of CPU in each of the suite's ~180 runs. The tests of start-up
+# itself (cold against warm) give their runs a cache of their own; a run that must compile gets none.
+_SHARED_CACHE_MADE = "_hloscope_shared_compile_cache"
+
+
+def _share_one_compile_cache(config: pytest.Config) -> None:
+    if COMPILE_CACHE_ENV in os.environ:  # the caller chose one
+        return
+    folder = tempfile.mkdtemp(prefix="hloscope-suite-compile-cache-")
+    os.environ[COMPILE_CACHE_ENV] = folder
+    setattr(config, _SHARED_CACHE_MADE, folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = getattr(config, _SHARED_CACHE_MADE, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(COMPILE_CACHE_ENV, None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # once, in the process that starts pytest-xdist's workers
         _trust_the_checked_vector_isa()
+        _share_one_compile_cache(config)
     # The Ctrl-C tests start hloscope as a terminal would, with SIGINT at its default. A test run started with SIGINT
     # ignored (a background job of a non-interactive shell) would pass that on to every child, which then could not
     # be interrupted; Python's own handler here makes exec'd children start with the default.
