@@ -40,15 +40,14 @@ NAMES = {"serial": "hloscope, serial (`--jobs 1`)", "pool": "hloscope, process p
          "hta": "HTA {version}: TraceAnalysis + temporal and kernel breakdowns"}
 
 
-def measured_summary(file: str, top: int = 10) -> dict:
-    """summarize_file plus the worker's pid and peak RSS so far (MB)."""
+def measured_summary(file: str, top: int = 10) -> tuple:
+    """summarize_file, and the worker's (pid, peak RSS so far in MB)."""
     import os
 
     from hloscope.trace.job import summarize_file
 
     result = summarize_file(file, top=top)
-    result["_worker"] = (os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return result
+    return result, (os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def run_config(config: str, directory: str) -> dict:
@@ -74,19 +73,18 @@ def run_config(config: str, directory: str) -> dict:
         results = job.run_per_file(measured_summary, files, jobs=1 if config == "serial" else 2)
     wall = time.perf_counter() - start
     peaks: dict[int, float] = {}
-    for result in results:
-        pid, peak = result.pop("_worker")
+    for _, (pid, peak) in results:
         peaks[pid] = max(peaks.get(pid, 0.0), peak)
-    view = job.job_view(results, ranks)
+    view = job.job_view([summary for summary, _ in results], ranks)
     if config == "dask":
         client.close()
         cluster.close()
     size = sum(Path(f).stat().st_size for f in files)
-    kernels = {row["rank"]: row["kernels"] for row in view["ranks"]}
+    kernels = {row.rank: row.kernels for row in view.ranks}
     return {"config": config, "files": len(files), "mb_gz": size / 2**20, "wall_s": wall,
             "files_per_s": len(files) / wall, "workers": len(peaks), "peak_mb_per_worker": max(peaks.values()),
             "peak_mb_total": sum(peaks.values()), "cluster_start_s": cluster_start,
-            "view": json.dumps(view, sort_keys=True), "kernels": kernels}
+            "view": json.dumps(view.to_dict(), sort_keys=True), "kernels": kernels}
 
 
 def run_hta(directory: str) -> dict:

@@ -44,8 +44,8 @@ def child_hloscope(path: str) -> dict:
     start = time.perf_counter()
     stats = trace_stats(load_trace(path), top=1_000_000)
     seconds = time.perf_counter() - start
-    kernel_us = sum(row["total_us"] for row in stats["top"])
-    return {"seconds": seconds, "kernels": stats["kernels"], "device_time_us": kernel_us, "names": len(stats["top"])}
+    kernel_us = sum(row.total_us for row in stats.top)
+    return {"seconds": seconds, "kernels": stats.kernels, "device_time_us": kernel_us, "names": len(stats.top)}
 
 
 def child_hta(path: str) -> dict:

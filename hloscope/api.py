@@ -1,33 +1,35 @@
-"""hloscope as a Python library: the analyses the commands print, returned as data, for notebooks and scripts.
+"""hloscope as a Python library: the analyses the commands print, returned as typed data, for notebooks and scripts.
 
     from hloscope import api
 
     run = api.load_run("traces/compare-20261201-072758/jax")        # run.json, checked and typed: run.timing.median_s
-    modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one record per HLO module (hlo stats --json)
-    traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one record per trace (trace stats --json)
-    job = api.trace_job("traces/compare-20261201-072758")           # trace stats --json: traces, modes, ranks, job
+    modules = api.hlo_stats("traces/compare-20261201-072758/jax")   # one ModuleStats per HLO module
+    traces = api.trace_stats("traces/compare-20261201-072758/jax")  # one TraceRecord per trace
+    job = api.trace_job("traces/compare-20261201-072758")           # TraceJob: traces, modes, ranks, job
     done = api.trace_export("traces/compare-20261201-072758", "out")  # trace export: Parquet under out/
-    report = api.diff("traces/.../jax", "traces/.../torch_xla")     # diff --json
-    replayed = api.replay("traces/compare-20261201-072758/jax")     # replay --json (replays: a comparison's modes)
-    why = api.explain("traces/compare-20261201-072758")             # typed; why.to_dict() is explain --json
+    report = api.diff("traces/.../jax", "traces/.../torch_xla")     # DiffReport
+    replayed = api.replay("traces/compare-20261201-072758/jax")     # ReplayRecord (replays: a comparison's modes)
+    why = api.explain("traces/compare-20261201-072758")             # ExplainReport
     why.modes[1].contributors[0].title
     kernels = api.kernels_table("traces/compare-20261201-072758")   # a pyarrow Table, with a mode column
-    steps = api.steps_table("traces/compare-20261201-072758")       # also events_table and ops_table
+    steps = api.steps_frame("traces/compare-20261201-072758")       # a pandas DataFrame
+    options = RunOptions(model="vit-tiny", batch_size=8)            # from hloscope.backends.base
+    comparison = api.compare(options, ["jax", "pytorch"])            # runs each mode in fresh processes
 
-Every function takes paths (str or Path). The `*_table` functions return pyarrow Tables, one row per event, kernel,
-op or step of each trace with its `mode` and `rank` (`to_pandas()`, `polars.from_arrow()`, DuckDB by name), holding
-the figures `trace stats --json` prints. The others return exactly what the matching command's `--json` prints (plain
-dicts and lists; explain's report, run.json, comparison.json and the replay record as typed records whose `to_dict()`
-is that JSON), so a notebook and the terminal always agree. Bad input raises `hloscope.errors.InputError` (one line
-naming the file), an argument outside the bounds the commands' options have (hloscope/limits.py)
-`hloscope.errors.UsageError`, a missing framework `hloscope.errors.MissingDependency`; nothing here prints (what a
-command shows while it works, a progress bar or a line per replayed mode, comes in as a callback). The commands in
-`hloscope/cli/` are thin layers over these functions and their renderers: hlo stats (`hlo_stats`), trace stats
-(`trace_job`), trace export (`trace_export`), diff (`diff`), explain (`explain`), replay (`replay`, `replays`) and
-tensorboard (`tensorboard_view`, which serves nothing: the command runs TensorBoard on the view); compare and calibrate
-explain what they ran with `explain`. run, compare and calibrate have no function here: each run is a fresh process
-(its imports and start-up are part of what it measures, and a framework cannot be unloaded from a notebook's
-process); start them as programs and read their directories with `load_run` and `load_comparison`.
+Every function takes paths (str or Path). Each returns a typed record (msgspec Structs or dataclasses, read by
+attribute) whose `to_dict()` is exactly what the matching command's `--json` prints, so a notebook and the terminal
+always agree; the `*_table` functions return pyarrow Tables, one row per event, kernel, op, step or matched pair
+(`to_pandas()`, `polars.from_arrow()`, DuckDB by name), and each has a `*_frame` twin giving the pandas DataFrame.
+Bad input raises `hloscope.errors.InputError` (one line naming the file), an argument outside the bounds the
+commands' options have (hloscope/limits.py) `hloscope.errors.UsageError`, a missing framework
+`hloscope.errors.MissingDependency`; nothing here prints (what a command shows while it works, a progress bar or a
+line per run, comes in as a callback or a progress object). The commands in `hloscope/cli/` are thin layers over these
+functions and their renderers: hlo stats (`hlo_stats`), trace stats (`trace_job`), trace export (`trace_export`),
+diff (`diff`), explain (`explain`, with `--test-hypotheses` `hypothesis_tests`), replay (`replay`, `replays`),
+compare (`compare`), calibrate (`calibrate`) and tensorboard (`tensorboard_view`, which serves nothing: the command
+runs TensorBoard on the view). `run` alone has no function: it is the measured process itself (its imports and
+start-up are part of what it measures, and a framework cannot be unloaded from a notebook's process); `compare`
+with one mode and `repeats=1` runs it in a fresh process and returns its comparison.
 """
 
 from __future__ import annotations
@@ -47,16 +49,21 @@ from hloscope.limits import (
     MAX_WARMUP,
     check_range,
 )
-from hloscope.modes import MODES
+from hloscope.modes import (
+    MODES,
+)
 from hloscope.runs.records import ComparisonRecord, RunRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from hloscope.diff.report import DiffReport
     from hloscope.explain.report import ExplainReport
     from hloscope.hlo.load import LoadedModule
+    from hloscope.hlo.results import ModuleStats
     from hloscope.runs.replay_record import ReplayRecord
     from hloscope.tensorboard.logdir import Session, ViewLogdir
+    from hloscope.trace.results import ExportSummary, TraceJob, TraceRecord
 
 # Each function imports its own analysis when called: `hlo stats` and `trace stats` import this module at start-up
 # and need none of the others' (diff, explain, replay, tensorboard, or each other's).
@@ -80,11 +87,13 @@ def load_comparison(path: PathLike) -> ComparisonRecord:
 
 
 def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth: int = 5,
-              launches: bool = False) -> list[dict]:
+              launches: bool = False) -> list[ModuleStats]:
     """One record per HLO module at `path` (an HLO text file, an XLA dump directory or a run directory): kernels,
     fusions, custom calls, FLOPs, bytes, memory, collectives, precision; with XLA's own cost analysis beside
     hloscope's unless `xla_cost` is False, as the command (`--no-xla-cost`); with `launches`, every kernel launch of
-    a GPU module's thunk sequence. A run directory with a profile adds each module's measured time (`measured`)."""
+    a GPU module's thunk sequence. A run directory with a profile adds each module's measured time (`measured`).
+    Typed (hloscope/hlo/results.py: `records[0].kernels`, `records[0].memory.parameter_bytes`); each record's
+    `to_dict()` is its entry of `hlo stats --json`'s "modules"."""
     from hloscope.hlo.load import load_modules
     from hloscope.hlo.stats import stats_records
 
@@ -97,54 +106,83 @@ def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth
     return results
 
 
-def _add_measured(path: Path, loaded: list[LoadedModule], results: list[dict[str, Any]], top: int) -> None:
-    """Run directories with a profile: each module's measured time beside its HLO (`measured`); a profile that cannot
-    be read is a warning, the module's own figures stay."""
+def _add_measured(path: Path, loaded: list[LoadedModule], results: list[ModuleStats], top: int) -> None:
+    """Run directories with a profile: each module's measured time beside its HLO (`measured`, set on its record in
+    `results`); a profile that cannot be read is a warning, the module's own figures stay."""
+    import msgspec
+
+    from hloscope.hlo.results import Measured
     from hloscope.trace.hlo_map import measured_instructions
     from hloscope.trace.load import device_events_by_run
 
     by_run, unread = device_events_by_run(path)
     for error in unread:
         warn(f"no measured time from this run's profile: {error}")
-    for item, result in zip(loaded, results):
+    for index, (item, result) in enumerate(zip(loaded, results)):
         events = next((e for run, e in by_run.items() if Path(item.file).resolve().is_relative_to(run)), None)
         measured = measured_instructions(item.module, events, top) if events and item.stage == "after_optimizations" else None
         if measured is not None:
-            result["measured"] = measured
+            results[index] = msgspec.structs.replace(result, measured=Measured.from_dict(measured))
 
 
-def trace_stats(path: PathLike, top: int = 10) -> list[dict]:
+def hlo_kernels_table(path: PathLike, source_depth: int = 5) -> Any:
+    """One row per HLO module and kernel launch at `path` (an HLO text file, an XLA dump directory or a run directory),
+    in schedule order: `module`, `file`, `stage`, `platform`, then the launch (`name`, `kind` as `kernel_breakdown`
+    counts it, `opcode`, `detail`, `op_name`, `source` as `kernels_by_source` groups it at `source_depth`), its cost
+    (`flops`, `bytes_accessed`, ... as `top_instructions`) and, for an optimized GPU module whose XLA thunk sequence
+    joins its launches, XLA's `thunk_index`, `kernel_name`, `grid`, `block` and `shared_memory_bytes` (null
+    elsewhere): the figures `hlo_stats` has per kernel, for every kernel (hloscope/hlo/tables.py)."""
+    from hloscope.hlo.load import load_modules
+    from hloscope.hlo.tables import kernels_table as table
+
+    check_range("source_depth", source_depth, 1, MAX_SOURCE_DEPTH)
+    return table(load_modules(Path(path)), source_depth)
+
+
+def hlo_kernels_frame(path: PathLike, source_depth: int = 5) -> Any:
+    """`hlo_kernels_table(path)` as a pandas DataFrame."""
+    return hlo_kernels_table(path, source_depth).to_pandas()
+
+
+def trace_stats(path: PathLike, top: int = 10) -> list[TraceRecord]:
     """One record per trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir): steps,
-    kernels, busy and idle time, categories (from the run's HLO when it has one), top kernels and HLO ops."""
+    kernels, busy and idle time, categories (from the run's HLO when it has one), top kernels and HLO ops. Typed
+    (hloscope/trace/results.py); each one's `to_dict()` is its entry in `trace stats --json`'s `traces`."""
+    import msgspec
+
     from hloscope.trace import tables
-    from hloscope.trace.job import summarize_file, summary_error
+    from hloscope.trace.job import summarize_file
+    from hloscope.trace.results import FileError
 
     check_range("top", top, 1, MAX_TOP_ROWS)
     results = []
     for trace in tables.sources(Path(path)):
         summary = summarize_file(trace.file, top=top)
-        error = summary_error(summary)
-        if error is not None:
-            raise error
+        if isinstance(summary, FileError):
+            raise summary.input_error()
+        stats = summary.stats
         if trace.mode is not None:  # a run's trace: its mode, and its rank within that mode (as the command)
-            summary["stats"]["mode"] = trace.mode
-            summary["stats"]["rank"] = trace.rank
-        results.append(summary["stats"])
+            stats = msgspec.structs.replace(stats, rank=trace.rank, mode=trace.mode)
+        results.append(stats)
     return results
 
 
 def trace_job(path: PathLike, top: int = 10, rank: Sequence[int] = (), ranks: str | None = None,
               jobs: int | None = None, scheduler: str | None = None, state_dir: PathLike | None = None,
-              progress: Any = None, failures: list[InputError] | None = None) -> dict:
-    """Every trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir) read in parallel, as
-    `trace stats --json` prints it: `traces` (one record each, as `trace_stats`), and for a comparison `modes` (a row
-    per mode) and `jobs` (per mode), otherwise `ranks` and `job`: per-rank steps and busy/idle, the slowest rank per
-    step, collectives' waiting vs transfer, ranks whose kernel mix differs (hloscope.trace.job). Only the ranks in
+              progress: Any = None, failures: list[InputError] | None = None) -> TraceJob:
+    """Every trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir) read in parallel,
+    typed (hloscope/trace/results.py; `to_dict()` is what `trace stats --json` prints): `traces` (one record each,
+    as `trace_stats`), and for a comparison `modes` (a row per mode) and `jobs` (per mode), otherwise `ranks` and
+    `job`: per-rank steps and busy/idle, the slowest rank per step, collectives' waiting vs transfer, ranks whose
+    kernel mix differs (hloscope.trace.job); a key without content is UNSET. Only the ranks in
     `rank` or `ranks` ("0-7", "0,3,5-6") when given; `jobs` processes, or the Dask scheduler at `scheduler`; each
     file's summary kept in `state_dir` (a restart reads only what is missing); `progress` is told of each file done
     (hloscope.render.progress.FileProgressBar). A trace that cannot be read raises its InputError (the last one), or,
     when `failures` is a list, is appended to it and left out of the document."""
+    import msgspec
+
     from hloscope.trace import job
+    from hloscope.trace.results import FileSummary, JobView, ModeJob, RankRow, TraceJob
     from hloscope.trace.stats import mode_summary, rank_summary
 
     check_range("top", top, 1, MAX_TOP_ROWS)
@@ -157,43 +195,45 @@ def trace_job(path: PathLike, top: int = 10, rank: Sequence[int] = (), ranks: st
         job.summarize_file, names, kwargs={"top": top}, jobs=jobs, scheduler=scheduler, progress=progress,
         done=state.load(names) if state else None,
         on_result=(lambda index, result: state.save(names[index], result)) if state else None)
-    for summary, file_rank, mode in zip(summaries, file_ranks, modes):
-        if "error" not in summary and mode is not None:  # a run's trace: its mode, and its rank within that mode
-            summary["stats"]["mode"] = mode
-            summary["stats"]["rank"] = file_rank
-    results = [summary["stats"] for summary in summaries if "error" not in summary]
+    for index, (summary, file_rank, mode) in enumerate(zip(summaries, file_ranks, modes)):
+        if isinstance(summary, FileSummary) and mode is not None:  # a run's trace: its mode, and its rank in it
+            summaries[index] = msgspec.structs.replace(
+                summary, stats=msgspec.structs.replace(summary.stats, rank=file_rank, mode=mode))
+    results = [summary.stats for summary in summaries if isinstance(summary, FileSummary)]
     errors = [error for summary in summaries if (error := job.summary_error(summary)) is not None]
     modes_table = mode_summary(results)
     # A job view (ranks, slowest rank per step) within one mode only: the modes of a comparison are separate runs.
-    per_mode: dict[str | None, tuple[list[dict], dict | None]] = {}
+    per_mode: dict[str | None, tuple[list[RankRow], JobView | None]] = {}
     for mode in dict.fromkeys(modes):
         picked = [index for index, file_mode in enumerate(modes) if file_mode == mode]
         mine = [summaries[index] for index in picked]
-        ok = [summary["stats"] for summary in mine if "error" not in summary]
+        ok = [summary.stats for summary in mine if isinstance(summary, FileSummary)]
         view = job.job_view(mine, [file_ranks[index] for index in picked], top=top) if len(ok) >= 2 else None
         per_mode[mode] = (rank_summary(ok), view)
+    unset = msgspec.UNSET
     if modes_table:
-        by_mode = {str(mode): {**({"ranks": table} if table else {}), **({"job": view} if view else {})}
+        by_mode = {str(mode): ModeJob(ranks=table or unset, job=view or unset)
                    for mode, (table, view) in per_mode.items() if table or view}
-        document = {"traces": results, "modes": modes_table, **({"jobs": by_mode} if by_mode else {})}
+        document = TraceJob(traces=results, modes=modes_table, jobs=by_mode or unset)
     else:
         ranks_table, view = next((found for found in per_mode.values() if found[0] or found[1]), ([], None))
-        document = {"traces": results, **({"ranks": ranks_table} if ranks_table else {}),
-                    **({"job": view} if view else {})}
+        document = TraceJob(traces=results, ranks=ranks_table or unset, job=view or unset)
     _failed(errors, failures)
     return document
 
 
 def trace_export(path: PathLike, out: PathLike, rank: Sequence[int] = (), ranks: str | None = None,
                  jobs: int | None = None, scheduler: str | None = None, progress: Any = None,
-                 failures: list[InputError] | None = None) -> dict:
+                 failures: list[InputError] | None = None) -> ExportSummary:
     """Every event of every trace at `path` written as Parquet under `out`/rank=N/ (a comparison's modes under
-    `out`/mode=M/rank=N/; one file per trace, schema in docs/trace.md), as `trace export` writes it: {"out",
-    "events", "traces", "reused", "files"}, `files` one {"file", "rank", "out", "rows", "reused"} per trace written.
+    `out`/mode=M/rank=N/; one file per trace, schema in docs/trace.md), as `trace export` writes it, typed
+    (hloscope/trace/results.py): `out`, `events`, `traces`, `reused`, and `files`, one ExportedFile (`file`, `rank`,
+    `out`, `rows`, `reused`) per trace written; `to_dict()` gives them as JSON.
     A file already exported from the same trace is kept (`reused`). `rank`, `ranks`, `jobs`, `scheduler`, `progress`
     and `failures` as `trace_job`."""
     from hloscope.trace import export as exporting
     from hloscope.trace import job
+    from hloscope.trace.results import ExportedFile, ExportSummary
 
     if scheduler is not None:
         job.scheduler_address(scheduler)
@@ -202,9 +242,9 @@ def trace_export(path: PathLike, out: PathLike, rank: Sequence[int] = (), ranks:
     results = job.run_per_file(exporting.export_task, tasks, jobs=jobs, scheduler=scheduler, label="export",
                                progress=progress)
     errors = [error for result in results if (error := job.summary_error(result)) is not None]
-    written = [result for result in results if "error" not in result]
-    document = {"out": str(out), "events": sum(result["rows"] for result in written), "traces": len(written),
-                "reused": sum(result["reused"] for result in written), "files": written}
+    written = [result for result in results if isinstance(result, ExportedFile)]
+    document = ExportSummary(out=str(out), events=sum(result.rows for result in written), traces=len(written),
+                             reused=sum(result.reused for result in written), files=written)
     _failed(errors, failures)
     return document
 
@@ -306,11 +346,32 @@ def steps_frame(path: PathLike) -> Any:
 
 
 def diff(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None,
-         xla_cost: bool = True) -> dict:
-    """Two runs, dump directories or HLO files side by side, with the structural matching (`diff --json`)."""
+         xla_cost: bool = True) -> DiffReport:
+    """Two runs, dump directories or HLO files side by side, with the structural matching: typed
+    (hloscope/diff/report.py: `report.matching.only_in_b`, `report.only_in_a[0].op_name`, `report.graphs.b[-1].flops`);
+    `to_dict()` is what `diff --json` prints. The sides' statistics (`a`, `b`) are `hlo_stats` records (the sum of a
+    train step's graphs, a dict, where a side runs as several)."""
     from hloscope.diff.pipeline import diff_paths
 
     return diff_paths(Path(a), Path(b), module, stage, xla_cost)
+
+
+def diff_table(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None) -> Any:
+    """The diff of A and B as a pyarrow Table: one row per matched pair of instructions (`kind` "matched", every pair,
+    where `diff` keeps the counts and the pairs that took the most time) and per one-sided group (`kind` "only_in_a" |
+    "only_in_b", as `diff`'s groups, every one): each side's graph, instruction, opcode and source op, the matcher's
+    stage, counts, and with both sides profiled the device time per step of each side and B - A (hloscope/diff/
+    tables.py)."""
+    from hloscope.diff.pipeline import compare_paths
+    from hloscope.diff.tables import diff_table as table
+
+    _, compared = compare_paths(Path(a), Path(b), module, stage, xla_cost=False)  # the table holds no XLA cost
+    return table(compared)
+
+
+def diff_frame(a: PathLike, b: PathLike, module: str | None = None, stage: str | None = None) -> Any:
+    """`diff_table(a, b)` as a pandas DataFrame."""
+    return diff_table(a, b, module, stage).to_pandas()
 
 
 def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05,

@@ -18,9 +18,9 @@ def test_hlo_stats_is_what_the_command_prints(cli_run, fixtures_dir):
     records = api.hlo_stats(fixtures_dir / SM90, xla_cost=False)
     code, out, err = cli_run("hlo", "stats", str(fixtures_dir / SM90), "--json", "--no-xla-cost")
     assert code == 0, err
-    assert json.loads(json.dumps(records)) == json.loads(out)["modules"]
-    after = [r for r in records if r["stage"] == "after_optimizations"]
-    assert after[0]["kernels"] == 789 + 243 + 2  # SOURCES.md: the thunk sequence's launches, copies apart
+    assert json.dumps({"modules": [r.to_dict() for r in records]}, indent=1) + "\n" == out  # byte for byte
+    after = [r for r in records if r.stage == "after_optimizations"]
+    assert after[0].kernels == 789 + 243 + 2  # SOURCES.md: the thunk sequence's launches, copies apart
 
 
 def test_trace_stats_is_what_the_command_prints(cli_run, fixtures_dir):
@@ -28,12 +28,16 @@ def test_trace_stats_is_what_the_command_prints(cli_run, fixtures_dir):
     code, out, err = cli_run("trace", "stats", str(fixtures_dir / ALEXNET), "--json")
     assert code == 0, err
     (printed,) = json.loads(out)["traces"]
-    assert record == printed
+    assert record.to_dict() == printed
+    assert (record.file, record.kernels, record.top[0].name) == (printed["file"], printed["kernels"],
+                                                                 printed["top"][0]["name"])
 
 
 def test_diff_and_explain_return_reports(fixtures_dir, tmp_path):
     report = api.diff(fixtures_dir / SM90, fixtures_dir / SM80, xla_cost=False)
-    assert report["delta"]["kernels"] == 95  # 1,129 - 1,034 (test_diff_fixtures, SOURCES.md)
+    assert report.delta["kernels"] == 95  # 1,129 - 1,034 (test_diff_fixtures, SOURCES.md)
+    assert (report.graphs.a[-1].kernels, report.graphs.b[-1].kernels) == (1034, 1129)
+    assert report.to_dict()["delta"]["kernels"] == 95
     run = tmp_path / "a"
     run.mkdir()
     record = {"schema_version": 1, "run_id": "a", "mode": "jax", "status": "ok", "config": {"batch_size": 8},

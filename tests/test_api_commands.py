@@ -69,20 +69,20 @@ def test_trace_job_is_what_trace_stats_prints_for_a_job(cli_run, job):
     document = api.trace_job(job, top=3, jobs=1)
     code, out, err = cli_run("trace", "stats", str(job), "--json", "--top", "3", "-j", "1")
     assert code == 0, err
-    assert json.loads(json.dumps(document)) == json.loads(out)
-    assert [r["rank"] for r in document["ranks"]] == [0, 1, 2] and document["job"]["ranks"]
+    assert json.dumps(document.to_dict(), indent=1) + "\n" == out  # byte for byte
+    assert [r.rank for r in document.ranks or []] == [0, 1, 2] and document.job and document.job.ranks
 
 
 def test_trace_job_is_what_trace_stats_prints_for_some_ranks_of_a_comparison(cli_run, job, comparison):
-    assert set(api.trace_job(job, ranks="1-2", jobs=1)) == {"traces", "ranks", "job"}
+    assert set(api.trace_job(job, ranks="1-2", jobs=1).to_dict()) == {"traces", "ranks", "job"}
     code, out, err = cli_run("trace", "stats", str(job), "--ranks", "1-2", "--json", "-j", "1")
     assert code == 0, err
-    assert json.loads(json.dumps(api.trace_job(job, rank=[1, 2], jobs=1))) == json.loads(out)
+    assert json.loads(json.dumps(api.trace_job(job, rank=[1, 2], jobs=1).to_dict())) == json.loads(out)
     document = api.trace_job(comparison, jobs=1)
     code, out, err = cli_run("trace", "stats", str(comparison), "--json", "-j", "1")
     assert code == 0, err
-    assert json.loads(json.dumps(document)) == json.loads(out)
-    assert [row["mode"] for row in document["modes"]] == ["pytorch", "jax"]
+    assert json.loads(json.dumps(document.to_dict())) == json.loads(out)
+    assert [row.mode for row in document.modes or []] == ["pytorch", "jax"]
 
 
 def test_trace_job_hands_unreadable_traces_to_the_caller_or_raises(cli_run, fixtures_dir, tmp_path):
@@ -91,7 +91,7 @@ def test_trace_job_hands_unreadable_traces_to_the_caller_or_raises(cli_run, fixt
     failures: list[InputError] = []
     document = api.trace_job(tmp_path, jobs=1, failures=failures)
     code, out, err = cli_run("trace", "stats", str(tmp_path), "--json", "-j", "1")
-    assert code == 2 and json.loads(out) == json.loads(json.dumps(document))
+    assert code == 2 and json.loads(out) == document.to_dict()
     assert [str(error) for error in failures] == [err.strip().removeprefix("hloscope: error: ")]
     assert "b.pt.trace.json" in str(failures[0])
     with pytest.raises(InputError, match=r"b\.pt\.trace\.json: truncated JSON"):
@@ -104,16 +104,18 @@ def test_trace_export_writes_what_the_command_reports(cli_run, job, tmp_path):
     done = api.trace_export(job, tmp_path / "api", jobs=1)
     code, out, err = cli_run("trace", "export", str(job), str(tmp_path / "cli"), "-j", "1")
     assert code == 0, err
-    assert out == (f"{done['events']:,} events of {done['traces']} trace(s) in {tmp_path / 'cli'} "
-                   f"({done['reused']} already exported, kept)\n")
-    assert done["traces"] == 3 and done["reused"] == 0 and done["events"] > 0
-    assert [f["rank"] for f in done["files"]] == [0, 1, 2]
-    assert sum(f["rows"] for f in done["files"]) == done["events"]
-    for written in done["files"]:  # the same files, byte for byte
-        made = tmp_path / "cli" / written["out"].removeprefix(str(tmp_path / "api") + "/")
+    assert out == (f"{done.events:,} events of {done.traces} trace(s) in {tmp_path / 'cli'} "
+                   f"({done.reused} already exported, kept)\n")
+    assert done.traces == 3 and done.reused == 0 and done.events > 0
+    assert [f.rank for f in done.files] == [0, 1, 2]
+    assert sum(f.rows for f in done.files) == done.events
+    assert list(done.to_dict()) == ["out", "events", "traces", "reused", "files"]
+    assert list(done.to_dict()["files"][0]) == ["file", "rank", "out", "rows", "reused"]
+    for written in done.files:  # the same files, byte for byte
+        made = tmp_path / "cli" / written.out.removeprefix(str(tmp_path / "api") + "/")
         assert made.read_bytes() == (tmp_path / "api" / made.relative_to(tmp_path / "cli")).read_bytes()
     again = api.trace_export(job, tmp_path / "api", ranks="0", jobs=1)
-    assert again["traces"] == 1 and again["reused"] == 1
+    assert again.traces == 1 and again.reused == 1
 
 
 def test_replay_is_what_the_command_prints(cli_run, tmp_path):

@@ -67,7 +67,7 @@ def test_tables_hold_trace_stats_figures(compared):
     steps = api.steps_table(directory).to_pylist()
     events = api.events_table(directory)
     assert [(t["mode"], t["rank"]) for t in document["traces"]] == [("jax", 0), ("pytorch", 0)]
-    assert api.trace_stats(directory) == document["traces"]
+    assert [record.to_dict() for record in api.trace_stats(directory)] == document["traces"]
     for trace in document["traces"]:
         key = (trace["mode"], trace["rank"], trace["file"])
         mine = [row for row in kernels if (row["mode"], row["rank"], row["file"]) == key]

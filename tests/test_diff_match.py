@@ -47,8 +47,9 @@ def test_renamed_graph_with_one_inserted_transpose_matches_everything_else():
     assert matching.only_in_a == []
     assert matching.only_in_b == ["zz_t"]
     groups = group_by_source(b, matching.only_in_b)
-    assert groups == [{"op_name": "model/attention/query/transpose", "count": 1, "opcodes": {"transpose": 1},
-                       "sources": 1, "examples": ["zz_t"]}]
+    assert [group.to_dict() for group in groups] == [{
+        "op_name": "model/attention/query/transpose", "count": 1, "opcodes": {"transpose": 1}, "sources": 1,
+        "examples": ["zz_t"]}]
 
 
 def test_identical_graphs_match_exactly():
@@ -76,7 +77,7 @@ def test_extra_duplicate_work_is_reported_on_its_side_only():
     matching = match_graphs(a, b)
     assert matching.pairs == {"p": "p", "e": "e1", "r": "r"}
     assert matching.only_in_b == ["e2"]
-    assert group_by_source(b, ["e2"])[0]["op_name"] == "g/exp"
+    assert group_by_source(b, ["e2"])[0].op_name == "g/exp"
 
 
 def test_deep_graph_does_not_recurse():
@@ -92,7 +93,7 @@ def test_groups_fold_layer_indices_and_skip_bookkeeping():
                 ("g", "get-tuple-element", "f32[2]", [], "jit(f)/layer/1/attn/transpose"),
                 ("c", "copy", "f32[2]", [])], [])
     groups = group_by_source(g, ["t0", "t1", "g", "c"])
-    assert [(x["op_name"], x["count"], x["sources"]) for x in groups] == [
+    assert [(x.op_name, x.count, x.sources) for x in groups] == [
         ("layer/*/attn/transpose", 2, 2), ("(no source op)", 1, 1)]
 
 
@@ -100,7 +101,7 @@ def test_source_groups_are_shortened_as_hlo_stats_shortens_them():
     op_name = "jit(train_step)/transpose(jvp(ViT))/vit/encoder/layer/11/attention/attention/dot_general"
     g = _graph([("d", "dot", "f32[2]", [], op_name)], [])
     (group,) = group_by_source(g, ["d"])
-    assert group["op_name"] == "ViT/vit/encoder/layer/*/attention/attention/dot_general (backward)"
+    assert group.op_name == "ViT/vit/encoder/layer/*/attention/attention/dot_general (backward)"
     assert layer_of(op_name) == "ViT/vit/encoder/layer/11 (backward)"  # the same path, cut at 5 components
 
 

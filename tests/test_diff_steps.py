@@ -21,6 +21,8 @@ from statistics import median
 import pytest
 from helpers import hloscope
 
+from hloscope import api
+from hloscope.diff.report import DiffReport
 from hloscope.render import diff_html, diff_md, diff_term
 
 pytestmark = pytest.mark.slow
@@ -29,10 +31,17 @@ CONTROL_FLOW = {"kWhile", "kConditional", "kCall"}
 
 
 @pytest.fixture(scope="module")
-def report(comparison) -> dict:
+def report(comparison) -> DiffReport:
+    return api.diff(comparison / "jax", comparison / "torch_xla_compile")
+
+
+def test_the_command_prints_the_report(comparison, report):
     result = hloscope("diff", comparison / "jax", comparison / "torch_xla_compile", "--json")
     assert result.code == 0, result.stderr
-    return json.loads(result.stdout)
+    printed, document = json.loads(result.stdout), report.to_dict()
+    assert list(printed) == list(document) and printed["graphs"]["b"][-1].keys() == document["graphs"]["b"][-1].keys()
+    assert (printed["matched"], printed["matching"], printed["compared"]) == (
+        report.matched, report.matching.to_dict(), report.compared)
 
 
 def _train_step_files(run_dir: Path, stage: str = "after_optimizations") -> list[Path]:
@@ -66,38 +75,38 @@ def _xla_view(path: Path) -> tuple[str, int, float]:
 def test_the_whole_torch_xla_compile_step_is_compared_graph_by_graph(comparison, report):
     files = _train_step_files(comparison / "torch_xla_compile")
     assert len(files) >= 3  # forward, backward, optimizer (and dynamo's small helper graphs)
-    rows = {r["graph"]: r for r in report["graphs"]["b"]}
+    rows = {r.graph: r for r in report.graphs.b}
     total = rows.pop("total")
     assert len(rows) == len(files)
     flops = 0.0
     for path in files:
         name, instructions, xla_flops = _xla_view(path)
-        assert rows[name]["graph_instructions"] == instructions
-        assert rows[name]["xla_flops"] == pytest.approx(xla_flops, rel=1e-6)
-        assert rows[name]["flops"] == pytest.approx(xla_flops, rel=1e-3)  # hloscope's own count, XLA's conventions
+        assert rows[name].graph_instructions == instructions
+        assert rows[name].xla_flops == pytest.approx(xla_flops, rel=1e-6)
+        assert rows[name].flops == pytest.approx(xla_flops, rel=1e-3)  # hloscope's own count, XLA's conventions
         flops += xla_flops
     # The total row and the side-by-side figures are the sums over every graph: the whole step, not the backward one.
-    assert total["xla_flops"] == pytest.approx(flops, rel=1e-6)
-    assert report["b"]["xla_cost"]["flops"] == pytest.approx(flops, rel=1e-6)
-    assert report["matching"]["b_instructions"] == sum(r["graph_instructions"] for r in rows.values())
-    assert total["matched"] == report["matched"] == sum(r["matched"] for r in rows.values())
+    assert total.xla_flops == pytest.approx(flops, rel=1e-6)
+    assert report.record("b")["xla_cost"]["flops"] == pytest.approx(flops, rel=1e-6)
+    assert report.matching.b_instructions == sum(r.graph_instructions for r in rows.values())
+    assert total.matched == report.matched == sum(r.matched for r in rows.values())
     (a_file,) = _train_step_files(comparison / "jax")
     _, a_instructions, a_flops = _xla_view(a_file)
-    assert report["matching"]["a_instructions"] == a_instructions
-    assert report["a"]["xla_cost"]["flops"] == pytest.approx(a_flops, rel=1e-6)
+    assert report.matching.a_instructions == a_instructions
+    assert report.record("a")["xla_cost"]["flops"] == pytest.approx(a_flops, rel=1e-6)
     # the same work: JAX's step and torch_xla+compile's graphs together within 5% of each other's FLOPs
     assert flops == pytest.approx(a_flops, rel=0.05)
     # matches land in every large graph of B: JAX's one module holds forward, backward and optimizer
-    large = [row for row in rows.values() if row["graph_instructions"] > 50]
+    large = [row for row in rows.values() if row.graph_instructions > 50]
     assert large, rows
     for row in large:
-        assert row["matched"] > 0 and set(row["matched_to"]) == {"jit_train_step"}
+        assert row.matched > 0 and set(row.matched_to) == {"jit_train_step"}
 
 
 def test_every_output_says_what_was_compared(comparison, report):
-    names = [r["graph"] for r in report["graphs"]["b"] if r["graph"] != "total"]
-    assert f"the whole train step, {len(names)} graphs" in report["compared"]
-    assert all(name in report["compared"] for name in names)
+    names = [r.graph for r in report.graphs.b if r.graph != "total"]
+    assert f"the whole train step, {len(names)} graphs" in report.compared
+    assert all(name in report.compared for name in names)
     from rich.console import Console
 
     buffer = io.StringIO()
@@ -137,29 +146,29 @@ def _raw_step_times(run_dir: Path) -> dict[int, dict[tuple[str, str], float]]:
 
 
 def test_time_weighted_pairs_and_groups_match_the_raw_events(comparison, report):
-    tw = report["time_weighted"]
+    tw = report.time_weighted
     for side, mode in (("a", "jax"), ("b", "torch_xla_compile")):
         raw = _raw_step_times(comparison / mode)
-        kept = tw["kept_steps"][side]
+        kept = tw.kept_steps.a if side == "a" else tw.kept_steps.b
         assert len(kept) >= 3 and min(raw) not in kept  # the profiler's warm-up step is left out
-        graph_rows = [r for r in report["graphs"][side] if r["graph"] != "total"]
+        graph_rows = [r for r in report.graphs.side(side) if r.graph != "total"]
         for row in graph_rows:  # a graph's time: the sum of its instructions' medians over the kept steps
-            keys = {k for n in kept for k in raw[n] if k[0] == row["graph"]}
+            keys = {k for n in kept for k in raw[n] if k[0] == row.graph}
             expected = sum(median(raw[n].get(k, 0.0) for n in kept) for k in keys)
-            assert row["time_s"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
-        for pair in tw["pairs"][:20]:
-            name, graph = (pair["a"], pair["graph_a"]) if side == "a" else (pair["b"], pair["graph_b"])
+            assert row.time_s == pytest.approx(expected, rel=1e-6, abs=1e-9)
+        for pair in tw.pairs[:20]:
+            name, graph, seconds = (pair.a, pair.graph_a, pair.a_s) if side == "a" else (pair.b, pair.graph_b, pair.b_s)
             expected = median(raw[n].get((graph, name), 0.0) for n in kept)
-            assert pair[f"{side}_s"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
-    deltas = [abs(p["delta_s"]) for p in tw["pairs"]]
+            assert seconds == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    deltas = [abs(p.delta_s) for p in tw.pairs]
     assert deltas == sorted(deltas, reverse=True) and deltas[0] > 0  # ranked by time difference, not by count
-    for side in ("only_in_a", "only_in_b"):
-        times = [g["time_s"] for g in report[side]]
+    for side in ("a", "b"):
+        times = [g.time_s for g in report.groups(side)]
         assert times == sorted(times, reverse=True)
     # what the groups and pairs carry adds up to the side's totals
-    totals = tw["totals"]["b"]
-    graph_time = sum(r["time_s"] for r in report["graphs"]["b"] if r["graph"] != "total")
-    assert totals["matched_s"] + totals["only_s"] == pytest.approx(graph_time, rel=1e-6)
+    totals = tw.totals.b
+    graph_time = sum(r.time_s for r in report.graphs.b if r.graph != "total")
+    assert totals.matched_s + totals.only_s == pytest.approx(graph_time, rel=1e-6)
 
 
 def test_html_has_the_plots(report):
@@ -168,3 +177,22 @@ def test_html_has_the_plots(report):
                   "Matched instructions whose time per step changed most", "Only in B: device time per step"):
         assert f'aria-label="{title}' in html, title
     assert "<script" not in html and "http" not in html.split("<body", 1)[-1].replace("http-equiv", "")
+
+
+def test_table_holds_every_pair_and_the_reports_timed_ones(comparison, report):
+    table = api.diff_table(comparison / "jax", comparison / "torch_xla_compile")
+    rows = table.to_pylist()
+    pairs = [r for r in rows if r["kind"] == "matched"]
+    assert len(pairs) == report.matched
+    tw = report.time_weighted
+    timed = [r for r in pairs if r["time_a_s"] or r["time_b_s"]]
+    assert len(timed) == tw.pairs_total
+    assert [(r["name_a"], r["graph_b"], r["time_a_s"], r["time_b_s"], r["delta_s"]) for r in timed[:len(tw.pairs)]] == [
+        (p.a, p.graph_b, p.a_s, p.b_s, p.delta_s) for p in tw.pairs]
+    assert sum(r["time_a_s"] for r in pairs) == pytest.approx(tw.totals.a.matched_s, rel=1e-9)
+    assert sum(r["time_b_s"] for r in pairs) == pytest.approx(tw.totals.b.matched_s, rel=1e-9)
+    groups_b = [r for r in rows if r["kind"] == "only_in_b"]
+    assert [(r["source_b"], r["count_b"], r["time_b_s"]) for r in groups_b[:len(report.only_in_b)]] == [
+        (g.op_name, g.count, g.time_s) for g in report.only_in_b]
+    names = {r.graph for r in report.graphs.b if r.graph != "total"}
+    assert {r["graph_b"] for r in pairs} <= names and len({r["graph_b"] for r in pairs}) > 1

@@ -28,7 +28,7 @@ A100_TRACE = "hta/trace_diff__control__control.json.gz"  # 6 ProfilerSteps, 1,42
 def test_hlo_summary_of_vit_base_on_h100(fixtures_dir):
     (loaded,) = [m for m in load_modules(fixtures_dir / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations"]
     summary = ModeSummary(mode="jax")
-    add_hlo(summary, [module_stats(loaded)])
+    add_hlo(summary, [module_stats(loaded).to_dict()])
     # SOURCES.md, thunk_sequence.txt: 789 kCustomKernel + 243 kCublasLtMatmul + 2 kConvolution launches, 60 kCopy apart.
     assert summary.kernels == 789 + 243 + 2
     assert summary.kernel_kinds == {"fusion kLoop": 399, "fusion kInput": 354, "fusion kCustom:__triton": 36,

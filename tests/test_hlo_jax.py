@@ -80,9 +80,9 @@ def test_jax_dump_directory(tmp_path, cli_run):
         assert our_view(module) == xla_view(_hlo.hlo_module_from_text(Path(item.file).read_text()))
     stats = module_stats(after)
     # w1, b1, w2 and their SGD state (none for plain sgd), x, y: parameters 32*64 + 64 + 64*10 floats + x + y
-    assert stats["memory"]["parameter_bytes"] == 4 * (32 * 64 + 64 + 64 * 10 + 16 * 32 + 16)
-    assert stats["memory"]["buffer_assignment"]["total_bytes"] > 0
-    assert stats["kernels"] > 0 and stats["fusions"]
+    assert stats.memory.parameter_bytes == 4 * (32 * 64 + 64 + 64 * 10 + 16 * 32 + 16)
+    assert stats.to_dict()["memory"]["buffer_assignment"]["total_bytes"] > 0
+    assert stats.kernels > 0 and stats.fusions
     code, out, err = cli_run("hlo", "stats", "--json", str(dump))
     assert code == 0, err
     reported = json.loads(out)["modules"]
@@ -116,11 +116,11 @@ def test_data_parallel_step_has_its_all_reduce(tmp_path):
     after = [m for m in load_modules(dump) if m.stage == "after_optimizations"]
     assert len(after) == 1 and after[0].platform == "cpu"
     stats = module_stats(after[0])
-    collectives = stats["collectives"]["by_opcode"]
+    collectives = stats.collectives.by_opcode
     (op,) = [name for name in collectives if name.startswith("all-reduce")]
-    assert collectives[op]["count"] >= 1
-    assert collectives[op]["bytes"] >= 64 * 32 * 4  # the f32[64,32] gradient (XLA may combine it with the loss)
-    assert stats["kernel_breakdown"]["collective"] == collectives[op]["count"]
+    assert collectives[op].count >= 1
+    assert collectives[op].bytes >= 64 * 32 * 4  # the f32[64,32] gradient (XLA may combine it with the loss)
+    assert stats.kernel_breakdown["collective"] == collectives[op].count
 
 
 def test_stats_on_a_run_directory_hloscope_wrote(every_mode_comparison, cli_run):

@@ -30,6 +30,7 @@ from hloscope.hlo.load import load_modules
 from hloscope.hlo.opcodes import OPCODES
 from hloscope.hlo.ops import collectives
 from hloscope.hlo.parser import parse_hlo_file, parse_hlo_text
+from hloscope.hlo.results import BufferAssignment, JoinedLaunch, MemoryReport, ThunkCheck
 from hloscope.hlo.roofline import roofline_for_module_file
 from hloscope.hlo.stats import module_stats
 from hloscope.runs import rundir
@@ -86,49 +87,53 @@ def test_gpu_kernel_count_agrees_with_xla_thunk_sequence(folder: Path):
     assert after.platform == "gpu" and after.gpu_arch.startswith("sm_")
     stats = module_stats(after)
     thunks = thunk_counts(next(folder.glob("*thunk_sequence.txt")))
-    breakdown = stats["kernel_breakdown"]
+    breakdown = stats.kernel_breakdown
     assert breakdown.get("generated", 0) == thunks.get("kCustomKernel", 0)
     assert breakdown.get("cublas", 0) == thunks.get("kCublasLtMatmul", 0) + thunks.get("kGemm", 0)
     assert breakdown.get("cudnn", 0) == thunks.get("kConvolution", 0) + thunks.get("kCuDnn", 0)
-    assert stats["copies"] == thunks.get("kCopy", 0)
-    assert stats["kernels"] == sum(n for kind, n in thunks.items() if kind != "kCopy")
+    assert stats.copies == thunks.get("kCopy", 0)
+    assert stats.kernels == sum(n for kind, n in thunks.items() if kind != "kCopy")
     # and launch by launch, in order, through the GPU-target reader of the same file
-    assert stats["thunk_sequence"]["agrees"], stats["thunk_sequence"]["reason"]
-    launches = module_stats(after, with_launches=True)["thunk_sequence"]["launches"]
+    assert isinstance(stats.thunk_sequence, ThunkCheck)
+    assert stats.thunk_sequence.agrees, stats.thunk_sequence.reason
+    launches = module_stats(after, with_launches=True).thunk_sequence.launches
     assert len(launches) == sum(thunks.values())
-    assert all(row["grid"] for row in launches if row["thunk_kind"] == "kCustomKernel")
+    assert all(isinstance(row, JoinedLaunch) for row in launches)
+    assert all(row.grid for row in launches if row.thunk_kind == "kCustomKernel")
 
 
 def test_gpu_aot_facts_from_sources_md():
     folder = fixture("gpu_aot/vit_tiny_sm90_triton")
     (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
     stats = module_stats(after)
-    fusions = stats["fusions"]
+    fusions = stats.fusions
     assert (fusions["kLoop"], fusions["kInput"]) == (81, 38)
     assert sum(n for k, n in fusions.items() if k.startswith("kCustom")) == 47
     assert fusions["kCustom:__triton"] == 4
-    assert stats["custom_calls"] == {"__cudnn$convBiasActivationForward": 2}
-    assert stats["kernels"] == 168 and stats["copies"] == 13
+    assert stats.custom_calls == {"__cudnn$convBiasActivationForward": 2}
+    assert stats.kernels == 168 and stats.copies == 13
     base = next(m for m in load_modules(FIXTURES / "gpu_aot/vit_base_sm90_cublas") if m.stage == "after_optimizations")
     base_stats = module_stats(base)
-    assert base_stats["custom_calls"]["__cublas$lt$matmul"] == 243
-    assert (base_stats["fusions"]["kLoop"], base_stats["fusions"]["kInput"]) == (399, 354)
+    assert base_stats.custom_calls["__cublas$lt$matmul"] == 243
+    assert (base_stats.fusions["kLoop"], base_stats.fusions["kInput"]) == (399, 354)
 
 
 def test_memory_from_buffer_assignment_and_report():
     folder = fixture("gpu_aot/mlp_sm90_triton")
     (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
-    memory = module_stats(after)["memory"]
+    memory = module_stats(after).memory
     text = Path(after.buffer_assignment).read_text()
     sizes = [int(s) for s in re.findall(r"(?m)^allocation \d+: size (\d+)", text)]
-    assert memory["buffer_assignment"]["allocations"] == len(sizes)
-    assert memory["buffer_assignment"]["largest"][0]["size"] == max(sizes) == 5214480
-    assert memory["memory_report"]["by_memory_space"]["default (color=0)"] == 8295416
+    assert isinstance(memory.buffer_assignment, BufferAssignment) and isinstance(memory.memory_report, MemoryReport)
+    assert memory.buffer_assignment.allocations == len(sizes)
+    assert memory.buffer_assignment.largest[0].size == max(sizes) == 5214480
+    assert memory.memory_report.by_memory_space["default (color=0)"] == 8295416
     # f32[512] + f32[784,512] + f32[512] + f32[512,512] + f32[10] + f32[512,10] + f32[128,784] + s32[128]
-    assert memory["parameter_bytes"] == 4 * (512 + 784 * 512 + 512 + 512 * 512 + 10 + 512 * 10 + 128 * 784 + 128)
+    assert memory.parameter_bytes == 4 * (512 + 784 * 512 + 512 + 512 * 512 + 10 + 512 * 10 + 128 * 784 + 128)
     tpu = load_modules(FIXTURES / "pytorch_xla/keep_rolled_script/log/module_0002.jit_f.after_optimizations.txt")[0]
     assert tpu.platform == "tpu"
-    assert module_stats(tpu)["memory"]["buffer_assignment"]["total_bytes"] == 1024  # "Total bytes used: 1024"
+    assignment = module_stats(tpu).memory.buffer_assignment
+    assert isinstance(assignment, BufferAssignment) and assignment.total_bytes == 1024  # "Total bytes used: 1024"
 
 
 def test_stats_json_cli(cli_run):
@@ -280,7 +285,7 @@ def test_kernels_by_source_layer():
     (after,) = [m for m in load_modules(folder) if m.stage == "after_optimizations"]
     rows = {r["source"]: r for r in kernels_by_source(after.module, "gpu")}
     stats = module_stats(after)
-    assert sum(r["kernels"] for r in rows.values()) == stats["kernels"] + stats["copies"]
+    assert sum(r["kernels"] for r in rows.values()) == stats.kernels + stats.copies
     layer = "FlaxViTForImageClassificationModule/vit/encoder/layer/{}"
     # the two encoder layers are the same code: the same kernels, forward and backward
     assert rows[layer.format(0)]["kernels"] == rows[layer.format(1)]["kernels"] > 0
@@ -301,8 +306,8 @@ def test_collectives_counted_with_their_bytes():
                 n *= int(d)
             entry[1] += n * size[dtype]
     (loaded,) = load_modules(path)
-    got = module_stats(loaded)["collectives"]["by_opcode"]
-    assert {op: [v["count"], v["bytes"]] for op, v in got.items()} == expected
+    got = module_stats(loaded).collectives.by_opcode
+    assert {op: [v.count, v.bytes] for op, v in got.items()} == expected
     assert expected["all-reduce"][0] == 1197 and expected["all-gather"][0] == 450
 
 
@@ -354,12 +359,12 @@ def test_tpu_dump_and_top_instructions():
     assert (before.stage, after.stage) == ("before_optimizations", "after_optimizations")
     stats = module_stats(after)
     # SOURCES.md: ENTRY main.6, scheduled, 1 kLoop fusion, 0 custom-call; TPU layouts {0:T(128)}
-    assert (stats["platform"], stats["entry"], stats["is_scheduled"]) == ("tpu", "main.6", True)
-    assert stats["fusions"] == {"kLoop": 1} and stats["custom_calls"] == {} and stats["kernels"] == 1
-    (top,) = stats["top_instructions"]
+    assert (stats.platform, stats.entry, stats.is_scheduled) == ("tpu", "main.6", True)
+    assert stats.fusions == {"kLoop": 1} and stats.custom_calls == {} and stats.kernels == 1
+    (top,) = stats.top_instructions
     # the fusion: convert + add over s32[9] -> f32[9] (the broadcast is free): 18 FLOPs; reads 36 B, writes 36 B
-    assert (top["name"], top["flops"], top["bytes_accessed"]) == ("fusion", 18.0, 72.0)
-    assert top["op_name"] == "jit(f)/jit(main)/add"
+    assert (top.name, top.flops, top.bytes_accessed) == ("fusion", 18.0, 72.0)
+    assert top.op_name == "jit(f)/jit(main)/add"
 
 
 def test_every_opcode_is_free_elementwise_handled_or_default_bytes_only():

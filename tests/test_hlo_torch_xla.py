@@ -46,9 +46,9 @@ def test_torch_xla_dump_directory(tmp_path, cli_run):
     after = [m for m in modules if m.stage == "after_optimizations"]
     for item in after:
         stats = module_stats(item)
-        assert stats["fusions"].get("kLoop", 0) > 0 and stats["memory"]["buffer_assignment"]["total_bytes"] > 0
+        assert stats.fusions.get("kLoop", 0) > 0 and stats.to_dict()["memory"]["buffer_assignment"]["total_bytes"] > 0
         # Linear(16, 32) and Linear(32, 4) weights and biases are parameters of the step
-        assert stats["memory"]["parameter_bytes"] >= 4 * (16 * 32 + 32 + 32 * 4 + 4)
+        assert stats.memory.parameter_bytes >= 4 * (16 * 32 + 32 + 32 * 4 + 4)
     code, out, err = cli_run("hlo", "stats", "--json", str(tmp_path))
     assert code == 0, err
     for module in json.loads(out)["modules"]:

@@ -14,6 +14,7 @@ from hloscope import api
 from hloscope.render.trace_term import render_stats
 from hloscope.trace.load import load_trace
 from hloscope.trace.model import KERNEL, Event
+from hloscope.trace.results import TraceRecord
 from hloscope.trace.stats import summarize_events, trace_stats
 
 AOT = "gpu_aot/vit_tiny_sm90_triton"
@@ -27,19 +28,19 @@ def test_hlo_stats_after_optimizations_first_and_op_names_cut_in_the_middle(real
     assert stages == ["after_optimizations", "before_optimizations"]
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
     records = api.hlo_stats(real_file(AOT), xla_cost=False)
-    after = next(r for r in records if r["stage"] == "after_optimizations")
+    after = next(r for r in records if r.stage == "after_optimizations")
     table = out[out.index("most FLOPs"):].split("━╇━", 1)[1]  # the first table's rows, in its order
-    rows = [line.split("│") for line in table.splitlines()[1:] if "│" in line][:len(after["top_instructions"])]
-    assert len(rows) == len(after["top_instructions"])
-    for cells, row in zip(rows, after["top_instructions"]):
-        shown, op_name = cells[-1].strip(), row["op_name"]
+    rows = [line.split("│") for line in table.splitlines()[1:] if "│" in line][:len(after.top_instructions)]
+    assert len(rows) == len(after.top_instructions)
+    for cells, row in zip(rows, after.top_instructions):
+        shown, op_name = cells[-1].strip(), row.op_name
         head, cut, tail = shown.partition("…")
-        assert cells[0].strip().rstrip("…") in row["name"]
+        assert cells[0].strip().rstrip("…") in row.name
         assert op_name.startswith(head) and op_name.endswith(tail) and (cut or shown == op_name)
         assert not cut or len(tail) > len(head)  # the informative end keeps most of the room
 
 
-def _render(stats: dict, width: int = 80) -> str:
+def _render(stats: TraceRecord, width: int = 80) -> str:
     buffer = io.StringIO()
     render_stats(Console(file=buffer, width=width, color_system=None, markup=False), stats)
     return buffer.getvalue()
@@ -67,7 +68,7 @@ def _xla_cpu_events() -> list[Event]:
 
 def test_xla_kernels_that_are_hlo_instructions_print_once():
     stats = summarize_events(_xla_cpu_events())
-    assert [r["name"] for r in stats["top"]] == [r["hlo_op"] for r in stats["hlo_ops"]]
+    assert [r.name for r in stats.top] == [r.hlo_op for r in stats.hlo_ops]
     text = " ".join(_render(stats).split())  # titles wrap at 80 columns
     assert "Top 3 kernels / HLO instructions by device time over all 2 profiled steps" in text
     assert "kernels / ops by total device time" not in text

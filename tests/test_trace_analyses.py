@@ -75,13 +75,13 @@ def test_kernels_go_to_the_step_that_launched_them():
         _event("gemm_b", 160, 30, correlation=8),
     ]
     stats = summarize_events(events)
-    assert [(s["step"], s["kernels"], s["device_busy_us"], s["host_runtime_us"]) for s in stats["per_step"]] == [
+    assert [(s.step, s.kernels, s.device_busy_us, s.host_runtime_us) for s in stats.per_step] == [
         (1, 1, 10.0, 2.0),
         (2, 1, 30.0, 2.0),
     ]
-    assert stats["host_runtime_us"] == 4.0
-    assert stats["device_time_us"] == 40.0
-    assert stats["top"][0] == {"name": "gemm_b", "count": 1, "total_us": 30.0, "share": 0.75}
+    assert stats.host_runtime_us == 4.0
+    assert stats.device_time_us == 40.0
+    assert stats.top[0].to_dict() == {"name": "gemm_b", "count": 1, "total_us": 30.0, "share": 0.75}
 
 
 def test_an_xla_execution_belongs_to_the_step_it_started_in():
@@ -93,12 +93,12 @@ def test_an_xla_execution_belongs_to_the_step_it_started_in():
     for base in (90, 160):  # one execution of module m per step, three ops each
         events += [_event(f"op{i}", base + 5 * i, 4, module="m", op=f"op{i}") for i in range(3)]
     stats = summarize_events(events)
-    assert [s["kernels"] for s in stats["per_step"]] == [3, 3]
+    assert [s.kernels for s in stats.per_step] == [3, 3]
 
 
 def test_no_step_markers_means_no_steps():
     stats = summarize_events([_event("gemm", 0, 1)])
-    assert stats["steps"] == 0 and stats["per_step"] == [] and stats["kernels"] == 1
+    assert stats.steps == 0 and stats.per_step == [] and stats.kernels == 1
 
 
 def test_measured_instructions_keep_only_the_module_and_name_fusion_kinds():

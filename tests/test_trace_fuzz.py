@@ -69,7 +69,7 @@ def _apply(data: bytes, edits) -> bytes:
 
 def _trace_stats_or_input_error(path: Path) -> None:
     try:
-        result = trace_stats(load_trace(path))
+        result = trace_stats(load_trace(path)).to_dict()
     except InputError as error:
         assert str(path) in str(error)
         return

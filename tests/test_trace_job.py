@@ -183,7 +183,7 @@ def test_merge_does_not_depend_on_order(job64):
     summaries = [job.summarize_file(f) for f in files]
     forward = job.job_view(summaries, ranks)
     backward = job.job_view(summaries[::-1], ranks[::-1])
-    assert json.dumps(forward) == json.dumps(backward)
+    assert forward == backward and json.dumps(forward.to_dict()) == json.dumps(backward.to_dict())
 
 
 def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
@@ -205,8 +205,9 @@ def test_state_dir_resumes(job64, job64_serial, tmp_path, cli_run, monkeypatch):
 def test_progress_bar_counts_files(job64, capsys):
     files = [str(f) for f in sorted(job64.glob("rank-*.json.gz"))][:3]
     bar = FileProgressBar()
-    results = job.run_per_file(job.summarize_file, files, jobs=1, progress=bar, done={0: {"file": files[0]}})
-    assert [r["file"] for r in results] == files
+    resumed = job.summarize_file(files[0])
+    results = job.run_per_file(job.summarize_file, files, jobs=1, progress=bar, done={0: resumed})
+    assert [r.file for r in results] == files and results[0] is resumed
     assert bar.completed == 3  # one resumed, two read
 
 

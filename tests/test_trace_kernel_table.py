@@ -133,7 +133,7 @@ TOTALS = {
 
 @pytest.mark.parametrize("fixture", sorted(TOTALS))
 def test_category_totals_on_real_traces(fixtures_dir, fixture):
-    stats = trace_stats(load_trace(fixtures_dir / FIXTURES[fixture]))
+    stats = trace_stats(load_trace(fixtures_dir / FIXTURES[fixture])).to_dict()
     assert stats["categories"] == pytest.approx(TOTALS[fixture], abs=0.01)
     assert stats["category_source"] == "names"  # no HLO beside these traces
 

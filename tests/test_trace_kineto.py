@@ -77,7 +77,7 @@ def test_counts_match_json_load(fixtures_dir, relative):
     facts = _independent_facts(path)
     (trace,) = load_traces(path)
     assert trace.format == "kineto"
-    stats = trace_stats(trace, top=5)
+    stats = trace_stats(trace, top=5).to_dict()
     assert stats["events"] == facts["events"]
     assert stats["kernels"] == facts["kernels"]
     if relative in SOURCES_KERNELS:
@@ -102,7 +102,7 @@ def test_control_trace_matches_sources_md(fixtures_dir):
     path = fixtures_dir / "hta/trace_diff__control__control.json.gz"
     facts = _independent_facts(path)
     assert facts["all_events"] == 109_123  # SOURCES.md: 109,123 events, 8,568 kernels
-    stats = trace_stats(load_traces(path)[0])
+    stats = trace_stats(load_traces(path)[0]).to_dict()
     assert stats["kernels"] == 8_568
     # Six ProfilerStep# markers; every kernel's launch is inside one of them, so the steps hold all 8,568 kernels.
     assert [step["step"] for step in stats["per_step"]] == list(range(1009, 1015))
@@ -141,7 +141,7 @@ def test_steps_per_kernel_follow_the_launch(fixtures_dir):
                 number = next((n for start, end, n in steps if start <= event["ts"] <= end), None)
             if number is not None:
                 expected[number] += 1
-    stats = trace_stats(load_traces(path)[0])
+    stats = trace_stats(load_traces(path)[0]).to_dict()
     assert {step["step"]: step["kernels"] for step in stats["per_step"]} == dict(expected)
 
 

@@ -116,6 +116,6 @@ def test_a_utf8_byte_order_mark_is_skipped_as_python_json_does(fixtures_dir, tmp
     path.write_bytes(gzip.compress(data) if compressed else data)
     reference = json.loads(data)  # Python's json: bytes with a BOM are read as utf-8-sig
     events = reference["traceEvents"] if layout == "object" else reference
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert stats["events"] == sum(1 for e in events if e.get("ph") == "X")
     assert stats["kernels"] == sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel") > 0

@@ -65,7 +65,7 @@ def test_export_rebuilds_key_averages(torch_cpu_trace, tmp_path, cli_run):
     assert json.loads(table["aten::addmm"][3]) in ([[64], [16, 32], [32, 64], [], []], [[8], [16, 64], [64, 8], [], []])
     # hloscope's own host-op table (trace stats): calls per step of the aten ops inside no other aten op, and the
     # longest call, over the steps it used
-    host = trace_stats(load_trace(trace))["host_ops"]
+    host = trace_stats(load_trace(trace)).to_dict()["host_ops"]
     steps = ", ".join(map(str, host["steps_used"]))
     top_level = connection.sql(f"""
         SELECT a.step, a.name, count(*) AS calls, max(a.dur_us) AS longest_us FROM events a

@@ -200,7 +200,7 @@ def test_resolver_looks_events_up_by_module_op_and_kernel_name():
     assert resolve.classify(event("ynn_fusion.3", "ynn_fusion.3", "jit_other")) == ("fusion/elementwise", "names")
     assert resolve.classify(event("unknown_kernel")) == ("fusion/elementwise", "names")
     stats = summarize_events([event("ynn_fusion.3", "ynn_fusion.3", module.name), event("something")],
-                             categories=resolve)
+                             categories=resolve).to_dict()
     assert stats["categories"]["matmul/conv"] == 1.0 and stats["categories"]["fusion/elementwise"] == 1.0
     assert stats["category_source"] == "hlo" and stats["category_source_us"] == {"hlo": 1.0, "names": 1.0}
 
@@ -231,7 +231,7 @@ def test_trace_stats_on_a_jax_run_takes_categories_from_its_hlo(jax_run, cli_run
     totals = {category: sum(step["categories_us"].get(category, 0.0) for step in steps) for category in per_execution}
     assert all(total <= stats["categories"][category] * (1 + 1e-9) for category, total in totals.items()), totals
     # The patch convolution runs in a YNNPACK fusion: matmul/conv by the program, fusion/elementwise by its name.
-    names = summarize_events(_device_events(jax_run))
+    names = summarize_events(_device_events(jax_run)).to_dict()
     assert names["category_source"] == "names"
     assert stats["categories"]["matmul/conv"] > names["categories"]["matmul/conv"]
     assert stats["executions_by_category"]["matmul/conv"] > names["executions_by_category"]["matmul/conv"]

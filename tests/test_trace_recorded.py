@@ -96,7 +96,7 @@ def test_jax_cpu_xplane_steps_and_ops(jax_profile):
     logdir = jax_profile / "logdir"
     traces = load_traces(logdir)  # the TensorBoard log directory: plugins/profile/<run>/<host>.xplane.pb
     assert [trace.format for trace in traces] == ["xplane"]  # the trace.json.gz beside it is not read twice
-    stats = trace_stats(traces[0])
+    stats = trace_stats(traces[0]).to_dict()
     assert stats["steps"] == STEPS and stats["step_source"] == "markers"
     assert [step["step"] for step in stats["per_step"]] == list(range(STEPS))
     entry = _instruction_names((jax_profile / "step.hlo.txt").read_text())
@@ -116,7 +116,7 @@ def test_jax_cpu_xplane_steps_and_ops(jax_profile):
 @pytest.mark.slow
 def test_without_markers_the_train_step_executions_are_the_steps(jax_profile):
     (trace,) = load_traces(jax_profile / "logdir_unmarked")
-    stats = trace_stats(trace)
+    stats = trace_stats(trace).to_dict()
     assert stats["step_source"] == "executions of jit_train_step"
     ops = [event for event in trace.events if event.is_device_exec and event.hlo_module == "jit_train_step"]
     assert stats["steps"] == STEPS
@@ -133,7 +133,7 @@ def test_jax_trace_json_beside_the_xplane_agrees(jax_profile):
     json_ops = Counter(event.hlo_op for event in from_json.events if event.is_device_exec)
     xplane_ops = Counter(event.hlo_op for event in from_xplane.events if event.is_device_exec)
     assert json_ops == xplane_ops
-    json_stats, xplane_stats = trace_stats(from_json), trace_stats(from_xplane)
+    json_stats, xplane_stats = trace_stats(from_json).to_dict(), trace_stats(from_xplane).to_dict()
     assert json_stats["steps"] == xplane_stats["steps"] == STEPS
     assert json_stats["device_time_us"] == pytest.approx(xplane_stats["device_time_us"], rel=1e-3)
 
@@ -144,7 +144,7 @@ def test_jax_trace_json_alone_is_read_from_the_logdir(jax_profile, tmp_path, cli
     logdir = tmp_path / "logdir"
     shutil.copytree(jax_profile / "logdir", logdir)
     (xplane_file,) = logdir.rglob("*.xplane.pb")
-    xplane_stats = trace_stats(load_trace(xplane_file))
+    xplane_stats = trace_stats(load_trace(xplane_file)).to_dict()
     xplane_file.unlink()
     code, stdout, stderr = cli_run("trace", "stats", str(logdir), "--json")
     assert code == 0, stderr
@@ -157,7 +157,7 @@ def test_jax_trace_json_alone_is_read_from_the_logdir(jax_profile, tmp_path, cli
 def test_torch_xla_cpu_xplane(tmp_path):
     _run(TORCH_XLA_SCRIPT, str(tmp_path / "logdir"), str(STEPS))
     (trace,) = load_traces(tmp_path / "logdir")
-    stats = trace_stats(trace)
+    stats = trace_stats(trace).to_dict()
     assert stats["steps"] == STEPS
     ops = [event for event in trace.events if event.is_device_exec]
     assert ops and all(event.hlo_module.startswith("SyncTensorsGraph") for event in ops)

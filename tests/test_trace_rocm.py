@@ -69,7 +69,7 @@ def test_rocm_memcpy_lines_are_copies_not_kernels(real_file, tmp_path):
     path = _fixture(real_file, LEGACY)
     kernels, kernel_us = _xprof_kernel_stats(path, tmp_path)
     facts = _profile_facts(path)
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert kernels == 25 and facts["memcpy"] == 53  # SOURCES.md: not 78 kernels
     assert stats["kernels"] == kernels
     assert stats["executions_by_category"]["memcpy/memset"] == facts["memcpy"]
@@ -84,7 +84,7 @@ def test_rocm_xplane_host_launch_time_is_every_correlated_call(real_file, relati
     after their kernel: every host call correlated with device work is host dispatch, as for Kineto."""
     path = _fixture(real_file, relative)
     facts = _profile_facts(path)
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert facts["correlated_host_calls"] > 0
     assert stats["host_launch_us"] == pytest.approx(facts["launch_us"], abs=1e-3)
     if relative == NEWER:
@@ -136,7 +136,7 @@ def test_mi300_kineto_launches_against_json(real_file):
     correlations = {e["args"]["correlation"] for e in device}
     runtime = [e for e in events if e.get("cat") == "cuda_runtime"]
     assert any(e["name"].startswith("hip") for e in runtime)
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert stats["kernels"] == sum(e["cat"] == "kernel" for e in events) == 2995
     assert stats["device_time_us"] == pytest.approx(sum(e["dur"] for e in device), abs=1e-3)
     assert stats["host_runtime_us"] == pytest.approx(sum(e["dur"] for e in runtime), abs=1e-3)

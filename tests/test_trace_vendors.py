@@ -42,7 +42,7 @@ def test_mtia_kernels_copies_and_waits(real_file, relative, kernels, copies, cap
     copy_events = [e for e in queue if e["name"] == "dma_request"]
     runtime = [e for e in events if e.get("cat") == "mtia_runtime"]
     assert all(e["args"].get("direction") for e in copy_events)
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert stats["kernels"] == len(kernel_events) == kernels
     assert stats["executions_by_category"]["memcpy/memset"] == len(copy_events) == copies
     assert stats["device_time_us"] == pytest.approx(sum(e["dur"] for e in kernel_events + copy_events), abs=1e-3)
@@ -61,7 +61,7 @@ def test_unknown_device_category_gets_one_warning(real_file, tmp_path, capsys):
     path.write_text(json.dumps(document))
     expected = sum(1 for e in document["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "acme_queue_activity")
     trace = load_trace(path)
-    stats = trace_stats(trace)
+    stats = trace_stats(trace).to_dict()
     trace_stats(trace)  # read twice: still one warning
     assert stats["device_time_us"] == 0
     err = capsys.readouterr().err
@@ -83,6 +83,6 @@ def test_habana_hpu_op_is_host_runtime_not_device_time(tmp_path):
               {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": 9.0, "dur": 8.0}]
     path = tmp_path / "hpu.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert stats["kernels"] == 0 and stats["device_time_us"] == 0
     assert stats["host_runtime_us"] == 5.0

@@ -49,7 +49,7 @@ def _expected(path) -> tuple[dict, dict[int, int]]:
 def test_work_launched_before_the_window_is_in_no_step(real_file, relative, first_step):
     path = real_file(relative)
     before, per_step = _expected(path)
-    stats = trace_stats(load_trace(path))
+    stats = trace_stats(load_trace(path)).to_dict()
     assert {s["step"]: s["kernels"] for s in stats["per_step"]} == per_step
     assert stats["per_step"][0]["kernels"] == first_step  # not 2,101 / 1,383
     assert stats["before_window"]["executions"] == before["executions"]
@@ -62,6 +62,6 @@ def test_work_launched_before_the_window_is_in_no_step(real_file, relative, firs
 
 
 def test_a_trace_without_early_work_reports_none(real_file):
-    stats = trace_stats(load_trace(real_file(NO_EARLY_WORK)))
+    stats = trace_stats(load_trace(real_file(NO_EARLY_WORK))).to_dict()
     assert stats["before_window"] == {"executions": 0, "kernels": 0, "device_time_us": 0.0}
     assert [s["kernels"] for s in stats["per_step"]] == [870] * 5

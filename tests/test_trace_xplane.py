@@ -47,7 +47,7 @@ def test_amd_gpu_xplane_kernels_match_xprof(fixtures_dir):
     assert stream_events == 150  # SOURCES.md: /device:GPU:0 line "Stream #2", 150 events
     (trace,) = load_traces(path)
     assert trace.format == "xplane"
-    stats = trace_stats(trace)
+    stats = trace_stats(trace).to_dict()
     assert stats["kernels"] == stream_events
     assert stats["devices"] == 1
     # Every event of every /device: and /host: plane is read (SOURCES.md: 150 device + 1,842 host events).
@@ -70,7 +70,7 @@ def test_amd_gpu_kernel_time_per_hlo_op(fixtures_dir):
     assert "te_fused_attn_forward_ffi.10" in measured
     assert all(event.hlo_module == "jit_loss_fn" for event in trace.events if event.is_device_exec)
     # `trace stats` lists the same totals, largest first.
-    rows = trace_stats(trace, top=1000)["hlo_ops"]
+    rows = trace_stats(trace, top=1000).to_dict()["hlo_ops"]
     assert {row["hlo_op"]: row["total_us"] for row in rows} == pytest.approx(dict(expected), abs=1e-3)
     assert [row["total_us"] for row in rows] == sorted((row["total_us"] for row in rows), reverse=True)
     assert {row["hlo_module"] for row in rows} == {"jit_loss_fn"}
@@ -82,7 +82,7 @@ def test_v100_tensorflow_xplane_matches_xprof(fixtures_dir):
     compute = sum(n for (p, t), n in rows.items() if p.startswith("/device:GPU") and t.startswith("Stream") and "(Compute)" in t)
     memcpy = sum(n for (p, t), n in rows.items() if p.startswith("/device:GPU") and t.startswith("Stream") and "Memcpy" in t)
     steps = sum(n for (p, t), n in rows.items() if p.startswith("/device:GPU") and t == "Steps")
-    stats = trace_stats(load_traces(path)[0])
+    stats = trace_stats(load_traces(path)[0]).to_dict()
     assert stats["kernels"] == compute == 1330
     assert stats["steps"] == 1  # the same step 0 on GPU:4 and GPU:6
     assert steps == 2
@@ -112,7 +112,7 @@ def test_tpu_xplane_ops_and_modules(fixtures_dir):
                     modules.update(event.name.split("(")[0] for event in line.events)
     assert tpu0_events == 2317  # SOURCES.md
     (trace,) = load_traces(path)
-    stats = trace_stats(trace)
+    stats = trace_stats(trace).to_dict()
     assert stats["kernels"] == ops
     assert stats["events"] == all_events
     assert stats["devices"] == 4
@@ -127,7 +127,7 @@ def test_tpu_xplane_ops_and_modules(fixtures_dir):
 
 @pytest.mark.parametrize("relative", [AMD, V100, TPU])
 def test_shares_and_categories_add_up(fixtures_dir, relative):
-    stats = trace_stats(load_traces(fixtures_dir / relative)[0], top=1000)
+    stats = trace_stats(load_traces(fixtures_dir / relative)[0], top=1000).to_dict()
     assert sum(stats["categories"].values()) == pytest.approx(stats["device_time_us"], rel=1e-6)
     assert sum(row["total_us"] for row in stats["top"]) == pytest.approx(stats["device_time_us"], rel=1e-6)
     assert sum(row["share"] for row in stats["top"]) == pytest.approx(1.0, abs=1e-3)
@@ -159,7 +159,7 @@ def test_tpu_ops_take_their_category_from_the_profilers_hlo_category():
 
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(TPU_V5E)], "op_profile", {"group_by": "category"})
     xprof = {c["name"]: c["metrics"]["rawTime"] / 1e6 for c in json.loads(data)["byCategory"]["children"]}
-    stats = trace_stats(load_traces(TPU_V5E)[0])
+    stats = trace_stats(load_traces(TPU_V5E)[0]).to_dict()
     assert stats["category_source"] == "profiler"
     assert stats["categories"]["matmul/conv"] == pytest.approx(xprof["convolution fusion"], rel=1e-4)
     assert stats["categories"]["copy/transpose"] == pytest.approx(xprof["data formatting"], rel=1e-4)

@@ -80,7 +80,7 @@ def _three_steps(run_ids: bool, crossing: bool) -> _Host:
 def test_each_xla_cpu_op_is_in_the_step_of_its_execution_when_hand_offs_cross_steps(tmp_path):
     path = _three_steps(run_ids=True, crossing=True).write(tmp_path / "cpu.xplane.pb")
     (trace,) = load_traces(path)
-    steps = trace_stats(trace)["per_step"]
+    steps = trace_stats(trace).to_dict()["per_step"]
     assert [(s["step"], s["kernels"]) for s in steps] == [(0, 1), (1, 1), (2, 2)]
     assert [s["device_busy_us"] for s in steps] == [5.0, 5.0, 10.0]
 
@@ -89,6 +89,6 @@ def test_xla_cpu_ops_without_a_run_id_are_in_the_step_of_their_first_hand_off(tm
     """Older XLA: no run id on the ops; each op's region, followed back through the hand-offs, says its step."""
     path = _three_steps(run_ids=False, crossing=False).write(tmp_path / "cpu.xplane.pb")
     (trace,) = load_traces(path)
-    steps = trace_stats(trace)["per_step"]
+    steps = trace_stats(trace).to_dict()["per_step"]
     assert [(s["step"], s["kernels"]) for s in steps] == [(0, 1), (1, 1), (2, 2)]
     assert [s["device_busy_us"] for s in steps] == [5.0, 5.0, 10.0]

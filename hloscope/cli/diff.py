@@ -28,4 +28,4 @@ def command(a: Path, b: Path, as_json: bool, fmt: str | None, output: Path | Non
     form = choose_format(as_json, fmt, output)
     check_writable(output, force)  # fail before the work, not after
     report = diff(a, b, module, stage, xla_cost)
-    deliver(report, form, output, force, "diff")
+    deliver(report.to_dict() if form == "json" else report, form, output, force, "diff")

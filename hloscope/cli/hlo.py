@@ -32,7 +32,7 @@ def stats(path: str, as_json: bool, xla_cost: bool, top: int, source_depth: int,
     """Kernels, fusions, ops, FLOPs and memory of every module in PATH (HLO file, XLA dump dir or run dir)."""
     results = hlo_stats(path, xla_cost, top, source_depth, launches)
     if as_json:
-        click.echo(json.dumps({"modules": results}, indent=1))
+        click.echo(json.dumps({"modules": [result.to_dict() for result in results]}, indent=1))
         return
     from hloscope.render.hlo_term import render_stats
 

@@ -10,6 +10,7 @@ import click
 from hloscope.api import trace_export, trace_job
 from hloscope.cli.options import TOP_ROWS
 from hloscope.errors import InputError, one_line
+from hloscope.trace.results import ModeJob
 
 # rich and the renderers are imported only where they are used, the tables and the progress bar: `trace stats --json`
 # starts without them.
@@ -45,7 +46,7 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
     failures: list[InputError] = []
     document = trace_job(path, top, rank, ranks_spec, jobs, scheduler, state_dir, _progress_bar(progress), failures)
     if as_json:
-        click.echo(json.dumps(document, indent=1))
+        click.echo(json.dumps(document.to_dict(), indent=1))
     else:  # rich and the renderers only for the tables (--json is for scripts: 20-30 ms less start-up)
         from rich.console import Console
 
@@ -53,19 +54,19 @@ def stats(path: str, as_json: bool, top: int, rank: tuple[int, ...], ranks_spec:
         from hloscope.render.trace_term import render_modes, render_ranks, render_stats
 
         console = Console(markup=False)  # names and paths from the trace are text, never rich markup
-        for result in document["traces"]:
+        for result in document.traces:
             render_stats(console, result)
-        modes_table = document.get("modes")
+        modes_table = document.modes or []
         if modes_table:
             render_modes(console, modes_table)
         # the job view of each mode of a comparison, or of the one job
-        views = document.get("jobs", {}) if modes_table else {"": document}
+        views = (document.jobs or {}) if modes_table else {"": ModeJob(ranks=document.ranks, job=document.job)}
         for mode, found in views.items():
             label = f" of mode {mode}" if modes_table else ""
-            if found.get("ranks"):
-                render_ranks(console, found["ranks"], label)
-            if found.get("job"):
-                render_job(console, found["job"], label=label)
+            if found.ranks:
+                render_ranks(console, found.ranks, label)
+            if found.job:
+                render_job(console, found.job, label=label)
     _raise_failures(failures)
     sys.stdout.flush()
 
@@ -104,5 +105,5 @@ def export(path: str, out: str, rank: tuple[int, ...], ranks_spec: str | None, j
     where it stopped."""
     failures: list[InputError] = []
     done = trace_export(path, out, rank, ranks_spec, jobs, scheduler, _progress_bar(progress), failures)
-    click.echo(f"{done['events']:,} events of {done['traces']} trace(s) in {out} ({done['reused']} already exported, kept)")
+    click.echo(f"{done.events:,} events of {done.traces} trace(s) in {out} ({done.reused} already exported, kept)")
     _raise_failures(failures)

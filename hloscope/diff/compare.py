@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import math
 from numbers import Number
+from typing import Any
 
-from hloscope.diff.graph import Graph
+from msgspec import UNSET
+
+from hloscope.diff.graph import Graph, Node
 from hloscope.diff.match import Matching, group_by_source, source_group
+from hloscope.diff.report import (
+    DiffReport,
+    GraphRow,
+    KernelChange,
+    MatchingCounts,
+    MatchRate,
+    RunsComparison,
+    RunTiming,
+    SideCounts,
+    SideDropped,
+    SideGraphs,
+    SideSteps,
+    SideTotals,
+    StatsRecord,
+    TimedPair,
+    TimeTotals,
+    TimeWeighted,
+    TracesComparison,
+    TraceSummary,
+    stats_document,
+)
 from hloscope.runs.records import RunRecord
 
 
@@ -48,83 +73,80 @@ def compare_stats(a: dict, b: dict) -> dict:
     return out
 
 
-def matching_report(graph_a: Graph, graph_b: Graph, matching: Matching, groups: int = 50,
-                    times_a=None, times_b=None) -> dict:
-    """Matched counts and the one-sided groups; with both sides' measured times (hloscope.diff.timing.StepTimes) the
-    groups carry their device time per step and are ranked by it."""
-    weighted = times_a is not None and times_b is not None
-    na = node_times(graph_a, times_a) if weighted else None
-    nb = node_times(graph_b, times_b) if weighted else None
-    return {
-        "matched": len(matching.pairs),
-        "matching": {"a_instructions": len(graph_a.nodes), "b_instructions": len(graph_b.nodes),
-                     "only_in_a": len(matching.only_in_a), "only_in_b": len(matching.only_in_b),
-                     "by_stage": matching.counts()},
-        "only_in_a": group_by_source(graph_a, matching.only_in_a, times=na)[:groups],
-        "only_in_b": group_by_source(graph_b, matching.only_in_b, times=nb)[:groups],
-    }
+def matching_counts(graph_a: Graph, graph_b: Graph, matching: Matching) -> MatchingCounts:
+    """Graph instructions of each side, those without a partner and the pairs by the stage that made them."""
+    return MatchingCounts(a_instructions=len(graph_a.nodes), b_instructions=len(graph_b.nodes),
+                          only_in_a=len(matching.only_in_a), only_in_b=len(matching.only_in_b),
+                          by_stage=matching.counts())
 
 
 TIMING_KEYS = ("median_s", "mean_s", "p10_s", "p90_s", "first_step_s", "throughput_img_s")
 
 
-def compare_runs(run_a: RunRecord, run_b: RunRecord) -> dict:
+def compare_runs(run_a: RunRecord, run_b: RunRecord) -> RunsComparison:
     """Step time side by side from two run.json records."""
     a, b = _timing_row(run_a), _timing_row(run_b)
-    ratio = b["median_s"] / a["median_s"] if a.get("median_s") and b.get("median_s") else None
-    return {"a": a, "b": b, "delta": delta({k: a[k] for k in TIMING_KEYS}, {k: b[k] for k in TIMING_KEYS}),
-            "ratio": ratio}
+    ratio = b.median_s / a.median_s if a.median_s and b.median_s else None
+    figures_a, figures_b = ({k: getattr(row, k) for k in TIMING_KEYS} for row in (a, b))
+    return RunsComparison(a=a, b=b, delta=delta(figures_a, figures_b), ratio=ratio)
 
 
-def _timing_row(run: RunRecord) -> dict:
-    return {"mode": run.mode, "status": run.status, **{k: getattr(run.timing, k) for k in TIMING_KEYS}}
+def _timing_row(run: RunRecord) -> RunTiming:
+    return RunTiming(mode=run.mode, status=run.status, **{k: getattr(run.timing, k) for k in TIMING_KEYS})
 
 
 STEP_KEYS = ("kernels", "device_busy_us", "device_idle_us", "host_duration_us", "host_runtime_us")
 
 
-def trace_summary(stats: dict) -> dict:
+def trace_summary(stats: dict) -> TraceSummary:
     """The scalar figures of a `trace stats` record, plus per-step means over the steps that ran kernels."""
-    out = {k: stats.get(k) for k in ("steps", "events", "kernels", "device_time_us", "host_runtime_us")}
-    out["categories"] = stats.get("categories") or {}
     steps = [s for s in stats.get("per_step") or [] if s.get("kernels")]
-    out["per_step"] = {k: sum(s.get(k, 0) for s in steps) / len(steps) for k in STEP_KEYS} if steps else {}
-    return out
+    return TraceSummary(
+        steps=stats.get("steps"), events=stats.get("events"), kernels=stats.get("kernels"),
+        device_time_us=stats.get("device_time_us"), host_runtime_us=stats.get("host_runtime_us"),
+        categories=stats.get("categories") or {},
+        per_step={k: sum(s.get(k, 0) for s in steps) / len(steps) for k in STEP_KEYS} if steps else {})
 
 
-def compare_traces(trace_a: dict, trace_b: dict, top: int = 15) -> dict:
+def compare_traces(trace_a: dict, trace_b: dict, top: int = 15) -> TracesComparison:
     """Per-step kernels, busy and idle time, time by category and the kernels whose total time changed most."""
     totals_a = {t["name"]: t.get("total_us", 0.0) for t in trace_a.get("top", [])}
     totals_b = {t["name"]: t.get("total_us", 0.0) for t in trace_b.get("top", [])}
-    changed = sorted(({"name": n, "a_us": totals_a.get(n, 0.0), "b_us": totals_b.get(n, 0.0),
-                       "delta_us": totals_b.get(n, 0.0) - totals_a.get(n, 0.0)} for n in set(totals_a) | set(totals_b)),
-                     key=lambda r: (-abs(r["delta_us"]), r["name"]))
+    changed = sorted((KernelChange(name=n, a_us=totals_a.get(n, 0.0), b_us=totals_b.get(n, 0.0),
+                                   delta_us=totals_b.get(n, 0.0) - totals_a.get(n, 0.0))
+                      for n in set(totals_a) | set(totals_b)),
+                     key=lambda r: (-abs(r.delta_us), r.name))
     a, b = trace_summary(trace_a), trace_summary(trace_b)
-    return {"a": a, "b": b, "delta": compare_stats(a, b), "kernels_changed_most": changed[:top]}
+    return TracesComparison(a=a, b=b, delta=compare_stats(a.to_dict(), b.to_dict()),
+                            kernels_changed_most=changed[:top])
 
 
-def diff_report(stats_a: dict, stats_b: dict, graph_a: Graph, graph_b: Graph, matching: Matching,
+def diff_report(stats_a: StatsRecord, stats_b: StatsRecord, graph_a: Graph, graph_b: Graph, matching: Matching, *,
+                match_rate: dict[str, MatchRate], compared: str, notes: list[str],
                 run_a: RunRecord | None = None, run_b: RunRecord | None = None,
                 trace_a: dict | None = None, trace_b: dict | None = None,
-                records_a: list[dict] | None = None, records_b: list[dict] | None = None,
-                times_a=None, times_b=None) -> dict:
-    """The `hloscope diff --json` document. `records_a/b`: the `hlo stats` record of each graph compared (several
-    when a train step runs as several modules; `stats_a/b` are then their sums); `times_a/b`: measured device time
-    per instruction and step (hloscope.diff.timing.StepTimes), which weight the matching when both sides have it."""
+                records_a: list[StatsRecord] | None = None, records_b: list[StatsRecord] | None = None,
+                times_a=None, times_b=None, groups: int = 50) -> DiffReport:
+    """The `hloscope diff` report. `records_a/b`: the `hlo stats` record of each graph compared (several when a train
+    step runs as several modules; `stats_a/b` are then their sums); `times_a/b`: measured device time per instruction
+    and step (hloscope.diff.timing.StepTimes), which weight the matching when both sides have it: the one-sided groups
+    then carry their device time per step and are ranked by it. `match_rate`, `compared` and `notes`: the pipeline's
+    (hloscope.diff.pipeline)."""
     weighted = times_a is not None and times_b is not None
-    report = {"a": stats_a, "b": stats_b, "delta": compare_stats(stats_a, stats_b),
-              **matching_report(graph_a, graph_b, matching, times_a=times_a, times_b=times_b)}
+    na = node_times(graph_a, times_a) if weighted else None
+    nb = node_times(graph_b, times_b) if weighted else None
     reverse = {v: k for k, v in matching.pairs.items()}
-    report["graphs"] = {
-        "a": graph_rows(graph_a, records_a or [stats_a], matching.pairs, graph_b, times_a),
-        "b": graph_rows(graph_b, records_b or [stats_b], reverse, graph_a, times_b)}
-    if weighted:
-        report["time_weighted"] = time_weighted(graph_a, graph_b, matching, times_a, times_b)
-    if run_a is not None and run_b is not None:
-        report["runs"] = compare_runs(run_a, run_b)
-    if trace_a is not None and trace_b is not None:
-        report["traces"] = compare_traces(trace_a, trace_b)
-    return report
+    return DiffReport(
+        a=stats_a, b=stats_b, delta=compare_stats(stats_document(stats_a), stats_document(stats_b)),
+        matched=len(matching.pairs), matching=matching_counts(graph_a, graph_b, matching),
+        only_in_a=group_by_source(graph_a, matching.only_in_a, times=na)[:groups],
+        only_in_b=group_by_source(graph_b, matching.only_in_b, times=nb)[:groups],
+        graphs=SideGraphs(a=graph_rows(graph_a, records_a or [stats_a], matching.pairs, graph_b, times_a),
+                          b=graph_rows(graph_b, records_b or [stats_b], reverse, graph_a, times_b)),
+        time_weighted=time_weighted(graph_a, graph_b, matching, times_a, times_b) if weighted else UNSET,
+        runs=compare_runs(run_a, run_b) if run_a is not None and run_b is not None else UNSET,
+        traces=compare_traces(trace_a, trace_b) if trace_a is not None and trace_b is not None else UNSET,
+        match_rate=match_rate, compared=compared, notes=notes)
 
 
 # Per-graph figures of the `graphs` table (keys of the `hlo stats` record), summed into the total row.
@@ -142,26 +164,31 @@ def _sum_into(total: dict, record: dict) -> None:
             _sum_into(total.setdefault(key, {}), value)
 
 
-def total_record(records: list[dict]) -> dict:
+def total_record(records: list[StatsRecord]) -> dict:
     """The statistics of several modules (the graphs of one train step) summed key by key: counts, FLOPs, bytes,
     opcodes, fusions, kernels by kind, XLA's cost figures. Per-instruction lists (top instructions, matmuls, kernels
     by source) stay in the per-graph records; memory figures are sums over the graphs, not a peak."""
+    documents = [stats_document(record) for record in records]
     total: dict = {}
     for key in IDENTITY_KEYS:
-        values = list(dict.fromkeys(str(r.get(key)) for r in records if r.get(key) is not None))
+        values = list(dict.fromkeys(str(r.get(key)) for r in documents if r.get(key) is not None))
         if key == "file":
             folders = list(dict.fromkeys(v.rsplit("/", 1)[0] for v in values))
             total[key] = folders[0] if len(folders) == 1 else " + ".join(values)
         else:
             total[key] = " + ".join(values)
-    total["graphs"] = len(records)
-    for record in records:
-        _sum_into(total, record)
+    total["graphs"] = len(documents)
+    for document in documents:
+        _sum_into(total, document)
     return total
 
 
-def graph_rows(graph, records: list[dict], matching_pairs: dict[str, str], other_graph,
-               times=None) -> list[dict]:
+# The figures of a graph row that its side's total row sums.
+_TOTALLED = (*GRAPH_KEYS, "xla_flops", "graph_instructions", "matched", "time_s", "executions")
+
+
+def graph_rows(graph, records: list[StatsRecord], matching_pairs: dict[str, str], other_graph,
+               times=None) -> list[GraphRow]:
     """One row per graph of a side (in the side's order) plus a total row: the `hlo stats` figures, graph
     instructions, how many of them matched (and into which graphs of the other side), and with a profile the measured
     device time and executions per step."""
@@ -170,27 +197,26 @@ def graph_rows(graph, records: list[dict], matching_pairs: dict[str, str], other
         nodes_by_graph.setdefault(node.graph, []).append(key)
     rows = []
     for record in records:
-        name = str(record.get("name"))
+        document = stats_document(record)
+        name = str(document.get("name"))
         keys = nodes_by_graph.get(name, [])
         matched_to: dict[str, int] = {}
         for key in keys:
             if key in matching_pairs:
                 target = other_graph.nodes[matching_pairs[key]].graph
                 matched_to[target] = matched_to.get(target, 0) + 1
-        row = {"graph": name, **{k: record.get(k) for k in GRAPH_KEYS},
-               "xla_flops": (record.get("xla_cost") or {}).get("flops"),
-               "graph_instructions": len(keys), "matched": sum(matched_to.values()), "matched_to": matched_to}
-        if times is not None:
-            row["time_s"] = times.per_module.get(name, 0.0)
-            row["executions"] = times.module_executions.get(name, 0)
-        rows.append(row)
-    total: dict[str, object] = {"graph": "total"}
-    for key in (*GRAPH_KEYS, "xla_flops", "graph_instructions", "matched", "time_s", "executions"):
-        values = [value if isinstance(value, (int, float)) else None for value in (r.get(key) for r in rows)]
+        measured = ({"time_s": times.per_module.get(name, 0.0), "executions": times.module_executions.get(name, 0)}
+                    if times is not None else {})
+        rows.append(GraphRow(graph=name, **{k: document.get(k) for k in GRAPH_KEYS},
+                             xla_flops=(document.get("xla_cost") or {}).get("flops"), graph_instructions=len(keys),
+                             matched=sum(matched_to.values()), matched_to=matched_to, **measured))
+    total: dict[str, Any] = {}
+    for key in _TOTALLED:
+        values = [value if isinstance(value, (int, float)) else None for value in (r.figure(key) for r in rows)]
         if any(v is not None for v in values):
             numbers = [v for v in values if v is not None]
             total[key] = sum(numbers) if len(numbers) == len(values) else None
-    return [*rows, total]
+    return [*rows, GraphRow(graph="total", **total)]
 
 
 def node_times(graph, times) -> dict[str, float]:
@@ -200,7 +226,21 @@ def node_times(graph, times) -> dict[str, float]:
     return {key: times.per_instruction.get((node.graph, node.name), 0.0) for key, node in graph.nodes.items()}
 
 
-def time_weighted(graph_a, graph_b, matching, times_a, times_b, top: int = 50) -> dict:
+def timed_pair(graph_a: Graph, graph_b: Graph, matching: Matching, ka: str, kb: str, a_s: float,
+               b_s: float) -> TimedPair:
+    """A matched pair with both sides' device time per step."""
+    na, nb = graph_a.nodes[ka], graph_b.nodes[kb]
+    return TimedPair(a=na.name, b=nb.name, graph_a=na.graph, graph_b=nb.graph, opcode=opcode_label(na),
+                     source_a=source_group(na.op_name), source_b=source_group(nb.op_name), a_s=a_s, b_s=b_s,
+                     delta_s=b_s - a_s, how=matching.how.get(ka))
+
+
+def opcode_label(node: Node) -> str:
+    """The opcode, with a fusion's kind: `fusion kLoop`."""
+    return node.opcode + (f" {node.detail}" if node.detail and node.opcode == "fusion" else "")
+
+
+def time_weighted(graph_a, graph_b, matching, times_a, times_b, top: int = 50) -> TimeWeighted:
     """The matching weighted by what it cost: each matched pair with both sides' measured device time per step, ranked
     by the time difference (b - a); totals of matched and one-sided time, and the device time of executions that name
     no instruction of the compared graphs."""
@@ -210,26 +250,22 @@ def time_weighted(graph_a, graph_b, matching, times_a, times_b, top: int = 50) -
         a_s, b_s = ta.get(ka, 0.0), tb.get(kb, 0.0)
         if not a_s and not b_s:
             continue
-        na, nb = graph_a.nodes[ka], graph_b.nodes[kb]
-        pairs.append({"a": na.name, "b": nb.name, "graph_a": na.graph, "graph_b": nb.graph,
-                      "opcode": na.opcode + (f" {na.detail}" if na.detail and na.opcode == "fusion" else ""),
-                      "source_a": source_group(na.op_name), "source_b": source_group(nb.op_name),
-                      "a_s": a_s, "b_s": b_s, "delta_s": b_s - a_s, "how": matching.how.get(ka)})
-    pairs.sort(key=lambda p: (-abs(p["delta_s"]), p["a"]))
-    matched_a = sum(ta.get(k, 0.0) for k in matching.pairs)
-    matched_b = sum(tb.get(k, 0.0) for k in matching.pairs.values())
-    only_a = sum(ta.get(k, 0.0) for k in matching.only_in_a)
-    only_b = sum(tb.get(k, 0.0) for k in matching.only_in_b)
-    return {
-        "basis": "measured device time per step: per instruction, the median over the kept profiled steps",
-        "steps": {"a": times_a.steps, "b": times_b.steps},
-        "kept_steps": {"a": times_a.kept, "b": times_b.kept},
-        "dropped_steps": {"a": {str(k): v for k, v in times_a.dropped.items()},
-                          "b": {str(k): v for k, v in times_b.dropped.items()}},
-        "totals": {"a": {"matched_s": matched_a, "only_s": only_a, "unplaced_s": times_a.unplaced_s,
-                         "device_s": times_a.device_s},
-                   "b": {"matched_s": matched_b, "only_s": only_b, "unplaced_s": times_b.unplaced_s,
-                         "device_s": times_b.device_s}},
-        "pairs": pairs[:top],
-        "pairs_total": len(pairs),
-    }
+        pairs.append(timed_pair(graph_a, graph_b, matching, ka, kb, a_s, b_s))
+    pairs.sort(key=lambda p: (-abs(p.delta_s), p.a))
+    # fsum: correctly rounded in any order, so that the totals do not change with the order of the instructions'
+    # sets (Python's hash seed)
+    matched_a = math.fsum(ta.get(k, 0.0) for k in matching.pairs)
+    matched_b = math.fsum(tb.get(k, 0.0) for k in matching.pairs.values())
+    only_a = math.fsum(ta.get(k, 0.0) for k in matching.only_in_a)
+    only_b = math.fsum(tb.get(k, 0.0) for k in matching.only_in_b)
+    return TimeWeighted(
+        basis="measured device time per step: per instruction, the median over the kept profiled steps",
+        steps=SideCounts(a=times_a.steps, b=times_b.steps),
+        kept_steps=SideSteps(a=times_a.kept, b=times_b.kept),
+        dropped_steps=SideDropped(a={str(k): v for k, v in times_a.dropped.items()},
+                                  b={str(k): v for k, v in times_b.dropped.items()}),
+        totals=SideTotals(a=TimeTotals(matched_s=matched_a, only_s=only_a, unplaced_s=times_a.unplaced_s,
+                                       device_s=times_a.device_s),
+                          b=TimeTotals(matched_s=matched_b, only_s=only_b, unplaced_s=times_b.unplaced_s,
+                                       device_s=times_b.device_s)),
+        pairs=pairs[:top], pairs_total=len(pairs))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hloscope.diff.compare import total_record
+from hloscope.diff.report import StatsRecord, stats_document
 from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.hlo.load import LoadedModule, load_modules
 from hloscope.hlo.stats import stats_records
@@ -21,13 +22,13 @@ from hloscope.trace.stats import trace_stats
 class Side:
     path: str
     loaded: LoadedModule  # the largest of `graphs`
-    stats: dict  # the `hlo stats` record of the one graph, or the sum over `graphs` (hloscope.diff.compare.total_record)
+    stats: StatsRecord  # the `hlo stats` record of the one graph, or the sum over `graphs` (compare.total_record)
     run: RunRecord | None = None
     trace: dict | None = None
     notes: list[str] = field(default_factory=list)
     modules: list = field(default_factory=list)  # every module read from the path (both stages)
     graphs: list = field(default_factory=list)  # the modules compared: every graph of the train step at the stage
-    graph_stats: list[dict] = field(default_factory=list)  # their `hlo stats` records, in the same order
+    graph_stats: list[StatsRecord] = field(default_factory=list)  # their `hlo stats` records, in the same order
     trace_data: object = None  # hloscope.trace.model.Trace, for the measured time per instruction
     warmup_steps: int = 1  # profiled steps that are the profiler's warm-up (run.json profile.warmup_steps)
 
@@ -87,7 +88,7 @@ def _trace(run_dir: Path, notes: list[str]):
         traces = [categorized(trace, resolver) for trace in traces]
     for trace in traces:
         try:
-            return trace, trace_stats(trace)
+            return trace, stats_document(trace_stats(trace))  # step_times and compare_traces read it by key
         except HloscopeError as error:
             notes.append(f"trace {trace.file} not read: {error}")
     return None, None
@@ -105,7 +106,7 @@ def load_side(path: str | os.PathLike, module: str | None = None, stage: str | N
     graphs = pick_graphs(modules, str(path), module, stage)
     chosen = max(graphs, key=lambda m: m.module.instruction_count)
     # each graph's record is exactly the one `hloscope hlo stats --json` prints for that module
-    records = stats_records(graphs, xla_cost=xla_cost)
+    records: list[StatsRecord] = list(stats_records(graphs, xla_cost=xla_cost))
     side = Side(path=str(path), loaded=chosen, stats=records[0] if len(records) == 1 else total_record(records),
                 modules=modules, graphs=graphs, graph_stats=records)
     if len(graphs) > 1:

@@ -21,7 +21,10 @@ import re
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
+from msgspec import UNSET
+
 from hloscope.diff.graph import Graph, Node
+from hloscope.diff.report import SourceGroup
 from hloscope.hlo.attribution import short_op_name
 
 
@@ -235,37 +238,50 @@ def source_group(op_name: str) -> str:
 
 
 def group_by_source(graph: Graph, keys: list[str], examples: int = 5,
-                    ignore: frozenset[str] = BOOKKEEPING, times: dict[str, float] | None = None) -> list[dict]:
+                    ignore: frozenset[str] = BOOKKEEPING, times: dict[str, float] | None = None) -> list[SourceGroup]:
     """Unmatched instructions grouped by source op (layer indices folded together), largest group first.
 
     Each group: op_name (the folded source op), count, opcodes {opcode: n}, sources (how many distinct op_names, e.g.
     one per layer), graphs {module: n} and a few example instruction names. With `times` (node key -> measured device
     seconds per step), each group also has `time_s`, and the groups are ranked by it instead of by count.
     """
-    groups: dict[str, dict] = {}
+    groups: dict[str, _Group] = {}
     for key in keys:
         node = graph.nodes[key]
         if node.opcode in ignore:
             continue
-        group = groups.setdefault(source_group(node.op_name), {
-            "op_name": source_group(node.op_name), "count": 0, "opcodes": defaultdict(int), "sources": set(),
-            "graphs": defaultdict(int), "examples": []})
-        group["count"] += 1
-        group["opcodes"][node.opcode] += 1
-        group["sources"].add(node.op_name)
-        group["graphs"][node.graph] += 1
+        name = source_group(node.op_name)
+        group = groups.setdefault(name, _Group(name))
+        group.count += 1
+        group.opcodes[node.opcode] += 1
+        group.sources.add(node.op_name)
+        group.graphs[node.graph] += 1
         if times is not None:
-            group["time_s"] = group.get("time_s", 0.0) + times.get(key, 0.0)
-        if len(group["examples"]) < examples:
-            group["examples"].append(node.name or key)
+            group.time_s += times.get(key, 0.0)
+        if len(group.examples) < examples:
+            group.examples.append(node.name or key)
     if times is not None:
-        result = sorted(groups.values(), key=lambda g: (-g["time_s"], -g["count"], g["op_name"]))
+        ranked = sorted(groups.values(), key=lambda g: (-g.time_s, -g.count, g.op_name))
     else:
-        result = sorted(groups.values(), key=lambda g: (-g["count"], g["op_name"]))
-    for group in result:
-        group["opcodes"] = dict(sorted(group["opcodes"].items(), key=lambda kv: (-kv[1], kv[0])))
-        group["sources"] = len(group["sources"])
-        graphs = {name: n for name, n in group.pop("graphs").items() if name}
-        if graphs:  # hand-built graphs name no module
-            group["graphs"] = graphs
-    return result
+        ranked = sorted(groups.values(), key=lambda g: (-g.count, g.op_name))
+    return [group.result(timed=times is not None) for group in ranked]
+
+
+@dataclass
+class _Group:
+    """A group of `group_by_source` while it is filled."""
+
+    op_name: str
+    count: int = 0
+    opcodes: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+    sources: set[str] = field(default_factory=set)
+    graphs: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
+    examples: list[str] = field(default_factory=list)
+    time_s: float = 0.0
+
+    def result(self, timed: bool) -> SourceGroup:
+        graphs = {name: n for name, n in self.graphs.items() if name}  # hand-built graphs name no module
+        return SourceGroup(op_name=self.op_name, count=self.count,
+                           opcodes=dict(sorted(self.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))),
+                           sources=len(self.sources), examples=self.examples,
+                           time_s=self.time_s if timed else UNSET, graphs=graphs or UNSET)

@@ -2,37 +2,61 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from hloscope.diff.adapt import graph_from_modules
-from hloscope.diff.compare import diff_report
+from hloscope.diff.compare import diff_report, matching_counts
+from hloscope.diff.graph import Graph
 from hloscope.diff.inputs import load_side, pick_graphs
-from hloscope.diff.match import match_graphs
-from hloscope.diff.timing import step_times
+from hloscope.diff.match import Matching, match_graphs
+from hloscope.diff.report import DiffReport, MatchingCounts, MatchRate
+from hloscope.diff.timing import StepTimes, step_times
 from hloscope.errors import HloscopeError, UsageError
 
 
-def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = None, xla_cost: bool = True) -> dict:
+@dataclass(frozen=True)
+class Compared:
+    """What a diff compared, beyond its report: both sides' graphs, the matching and the measured times (None without
+    a usable profile): every matched pair, where the report keeps the counts and the pairs that took the most time."""
+
+    graph_a: Graph
+    graph_b: Graph
+    matching: Matching
+    times_a: StepTimes | None
+    times_b: StepTimes | None
+
+
+def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = None,
+               xla_cost: bool = True) -> DiffReport:
     """Compare A and B (run directories, XLA dump directories or HLO text files): the report `--json` prints."""
+    return compare_paths(a, b, module, stage, xla_cost)[0]
+
+
+def compare_paths(a: Path, b: Path, module: str | None = None, stage: str | None = None,
+                  xla_cost: bool = True) -> tuple[DiffReport, Compared]:
+    """The report of A against B, and the graphs, matching and times it was made from."""
     # a wrong-typed timing field is one line naming run.json (load_run's typed record), not a crash later
     side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
     graph_a = graph_from_modules([m.module for m in side_a.graphs])
     graph_b = graph_from_modules([m.module for m in side_b.graphs])
     times_a, times_b = measured_times(side_a), measured_times(side_b)
-    report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, match_graphs(graph_a, graph_b),
-                         side_a.run, side_b.run, side_a.trace, side_b.trace, side_a.graph_stats, side_b.graph_stats,
-                         times_a, times_b)
-    report["match_rate"] = stage_match_rates(side_a, side_b, report, module)
-    report["compared"] = compared_line(side_a, side_b, report)
-    report["notes"] = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
+    matching = match_graphs(graph_a, graph_b)
+    counts = matching_counts(graph_a, graph_b, matching)
+    rates = stage_match_rates(side_a, side_b, len(matching.pairs), counts, module)
+    notes = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
     if (times_a is None) != (times_b is None):
         missing = "A" if times_a is None else "B"
-        report["notes"].append(f"{missing} has no measured time per instruction (a run directory recorded with "
-                               "--dump-hlo --profile has one), so the matching is not weighted by time")
-    hint = other_stage_hint(report["match_rate"], side_a.loaded.stage)
+        notes.append(f"{missing} has no measured time per instruction (a run directory recorded with "
+                     "--dump-hlo --profile has one), so the matching is not weighted by time")
+    hint = other_stage_hint(rates, side_a.loaded.stage)
     if hint:
-        report["notes"].append(hint)
-    return report
+        notes.append(hint)
+    report = diff_report(side_a.stats, side_b.stats, graph_a, graph_b, matching, match_rate=rates,
+                         compared=compared_line(side_a, side_b, counts), notes=notes, run_a=side_a.run,
+                         run_b=side_b.run, trace_a=side_a.trace, trace_b=side_b.trace, records_a=side_a.graph_stats,
+                         records_b=side_b.graph_stats, times_a=times_a, times_b=times_b)
+    return report, Compared(graph_a, graph_b, matching, times_a, times_b)
 
 
 def measured_times(side):
@@ -49,17 +73,15 @@ def measured_times(side):
     return times
 
 
-def _rate(matched: int, a: int, b: int) -> dict:
-    return {"matched": matched, "a_instructions": a, "b_instructions": b,
-            "rate": matched / max(a, b) if max(a, b) else None}
+def _rate(matched: int, a: int, b: int) -> MatchRate:
+    return MatchRate(matched=matched, a_instructions=a, b_instructions=b, rate=matched / max(a, b) if max(a, b) else None)
 
 
-def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
+def stage_match_rates(side_a, side_b, matched: int, counts: MatchingCounts, module: str | None) -> dict[str, MatchRate]:
     """Match rate (matched / the larger side's graph instructions) of the compared stage and, when both sides have
     it, of the other stage's largest module."""
     stage = side_a.loaded.stage
-    m = report["matching"]
-    rates = {stage: _rate(report["matched"], m["a_instructions"], m["b_instructions"])}
+    rates = {stage: _rate(matched, counts.a_instructions, counts.b_instructions)}
     other = "before" if stage == "after_optimizations" else "after"
     try:
         ma = pick_graphs(side_a.modules, side_a.path, module, other)
@@ -71,20 +93,20 @@ def stage_match_rates(side_a, side_b, report: dict, module: str | None) -> dict:
     return rates
 
 
-def other_stage_hint(rates: dict, stage: str) -> str | None:
-    compared = rates.get(stage, {}).get("rate")
+def other_stage_hint(rates: dict[str, MatchRate], stage: str) -> str | None:
+    own = rates.get(stage)
+    compared = own.rate if own is not None else None
     for other, rate in rates.items():
-        better = rate.get("rate") is not None and compared is not None and round(rate["rate"], 2) > round(compared, 2)
+        better = rate.rate is not None and compared is not None and round(rate.rate, 2) > round(compared, 2)
         if other != stage and better:
             flag = "--stage before" if other == "before_optimizations" else "--stage after"
-            return (f"the other stage matches better: {rate['rate']:.0%} of instructions {other.replace('_', ' ')} "
+            return (f"the other stage matches better: {rate.rate:.0%} of instructions {other.replace('_', ' ')} "
                     f"against {compared:.0%} {stage.replace('_', ' ')} (try {flag})")
     return None
 
 
-def compared_line(side_a, side_b, report: dict) -> str:
+def compared_line(side_a, side_b, counts: MatchingCounts) -> str:
     """What was compared, said in every output."""
-    m = report["matching"]
 
     def one(side, label, count):
         stage = side.loaded.stage.replace("_", " ")
@@ -94,6 +116,6 @@ def compared_line(side_a, side_b, report: dict) -> str:
         return (f"{label} the whole train step, {len(side.graphs)} graphs {names} ({stage}, {count:,} graph "
                 "instructions together, matched as one)")
 
-    return (one(side_a, "A", m["a_instructions"]) + " against " + one(side_b, "B", m["b_instructions"])
+    return (one(side_a, "A", counts.a_instructions) + " against " + one(side_b, "B", counts.b_instructions)
             + "; graph instructions are the entry computation and the control-flow bodies it calls (top level), "
               "while 'instructions' in the table counts every instruction, fusion bodies included")

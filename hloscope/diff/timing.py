@@ -11,6 +11,7 @@ the sum of its nodes' medians.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
@@ -76,7 +77,8 @@ def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes 
     kept = profile.kept_steps()
     if not kept:
         return None
-    keys = {k for step in kept for k in step.ops}
+    # in order, so that the sums over them (per module, the diff's totals) do not change with Python's hash seed
+    keys = sorted({k for step in kept for k in step.ops})
     per_instruction, executions = {}, {}
     for key in keys:
         if not key:
@@ -93,5 +95,5 @@ def step_times(trace, stats: dict, modules: list, warmup: int = 1) -> StepTimes 
         per_instruction=per_instruction, executions=executions, per_module=per_module,
         module_executions=module_executions,
         unplaced_s=median(s.ops[""].seconds if "" in s.ops else 0.0 for s in kept),
-        device_s=median(sum(o.seconds for o in s.ops.values()) for s in kept), steps=len(kept),
+        device_s=median(math.fsum(o.seconds for o in s.ops.values()) for s in kept), steps=len(kept),
         kept=[s.number for s in kept], dropped={profile.steps[i].number: why for i, why in profile.dropped.items()})

@@ -245,7 +245,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
         try:
             loaded = load_modules(run_dir)
             after = [m for m in loaded if m.stage == "after_optimizations"] or loaded
-            add_hlo(summary, [module_stats(m) for m in after])
+            add_hlo(summary, [module_stats(m).to_dict() for m in after])
             step_modules = train_step_modules(loaded)
             if step_modules:  # explain's op table pairs their instructions by structure with another run's
                 op_groups = InstructionGroups([m.module for m in step_modules])
@@ -262,7 +262,7 @@ def summarize_run(run_dir: str | Path) -> ModeSummary:
             for trace in load_traces(run_dir):
                 if categories is not None:  # XLA ops take the category of what their HLO computes, not of their name
                     trace = categorized(trace, categories)
-                stats = trace_stats(trace)
+                stats = trace_stats(trace).to_dict()
                 if not stats.get("per_step") and not stats.get("kernels"):
                     continue
                 add_profile(summary, trace, stats, warmup, op_group_of=op_groups, waiting_s=waiting_for_cpu(run),

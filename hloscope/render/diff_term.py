@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,6 +23,9 @@ from hloscope.render.diff_views import (
     time_totals_line,
 )
 
+if TYPE_CHECKING:
+    from hloscope.diff.report import DiffReport
+
 
 def _table(title: str, headers: list[str], rows) -> Table:
     table = Table(title=title, title_justify="left")
@@ -31,25 +36,25 @@ def _table(title: str, headers: list[str], rows) -> Table:
     return table
 
 
-def render(report: dict, console: Console) -> None:
-    console.print(escape(report.get("compared", "")), highlight=False)
+def render(report: DiffReport, console: Console) -> None:
+    console.print(escape(report.compared), highlight=False)
     console.print(_table("Side by side", ["", "A", "B", "B - A"], side_by_side(report, full_paths=False)))
     for side, title in (("a", "Graphs of A"), ("b", "Graphs of B")):
         console.print(_table(title, GRAPH_HEADERS, graph_rows_of(report, side)))
     console.print(_table("Largest opcode changes", ["opcode", "A", "B", "B - A"], opcode_changes(report)))
-    console.print(escape(match_rate_line(report)), highlight=False)
+    console.print(escape(match_rate_line(report.match_rate)), highlight=False)
     console.print(escape(matching_line(report)), highlight=False)
-    if report.get("time_weighted"):
+    if report.time_weighted:
         console.print(escape(time_totals_line(report)), highlight=False)
         console.print(_table("Matched instructions whose measured time per step changed most", PAIR_HEADERS,
                              time_pair_rows(report, 10)))
-    ranked = "by measured time per step" if report.get("time_weighted") else "by count"
-    for side, title in (("only_in_a", "Only in A, by source op"), ("only_in_b", "Only in B, by source op")):
-        if report[side]:
+    ranked = "by measured time per step" if report.time_weighted else "by count"
+    for side, title in (("a", "Only in A, by source op"), ("b", "Only in B, by source op")):
+        if report.groups(side):
             console.print(_table(f"{title}, {ranked}", group_headers(report, examples=False),
                                  group_rows_of(report, side, 10, examples=False)))
-    if report.get("traces"):
+    if report.traces:
         console.print(_table("Kernels whose time changed most (us)", ["kernel", "A", "B", "B - A"],
                              kernel_changes(report, 10)))
-    for note in report.get("notes", []):
+    for note in report.notes:
         console.print(f"note: {note}", style="yellow", highlight=False)

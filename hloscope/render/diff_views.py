@@ -1,8 +1,13 @@
-"""What every diff renderer shows, derived once from the `hloscope diff --json` document."""
+"""What every diff renderer shows, derived once from the typed diff report (hloscope.diff.report.DiffReport)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hloscope.render import fmt
+
+if TYPE_CHECKING:
+    from hloscope.diff.report import DiffReport, MatchRate
 
 # Statistics shown in the side-by-side table as scalars, in this order, and the groups expanded entry by entry.
 SCALARS = ("computations", "instructions", "kernels", "flops", "transcendentals", "bytes_accessed", "copies",
@@ -27,22 +32,22 @@ def _signed(value) -> str:
     return ("+" if value > 0 else "-") + _num(abs(value))
 
 
-def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, str, str]]:
-    """(label, a, b, b - a) rows: identity, then every scalar statistic, then each kind/target/memory entry."""
-    a, b = report["a"], report["b"]
+def side_by_side(report: DiffReport, full_paths: bool = True) -> list[tuple[str, str, str, str]]:
+    """(label, a, b, b - a) rows: identity, then every scalar statistic, then each kind/target/memory entry. The
+    sides' statistics are walked key by key (`report.record`): whatever figures their `hlo stats` records hold."""
+    a, b = report.record("a"), report.record("b")
     rows = [(key, str(a.get(key, "-")), str(b.get(key, "-")), "") for key in ("name", "file", "platform", "stage")]
     if not full_paths:
         rows[1] = ("file", str(a.get("file", "-")).rsplit("/", 1)[-1], str(b.get("file", "-")).rsplit("/", 1)[-1], "")
-    runs = report.get("runs")
-    if runs:
+    if report.runs:
         for key, label in STEP_LABELS:
-            ra, rb = runs["a"].get(key), runs["b"].get(key)
+            ra, rb = getattr(report.runs.a, key), getattr(report.runs.b, key)
             rows.append((label, fmt.ms(ra), fmt.ms(rb), fmt.signed_ms(rb - ra) if ra is not None and rb is not None
                          else ""))
     for key in SCALARS:
         if key in a or key in b:
             label = "top-level copies" if key == "copies" else key
-            rows.append((label, _num(a.get(key)), _num(b.get(key)), _signed(report["delta"].get(key))))
+            rows.append((label, _num(a.get(key)), _num(b.get(key)), _signed(report.delta.get(key))))
     bound_a, bound_b = a.get("roofline") or {}, b.get("roofline") or {}
     for key in ("serial_s", "aggregate_s"):  # GPU modules with XLA's target config beside them
         ra, rb = bound_a.get(key), bound_b.get(key)
@@ -54,9 +59,8 @@ def side_by_side(report: dict, full_paths: bool = True) -> list[tuple[str, str, 
         rows.append((label, _num(ca), _num(cb), _signed(cb - ca)))
     for group, prefix in GROUPS:
         rows.extend(_group_rows(a.get(group), b.get(group), prefix))
-    traces = report.get("traces")
-    if traces:
-        ta, tb = traces["a"], traces["b"]
+    if report.traces:
+        ta, tb = report.traces.a.to_dict(), report.traces.b.to_dict()  # their figures, key by key as the records
         rows.extend(_group_rows({k: v for k, v in ta.items() if not isinstance(v, dict)},
                                 {k: v for k, v in tb.items() if not isinstance(v, dict)}, "trace"))
         rows.extend(_group_rows(ta.get("per_step"), tb.get("per_step"), "trace per step"))
@@ -81,82 +85,81 @@ def _group_rows(da, db, prefix: str, depth: int = 0) -> list[tuple[str, str, str
     return rows
 
 
-def opcode_changes(report: dict, limit: int = 15) -> list[tuple[str, int, int, str]]:
+def opcode_changes(report: DiffReport, limit: int = 15) -> list[tuple[str, int, int, str]]:
     """(opcode, count in A, count in B, signed change) for the opcodes whose count changed most."""
-    oa, ob = report["a"].get("opcodes") or {}, report["b"].get("opcodes") or {}
-    changes = report["delta"].get("opcodes") or {}
+    oa, ob = report.record("a").get("opcodes") or {}, report.record("b").get("opcodes") or {}
+    changes = report.delta.get("opcodes") or {}
     return [(op, oa.get(op, 0), ob.get(op, 0), f"{d:+d}") for op, d in list(changes.items())[:limit]]
 
 
-def kernel_changes(report: dict, limit: int | None = None) -> list[tuple[str, str, str, str]]:
+def kernel_changes(report: DiffReport, limit: int | None = None) -> list[tuple[str, str, str, str]]:
     """(kernel, A us, B us, signed change) for the kernels whose total time changed most; [] without traces."""
-    rows = (report.get("traces") or {}).get("kernels_changed_most") or []
-    return [(r["name"], f"{r['a_us']:.1f}", f"{r['b_us']:.1f}", f"{r['delta_us']:+.1f}") for r in rows[:limit]]
+    rows = report.traces.kernels_changed_most if report.traces else []
+    return [(r.name, f"{r.a_us:.1f}", f"{r.b_us:.1f}", f"{r.delta_us:+.1f}") for r in rows[:limit]]
 
 
-def match_rate_line(report: dict) -> str:
+def match_rate_line(rates: dict[str, MatchRate]) -> str:
     """`match rate: after optimizations 60% (192 of 318), before optimizations 60% (666 of 1,115)`."""
-    parts = [f"{stage.replace('_', ' ')} {fmt.share(r['matched'], max(r['a_instructions'], r['b_instructions']))} "
-             f"({fmt.count(r['matched'])} of {fmt.count(max(r['a_instructions'], r['b_instructions']))})"
-             for stage, r in (report.get("match_rate") or {}).items()]
+    parts = [f"{stage.replace('_', ' ')} {fmt.share(r.matched, max(r.a_instructions, r.b_instructions))} "
+             f"({fmt.count(r.matched)} of {fmt.count(max(r.a_instructions, r.b_instructions))})"
+             for stage, r in rates.items()]
     return "match rate: " + ", ".join(parts) if parts else ""
 
 
-def matching_line(report: dict) -> str:
-    m = report.get("matching", {})
-    return (f"{report.get('matched', 0):,} instructions matched; {m.get('only_in_a', 0):,} of "
-            f"{m.get('a_instructions', 0):,} only in A, {m.get('only_in_b', 0):,} of {m.get('b_instructions', 0):,} "
-            f"only in B (stages: " + ", ".join(f"{k} {v:,}" for k, v in m.get("by_stage", {}).items()) + ")")
+def matching_line(report: DiffReport) -> str:
+    m = report.matching
+    return (f"{report.matched:,} instructions matched; {m.only_in_a:,} of "
+            f"{m.a_instructions:,} only in A, {m.only_in_b:,} of {m.b_instructions:,} "
+            f"only in B (stages: " + ", ".join(f"{k} {v:,}" for k, v in m.by_stage.items()) + ")")
 
 
 GRAPH_HEADERS = ["graph", "instructions", "graph instructions", "matched", "kernels", "FLOPs", "XLA FLOPs",
                  "bytes accessed", "device time / step", "executions / step"]
 
 
-def graph_rows_of(report: dict, side: str) -> list[tuple[str, ...]]:
+def graph_rows_of(report: DiffReport, side: str) -> list[tuple[str, ...]]:
     """The per-graph table of one side (`graphs.a` / `graphs.b`) with its total row; measured columns only with a
     profile."""
     rows: list[tuple[str, ...]] = []
-    for r in (report.get("graphs") or {}).get(side) or []:
-        matched = r.get("matched")
-        rows.append((r["graph"], _num(r.get("instructions")), _num(r.get("graph_instructions")),
-                     f"{_num(matched)} ({fmt.share(matched, r.get('graph_instructions'))})" if matched is not None else "-",
-                     _num(r.get("kernels")), fmt.big(r.get("flops")), fmt.big(r.get("xla_flops")),
-                     fmt.big(r.get("bytes_accessed")), fmt.ms(r.get("time_s")), _num(r.get("executions"))))
+    for r in report.graphs.side(side):
+        matched, graph_instructions = r.figure("matched"), r.figure("graph_instructions")
+        rows.append((r.graph, _num(r.figure("instructions")), _num(graph_instructions),
+                     f"{_num(matched)} ({fmt.share(matched, graph_instructions)})" if matched is not None else "-",
+                     _num(r.figure("kernels")), fmt.big(r.figure("flops")), fmt.big(r.figure("xla_flops")),
+                     fmt.big(r.figure("bytes_accessed")), fmt.ms(r.figure("time_s")), _num(r.figure("executions"))))
     return rows
 
 
-def several_graphs(report: dict) -> bool:
-    graphs = report.get("graphs") or {}
-    return any(len(graphs.get(side) or []) > 2 for side in ("a", "b"))  # a graph and the total row: one graph
+def several_graphs(report: DiffReport) -> bool:
+    return any(len(report.graphs.side(side)) > 2 for side in ("a", "b"))  # a graph and the total row: one graph
 
 
-def time_totals_line(report: dict) -> str:
+def time_totals_line(report: DiffReport) -> str:
     """`measured device time per step (median over 5 / 4 kept profiled steps): A 0.922 ms ...`."""
-    tw = report.get("time_weighted")
+    tw = report.time_weighted
     if not tw:
         return ""
-    a, b = tw["totals"]["a"], tw["totals"]["b"]
-    return (f"measured device time per step (per instruction, the median over {tw['steps']['a']} / "
-            f"{tw['steps']['b']} kept profiled steps): matched instructions A {fmt.ms(a['matched_s'])}, "
-            f"B {fmt.ms(b['matched_s'])} ({fmt.signed_ms(b['matched_s'] - a['matched_s'])}); only in A "
-            f"{fmt.ms(a['only_s'])}; only in B {fmt.ms(b['only_s'])}; in no compared instruction A "
-            f"{fmt.ms(a['unplaced_s'])}, B {fmt.ms(b['unplaced_s'])}; whole device time (median of the per-step sums) "
-            f"A {fmt.ms(a['device_s'])}, B {fmt.ms(b['device_s'])}")
+    a, b = tw.totals.a, tw.totals.b
+    return (f"measured device time per step (per instruction, the median over {tw.steps.a} / "
+            f"{tw.steps.b} kept profiled steps): matched instructions A {fmt.ms(a.matched_s)}, "
+            f"B {fmt.ms(b.matched_s)} ({fmt.signed_ms(b.matched_s - a.matched_s)}); only in A "
+            f"{fmt.ms(a.only_s)}; only in B {fmt.ms(b.only_s)}; in no compared instruction A "
+            f"{fmt.ms(a.unplaced_s)}, B {fmt.ms(b.unplaced_s)}; whole device time (median of the per-step sums) "
+            f"A {fmt.ms(a.device_s)}, B {fmt.ms(b.device_s)}")
 
 
 PAIR_HEADERS = ["A instruction", "B instruction", "opcode", "source op (A | B)", "A / step", "B / step", "B - A"]
 
 
-def time_pair_rows(report: dict, limit: int | None = 15, graphs: bool = False) -> list[tuple[str, ...]]:
+def time_pair_rows(report: DiffReport, limit: int | None = 15, graphs: bool = False) -> list[tuple[str, ...]]:
     """Matched pairs ranked by the difference of their measured device time per step."""
     rows: list[tuple[str, ...]] = []
-    for p in ((report.get("time_weighted") or {}).get("pairs") or [])[:limit]:
-        a, b = p["a"], p["b"]
+    for p in (report.time_weighted.pairs if report.time_weighted else [])[:limit]:
+        a, b = p.a, p.b
         if graphs:
-            a, b = f"{a} ({p['graph_a']})", f"{b} ({p['graph_b']})"
-        rows.append((a, b, p["opcode"], f"{p['source_a']} | {p['source_b']}", fmt.us(p["a_s"]), fmt.us(p["b_s"]),
-                     _signed_us(p["delta_s"])))
+            a, b = f"{a} ({p.graph_a})", f"{b} ({p.graph_b})"
+        rows.append((a, b, p.opcode, f"{p.source_a} | {p.source_b}", fmt.us(p.a_s), fmt.us(p.b_s),
+                     _signed_us(p.delta_s)))
     return rows
 
 
@@ -165,27 +168,27 @@ def _signed_us(seconds: float) -> str:
     return text if text == fmt.us(0.0) else ("+" if seconds > 0 else "-") + text
 
 
-def group_headers(report: dict, examples: bool = True) -> list[str]:
+def group_headers(report: DiffReport, examples: bool = True) -> list[str]:
     headers = ["source op", "count", "opcodes"]
-    if report.get("time_weighted"):
+    if report.time_weighted:
         headers.append("device time / step")
     if several_graphs(report):
         headers.append("graphs")
     return [*headers, "examples"] if examples else headers
 
 
-def group_rows_of(report: dict, side: str, limit: int = 15, examples: bool = True) -> list[tuple[str, ...]]:
-    """One-sided groups with their measured time per step (when both sides have profiles: then ranked by it) and the
-    graphs they sit in (when a side has several)."""
-    timed, graphs = bool(report.get("time_weighted")), several_graphs(report)
+def group_rows_of(report: DiffReport, side: str, limit: int = 15, examples: bool = True) -> list[tuple[str, ...]]:
+    """One-sided groups of side "a" or "b" with their measured time per step (when both sides have profiles: then
+    ranked by it) and the graphs they sit in (when a side has several)."""
+    timed, graphs = bool(report.time_weighted), several_graphs(report)
     rows = []
-    for g in report[side][:limit]:
-        row = [g["op_name"], str(g["count"]), ", ".join(f"{op} {n}" for op, n in g["opcodes"].items())]
+    for g in report.groups(side)[:limit]:
+        row = [g.op_name, str(g.count), ", ".join(f"{op} {n}" for op, n in g.opcodes.items())]
         if timed:
-            row.append(fmt.us(g.get("time_s", 0.0)))
+            row.append(fmt.us(g.time_s or 0.0))
         if graphs:
-            row.append(", ".join(f"{name} {n}" for name, n in (g.get("graphs") or {}).items()))
+            row.append(", ".join(f"{name} {n}" for name, n in (g.graphs or {}).items()))
         if examples:
-            row.append(", ".join(g["examples"][:3]))
+            row.append(", ".join(g.examples[:3]))
         rows.append(tuple(row))
     return rows

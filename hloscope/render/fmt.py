@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
+import msgspec
+
 from hloscope.errors import one_line
 
 T = TypeVar("T")
@@ -13,8 +15,8 @@ T = TypeVar("T")
 def printable(value: T) -> T:
     """`value` with every control character of its strings escaped as error lines escape them (errors.one_line:
     `\\x1b`, `\\n`, `\\u202e`): the one place where the report renderers (terminal, Markdown, HTML) make what
-    files wrote (mode names, notes, settings, op names) safe to print. Walks dataclasses, dicts, lists and tuples
-    (copies; shared objects stay shared); anything else is returned as it is."""
+    files wrote (mode names, notes, settings, op names) safe to print. Walks dataclasses, msgspec Structs, dicts,
+    lists and tuples (copies; shared objects stay shared); anything else is returned as it is."""
     return _printable(value, {})
 
 
@@ -39,6 +41,9 @@ def _printable(value: Any, seen: dict[int, Any]) -> Any:
         names = list(vars(value)) if hasattr(value, "__dict__") else [f.name for f in dataclasses.fields(value)]
         for name in names:
             object.__setattr__(out, name, _printable(getattr(value, name), seen))
+    elif isinstance(value, msgspec.Struct):  # frozen ones too: a copy with each field made printable
+        out = msgspec.structs.replace(value, **{name: _printable(getattr(value, name), seen)
+                                                for name in value.__struct_fields__})
     else:
         return value
     seen[id(value)] = out

@@ -27,6 +27,7 @@ from hloscope.trace.job import _resolver, host_of
 from hloscope.trace.load import load_trace, trace_rank
 from hloscope.trace.model import DEVICE_EXEC_KINDS, FLOW_CORRELATION_BASE, RUNTIME, STEP, Event
 from hloscope.trace.program_categories import categorized
+from hloscope.trace.results import ExportedFile, FileError
 from hloscope.trace.steps import StepLocator, step_windows
 from hloscope.writing import atomic_output
 
@@ -192,39 +193,39 @@ def _already_exported(target: Path, identity: dict[str, Any]) -> int | None:
     return rows if recorded == identity else None
 
 
-def export_task(task: tuple[str, int, str]) -> dict[str, Any]:
-    """Write one trace's events to its Parquet file (see `plan`); {"file", "rank", "out", "rows", "reused"} or
-    {"file", "error", "error_path", ...} for a trace that cannot be read or a target path that holds something
-    hloscope did not export (left as it is). Runs in pool and Dask workers alike."""
+def export_task(task: tuple[str, int, str]) -> ExportedFile | FileError:
+    """Write one trace's events to its Parquet file (see `plan`): what was written (ExportedFile), or the FileError
+    of a trace that cannot be read or a target path that holds something hloscope did not export (left as it is).
+    Runs in pool and Dask workers alike."""
     file, rank, out = task
     target = Path(out)
     try:
         identity = _identity(file)
         trace_rank(file)  # a rank beyond 64 bits is refused here, naming the file (the plan numbered it by order)
     except OSError as error:
-        return {"file": file, "error": f"cannot read: {error.strerror or error}", "error_path": file}
+        return FileError(file=file, error=f"cannot read: {error.strerror or error}", error_path=file)
     except InputError as error:
-        return {"file": file, "error": error.message, "error_path": error.path}
+        return FileError(file=file, error=error.message, error_path=error.path)
     try:
         _own_folders(target.parent)
     except _Occupied as occupied:
-        return {"file": file, "error": str(occupied), "error_path": str(target.parent)}
+        return FileError(file=file, error=str(occupied), error_path=str(target.parent))
     try:
         rows = _already_exported(target, identity)
     except _Occupied as occupied:
-        return {"file": file, "error": str(occupied), "error_path": out}
+        return FileError(file=file, error=str(occupied), error_path=out)
     if rows is not None:
-        return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 1}
+        return ExportedFile(file=file, rank=rank, out=out, rows=rows, reused=1)
     try:
         # replace only an export of hloscope's; a file that appeared meanwhile is refused
         rows = write_trace(file, target, identity, replace=target.is_file())
     except InputError as error:
-        return {"file": file, "error": error.message, "error_path": error.path, "line": error.line, "col": error.col}
+        return FileError(file=file, error=error.message, error_path=error.path, line=error.line, col=error.col)
     except FileExistsError:
-        return {"file": file, "error": "appeared while exporting: not replaced", "error_path": out}
+        return FileError(file=file, error="appeared while exporting: not replaced", error_path=out)
     except OSError as error:
-        return {"file": file, "error": f"cannot write: {error.strerror or error}", "error_path": out}
-    return {"file": file, "rank": rank, "out": out, "rows": rows, "reused": 0}
+        return FileError(file=file, error=f"cannot write: {error.strerror or error}", error_path=out)
+    return ExportedFile(file=file, rank=rank, out=out, rows=rows, reused=0)
 
 
 class _Steps:

@@ -17,7 +17,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -26,11 +26,23 @@ from hloscope.errors import HloscopeError, InputError, MissingDependency, UsageE
 from hloscope.files import open_binary
 from hloscope.machine import usable_cpus
 from hloscope.trace.load import XPLANE_SUFFIX, load_trace, run_dir_of, trace_rank
-from hloscope.trace.state_records import Record, Result
+from hloscope.trace.results import (
+    CollectiveView,
+    FileError,
+    FileSummary,
+    JobRank,
+    JobView,
+    KernelMix,
+    MatchedCollective,
+    RankMix,
+    ShareDelta,
+    SlowestStep,
+)
 from hloscope.trace.stats import trace_stats_and_totals
 
 if TYPE_CHECKING:
     from hloscope.trace.program_categories import CategoryResolver
+    from hloscope.trace.state_records import Identity
 
 # Imports inside functions: what only some runs need, kept out of `trace stats` start-up on one trace file: the
 # process pool, Dask's logging, --state's hashing and writing, the job view's statistics (~13 ms together) and a run's
@@ -40,10 +52,12 @@ SUMMARY_VERSION = 1
 MIX_THRESHOLD = 0.05  # a rank's kernel mix "differs" when half the L1 distance of its shares to the median is above this
 TOP_COLLECTIVES = 10
 # One file's summary (see summarize_file), and the successful ones with their job rank, in rank order.
-Summary = dict[str, Any]
-_Rows = list[tuple[int, Summary]]
-# What run_per_file calls as each result arrives: (index of the file, its result).
-_Arrived = Callable[[int, Summary], None]
+Summary = FileSummary | FileError
+_Rows = list[tuple[int, FileSummary]]
+# What run_per_file returns for each file (a Summary, an export's result), and calls as each one arrives: (index of
+# the file, its result).
+R = TypeVar("R")
+_Arrived = Callable[[int, R], None]
 
 
 def median(values: Iterable[float]) -> float:
@@ -158,10 +172,9 @@ def _resolver(file: Path, cache: dict[Path, CategoryResolver | None] = {}) -> Ca
 
 
 def summarize_file(file: str, top: int = 10) -> Summary:
-    """One trace's summary for the job view (picklable, JSON-able): {"file", "stats": the `trace_stats` object with
-    its "rank", "kernel_counts": {name: count}, "collectives": {"names": [...], "name": [...], "start_us": [...],
-    "dur_us": [...]}}; or {"file", "error": message, "error_path"} for a file that cannot be read. Runs anywhere the
-    file is reachable at the same path (a pool worker, a Dask worker)."""
+    """One trace's summary for the job view (picklable; `to_dict()` is its --state JSON): the `trace_stats` record
+    with its `rank`, the kernel executions by name and the collectives (FileSummary); or the FileError of a file
+    that cannot be read. Runs anywhere the file is reachable at the same path (a pool worker, a Dask worker)."""
     path = Path(file)
     try:
         rank = trace_rank(path)
@@ -173,17 +186,14 @@ def summarize_file(file: str, top: int = 10) -> Summary:
             trace = categorized(trace, resolver)
         stats, totals = trace_stats_and_totals(trace, top=top)
     except InputError as error:  # one broken trace does not hide the others
-        return {"file": str(file), "error": error.message, "error_path": error.path, "line": error.line,
-                "col": error.col}
-    stats["rank"] = rank
-    return {"file": str(file), "stats": stats, "kernel_counts": totals.kernel_counts,
-            "collectives": totals.collectives()}
+        return FileError(file=str(file), error=error.message, error_path=error.path, line=error.line, col=error.col)
+    return FileSummary(file=str(file), stats=msgspec.structs.replace(stats, rank=rank),
+                       kernel_counts=totals.kernel_counts, collectives=totals.collectives())
 
 
-def summary_error(summary: Summary) -> InputError | None:
-    if "error" not in summary:
-        return None
-    return InputError(summary["error_path"], summary["error"], summary.get("line"), summary.get("col"))
+def summary_error(summary: object) -> InputError | None:
+    """The InputError of a file that could not be read (a FileError), else None."""
+    return summary.input_error() if isinstance(summary, FileError) else None
 
 
 # ------------------------------------------------------------------------------------------ running over many files
@@ -211,17 +221,17 @@ class _NoProgress:
 
 
 def run_per_file(
-    function: Callable[..., Summary],
+    function: Callable[..., R],
     files: Sequence[Any],  # one task per file: its path, or what the function takes (trace export: a plan tuple)
     *,
     kwargs: dict[str, Any] | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
     progress: FileProgress | None = None,
-    done: dict[int, Summary] | None = None,
-    on_result: _Arrived | None = None,
+    done: dict[int, R] | None = None,
+    on_result: _Arrived[R] | None = None,
     label: str = "traces",
-) -> list[Summary]:
+) -> list[R]:
     """`function(file, **kwargs)` for every file, results in file order: serially in this process (`jobs` 1, or one
     file), in a process pool of `jobs` workers (default: every core this process may use), or on the Dask
     distributed cluster at `scheduler` (an address such as tcp://host:8786, or a `distributed.Client`); the workers
@@ -229,7 +239,7 @@ def run_per_file(
     result)` is called in this process as each result arrives (to save it). `progress`: told the total at the
     start and each file as it arrives (the CLI passes a rich bar, hloscope.render.progress)."""
     kwargs = kwargs or {}
-    results: list[Summary | None] = [None] * len(files)
+    results: list[R | None] = [None] * len(files)
     for index, result in (done or {}).items():
         results[index] = result
     todo = [index for index, result in enumerate(results) if result is None]
@@ -237,7 +247,7 @@ def run_per_file(
 
     bar = progress or _NoProgress()
 
-    def arrived(index: int, result: Summary) -> None:
+    def arrived(index: int, result: R) -> None:
         results[index] = result
         if on_result is not None:
             on_result(index, result)
@@ -257,8 +267,8 @@ def run_per_file(
     return results  # type: ignore[return-value]
 
 
-def _run_pool(function: Callable[..., Summary], files: Sequence[Any], todo: Iterable[int], kwargs: dict[str, Any],
-              workers: int, arrived: _Arrived) -> None:
+def _run_pool(function: Callable[..., R], files: Sequence[Any], todo: Iterable[int], kwargs: dict[str, Any],
+              workers: int, arrived: _Arrived[R]) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -266,7 +276,7 @@ def _run_pool(function: Callable[..., Summary], files: Sequence[Any], todo: Iter
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         # at most 2 tasks queued per worker: results arrive (and are saved) as files finish
-        pending: dict[Future[Summary], int] = {}
+        pending: dict[Future[R], int] = {}
         queue = iter(todo)
         try:
             for index in queue:
@@ -287,8 +297,8 @@ def _run_pool(function: Callable[..., Summary], files: Sequence[Any], todo: Iter
             raise
 
 
-def _run_dask(function: Callable[..., Summary], files: Sequence[Any], todo: Sequence[int], kwargs: dict[str, Any],
-              scheduler: Any, arrived: _Arrived) -> None:
+def _run_dask(function: Callable[..., R], files: Sequence[Any], todo: Sequence[int], kwargs: dict[str, Any],
+              scheduler: Any, arrived: _Arrived[R]) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as error:
@@ -438,7 +448,7 @@ class StateDir:
                 done[index] = result
         return done
 
-    def _cached(self, file: str, info: os.stat_result) -> Summary | None:
+    def _cached(self, file: str, info: os.stat_result) -> FileSummary | None:
         """The record's summary when it is one of this very trace, else None (never an exception)."""
         try:
             data = reading.read_bytes(self._path(file), "summary record", max_bytes=MAX_STATE_RECORD_BYTES)
@@ -459,7 +469,7 @@ class StateDir:
         return result
 
     def save(self, file: str, result: Summary) -> None:
-        if "error" in result:
+        if isinstance(result, FileError):
             return  # an unreadable file is tried again next time
         from hloscope.writing import atomic_output  # only for --state: tempfile costs `trace stats` 3 ms of imports
 
@@ -477,7 +487,7 @@ class StateDir:
             if existing is not None and not stat.S_ISREG(existing.st_mode):
                 raise IsADirectoryError(errno.EEXIST, "something that is not a record is in its place", str(path))
             with atomic_output(path, text=True) as handle:
-                handle.write(json.dumps({"identity": identity, "result": result}))
+                handle.write(json.dumps({"identity": identity, "result": result.to_dict()}))
         except (OSError, ValueError) as error:
             if not self._warned:
                 self._warned = True
@@ -515,32 +525,28 @@ def _file_digest(file: str, info: os.stat_result) -> str | None:
     return digest.hexdigest()
 
 
-def _decode_record(data: bytes) -> tuple[Any, Summary] | None:
-    """(identity, summary) of a record in the shape hloscope writes, or None: decoded into typed structs (every field
-    present with its type), then checked for figures that agree (_consistent)."""
+def _decode_record(data: bytes) -> tuple[Identity, FileSummary] | None:
+    """(identity, summary) of a record in the shape hloscope writes, or None: decoded into the typed summary (every
+    field present with its type), then checked for figures that agree (_consistent)."""
+    from hloscope.trace.state_records import Record  # only for --state
+
     try:
         record = msgspec.json.decode(data, type=Record)
-        result = msgspec.json.decode(data)["result"]  # the summary as the job view reads it: plain dicts
     except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError, RecursionError):
         return None
-    if not isinstance(result, dict) or _consistent(result, record.result) is None:
+    if _consistent(record.result) is None:
         return None
-    return record.identity, result
+    return record.identity, record.result
 
 
-def _consistent(result: Summary, typed: Any = None) -> Summary | None:
-    """`result` when it has a summary's shape and its figures agree: one file named throughout, as many step rows as
-    steps, the kernel counts adding up to the kernels. None otherwise."""
-    if typed is None:
-        try:
-            typed = msgspec.convert(result, type=Result)
-        except (msgspec.ValidationError, TypeError, ValueError):
-            return None
-    stats = typed.stats
-    if not (typed.file == stats.file and stats.steps == len(stats.per_step)
-            and stats.kernels == sum(typed.kernel_counts.values()) and "error" not in result):
+def _consistent(result: FileSummary) -> FileSummary | None:
+    """`result` when its figures agree: one file named throughout, its rank recorded, as many step rows as steps, the
+    kernel counts adding up to the kernels, each collective naming one of its names. None otherwise."""
+    stats = result.stats
+    if not (result.file == stats.file and stats.steps == len(stats.per_step)
+            and stats.kernels == sum(result.kernel_counts.values()) and stats.rank is not msgspec.UNSET):
         return None
-    columns = typed.collectives
+    columns = result.collectives
     if not len(columns.name) == len(columns.start_us) == len(columns.dur_us):
         return None
     if any(not 0 <= index < len(columns.names) for index in columns.name):
@@ -552,7 +558,7 @@ def _consistent(result: Summary, typed: Any = None) -> Summary | None:
 
 
 def job_view(summaries: Sequence[Summary], ranks: Sequence[int], top: int = TOP_COLLECTIVES,
-             mix_threshold: float = MIX_THRESHOLD) -> dict[str, Any]:
+             mix_threshold: float = MIX_THRESHOLD) -> JobView:
     """The job across its ranks, from the per-file summaries (errors left out) and each one's job rank:
 
     - `ranks`: per rank, steps, median step time, device busy and idle over its steps, kernels, time waiting in
@@ -566,33 +572,31 @@ def job_view(summaries: Sequence[Summary], ranks: Sequence[int], top: int = TOP_
       (half the L1 distance: 0 same, 1 disjoint), with the kernels it runs more or less than the median; `differs`:
       the ranks above `mix_threshold`.
     Deterministic: the same summaries give the same view, whatever order they were computed in."""
-    rows: _Rows = sorted(((rank, summary) for rank, summary in zip(ranks, summaries) if "error" not in summary),
-                  key=lambda pair: (pair[0], pair[1]["file"]))
-    collectives = _collectives(rows, top)
-    per_rank: list[dict[str, Any]] = []
+    rows: _Rows = sorted(((rank, summary) for rank, summary in zip(ranks, summaries)
+                          if isinstance(summary, FileSummary)), key=lambda pair: (pair[0], pair[1].file))
+    collectives, wait_by_rank, last_by_rank = _collectives(rows, top)
+    per_rank: list[JobRank] = []
     for rank, summary in rows:
-        stats = summary["stats"]
-        steps = stats["per_step"]
-        durations = [step["host_duration_us"] for step in steps]
-        per_rank.append({
-            "rank": rank, "file": summary["file"], "host": host_of(summary["file"]), "steps": stats["steps"],
-            "kernels": stats["kernels"], "device_time_us": stats["device_time_us"],
-            "median_step_us": round(median(durations), 3) if durations else None,
-            "busy_us": round(sum(step["device_busy_us"] for step in steps), 3),
-            "idle_us": round(sum(step["device_idle_us"] for step in steps), 3),
-            "collective_wait_us": collectives["wait_by_rank"].get(rank, 0.0),
-            "last_to_arrive": collectives["last_by_rank"].get(rank, 0),
-        })
-    return {"ranks": per_rank, "steps": _steps(rows), "collectives": collectives["view"],
-            "kernel_mix": _kernel_mix(rows, mix_threshold)}
+        stats = summary.stats
+        steps = stats.per_step
+        durations = [step.host_duration_us for step in steps]
+        per_rank.append(JobRank(
+            rank=rank, file=summary.file, host=host_of(summary.file), steps=stats.steps, kernels=stats.kernels,
+            device_time_us=stats.device_time_us, median_step_us=round(median(durations), 3) if durations else None,
+            busy_us=round(sum(step.device_busy_us for step in steps), 3),
+            idle_us=round(sum(step.device_idle_us for step in steps), 3),
+            collective_wait_us=wait_by_rank.get(rank, 0.0), last_to_arrive=last_by_rank.get(rank, 0),
+        ))
+    return JobView(ranks=per_rank, steps=_steps(rows), collectives=collectives,
+                   kernel_mix=_kernel_mix(rows, mix_threshold))
 
 
-def _steps(rows: _Rows) -> list[dict[str, Any]]:
+def _steps(rows: _Rows) -> list[SlowestStep]:
     by_step: dict[int, list[tuple[float, int, float]]] = {}
     for rank, summary in rows:
-        for step in summary["stats"]["per_step"]:
-            by_step.setdefault(step["step"], []).append((step["host_duration_us"], rank, step["device_busy_us"]))
-    out: list[dict[str, Any]] = []
+        for step in summary.stats.per_step:
+            by_step.setdefault(step.step, []).append((step.host_duration_us, rank, step.device_busy_us))
+    out: list[SlowestStep] = []
     for number in sorted(by_step):
         times = by_step[number]
         if len(times) < 2:
@@ -600,32 +604,33 @@ def _steps(rows: _Rows) -> list[dict[str, Any]]:
         ordered = sorted(times, key=lambda t: (-t[0], t[1]))
         slowest, following = ordered[0], ordered[1]
         middle = median(t[0] for t in times)
-        out.append({"step": number, "ranks": len(times), "slowest_rank": slowest[1],
-                    "slowest_us": round(slowest[0], 3), "slowest_busy_us": round(slowest[2], 3),
-                    "median_us": round(middle, 3), "fastest_us": round(ordered[-1][0], 3),
-                    "behind_median_us": round(slowest[0] - middle, 3),
-                    "behind_next_us": round(slowest[0] - following[0], 3), "next_rank": following[1]})
+        out.append(SlowestStep(step=number, ranks=len(times), slowest_rank=slowest[1],
+                               slowest_us=round(slowest[0], 3), slowest_busy_us=round(slowest[2], 3),
+                               median_us=round(middle, 3), fastest_us=round(ordered[-1][0], 3),
+                               behind_median_us=round(slowest[0] - middle, 3),
+                               behind_next_us=round(slowest[0] - following[0], 3), next_rank=following[1]))
     return out
 
 
-def _collectives(rows: _Rows, top: int) -> dict[str, Any]:
+def _collectives(rows: _Rows, top: int) -> tuple[CollectiveView, dict[int, float], dict[int, int]]:
     """Match each rank's collectives by (kernel name, occurrence): the n-th call of a collective kernel on one rank
-    is the n-th on every other (NCCL/RCCL and XLA issue collectives in the same order on every rank of a group)."""
+    is the n-th on every other (NCCL/RCCL and XLA issue collectives in the same order on every rank of a group).
+    Returns the view, and each rank's time waiting for later ranks and how often it was the last to arrive."""
     calls: dict[tuple[str, int], dict[int, tuple[float, float]]] = {}
     ranks_with = []
     for rank, summary in rows:
-        record = summary["collectives"]
-        if not record["name"]:
+        record = summary.collectives
+        if not record.name:
             continue
         ranks_with.append(rank)
         seen: dict[int, int] = {}
-        names = record["names"]
-        for name_index, start, duration in zip(record["name"], record["start_us"], record["dur_us"]):
+        names = record.names
+        for name_index, start, duration in zip(record.name, record.start_us, record.dur_us):
             occurrence = seen.get(name_index, 0)
             seen[name_index] = occurrence + 1
             calls.setdefault((names[name_index], occurrence), {})[rank] = (start, duration)
     wanted = len(ranks_with)
-    matched: list[dict[str, Any]] = []
+    matched: list[MatchedCollective] = []
     wait_by_rank = dict.fromkeys(ranks_with, 0.0)
     last_by_rank = dict.fromkeys(ranks_with, 0)
     for (name, occurrence), by_rank in calls.items():
@@ -637,41 +642,39 @@ def _collectives(rows: _Rows, top: int) -> dict[str, Any]:
             wait_by_rank[rank] += latest - start
         last_by_rank[last_rank] += 1
         durations = [duration for _, duration in by_rank.values()]
-        matched.append({"name": name, "occurrence": occurrence, "start_us": round(starts[0][0], 3),
-                        "start_spread_us": round(latest - starts[0][0], 3), "first_rank": starts[0][1],
-                        "last_rank": last_rank, "shortest_us": round(min(durations), 3),
-                        "longest_us": round(max(durations), 3)})
-    matched.sort(key=lambda c: (c["start_us"], c["name"], c["occurrence"]))
-    view: dict[str, Any] = {
-        "ranks": wanted,
-        "matched": len(matched),
-        "unmatched": sum(1 for by_rank in calls.values() if len(by_rank) != wanted) if wanted >= 2 else len(calls),
-        "start_spread_us": round(sum(c["start_spread_us"] for c in matched), 3),
-        "transfer_us": round(sum(c["shortest_us"] for c in matched), 3),
-        "top": sorted(matched, key=lambda c: (-c["start_spread_us"], c["start_us"], c["name"]))[:top],
-    }
-    return {"view": view, "wait_by_rank": {rank: round(us, 3) for rank, us in wait_by_rank.items()},
-            "last_by_rank": last_by_rank}
+        matched.append(MatchedCollective(name=name, occurrence=occurrence, start_us=round(starts[0][0], 3),
+                                         start_spread_us=round(latest - starts[0][0], 3), first_rank=starts[0][1],
+                                         last_rank=last_rank, shortest_us=round(min(durations), 3),
+                                         longest_us=round(max(durations), 3)))
+    matched.sort(key=lambda c: (c.start_us, c.name, c.occurrence))
+    view = CollectiveView(
+        ranks=wanted,
+        matched=len(matched),
+        unmatched=sum(1 for by_rank in calls.values() if len(by_rank) != wanted) if wanted >= 2 else len(calls),
+        start_spread_us=round(sum(c.start_spread_us for c in matched), 3),
+        transfer_us=round(sum(c.shortest_us for c in matched), 3),
+        top=sorted(matched, key=lambda c: (-c.start_spread_us, c.start_us, c.name))[:top],
+    )
+    return view, {rank: round(us, 3) for rank, us in wait_by_rank.items()}, last_by_rank
 
 
-def _kernel_mix(rows: _Rows, threshold: float) -> dict[str, Any]:
+def _kernel_mix(rows: _Rows, threshold: float) -> KernelMix:
     shares: list[tuple[int, dict[str, float]]] = []
     for rank, summary in rows:
-        counts = summary["kernel_counts"]
+        counts = summary.kernel_counts
         total = sum(counts.values())
         shares.append((rank, {name: count / total for name, count in counts.items()} if total else {}))
     if len(shares) < 2:
-        return {"ranks": [], "differs": [], "threshold": threshold}
+        return KernelMix(ranks=[], differs=[], threshold=threshold)
     names = sorted({name for _, share in shares for name in share})
     typical = {name: median(share.get(name, 0.0) for _, share in shares) for name in names}
-    out: list[dict[str, Any]] = []
+    out: list[RankMix] = []
     for rank, share in shares:
         deltas = {name: share.get(name, 0.0) - typical[name] for name in names}
         distance = 0.5 * sum(abs(delta) for delta in deltas.values())
         more = sorted((n for n in names if deltas[n] > 0), key=lambda n: (-deltas[n], n))[:3]
         less = sorted((n for n in names if deltas[n] < 0), key=lambda n: (deltas[n], n))[:3]
-        out.append({"rank": rank, "distance": round(distance, 4),
-                    "more": [{"name": n, "share_delta": round(deltas[n], 4)} for n in more],
-                    "less": [{"name": n, "share_delta": round(deltas[n], 4)} for n in less]})
-    return {"ranks": out, "differs": [row["rank"] for row in out if row["distance"] > threshold],
-            "threshold": threshold}
+        out.append(RankMix(rank=rank, distance=round(distance, 4),
+                           more=[ShareDelta(name=n, share_delta=round(deltas[n], 4)) for n in more],
+                           less=[ShareDelta(name=n, share_delta=round(deltas[n], 4)) for n in less]))
+    return KernelMix(ranks=out, differs=[row.rank for row in out if row.distance > threshold], threshold=threshold)

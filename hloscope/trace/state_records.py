@@ -1,55 +1,18 @@
-"""The shape of a `trace stats --state` record as msgspec structs: a record is decoded into these (every field present
-with its type) before anything of it is used, so a crafted or damaged record is a mismatch, never a KeyError.
-Imported only for --state (hloscope/trace/job.py: StateDir)."""
+"""The shape of a `trace stats --state` record: the identity of the trace it caches, and its summary, which is the
+job view's own FileSummary (hloscope/trace/results.py: one definition of a trace's record). A record is decoded into
+these (every field present with its type) before anything of it is used, so a crafted or damaged record is a
+mismatch, never a KeyError. Imported only for --state (hloscope/trace/job.py: StateDir)."""
 
-# No `from __future__ import annotations` here: msgspec reads the struct annotations at class creation.
+from __future__ import annotations
+
 from typing import Any
 
 import msgspec
 
-
-class StepRow(msgspec.Struct):
-    step: int | None
-    host_duration_us: float
-    kernels: int
-    device_busy_us: float
-    device_idle_us: float
-    idle_gaps: int
-    host_runtime_us: float
+from hloscope.trace.results import FileSummary
 
 
-class Stats(msgspec.Struct):
-    file: str
-    format: str
-    steps: int
-    events: int
-    kernels: int
-    devices: int
-    device_time_us: float
-    host_launch_us: float
-    host_runtime_us: float
-    categories: dict[str, float]
-    top: list[dict[str, Any]]
-    hlo_ops: list[dict[str, Any]]
-    per_step: list[StepRow]
-    rank: int | None
-
-
-class Collectives(msgspec.Struct):
-    names: list[str]
-    name: list[int]
-    start_us: list[float]
-    dur_us: list[float]
-
-
-class Result(msgspec.Struct):
-    file: str
-    stats: Stats
-    kernel_counts: dict[str, int]
-    collectives: Collectives
-
-
-class Identity(msgspec.Struct, forbid_unknown_fields=True):
+class Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     file: str
     size: int
     mtime_ns: int
@@ -58,6 +21,6 @@ class Identity(msgspec.Struct, forbid_unknown_fields=True):
     version: int
 
 
-class Record(msgspec.Struct, forbid_unknown_fields=True):
+class Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     identity: Identity
-    result: Result
+    result: FileSummary

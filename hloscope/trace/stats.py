@@ -12,7 +12,9 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+import msgspec
 
 from hloscope.trace.model import (
     CATEGORIES,
@@ -28,6 +30,17 @@ from hloscope.trace.model import (
     STEP,
     Event,
     Trace,
+)
+from hloscope.trace.results import (
+    BeforeWindow,
+    Collectives,
+    HloOpRow,
+    HostOps,
+    ModeRow,
+    RankRow,
+    StepRow,
+    TopRow,
+    TraceRecord,
 )
 from hloscope.trace.steps import StepLocator, StepWindow, busy_summary, exposed_time, step_windows
 
@@ -148,16 +161,16 @@ class _Accumulator:
         self.collective_start.append(event.start_us)
         self.collective_dur.append(event.dur_us)
 
-    def collectives(self) -> dict[str, list[Any]]:
+    def collectives(self) -> Collectives:
         """The collectives in start order (the n-th occurrence of a collective is its n-th call on this device):
-        {"names": distinct names, "name": index into names, "start_us", "dur_us"}."""
+        distinct `names`, each call's `name` (index into names), `start_us` and `dur_us`."""
         order = sorted(range(len(self.collective_start)), key=self.collective_start.__getitem__)
-        return {
-            "names": self.collective_names,
-            "name": [self.collective_name[i] for i in order],
-            "start_us": [self.collective_start[i] for i in order],
-            "dur_us": [self.collective_dur[i] for i in order],
-        }
+        return Collectives(
+            names=self.collective_names,
+            name=[self.collective_name[i] for i in order],
+            start_us=[self.collective_start[i] for i in order],
+            dur_us=[self.collective_dur[i] for i in order],
+        )
 
     def _execution_start(self, event: Event) -> float:
         """Where the program execution holding this XLA op began: a new execution starts on a lane when an op of the
@@ -196,8 +209,8 @@ class _Accumulator:
             span[1] = max(span[1], event.end_us)
 
 
-def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None) -> dict[str, Any]:
-    """The JSON summary of one trace (see docs/trace.md for every key). `categories`: a
+def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None) -> TraceRecord:
+    """The summary of one trace, typed (`to_dict()`: the JSON, docs/trace.md has every key). `categories`: a
     `program_categories.CategoryResolver` (or any Event -> category function) that decides the category of each
     device execution, e.g. from the run's HLO; without it, the readers' name-based categories stand."""
     return trace_stats_and_totals(trace, top, categories)[0]
@@ -205,7 +218,7 @@ def trace_stats(trace: Trace, top: int = TOP_N, categories: Callable[[Event], st
 
 def trace_stats_and_totals(
     trace: Trace, top: int = TOP_N, categories: Callable[[Event], str] | None = None,
-) -> tuple[dict[str, Any], _Accumulator]:
+) -> tuple[TraceRecord, _Accumulator]:
     """`trace_stats`, and the totals of the pass it made (kernel counts by name, the collectives) for the job view."""
     if categories is not None:
         from hloscope.trace.program_categories import categorized
@@ -214,84 +227,77 @@ def trace_stats_and_totals(
     acc = _Accumulator()
     acc.add_all(trace.events)
     result = _result(trace, acc, top)
-    if not result["kernels"] and result["per_step"]:
-        result["host_ops"] = _host_ops(trace, result["per_step"], top)
+    if not result.kernels and result.per_step:
+        per_step, host_ops = _host_ops(trace, result.per_step, top)
+        result = msgspec.structs.replace(result, per_step=per_step, host_ops=host_ops)
     return result, acc
 
 
-def _host_ops(trace: Trace, per_step: list[dict[str, Any]], top: int) -> dict[str, Any]:
+def _host_ops(trace: Trace, per_step: list[StepRow], top: int) -> tuple[list[StepRow], HostOps]:
     """A host-only trace (PyTorch on the CPU): the framework ops that did the work, per step (a second pass over the
-    events; such traces hold no device events)."""
+    events; such traces hold no device events); and the steps with the collectives the host recorded."""
     from hloscope.trace.step_profile import host_op_table, profile_steps, step_parts
 
-    windows = [(w["step"], w["start_us"], w["start_us"] + w["host_duration_us"]) for w in per_step]
+    windows = [(w.step, w.start_us, w.start_us + w.host_duration_us) for w in per_step]
     parts = step_parts(trace.events, windows)
     by_number = {part.number: part for part in parts}
+    steps = []
     for step in per_step:  # DDP on the CPU: gloo's collectives, recorded on the host
-        part = by_number[step["step"]]
-        step["collective_us"] = round(part.collective_s * 1e6, 3)
-        step["collective_exposed_us"] = round(part.collective_exposed_s * 1e6, 3)
-    return host_op_table(profile_steps(parts, warmup=1), top)
+        part = by_number[step.step]
+        steps.append(msgspec.structs.replace(step, collective_us=round(part.collective_s * 1e6, 3),
+                                             collective_exposed_us=round(part.collective_exposed_s * 1e6, 3)))
+    return steps, msgspec.convert(host_op_table(profile_steps(parts, warmup=1), top), HostOps)
 
 
 def summarize_events(
     events: Iterable[Event], file: str = "<events>", format: str = "events", top: int = TOP_N,
     categories: Callable[[Event], str] | None = None,
-) -> dict[str, Any]:
+) -> TraceRecord:
     """`trace_stats` for any iterable of events (tests, filtered views)."""
     return trace_stats(Trace(file=file, format=format, events=events), top, categories)
 
 
-def _result(trace: Trace, acc: _Accumulator, top: int) -> dict[str, Any]:
+def _result(trace: Trace, acc: _Accumulator, top: int) -> TraceRecord:
     device_time = acc.device_time
     ranked = sorted(acc.by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
     host_launch = _dispatched_time(acc)
     per_step, step_source, before_window = _per_step(acc)
-    return {
-        "file": trace.file,
-        "format": trace.format,
-        "steps": len(per_step),
-        "step_source": step_source,
-        "events": acc.events,
-        "kernels": acc.kernels,
-        "device_time_us": round(device_time, 3),
-        "devices": len(acc.devices),
-        "host_runtime_us": round(acc.host_runtime, 3),
-        "host_launch_us": round(host_launch, 3),
-        "categories": {name: round(total, 3) for name, total in acc.categories.items()},
-        "category_source": next((source for source in (SOURCE_HLO, SOURCE_PROFILER) if acc.source_time.get(source)),
-                                SOURCE_NAMES),
-        "category_source_us": {name: round(total, 3) for name, total in acc.source_time.items()},
-        "executions_by_category": dict(acc.executions_by_category),
-        "top": [
-            {
-                "name": name,
-                "count": count,
-                "total_us": round(total, 3),
-                "share": round(total / device_time, 4) if device_time else 0.0,
-            }
+    return TraceRecord(
+        file=trace.file,
+        format=trace.format,
+        steps=len(per_step),
+        step_source=step_source,
+        events=acc.events,
+        kernels=acc.kernels,
+        device_time_us=round(device_time, 3),
+        devices=len(acc.devices),
+        host_runtime_us=round(acc.host_runtime, 3),
+        host_launch_us=round(host_launch, 3),
+        categories={name: round(total, 3) for name, total in acc.categories.items()},
+        category_source=next((source for source in (SOURCE_HLO, SOURCE_PROFILER) if acc.source_time.get(source)),
+                             SOURCE_NAMES),
+        category_source_us={name: round(total, 3) for name, total in acc.source_time.items()},
+        executions_by_category=dict(acc.executions_by_category),
+        top=[
+            TopRow(name=name, count=int(count), total_us=round(total, 3),
+                   share=round(total / device_time, 4) if device_time else 0.0)
             for name, (count, total) in ranked
         ],
-        "hlo_ops": [
-            {
-                "hlo_op": op,
-                "hlo_module": module,
-                "count": count,
-                "total_us": round(total, 3),
-                "share": round(total / device_time, 4) if device_time else 0.0,
-            }
+        hlo_ops=[
+            HloOpRow(hlo_op=op, hlo_module=module, count=int(count), total_us=round(total, 3),
+                     share=round(total / device_time, 4) if device_time else 0.0)
             for (module, op), (count, total) in sorted(acc.by_hlo_op.items(), key=lambda item: -item[1][1])[:top]
         ],
-        "per_step": per_step,
-        "before_window": before_window,
-    }
+        per_step=per_step,
+        before_window=before_window,
+    )
 
 
-def _before_window(executions: int = 0, kernels: int = 0, time_us: float = 0.0) -> dict[str, float]:
-    return {"executions": executions, "kernels": kernels, "device_time_us": round(time_us, 3)}
+def _before_window(executions: int = 0, kernels: int = 0, time_us: float = 0.0) -> BeforeWindow:
+    return BeforeWindow(executions=executions, kernels=kernels, device_time_us=round(time_us, 3))
 
 
-def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict[str, float]]:
+def _per_step(acc: _Accumulator) -> tuple[list[StepRow], str | None, BeforeWindow]:
     host_windows = step_windows(acc.host_markers)
     windows = host_windows or step_windows(acc.device_markers)
     source = "markers" if windows else None
@@ -308,23 +314,22 @@ def _per_step(acc: _Accumulator) -> tuple[list[dict[str, Any]], str | None, dict
     out = []
     for index, (window, step) in enumerate(zip(windows, figures, strict=True)):
         out.append(
-            {
-                "step": window.number,
-                "start_us": round(window.start_us, 3),
-                "host_duration_us": round(window.end_us - window.start_us, 3),
-                "kernels": step.kernels,
-                "device_busy_us": round(step.busy_us, 3),
-                "device_span_us": round(step.span_us, 3),
-                "device_idle_us": round(step.idle_us, 3),
-                "idle_gaps": step.gaps,
-                "largest_gap_us": round(step.largest_gap_us, 3),
-                "host_runtime_us": round(launch_time[index], 3),
-                "executions_by_category": dict(zip(CATEGORIES, step.category_counts)),
-                "categories_us": {name: round(total, 3) for name, total in zip(CATEGORIES, step.category_time)},
-                # wall time with a collective running (union), and the part of it with no other device work beside it
-                "collective_us": round(step.collective_us, 3),
-                "collective_exposed_us": round(step.collective_exposed_us, 3),
-            }
+            StepRow(
+                step=window.number,
+                start_us=round(window.start_us, 3),
+                host_duration_us=round(window.end_us - window.start_us, 3),
+                kernels=step.kernels,
+                device_busy_us=round(step.busy_us, 3),
+                device_span_us=round(step.span_us, 3),
+                device_idle_us=round(step.idle_us, 3),
+                idle_gaps=step.gaps,
+                largest_gap_us=round(step.largest_gap_us, 3),
+                host_runtime_us=round(launch_time[index], 3),
+                executions_by_category=dict(zip(CATEGORIES, step.category_counts)),
+                categories_us={name: round(total, 3) for name, total in zip(CATEGORIES, step.category_time)},
+                collective_us=round(step.collective_us, 3),
+                collective_exposed_us=round(step.collective_exposed_us, 3),
+            )
         )
     return out, source, _before_window(*early)
 
@@ -477,43 +482,42 @@ class _LaunchSteps:
         return self._others.get(correlation)
 
 
-def rank_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rank_summary(results: list[TraceRecord]) -> list[RankRow]:
     """One row per trace of a multi-rank directory (two or more traces with a known rank, HTA's layout), by rank:
     steps, kernels, device time, host dispatch, the median step's device busy time and the work launched before the
     profiling window. Empty otherwise."""
-    ranked = [r for r in results if r.get("rank") is not None]
+    ranked = [(r.rank, r) for r in results if isinstance(r.rank, int)]
     if len(ranked) < 2:
         return []
     from statistics import median  # not for one trace: 2 ms of imports
 
     rows = []
-    for result in sorted(ranked, key=lambda r: (r["rank"], r["file"])):
-        busy = [step["device_busy_us"] for step in result["per_step"]]
-        rows.append({"rank": result["rank"], "file": result["file"], "steps": result["steps"],
-                     "kernels": result["kernels"], "device_time_us": result["device_time_us"],
-                     "host_launch_us": result["host_launch_us"],
-                     "median_step_busy_us": round(median(busy), 3) if busy else None,
-                     "before_window_us": (result.get("before_window") or {}).get("device_time_us", 0.0)})
+    for rank, result in sorted(ranked, key=lambda pair: (pair[0], pair[1].file)):
+        busy = [step.device_busy_us for step in result.per_step]
+        rows.append(RankRow(rank=rank, file=result.file, steps=result.steps, kernels=result.kernels,
+                            device_time_us=result.device_time_us, host_launch_us=result.host_launch_us,
+                            median_step_busy_us=round(median(busy), 3) if busy else None,
+                            before_window_us=result.before_window.device_time_us))
     return rows
 
 
-def mode_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def mode_summary(results: list[TraceRecord]) -> list[ModeRow]:
     """One row per mode of a comparison (traces whose record names a `mode`; two or more modes), in the comparison's
     order: its traces, steps, kernels, device time, host dispatch, and the median step's host time and device busy
     time over all its traces' steps. Empty otherwise: modes are separate runs, never ranks of one job."""
-    modes = list(dict.fromkeys(r["mode"] for r in results if r.get("mode") is not None))
+    modes = list(dict.fromkeys(r.mode for r in results if isinstance(r.mode, str)))
     if len(modes) < 2:
         return []
     from statistics import median
 
     rows = []
     for mode in modes:
-        mine = [r for r in results if r.get("mode") == mode]
-        steps = [step for r in mine for step in r["per_step"]]
-        rows.append({"mode": mode, "traces": len(mine), "steps": sum(r["steps"] for r in mine),
-                     "kernels": sum(r["kernels"] for r in mine),
-                     "device_time_us": round(sum(r["device_time_us"] for r in mine), 3),
-                     "host_launch_us": round(sum(r["host_launch_us"] for r in mine), 3),
-                     "median_step_us": round(median(s["host_duration_us"] for s in steps), 3) if steps else None,
-                     "median_step_busy_us": round(median(s["device_busy_us"] for s in steps), 3) if steps else None})
+        mine = [r for r in results if r.mode == mode]
+        steps = [step for r in mine for step in r.per_step]
+        rows.append(ModeRow(mode=mode, traces=len(mine), steps=sum(r.steps for r in mine),
+                            kernels=sum(r.kernels for r in mine),
+                            device_time_us=round(sum(r.device_time_us for r in mine), 3),
+                            host_launch_us=round(sum(r.host_launch_us for r in mine), 3),
+                            median_step_us=round(median(s.host_duration_us for s in steps), 3) if steps else None,
+                            median_step_busy_us=round(median(s.device_busy_us for s in steps), 3) if steps else None))
     return rows

@@ -21,6 +21,7 @@ from hloscope.trace.job import _resolver, ranks_within_modes
 from hloscope.trace.load import load_trace, trace_files_and_modes, trace_rank
 from hloscope.trace.model import CATEGORIES, HOST_OP
 from hloscope.trace.program_categories import categorized
+from hloscope.trace.results import TraceRecord
 from hloscope.trace.stats import trace_stats_and_totals
 
 
@@ -79,7 +80,7 @@ class _Summary:
     """One trace's `trace stats` record and the totals of the pass that made it."""
 
     trace: TraceSource
-    stats: dict[str, Any]
+    stats: TraceRecord
     by_name: dict[str, list[float]]  # kernel / op name -> [count, total_us]
     by_hlo_op: dict[tuple[str | None, str], list[float]]  # (module, instruction) -> [count, total_us]
 
@@ -103,7 +104,7 @@ def kernels_table(traces: list[TraceSource]) -> Any:
               ("share", pa.float64())]
     rows: list[dict[str, Any]] = []
     for summary in _summaries(traces):
-        device_time = summary.stats["device_time_us"]
+        device_time = summary.stats.device_time_us
         ranked = sorted(summary.by_name.items(), key=lambda item: item[1][1], reverse=True)  # as trace stats ranks
         for name, (count, total) in ranked:
             rows.append({**_source(summary.trace), "name": name, "count": int(count), "total_us": round(total, 3),
@@ -121,7 +122,7 @@ def ops_table(traces: list[TraceSource]) -> Any:
               ("count", pa.int64()), ("total_us", pa.float64()), ("self_us", pa.float64()), ("share", pa.float64())]
     rows: list[dict[str, Any]] = []
     for summary in _summaries(traces):
-        device_time = summary.stats["device_time_us"]
+        device_time = summary.stats.device_time_us
         for (module, op), (count, total) in sorted(summary.by_hlo_op.items(), key=lambda item: -item[1][1]):
             rows.append({**_source(summary.trace), "kind": "hlo", "hlo_module": module, "name": op,
                          "count": int(count), "total_us": round(total, 3), "self_us": round(total, 3),
@@ -163,11 +164,12 @@ def steps_table(traces: list[TraceSource]) -> Any:
               *((f"categories_us.{category}", pa.float64()) for category in CATEGORIES)]
     rows: list[dict[str, Any]] = []
     for summary in _summaries(traces):
-        for step in summary.stats["per_step"]:
-            row = {**_source(summary.trace), **{key: value for key, value in step.items() if not isinstance(value, dict)}}
+        for step in summary.stats.per_step:
+            row = {**_source(summary.trace), "step": step.step, "kernels": step.kernels, "idle_gaps": step.idle_gaps,
+                   **{name: getattr(step, name) for name in _STEP_NUMBERS}}
             for category in CATEGORIES:
-                row[f"executions_by_category.{category}"] = step["executions_by_category"][category]
-                row[f"categories_us.{category}"] = step["categories_us"][category]
+                row[f"executions_by_category.{category}"] = step.executions_by_category[category]
+                row[f"categories_us.{category}"] = step.categories_us[category]
             rows.append(row)
     return pa.Table.from_pylist(rows, schema=_with_pandas_types(pa, fields, ("rank",)))
 
