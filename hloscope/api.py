@@ -34,34 +34,54 @@ with one mode and `repeats=1` runs it in a fresh process and returns its compari
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from hloscope.errors import InputError, UsageError, warn
+from hloscope.errors import HloscopeError, InputError, UsageError, warn
 from hloscope.limits import (
+    MAX_BUDGET_MIN,
+    MAX_HOST_DELAY_MS,
     MAX_MIN_GAP,
     MAX_PROFILE_STEPS,
+    MAX_REPEATS,
     MAX_SEED,
     MAX_SOURCE_DEPTH,
     MAX_STEPS,
+    MAX_TEST_REPEATS,
     MAX_TOP_ROWS,
     MAX_WARMUP,
     check_range,
 )
+from hloscope.machine import check_threads
 from hloscope.modes import (
+    FRAMEWORK_IMPORTS,
     MODES,
+    TARGET_MODES,
+    get_mode,
+    parse_device_counts,
+    parse_modes,
+    settings_refusal,
 )
-from hloscope.runs.records import ComparisonRecord, RunRecord
+from hloscope.runs.records import ComparisonEntry, ComparisonRecord, RunRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from hloscope.backends.base import RunOptions
     from hloscope.diff.report import DiffReport
+    from hloscope.explain.experiments import TestedBlock
     from hloscope.explain.report import ExplainReport
+    from hloscope.explain.tested import TestingPlan, TestingProgress
     from hloscope.hlo.load import LoadedModule
     from hloscope.hlo.results import ModuleStats
+    from hloscope.runs.calibration_record import Calibration
+    from hloscope.runs.records import AuditStage
     from hloscope.runs.replay_record import ReplayRecord
+    from hloscope.runs.runner import PlannedRun
     from hloscope.tensorboard.logdir import Session, ViewLogdir
     from hloscope.trace.results import ExportSummary, TraceJob, TraceRecord
 
@@ -396,6 +416,283 @@ def explain(*paths: PathLike, baseline: str | None = None, min_gap: float = 0.05
     report = explain_runs(found_summaries, baseline=baseline, min_gap=min_gap)
     report.comparison = meta
     return report
+
+
+class CompareProgress(Protocol):
+    """Told what `compare` is doing as it does it (the command draws its progress bar and tables from this; a notebook
+    may ignore it): each method is called in the order the comparison goes."""
+
+    def skipped(self, mode: str, why: str) -> None:
+        """A mode left out of the default set (not installed, no target capture, one device only)."""
+
+    def started(self, directory: Path, modes: list[str], device_counts: list[int], repeats: int) -> None:
+        """The comparison directory is made; nothing has run yet."""
+
+    def auditing(self, mode: str) -> None:
+        """The fairness audit sets `mode` up."""
+
+    def audited(self, audit: AuditStage) -> None:
+        """The fairness audit is done."""
+
+    def running(self, runs: int) -> None:
+        """The timed runs start: `runs` processes in all."""
+
+    def run_started(self, label: str) -> None: ...
+
+    def run_phase(self, mode: str, where: str) -> None:
+        """Where a running process is (imports, compile, steps, ...)."""
+
+    def run_done(self, entry: ComparisonEntry) -> None: ...
+
+    def runs_done(self) -> None: ...
+
+    def replay_started(self, mode: str) -> None: ...
+
+    def replay_done(self, mode: str, summary: dict[str, Any]) -> None: ...
+
+
+class _QuietCompare:
+    """A CompareProgress that is told everything and says nothing."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *arguments: None
+
+
+def compare(options: RunOptions, modes: Sequence[str] | None = None, out: PathLike = "traces", repeats: int = 3,
+            device_counts: Sequence[int] | None = None, timeout_s: float | None = None, audit: bool = True,
+            replay: bool = False, progress: CompareProgress | None = None) -> ComparisonRecord:
+    """`hloscope compare`: every mode in `repeats` fresh processes, round-robin with the order rotated each round, into
+    a new compare-<UTC> comparison directory under `out`; returns comparison.json, typed (`.dir` is the directory).
+    `options` is every run's options (its `mode` is set per mode); `modes` default to every mode whose framework is
+    installed (those not are told to `progress.skipped`). With `device_counts` (several), every mode at each count;
+    a mode that refuses a setting or a count is recorded as refused while the others run. `audit`: the fairness audit
+    first (every mode set up once). `replay`: each XLA mode's program replayed alone after the timing (the HLO is
+    dumped for it). A mode that fails is recorded with its error; the others complete. `timeout_s` stops a process
+    that runs longer. UsageError (nothing created) for settings no mode can run."""
+    from hloscope.backends.base import check_target_settings
+    from hloscope.runs.audit import run_audit
+    from hloscope.runs.rundir import create_run_dir
+    from hloscope.runs.runner import run_comparison
+
+    told: CompareProgress = progress or _QuietCompare()
+    check_range("repeats", repeats, 1, MAX_REPEATS)
+    counts = parse_device_counts(",".join(map(str, device_counts))) if device_counts else [options.devices]
+    # the options are named as the command's flags, as every UsageError of a setting is
+    if replay and options.target:
+        raise UsageError("--replay times the programs on this machine; --target compiles for another GPU without "
+                         "running anything: use one or the other")
+    if options.max_batch and not options.target:
+        raise UsageError("--max-batch searches by compiling for a GPU: give --target h100|a100|PATH")
+    if options.target and len(counts) > 1:
+        raise UsageError("--target compiles for one GPU without running anything: give one --devices count")
+    options = dataclasses.replace(options, devices=counts[0], dump_hlo=options.dump_hlo or replay)
+    options.preset  # noqa: B018 - an unknown model or sequence length is refused before anything runs
+    check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
+    check_threads(options.threads)  # the settings a mode refuses are recorded as refused, the others run
+    selected, plan = _select_modes(modes, options, counts, told)
+    by_devices = plan is not None
+    plan = _refuse_settings(selected, options, plan)
+    runnable = [mode for mode in selected if plan is None or any(p.mode == mode and p.refused is None for p in plan)]
+    if not runnable and plan:  # every selected mode refuses: one line, as run refuses, and no directory
+        raise UsageError(next(str(p.refused) for p in plan if p.refused is not None))
+    if options.target:
+        repeats = 1  # compiled for another GPU, nothing timed: one process says it all
+    options_for = lambda mode: dataclasses.replace(options, mode=mode)  # noqa: E731
+    config = {k: v for k, v in options_for(selected[0]).to_json().items() if k not in ("mode", "compile_model")}
+    config["modes"] = selected
+    config["repeats"] = repeats
+    if by_devices:
+        config["devices"] = counts  # every mode at each count (comparison.json's entries each hold their own)
+    directory = create_run_dir(Path(out), None, prefix="compare")
+    told.started(directory, selected, counts if by_devices else [], repeats)
+    try:
+        audit_before = None
+        if audit and not options.target and runnable:
+            audit_before = run_audit(runnable, options_for, timeout_s, on_mode=told.auditing)
+            told.audited(audit_before)
+    except KeyboardInterrupt:  # a Ctrl-C during the audit leaves no empty comparison directory behind
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+        raise
+    told.running((len(plan) if plan is not None else len(selected)) * repeats)
+    try:
+        record = run_comparison(selected, options_for, directory, config, on_mode_start=told.run_started,
+                                on_mode_phase=told.run_phase, on_mode_done=told.run_done, timeout_s=timeout_s,
+                                audit_before=audit_before, plan=plan, repeats=repeats)
+    finally:
+        told.runs_done()
+    return _replayed(record, options, timeout_s, told) if replay else record
+
+
+def _select_modes(modes: Sequence[str] | None, options: RunOptions, counts: list[int],
+                  told: CompareProgress) -> tuple[list[str], list[PlannedRun] | None]:
+    """The modes to run (every installed one by default, those that compile for the target, those that run on the
+    device count), and the plan of (mode, devices) runs when several device counts are given (else None)."""
+    from hloscope.targets.run_target import check_target_run
+
+    if modes is None:
+        selected = []
+        for known in MODES:
+            if all(find_spec(package) is not None for package in known.packages):
+                selected.append(known.name)
+            else:
+                told.skipped(known.name, "its framework is not installed")
+    else:
+        selected = parse_modes(",".join(modes))
+    if options.target:
+        kept = [mode for mode in selected if mode in TARGET_MODES]
+        for mode in selected:
+            if mode not in kept:
+                told.skipped(mode, f"a target needs an XLA graph ({', '.join(sorted(TARGET_MODES))})")
+        if kept:
+            check_target_run(kept[0], options.target, options.max_batch)
+        selected = kept
+    plan = None
+    if len(counts) > 1:
+        plan = _device_plan(selected, counts, options.batch_size)
+    else:
+        selected = _devices_modes(selected, counts[0], options.batch_size, modes is None, told)
+    if not selected:
+        raise UsageError(f"no mode to run: install {_packages_hint()}")
+    return selected, plan
+
+
+def _devices_modes(selected: list[str], devices: int, batch_size: int, by_default: bool,
+                   told: CompareProgress) -> list[str]:
+    """More than one device: modes named must all support it (else one line naming the mode); the default set keeps
+    those that do, telling which it skips."""
+    from hloscope.backends.devices import check_devices
+
+    if devices > 1 and by_default:
+        for mode in [m for m in selected if not get_mode(m).data_parallel]:
+            told.skipped(mode, f"runs on one device only ({devices} devices asked for)")
+        selected = [m for m in selected if get_mode(m).data_parallel]
+    for mode in selected:
+        check_devices(mode, devices, batch_size)
+    return selected
+
+
+def _device_plan(selected: list[str], counts: list[int], batch_size: int) -> list[PlannedRun]:
+    """Several device counts: every selected mode at each count, the smallest count first; a count the mode refuses
+    (one device only, a batch the count does not divide) is planned as refused with check_devices' one line."""
+    from hloscope.backends.devices import check_devices
+    from hloscope.runs.runner import PlannedRun
+
+    plan = []
+    for count in counts:
+        for mode in selected:
+            try:
+                check_devices(mode, count, batch_size)
+            except UsageError as error:
+                plan.append(PlannedRun(mode, count, refused=str(error)))
+                continue
+            plan.append(PlannedRun(mode, count))
+    return plan
+
+
+def _refuse_settings(selected: list[str], options: RunOptions,
+                     plan: list[PlannedRun] | None) -> list[PlannedRun] | None:
+    """The modes that refuse donation, a compile mode or fullgraph are planned as refused with the one line why, and
+    the others run; the plan as it was (None: one run per mode) when no mode refuses."""
+    from hloscope.runs.runner import PlannedRun
+
+    refusals = {mode: settings_refusal(mode, options.donate, options.compile_mode, options.fullgraph)
+                for mode in selected}
+    if not any(refusals.values()):
+        return plan
+    if plan is None:
+        return [PlannedRun(mode, refused=refusals[mode]) for mode in selected]
+    return [p if p.refused is not None or refusals[p.mode] is None else dataclasses.replace(p, refused=refusals[p.mode])
+            for p in plan]
+
+
+def _packages_hint() -> str:
+    """`torch, torch_xla or jax (with flax, optax, transformers)`: the frameworks, then the other packages."""
+    main = list(FRAMEWORK_IMPORTS)
+    extra = sorted({p for m in MODES for p in m.packages} - set(main))
+    named = ", ".join(main[:-1]) + f" or {main[-1]}" if len(main) > 1 else main[0]
+    return f"{named} (with {', '.join(extra)})" if extra else named
+
+
+def _replayed(comparison: ComparisonRecord, options: RunOptions, timeout_s: float | None,
+              told: CompareProgress) -> ComparisonRecord:
+    """Each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py); comparison.json rewritten with
+    the replays (a replay that fails is recorded with its error, nothing else lost)."""
+    import msgspec
+
+    from hloscope.runs.records import ReplayPlan, amended_comparison
+    from hloscope.runs.replays import replay_comparison
+    from hloscope.runs.rundir import write_comparison
+
+    done = replay_comparison(comparison, options.steps, options.warmup, options.device, timeout_s,
+                             on_start=told.replay_started, on_done=told.replay_done)
+    replays = {entry.dir: replay for entry, replay in done}
+    modes = [msgspec.structs.replace(entry, replay=replays[entry.dir]) if entry.dir in replays else entry
+             for entry in comparison.modes]
+    replayed = amended_comparison(comparison, modes=modes, replay=ReplayPlan(
+        steps=options.steps, warmup=options.warmup, device=options.device,
+        how="hloscope replay RUN_DIR, one subprocess per XLA mode, after the timing"))
+    write_comparison(replayed.dir, replayed)
+    return replayed
+
+
+def hypothesis_tests(report: ExplainReport, out: PathLike, budget_min: float | None = None, repeats: int = 3,
+                     rules: Sequence[str] = (), on_plan: Callable[[TestingPlan], None] | None = None,
+                     progress: TestingProgress | None = None) -> TestedBlock:
+    """explain's hypotheses tested by re-runs (`--test-hypotheses`): for each significant gap of `report` (from
+    `explain`), the slower configuration run again with each suspected setting changed to the faster one's,
+    interleaved with both in `repeats` fresh processes, into new tested-<UTC> comparison directories under `out`,
+    within `budget_min` minutes (default 10 on a CPU, 60 otherwise); `rules` (hypothesis names) tests those on every
+    configuration, found or not. `on_plan` is given the plan before anything runs (hloscope/explain/tested.py:
+    TestingPlan), `progress` is told of each run as it starts. Returns the results, typed
+    (hloscope/explain/experiments.py: TestedBlock, `.to_dict()` is explain --json's `tested`), also set as
+    `report.tested`. InputError when a run of the report cannot be read (nothing is run again from it)."""
+    from hloscope.explain.tested import plan_testing, refuse_unreadable, run_testing
+
+    if budget_min is not None:
+        check_range("budget_min", budget_min, 0.1, MAX_BUDGET_MIN)
+    check_range("repeats", repeats, 1, MAX_TEST_REPEATS)
+    refuse_unreadable(report)
+    plan = plan_testing(report, budget_min, repeats, list(rules) or None)
+    if on_plan is not None:
+        on_plan(plan)
+    return run_testing(report, plan, Path(out), progress)
+
+
+def calibrate(options: RunOptions, out: PathLike = "traces", repeats: int = 3, delay_ms: float = 3.0,
+              timeout_s: float | None = None, on_directory: Callable[[Path], None] | None = None,
+              on_start: Callable[[str], None] | None = None) -> Calibration:
+    """What this machine resolves at `options` (one mode's run options, profiled): three configurations, A, A' (the
+    same options: an A/A pair) and A with `delay_ms` slept on the host before every step, each in `repeats` fresh
+    processes interleaved as compare runs them, into a new calibrate-<UTC> directory under `out`; then explained
+    against A (hloscope/explain/calibration.py). Writes calibration.json there and returns it, typed
+    (hloscope/runs/calibration_record.py; `.dir` is the directory, `.to_dict()` the JSON). `on_directory` is told
+    the directory before anything runs, `on_start` each configuration's label as its process starts. HloscopeError
+    when no process of A ran (their logs are in the directory)."""
+    from hloscope.explain.calibration import calibration
+    from hloscope.runs.calibration_record import write_calibration
+    from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
+    from hloscope.runs.runner import run_variants
+
+    check_range("repeats", repeats, 1, MAX_REPEATS)
+    check_range("delay_ms", delay_ms, 0.01, MAX_HOST_DELAY_MS)
+    if options.target:
+        raise UsageError("calibrate times steps on this machine; --target compiles for another GPU")
+    options = dataclasses.replace(options, profile=True)  # the delay is looked for in the profiled steps' ledger
+    delayed = f"A+{delay_ms:g}ms"
+    variants: dict[str, dict[str, Any]] = {"A": {}, "A'": {}, delayed: {"inject_host_delay_ms": delay_ms}}
+    directory = create_run_dir(Path(out), None, prefix="calibrate")
+    if on_directory is not None:
+        on_directory(directory)
+    record = run_variants(options.mode, options, variants, directory, repeats, timeout_s,
+                          on_start=on_start or (lambda label: None))
+    labels = [f"{options.mode} [{name}]" for name in variants]
+    if not any(entry.status == "ok" and entry.mode == labels[0] for entry in record.modes):
+        raise HloscopeError(f"{options.mode} never ran: nothing to calibrate (see {directory}/logs)")
+    report = explain(directory, baseline=labels[0])
+    result = calibration(report, options.mode, labels[1], labels[2], delay_ms / 1e3,
+                         measured_host_delay_s(directory, delayed))
+    return write_calibration(result, directory)
 
 
 def replay(path: PathLike, device: str = "cpu", steps: int = 50, warmup: int = 10, profile: bool = False,

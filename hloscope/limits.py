@@ -16,6 +16,8 @@ MAX_SEQ_LEN = 131_072
 MAX_TOP_ROWS = 1_000  # rows of a "top N" table (hlo stats, trace stats)
 MAX_SOURCE_DEPTH = 256  # path components of an op_name kept (hlo stats --source-depth)
 MAX_REPEATS = 100  # compare --repeats: fresh processes per configuration
+MAX_TEST_REPEATS = 20  # --test-repeats: fresh processes per configuration of the re-runs
+MAX_BUDGET_MIN = 24 * 60.0  # --budget: minutes of re-runs, a day at most
 MAX_MIN_GAP = 10.0  # explain --min-gap: a fraction of the baseline's step time
 MAX_HOST_DELAY_MS = 60_000.0  # run --inject-host-delay: a minute's sleep per step is already far past any real stall
 

@@ -9,6 +9,7 @@ from helpers import run_record
 from hloscope.explain.experiments import NOT_TESTED, PairPlan, conclude, plan_tests
 from hloscope.explain.hypotheses import Annotation
 from hloscope.explain.report import Contributor, ModeResult
+from hloscope.explain.tested import refuse_what_this_machine_cannot_run, run_options
 from hloscope.runs.settings import IN_EFFECT, in_effect
 
 
@@ -108,7 +109,6 @@ def test_fullgraph_on_the_faster_side_is_planned_for_a_compiled_slower_side_and_
 
 def test_a_planned_re_run_is_started_with_the_changed_option(tmp_path):
     """The slower configuration with the faster one's donation: its child run is given --donate, the others not."""
-    from hloscope.cli.tested import _options as run_options
     from hloscope.runs.experiments import _bare, _fields
     from hloscope.runs.runner import PlannedRun, run_command
 
@@ -145,14 +145,13 @@ def test_the_report_leads_with_the_option_the_re_run_was_given():
 
 def test_more_threads_than_this_machine_has_could_not_be_tested_here():
     """The faster run was made on a larger machine: no re-run is started for its thread count."""
-    from hloscope.cli.tested import _refuse_what_this_machine_cannot_run
     from hloscope.machine import usable_cpus
 
     slow, fast = _options("jax", threads=1), _options("jax", threads=usable_cpus() + 1)
     plan = PairPlan("jax [a]", "jax [b]", slow, fast,
                     plan_tests(_result([], [{"field": "threads", "a": "1", "b": "3"}]), slow, fast))
     assert plan.runnable
-    _refuse_what_this_machine_cannot_run([plan])
+    refuse_what_this_machine_cannot_run([plan])
     assert not plan.runnable
     assert f"--threads {usable_cpus() + 1}: this machine lets hloscope use" in str(plan.tests[0].untestable)
 
@@ -171,7 +170,6 @@ def test_a_thread_figure_that_differs_on_the_same_cpus_could_not_be_tested_sayin
 def test_a_pair_recorded_with_more_threads_than_this_machine_has_is_not_re_run():
     """Both runs were made with --threads beyond this machine's CPUs: every re-run of the pair would ask for them
     again and stop at once, so no test of it runs, whatever its setting."""
-    from hloscope.cli.tested import _refuse_what_this_machine_cannot_run
     from hloscope.machine import usable_cpus
 
     too_many = usable_cpus() + 1
@@ -179,6 +177,6 @@ def test_a_pair_recorded_with_more_threads_than_this_machine_has_is_not_re_run()
     fast = _options("jax", threads=too_many, precision="fp32")
     plan = PairPlan("jax [a]", "jax [b]", slow, fast, plan_tests(_result(["compute_dtype"]), slow, fast))
     assert [t.setting for t in plan.runnable] == ["precision"]
-    _refuse_what_this_machine_cannot_run([plan])
+    refuse_what_this_machine_cannot_run([plan])
     assert not plan.runnable
     assert "cannot re-run the pair as it was recorded" in str(plan.tests[0].untestable)

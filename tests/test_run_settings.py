@@ -171,14 +171,16 @@ def test_torch_xla_without_donation_aliases_no_parameter_buffer(tmp_path):
 
 
 def test_compare_plans_only_the_modes_that_refuse_a_setting_as_refused():
-    from hloscope.cli.compare import _refuse_settings
+    from hloscope.api import _refuse_settings
+    from hloscope.backends.base import RunOptions
     from hloscope.runs.runner import PlannedRun
 
-    plan = _refuse_settings(["pytorch", "jax", "torch_xla"], {"donate": True}, None)
+    donate, autotune = RunOptions(donate=True), RunOptions(compile_mode="max-autotune")
+    plan = _refuse_settings(["pytorch", "jax", "torch_xla"], donate, None)
     assert [(p.mode, p.refused is not None) for p in plan] == [("pytorch", True), ("jax", False), ("torch_xla", False)]
     assert "donation does not apply" in str(plan[0].refused)
-    assert _refuse_settings(["jax"], {"donate": True}, None) is None  # nothing refused: one run per mode, as before
-    by_devices = _refuse_settings(["pytorch", "jax"], {"compile_mode": "max-autotune"},
+    assert _refuse_settings(["jax"], donate, None) is None  # nothing refused: one run per mode, as before
+    by_devices = _refuse_settings(["pytorch", "jax"], autotune,
                                   [PlannedRun("pytorch", 1), PlannedRun("jax", 1), PlannedRun("jax", 2, refused="x")])
     assert [(p.mode, p.devices, p.refused is not None) for p in by_devices] == [
         ("pytorch", 1, True), ("jax", 1, True), ("jax", 2, True)]

@@ -15,8 +15,8 @@ from helpers import assert_refused, hloscope
 from hloscope.api import explain
 from hloscope.backends.base import RunOptions
 from hloscope.backends.devices import host_device_flags
-from hloscope.cli.tested import _recorded
 from hloscope.explain.experiments import plan_pairs
+from hloscope.explain.tested import recorded_options
 from hloscope.runs import rundir, xla_flags
 from hloscope.runs.runner import run_command
 from hloscope.runs.xla_flags import HOST_DEVICE_COUNT_FLAG
@@ -154,7 +154,7 @@ def test_a_flag_exported_on_one_side_becomes_a_test_with_the_recorded_flags(tmp_
     report = explain(slow, fast, baseline=str(fast))
     entry = next(m for m in report.modes if m.mode == "jax (slow)")
     assert {"field": "env.XLA_FLAGS", "a": NO_OPT, "b": None} in entry.config_differences
-    options, _, _ = _recorded(report)
+    options, _, _ = recorded_options(report)
     assert options["jax (slow)"]["xla_flags"] == NO_OPT and options["jax (fast)"]["xla_flags"] == ""
     (plan,) = plan_pairs(report, options)
     test = next(t for t in plan.tests if t.setting == "xla_flags")

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hloscope.backends import scheduling
-from hloscope.machine import cpu_affinity
+from hloscope.errors import UsageError
+from hloscope.machine import check_threads, cpu_affinity
 from hloscope.models.presets import Preset, get_preset
-from hloscope.modes import get_mode
+from hloscope.modes import get_mode, settings_refusal
 from hloscope.runs.records import HostPosition, Profile, StepScheduling
 
 # --max-batch's default bound on compiles (hloscope/targets/max_batch.py): from batch 32, doubling up to 2048 (6
@@ -78,6 +79,28 @@ class RunOptions:
         data["compile_model"] = self.compile_model
         data["model_config"] = self.preset.config_kwargs()
         return data
+
+
+def check_settings(options: RunOptions) -> None:
+    """--donate/--no-donate, --compile-mode, --fullgraph where the mode refuses them, and --threads beyond this
+    machine's CPUs: one UsageError line (exit 2), before anything is created."""
+    check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
+    refusal = settings_refusal(options.mode, options.donate, options.compile_mode, options.fullgraph)
+    if refusal is not None:
+        raise UsageError(refusal)
+    check_threads(options.threads)
+
+
+def check_target_settings(target: str | None, donate: bool | None, compile_mode: str | None, fullgraph: bool,
+                          threads: int | None) -> None:
+    """--target compiles the step for a GPU without running it, from the mode's own capture: the settings of a run
+    (--donate/--no-donate, --compile-mode, --fullgraph, --threads) would be recorded but not applied, so they are
+    refused in one line (exit 2)."""
+    given = [flag for flag, value in (("--donate/--no-donate", donate is not None), ("--compile-mode", compile_mode),
+                                      ("--fullgraph", fullgraph), ("--threads", threads)) if value]
+    if target and given:
+        raise UsageError(f"{', '.join(given)}: --target compiles the step for {target} without running it, from the "
+                         "mode's own capture; these settings apply to a run only")
 
 
 # The names hloscope gives the host phases of a step in every mode's profile (docs/run.md, "--profile"). Each is a host

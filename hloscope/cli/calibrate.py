@@ -12,25 +12,20 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.text import Text
 
-from hloscope.api import explain
+from hloscope.api import calibrate
+from hloscope.backends.base import check_settings
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
-from hloscope.cli.run import build_options, check_settings, common_options
-from hloscope.explain.calibration import calibration
+from hloscope.cli.run import build_options, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
 from hloscope.models.presets import get_preset
 from hloscope.modes import MODE_NAMES
 from hloscope.render.calibration_term import render
-from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
-from hloscope.runs.runner import run_variants
-from hloscope.writing import atomic_output
-
-CALIBRATION_FILE = "calibration.json"
 
 
 @click.command(name="calibrate")
@@ -52,26 +47,16 @@ def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, a
     values["profile"] = True  # the delay is looked for in the profiled steps' ledger
     options = build_options(mode, **values)
     check_settings(options)
-    delayed = f"A+{delay_ms:g}ms"
-    variants = {"A": {}, "A'": {}, delayed: {"inject_host_delay_ms": delay_ms}}
-    directory = create_run_dir(values["out"], None, prefix="calibrate")
     console = Console(stderr=True)
-    console.print(f"calibrating {mode}: A, A' and A+{delay_ms:g} ms, {repeats} processes each -> {directory}",
-                  highlight=False, markup=False)
-    record = run_variants(mode, options, variants, directory, repeats, timeout_s,
-                          on_start=lambda label: console.print(f"  running {label}", highlight=False, markup=False))
-    labels = [f"{mode} [{name}]" for name in variants]
-    if not any(e.status == "ok" and e.mode == labels[0] for e in record.modes):
-        console.print(Text(f"{mode} never ran: nothing to calibrate (see {directory}/logs)", style="red"))
-        sys.exit(1)
-    report = explain(directory, baseline=labels[0])
-    result = calibration(report, mode, str(labels[1]), str(labels[2]), delay_ms / 1e3,
-                         measured_host_delay_s(directory, delayed))
-    with atomic_output(directory / CALIBRATION_FILE, text=True, replace=False) as handle:
-        handle.write(json.dumps(result.to_dict(), indent=2) + "\n")
+
+    def announce(directory: Path) -> None:
+        console.print(f"calibrating {mode}: A, A' and A+{delay_ms:g} ms, {repeats} processes each -> {directory}",
+                      highlight=False, markup=False)
+
+    result = calibrate(options, values["out"], repeats, delay_ms, timeout_s, on_directory=announce,
+                       on_start=lambda label: console.print(f"  running {label}", highlight=False, markup=False))
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
         return
-
     render(result, Console())
-    click.echo(f"calibration directory: {directory} (hloscope explain {directory} for the whole report)")
+    click.echo(f"calibration directory: {result.dir} (hloscope explain {result.dir} for the whole report)")

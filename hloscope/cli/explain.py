@@ -14,6 +14,7 @@ from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import MIN_GAP
 from hloscope.errors import one_line
 from hloscope.explain.inputs import latest_comparison
+from hloscope.explain.tested import output_folder
 from hloscope.render.output import STDOUT, check_writable, choose_format, deliver, fresh_path
 
 
@@ -47,7 +48,7 @@ def command(paths: tuple[Path, ...], baseline: str | None, min_gap: float, as_js
     report = explain(*paths, baseline=baseline, min_gap=min_gap, summaries=summaries)
     if test_hypotheses:
         _fail_on_unreadable_runs(summaries)  # nothing is re-run from runs that cannot be read
-        tested.test_hypotheses(report, tested.output_folder(paths), budget_min, test_repeats or DEFAULT_REPEATS,
+        tested.test_hypotheses(report, output_folder(paths), budget_min, test_repeats or DEFAULT_REPEATS,
                                Console(stderr=True), list(rules))
     comparison = paths[0]
     if form == "html" and output is None and not to_stdout:  # a page is for a browser, not a terminal

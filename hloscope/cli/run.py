@@ -14,13 +14,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from hloscope.backends import preflight
-from hloscope.backends.base import RunOptions
+from hloscope.backends.base import RunOptions, check_settings
 from hloscope.backends.driver import execute
 from hloscope.cli.options import BATCH_SIZE, HOST_DELAY_MS, PROFILE_STEPS, SEED, SEQ_LEN, STEPS, WARMUP, XLA_FLAGS
-from hloscope.errors import UsageError
-from hloscope.machine import check_threads
 from hloscope.models.presets import get_preset
-from hloscope.modes import BY_NAME, CLI_CHOICES, COMPILE_MODES, TARGET_MODES, get_mode, mode_name, settings_refusal
+from hloscope.modes import BY_NAME, CLI_CHOICES, COMPILE_MODES, TARGET_MODES, get_mode, mode_name
 from hloscope.render.run_tables import compiled_run_table, run_table
 from hloscope.runs.layout import RUN_FILE
 from hloscope.runs.records import decode_run
@@ -176,28 +174,6 @@ def command(mode: str, compile_model: bool, run_id: str | None, as_json: bool, s
     else:
         Console().print(run_table(decode_run(run_dir / RUN_FILE, record)))
         click.echo(f"run directory: {run_dir}")
-
-
-def check_settings(options) -> None:
-    """--donate/--no-donate, --compile-mode, --fullgraph where the mode refuses them, and --threads beyond this
-    machine's CPUs: one line, exit 2, before anything is created."""
-    check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
-    refusal = settings_refusal(options.mode, options.donate, options.compile_mode, options.fullgraph)
-    if refusal is not None:
-        raise UsageError(refusal)
-    check_threads(options.threads)
-
-
-def check_target_settings(target: str | None, donate: bool | None, compile_mode: str | None, fullgraph: bool,
-                          threads: int | None) -> None:
-    """--target compiles the step for a GPU without running it, from the mode's own capture: the settings of a run
-    (--donate/--no-donate, --compile-mode, --fullgraph, --threads) would be recorded but not applied, so they are
-    refused in one line (exit 2)."""
-    given = [flag for flag, value in (("--donate/--no-donate", donate is not None), ("--compile-mode", compile_mode),
-                                      ("--fullgraph", fullgraph), ("--threads", threads)) if value]
-    if target and given:
-        raise UsageError(f"{', '.join(given)}: --target compiles the step for {target} without running it, from the "
-                         "mode's own capture; these settings apply to a run only")
 
 
 def _listen_to_sigint_from_compare() -> None:

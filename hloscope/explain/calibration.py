@@ -1,6 +1,7 @@
 """What `hloscope calibrate` concludes from its three configurations of one mode, each run in several processes: A,
 A' (the same options again: an A/A pair) and A with a known host delay injected before every step (outside any
-annotation, so nothing in the trace says where it is). Pure: reads explain's report, no I/O.
+annotation, so nothing in the trace says where it is). Pure: reads explain's report, no I/O; the record it
+returns is hloscope/runs/calibration_record.py's.
 
 - the smallest gap this machine resolves at these settings: the one explain states for the A/A pair
   (`resolvable_gap_s`: its process-level test, the spreads between processes and the practical minimum), or, where
@@ -14,42 +15,15 @@ annotation, so nothing in the trace says where it is). Pure: reads explain's rep
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 
 from hloscope.explain.report import ExplainReport, ModeResult
+from hloscope.runs.calibration_record import Calibration
 
 # The delay counts as found at its size when the host-side parts found for it are within this fraction of what the
 # device waited for (a sleep never ends early but may end late on a loaded machine: the larger of the sleep the runs
 # measured and the timed gap).
 DELAY_TOLERANCE = 0.25
 HOST_NODES = ("idle:", "host:")
-
-
-@dataclass
-class Calibration:
-    mode: str
-    processes: int  # per configuration
-    baseline_step_s: float | None
-    resolvable_gap_s: float | None  # what the A/A pair resolves (module docstring); None: unmeasured
-    resolvable_gap_relative: float | None
-    identical_verdict: str | None  # explain's verdict on A' against A
-    identical_gap_s: float | None
-    identical_gap_ci_s: list[float] | None
-    identical_called_different: bool
-    delay_s: float  # asked for
-    delay_slept_s: float | None  # the median sleep the delayed runs measured; None: not recorded (older runs)
-    delay_verdict: str | None
-    delay_gap_s: float | None
-    delay_gap_ci_s: list[float] | None
-    delay_found_s: float  # the significant host-side parts of the delayed run's ledger, summed
-    delay_node: str | None  # the host-side node most of it landed in
-    delay_nodes: dict[str, float] = field(default_factory=dict)  # every significant host-side node -> seconds
-    delay_found: bool = False  # significant gap, and host-side parts within DELAY_TOLERANCE of the delay waited for
-    trustworthy: bool = False  # the A/A pair was no difference and the delay was found
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def calibration(report: ExplainReport, mode: str, identical: str, delayed: str, delay_s: float,

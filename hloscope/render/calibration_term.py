@@ -9,8 +9,8 @@ from rich.text import Text
 
 from hloscope.render import fmt
 
-if TYPE_CHECKING:  # the explain layer's type; at run time only its attributes are read
-    from hloscope.explain.calibration import Calibration
+if TYPE_CHECKING:  # at run time only its attributes are read
+    from hloscope.runs.calibration_record import Calibration
 
 
 def lines(result: Calibration) -> list[tuple[str, bool]]:

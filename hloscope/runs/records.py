@@ -1059,8 +1059,9 @@ def _field_message(text: str, document: Any, prefix: str = "") -> str:
 
 def convert_section(file: Path, value: Any, kind: type[T], section: str, what: str = "run.json") -> T:
     """A part of a record (`section`, e.g. "startup") as the msgspec Struct `kind`; a value of the wrong shape is one
-    InputError naming the file and the field."""
+    InputError naming the file and the field. `section` "": the whole document."""
     try:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as error:
-        raise InputError(file, f"not a valid {what}: {_field_message(str(error), value, section + '.')}") from None
+        where = f"{section}." if section else ""
+        raise InputError(file, f"not a valid {what}: {_field_message(str(error), value, where)}") from None

@@ -374,15 +374,15 @@ def check_record_values(file: Path, record: dict, what: str = "run.json") -> Non
                                    f"from {low} to {high:,}")
 
 
-def load_record(path: Path, what: str, kind: str, statuses: Collection[str], shape: dict[str, type]) -> dict:
-    """Read and validate a record written beside run.json in its layout (a replay record): a readable JSON object of
-    this `kind`, a known schema version and status, the optional keys of `shape` null or of their type, and durations
+def load_record(path: Path, what: str, kind: str, statuses: Collection[str] | None, shape: dict[str, type]) -> dict:
+    """Read and validate a record written beside run.json in its layout (a replay or calibration record): a readable
+    JSON object of this `kind`, a known schema version and status (None: the record has none), the optional keys of `shape` null or of their type, and durations
     and counts that make sense (`check_record_values`)."""
     record = _read_json(path, what)
     _check_schema(path, record, what)
     if record.get("kind") != kind:
         raise InputError(path, f"not a {what}: 'kind' is {record.get('kind')!r:.40}, expected {kind!r}")
-    if record.get("status") not in statuses:
+    if statuses is not None and record.get("status") not in statuses:
         raise InputError(path, f"not a valid {what}: unknown status {record.get('status')!r:.40}")
     for key, expected in shape.items():
         value = record.get(key)

@@ -1,0 +1,84 @@
+"""The calibration record (`calibration.json` in a `calibrate-<UTC>` directory, beside its comparison.json) as typed
+data: what `hloscope calibrate` concluded about this machine at one mode's settings. explain/calibration.py builds
+it from explain's report; `write_calibration` writes it (never over a file) and `load_calibration` reads it back,
+validated.
+
+Versioned with run.json and comparison.json (records.SCHEMA_VERSION). Units follow docs/api.md: durations and gaps
+in seconds (fields ending in `_s`; a gap is signed, the others are never negative).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from hloscope.runs.records import SCHEMA_VERSION, Number, Seconds, convert_section
+from hloscope.runs.rundir import OutputError, load_record
+from hloscope.writing import atomic_output
+
+KIND = "calibration"
+CALIBRATION_FILE = "calibration.json"
+_WHAT = "calibration record"
+
+
+class Calibration(msgspec.Struct, frozen=True, kw_only=True):
+    """calibrate's conclusion (explain/calibration.py says how each figure is found). The A/A pair is A' (the same
+    options again) against A; the delayed configuration is A with `delay_s` slept on the host before every step."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = KIND
+    mode: str
+    processes: int  # per configuration
+    baseline_step_s: Seconds | None
+    resolvable_gap_s: Seconds | None  # the smallest gap this machine resolves here; None: unmeasured
+    resolvable_gap_relative: Number | None
+    identical_verdict: str | None  # explain's verdict on A' against A
+    identical_gap_s: Number | None
+    identical_gap_ci_s: list[Number] | None
+    identical_called_different: bool
+    delay_s: Seconds  # asked for
+    delay_slept_s: Seconds | None  # the median sleep the delayed runs measured; None: not recorded
+    delay_verdict: str | None
+    delay_gap_s: Number | None
+    delay_gap_ci_s: list[Number] | None
+    delay_found_s: Seconds  # the significant host-side parts of the delayed run's ledger, summed
+    delay_node: str | None  # the host-side node most of it landed in
+    delay_nodes: dict[str, Number] = {}  # every significant host-side node -> seconds
+    delay_found: bool = False  # a significant gap, and host-side parts that add up to the delay
+    trustworthy: bool = False  # the A/A pair was no difference and the delay was found
+    notes: list[str] = []
+    # the calibrate-<UTC> directory the record sits in (set by calibrate and load_calibration; not in the JSON)
+    dir: str | UnsetType = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document calibration.json holds and `calibrate --json` prints."""
+        document: dict[str, Any] = msgspec.to_builtins(self)
+        document.pop("dir", None)
+        return document
+
+
+def write_calibration(record: Calibration, directory: Path) -> Calibration:
+    """calibration.json in `directory`, never over an existing file; the record with `dir` set to `directory`.
+    OutputError naming the file when it cannot be written or one is there already."""
+    target = directory / CALIBRATION_FILE
+    try:
+        with atomic_output(target, text=True, replace=False) as handle:
+            handle.write(json.dumps(record.to_dict(), indent=2) + "\n")
+    except FileExistsError:
+        raise OutputError(f"cannot write {target}: a file is there already (it is left as it is)") from None
+    except OSError as error:
+        raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+    return msgspec.structs.replace(record, dir=str(directory))
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read and validate calibration.json (`path`: the file or its directory): a JSON object of kind calibration
+    and a known schema version, each field of its type. InputError naming the file and the field otherwise."""
+    file = path / CALIBRATION_FILE if path.is_dir() else path
+    document = load_record(file, _WHAT, KIND, None, {})
+    record = convert_section(file, document, Calibration, "", _WHAT)
+    return msgspec.structs.replace(record, dir=str(file.parent))
