@@ -41,6 +41,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+
 from hloscope.errors import HloscopeError, InputError, UsageError, warn
 from hloscope.limits import (
     MAX_BUDGET_MIN,
@@ -129,8 +131,6 @@ def hlo_stats(path: PathLike, xla_cost: bool = True, top: int = 10, source_depth
 def _add_measured(path: Path, loaded: list[LoadedModule], results: list[ModuleStats], top: int) -> None:
     """Run directories with a profile: each module's measured time beside its HLO (`measured`, set on its record in
     `results`); a profile that cannot be read is a warning, the module's own figures stay."""
-    import msgspec
-
     from hloscope.hlo.results import Measured
     from hloscope.trace.hlo_map import measured_instructions
     from hloscope.trace.load import device_events_by_run
@@ -168,8 +168,6 @@ def trace_stats(path: PathLike, top: int = 10) -> list[TraceRecord]:
     """One record per trace at `path` (a trace file, a run or comparison directory, a TensorBoard logdir): steps,
     kernels, busy and idle time, categories (from the run's HLO when it has one), top kernels and HLO ops. Typed
     (hloscope/trace/results.py); each one's `to_dict()` is its entry in `trace stats --json`'s `traces`."""
-    import msgspec
-
     from hloscope.trace import tables
     from hloscope.trace.job import summarize_file
     from hloscope.trace.results import FileError
@@ -199,8 +197,6 @@ def trace_job(path: PathLike, top: int = 10, rank: Sequence[int] = (), ranks: st
     file's summary kept in `state_dir` (a restart reads only what is missing); `progress` is told of each file done
     (hloscope.render.progress.FileProgressBar). A trace that cannot be read raises its InputError (the last one), or,
     when `failures` is a list, is appended to it and left out of the document."""
-    import msgspec
-
     from hloscope.trace import job
     from hloscope.trace.results import FileSummary, JobView, ModeJob, RankRow, TraceJob
     from hloscope.trace.stats import mode_summary, rank_summary
@@ -618,8 +614,6 @@ def _replayed(comparison: ComparisonRecord, options: RunOptions, timeout_s: floa
               told: CompareProgress) -> ComparisonRecord:
     """Each XLA mode's run replayed in its own subprocess (hloscope/runs/replays.py); comparison.json rewritten with
     the replays (a replay that fails is recorded with its error, nothing else lost)."""
-    import msgspec
-
     from hloscope.runs.records import ReplayPlan, amended_comparison
     from hloscope.runs.replays import replay_comparison
     from hloscope.runs.rundir import write_comparison

@@ -38,7 +38,8 @@ def split(summary, reference) -> dict | None:
         raise RuntimeError(f"{summary.mode}: no steps to set the replay against")
     out = {"measured": True, "file": replay.file, "program_s": median(program),
            "overhead_s": overhead.estimate, "overhead_ci_s": overhead.as_list(),
-           **overhead_anomaly(overhead.estimate, unsteady_sides(summary.noisy, summary.host_scheduling, replay.noisy)),
+           **overhead_anomaly(overhead.estimate, unsteady_sides(summary.noisy, summary.host_scheduling,
+                                                                replay.noisy)).keys(),
            "compiler": replay.compiler, "run_compiler": replay.run_compiler, "skipped_modules": list(replay.skipped)}
     if summary.device_busy_s is not None and summary.profiled_step_s is not None:
         inferred = summary.profiled_step_s - summary.device_busy_s

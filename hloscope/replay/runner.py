@@ -360,13 +360,12 @@ def _against_run(run: RunRecord | None, timing: ReplayTiming) -> ReplayCompariso
     if overhead is None or replay_median is None:  # no step on one side
         return None
     run_median = run.timing.median_s or overhead.estimate + replay_median
-    anomaly = overhead_anomaly(overhead.estimate, unsteady_sides(run.timing.noisy, run.timing.host_scheduling,
-                                                                 timing.noisy))
-    note = anomaly.get("overhead_note")
+    flag = overhead_anomaly(overhead.estimate, unsteady_sides(run.timing.noisy, run.timing.host_scheduling,
+                                                              timing.noisy))
     return ReplayComparison(
         run_median_s=run_median, replay_median_s=replay_median, overhead_s=overhead.estimate,
-        overhead_ci_s=overhead.as_list(), overhead_anomaly=anomaly["overhead_anomaly"] is True,
-        overhead_note=str(note) if note is not None else UNSET,
+        overhead_ci_s=overhead.as_list(), overhead_anomaly=flag.anomaly,
+        overhead_note=flag.note if flag.note is not None else UNSET,
         replay_over_run=replay_median / run_median if run_median else None,
         method="median(run step) - median(replayed step), 95% percentile bootstrap over both samples")
 

@@ -365,14 +365,24 @@ def unsteady_sides(run_noisy: object, run_host_scheduling: HostScheduling | None
     return reasons
 
 
-def overhead_anomaly(overhead_s: float, unsteady: Sequence[str] = ()) -> dict[str, object]:
+class OverheadFlag(typing.NamedTuple):
+    """Whether a measured overhead (step minus replayed program) is an anomaly rather than an overhead, and why."""
+
+    anomaly: bool
+    note: str | None = None
+
+    def keys(self) -> dict[str, object]:
+        """The record's keys for it: `overhead_anomaly`, and `overhead_note` when there is one."""
+        return {"overhead_anomaly": self.anomaly, **({"overhead_note": self.note} if self.note is not None else {})}
+
+
+def overhead_anomaly(overhead_s: float, unsteady: Sequence[str] = ()) -> OverheadFlag:
     """The flag every measured overhead (step minus replayed program) carries. It is an anomaly, not an overhead,
     when the program alone is slower than the whole step (a busy machine, another compile), or when a side was timed
     under load (`unsteady`, from unsteady_sides): the two are timed minutes apart in different processes, so a load
-    that came and went moves their difference either way. `overhead_note` says so."""
+    that came and went moves their difference either way. The note says so."""
     if unsteady:
-        return {"overhead_anomaly": True, "overhead_note": f"{'; '.join(unsteady)}: overhead not measurable here"}
+        return OverheadFlag(True, f"{'; '.join(unsteady)}: overhead not measurable here")
     if overhead_s >= 0:
-        return {"overhead_anomaly": False}
-    return {"overhead_anomaly": True, "overhead_note": f"replay slower than the run by {-overhead_s * 1e3:.3f} ms: "
-                                                      "overhead not measurable here"}
+        return OverheadFlag(False)
+    return OverheadFlag(True, f"replay slower than the run by {-overhead_s * 1e3:.3f} ms: overhead not measurable here")
