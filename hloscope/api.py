@@ -14,7 +14,7 @@
     kernels = api.kernels_table("traces/compare-20261201-072758")   # a pyarrow Table, with a mode column
     steps = api.steps_frame("traces/compare-20261201-072758")       # a pandas DataFrame
     options = RunOptions(model="vit-tiny", batch_size=8)            # from hloscope.backends.base
-    comparison = api.compare(options, ["jax", "pytorch"])            # runs each mode in fresh processes
+    comparison = api.compare(options)                               # every installed mode, fresh processes
 
 Every function takes paths (str or Path). Each returns a typed record (msgspec Structs or dataclasses, read by
 attribute) whose `to_dict()` is exactly what the matching command's `--json` prints, so a notebook and the terminal
