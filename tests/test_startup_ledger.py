@@ -167,6 +167,7 @@ def test_the_driver_writes_the_ledger_with_the_first_step_it_timed(tmp_path, mon
     monkeypatch.setattr(timing, "timed", timed)
     monkeypatch.setattr(driver, "load_session", lambda options, run_dir: FakeSession(options, run_dir))
     monkeypatch.setattr(startup_ledger, "FRAMEWORK_MODULE", {})
+    monkeypatch.delenv(startup_ledger.COMPILE_CACHE_ENV, raising=False)  # a run given no persistent cache
     FakeSession.recompile_at, FakeSession.fail_at = set(), None
     run_dir = create_run_dir(tmp_path, "run")
     driver.execute(RunOptions(mode="jax", model="vit-tiny", batch_size=4, steps=3, warmup=2), run_dir)
