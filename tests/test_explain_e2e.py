@@ -11,7 +11,6 @@ from statistics import median
 import pytest
 from helpers import ARTIFACTS, CHROMIUM_FLAGS, MEMORY_LIMIT_BYTES, Result, chromium, command, hloscope, hloscope_forked
 
-from hloscope.backends.startup_ledger import COMPILE_CACHE_ENV
 from hloscope.render.fmt import ms_interval, signed_ms
 
 pytestmark = pytest.mark.slow
@@ -47,11 +46,9 @@ def comparison(tmp_path_factory) -> Path:
     # 10 profiled steps: the first is the profiler's warm-up and, on a loaded 2-core machine, 1-2 more are dropped as
     # preempted; at least 4 kept a side are needed for a node to differ significantly (exact Mann-Whitney).
     # --no-audit: its set-up processes check nothing read here (test_audit.py runs the audit).
-    # One persistent compile cache: the second process of a mode reads what the first compiled (the HLO read here is
-    # the first process's, dumped as it compiled); that shortens its setup, never its timed or profiled steps.
     _hloscope("compare", "--repeats", "2", "--modes", "jax,torch_xla", "--model", "vit-tiny", "--batch-size", "8", "--steps", "12",
               "--warmup", "3", "--dump-hlo", "--profile", "--profile-steps", "10", "--no-audit", "--out", str(out),
-              memory_limit=None, env={COMPILE_CACHE_ENV: str(out / "compile-cache")})
+              memory_limit=None)
     (path,) = out.glob("compare-*")
     return path
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 
+import msgspec
 import pytest
 
 from hloscope.backends import driver, startup_ledger, timing
@@ -182,3 +183,15 @@ def test_the_reshape_hook_names_its_modes(monkeypatch):
     monkeypatch.setenv(startup_ledger.TEST_RESHAPE_ENV, "pytorch+compile, jax")
     assert startup_ledger.reshape_hook("jax") and startup_ledger.reshape_hook("pytorch+compile")
     assert not startup_ledger.reshape_hook("torch_xla")
+
+
+def test_a_run_that_dumps_its_hlo_compiles_everything(tmp_path, monkeypatch):
+    """XLA dumps only what it compiles: with --dump-hlo the XLA caches are not used (and the record says why), so the
+    dump is whole; inductor's cache, which dumps nothing, still is."""
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "XLA_PERSISTENT_CACHE_PATH", "XLA_PERSISTENT_CACHE_READ_ONLY"):
+        monkeypatch.delenv(name, raising=False)  # set by the configuration below: restored after the test
+    dumping = startup_ledger.configure_compile_cache("torch_xla", True, tmp_path, dump_hlo=True)
+    assert set(dumping.folders) == {"TORCHINDUCTOR_CACHE_DIR"}
+    assert "XLA cache not used: --dump-hlo" in str(dumping.left_out)
+    plain = startup_ledger.configure_compile_cache("pytorch", True, tmp_path)
+    assert set(plain.folders) == {"TORCHINDUCTOR_CACHE_DIR"} and "left_out" not in msgspec.to_builtins(plain)

@@ -308,7 +308,7 @@ def execute(options: RunOptions, run_dir: Path,
     session: Session | None = None
     crash = _crash_hook(options.mode)
     entry = get_mode(options.mode)
-    startup = StartupLedger(options.mode, entry.framework, entry.compile, time.perf_counter)
+    startup = StartupLedger(options.mode, entry.framework, entry.compile, time.perf_counter, options.dump_hlo)
 
     def finish(status: str, error: str | None = None) -> dict:
         fill_timing(parts, log, options.batch_size)

@@ -333,11 +333,16 @@ class TorchXlaProbe(Probe):
         return found
 
 
-def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> CompileCache:
+def configure_compile_cache(framework: str, compiled: bool, directory: Path, dump_hlo: bool = False) -> CompileCache:
     """Point the framework's persistent compile caches at folders of `directory` (one per cache, so that the modes of
-    a comparison can share it), before their first compile; returns run.json `startup.compile_cache`."""
+    a comparison can share it), before their first compile; returns run.json `startup.compile_cache`. With `dump_hlo`
+    the XLA caches (jax's, torch_xla's) are left out: XLA dumps only what it compiles, so a program read from the cache
+    would leave the dump without its module before optimisation, buffer assignment and memory report."""
     folders: dict[str, str] = {}
-    if framework in JAX_FRAMEWORKS:
+    left_out = []
+    if framework in JAX_FRAMEWORKS and dump_hlo:
+        left_out.append("jax")
+    elif framework in JAX_FRAMEWORKS:
         import jax
 
         folders["jax_compilation_cache_dir"] = str(directory / "jax")
@@ -345,7 +350,9 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> 
         # cache every program, however small or quick to compile, so that a second run finds them all
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    if framework == "torch_xla":  # read when torch_xla's runtime starts (torch_xla.runtime.initialize_cache's way)
+    if framework == "torch_xla" and dump_hlo:
+        left_out.append("XLA")
+    elif framework == "torch_xla":  # read when torch_xla's runtime starts (torch_xla.runtime.initialize_cache's way)
         folders["XLA_PERSISTENT_CACHE_PATH"] = os.environ["XLA_PERSISTENT_CACHE_PATH"] = str(directory / "xla")
         os.environ["XLA_PERSISTENT_CACHE_READ_ONLY"] = "0"
     if framework == "pytorch" or (framework == "torch_xla" and compiled):
@@ -353,6 +360,10 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path) -> 
         folders["TORCHINDUCTOR_CACHE_DIR"] = os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
     for folder in folders.values():
         Path(folder).mkdir(parents=True, exist_ok=True)
+    if left_out:
+        why = (f"{' and '.join(left_out)} cache not used: --dump-hlo dumps what XLA compiles, and a program read from "
+               "the cache is not compiled")
+        return CompileCache(dir=str(directory), folders=folders, left_out=why)
     return CompileCache(dir=str(directory), folders=folders)
 
 
@@ -378,8 +389,9 @@ def make_probe(mode: str, framework: str, compiled: bool) -> Probe | None:
 class StartupLedger:
     """Collects run.json `startup` as the driver passes the phase boundaries (mark_* in the order of the run)."""
 
-    def __init__(self, mode: str, framework: str, compiled: bool, clock: Callable[[], float]):
+    def __init__(self, mode: str, framework: str, compiled: bool, clock: Callable[[], float], dump_hlo: bool = False):
         self.mode, self.framework, self.compiled, self.clock = mode, framework, compiled, clock
+        self.dump_hlo = dump_hlo
         self.started = clock()
         self.marks: dict[str, float] = {}
         self.readings: dict[str, tuple[dict[str, float], dict[str, int]]] = {}
@@ -407,7 +419,7 @@ class StartupLedger:
                                  [StartupPart("imports (the mode's framework and model libraries)",
                                        self.marks["imported"] - self.started, DRIVER_SOURCE)]))
         if self.cache_dir is not None:
-            self.cache = configure_compile_cache(self.framework, self.compiled, self.cache_dir)
+            self.cache = configure_compile_cache(self.framework, self.compiled, self.cache_dir, self.dump_hlo)
         self._read("setup start")
 
     def setup_done(self) -> None:

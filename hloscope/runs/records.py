@@ -503,6 +503,7 @@ class CompileCache(msgspec.Struct, frozen=True, kw_only=True):
 
     dir: str
     folders: dict[str, str] = {}
+    left_out: str | UnsetType = UNSET  # the caches not used, and why (--dump-hlo: XLA dumps only what it compiles)
 
 
 class StartupRecompilation(msgspec.Struct, frozen=True, kw_only=True):
