@@ -53,7 +53,6 @@ from hloscope.limits import (
     MAX_SEED,
     MAX_SOURCE_DEPTH,
     MAX_STEPS,
-    MAX_TEST_REPEATS,
     MAX_TOP_ROWS,
     MAX_WARMUP,
     check_range,
@@ -454,13 +453,13 @@ class _QuietCompare:
         return lambda *arguments: None
 
 
-def compare(options: RunOptions, modes: Sequence[str] | None = None, out: PathLike = "traces", repeats: int = 3,
+def compare(options: RunOptions, modes: Sequence[str] | str | None = None, out: PathLike = "traces", repeats: int = 3,
             device_counts: Sequence[int] | None = None, timeout_s: float | None = None, audit: bool = True,
             replay: bool = False, progress: CompareProgress | None = None) -> ComparisonRecord:
     """`hloscope compare`: every mode in `repeats` fresh processes, round-robin with the order rotated each round, into
     a new compare-<UTC> comparison directory under `out`; returns comparison.json, typed (`.dir` is the directory).
-    `options` is every run's options (its `mode` is set per mode); `modes` default to every mode whose framework is
-    installed (those not are told to `progress.skipped`). With `device_counts` (several), every mode at each count;
+    `options` is every run's options (its `mode` is set per mode); `modes` (names, or one comma-separated string)
+    default to every mode whose framework is installed (those not are told to `progress.skipped`). With `device_counts` (several), every mode at each count;
     a mode that refuses a setting or a count is recorded as refused while the others run. `audit`: the fairness audit
     first (every mode set up once). `replay`: each XLA mode's program replayed alone after the timing (the HLO is
     dumped for it). A mode that fails is recorded with its error; the others complete. `timeout_s` stops a process
@@ -520,7 +519,7 @@ def compare(options: RunOptions, modes: Sequence[str] | None = None, out: PathLi
     return _replayed(record, options, timeout_s, told) if replay else record
 
 
-def _select_modes(modes: Sequence[str] | None, options: RunOptions, counts: list[int],
+def _select_modes(modes: Sequence[str] | str | None, options: RunOptions, counts: list[int],
                   told: CompareProgress) -> tuple[list[str], list[PlannedRun] | None]:
     """The modes to run (every installed one by default, those that compile for the target, those that run on the
     device count), and the plan of (mode, devices) runs when several device counts are given (else None)."""
@@ -534,12 +533,12 @@ def _select_modes(modes: Sequence[str] | None, options: RunOptions, counts: list
             else:
                 told.skipped(known.name, "its framework is not installed")
     else:
-        selected = parse_modes(",".join(modes))
+        selected = parse_modes(modes if isinstance(modes, str) else ",".join(modes))
     if options.target:
         kept = [mode for mode in selected if mode in TARGET_MODES]
         for mode in selected:
             if mode not in kept:
-                told.skipped(mode, f"a target needs an XLA graph ({', '.join(sorted(TARGET_MODES))})")
+                told.skipped(mode, f"--target needs an XLA graph ({', '.join(sorted(TARGET_MODES))})")
         if kept:
             check_target_run(kept[0], options.target, options.max_batch)
         selected = kept
@@ -561,7 +560,7 @@ def _devices_modes(selected: list[str], devices: int, batch_size: int, by_defaul
 
     if devices > 1 and by_default:
         for mode in [m for m in selected if not get_mode(m).data_parallel]:
-            told.skipped(mode, f"runs on one device only ({devices} devices asked for)")
+            told.skipped(mode, f"runs on one device only (--devices {devices})")
         selected = [m for m in selected if get_mode(m).data_parallel]
     for mode in selected:
         check_devices(mode, devices, batch_size)
@@ -640,13 +639,12 @@ def hypothesis_tests(report: ExplainReport, out: PathLike, budget_min: float | N
     configuration, found or not. `on_plan` is given the plan before anything runs (hloscope/explain/tested.py:
     TestingPlan), `progress` is told of each run as it starts. Returns the results, typed
     (hloscope/explain/experiments.py: TestedBlock, `.to_dict()` is explain --json's `tested`), also set as
-    `report.tested`. InputError when a run of the report cannot be read (nothing is run again from it)."""
-    from hloscope.explain.tested import plan_testing, refuse_unreadable, run_testing
+    `report.tested`. A configuration none of whose runs can be read is not run again (its gaps are not tested)."""
+    from hloscope.explain.tested import plan_testing, run_testing
 
     if budget_min is not None:
         check_range("budget_min", budget_min, 0.1, MAX_BUDGET_MIN)
-    check_range("repeats", repeats, 1, MAX_TEST_REPEATS)
-    refuse_unreadable(report)
+    check_range("repeats", repeats, 1, MAX_REPEATS)
     plan = plan_testing(report, budget_min, repeats, list(rules) or None)
     if on_plan is not None:
         on_plan(plan)
@@ -663,6 +661,7 @@ def calibrate(options: RunOptions, out: PathLike = "traces", repeats: int = 3, d
     (hloscope/runs/calibration_record.py; `.dir` is the directory, `.to_dict()` the JSON). `on_directory` is told
     the directory before anything runs, `on_start` each configuration's label as its process starts. HloscopeError
     when no process of A ran (their logs are in the directory)."""
+    from hloscope.backends.base import check_settings
     from hloscope.explain.calibration import calibration
     from hloscope.runs.calibration_record import write_calibration
     from hloscope.runs.rundir import create_run_dir, measured_host_delay_s
@@ -672,6 +671,9 @@ def calibrate(options: RunOptions, out: PathLike = "traces", repeats: int = 3, d
     check_range("delay_ms", delay_ms, 0.01, MAX_HOST_DELAY_MS)
     if options.target:
         raise UsageError("calibrate times steps on this machine; --target compiles for another GPU")
+    get_mode(options.mode)  # an unknown mode, model or refused setting: one line, and nothing created
+    options.preset  # noqa: B018
+    check_settings(options)
     options = dataclasses.replace(options, profile=True)  # the delay is looked for in the profiled steps' ledger
     delayed = f"A+{delay_ms:g}ms"
     variants: dict[str, dict[str, Any]] = {"A": {}, "A'": {}, delayed: {"inject_host_delay_ms": delay_ms}}

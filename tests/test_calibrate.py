@@ -64,6 +64,27 @@ def test_calibrate_refuses_bounds_before_running(tmp_path: Path, arguments: dict
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    (RunOptions(mode="jax", model="no-such-preset"), "no-such-preset"),
+    (RunOptions(mode="no-such-mode", model="vit-tiny"), "unknown mode"),
+    (RunOptions(mode="jax", model="vit-tiny", compile_mode="max-autotune"), "compile"),
+])
+def test_calibrate_refuses_what_no_run_could_do_before_making_anything(tmp_path: Path, options: RunOptions,
+                                                                      message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        api.calibrate(options, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_figure_too_large_for_a_float_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / CALIBRATION_FILE
+    text = json.dumps(_record().to_dict()).replace('"delay_gap_s": 0.0032', '"delay_gap_s": 1e400')
+    assert "1e400" in text
+    file.write_text(text)
+    with pytest.raises(InputError, match="delay_gap_s"):
+        load_calibration(file)
+
+
 def _record() -> Calibration:
     return Calibration(mode="jax", processes=3, baseline_step_s=0.004, resolvable_gap_s=0.0002,
                        resolvable_gap_relative=0.05, identical_verdict="no significant difference",
@@ -89,6 +110,8 @@ def test_the_record_is_written_once_and_reads_back_as_written(tmp_path: Path) ->
     ({"processes": "three"}, "'processes' is str"),
     ({"delay_s": -1}, "'delay_s'"),
     ({"delay_nodes": {"idle: host": "a lot"}}, r"'delay_nodes\[\.\.\.\]' holds a string"),
+    ({"processes": -5}, "'processes'"),
+    ({"identical_gap_s": 1e12}, "'identical_gap_s'"),
 ])
 def test_a_damaged_record_is_refused_naming_the_field(tmp_path: Path, change: dict, message: str) -> None:
     file = tmp_path / CALIBRATION_FILE

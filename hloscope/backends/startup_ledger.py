@@ -333,6 +333,21 @@ class TorchXlaProbe(Probe):
         return found
 
 
+def xla_caches_off(framework: str) -> list[str]:
+    """Turn off the persistent XLA caches `framework` reads (jax's, torch_xla's), whoever set them (an inherited
+    JAX_COMPILATION_CACHE_DIR or XLA_PERSISTENT_CACHE_PATH too), before its first compile: for --dump-hlo, since XLA
+    dumps only what it compiles. Returns the caches turned off."""
+    if framework in JAX_FRAMEWORKS:
+        import jax
+
+        jax.config.update("jax_enable_compilation_cache", False)
+        return ["jax"]
+    if framework == "torch_xla":  # read when torch_xla's runtime starts, after this
+        os.environ.pop("XLA_PERSISTENT_CACHE_PATH", None)
+        return ["XLA"]
+    return []
+
+
 def configure_compile_cache(framework: str, compiled: bool, directory: Path, dump_hlo: bool = False) -> CompileCache:
     """Point the framework's persistent compile caches at folders of `directory` (one per cache, so that the modes of
     a comparison can share it), before their first compile; returns run.json `startup.compile_cache`. With `dump_hlo`
@@ -340,8 +355,8 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path, dum
     would leave the dump without its module before optimisation, buffer assignment and memory report."""
     folders: dict[str, str] = {}
     left_out = []
-    if framework in JAX_FRAMEWORKS and dump_hlo:
-        left_out.append("jax")
+    if dump_hlo:
+        left_out = xla_caches_off(framework)
     elif framework in JAX_FRAMEWORKS:
         import jax
 
@@ -350,9 +365,7 @@ def configure_compile_cache(framework: str, compiled: bool, directory: Path, dum
         # cache every program, however small or quick to compile, so that a second run finds them all
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    if framework == "torch_xla" and dump_hlo:
-        left_out.append("XLA")
-    elif framework == "torch_xla":  # read when torch_xla's runtime starts (torch_xla.runtime.initialize_cache's way)
+    if framework == "torch_xla" and not dump_hlo:  # read when torch_xla's runtime starts (torch_xla.runtime.initialize_cache's way)
         folders["XLA_PERSISTENT_CACHE_PATH"] = os.environ["XLA_PERSISTENT_CACHE_PATH"] = str(directory / "xla")
         os.environ["XLA_PERSISTENT_CACHE_READ_ONLY"] = "0"
     if framework == "pytorch" or (framework == "torch_xla" and compiled):
@@ -420,6 +433,8 @@ class StartupLedger:
                                        self.marks["imported"] - self.started, DRIVER_SOURCE)]))
         if self.cache_dir is not None:
             self.cache = configure_compile_cache(self.framework, self.compiled, self.cache_dir, self.dump_hlo)
+        elif self.dump_hlo:  # a cache set outside hloscope would leave the dump without what it read
+            xla_caches_off(self.framework)
         self._read("setup start")
 
     def setup_done(self) -> None:

@@ -68,8 +68,12 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
     console = Console(stderr=True)
     _dump_for_replay(replay, values, console)
     options = build_options(MODES[0].name, **values)  # every run's options; compare sets each run's mode
-    record = compare(options, parse_modes(modes) if modes is not None else None, values["out"], repeats, counts,
-                     timeout_s, audit=not no_audit, replay=replay, progress=TerminalProgress(console))
+    progress = TerminalProgress(console)
+    try:
+        record = compare(options, parse_modes(modes) if modes is not None else None, values["out"], repeats, counts,
+                         timeout_s, audit=not no_audit, replay=replay, progress=progress)
+    finally:  # a Ctrl-C or an error in the audit or a replay: the terminal gets its cursor and its output back
+        progress.close()
     block = None
     if test_hypotheses and any(entry.status == "ok" for entry in record.modes):
         report = explain(record.dir)
@@ -157,6 +161,13 @@ class TerminalProgress:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+    def close(self) -> None:
+        """Stop whatever is still drawing (a status, the bar)."""
+        self.runs_done()
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
     def replay_started(self, mode: str) -> None:
         if self.status is None:

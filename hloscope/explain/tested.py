@@ -99,16 +99,6 @@ class QuietProgress:
         return None
 
 
-def refuse_unreadable(report: ExplainReport) -> None:
-    """Nothing is re-run from runs that cannot be read: InputError naming the first such run and why (its run.json, or
-    a file of it, as explain noted)."""
-    for summary in report.summaries.values():
-        why = summary.notes[:1] if summary.status == "unreadable" else summary.unreadable_files[:1]
-        if why:
-            where = summary.run_dirs[0] if summary.run_dirs else summary.mode
-            raise InputError(where, f"cannot be read, so nothing is run again from it ({why[0]})")
-
-
 def plan_testing(report: ExplainReport, budget_min: float | None = None, repeats: int = 3,
                  rules: list[str] | None = None) -> TestingPlan:
     """The tests of every significant gap of `report` (with `rules`, those hypotheses on every configuration against

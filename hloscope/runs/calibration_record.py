@@ -9,16 +9,17 @@ in seconds (fields ending in `_s`; a gap is signed, the others are never negativ
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from hloscope.runs.records import SCHEMA_VERSION, Number, Seconds, convert_section
-from hloscope.runs.rundir import OutputError, load_record
-from hloscope.writing import atomic_output
+from hloscope.runs.records import SCHEMA_VERSION, Count, Seconds, convert_section
+from hloscope.runs.rundir import load_record, write_json_atomic
+
+# A signed figure as recorded (a gap, a ratio): finite, and within what a step time can be.
+Signed = Annotated[int, msgspec.Meta(gt=-(10**9), lt=10**9)] | Annotated[float, msgspec.Meta(gt=-1e9, lt=1e9)]
 
 KIND = "calibration"
 CALIBRATION_FILE = "calibration.json"
@@ -32,22 +33,22 @@ class Calibration(msgspec.Struct, frozen=True, kw_only=True):
     schema_version: int = SCHEMA_VERSION
     kind: str = KIND
     mode: str
-    processes: int  # per configuration
+    processes: Count  # per configuration
     baseline_step_s: Seconds | None
     resolvable_gap_s: Seconds | None  # the smallest gap this machine resolves here; None: unmeasured
-    resolvable_gap_relative: Number | None
+    resolvable_gap_relative: Signed | None
     identical_verdict: str | None  # explain's verdict on A' against A
-    identical_gap_s: Number | None
-    identical_gap_ci_s: list[Number] | None
+    identical_gap_s: Signed | None
+    identical_gap_ci_s: list[Signed] | None
     identical_called_different: bool
     delay_s: Seconds  # asked for
     delay_slept_s: Seconds | None  # the median sleep the delayed runs measured; None: not recorded
     delay_verdict: str | None
-    delay_gap_s: Number | None
-    delay_gap_ci_s: list[Number] | None
+    delay_gap_s: Signed | None
+    delay_gap_ci_s: list[Signed] | None
     delay_found_s: Seconds  # the significant host-side parts of the delayed run's ledger, summed
     delay_node: str | None  # the host-side node most of it landed in
-    delay_nodes: dict[str, Number] = {}  # every significant host-side node -> seconds
+    delay_nodes: dict[str, Seconds] = {}  # every significant host-side node -> seconds
     delay_found: bool = False  # a significant gap, and host-side parts that add up to the delay
     trustworthy: bool = False  # the A/A pair was no difference and the delay was found
     notes: list[str] = []
@@ -64,14 +65,7 @@ class Calibration(msgspec.Struct, frozen=True, kw_only=True):
 def write_calibration(record: Calibration, directory: Path) -> Calibration:
     """calibration.json in `directory`, never over an existing file; the record with `dir` set to `directory`.
     OutputError naming the file when it cannot be written or one is there already."""
-    target = directory / CALIBRATION_FILE
-    try:
-        with atomic_output(target, text=True, replace=False) as handle:
-            handle.write(json.dumps(record.to_dict(), indent=2) + "\n")
-    except FileExistsError:
-        raise OutputError(f"cannot write {target}: a file is there already (it is left as it is)") from None
-    except OSError as error:
-        raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+    write_json_atomic(directory / CALIBRATION_FILE, record.to_dict(), replace=False)
     return msgspec.structs.replace(record, dir=str(directory))
 
 

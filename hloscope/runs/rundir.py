@@ -101,16 +101,19 @@ def _fault_hook(path: Path) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
-def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+def write_json_atomic(path: str | os.PathLike, data: Any, replace: bool = True) -> None:
     """Write JSON so that readers see either the old file or the complete new one, never a torn write. A write the
-    file system refuses (disk full, quota, read-only) is an OutputError naming the file; the old file stays."""
+    file system refuses (disk full, quota, read-only) is an OutputError naming the file; the old file stays.
+    `replace=False`: never over a file already at `path` (an OutputError says it is there)."""
     path = Path(path)
     try:
-        with atomic_output(path, text=True) as handle:
+        with atomic_output(path, text=True, replace=replace) as handle:
             # strict JSON: a NaN or infinite figure (a broken clock) is written as null, never as bare NaN
             json.dump(_finite(data), handle, indent=2, sort_keys=False, default=_json_default, allow_nan=False)
             handle.write("\n")
             _fault_hook(path)
+    except FileExistsError:
+        raise OutputError(f"cannot write {path}: a file is there already (it is left as it is)") from None
     except OSError as error:
         raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
 
