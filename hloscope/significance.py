@@ -347,11 +347,23 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def spread(values: list[float]) -> dict | None:
+@dataclass(frozen=True)
+class Spread:
     """median, p10, p90, and n of a sample (interpolated percentiles, as run.json records them). The three figures are
-    in the unit of `values` and their keys carry no unit suffix: explain's `step_spread`, seconds (docs/api.md)."""
+    in the unit of the sample and their keys carry no unit suffix: explain's `step_spread`, seconds (docs/api.md)."""
+
+    median: float
+    p10: float
+    p90: float
+    n: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"median": self.median, "p10": self.p10, "p90": self.p90, "n": self.n}
+
+
+def spread(values: list[float]) -> Spread | None:
+    """The Spread of a sample; None for an empty one."""
     if not values:
         return None
     ordered = sorted(values)
-    return {"median": median(ordered), "p10": percentile(ordered, 0.1), "p90": percentile(ordered, 0.9),
-            "n": len(ordered)}
+    return Spread(median(ordered), percentile(ordered, 0.1), percentile(ordered, 0.9), len(ordered))

@@ -188,8 +188,8 @@ def test_negative_overhead_is_reported_as_an_anomaly():
     steps, program = [0.010] * 10, [0.013] * 10  # the replay 3 ms slower than the run (a busy machine)
     run = ModeSummary(mode="jax", step_times_s=steps, replay=ReplaySummary(file="replay.json", program_times_s=program))
     data = split(run, run)
-    assert data["overhead_s"] == pytest.approx(-0.003) and data["overhead_anomaly"] is True
-    assert data["overhead_note"] == "replay slower than the run by 3.000 ms: overhead not measurable here"
+    assert data is not None and data.overhead_s == pytest.approx(-0.003) and data.overhead_anomaly is True
+    assert data.overhead_note == "replay slower than the run by 3.000 ms: overhead not measurable here"
     comparison = _against_run(_run_record({"step_times_s": steps, "median_s": 0.010}),
                               ReplayTiming(step_times_s=program, median_s=0.013))
     assert comparison is not None and comparison.overhead_anomaly is True
@@ -200,7 +200,7 @@ def test_negative_overhead_is_reported_as_an_anomaly():
     assert "overhead not measurable here" in text and "framework overhead -" not in text
     slower = ModeSummary(mode="jax", step_times_s=program, replay=ReplaySummary(file="replay.json", program_times_s=steps))
     positive = split(slower, slower)
-    assert positive["overhead_anomaly"] is False and "overhead_note" not in positive
+    assert positive is not None and positive.overhead_anomaly is False and "overhead_note" not in positive.to_dict()
 
 
 def test_an_overhead_measured_under_load_is_not_an_overhead():
@@ -226,6 +226,8 @@ def test_an_overhead_measured_under_load_is_not_an_overhead():
         comparison = _against_run(
             _run_record({"step_times_s": steps, "median_s": 0.021, "noisy": run_noisy, "host_scheduling": scheduling}),
             ReplayTiming(step_times_s=program, median_s=0.0023, noisy=replay_noisy))
-        for data in (split(summary, summary), msgspec.to_builtins(comparison)):
+        measured = split(summary, summary)
+        assert measured is not None
+        for data in (measured.to_dict(), msgspec.to_builtins(comparison)):
             assert data is not None and data["overhead_anomaly"] is (note is not None)
             assert data.get("overhead_note") == note

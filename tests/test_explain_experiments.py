@@ -36,7 +36,7 @@ from hloscope.explain.experiments import (
     plan_tests,
 )
 from hloscope.explain.hypotheses import Annotation
-from hloscope.explain.report import Contributor, ExplainReport, ModeResult
+from hloscope.explain.report import ConfigDifference, Contributor, ExplainReport, ModeResult
 from hloscope.explain.summary import CpuPerStep, ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
 from hloscope.runs.experiments import CTRL_C, run_configurations
@@ -179,8 +179,8 @@ def test_a_hypothesis_whose_setting_is_the_same_on_both_sides_is_not_tested():
 def test_a_setting_difference_without_a_hypothesis_is_tested_and_unrecorded_thread_counts_say_why_not():
     """A batch difference is tested; a thread difference whose sides' CPUs are not recorded cannot be matched."""
     result = _result([])
-    result.config_differences = [{"field": "batch_size", "a": "16", "b": "8"},
-                                 {"field": "threads.torch_num_threads", "a": "2", "b": "1"}]
+    result.config_differences = [ConfigDifference("batch_size", "16", "8"),
+                                 ConfigDifference("threads.torch_num_threads", "2", "1")]
     tests = plan_tests(result, {"batch_size": 16}, {"batch_size": 8})
     assert [(t.setting, t.untestable is None) for t in tests] == [("batch_size", True), ("threads", False)]
     assert "not recorded on both sides" in str(tests[1].untestable)
@@ -190,7 +190,7 @@ def test_a_host_delay_injected_on_one_side_is_tested_by_running_without_it():
     """--inject-host-delay is a recorded setting hloscope sets: a pair that differs in it is re-run with the faster
     side's delay (none), as calibrate's known answers are."""
     result = _result([])
-    result.config_differences = [{"field": "inject_host_delay_ms", "a": "15", "b": None}]
+    result.config_differences = [ConfigDifference("inject_host_delay_ms", "15", None)]
     (test,) = plan_tests(result, {"inject_host_delay_ms": 15.0}, {"inject_host_delay_ms": 0.0})
     assert (test.setting, test.slow_value, test.fast_value, test.untestable) == ("inject_host_delay_ms", 15.0, 0.0,
                                                                                   None)
@@ -204,7 +204,7 @@ NO_OPT = "--xla_backend_optimization_level=0"
 
 def _flags_result() -> ModeResult:
     result = _result([])
-    result.config_differences = [{"field": "env.XLA_FLAGS", "a": NO_OPT, "b": None}]
+    result.config_differences = [ConfigDifference("env.XLA_FLAGS", NO_OPT, None)]
     return result
 
 
@@ -244,8 +244,7 @@ def test_xla_flags_not_recorded_on_a_side_say_why_not():
 def test_xla_flags_that_differ_only_in_hloscopes_own_flags_are_not_tested():
     """A device count or a dump directory puts hloscope's own flags in XLA_FLAGS: the requested flags match."""
     result = _result([])
-    result.config_differences = [{"field": "env.XLA_FLAGS", "a": "--xla_force_host_platform_device_count=2",
-                                  "b": None}]
+    result.config_differences = [ConfigDifference("env.XLA_FLAGS", "--xla_force_host_platform_device_count=2", None)]
     tests = plan_tests(result, {"xla_flags": ""}, {"xla_flags": ""})
     assert tests[0].untestable is not None and "both sides" in tests[0].untestable
 

@@ -8,7 +8,7 @@ from helpers import run_record
 
 from hloscope.explain.experiments import NOT_TESTED, PairPlan, conclude, plan_tests
 from hloscope.explain.hypotheses import Annotation
-from hloscope.explain.report import Contributor, ModeResult
+from hloscope.explain.report import ConfigDifference, Contributor, ModeResult
 from hloscope.explain.tested import refuse_what_this_machine_cannot_run, run_options
 from hloscope.runs.settings import IN_EFFECT, in_effect
 
@@ -17,7 +17,7 @@ def _result(rules: list[str], differences: list[dict] | None = None) -> ModeResu
     annotations = [Annotation(rule, rule, "claim", ("device:",)) for rule in rules]
     contributor = Contributor("device:copies", "t", True, 0.01, None, None, "c", {}, annotations=annotations)
     result = ModeResult("slow", "ok", significant=True, verdict="slower", contributors=[contributor])
-    result.config_differences = differences or []
+    result.config_differences = [ConfigDifference(**d) for d in differences or []]
     return result
 
 

@@ -21,7 +21,7 @@ from hloscope.diff.match import match_graphs, source_group
 from hloscope.diff.timing import SEP
 from hloscope.explain.collect import summarize_run
 from hloscope.explain.engine import explain
-from hloscope.explain.ledger import OpSeries, RunLedger
+from hloscope.explain.ledger import OpFigures, OpSeries, RunLedger
 from hloscope.explain.ops import NAME, STRUCTURE, ProgramGraph, op_rows, structural_deltas
 from hloscope.explain.replicates import merge_ledgers
 from hloscope.explain.report import OpChange
@@ -108,15 +108,15 @@ def test_hand_written_programs_pair_by_structure_not_by_name():
     gelu = by_names[("aten::gelu/erf", "ViT/mlp/gelu/erf")]
     assert gelu.matched and gelu.matched_by == STRUCTURE
     assert gelu.instructions == {"slow": ["erf_multiply_fusion.4"], "fast": ["select_fusion"]}
-    assert gelu.slow["seconds"] == pytest.approx(0.40e-3) and gelu.fast["seconds"] == pytest.approx(0.10e-3)
+    assert gelu.slow.seconds == pytest.approx(0.40e-3) and gelu.fast.seconds == pytest.approx(0.10e-3)
     assert gelu.seconds == pytest.approx(0.30e-3) and gelu.significant  # 5 steps a side, clearly apart
     dot = by_names[("aten::linear/dot_general", "ViT/mlp/dense/dot_general")]
     softmax = by_names[("aten::_softmax/reduce_max", "ViT/attention/softmax/reduce_max")]
-    assert dot.matched and softmax.matched and dot.fast["calls"] == 1 and softmax.slow["calls"] == 1
+    assert dot.matched and softmax.matched and dot.fast.calls == 1 and softmax.slow.calls == 1
     # torchax's transpose and copy of the weight have no counterpart: one-sided rows, never a silent zero
     for name in ("transpose", "copy"):
         row = by_names[(name, None)]
-        assert not row.matched and row.matched_by == STRUCTURE and row.fast["calls"] == 0
+        assert not row.matched and row.matched_by == STRUCTURE and row.fast.calls == 0
     other = by_names[("infeed", "infeed")]
     assert other.matched and other.matched_by == NAME
     # every executed instruction is in exactly one row
@@ -136,7 +136,7 @@ def test_without_a_program_on_both_sides_ops_pair_by_name():
     rows = _by_names(op_rows(eager, compiled, 1e-6))
     assert rows[("aten::mm", "aten::mm")].matched and rows[("aten::mm", "aten::mm")].matched_by == NAME
     gelu = rows[("aten::gelu", None)]
-    assert not gelu.matched and gelu.matched_by == NAME and gelu.fast["calls"] == 0
+    assert not gelu.matched and gelu.matched_by == NAME and gelu.fast.calls == 0
 
 
 def test_programs_are_read_when_compared_and_the_run_s_released():
@@ -168,8 +168,8 @@ def test_pooled_processes_keep_their_instructions():
 
 
 def test_labels_name_both_sides_or_the_missing_one():
-    figures = {"calls": 1, "seconds": 1e-4, "per_call_s": 1e-4, "per_call_max_s": 1e-4}
-    zero = {"calls": 0, "seconds": 0.0, "per_call_s": None, "per_call_max_s": None}
+    figures = OpFigures(1, 1e-4, 1e-4, 1e-4)
+    zero = OpFigures(0, 0.0, None, None)
     paired = OpChange("aten::gelu/erf", figures, figures, 0.0, None, False, run_name="aten::gelu/erf",
                       baseline_name="ViT/mlp/gelu/erf", matched_by=STRUCTURE)
     assert op_label(paired, "torchax", "jax") == "aten::gelu/erf ↔ ViT/mlp/gelu/erf"
@@ -215,7 +215,7 @@ def diff(runs) -> dict:
 
 
 def _timed_on_both_sides(row) -> bool:
-    return row.matched and row.matched_by == STRUCTURE and row.slow["seconds"] > 0 and row.fast["seconds"] > 0
+    return row.matched and row.matched_by == STRUCTURE and row.slow.seconds > 0 and row.fast.seconds > 0
 
 
 def test_real_runs_pair_the_gelu_fusion_once(table, runs):
@@ -262,7 +262,7 @@ def test_real_runs_list_each_instruction_once_and_one_sided_work_says_so(table, 
     for row in one_sided:
         assert (row.slow_name is None) != (row.fast_name is None)
         absent = row.fast if row.fast_name is None else row.slow
-        assert absent["calls"] == 0
+        assert absent.calls == 0
         change = OpChange(row.group, row.slow, row.fast, row.seconds, row.p_value, row.significant,
                           run_name=row.slow_name, baseline_name=row.fast_name, matched=False,
                           matched_by=row.matched_by)

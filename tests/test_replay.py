@@ -223,16 +223,16 @@ def test_explain_split_measured_and_inferred():
     base = ModeSummary(mode="jax", step_times_s=[0.003] * 10,
                        replay=ReplaySummary(file="replay.json", program_times_s=[0.0029] * 10, compiler="jaxlib 0.10.2"))
     data = split(run, base)
-    assert data["measured"] and abs(data["overhead_s"] - (sorted(steps)[4] + sorted(steps)[5]) / 2
+    assert data is not None and data.measured and abs(data.overhead_s - (sorted(steps)[4] + sorted(steps)[5]) / 2
                                     + (sorted(program)[4] + sorted(program)[5]) / 2) < 1e-12
-    low, high = data["overhead_ci_s"]
-    assert low <= data["overhead_s"] <= high
-    gap = data["against_baseline"]
-    assert gap["program_gap_s"] + gap["overhead_gap_s"] == pytest.approx(data["program_s"] + data["overhead_s"] - 0.003)
+    low, high = data.overhead_ci_s
+    assert low <= data.overhead_s <= high
+    gap = data.against_baseline
+    assert gap.program_gap_s + gap.overhead_gap_s == pytest.approx(data.program_s + data.overhead_s - 0.003)
     assert "framework overhead" in replay_line(ModeResult("torch_xla", "ok", replay=data))
     slower = ModeSummary(mode="torch_xla", step_times_s=[0.002] * 10, replay=run.replay)  # replay slower than the run
     anomaly = split(slower, base)
-    assert anomaly["overhead_anomaly"] and anomaly["overhead_s"] < 0
+    assert anomaly is not None and anomaly.overhead_anomaly and anomaly.overhead_s < 0
     line = replay_line(ModeResult("torch_xla", "ok", replay=anomaly))
     assert "overhead not measurable here" in line and "framework overhead -" not in line
     # an overhead that is not measurable is compared with nothing: not with the profile's idle estimate, and not with
@@ -240,11 +240,11 @@ def test_explain_split_measured_and_inferred():
     assert "idle estimate" not in line and ", overhead" not in line and "against the baseline: program" in line
     steady = replay_line(ModeResult("torch_xla", "ok", replay=data))
     assert "idle estimate" in steady and ", overhead" in steady
-    busy_base = ModeResult("jax", "ok", replay={**data, "overhead_anomaly": True, "overhead_note": "busy"})
+    busy_base = ModeResult("jax", "ok", replay=msgspec.structs.replace(data, overhead_anomaly=True, overhead_note="busy"))
     against_busy = replay_line(ModeResult("torch_xla", "ok", replay=data), busy_base)
     assert "framework overhead" in against_busy and ", overhead" not in against_busy
     inferred = split(ModeSummary(mode="jax", step_times_s=[0.003], device_busy_s=0.002, profiled_step_s=0.003), base)
-    assert not inferred["measured"] and "inferred" in inferred["note"]
+    assert inferred is not None and not inferred.measured and "inferred" in inferred.note
     assert "inferred" in replay_line(ModeResult("jax", "ok", replay=inferred))
     assert split(ModeSummary(mode="pytorch", step_times_s=[0.003]), base) is None
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from hloscope.explain.engine import explain
 from hloscope.explain.ledger import OpSeries, RunLedger
-from hloscope.explain.report import ExplainReport
+from hloscope.explain.report import ConfigDifference, ExplainReport
 from hloscope.explain.summary import ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term, svg
 from hloscope.trace.model import CATEGORIES
@@ -244,7 +244,7 @@ def _hostile_report() -> ExplainReport:
     entry = report.mode("torch_xla")
     entry.mode = f"torch_xla {HOSTILE}"
     entry.ops[0].group = f"op {HOSTILE}"
-    entry.config_differences.append({"field": f"env.X {HOSTILE}", "a": HOSTILE, "b": "<b>"})
+    entry.config_differences.append(ConfigDifference(f"env.X {HOSTILE}", HOSTILE, "<b>"))
     entry.contributors[0].claim += HOSTILE
     entry.annotations[0].claim += HOSTILE
     entry.notes.append(HOSTILE)

@@ -16,6 +16,7 @@ from hloscope.api import explain
 from hloscope.backends.base import RunOptions
 from hloscope.backends.devices import host_device_flags
 from hloscope.explain.experiments import plan_pairs
+from hloscope.explain.report import ConfigDifference
 from hloscope.explain.tested import recorded_options
 from hloscope.runs import rundir, xla_flags
 from hloscope.runs.runner import run_command
@@ -153,7 +154,7 @@ def test_a_flag_exported_on_one_side_becomes_a_test_with_the_recorded_flags(tmp_
     fast = _run(tmp_path, "fast", {}, steps=[0.002, 0.0021, 0.0019, 0.002, 0.00205, 0.00195])
     report = explain(slow, fast, baseline=str(fast))
     entry = next(m for m in report.modes if m.mode == "jax (slow)")
-    assert {"field": "env.XLA_FLAGS", "a": NO_OPT, "b": None} in entry.config_differences
+    assert ConfigDifference("env.XLA_FLAGS", NO_OPT, None) in entry.config_differences
     options, _, _ = recorded_options(report)
     assert options["jax (slow)"]["xla_flags"] == NO_OPT and options["jax (fast)"]["xla_flags"] == ""
     (plan,) = plan_pairs(report, options)

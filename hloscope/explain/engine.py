@@ -45,7 +45,15 @@ from hloscope.explain.ledger import (
 from hloscope.explain.memory import memory_results
 from hloscope.explain.ops import op_rows
 from hloscope.explain.replay_split import split
-from hloscope.explain.report import Contributor, ExplainReport, ModeResult, OpChange, PerSample, ProcessNoise
+from hloscope.explain.report import (
+    ConfigDifference,
+    Contributor,
+    ExplainReport,
+    ModeResult,
+    OpChange,
+    PerSample,
+    ProcessNoise,
+)
 from hloscope.explain.startup import compare_startup
 from hloscope.explain.summary import ModeSummary, contention
 from hloscope.runs.settings import differences
@@ -337,7 +345,8 @@ def _entry(summary: ModeSummary, reference: ModeSummary, timed: bool, min_gap: f
         entry.provisional = len(summary.processes) < 2
         entry.residual_s = entry.explained_s = entry.unexplained_s = 0.0
         return entry
-    entry.config_differences = differences(summary.settings, reference.settings)
+    entry.config_differences = [ConfigDifference(d["field"], d["a"], d["b"])
+                                for d in differences(summary.settings, reference.settings)]
     outside_spread = beyond_spread(summary.step_times_s, reference.step_times_s)
     if summary.noisy or reference.noisy:  # a noisy window's median moves by up to ~20% between identical processes
         min_gap = max(min_gap, NOISY_MIN_GAP)
@@ -487,11 +496,11 @@ def beyond_spread(a: list[float], b: list[float]) -> bool:
     by up to 20% of a 1 ms CPU step with intervals excluding zero (benches/README.md). A gap within the runs' spread
     is not told apart from that."""
     sa, sb = spread(a), spread(b)
-    if sa is None or sb is None or sa["n"] < 4 or sb["n"] < 4:
+    if sa is None or sb is None or sa.n < 4 or sb.n < 4:
         return True
-    by_iqr = abs(sa["median"] - sb["median"]) > max(_iqr(a), _iqr(b))
-    high, low = (sa, sb) if sa["median"] >= sb["median"] else (sb, sa)
-    by_band = high["median"] > low["p90"] and low["median"] < high["p10"]
+    by_iqr = abs(sa.median - sb.median) > max(_iqr(a), _iqr(b))
+    high, low = (sa, sb) if sa.median >= sb.median else (sb, sa)
+    by_band = high.median > low.p90 and low.median < high.p10
     return by_iqr or by_band
 
 

@@ -387,7 +387,7 @@ def plan_tests(result: ModeResult, slow_options: dict[str, Any], fast_options: d
             continue
         by_setting.setdefault(setting, []).append(rule)
     for difference in result.config_differences:
-        name = str(difference.get("field"))
+        name = difference.field
         setting = DIFFERENCE_SETTINGS.get(name) or next(
             (named for prefix, named in DIFFERENCE_PREFIXES.items() if name.startswith(prefix)), None)
         if setting is not None:

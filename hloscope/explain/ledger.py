@@ -167,13 +167,28 @@ def node_deltas(slow: RunLedger, fast: RunLedger, practical_s: float) -> list[No
     return out
 
 
+@dataclass(frozen=True)
+class OpFigures:
+    """One side of an op table row, per kept profiled step: median calls and seconds, and the op's median and longest
+    call. A side without the op: 0 calls, 0.0 seconds, no per-call figures (None)."""
+
+    calls: int | float  # a median of counts: an integer, or halfway between two
+    seconds: float
+    per_call_s: float | None
+    per_call_max_s: float | None
+
+    def to_dict(self) -> dict:
+        return {"calls": self.calls, "seconds": self.seconds, "per_call_s": self.per_call_s,
+                "per_call_max_s": self.per_call_max_s}
+
+
 @dataclass
 class OpDelta:
     """One row of the op table: an op of the slow run and its counterpart in the fast run."""
 
     group: str  # the slow run's op group, the fast run's where the slow run has none
-    slow: dict  # {"calls", "seconds", "per_call_s", "per_call_max_s"}: medians per step
-    fast: dict
+    slow: OpFigures
+    fast: OpFigures
     seconds: float  # slow - fast, per step
     p_value: float | None
     significant: bool
@@ -212,8 +227,8 @@ def series_delta(group: str, a: OpSeries | None, b: OpSeries | None, slow: RunLe
                    p_value is not None and p_value < ALPHA and abs(delta) >= practical_s, **row)
 
 
-def op_figures(series: OpSeries | None) -> dict:
+def op_figures(series: OpSeries | None) -> OpFigures:
     if series is None:
-        return {"calls": 0, "seconds": 0.0, "per_call_s": None, "per_call_max_s": None}
-    return {"calls": median(series.calls) if series.calls else 0, "seconds": median(series.seconds) if series.seconds else 0.0,
-            "per_call_s": series.per_call_s, "per_call_max_s": series.per_call_max_s}
+        return OpFigures(0, 0.0, None, None)
+    return OpFigures(median(series.calls) if series.calls else 0, median(series.seconds) if series.seconds else 0.0,
+                     series.per_call_s, series.per_call_max_s)

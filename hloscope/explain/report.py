@@ -1,8 +1,9 @@
 """The explain report as typed data: what the engine returns, what the renderers read (by attribute, so that a renamed
 field is a type error, not a silently empty cell), and, through `to_dict()`, the `explain --json` document.
 
-Nested figures that are documents of their own stay dicts: a run's step spread (hloscope.significance.spread), the
-replay split (hloscope.explain.replay_split.split), a configuration difference, a contributor's evidence.
+Nested parts are typed where they are made: a run's step spread (hloscope.significance.Spread), the replay split
+(hloscope.explain.replay_split.ReplaySplit), an op table row's sides (hloscope.explain.ledger.OpFigures). A
+contributor's evidence stays a dict: per run, its seconds in each kept step.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hloscope.explain.hypotheses import Annotation
+from hloscope.explain.ledger import OpFigures
 from hloscope.explain.memory import ModeMemory
+from hloscope.explain.replay_split import ReplaySplit
 from hloscope.explain.startup import StartupComparison
 from hloscope.explain.summary import ModeSummary
+from hloscope.significance import Spread
 
 if TYPE_CHECKING:  # the tested block's module reads this one's results
     from hloscope.explain.experiments import TestedBlock
@@ -54,8 +58,8 @@ class OpChange:
     time)."""
 
     group: str  # the run's op group; the baseline's where only the baseline has the work
-    run: dict[str, float]  # {"calls", "seconds", "per_call_s", "per_call_max_s"}
-    baseline: dict[str, float]
+    run: OpFigures
+    baseline: OpFigures
     seconds: float  # run - baseline, per step
     p_value: float | None
     significant: bool
@@ -69,10 +73,24 @@ class OpChange:
 
     def to_dict(self) -> dict:
         return {"group": self.group, "run_name": self.run_name, "baseline_name": self.baseline_name,
-                "matched": self.matched, "matched_by": self.matched_by, "run": self.run, "baseline": self.baseline,
+                "matched": self.matched, "matched_by": self.matched_by, "run": self.run.to_dict(),
+                "baseline": self.baseline.to_dict(),
                 "seconds": self.seconds, "p_value": self.p_value, "significant": self.significant,
                 "instructions": self.instructions, "instruction_counts": self.instruction_counts,
                 "match_stages": self.match_stages}
+
+
+@dataclass(frozen=True)
+class ConfigDifference:
+    """A setting the two runs recorded differently (hloscope.runs.settings.differences): its value under this run
+    (`a`) and under the baseline (`b`); None on the side that did not set it."""
+
+    field: str
+    a: str | None
+    b: str | None
+
+    def to_dict(self) -> dict:
+        return {"field": self.field, "a": self.a, "b": self.b}
 
 
 @dataclass
@@ -102,9 +120,8 @@ class ModeResult:
     mode: str
     status: str
     step_time_s: float | None = None
-    # {"median", "p10", "p90", "n"} of the timed steps: median, p10, p90 in seconds under keys without the `_s`
-    # suffix (explain --json has always written them so; docs/api.md), n the count
-    step_spread: dict | None = None
+    # median, p10, p90 (seconds, written under keys without the `_s` suffix: docs/api.md) and n of the timed steps
+    step_spread: Spread | None = None
     noisy: bool | None = None
     gap_s: float | None = None
     gap_ci_s: list[float] | None = None
@@ -112,7 +129,7 @@ class ModeResult:
     ratio_ci: list[float] | None = None
     significant: bool | None = None
     verdict: str | None = None  # "baseline" | "slower" | "faster" | "no significant difference" | None (not timed)
-    config_differences: list[dict] = field(default_factory=list)  # {"field", "a", "b"}: this run, the baseline
+    config_differences: list[ConfigDifference] = field(default_factory=list)
     tests: dict[str, bool] | None = None  # each condition of significance
     per_sample: PerSample | None = None
     profiled_gap_s: float | None = None
@@ -123,7 +140,7 @@ class ModeResult:
     explained_s: float | None = None
     unexplained_s: float | None = None
     notes: list[str] = field(default_factory=list)
-    replay: dict | None = None  # program on device vs framework overhead (hloscope.explain.replay_split.split)
+    replay: ReplaySplit | None = None  # program on device vs framework overhead (hloscope.explain.replay_split)
     roofline_s: float | None = None  # compiled, not timed: the roofline lower bound per step
     processes: int | None = None  # processes of this configuration that were timed (`compare --repeats`)
     process_medians_s: list[float] = field(default_factory=list)  # each process's median step
@@ -148,15 +165,16 @@ class ModeResult:
 
     def to_dict(self) -> dict:
         data = {"mode": self.mode, "status": self.status, "step_time_s": self.step_time_s,
-                "step_spread": self.step_spread, "noisy": self.noisy, "gap_s": self.gap_s, "gap_ci_s": self.gap_ci_s,
+                "step_spread": self.step_spread.to_dict() if self.step_spread is not None else None,
+                "noisy": self.noisy, "gap_s": self.gap_s, "gap_ci_s": self.gap_ci_s,
                 "ratio": self.ratio, "ratio_ci": self.ratio_ci, "significant": self.significant,
-                "verdict": self.verdict, "config_differences": self.config_differences, "tests": self.tests,
+                "verdict": self.verdict, "config_differences": [d.to_dict() for d in self.config_differences], "tests": self.tests,
                 "per_sample": self.per_sample.to_dict() if self.per_sample else None,
                 "profiled_gap_s": self.profiled_gap_s, "residual_s": self.residual_s,
                 "contributors": [c.to_dict() for c in self.contributors],
                 "annotations": [a.to_dict() for a in self.annotations], "ops": [o.to_dict() for o in self.ops],
                 "explained_s": self.explained_s, "unexplained_s": self.unexplained_s, "notes": self.notes,
-                "replay": self.replay, "roofline_s": self.roofline_s, "replicates": self.processes,
+                "replay": self.replay.to_dict() if self.replay is not None else None, "roofline_s": self.roofline_s, "replicates": self.processes,
                 "process_medians_s": self.process_medians_s,
                 "between_process_spread_s": self.between_process_spread_s, "provisional": self.provisional,
                 "process_p_value": self.process_p_value, "process_level": self.process_level,

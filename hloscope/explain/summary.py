@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.explain.ledger import RunLedger
 from hloscope.runs.records import HostScheduling
+from hloscope.significance import Spread
 
 if TYPE_CHECKING:
     from hloscope.explain.ops import ProgramGraph
@@ -80,9 +81,8 @@ class ModeSummary:
     # the timed steps of each process of this configuration (`compare --repeats K`: K fresh processes; one otherwise)
     replicates: list[list[float]] = field(default_factory=list)
     run_dirs: list[str] = field(default_factory=list)  # the run directory of each process
-    # {"median", "p10", "p90", "n"} of the timed steps: median, p10, p90 in seconds under keys without the `_s`
-    # suffix (explain --json has always written them so; docs/api.md), n the count
-    step_spread: dict | None = None
+    # median, p10, p90 (seconds, written under keys without the `_s` suffix: docs/api.md) and n of the timed steps
+    step_spread: Spread | None = None
     noisy: bool | None = None  # run.json flagged its timed window as noisy
     batch_size: int | None = None
     run_mode: str = ""  # run.json's mode (`mode` above is the label: with several device counts, `jax (2 devices)`)

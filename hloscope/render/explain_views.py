@@ -7,11 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from msgspec import UnsetType
+
 from hloscope.render import fmt
+from hloscope.significance import Spread
 from hloscope.significance import spread as of_sample
 
 if TYPE_CHECKING:  # the explain layer's types; at run time these modules only read their attributes
     from hloscope.explain.hypotheses import Annotation
+    from hloscope.explain.ledger import OpFigures
     from hloscope.explain.report import Contributor, ExplainReport, ModeResult, ModeScaling, OpChange, ScalingPoint
     from hloscope.explain.summary import ModeSummary
 
@@ -205,21 +209,20 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _spread(entry: ModeResult, summary: ModeSummary | None) -> dict | None:
-    spread = entry.step_spread
-    if isinstance(spread, dict) and _number(spread.get("median")):
-        return spread
+def _spread(entry: ModeResult, summary: ModeSummary | None) -> Spread | None:
+    if entry.step_spread is not None:
+        return entry.step_spread
     times = summary.step_times_s if summary is not None else []
     if times and all(_number(t) for t in times):
         return of_sample(times)
     return None
 
 
-def spread_text(spread: dict | None) -> str:
+def spread_text(spread: Spread | None) -> str:
     """`27.100-27.500 ms` (p10-p90)."""
-    if not spread or not _number(spread.get("p10")) or not _number(spread.get("p90")):
+    if spread is None:
         return "-"
-    return f"{fmt.ms(spread['p10']).removesuffix(' ms')}-{fmt.ms(spread['p90'])}"
+    return f"{fmt.ms(spread.p10).removesuffix(' ms')}-{fmt.ms(spread.p90)}"
 
 
 def step_text(entry: ModeResult, summary: ModeSummary | None) -> str:
@@ -230,7 +233,7 @@ def step_text(entry: ModeResult, summary: ModeSummary | None) -> str:
         return "-"
     if spread is None:
         return fmt.ms(median)
-    steps = f", {spread['n']} steps" if _number(spread.get("n")) else ""
+    steps = f", {spread.n} steps"
     return f"{fmt.ms(median)} (p10-p90 {spread_text(spread)}{steps})"
 
 
@@ -437,14 +440,14 @@ def _op_rows(entry: ModeResult, baseline: str, top: int = OP_TOP) -> list[OpRow]
     for item in entry.ops[:top]:
         run, base = item.run, item.baseline
 
-        def calls(side: dict) -> str:
-            return fmt.count(side.get("calls")) if _number(side.get("calls")) else "-"
+        def calls(side: OpFigures) -> str:
+            return fmt.count(side.calls)
 
-        def per_call(side: dict) -> str:
-            return fmt.us(side.get("per_call_s")) if _number(side.get("per_call_s")) else "-"
+        def per_call(side: OpFigures) -> str:
+            return fmt.us(side.per_call_s) if side.per_call_s is not None else "-"
 
-        def time(side: dict) -> str:
-            return fmt.ms(side.get("seconds")) if _number(side.get("seconds")) else "-"
+        def time(side: OpFigures) -> str:
+            return fmt.ms(side.seconds)
 
         significant = item.significant
         absent = None if item.matched else ("baseline" if item.run_name is not None else "run")
@@ -488,8 +491,7 @@ def mode_views(report: ExplainReport) -> list[ModeView]:
             continue
         verdicts = tested_verdicts(report, entry.mode)
         contributors, noise = _contributors(entry, verdicts)
-        differences = [(str(d.get("field")), _setting_text(d.get("a")), _setting_text(d.get("b")))
-                       for d in entry.config_differences]
+        differences = [(d.field, _setting_text(d.a), _setting_text(d.b)) for d in entry.config_differences]
         views.append(ModeView(
             entry.mode, base, status_text(entry), bool(entry.noisy), step_text(entry, report.summaries.get(entry.mode)),
             base_step, verdict_text(entry), bool(entry.significant), differences, _per_sample(entry, base),
@@ -534,31 +536,35 @@ def replay_line(entry: ModeResult, base: ModeResult | None = None) -> str | None
     overhead flagged as not measurable (a busy machine, on this side or the baseline's) is not compared with anything:
     neither the profile's idle estimate nor the baseline's overhead."""
     data = entry.replay
-    if not isinstance(data, dict):
+    if data is None:
         return None
-    if not data.get("measured"):
-        if "program_s" in data:
+    program, overhead = data.program_s, data.overhead_s
+    if not data.measured:
+        if not isinstance(program, UnsetType) and not isinstance(overhead, UnsetType):
             return (f"program vs framework overhead (inferred from the profile, no replay): device busy "
-                    f"{fmt.ms(data['program_s'])}, idle {fmt.ms(data['overhead_s'])} per profiled step")
+                    f"{fmt.ms(program)}, idle {fmt.ms(overhead)} per profiled step")
         return "program vs framework overhead: inferred only (no replay.json; run `hloscope replay RUN_DIR`)"
-    low, high = data["overhead_ci_s"]
-    line = f"replayed (measured, {data.get('compiler')}): program on device {fmt.ms(data['program_s'])}, "
-    anomaly = bool(data.get("overhead_anomaly"))
+    if isinstance(program, UnsetType) or isinstance(overhead, UnsetType) or isinstance(data.overhead_ci_s, UnsetType):
+        raise ValueError(f"{entry.mode}: a measured replay split without its program and overhead")
+    low, high = data.overhead_ci_s
+    compiler = None if isinstance(data.compiler, UnsetType) else data.compiler
+    line = f"replayed (measured, {compiler}): program on device {fmt.ms(program)}, "
+    anomaly = data.overhead_anomaly is True
     if anomaly:  # the replay slower than the run, or a side timed under load: no overhead to report
-        line += str(data.get("overhead_note"))
+        line += str(None if isinstance(data.overhead_note, UnsetType) else data.overhead_note)
     else:
-        line += f"framework overhead {fmt.ms(data['overhead_s'])} (95% {fmt.ms(low)} to {fmt.ms(high)})"
-        if "inferred_overhead_s" in data:
-            agree = "within" if data["inferred_within_interval"] else "outside"
-            line += f"; the profile's idle estimate {fmt.ms(data['inferred_overhead_s'])} is {agree} that interval"
-    gap = data.get("against_baseline")
-    if gap:
-        line += (f"; against the baseline: program {fmt.signed_ms(gap['program_gap_s'])} "
-                 f"(95% {fmt.ms_interval(gap['program_gap_ci_s'])})")
-        base_replay = base.replay if base is not None and isinstance(base.replay, dict) else {}
-        if not anomaly and not base_replay.get("overhead_anomaly"):
-            line += (f", overhead {fmt.signed_ms(gap['overhead_gap_s'])} "
-                     f"(95% {fmt.ms_interval(gap['overhead_gap_ci_s'])})")
+        line += f"framework overhead {fmt.ms(overhead)} (95% {fmt.ms(low)} to {fmt.ms(high)})"
+        if not isinstance(data.inferred_overhead_s, UnsetType):
+            agree = "within" if data.inferred_within_interval is True else "outside"
+            line += f"; the profile's idle estimate {fmt.ms(data.inferred_overhead_s)} is {agree} that interval"
+    gap = data.against_baseline
+    if not isinstance(gap, UnsetType):
+        line += (f"; against the baseline: program {fmt.signed_ms(gap.program_gap_s)} "
+                 f"(95% {fmt.ms_interval(gap.program_gap_ci_s)})")
+        base_anomaly = base is not None and base.replay is not None and base.replay.overhead_anomaly is True
+        if not anomaly and not base_anomaly:
+            line += (f", overhead {fmt.signed_ms(gap.overhead_gap_s)} "
+                     f"(95% {fmt.ms_interval(gap.overhead_gap_ci_s)})")
     return line
 
 
