@@ -19,6 +19,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from hloscope.hlo.results import ModuleStats
+from hloscope.typed import Record
 
 # A figure as the analysis gave it: a count stays an int, a sum of floats a float, so that the JSON prints it as before.
 Number = int | float
@@ -36,11 +37,8 @@ def stats_document(record: Any) -> dict[str, Any]:
     return dict(record)
 
 
-class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    def to_dict(self) -> dict[str, Any]:
-        """This part as the JSON prints it: fields in order, UNSET ones left out."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
+class _Part(Record, frozen=True, kw_only=True, omit_defaults=True):
+    """A part of the diff report."""
 
 
 class MatchingCounts(_Part, frozen=True, kw_only=True):

@@ -6,14 +6,14 @@ replay the split is inferred from the profile (device busy vs idle time) and say
 from __future__ import annotations
 
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
 from hloscope.modes import MODES
 from hloscope.runs.replay_record import ReplayUnread, overhead_anomaly, unsteady_sides
 from hloscope.significance import median_difference, median_gap_difference
+from hloscope.typed import Record
 
 if TYPE_CHECKING:
     from hloscope.explain.summary import ModeSummary
@@ -23,7 +23,7 @@ INFERRED_NOTE = ("no replay.json: the program/overhead split is inferred from th
                  "(run `hloscope replay RUN_DIR` to measure it)")
 
 
-class ReplayGap(msgspec.Struct, frozen=True, kw_only=True):
+class ReplayGap(Record, frozen=True, kw_only=True):
     """Between two replayed XLA programs: the program gap (median replayed program minus the baseline's) and the
     overhead gap ((step - program) minus the baseline's), each with its 95% bootstrap interval."""
 
@@ -32,12 +32,8 @@ class ReplayGap(msgspec.Struct, frozen=True, kw_only=True):
     overhead_gap_s: float
     overhead_gap_ci_s: list[float]
 
-    def to_dict(self) -> dict[str, Any]:
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
 
-
-class ReplaySplit(msgspec.Struct, frozen=True, kw_only=True):
+class ReplaySplit(Record, frozen=True, kw_only=True):
     """A run's step as the program on the device and the framework's overhead. `measured` True: from a replay record
     (`file`; the overhead is step minus replayed program, with its interval, flagged `overhead_anomaly` where it is not
     measurable). False: no usable replay, said in `note`; the profile's device busy and idle time per profiled step
@@ -59,11 +55,6 @@ class ReplaySplit(msgspec.Struct, frozen=True, kw_only=True):
     inferred_overhead_s: float | UnsetType = UNSET
     inferred_within_interval: bool | UnsetType = UNSET
     against_baseline: ReplayGap | UnsetType = UNSET  # both this run and the baseline replayed
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `replay` of a mode's explain entry."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
 
 
 def _is_xla(summary: ModeSummary) -> bool:

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
+from hloscope.typed import Record
 
-class _Section(msgspec.Struct, frozen=True, kw_only=True):
-    def to_dict(self) -> dict[str, Any]:
-        """This part as the JSON prints it: fields in order, UNSET ones left out."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
+
+class _Section(Record, frozen=True, kw_only=True):
+    """A part of a module's record."""
 
 
 class Unreadable(_Section, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from msgspec import UNSET, UnsetType
 
 from hloscope.runs.records import SCHEMA_VERSION, Count, Seconds, convert_section
 from hloscope.runs.rundir import load_record, write_json_atomic
+from hloscope.typed import Record
 
 # A signed figure as recorded (a gap, a ratio): finite, and within what a step time can be.
 Signed = Annotated[int, msgspec.Meta(gt=-(10**9), lt=10**9)] | Annotated[float, msgspec.Meta(gt=-1e9, lt=1e9)]
@@ -26,7 +27,7 @@ CALIBRATION_FILE = "calibration.json"
 _WHAT = "calibration record"
 
 
-class Calibration(msgspec.Struct, frozen=True, kw_only=True):
+class Calibration(Record, frozen=True, kw_only=True):
     """calibrate's conclusion (explain/calibration.py says how each figure is found). The A/A pair is A' (the same
     options again) against A; the delayed configuration is A with `delay_s` slept on the host before every step."""
 
@@ -48,16 +49,16 @@ class Calibration(msgspec.Struct, frozen=True, kw_only=True):
     delay_gap_ci_s: list[Signed] | None
     delay_found_s: Seconds  # the significant host-side parts of the delayed run's ledger, summed
     delay_node: str | None  # the host-side node most of it landed in
-    delay_nodes: dict[str, Seconds] = {}  # every significant host-side node -> seconds
+    delay_nodes: dict[str, Seconds] = msgspec.field(default_factory=dict)  # every significant host-side node -> seconds
     delay_found: bool = False  # a significant gap, and host-side parts that add up to the delay
     trustworthy: bool = False  # the A/A pair was no difference and the delay was found
-    notes: list[str] = []
+    notes: list[str] = msgspec.field(default_factory=list)
     # the calibrate-<UTC> directory the record sits in (set by calibrate and load_calibration; not in the JSON)
     dir: str | UnsetType = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document calibration.json holds and `calibrate --json` prints."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
+        document = super().to_dict()
         document.pop("dir", None)
         return document
 

@@ -25,6 +25,7 @@ from msgspec import UNSET, UnsetType
 from hloscope.errors import InputError
 from hloscope.runs.records import SCHEMA_VERSION, HostScheduling, Number, convert_section
 from hloscope.runs.rundir import load_record, write_json_atomic
+from hloscope.typed import Record
 
 KIND = "replay"
 # replay.json, then replay-2.json, ... (a replay never overwrites an earlier record); at most 9 digits: a file named
@@ -211,7 +212,7 @@ class FrameworkDevice(msgspec.Struct, frozen=True, kw_only=True):
     note: str | UnsetType = UNSET
 
 
-class ReplayRecord(msgspec.Struct, frozen=True, kw_only=True):
+class ReplayRecord(Record, frozen=True, kw_only=True):
     """replay.json: one replay of a run directory's train-step program(s), or of one module file. Its fields are the
     file's keys in their order; `to_dict()` is the JSON `hloscope replay` writes (and, with `written`, prints)."""
 
@@ -223,9 +224,9 @@ class ReplayRecord(msgspec.Struct, frozen=True, kw_only=True):
     config: ReplayConfig = msgspec.field(default_factory=ReplayConfig)
     device: ReplayDevice = msgspec.field(default_factory=ReplayDevice)
     compiler: ReplayCompilers = msgspec.field(default_factory=ReplayCompilers)
-    modules: list[ReplayModule] = []
-    skipped: list[SkippedModule] = []
-    warnings: list[str] = []
+    modules: list[ReplayModule] = msgspec.field(default_factory=list)
+    skipped: list[SkippedModule] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     inputs: str | None = None  # how the program's inputs were made, in words
     trajectory: Trajectory | UnsetType = UNSET  # runs with saved step inputs (--dump-hlo of the JAX modes)
     timing: ReplayTiming | UnsetType = UNSET  # absent when no module was replayed
@@ -236,11 +237,6 @@ class ReplayRecord(msgspec.Struct, frozen=True, kw_only=True):
     # where `hloscope replay` recorded it (null: the directory was not writable): set on the record replay returns
     # and `replay --json` prints, never in the file itself
     written: str | UnsetType | None = UNSET
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record's JSON: its keys in the file's order, those it does not hold (UNSET) left out."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
 
 
 def decode_replay(file: Path, document: dict[str, Any]) -> ReplayRecord:

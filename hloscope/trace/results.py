@@ -10,22 +10,17 @@ was computed. Every struct pickles: the per-file summaries travel back from pool
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
 from msgspec import UNSET, UnsetType
 
 from hloscope.errors import InputError
+from hloscope.typed import Record
 
 # A figure as computed: an integer stays one (round(0, 3) is 0), so that a record read back prints the same bytes.
 Number = int | float
 
 
-class _Result(msgspec.Struct, frozen=True, kw_only=True):
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object: keys in field order, those UNSET left out."""
-        document: dict[str, Any] = msgspec.to_builtins(self)
-        return document
+class _Result(Record, frozen=True, kw_only=True):
+    """A part of a trace's record or of the job document."""
 
 
 # ------------------------------------------------------------------------------------------------ one trace's record
