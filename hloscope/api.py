@@ -58,6 +58,7 @@ from hloscope.limits import (
     check_range,
 )
 from hloscope.machine import check_threads
+from hloscope.models.presets import get_preset
 from hloscope.modes import (
     FRAMEWORK_IMPORTS,
     MODES,
@@ -481,7 +482,7 @@ def compare(options: RunOptions, modes: Sequence[str] | str | None = None, out: 
     if options.target and len(counts) > 1:
         raise UsageError("--target compiles for one GPU without running anything: give one --devices count")
     options = dataclasses.replace(options, devices=counts[0], dump_hlo=options.dump_hlo or replay)
-    options.preset  # noqa: B018 - an unknown model or sequence length is refused before anything runs
+    get_preset(options.model, options.seq_len)  # an unknown model or sequence length: refused before anything runs
     check_target_settings(options.target, options.donate, options.compile_mode, options.fullgraph, options.threads)
     check_threads(options.threads)  # the settings a mode refuses are recorded as refused, the others run
     selected, plan = _select_modes(modes, options, counts, told)
@@ -672,7 +673,7 @@ def calibrate(options: RunOptions, out: PathLike = "traces", repeats: int = 3, d
     if options.target:
         raise UsageError("calibrate times steps on this machine; --target compiles for another GPU")
     get_mode(options.mode)  # an unknown mode, model or refused setting: one line, and nothing created
-    options.preset  # noqa: B018
+    get_preset(options.model, options.seq_len)
     check_settings(options)
     options = dataclasses.replace(options, profile=True)  # the delay is looked for in the profiled steps' ledger
     delayed = f"A+{delay_ms:g}ms"

@@ -120,8 +120,9 @@ def _trust_the_checked_vector_isa() -> None:
 # Every framework run of the suite reads and writes one persistent compile cache (jax, XLA's and inductor's; see
 # docs/run.md, HLOSCOPE_COMPILE_CACHE): a program the suite already compiled, the same preset and settings in another
 # test, is read back instead of compiled again, 1 to 3 s of CPU in each of the suite's ~180 runs. The tests of start-up
-# itself (cold against warm) give their runs a cache of their own; a run that must compile gets none.
-_SHARED_CACHE_MADE = "_hloscope_shared_compile_cache"
+# itself (cold against warm) give their runs a cache of their own; a --dump-hlo run reads none of XLA's caches, since
+# XLA dumps only what it compiles.
+_SHARED_CACHE = pytest.StashKey[str]()
 
 
 def _share_one_compile_cache(config: pytest.Config) -> None:
@@ -129,11 +130,11 @@ def _share_one_compile_cache(config: pytest.Config) -> None:
         return
     folder = tempfile.mkdtemp(prefix="hloscope-suite-compile-cache-")
     os.environ[COMPILE_CACHE_ENV] = folder
-    setattr(config, _SHARED_CACHE_MADE, folder)
+    config.stash[_SHARED_CACHE] = folder
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    folder = getattr(config, _SHARED_CACHE_MADE, None)
+    folder = config.stash.get(_SHARED_CACHE, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
         os.environ.pop(COMPILE_CACHE_ENV, None)

@@ -18,12 +18,10 @@ import click
 from rich.console import Console
 
 from hloscope.api import calibrate
-from hloscope.backends.base import check_settings
 from hloscope.cli.compare import DEFAULT_REPEATS
 from hloscope.cli.options import REPEATS, TIMEOUT_S, FiniteFloatRange
 from hloscope.cli.run import build_options, common_options
 from hloscope.limits import MAX_HOST_DELAY_MS
-from hloscope.models.presets import get_preset
 from hloscope.modes import MODE_NAMES
 from hloscope.render.calibration_term import render
 
@@ -41,12 +39,7 @@ from hloscope.render.calibration_term import render
 @click.option("--json", "as_json", is_flag=True, help="Print calibration.json to stdout instead of the summary.")
 def command(mode: str, repeats: int, delay_ms: float, timeout_s: float | None, as_json: bool, **values) -> None:
     """Measure the smallest gap this machine resolves, and check explain on an A/A pair and a known host delay."""
-    get_preset(values["model"], values.get("seq_len"))
-    if values.get("target"):
-        raise click.UsageError("calibrate times steps on this machine; --target compiles for another GPU")
-    values["profile"] = True  # the delay is looked for in the profiled steps' ledger
-    options = build_options(mode, **values)
-    check_settings(options)
+    options = build_options(mode, **values)  # calibrate checks them, and profiles every run
     console = Console(stderr=True)
 
     def announce(directory: Path) -> None:

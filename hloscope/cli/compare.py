@@ -18,7 +18,6 @@ from hloscope.cli import tested
 from hloscope.cli.options import REPEATS, TIMEOUT_S
 from hloscope.cli.run import build_options, common_options
 from hloscope.errors import InputError
-from hloscope.models.presets import get_preset
 from hloscope.modes import (
     MODE_NAMES,
     MODES,
@@ -61,7 +60,6 @@ def command(modes: str | None, timeout_s: float | None, as_json: bool, no_audit:
             repeats: int = DEFAULT_REPEATS, test_hypotheses: bool = False, budget_min: float | None = None,
             test_repeats: int | None = None, rules: tuple[str, ...] = (), **values) -> None:
     """Run every mode in its own subprocess and compare step times."""
-    get_preset(values["model"], values.get("seq_len"))
     tested.check_flags(test_hypotheses, budget_min, test_repeats, rules)
     counts = parse_device_counts(str(values.get("devices") or 1))
     values["devices"] = counts[0]  # the options of each run (and of the audit): the smallest count, set per run
