@@ -32,6 +32,8 @@ from hloscope.trace.model import (
     FLOW_CORRELATION_BASE,
     HOST_OP,
     KERNEL,
+    MAX_EVENT_US,
+    MAX_TIME_US,
     MEMCPY,
     MEMSET,
     OTHER,
@@ -206,14 +208,15 @@ def _first_line(error: BaseException) -> str:
     return "bytes that are not UTF-8 text" if "UTF8" in first else first
 
 
-def iter_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Iterator[Event]:
+def iter_events(path: str | os.PathLike[str], flaws: Flaws | None = None, lean: bool = False) -> Iterator[Event]:
     """Every complete (ph "X") event of a Kineto / Chrome JSON trace, in file order.
 
     Raises InputError (one line, naming the file) for empty, truncated, corrupt or non-trace input. Memory does not
     grow with the file: one block of the file and one chunk of events at a time, plus the process/thread name tables.
     The msgspec fast path (hloscope/trace/kineto_chunks.py) is tried first; if it gives up, the file is read again
     with ijson, skipping the events already produced. Step markers whose number does not fit 64 bits are counted in
-    `flaws` when given (the caller warns), else warned about here.
+    `flaws` when given (the caller warns), else warned about here. `lean` (with `flaws`): PyTorch's host ops and
+    annotations whose times are possible are counted in `flaws.counted` rather than produced, on the fast path.
     """
     path = Path(path)
     produced = 0
@@ -224,16 +227,16 @@ def iter_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Ite
         except kineto_chunks.GiveUp:  # isal could not read the start: the reading below reports why
             prefix = None
         if prefix == "traceEvents.item":
-            builder = _EventBuilder()
+            builder = _EventBuilder(lean=lean and flaws is not None)
             try:
                 with _as_input_errors(path):
                     for chunk in kineto_chunks.event_chunks(stream):
-                        for event in builder.from_structs(chunk):
-                            produced += 1
-                            yield event
+                        yield from builder.from_structs(chunk)
                 if builder.items == 0:
                     raise InputError(path, "not a trace: no 'traceEvents' list (or it is empty)")
                 _warn_unclassified(path, builder, flaws)
+                if flaws is not None:
+                    flaws.counted += builder.counted
                 return
             except kineto_chunks.Malformed as error:
                 if error.truncated:
@@ -241,7 +244,9 @@ def iter_events(path: str | os.PathLike[str], flaws: Flaws | None = None) -> Ite
                 line, col = _line_and_column(path, error.offset)
                 raise InputError(path, f"invalid JSON: {error.message}", line, col) from error
             except kineto_chunks.GiveUp:
-                pass
+                produced = builder.built  # the streaming parser skips them, those counted among them too
+                if flaws is not None:
+                    flaws.counted += builder.counted
     with _open(path) as stream:
         with _as_input_errors(path):
             prefix = _sniff_prefix(path, stream)
@@ -473,7 +478,9 @@ def _event_items(path: Path, ijson: Any, stream: _TokenGuard, top_is_array: bool
 class _EventBuilder:
     """Turns decoded trace items (ijson dicts or msgspec structs) into Events, with the tables they need."""
 
-    def __init__(self) -> None:
+    def __init__(self, lean: bool = False) -> None:
+        self.lean = lean  # from_structs counts PyTorch's host ops and annotations with possible times, builds none
+        self.counted = 0
         self.items = 0
         self.complete_events = 0
         self.process_names: dict[_Id, str] = {}  # pid -> name, from "M" events (JAX writes them first, Kineto last)
@@ -488,6 +495,8 @@ class _EventBuilder:
         self.correlations = CorrelationIds()
         # (kernel name, kind) -> category: a trace repeats a few hundred kernel names tens of thousands of times
         self.device_categories: dict[tuple[str, str], str] = {}
+        self.shapes_texts: dict[bytes, str | None] = {}  # input shapes as written -> their compact JSON text
+        self.built = 0  # events produced by from_structs
 
     def from_dict(self, path: Path, raw: object, build: bool = True) -> Event | None:
         # (the msgspec structs only hold scalar ids: an object or list pid/tid/stream comes this way, see trace_id)
@@ -523,63 +532,105 @@ class _EventBuilder:
     def from_structs(self, chunk: list[Any]) -> Iterator[Event]:
         """Events of one decoded chunk. The two commonest cases (GPU activity, PyTorch host events) are
         built inline, with their lane and process names cached: this loop runs once per event of traces with millions
-        of them."""
+        of them. `built` counts the events produced (for the streaming parser, which skips them if this path gives
+        up)."""
         device_cats = _DEVICE_CATS
         host_cats = _KINETO_HOST_CATS
         places = self.places
-        categories = self.device_categories
+        lean = self.lean
         self.items += len(chunk)
-        for item in chunk:
-            args = item.args
-            phase = item.ph
-            if phase != "X":
-                if phase == "M":
-                    self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
-                continue
-            start = item.ts
-            if start is None:  # let the streaming parser report it with its position
-                raise kineto_chunks.GiveUp("complete event without ts")
-            duration = item.dur
-            if duration is None:
-                duration = 0.0
-            name = item.name
-            if type(name) is not str:
-                name = str(name)
-            category = item.cat
-            if args is None:
-                yield self._complete(name, category, start, duration, item.pid, item.tid)
-                continue
-            correlation = args.correlation
-            if type(correlation) is not int or not 0 <= correlation < FLOW_CORRELATION_BASE:
-                correlation = self._renumbered_correlation(correlation, args.correlation_id)
-            kind = device_cats.get(category)
-            if kind is not None:  # Kineto GPU activity
-                kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
-                stream = args.stream if args.stream is not None else item.tid
-                place = places.get((item.pid, stream, True))
-                if place is None:
-                    place = places[(item.pid, stream, True)] = (self._process(item.pid), self._stream_lane(stream))
-                named = categories.get((name, kind))
-                if named is None:
-                    named = categories[(name, kind)] = category_for(name, kind)
-                yield Event(name, start, duration, kind, True, place[1], place[0], named, None, None, None, correlation,
-                            SOURCE_NAMES, category)
-                continue
-            kind = host_cats.get(category)
-            if kind is not None and not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace
-                place = places.get((item.pid, item.tid, False))
-                if place is None:
-                    place = places[(item.pid, item.tid, False)] = (
-                        self._process(item.pid), self._thread(item.pid, item.tid)
-                    )
-                dims = args.input_dims
-                yield Event(name, start, duration, kind, False, place[1], place[0], OTHER, None, None, None,
-                            correlation, SOURCE_NAMES, category, None if dims is None else _compact_json(dims))
-                continue
-            yield self._complete(
-                name, category, start, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
-                args.hlo_module, args.step_num, None if args.input_dims is None else _compact_json(args.input_dims),
-            )
+        built = counted = 0
+        try:
+            for item in chunk:
+                args = item.args
+                phase = item.ph
+                if phase != "X":
+                    if phase == "M":
+                        self._metadata(item.name, item.pid, item.tid, args.name if args is not None else None)
+                    continue
+                start = item.ts
+                if start is None:  # let the streaming parser report it with its position
+                    raise kineto_chunks.GiveUp("complete event without ts")
+                duration = item.dur
+                if duration is None:
+                    duration = 0.0
+                name = item.name
+                if type(name) is not str:
+                    name = str(name)
+                category = item.cat
+                if args is None:
+                    event = self._complete(name, category, start, duration, item.pid, item.tid)
+                    built += 1
+                    yield event
+                    continue
+                correlation = args.correlation
+                if (type(correlation) is not int or not 0 <= correlation < FLOW_CORRELATION_BASE) and (
+                        correlation is not None or args.correlation_id is not None):  # (most host events have neither)
+                    correlation = self._renumbered_correlation(correlation, args.correlation_id)
+                kind = host_cats.get(category)
+                if kind is None:
+                    kind = device_cats.get(category)
+                    if kind is not None:  # Kineto GPU activity
+                        event = self._device_event(item, name, category, kind, start, duration, correlation)
+                        built += 1
+                        yield event
+                        continue
+                elif not name.startswith("ProfilerStep#"):  # PyTorch host events: most of a trace
+                    # (an event with impossible times is produced all the same, for CheckedEvents to report)
+                    if lean and kind != RUNTIME and 0 <= duration <= MAX_EVENT_US and -MAX_TIME_US <= start <= MAX_TIME_US:
+                        built += 1
+                        counted += 1
+                        continue
+                    place = places.get((item.pid, item.tid, False))
+                    if place is None:
+                        place = places[(item.pid, item.tid, False)] = (
+                            self._process(item.pid), self._thread(item.pid, item.tid)
+                        )
+                    dims = args.input_dims
+                    event = Event(name, start, duration, kind, False, place[1], place[0], OTHER, None, None, None,
+                                  correlation, SOURCE_NAMES, category, self._shapes(dims) if dims else None)
+                    built += 1
+                    yield event
+                    continue
+                event = self._complete(
+                    name, category, start, duration, item.pid, item.tid, args.stream, correlation, args.hlo_op,
+                    args.hlo_module, args.step_num, self._shapes(args.input_dims) if args.input_dims else None,
+                )
+                built += 1
+                yield event
+        finally:
+            self.built += built
+            self.counted += counted
+
+    def _device_event(self, item: Any, name: str, category: str, kind: str, start: float, duration: float,
+                      correlation: int | None) -> Event:
+        """A Kineto GPU activity event of from_structs."""
+        if category in _DEVICE_EVENT_KIND_CATS:
+            kind = _DEVICE_EVENT_KINDS.get((category, name), kind)
+        stream = item.args.stream
+        if stream is None:
+            stream = item.tid
+        key = (item.pid, stream, True)
+        place = self.places.get(key)
+        if place is None:
+            place = self.places[key] = (self._process(item.pid), self._stream_lane(stream))
+        named = self.device_categories.get((name, kind))
+        if named is None:
+            named = self.device_categories[(name, kind)] = category_for(name, kind)
+        return Event(name, start, duration, kind, True, place[1], place[0], named, None, None, None, correlation,
+                     SOURCE_NAMES, category)
+
+    def _shapes(self, dims: Any) -> str | None:
+        """The compact JSON text (`_shapes_text`) of input shapes as written (a msgspec.Raw), kept for the next event
+        with the same text: a trace repeats a few thousand texts tens of thousands of times."""
+        written = bytes(dims)
+        shapes = self.shapes_texts.get(written)
+        if shapes is None:
+            shapes = _shapes_text(written)
+            if len(self.shapes_texts) >= _SHAPES_KEPT:
+                self.shapes_texts.clear()
+            self.shapes_texts[written] = shapes
+        return shapes
 
     def _renumbered_correlation(self, correlation: int | str | None, correlation_id: int | str | None) -> int | None:
         """The correlation id of a chunk's event whose `correlation` is not an int below FLOW_CORRELATION_BASE."""
@@ -675,6 +726,29 @@ class _EventBuilder:
 def _compact_json(value: Any) -> str:
     """An argument's value (input shapes) as compact JSON text, alike from both readers."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+_JSON_SPACE = b" \t\r\n"
+_PLAIN_SHAPES = b"[],0123456789"
+# Longer texts take the slow way: json.dumps refuses an int of more than 4,300 digits, as it always did.
+_PLAIN_SHAPES_MAX = 4000
+_SHAPES_KEPT = 4096  # distinct input shapes texts an _EventBuilder keeps
+
+
+def _shapes_text(raw: bytes) -> str | None:
+    """`_compact_json` of the input shapes from their JSON text as the file has it (already checked to be valid
+    JSON by msgspec). Nested lists of non-negative ints (what torch.profiler writes) only lose their whitespace, which
+    gives the same text without building the lists; anything else is decoded and written again."""
+    text = raw.translate(None, _JSON_SPACE)
+    if text[:1] == b"[" and len(text) < _PLAIN_SHAPES_MAX and not text.translate(None, _PLAIN_SHAPES):
+        return text.decode("ascii")
+    import msgspec
+
+    try:
+        value = msgspec.json.decode(raw, type=list[Any] | None)
+    except msgspec.ValidationError as error:  # not a list: the streaming parser reads the file (as it always did)
+        raise kineto_chunks.GiveUp(str(error)) from error
+    return None if value is None else _compact_json(value)
 
 
 def trace_id(value: Any) -> Any:

@@ -10,7 +10,8 @@ every chunk. The bytes before the array are checked as `prefix]}` and the bytes 
 `{"traceEvents": [tail`. Anything unexpected (values of odd types, a syntax error, no usable cut in 64 MB) raises
 `GiveUp`, and the caller re-reads the file with the streaming ijson parser, which reports errors precisely.
 
-Memory: one block (4 MB) plus the structs of one chunk; a chunk larger than 64 MB makes the fast path give up.
+Memory: one block (4 MB) plus the structs of one chunk and the text they were decoded from (their input shapes are
+views of it); a chunk larger than 64 MB makes the fast path give up.
 """
 
 # No `from __future__ import annotations` here: msgspec reads the struct annotations below at class creation.
@@ -65,17 +66,18 @@ def _types() -> "_Decoders":
         hlo_module: str | None = None
         step_num: int | str | None = None
         name: str | None = None  # process / thread name of "M" events
-        # the op's input shapes (torch.profiler with record_shapes=True): nested lists of ints, which form no cycles
-        input_dims: list[Any] | None = msgspec.field(default=None, name="Input Dims")
+        # the op's input shapes (torch.profiler with record_shapes=True) as their JSON text: building the nested lists
+        # only to write them out again cost more than the rest of the event (kineto._shapes_text)
+        input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
 
-    class TraceEvent(msgspec.Struct, gc=False):
+    class TraceEvent(msgspec.Struct, gc=False):  # (in the order Kineto writes the keys, which msgspec tries first)
         ph: str | None = None
         cat: str | None = None
         name: str | int | float | None = None
-        ts: float | None = None
-        dur: float | None = None
         pid: int | str | None = None
         tid: int | str | None = None
+        ts: float | None = None
+        dur: float | None = None
         args: Args | None = None
 
     class Document(msgspec.Struct):
@@ -92,7 +94,8 @@ def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
         raise GiveUp("msgspec is not installed") from error
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
-    # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied.
+    # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied, into
+    # a new bytearray: the input shapes' Raw texts of the chunk hold views of this one, which may then not be resized.
     with _ReadAhead(stream, BLOCK_BYTES) as reader:
         before, after = _read_through_array_start(reader, msgspec)
         data = bytearray(b"[") + after  # data[0] stands for the array's own "["
@@ -102,9 +105,9 @@ def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
             if decoded is not None:
                 events, cut = decoded
                 yield events
-                data[cut + 1] = ord("[")
                 consumed += cut + 1
-                del data[: cut + 1]
+                data = data[cut + 1 :]
+                data[0] = ord("[")
             block = reader.read()
             if not block:
                 break
@@ -184,8 +187,7 @@ def _decode_up_to_last_cut(data: bytearray, decoder: "msgspec.json.Decoder[list[
             continue  # not followed by another event (or not read yet)
         data[cut + 1] = ord("]")
         try:
-            with memoryview(data) as view:
-                return decoder.decode(view[: cut + 2]), cut
+            return decoder.decode(memoryview(data)[: cut + 2]), cut
         except errors as error:
             data[cut + 1] = ord(",")
             failures += 1

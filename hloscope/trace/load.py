@@ -22,7 +22,7 @@ from hloscope.errors import InputError, one_line, warn
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.runs.records import RunRecord
 from hloscope.trace import kineto, perfetto
-from hloscope.trace.model import Event, Flaws, Trace
+from hloscope.trace.model import MAX_EVENT_US, MAX_TIME_US, Event, Flaws, Trace
 
 # Imports inside functions: run directories' and xplane readers, only for those inputs (`trace stats` start-up).
 
@@ -203,7 +203,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     if head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] in (b"{", b"["):
         kind = "chrome" if (b'"/host:' in head or b'"/device:' in head) else "kineto"
         return Trace(file=str(path), format=kind,
-                     events=CheckedEvents(path, lambda flaws: kineto.iter_events(path, flaws)))
+                     events=CheckedEvents(path, lambda flaws: kineto.iter_events(path, flaws),
+                                          lambda flaws: kineto.iter_events(path, flaws, lean=True)))
     if path.name.endswith((".json", ".gz")) or head[:1] in (b"{", b"["):
         raise InputError(path, "not a JSON trace: it does not start with '{' or '['")
     return _xplane_trace(path)
@@ -216,10 +217,6 @@ def _xplane_trace(path: Path) -> Trace:
     return Trace(file=str(path), format="xplane", events=CheckedEvents(path, space.events))
 
 
-# A single event longer than a day, or a timestamp beyond the year 5000 (in microseconds since 1970), is not a
-# measurement: a corrupt or hand-edited trace.
-MAX_EVENT_US = 86_400e6
-MAX_TIME_US = 1e17
 _warned: set[str] = set()
 
 
@@ -231,26 +228,40 @@ class CheckedEvents:
     the reader read as something else, such as step markers beyond 64 bits). A trace whose every event is impossible
     is refused in one line."""
 
-    def __init__(self, path: Path, read: Callable[[Flaws], Iterable[Event]]):
+    def __init__(self, path: Path, read: Callable[[Flaws], Iterable[Event]],
+                 read_lean: Callable[[Flaws], Iterable[Event]] | None = None):
         self.path = path
         self._read = read  # one pass over the reader's events, counting what it leaves out in the Flaws given
+        self._read_lean = read_lean or read  # the same, free to count host ops and annotations without producing them
         self.skipped = 0
+        self.counted = 0
 
     def __iter__(self) -> Iterator[Event]:
-        return self._checked()
+        return self._checked(self._read)
 
-    def _checked(self) -> Iterator[Event]:
+    def lean(self) -> Iterator[Event]:
+        """The events, except that host ops and annotations with possible times (kinds that `trace stats` only
+        counts) may be counted rather than produced: `counted` says how many once the pass is over. Building them is
+        most of the reading time of a PyTorch trace."""
+        return self._checked(self._read_lean)
+
+    def _checked(self, read: Callable[[Flaws], Iterable[Event]]) -> Iterator[Event]:
         flaws = Flaws()
         left_out = flaws.left_out
         kept = 0
-        for event in self._read(flaws):
+        for event in read(flaws):
+            if 0 <= event.dur_us <= MAX_EVENT_US and -MAX_TIME_US <= event.start_us <= MAX_TIME_US:  # _impossible's test
+                kept += 1
+                yield event
+                continue
             why = _impossible(event)
             if why is not None:
                 left_out[why] += 1
                 continue
             kept += 1
             yield event
-        self._finish(flaws, kept)
+        self.counted = flaws.counted
+        self._finish(flaws, kept + flaws.counted)
 
     def _finish(self, flaws: Flaws, kept: int) -> None:
         self.skipped = skipped = sum(flaws.left_out.values())

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import msgspec
 
+from hloscope.trace.load import CheckedEvents
 from hloscope.trace.model import (
     CATEGORIES,
     CATEGORY_INDEX,
@@ -97,60 +98,83 @@ class _Accumulator:
         self.collective_dur = array("d")
 
     def add_all(self, events: Iterable[Event]) -> None:
-        """`add` each event, in order."""
-        add = self.add
-        for event in events:
-            add(event)
+        """Add each event, in order. One loop with the totals and arrays in local names: it runs once per event of
+        traces with millions of them, and most events (host ops) are only counted."""
+        categories = self.categories
+        executions_by_category = self.executions_by_category
+        source_time = self.source_time
+        by_name = self.by_name
+        kernel_counts = self.kernel_counts
+        devices = self.devices
+        exec_start, exec_end, exec_corr = self.exec_start, self.exec_end, self.exec_corr
+        exec_is_kernel, exec_category, exec_anchor = self.exec_is_kernel, self.exec_category, self.exec_anchor
+        launch_corr, launch_start, launch_dur = self.launch_corr, self.launch_start, self.launch_dur
+        device_kinds = DEVICE_EXEC_KINDS
+        category_index = _CATEGORY_INDEX
+        count = kernels = 0
+        device_time, host_runtime = self.device_time, self.host_runtime
+        try:
+            for event in events:
+                count += 1
+                kind = event.kind
+                if event.device and kind in device_kinds:
+                    duration = event.dur_us
+                    device_time += duration
+                    category = event.category
+                    categories[category] += duration
+                    executions_by_category[category] += 1
+                    source = event.category_source
+                    source_time[source] = source_time.get(source, 0.0) + duration
+                    name = event.name
+                    entry = by_name.get(name)
+                    if entry is None:
+                        by_name[name] = [1, duration]
+                    else:
+                        entry[0] += 1
+                        entry[1] += duration
+                    if event.hlo_op is not None:
+                        self._add_hlo_op(event.hlo_module, event.hlo_op, duration)
+                    is_kernel = kind == KERNEL
+                    if is_kernel:
+                        kernels += 1
+                        kernel_counts[name] = kernel_counts.get(name, 0) + 1
+                    if category == COLLECTIVE:
+                        self._note_collective(event)
+                    devices.add(event.process)
+                    start = event.start_us
+                    exec_start.append(start)
+                    exec_end.append(start + duration)
+                    correlation = event.correlation
+                    try:
+                        exec_corr.append(_NO_CORRELATION if correlation is None else correlation)
+                    except OverflowError:  # an id beyond 64 bits (valid JSON) links nothing that a launch could name
+                        exec_corr.append(_NO_CORRELATION)
+                    exec_is_kernel.append(is_kernel)
+                    exec_category.append(category_index[category])
+                    exec_anchor.append(start if event.hlo_module is None else self._execution_start(event))
+                elif kind == RUNTIME:
+                    host_runtime += event.dur_us
+                    correlation = event.correlation
+                    if correlation is not None and -_INT64 <= correlation < _INT64:
+                        launch_corr.append(correlation)
+                        launch_start.append(event.start_us)
+                        launch_dur.append(event.dur_us)
+                elif kind == STEP and event.step is not None:
+                    marker = (event.step, event.start_us, event.start_us + event.dur_us)
+                    (self.device_markers if event.device else self.host_markers).append(marker)
+        finally:
+            self.events += count
+            self.kernels += kernels
+            self.device_time, self.host_runtime = device_time, host_runtime
 
-    def add(self, event: Event) -> None:
-        self.events += 1
-        kind = event.kind
-        if event.device and kind in DEVICE_EXEC_KINDS:
-            duration = event.dur_us
-            self.device_time += duration
-            category = event.category
-            self.categories[category] += duration
-            self.executions_by_category[category] += 1
-            self.source_time[event.category_source] = self.source_time.get(event.category_source, 0.0) + duration
-            entry = self.by_name.get(event.name)
-            if entry is None:
-                self.by_name[event.name] = [1, duration]
-            else:
-                entry[0] += 1
-                entry[1] += duration
-            if event.hlo_op is not None:
-                key = (event.hlo_module, event.hlo_op)
-                entry = self.by_hlo_op.get(key)
-                if entry is None:
-                    self.by_hlo_op[key] = [1, duration]
-                else:
-                    entry[0] += 1
-                    entry[1] += duration
-            is_kernel = kind == KERNEL
-            if is_kernel:
-                self.kernels += 1
-                self.kernel_counts[event.name] = self.kernel_counts.get(event.name, 0) + 1
-            if category == COLLECTIVE:
-                self._note_collective(event)
-            self.devices.add(event.process)
-            self.exec_start.append(event.start_us)
-            self.exec_end.append(event.start_us + duration)
-            try:
-                self.exec_corr.append(_NO_CORRELATION if event.correlation is None else event.correlation)
-            except OverflowError:  # an id beyond 64 bits (valid JSON) links nothing that a launch could name
-                self.exec_corr.append(_NO_CORRELATION)
-            self.exec_is_kernel.append(is_kernel)
-            self.exec_category.append(_CATEGORY_INDEX[category])
-            self.exec_anchor.append(self._execution_start(event))
-        elif kind == RUNTIME:
-            self.host_runtime += event.dur_us
-            if event.correlation is not None and -_INT64 <= event.correlation < _INT64:
-                self.launch_corr.append(event.correlation)
-                self.launch_start.append(event.start_us)
-                self.launch_dur.append(event.dur_us)
-        elif kind == STEP and event.step is not None:
-            marker = (event.step, event.start_us, event.start_us + event.dur_us)
-            (self.device_markers if event.device else self.host_markers).append(marker)
+    def _add_hlo_op(self, module: str | None, op: str, duration: float) -> None:
+        key = (module, op)
+        entry = self.by_hlo_op.get(key)
+        if entry is None:
+            self.by_hlo_op[key] = [1, duration]
+        else:
+            entry[0] += 1
+            entry[1] += duration
 
     def _note_collective(self, event: Event) -> None:
         index = self.collective_index.get(event.name)
@@ -225,7 +249,12 @@ def trace_stats_and_totals(
 
         trace = categorized(trace, categories)
     acc = _Accumulator()
-    acc.add_all(trace.events)
+    events = trace.events
+    if isinstance(events, CheckedEvents):  # host ops and annotations are only counted here: the reader need not build them
+        acc.add_all(events.lean())
+        acc.events += events.counted
+    else:
+        acc.add_all(events)
     result = _result(trace, acc, top)
     if not result.kernels and result.per_step:
         per_step, host_ops = _host_ops(trace, result.per_step, top)
@@ -420,11 +449,12 @@ def _place(acc: _Accumulator, windows: list[StepWindow], host_windows: bool) -> 
     locator = StepLocator(windows)
     launches = _LaunchSteps(acc, locator, len(windows))
     use_launches = host_windows and launches.any
+    step_of = launches.step_of
     steps = array("i")
     for correlation, anchor in zip(acc.exec_corr, acc.exec_anchor):
         index = None
         if use_launches and correlation != _NO_CORRELATION:
-            index = launches.step_of(correlation)
+            index = step_of(correlation)
             if index is None and correlation < FLOW_CORRELATION_BASE:
                 # Launched before the profiler started recording (its launch is not in the trace: its correlation id
                 # is below every captured launch, or missing): work of no captured step, reported apart.
@@ -447,38 +477,44 @@ class _LaunchSteps:
     MAX_RUNS = 32
 
     def __init__(self, acc: _Accumulator, locator: StepLocator, steps: int):
-        self.time_per_step = [0.0] * steps
+        self.time_per_step = time_per_step = [0.0] * steps
         self._runs: list[tuple[array[int], array[int]]] = []  # (increasing correlation ids, their step indices)
         self._others: dict[int, int] = {}
         dispatched = frozenset(acc.exec_corr)
+        starts, ends = locator.starts, locator.ends
+        runs = self._runs
+        # Each id goes to the first run whose last id is not above it. The runs' last ids decrease from run to run
+        # (a new run starts below all of them; an id joins run i only below the last id of run i - 1), so that run is
+        # found by bisection over their negated last ids.
+        negated_lasts: list[int] = []
         for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
-            index = locator.index_at(start)
-            if index is not None:
+            index = bisect_right(starts, start) - 1  # locator.index_at(start)
+            if index >= 0 and start <= ends[index]:
                 if correlation in dispatched:  # a launch of device work, not a synchronize
-                    self.time_per_step[index] += duration
-                self._add(correlation, index)
+                    time_per_step[index] += duration
             else:
-                self._add(correlation, _OUTSIDE_STEPS)
-        self.any = bool(self._runs or self._others)
-
-    def _add(self, correlation: int, index: int) -> None:
-        for correlations, indices in self._runs:
-            if correlations[-1] <= correlation:
+                index = _OUTSIDE_STEPS
+            run = bisect_left(negated_lasts, -correlation)
+            if run < len(runs):
+                correlations, indices = runs[run]
                 correlations.append(correlation)
                 indices.append(index)
-                return
-        if len(self._runs) < self.MAX_RUNS:
-            self._runs.append((array("q", [correlation]), array("i", [index])))
-        else:
-            self._others[correlation] = index
+                negated_lasts[run] = -correlation
+            elif len(runs) < self.MAX_RUNS:
+                runs.append((array("q", [correlation]), array("i", [index])))
+                negated_lasts.append(-correlation)
+            else:
+                self._others[correlation] = index
+        self.any = bool(self._runs or self._others)
 
     def step_of(self, correlation: int) -> int | None:
         """The step index of the launch with this correlation id; _OUTSIDE_STEPS when that launch was made outside
         every step; None when the trace holds no such launch."""
         for correlations, indices in self._runs:
-            position = bisect_left(correlations, correlation)
-            if position < len(correlations) and correlations[position] == correlation:
-                return indices[position]
+            if correlations[0] <= correlation <= correlations[-1]:  # (bisect only the runs whose range holds it)
+                position = bisect_left(correlations, correlation)
+                if correlations[position] == correlation:
+                    return indices[position]
         return self._others.get(correlation)
 
 
