@@ -395,14 +395,16 @@ class HloModule:
         _ = self.attrs
         parsed: set[str] = set()
         resolve_plain = native.resolve_plain if native is not None else None
+        exact: set[HloInstruction] = set()  # what the fast paths left to the exact checks (all but plain operand lists)
         for comp in self.computations:
-            self._validate_computation(comp, parsed, resolve_plain)
+            self._validate_computation(comp, parsed, resolve_plain, exact)
             comp._by_name = None  # every operand is resolved now: the name index is rebuilt only if asked for again
-        verify_module(self)  # what XLA refuses in text that parses: counts, shapes, parameters, called computations
+        verify_module(self, exact)  # what XLA refuses in text that parses: counts, shapes, parameters, called computations
 
-    def _validate_computation(self, comp: HloComputation, parsed: set[str], resolve_plain: Any) -> None:
+    def _validate_computation(self, comp: HloComputation, parsed: set[str], resolve_plain: Any,
+                              exact: set[HloInstruction]) -> None:
         """validate() for one computation: the compiled loop (when built) or the plain-line fast path resolves what
-        it can, and every other instruction gets HloInstruction's exact checks."""
+        it can, and every other instruction gets HloInstruction's exact checks (and is added to `exact`)."""
         renames = comp.renames
         instructions = comp.instructions
         by_name = None if renames else comp.name_index()
@@ -424,6 +426,7 @@ class HloModule:
             unresolved = instr._operands is None and instr._attrs is None
             if by_name is not None and unresolved and _resolve_plain_line(instr, by_name, parsed, computations):
                 continue
+            exact.add(instr)
             for operand in instr.operands:
                 if operand.shape_text not in parsed:
                     _ = operand.shape

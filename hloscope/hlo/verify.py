@@ -11,7 +11,8 @@ attribute. Dynamic shapes (`<=n`, `?`) are checked only where their dimensions c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
+from itertools import chain
 from typing import TYPE_CHECKING, TypeAlias, cast
 
 from hloscope.errors import ParseError
@@ -100,9 +101,11 @@ def _attr(instr: HloInstruction, key: str) -> str | None:
         text = instr.text
         if key not in text:
             return None
-        start = instr._operand_end()
+        start = instr._end
+        if start < 0:
+            start = instr._operand_end()
         at = text.find(key + "=", start)
-        if at > start and text[at - 1] in ", \t" and text.find('"', start, at) < 0:
+        if at > start and text[at - 1] in ", \t" and '"' not in text[start:at]:
             value = _PLAIN_VALUE.match(text, at + len(key) + 1)
             if value is not None:
                 return value.group()
@@ -135,8 +138,39 @@ def _compatible(a: Shape, b: Shape) -> bool:
     return a.element_type == b.element_type and a.dims == b.dims
 
 
-# An opcode's operand count (None: any) and its check (None: elementwise, operands of the result's dimensions).
-_Rule: TypeAlias = "tuple[int | None, Callable[[_Verifier, HloInstruction, tuple[HloInstruction, ...]], None] | None]"
+_Check: TypeAlias = "Callable[[_Verifier, HloInstruction, tuple[HloInstruction, ...]], None]"
+# An opcode's operand count (None: any), its check (None: none), and whether it is elementwise (operands of the
+# result's dimensions).
+_Rule: TypeAlias = "tuple[int | None, _Check | None, bool]"
+
+
+_SHORT_TAIL = 64  # attribute lists up to this long key a check (metadata makes a line's own, and long)
+
+
+def _once(attribute: str | None = None, any_tail: bool = False) -> Callable[[_Check], _Check]:
+    """Run a check once per distinct result shape text, operand shape texts and value of `attribute`: it reads
+    nothing else (its messages aside), so an instruction that repeats them passes as the first one did.
+
+    The value is read with _attr, a function of the text after the operands (the tail): a short tail stands for it
+    (cheaper than finding the attribute in it), a long one is read. With `any_tail`, the tail stands for all the
+    check reads of the attributes, however long (for checks of few, costly instructions: custom calls)."""
+    def wrap(check: _Check) -> _Check:
+        def once(self: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+            tail = value = None
+            if any_tail or attribute is not None:
+                end = instr._end
+                tail = instr.text[end if end >= 0 else instr._operand_end() :]
+                if len(tail) > _SHORT_TAIL and not any_tail and attribute is not None:
+                    tail, value = None, _attr(instr, attribute)
+            texts = operands[0].shape_text if len(operands) == 1 else tuple([o.shape_text for o in operands])
+            key = (check, instr.shape_text, tail, value, texts)
+            passed = self.passed
+            if key not in passed:
+                check(self, instr, operands)
+                passed.add(key)
+        return once
+    return wrap
+
 
 class _Verifier:
     def __init__(self, module: HloModule):
@@ -147,6 +181,9 @@ class _Verifier:
         # instruction's operands to the async ops, so their count is not checked there.
         self.wrappers = {wrapper for _, wrapper in module.async_chains.values()}
         self.async_callees: dict[str, HloInstruction] = {}  # computation -> the async-start that calls it
+        # What a check found right, keyed by the check and all it reads (shape texts, attribute values):
+        # instructions that repeat it are not checked again.
+        self.passed: set[tuple[object, ...]] = set()
 
     def error(self, instr: HloInstruction, message: str, near: str | None = None) -> ParseError:
         """ParseError at `near` in the instruction's text (an attribute), else at its opcode."""
@@ -206,12 +243,14 @@ class _Verifier:
         value = _attr(instr, key)
         if value is None:
             return
-        by_name = self.module.computations_by_name
+        by_name, counts = self.module.computations_by_name, self.parameter_counts
         for name in value.strip("{}").split(","):
             callee = by_name.get(name.strip().lstrip("%"))
             if callee is None:
                 continue  # validation reports an undefined computation
-            count = self.parameters_of(callee)
+            count = counts.get(callee.name)
+            if count is None:
+                count = self.parameters_of(callee)
             if count != expected:
                 raise self.error(instr, f"'{instr.name}' ({instr.opcode}) passes {_count(expected, 'argument')} to "
                                         f"'{callee.name}', but '{callee.name}' takes {_count(count, 'parameter')}",
@@ -235,12 +274,14 @@ class _Verifier:
             raise self.error(instr, f"'{instr.name}' ({instr.opcode}) is elementwise: operand '{operand.name}' "
                                     f"{theirs} and the result {shape} differ in dimensions")
 
+    @_once()
     def reshape(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         shape, source = instr.shape, operands[0].shape
         if _static(shape) and _static(source) and shape.elements != source.elements:
             raise self.error(instr, f"reshape '{instr.name}' changes the element count: {source} has "
                                     f"{source.elements} elements, {shape} has {shape.elements}")
 
+    @_once("dimensions")
     def transpose(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         source = operands[0].shape
         permutation = self.ints(instr, "dimensions")
@@ -255,6 +296,7 @@ class _Verifier:
             raise self.error(instr, f"transpose '{instr.name}' of {source} by {{{','.join(map(str, permutation))}}} "
                                     f"is not {shape}")
 
+    @_once("dimensions")
     def broadcast(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         source, shape = operands[0].shape, instr.shape
         dims = self.ints(instr, "dimensions")
@@ -276,6 +318,7 @@ class _Verifier:
                 raise self.error(instr, f"broadcast '{instr.name}': operand dimension {index} ({source.dims[index]}) "
                                         f"maps to result dimension {dim} ({shape.dims[dim]})", "dimensions=")
 
+    @_once("slice")
     def slice(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         source, shape = operands[0].shape, instr.shape
         value = _attr(instr, "slice")
@@ -295,6 +338,7 @@ class _Verifier:
         if _static(shape) and shape.dims != tuple(sizes):
             raise self.error(instr, f"slice '{instr.name}' of {source} by {value} is {sizes}, not {shape}")
 
+    @_once("dimensions")
     def concatenate(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         shape = instr.shape
         dims = self.ints(instr, "dimensions")
@@ -319,6 +363,7 @@ class _Verifier:
             raise self.error(instr, f"concatenate '{instr.name}': the operands add up to {total} along dimension "
                                     f"{axis}, the result has {shape.dims[axis]}")
 
+    @_once("index")
     def get_tuple_element(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         source = operands[0].shape
         index = _attr(instr, "index")
@@ -340,10 +385,10 @@ class _Verifier:
         opcode, count = instr.opcode, len(operands)
         if instr.computation.name in self.wrappers:
             return
-        if opcode in ("call", "fusion", "async-start"):
-            self.calls(instr, "to_apply" if opcode == "call" else "calls", count)
-        elif opcode in ("map", "reduce", "reduce-window"):  # reduce: its inputs, then their initial values
+        if opcode in ("reduce", "map", "reduce-window"):  # reduce: its inputs, then their initial values
             self.calls(instr, "to_apply", count)
+        elif opcode in ("call", "fusion", "async-start"):
+            self.calls(instr, "to_apply" if opcode == "call" else "calls", count)
         elif opcode == "sort":
             self.calls(instr, "comparator", 2 * count)
             self.calls(instr, "to_apply", 2 * count)
@@ -413,6 +458,7 @@ class _Verifier:
         if not operands:
             raise self.error(instr, f"'{instr.name}' ({instr.opcode}) needs at least one operand")
 
+    @_once(any_tail=True)
     def custom_call(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         """The API version is one XLA knows; operand layout constraints give one shape per operand, each the
         operand's."""
@@ -515,8 +561,8 @@ class _Verifier:
 
     def one_dimension(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         """all-gather and reduce-scatter gather or scatter along the one dimension `dimensions` names."""
-        dims = self.ints(instr, "dimensions")
-        if dims is not None and not dims:
+        dims = _attr(instr, "dimensions")
+        if dims is not None and _INTS.search(dims) is None:
             raise self.error(instr, f"{instr.opcode} '{instr.name}' needs one dimension in dimensions={{...}}",
                              "dimensions=")
 
@@ -700,85 +746,126 @@ def _declared_operands(verifier: _Verifier, instr: HloInstruction, operands: tup
                                f"{operand.shape}", instr.text.find(words[0], instr.pos))
 
 
-def verify_module(module: HloModule) -> None:
+def verify_module(module: HloModule, exact: Container[HloInstruction] | None = None) -> None:
     """Raise ParseError at the first thing in `module` that XLA refuses (see the module docstring); the operands of
-    every instruction must be resolved (HloModule.validate does it, then calls this).
+    every instruction must be resolved (HloModule.validate does it, then calls this). `exact`: the instructions whose
+    operand lists validation did not find plain (a list of names: no operand shape written in it), where those
+    shapes are checked; None: every instruction's.
 
     Linear and cheap: an elementwise instruction whose operands share its shape text (most of them) costs a string
-    comparison, and each pair of shape texts, each signature, is checked once."""
+    comparison, each pair of shape texts, each signature, is checked once, and the checks of shapes and attributes
+    once per distinct combination of what they read (_once)."""
     verifier = _Verifier(module)
     verifier.module_attributes()
-    for comp in module.computations:
-        verifier.computation(comp)
-    rules = _RULES
+    _computations(verifier, module.computations)
     pairs: set[tuple[str, str]] = set()  # (result, operand) shape texts an elementwise op was found right with
     layouts: set[str] = set()  # shape texts with layout items (`T(8,128)`, `D(D,C)`) found right
-    for comp in module.computations:
+    written = _Every() if exact is None else exact
+    every = chain.from_iterable([comp.instructions for comp in module.computations])  # one loop over all of them
+    _instructions(verifier, every, pairs, layouts, written)
+
+
+class _Every:
+    """Holds every instruction."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_NUMBERS = [str(n) for n in range(1024)]  # parameter numbers as most are written
+
+
+def _computations(verifier: _Verifier, computations: list[HloComputation]) -> None:
+    """_Verifier.computation on each computation, the common case inline: parameters written 0, 1, ... (in order, or
+    else as a permutation), and a signature that declares the root's shape text."""
+    counts = verifier.parameter_counts
+    numbers, most = _NUMBERS, len(_NUMBERS)
+    for comp in computations:
+        count = 0
         for instr in comp.instructions:
-            opcode = instr.opcode
-            shape_text = instr.shape_text
-            if "(" in shape_text and shape_text not in layouts:  # layouts with tiles, dim level types, ...
-                verifier.layouts(instr)
-                layouts.add(shape_text)
-            if opcode == "parameter":
-                continue
+            if instr.opcode == "parameter":
+                end = instr._end
+                if count == most or instr.text[instr.pos : end if end >= 0 else instr._operand_end()] != numbers[count]:
+                    count = _permutation(comp)
+                    break
+                count += 1
+        if count < 0:
+            verifier.computation(comp)
+            continue
+        counts[comp.name] = count
+        signature = comp.signature
+        arrow = signature.rfind("->")
+        if arrow >= 0 and signature[arrow + 2 :].strip() != comp.root.shape_text:
+            verifier.signature(comp)
+
+
+def _permutation(comp: HloComputation) -> int:
+    """The number of parameters where they are written 0 to n - 1 in some order (what _Verifier.computation finds
+    right, then counts), else -1."""
+    written = [i.text[i.pos : i._operand_end()] for i in comp.instructions if i.opcode == "parameter"]
+    distinct = set(written)
+    return len(written) if len(distinct) == len(written) and distinct == set(_NUMBERS[: len(written)]) else -1
+
+
+def _instructions(verifier: _Verifier, instructions: Iterable[HloInstruction], pairs: set[tuple[str, str]],
+                  layouts: set[str], written: Container[HloInstruction]) -> None:
+    """The checks of each instruction, in order; the common ones inline (a call per instruction would cost as much
+    as they do)."""
+    rules = _RULES
+    for instr in instructions:
+        opcode = instr.opcode
+        shape_text = instr.shape_text
+        if "(" in shape_text and shape_text not in layouts:  # layouts with tiles, dim level types, ...
+            verifier.layouts(instr)
+            layouts.add(shape_text)
+        operands = instr._operands if instr._operands is not None else instr.operands
+        text = instr.text
+        if operands:
+            # No operand defined after its use (XLA's parser reads a computation in order), and operand shapes
+            # written in the operand list agree with the operands'.
+            lineno = instr.lineno
+            for operand in operands:
+                if operand.lineno > lineno:
+                    verifier.defined_later(instr, operand)
+            if instr in written and "[" in text[instr.pos : instr._operand_end()]:
+                _declared_operands(verifier, instr, operands)
+        elif opcode == "parameter" or opcode == "constant":  # (neither has operands)
             if opcode == "constant":
                 _constant(verifier, instr)
                 _literal(verifier, instr)
-                continue
-            operands = instr._operands
-            if operands is None:
-                operands = instr.operands
-            if operands:
-                _operand_text(verifier, instr, operands)
-            text = instr.text
-            if "result_accuracy" in text:
-                verifier.result_accuracy(instr)
-            if opcode in _REPLICA_GROUPED and "mesh[" in text:
-                verifier.mesh(instr)
-            rule = rules.get(opcode)
-            if rule is not None:
-                _apply_rule(verifier, instr, operands, rule, pairs)
+            continue
+        if "result_accuracy" in text:
+            verifier.result_accuracy(instr)
+        arity, check, elementwise = rules.get(opcode, _NO_RULE)
+        if arity is not None and len(operands) != arity:
+            verifier.arity(instr, operands)
+        if check is not None:
+            check(verifier, instr, operands)
+        elif elementwise:
+            for operand in operands:  # each pair of shape texts checked once
+                theirs = operand.shape_text
+                if theirs != shape_text and (shape_text, theirs) not in pairs:
+                    verifier.same_dims(instr, operand)
+                    pairs.add((shape_text, theirs))
 
 
-def _operand_text(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
-    """No operand defined after its use (XLA's parser reads a computation in order), and operand shapes written
-    in the operand list agree with the operands'."""
-    lineno = instr.lineno
-    for operand in operands:
-        if operand.lineno > lineno:
-            verifier.defined_later(instr, operand)
-    end = instr._end
-    if instr.text.find("[", instr.pos, end if end >= 0 else instr._operand_end()) >= 0:
-        _declared_operands(verifier, instr, operands)
+def _grouped(check: _Check | None) -> _Check:
+    """Collectives with replica groups: a mesh (`replica_groups=mesh[...]`) first, then their own check (none of them
+    has a fixed operand count to check before the mesh)."""
+    def grouped(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
+        if "mesh[" in instr.text:
+            verifier.mesh(instr)
+        if check is not None:
+            check(verifier, instr, operands)
+    return grouped
 
 
-def _apply_rule(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...], rule: _Rule,
-                pairs: set[tuple[str, str]]) -> None:
-    """The opcode's operand count and check; an elementwise op's operands checked against its shape once per pair
-    of shape texts (`pairs`)."""
-    arity, check = rule
-    if arity is not None and len(operands) != arity:
-        verifier.arity(instr, operands)
-    if check is not None:
-        check(verifier, instr, operands)
-        return
-    shape_text = instr.shape_text
-    for operand in operands:
-        theirs = operand.shape_text
-        if theirs != shape_text and (shape_text, theirs) not in pairs:
-            verifier.same_dims(instr, operand)
-            pairs.add((shape_text, theirs))
-
-
-def _count_only(verifier: _Verifier, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
-    """Opcodes whose operand count is their only check."""
-
-
-# Per opcode: (its fixed operand count or None, its check, or None for the elementwise dimensions check); opcodes
-# with neither are not here.
+# Per opcode: (its fixed operand count or None, its check or None, whether it is elementwise); opcodes with none of
+# them are not here. Built once: an instruction looks its opcode up once.
+_NO_RULE: _Rule = (None, None, False)
 _RULES: dict[str, _Rule] = {
-    **{opcode: (arity, _count_only) for opcode, arity in _ARITY.items()},
-    **{opcode: (_ARITY.get(opcode), None) for opcode in _SAME_DIMS},
-    **{opcode: (_ARITY.get(opcode), check) for opcode, check in _CHECKS.items()},
+    **{opcode: (arity, None, False) for opcode, arity in _ARITY.items()},
+    **{opcode: (_ARITY.get(opcode), None, True) for opcode in _SAME_DIMS},
+    **{opcode: (_ARITY.get(opcode), check, False) for opcode, check in _CHECKS.items()},
+    **{opcode: (_ARITY.get(opcode), _grouped(_CHECKS.get(opcode)), False) for opcode in _REPLICA_GROUPED},
 }
