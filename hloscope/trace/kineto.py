@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from hloscope import files
 from hloscope.errors import InputError, MissingDependency, reading, warn
 from hloscope.files import INT64_MAX, INT64_MIN, int64
@@ -742,8 +744,6 @@ def _shapes_text(raw: bytes) -> str | None:
     text = raw.translate(None, _JSON_SPACE)
     if text[:1] == b"[" and len(text) < _PLAIN_SHAPES_MAX and not text.translate(None, _PLAIN_SHAPES):
         return text.decode("ascii")
-    import msgspec
-
     try:
         value = msgspec.json.decode(raw, type=list[Any] | None)
     except msgspec.ValidationError as error:  # not a list: the streaming parser reads the file (as it always did)

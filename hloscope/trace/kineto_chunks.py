@@ -23,9 +23,9 @@ from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import msgspec
+import msgspec
 
+if TYPE_CHECKING:
     # What _types() makes: the decoders of a chunk of events and of the rest of the document (its `traceEvents`), and
     # the classes of a decoded event and of its args.
     _Decoders = tuple[ModuleType, msgspec.json.Decoder[list[Any]], msgspec.json.Decoder[Any], type, type]
@@ -54,9 +54,7 @@ class Malformed(Exception):
 
 @lru_cache(maxsize=1)
 def _types() -> "_Decoders":
-    """msgspec structs for the fields hloscope reads, built lazily (msgspec is optional)."""
-    import msgspec
-
+    """msgspec structs for the fields hloscope reads, built at the first JSON trace read."""
     # gc=False: these hold no containers, and millions of them need not be tracked by the cycle collector.
     class Args(msgspec.Struct, gc=False):
         correlation: int | str | None = None
@@ -88,10 +86,7 @@ def _types() -> "_Decoders":
 
 def event_chunks(stream: io.BufferedIOBase) -> Iterator[list[Any]]:
     """Lists of decoded events, in file order, read from a binary stream positioned at the start of the document."""
-    try:
-        msgspec, chunk_decoder, document_decoder, _, _ = _types()
-    except ImportError as error:
-        raise GiveUp("msgspec is not installed") from error
+    msgspec, chunk_decoder, document_decoder, _, _ = _types()
     errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
     # `data` always starts with "[": each chunk is decoded in place as data[: cut + 1] + "]" by overwriting its ","
     # with "]", and the next chunk then starts at that byte, rewritten to "[". Only the short remainder is copied, into

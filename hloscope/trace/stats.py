@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -151,7 +151,7 @@ class _Accumulator:
                         exec_corr.append(_NO_CORRELATION)
                     exec_is_kernel.append(is_kernel)
                     exec_category.append(category_index[category])
-                    exec_anchor.append(start if event.hlo_module is None else self._execution_start(event))
+                    exec_anchor.append(self._execution_start(event))
                 elif kind == RUNTIME:
                     host_runtime += event.dur_us
                     correlation = event.correlation
@@ -481,19 +481,17 @@ class _LaunchSteps:
         self._runs: list[tuple[array[int], array[int]]] = []  # (increasing correlation ids, their step indices)
         self._others: dict[int, int] = {}
         dispatched = frozenset(acc.exec_corr)
-        starts, ends = locator.starts, locator.ends
         runs = self._runs
         # Each id goes to the first run whose last id is not above it. The runs' last ids decrease from run to run
         # (a new run starts below all of them; an id joins run i only below the last id of run i - 1), so that run is
         # found by bisection over their negated last ids.
         negated_lasts: list[int] = []
         for correlation, start, duration in zip(acc.launch_corr, acc.launch_start, acc.launch_dur):
-            index = bisect_right(starts, start) - 1  # locator.index_at(start)
-            if index >= 0 and start <= ends[index]:
-                if correlation in dispatched:  # a launch of device work, not a synchronize
-                    time_per_step[index] += duration
-            else:
+            index = locator.index_at(start)
+            if index is None:
                 index = _OUTSIDE_STEPS
+            elif correlation in dispatched:  # a launch of device work, not a synchronize
+                time_per_step[index] += duration
             run = bisect_left(negated_lasts, -correlation)
             if run < len(runs):
                 correlations, indices = runs[run]

@@ -34,19 +34,19 @@ class StepLocator:
     """Which step a timestamp belongs to."""
 
     def __init__(self, windows: list[StepWindow]):
-        self.starts = [window.start_us for window in windows]
-        self.ends = [window.end_us for window in windows]
+        self._windows = windows
+        self._starts = [window.start_us for window in windows]
 
     def index_at(self, time_us: float) -> int | None:
         """The step whose marker spans `time_us` (None when between or outside steps)."""
-        index = bisect.bisect_right(self.starts, time_us) - 1
-        if index >= 0 and time_us <= self.ends[index]:
+        index = bisect.bisect_right(self._starts, time_us) - 1
+        if index >= 0 and time_us <= self._windows[index].end_us:
             return index
         return None
 
     def last_started(self, time_us: float) -> int | None:
         """The last step that started at or before `time_us` (None before the first step)."""
-        index = bisect.bisect_right(self.starts, time_us) - 1
+        index = bisect.bisect_right(self._starts, time_us) - 1
         return index if index >= 0 else None
 
 
