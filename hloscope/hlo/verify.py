@@ -757,7 +757,8 @@ def verify_module(module: HloModule, exact: Container[HloInstruction] | None = N
     once per distinct combination of what they read (_once)."""
     verifier = _Verifier(module)
     verifier.module_attributes()
-    _computations(verifier, module.computations)
+    for comp in module.computations:
+        verifier.computation(comp)
     pairs: set[tuple[str, str]] = set()  # (result, operand) shape texts an elementwise op was found right with
     layouts: set[str] = set()  # shape texts with layout items (`T(8,128)`, `D(D,C)`) found right
     written = _Every() if exact is None else exact
@@ -770,41 +771,6 @@ class _Every:
 
     def __contains__(self, item: object) -> bool:
         return True
-
-
-_NUMBERS = [str(n) for n in range(1024)]  # parameter numbers as most are written
-
-
-def _computations(verifier: _Verifier, computations: list[HloComputation]) -> None:
-    """_Verifier.computation on each computation, the common case inline: parameters written 0, 1, ... (in order, or
-    else as a permutation), and a signature that declares the root's shape text."""
-    counts = verifier.parameter_counts
-    numbers, most = _NUMBERS, len(_NUMBERS)
-    for comp in computations:
-        count = 0
-        for instr in comp.instructions:
-            if instr.opcode == "parameter":
-                end = instr._end
-                if count == most or instr.text[instr.pos : end if end >= 0 else instr._operand_end()] != numbers[count]:
-                    count = _permutation(comp)
-                    break
-                count += 1
-        if count < 0:
-            verifier.computation(comp)
-            continue
-        counts[comp.name] = count
-        signature = comp.signature
-        arrow = signature.rfind("->")
-        if arrow >= 0 and signature[arrow + 2 :].strip() != comp.root.shape_text:
-            verifier.signature(comp)
-
-
-def _permutation(comp: HloComputation) -> int:
-    """The number of parameters where they are written 0 to n - 1 in some order (what _Verifier.computation finds
-    right, then counts), else -1."""
-    written = [i.text[i.pos : i._operand_end()] for i in comp.instructions if i.opcode == "parameter"]
-    distinct = set(written)
-    return len(written) if len(distinct) == len(written) and distinct == set(_NUMBERS[: len(written)]) else -1
 
 
 def _instructions(verifier: _Verifier, instructions: Iterable[HloInstruction], pairs: set[tuple[str, str]],
