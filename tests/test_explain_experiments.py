@@ -114,6 +114,45 @@ def test_a_gap_that_does_not_reproduce_cannot_be_closed():
     assert result == CANNOT_TELL and "did not reproduce" in why
 
 
+# A real re-run on the loaded 2-core CPU (jax, vit-tiny, batch 16, 20 steps, milliseconds): bf16 against fp32, and bf16
+# changed to fp32, so that the changed configuration is the faster one's exactly. Its two processes ran at 14.2 ms
+# against the faster configuration's 10.1 and 11.9: the processes of one configuration landed as far apart as the gap.
+REAL_FAST = [[10.15, 10.04, 10.07, 10.76, 9.38, 9.94, 9.48, 9.28, 9.93, 9.45, 12.03, 11.37, 12.19, 10.55, 9.53, 9.03,
+              9.23, 11.34, 10.44, 10.62],
+             [11.07, 10.61, 13.0, 10.25, 11.43, 10.59, 10.66, 12.42, 13.99, 15.49, 12.13, 11.41, 11.52, 12.15, 12.17,
+              11.57, 10.35, 12.15, 12.92, 12.95]]
+REAL_SLOW = [[15.01, 11.68, 13.14, 13.34, 18.47, 13.38, 14.08, 16.12, 14.14, 19.63, 10.38, 18.21, 15.11, 12.99, 15.0,
+              13.05, 14.16, 14.02, 13.82, 13.99],
+             [10.41, 10.8, 12.83, 10.76, 13.03, 13.34, 14.13, 13.49, 13.9, 12.92, 13.17, 13.43, 13.23, 13.82, 12.46,
+              13.88, 13.57, 11.97, 12.37, 13.18]]
+REAL_CHANGED = [[15.18, 15.89, 13.74, 13.01, 13.52, 13.13, 14.66, 14.25, 13.17, 14.41, 13.85, 15.21, 14.28, 14.32, 14.0,
+                 12.67, 14.15, 14.21, 14.39, 13.89],
+                [15.15, 12.79, 10.51, 11.52, 14.46, 16.6, 11.02, 9.18, 12.29, 14.37, 13.58, 14.9, 14.45, 15.06, 14.36,
+                 14.26, 13.99, 15.06, 15.36, 14.04]]
+
+
+def _seconds(side: list[list[float]], factor: float = 1.0) -> list[list[float]]:
+    return [[t * factor / 1e3 for t in process] for process in side]
+
+
+def test_a_gap_inside_the_variation_between_processes_is_never_refuted():
+    """The steps' bootstrap puts the real re-run's gap at 2.7 ms (1.0 to 4.1) and the gap after at 3.5 ms (1.9 to
+    4.4), which alone read as "the precision closes nothing: refuted". But the changed configuration is the faster
+    one's, and the process medians do not tell the slower configuration from the faster (one-sided p ~0.03): there is
+    no gap the change could have failed to close. The same processes with the gap made 3x larger than that variation
+    are judged on their closure again."""
+    fast, slow, changed = _seconds(REAL_FAST), _seconds(REAL_SLOW), _seconds(REAL_CHANGED)
+    found = closure(fast, slow, changed)
+    assert found is not None and found.gap_before_ci_s[0] > 0 and found.gap_after_ci_s[0] > 0
+    assert found.gap_p_value is not None and 0.01 <= found.gap_p_value < 0.1, found
+    result, why = judge(found, 0.0105, "--precision fp32")
+    assert result == CANNOT_TELL and "did not reproduce" in why and "variation between processes" in why, why
+    clear_slow, clear_changed = _seconds(REAL_SLOW, 3.0), _seconds(REAL_CHANGED, 3.0)
+    clear = closure(fast, clear_slow, clear_changed)
+    assert clear is not None and clear.gap_p_value is not None and clear.gap_p_value < 0.01, clear
+    assert judge(clear, 0.0105, "--precision fp32")[0] == REFUTED
+
+
 def test_a_closure_within_the_spread_between_processes_is_cannot_tell():
     """Each process steady, but the processes of one configuration far apart: the closure is the machine's."""
     fast = [[0.010] * 8, [0.010] * 8, [0.010] * 8]

@@ -100,8 +100,8 @@ def _test(block: dict, run: str, setting: str) -> dict:
 def _closes_the_gap_or_says_why_not(test: dict) -> None:
     """Confirmed, with the remaining gap zero within its interval (or partly, where the share's interval reaches a
     confirmed share but noise keeps its low end under it); or cannot tell, because the re-run's gap did not reproduce,
-    the closure stayed inside the spread between processes or was not told from their pooled variation (its p-value
-    says so), the share's interval holds both no closure and a meaningful one (seen on a loaded CI machine: 109%,
+    or not beyond the variation between processes (the gap's p-value says so), the closure stayed inside the spread
+    between processes or was not told from their pooled variation (its p-value says so), the share's interval holds both no closure and a meaningful one (seen on a loaded CI machine: 109%,
     -0% to 232%), or the verdict would differ at equal contention (each side's CPU wait beyond its share for
     the time it ran, taken out)."""
     if test["verdict"] == "cannot tell":
@@ -110,6 +110,8 @@ def _closes_the_gap_or_says_why_not(test: dict) -> None:
         elif "holds both no closure and a meaningful one" in test["why"]:  # too few steps against this much noise
             low, high = test["closure"]["share_closed_ci"]
             assert low <= 0 and high >= MEANINGFUL_SHARE, test
+        elif "did not reproduce in the re-run beyond the variation between processes" in test["why"]:
+            assert test["closure"]["gap_p_value"] >= PROCESS_ALPHA, test
         elif "do not tell it from the variation between processes" in test["why"]:
             assert test["closure"]["moved_p_value"] >= PROCESS_ALPHA, test
         else:

@@ -12,8 +12,10 @@ interleaved with both original configurations in fresh processes, and the share 
 
 each a difference of pooled medians, with a 95% interval from independent two-level bootstraps (processes, then steps)
 of the three configurations. The verdict reads that interval:
-- the gap did not reproduce in the re-run (its interval includes zero, or it is below the practical threshold):
-  "cannot tell";
+- the gap did not reproduce in the re-run (its interval includes zero, it is below the practical threshold, or the
+  process medians do not tell the slower configuration from the faster: a one-sided Student's t at PROCESS_ALPHA,
+  variance pooled as for the spread below): "cannot tell" (the steps' bootstrap alone resamples the same few
+  processes, and identical configurations whose processes landed apart would get a "gap" to refute);
 - the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
 - the change moved the step by no more than the spread between processes of one configuration (the faster one's
   only where its processes do not vary significantly more than those of the two compared: a one-sided F-test at
@@ -55,6 +57,7 @@ from hloscope.significance import (
     CONFIDENCE,
     PROCESS_ALPHA,
     VARIANCE_ALPHA,
+    ProcessVariation,
     percentile_interval,
     pooled_median_resamples,
     pooled_process_variation,
@@ -212,11 +215,16 @@ class Closure:
     # the slower and the changed configuration (hloscope.significance.process_test); None: neither ran in several
     # processes
     moved_p_value: float | None = None
+    # One-sided Student's t that the slower configuration's process medians are above the faster one's, the variance
+    # pooled over the configurations whose spread counts (those of noise_s): whether the gap before stands out of the
+    # variation between processes; None: unmeasured (no configuration ran in several processes)
+    gap_p_value: float | None = None
 
     def to_dict(self) -> dict:
         return {"gap_before_s": self.gap_before_s, "gap_before_ci_s": self.gap_before_ci_s,
-                "gap_after_s": self.gap_after_s, "gap_after_ci_s": self.gap_after_ci_s, "closed_s": self.closed_s,
-                "closed_ci_s": self.closed_ci_s, "share_closed": self.share, "share_closed_ci": self.share_ci,
+                "gap_p_value": self.gap_p_value, "gap_after_s": self.gap_after_s,
+                "gap_after_ci_s": self.gap_after_ci_s, "closed_s": self.closed_s, "closed_ci_s": self.closed_ci_s,
+                "share_closed": self.share, "share_closed_ci": self.share_ci,
                 "between_process_spread_s": self.noise_s, "moved_p_value": self.moved_p_value}
 
 
@@ -325,9 +333,11 @@ METHOD = {
     "partly": "share's interval above 0 and the closure larger than that spread and significant, not confirmed",
     "refuted": f"share's interval below {MEANINGFUL_SHARE:.0%}",
     "cannot tell": f"otherwise, or the gap did not reproduce in the re-run (interval includes 0 or below "
-                   f"{MIN_GAP:.0%} of the faster step), or the verdict would differ with the slower and the changed "
-                   "configuration's difference in contention (each one's CPU wait per step beyond what its running time "
-                   "gives at their common ratio of waiting to running) taken out of the closure",
+                   f"{MIN_GAP:.0%} of the faster step, or the process medians do not tell the slower configuration "
+                   f"from the faster: one-sided Student's t on their logarithms, p not below {PROCESS_ALPHA:g}), or "
+                   "the verdict would differ with the slower and the changed configuration's difference in contention "
+                   "(each one's CPU wait per step beyond what its running time gives at their common ratio of waiting "
+                   "to running) taken out of the closure",
     "interaction": f"excess = joint closure - sum of single closures, measured side by side in one re-run of the "
                    "baseline, the slower side, each change alone and all together; "
                    f"{INTERACTION_CONFIDENCE:.0%} interval from independent bootstraps of the slower, each changed "
@@ -509,7 +519,23 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
     variation = pooled_process_variation(medians[1:])  # the two compared: the baseline's own noise is not theirs
     moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
     return Closure(before, _interval(gaps), after, _interval(c - f), ms - mc, _interval(s - c),
-                   (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved)
+                   (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved,
+                   _gap_p_value(medians[0], medians[1], pooled_process_variation(kept)))
+
+
+def _gap_beyond_processes(found: Closure) -> bool:
+    """Whether the gap before stands out of the variation between processes (True where that is unmeasured)."""
+    return found.gap_p_value is None or found.gap_p_value < PROCESS_ALPHA
+
+
+def _gap_p_value(fast: list[float], slow: list[float], variation: ProcessVariation | None) -> float | None:
+    """One-sided p-value that the slower configuration's process medians are above the faster one's (Closure's
+    gap_p_value). The steps' bootstrap alone cannot say it: with two processes a side it resamples the same two, and
+    identical configurations whose processes landed 30% apart on a busy machine got a gap whose interval excluded 0."""
+    if variation is None or not fast or not slow:
+        return None
+    test = process_test(slow, fast, variation)
+    return test.p_value / 2 if test.log_ratio > 0 else 1 - test.p_value / 2
 
 
 def _interval(samples: np.ndarray) -> list[float]:
@@ -523,6 +549,10 @@ def judge(found: Closure, fast_step_s: float, change: str) -> tuple[str, str]:
     if low <= 0 or found.gap_before_s < MIN_GAP * fast_step_s or found.share_ci is None:
         return CANNOT_TELL, (f"the gap did not reproduce in the re-run ({_ms(found.gap_before_s)}, interval "
                              f"{_ms(low)} to {_ms(high)}): there is no gap to close")
+    if not _gap_beyond_processes(found):
+        return CANNOT_TELL, (f"the gap did not reproduce in the re-run beyond the variation between processes "
+                             f"({_ms(found.gap_before_s)}; the process medians give p = {found.gap_p_value:.2g}, needs "
+                             f"< {PROCESS_ALPHA:g}): there is no gap to close, and none to leave open")
     share, (share_low, share_high) = found.share, found.share_ci
     closes = f"{change} closes {share:.0%} ({share_low:.0%} to {share_high:.0%}) of the gap"
     verdict = share_verdict(share, share_low, share_high)
@@ -656,8 +686,8 @@ def interaction(closing: list[HypothesisTest], summaries: dict[str, ModeSummary]
     together = (f"together they close {_ms(found.closed_s)} against {_ms(total)} summed singly beside them: "
                 f"{_signed_ms(excess)} ({_signed_ms(low)} to {_signed_ms(high)})")
     verdict = _interaction_verdict(excess, low, high, margin)
-    if found.gap_before_ci_s[0] <= 0:
-        result.why = together + "; the gap did not reproduce in this re-run"
+    if found.gap_before_ci_s[0] <= 0 or not _gap_beyond_processes(found):
+        result.why = together + "; the gap did not reproduce in this re-run beyond the variation between processes"
     elif waited is not None and _interaction_verdict(excess - waited, low - waited, high - waited, margin) != verdict:
         # A host sleep, a loader's threads or a lighter step change how the scheduler treats a process on a busy
         # machine: configurations then wait for a CPU differently, and that need not add up even when the settings do
