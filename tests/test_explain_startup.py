@@ -16,6 +16,7 @@ from hloscope.explain.engine import explain
 from hloscope.explain.startup import first_step_verdict, read_startup
 from hloscope.explain.summary import ModeSummary
 from hloscope.render import explain_html, explain_md, explain_term
+from hloscope.runs.records import UNREADABLE_CACHE_COUNT
 from hloscope.runs.rundir import create_run_dir, write_run
 
 RUN_JSON = Path("runs/a/run.json")
@@ -74,6 +75,20 @@ def test_the_slower_first_step_is_split_into_parts_against_the_baseline():
     assert report.mode("jax").startup.verdict == "baseline"
     document = report.to_dict()
     assert document["modes"][1]["startup"]["parts"][0]["source"] == "clock"
+
+
+def test_a_cache_the_framework_could_not_load_back_is_named():
+    """torch_xla on the CPU writes its persistent cache but cannot deserialize it (PersistentCacheDeserializeFailure):
+    a warm cache then saves nothing, and the startup section says why instead of leaving the compile unexplained."""
+    block = startup_block(2.4, 2.5)
+    block["cache_counts"] = {"uncached_compiles": 1, UNREADABLE_CACHE_COUNT: 1}
+    record = read_startup(block, RUN_JSON)
+    unreadable = ModeSummary(mode="torch_xla", step_times_s=[0.02] * 10, step_time_s=0.02, first_step_s=2.5,
+                             first_steps_s=[2.5], startups=[record])
+    report = explain([summary("jax", 0.010, 0.5, 0.1), unreadable], baseline="jax")
+    entry = report.mode("torch_xla").startup
+    assert entry is not None and any("could not load back" in note for note in entry.notes), entry.notes
+    assert not any("could not load back" in note for note in report.mode("jax").startup.notes)
 
 
 def test_runs_without_a_ledger_keep_their_report_shape():

@@ -34,6 +34,7 @@ from pathlib import Path
 from hloscope.backends import torch_xla_analysis
 from hloscope.modes import FRAMEWORK_MODULE, JAX_FRAMEWORKS
 from hloscope.runs.records import (
+    UNREADABLE_CACHE_COUNT,
     CompileCache,
     Startup,
     StartupPart,
@@ -294,7 +295,10 @@ class TorchXlaProbe(Probe):
     def counts(self) -> dict[str, int]:
         return {"cached_compiles": self._counter("CachedCompile"), "uncached_compiles": self._counter("UncachedCompile"),
                 "persistent_cache_hits": self._counter("PersistentCacheHit"),
-                "persistent_cache_misses": self._counter("PersistentCacheMiss")}
+                "persistent_cache_misses": self._counter("PersistentCacheMiss"),
+                # found in the cache but not loadable: torch_xla 2.9's CPU client cannot deserialize what it wrote, so
+                # every process compiles again however warm the cache (explain's startup says so)
+                UNREADABLE_CACHE_COUNT: self._counter("PersistentCacheDeserializeFailure")}
 
     def window_opening(self) -> None:
         self.compiles_before = self.metrics.metric_data("CompileTime")[0] if self.metrics.metric_data("CompileTime") \

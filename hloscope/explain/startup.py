@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from msgspec import UnsetType
 
-from hloscope.runs.records import Startup, convert_section
+from hloscope.runs.records import UNREADABLE_CACHE_COUNT, Startup, convert_section
 from hloscope.significance import PROCESS_ALPHA, pooled_process_variation, process_test
 
 SINGLE_PROCESS_MIN_GAP = 0.5  # with one process per side: the smallest first-step gap told apart from noise
@@ -227,6 +227,11 @@ def compare_startup(run: list[StartupRecord], run_first_s: list[float], baseline
     comparison.recompilations = [r for record in run for r in record.recompilations]
     windows = [r.window_compile_s for r in run if r.window_compile_s is not None]
     comparison.window_compile_s = median(windows) if windows else None
+    unreadable = max(record.cache_counts.get(UNREADABLE_CACHE_COUNT, 0) for record in run)
+    if unreadable:
+        comparison.notes.append(f"the persistent compile cache held {unreadable} of this run's programs that the "
+                                "framework could not load back (torch_xla's CPU client cannot deserialize what it "
+                                "wrote): each process compiled its step again however warm the cache")
     if len(run) > 1:
         comparison.notes.append(f"parts: medians over {len(run)} processes (cache counts and recompilations: every "
                                 "process's, counts from the first)")

@@ -529,6 +529,10 @@ class StartupWindow(msgspec.Struct, frozen=True, kw_only=True):
     recompilations: list[StartupRecompilation] = []
 
 
+# Startup.cache_counts: programs found in a persistent compile cache that could not be loaded back
+UNREADABLE_CACHE_COUNT = "persistent_cache_unreadable"
+
+
 class Startup(msgspec.Struct, frozen=True, kw_only=True):
     """run.json `startup`, the startup ledger (hloscope/backends/startup_ledger.py): where the time to the first step
     went, phase by phase; every key is written, null where unknown."""
