@@ -227,12 +227,14 @@ class ScalingPoint:
     causes: list[ScalingCause] = field(default_factory=list)  # significant nodes, largest loss first
     within_noise_s: float | None = None  # the other nodes' excess, summed
     notes: list[str] = field(default_factory=list)
+    provisional: bool = False  # one process on a side: the spread between processes is unmeasured
 
     def to_dict(self) -> dict:
         return {"label": self.label, "devices": self.devices, "step_time_s": self.step_time_s,
                 "ideal_step_s": self.ideal_step_s, "efficiency": self.efficiency,
                 "efficiency_ci": self.efficiency_ci, "speedup": self.speedup, "lost_s": self.lost_s,
-                "lost_ci_s": self.lost_ci_s, "significant": self.significant, "tests": self.tests,
+                "lost_ci_s": self.lost_ci_s, "significant": self.significant, "provisional": self.provisional,
+                "tests": self.tests,
                 "profiled_lost_s": self.profiled_lost_s, "residual_s": self.residual_s,
                 "causes": [c.to_dict() for c in self.causes], "within_noise_s": self.within_noise_s,
                 "notes": self.notes}

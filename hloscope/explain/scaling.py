@@ -6,7 +6,10 @@ For each mode timed on one device and on N > 1 devices:
   runs' timed steps (hloscope.significance.median_ratio, divided by N); speed-up = step(1) / step(N);
 - the time lost per step, step(N) - step(1) / N, is judged with the engine's gap rules (hloscope.explain.engine):
   its interval excludes zero, it is at least `min_gap` of the ideal step (25% when a window was noisy), and it stands
-  out of the runs' spread, the 1-device steps scaled by 1 / N standing for the ideal run;
+  out of the runs' spread, the 1-device steps scaled by 1 / N standing for the ideal run; with several processes a
+  device count (`--repeats K`) the intervals resample processes, then steps, and the loss must also exceed the spread
+  between processes and stand out of their variation (Student's t on log process medians, p < PROCESS_ALPHA); with
+  one process on a side the point is provisional, that spread unmeasured;
 - when it is significant and both runs were profiled, its causes: each ledger node's excess over its ideal share (the
   N-device run's time in that node minus the 1-device run's / N), tested like the engine's nodes (exact Mann-Whitney U
   over the kept profiled steps, p < 0.05, and at least 1% of the ideal profiled step); nodes are grouped as exposed
@@ -22,7 +25,14 @@ from hloscope.explain.engine import MIN_GAP, NODE_MIN_FRACTION, NOISY_MIN_GAP, b
 from hloscope.explain.ledger import RunLedger, node_deltas, node_title
 from hloscope.explain.report import ModeScaling, ScalingCause, ScalingPoint
 from hloscope.explain.summary import ModeSummary
-from hloscope.significance import median_difference, median_ratio
+from hloscope.significance import (
+    PROCESS_ALPHA,
+    hierarchical_median_difference,
+    hierarchical_median_ratio,
+    pooled_process_variation,
+    process_spread,
+    process_test,
+)
 
 SCALING_METHOD = ("strong scaling (same global batch): ideal step = step(1) / N, efficiency = step(1) / (N x step(N)) "
                   "with a 95% bootstrap interval; the loss step(N) - step(1)/N is judged by the gap rules against the "
@@ -70,18 +80,27 @@ def scaling_point(run: ModeSummary, reference: ModeSummary, min_gap: float = MIN
     """`run` (N devices) against `reference` (the same mode on one device, same global batch)."""
     n = run.devices or 1
     ideal = [t / n for t in reference.step_times_s]
-    ratio = median_ratio(reference.step_times_s, run.step_times_s)
-    lost = median_difference(run.step_times_s, ideal)
+    ideal_processes = [[t / n for t in steps] for steps in reference.processes]
+    # several processes a side (compare --devices ... --repeats K): intervals resample processes, then steps
+    ratio = hierarchical_median_ratio(reference.processes, run.processes)
+    lost = hierarchical_median_difference(run.processes, ideal_processes)
     if ratio is None or lost is None:  # both runs timed: positive steps on each side
         raise RuntimeError(f"no step times for scaling: {run.mode} against {reference.mode}")
     ideal_s = median(ideal)
     if run.noisy or reference.noisy:
         min_gap = max(min_gap, NOISY_MIN_GAP)
+    run_medians, ideal_medians = run.process_medians_s, [m / n for m in reference.process_medians_s]
     tests = {"interval_excludes_zero": lost.excludes_zero, "at_least_min_gap": abs(lost.estimate) >= min_gap * ideal_s,
-             "beyond_step_spread": beyond_spread(run.step_times_s, ideal)}
+             "beyond_step_spread": beyond_spread(run.step_times_s, ideal),
+             "beyond_process_spread": _beyond_process_spread(lost.estimate, run_medians, ideal_medians),
+             "processes_differ": _processes_differ(run_medians, ideal_medians)}
     point = ScalingPoint(run.mode, n, median(run.step_times_s), ideal_s, ratio.estimate / n,
                          [ratio.low / n, ratio.high / n], ratio.estimate, lost.estimate, lost.as_list(),
-                         significant=all(tests.values()), tests=tests)
+                         significant=all(tests.values()), tests=tests,
+                         provisional=min(len(run_medians), len(ideal_medians)) < 2)
+    if point.provisional:
+        point.notes.append("one process on a side: the spread between processes is unmeasured, and a loss this "
+                           "size may be one process's luck (`compare --devices 1,N --repeats 3` measures it)")
     if not point.significant:
         return point
     if run.ledger is None or reference.ledger is None:
@@ -101,6 +120,19 @@ def scaling_point(run: ModeSummary, reference: ModeSummary, min_gap: float = MIN
     rest = [d.seconds for d in deltas if not d.significant]
     point.within_noise_s = sum(rest) if rest else None
     return point
+
+
+def _beyond_process_spread(lost_s: float, run_medians: list[float], ideal_medians: list[float]) -> bool:
+    """Whether the loss exceeds the spread between processes of either side (True where no side measured one)."""
+    spreads = [x for x in (process_spread(run_medians), process_spread(ideal_medians)) if x is not None]
+    return not spreads or abs(lost_s) > max(spreads)
+
+
+def _processes_differ(run_medians: list[float], ideal_medians: list[float]) -> bool:
+    """Whether the N-device processes' medians stand apart from the ideal ones by Student's t on their logarithms,
+    the variance pooled over both, at PROCESS_ALPHA, as explain's gaps are held (True where unmeasured)."""
+    variation = pooled_process_variation([run_medians, ideal_medians])
+    return variation is None or process_test(run_medians, ideal_medians, variation).p_value < PROCESS_ALPHA
 
 
 def _scaled(ledger: RunLedger, n: int) -> RunLedger:
