@@ -393,3 +393,39 @@ def test_a_slow_configuration_is_not_excused_by_its_own_absolute_spread():
     # the same relative spread at the baseline's level is still no difference: 1.0 ms against 1.1, 1.1 and 2.2 ms
     near = _summary("near", [_process(rng, center, jitter=0.01) for center in (1.1e-3, 1.1e-3, 2.2e-3)])
     assert explain([base, near], baseline="base").mode("near").verdict == "no significant difference"
+
+
+def test_the_per_sample_interval_resamples_processes_like_the_gap():
+    """Batch 16 against batch 8, three processes each landing up to 15% apart: the per-sample gap's interval is the
+    two-level one (processes, then steps) of the per-sample times, as the gap's own, not the pooled steps' narrower
+    one that reads the processes' luck as certainty."""
+    rng = random.Random(7)
+    large = _summary("large", [_process(rng, 1.6e-3 * rng.uniform(0.85, 1.15)) for _ in range(3)])
+    small = _summary("small", [_process(rng, 1.0e-3 * rng.uniform(0.85, 1.15)) for _ in range(3)])
+    large.batch_size, small.batch_size = 16, 8
+    report = explain([large, small], baseline="small")
+    per_sample = report.mode("large").per_sample
+    assert per_sample is not None
+    expected = hierarchical_median_difference([[t / 16 for t in p] for p in large.processes],
+                                              [[t / 8 for t in p] for p in small.processes])
+    assert expected is not None and per_sample.gap_ci_s == expected.as_list()
+    pooled = median_difference([t / 16 for t in large.step_times_s], [t / 8 for t in small.step_times_s])
+    assert pooled is not None and pooled.high - pooled.low < expected.high - expected.low
+
+
+def test_the_replay_overhead_interval_resamples_the_runs_processes():
+    """A jax configuration in three processes up to 15% apart, replayed once: the overhead (step - replayed program)
+    gets the two-level interval over the run's processes, as wide as their spread makes it."""
+    from hloscope.explain.replay_split import split
+    from hloscope.runs.replay_record import ReplaySummary
+
+    rng = random.Random(3)
+    run = _summary("jax", [_process(rng, 1.2e-3 * rng.uniform(0.85, 1.15)) for _ in range(3)])
+    program = _process(rng, 1.0e-3)
+    run.replay = ReplaySummary(file="replay.json", program_times_s=program)
+    found = split(run, run)
+    assert found is not None and found.measured
+    expected = hierarchical_median_difference(run.processes, [program])
+    assert expected is not None and found.overhead_ci_s == expected.as_list()
+    pooled = median_difference(run.step_times_s, program)
+    assert pooled is not None and pooled.high - pooled.low < expected.high - expected.low

@@ -462,7 +462,11 @@ def _attach(annotations: list[Annotation], contributors: list[Contributor], gap:
 def _per_sample(summary: ModeSummary, reference: ModeSummary, batch: int, reference_batch: int) -> PerSample:
     a = [t / batch for t in summary.step_times_s]
     b = [t / reference_batch for t in reference.step_times_s]
-    interval = median_difference(a, b)
+    if len(summary.processes) > 1 or len(reference.processes) > 1:  # processes, then steps, as the gap's interval
+        interval = hierarchical_median_difference([[t / batch for t in p] for p in summary.processes],
+                                                  [[t / reference_batch for t in p] for p in reference.processes])
+    else:
+        interval = median_difference(a, b)
     if interval is None:  # timed runs have steps
         raise RuntimeError(f"no step times per sample: {summary.mode} against {reference.mode}")
     return PerSample(batch, reference_batch, median(a), median(b), interval.estimate, interval.as_list(),

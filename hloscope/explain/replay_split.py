@@ -12,7 +12,7 @@ from msgspec import UNSET, UnsetType
 
 from hloscope.modes import MODES
 from hloscope.runs.replay_record import ReplayUnread, overhead_anomaly, unsteady_sides
-from hloscope.significance import median_difference, median_gap_difference
+from hloscope.significance import hierarchical_median_difference, median_difference, median_gap_difference
 from hloscope.typed import Record
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ def split(summary: ModeSummary, reference: ModeSummary) -> ReplaySplit | None:
                                source="profile: device busy / idle per profiled step")
         return ReplaySplit(measured=False, note=note)
     program = replay.program_times_s
-    overhead = median_difference(summary.step_times_s, program)
+    # several processes: resample them, then their steps, as the gap's own interval does
+    overhead = (hierarchical_median_difference(summary.processes, [program]) if len(summary.processes) > 1
+                else median_difference(summary.step_times_s, program))
     if overhead is None:  # both samples have steps: step_times_s checked above, read_replay keeps no empty replay
         raise RuntimeError(f"{summary.mode}: no steps to set the replay against")
     flag = overhead_anomaly(overhead.estimate, unsteady_sides(summary.noisy, summary.host_scheduling, replay.noisy))
