@@ -14,7 +14,7 @@ each a difference of pooled medians, with a 95% interval from independent two-le
 of the three configurations. The verdict reads that interval:
 - the gap did not reproduce in the re-run (its interval includes zero, it is below the practical threshold, or the
   process medians do not tell the slower configuration from the faster: a one-sided Student's t at PROCESS_ALPHA,
-  variance pooled as for the spread below): "cannot tell" (the steps' bootstrap alone resamples the same few
+  variance pooled over the three configurations): "cannot tell" (the steps' bootstrap alone resamples the same few
   processes, and identical configurations whose processes landed apart would get a "gap" to refute);
 - the interval lies below MEANINGFUL_SHARE (the change closes no meaningful part, or widens the gap): "refuted";
 - the change moved the step by no more than the spread between processes of one configuration (the faster one's
@@ -216,8 +216,9 @@ class Closure:
     # processes
     moved_p_value: float | None = None
     # One-sided Student's t that the slower configuration's process medians are above the faster one's, the variance
-    # pooled over the configurations whose spread counts (those of noise_s): whether the gap before stands out of the
-    # variation between processes; None: unmeasured (no configuration ran in several processes)
+    # pooled over the three configurations (the faster one's always counts: it is one of the two compared): whether
+    # the gap before stands out of the variation between processes; None: unmeasured (no configuration ran in several
+    # processes)
     gap_p_value: float | None = None
 
     def to_dict(self) -> dict:
@@ -520,7 +521,7 @@ def closure(fast: list[list[float]], slow: list[list[float]], changed: list[list
     moved = process_test(medians[1], medians[2], variation).p_value if variation is not None else None
     return Closure(before, _interval(gaps), after, _interval(c - f), ms - mc, _interval(s - c),
                    (ms - mc) / before if before > 0 else 0.0, share_ci, max(measured) if measured else None, moved,
-                   _gap_p_value(medians[0], medians[1], pooled_process_variation(kept)))
+                   _gap_p_value(medians[0], medians[1], pooled_process_variation(medians)))
 
 
 def _gap_beyond_processes(found: Closure) -> bool:
