@@ -47,9 +47,10 @@ def _sigterm_in_timed_window(process: subprocess.Popen, run_dir: Callable[[], Pa
     """SIGTERM to `compare` once the mode at run_dir() is in its timed window; compare's stderr."""
     try:
         _wait_for(lambda: _phase(run_dir()) == "timed window", what="the timed window")
-        # the phase is written just before the first timed step: give it time to finish some (a tiny step is ~1 ms;
-        # without the pause, a busy machine delivered SIGTERM before the first one ended and recorded 0 steps)
-        time.sleep(1.0)
+        # the phase is written just before the first timed step: let the run spend some CPU in its steps first (a
+        # tiny step takes a few ms of it; a fixed pause let a busy machine deliver SIGTERM before the first step
+        # ended, and the run recorded 0 steps)
+        _ran_for(_writer_pid(run_dir()), CPU_IN_WINDOW_S)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=120)
     finally:
@@ -72,6 +73,31 @@ def _phase(run_dir: Path) -> str | None:
         return json.loads((run_dir / "run.json").read_text()).get("phase")
     except (OSError, ValueError):
         return None
+
+
+# CPU seconds a run spends in its timed window before a test signals it: hundreds of tiny steps, however busy the
+# machine (CPU time only advances while the run runs)
+CPU_IN_WINDOW_S = 0.3
+
+
+def _writer_pid(run_dir: Path) -> int:
+    return json.loads((run_dir / "run.json").read_text())["writer"]["pid"]
+
+
+def _cpu_s(pid: int) -> float | None:
+    """The process's CPU time so far (user + system, from /proc); None once it has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
+def _ran_for(pid: int, seconds: float) -> None:
+    """Wait until the process `pid` has run `seconds` more of CPU (or has gone)."""
+    start = _cpu_s(pid)
+    if start is not None:
+        _wait_for(lambda: (_cpu_s(pid) or float("inf")) - start >= seconds, what=f"{seconds} s of CPU in the run")
 
 
 def _dead_pid() -> int:
@@ -238,11 +264,15 @@ def test_sigkill_to_compare_leaves_a_comparison_readers_recover(tmp_path):
     try:
         _wait_for(lambda: list(tmp_path.glob("compare-*/jax")) and _phase(next(tmp_path.glob("compare-*/jax")))
                   == "timed window", what="jax's timed window")
-        time.sleep(0.5)
+        _ran_for(_writer_pid(next(tmp_path.glob("compare-*/jax"))), CPU_IN_WINDOW_S)
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate(timeout=60)
     comparison_dir = next(tmp_path.glob("compare-*"))
+    # the killed jax child may still be tearing down its memory when compare has gone (seen on a busy machine): until
+    # it has, its run.json is rightly read as a run in progress
+    jax_record = json.loads((comparison_dir / "jax" / "run.json").read_text())
+    _wait_for(lambda: rundir.writer_alive(jax_record) is False, what="the killed jax run to exit")
     assert json.loads((comparison_dir / "comparison.json").read_text())["status"] == "running"
     result = hloscope_forked("explain", "--json", comparison_dir, timeout=180)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
