@@ -29,6 +29,8 @@ from hloscope.significance import (
     PROCESS_ALPHA,
     hierarchical_median_difference,
     hierarchical_median_ratio,
+    median_difference,
+    median_ratio,
     pooled_process_variation,
     process_spread,
     process_test,
@@ -81,9 +83,12 @@ def scaling_point(run: ModeSummary, reference: ModeSummary, min_gap: float = MIN
     n = run.devices or 1
     ideal = [t / n for t in reference.step_times_s]
     ideal_processes = [[t / n for t in steps] for steps in reference.processes]
-    # several processes a side (compare --devices ... --repeats K): intervals resample processes, then steps
-    ratio = hierarchical_median_ratio(reference.processes, run.processes)
-    lost = hierarchical_median_difference(run.processes, ideal_processes)
+    if len(run.processes) > 1 or len(reference.processes) > 1:  # compare --devices ... --repeats K
+        ratio = hierarchical_median_ratio(reference.processes, run.processes)  # processes, then steps
+        lost = hierarchical_median_difference(run.processes, ideal_processes)
+    else:
+        ratio = median_ratio(reference.step_times_s, run.step_times_s)
+        lost = median_difference(run.step_times_s, ideal)
     if ratio is None or lost is None:  # both runs timed: positive steps on each side
         raise RuntimeError(f"no step times for scaling: {run.mode} against {reference.mode}")
     ideal_s = median(ideal)
