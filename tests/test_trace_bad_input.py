@@ -242,3 +242,33 @@ def test_an_xplane_without_protobuf_installed_is_one_line_naming_the_package(tmp
     assert result.code == 3 and "Traceback" not in result.stderr
     assert result.stderr.strip() == ("hloscope: error: this needs the Python package 'protobuf', which is not installed "
                                      "(an xplane profile is a protobuf message): pip install protobuf")
+
+
+# Every field an event's reader looks up, given each JSON type a damaged or hand-written trace may hold there.
+_ODD_VALUES = {"list": [1], "object": {"a": 1}, "number": 7, "true": True, "null": None, "text": "7"}
+_EVENT_FIELDS = ("cat", "name", "ph", "pid", "tid", "ts", "dur", "args", "args.stream", "args.correlation",
+                 "args.hlo_op", "args.hlo_module", "args.step_num", "args.Input Dims")
+
+
+@pytest.mark.parametrize("value", sorted(_ODD_VALUES))
+@pytest.mark.parametrize("field", _EVENT_FIELDS)
+def test_any_json_type_in_an_event_field_is_read_or_refused_in_one_line(cli_run, tmp_path, field, value):
+    """A Kineto event whose field holds another JSON type than profilers write is either read (an unknown category
+    or op name as its JSON text, a numeric text time as the number) or refused in one line naming the file; a
+    time that is not a number at all (true, null, a list) is refused."""
+    document = json.loads((Path(__file__).parent / "data" / "traces" / "pytorch18_excerpt.json").read_text())
+    events = [event for event in document["traceEvents"] if event.get("ph") == "X"]
+    for event in events:  # every complete event: the host ops, the device copies and the kernels
+        target, key = (event.setdefault("args", {}), field[5:]) if field.startswith("args.") else (event, field)
+        target[key] = _ODD_VALUES[value]
+    path = tmp_path / "odd.pt.trace.json"
+    path.write_text(json.dumps(document))
+    for command in (("trace", "stats", str(path), "--json"), ("trace", "export", str(path), str(tmp_path / "out"))):
+        code, _, stderr = cli_run(*command)
+        assert code in (0, 2) and "Traceback" not in stderr, stderr
+        assert code == 0 or (len(stderr.strip().splitlines()) == 1 and str(path) in stderr), stderr
+        if field in ("ts", "dur") and value in ("list", "object", "true"):
+            assert code == 2 and "no numeric 'ts'/'dur'" in stderr, stderr
+        if field in ("cat", "args.hlo_op", "args.hlo_module") or (field in ("ts", "dur") and value == "text"):
+            assert code == 0, stderr
+        shutil.rmtree(tmp_path / "out", ignore_errors=True)

@@ -514,21 +514,20 @@ class _EventBuilder:
             if phase == "M":
                 self._metadata(raw.get("name"), trace_id(raw.get("pid")), trace_id(raw.get("tid")), args.get("name"))
             return None
-        try:
-            start = float(raw["ts"])
-            duration = float(raw.get("dur", 0.0))
-        except (KeyError, TypeError, ValueError) as error:
-            raise InputError(path, f"not a trace: complete event {index} has no numeric 'ts'/'dur'") from error
+        start = _event_time(raw.get("ts"))
+        duration = _event_time(raw.get("dur", 0.0))
+        if start is None or duration is None:
+            raise InputError(path, f"not a trace: complete event {index} has no numeric 'ts'/'dur'")
         self.complete_events += 1
         if not build:  # produced by an earlier pass: number its correlation id all the same, as that pass did
             self.correlations(_as_id(args.get("correlation", args.get("correlation_id"))))
             return None
         dims = args.get("Input Dims")
         return self._complete(
-            raw.get("name"), raw.get("cat"), start, duration, trace_id(raw.get("pid")), trace_id(raw.get("tid")),
-            trace_id(args.get("stream")),
-            args.get("correlation", args.get("correlation_id")), args.get("hlo_op"), args.get("hlo_module"),
-            args.get("step_num"), None if dims is None else _compact_json(dims),
+            raw.get("name"), _text(raw.get("cat")), start, duration, trace_id(raw.get("pid")),
+            trace_id(raw.get("tid")), trace_id(args.get("stream")),
+            args.get("correlation", args.get("correlation_id")), _text(args.get("hlo_op")),
+            _text(args.get("hlo_module")), args.get("step_num"), None if dims is None else _compact_json(dims),
         )
 
     def from_structs(self, chunk: list[Any]) -> Iterator[Event]:
@@ -758,6 +757,28 @@ def trace_id(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True, default=str)
     return value
+
+
+def _event_time(value: object) -> float | None:
+    """An event's `ts` or `dur` in microseconds: a JSON number, or text holding one (some exporters write them as
+    text, and Perfetto reads those too); None for anything else (true, null, "soon"). Text that spells a non-finite
+    number stays infinite or NaN, which load's impossible-times test then leaves out with a warning."""
+    if type(value) is float or type(value) is int:
+        return float(value)
+    if type(value) is str:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _text(value: object) -> str | None:
+    """A category, HLO op or module name: text as written; a number, object or list (which no profiler writes, but a
+    damaged trace may hold) as its JSON text, so that it stays hashable and matches no known name."""
+    if value is None or type(value) is str:
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _as_id(value: int | str | float | None) -> int | None:
