@@ -94,9 +94,29 @@ def median_gap_difference(step_a: list[float], part_a: list[float], step_b: list
     return Interval(float(estimate), *percentile_interval(samples, confidence))
 
 
-def resampled_medians(values: list[float], rng: np.random.Generator) -> np.ndarray:
-    """The medians of RESAMPLES bootstrap resamples of `values` (drawn with replacement, as many as there are)."""
+# A bootstrap draws as many values as the sample holds, RESAMPLES times over: a run.json of 200,000 step times (a long
+# run, or a hostile file) would ask for gigabytes. A longer sample is resampled through this many of its quantiles,
+# evenly spaced: its median stays where it was, and its interval is that of a sample of this size, a little wider
+# than the whole sample's (never narrower). Shorter samples, every run hloscope's defaults make, are used as they are.
+MAX_RESAMPLED = 2500
+# The two-level bootstrap draws every process's steps in each resample: at most this many drawn values a side (with
+# at least 200 resamples, the processes' steps are thinned to MAX_DRAWN // 200 in all).
+MAX_DRAWN = 20_000_000
+_MIN_RESAMPLES = 200
+
+
+def _thinned(values: list[float] | np.ndarray, most: int = MAX_RESAMPLED) -> np.ndarray:
+    """`values` as an array, or `most` of its quantiles, evenly spaced, where it holds more (MAX_RESAMPLED)."""
     x = np.asarray(values, dtype=float)
+    if len(x) <= most:
+        return x
+    return np.quantile(x, (np.arange(most) + 0.5) / most)
+
+
+def resampled_medians(values: list[float], rng: np.random.Generator) -> np.ndarray:
+    """The medians of RESAMPLES bootstrap resamples of `values` (drawn with replacement, as many as there are; a
+    sample longer than MAX_RESAMPLED through its quantiles)."""
+    x = _thinned(values)
     return np.median(x[rng.integers(0, len(x), (RESAMPLES, len(x)))], axis=1)
 
 
@@ -147,13 +167,16 @@ def pooled_median_resamples(processes: list[list[float]], seed: int = SEED) -> n
 
 def _pooled_medians(processes: list[list[float]], rng: np.random.Generator) -> np.ndarray:
     """Medians of two-level resamples (processes, then the steps of each) of one side. The number of resamples is
-    capped so that one side never holds more than ~20 million drawn steps (runs of many thousand steps)."""
-    lengths = np.asarray([len(p) for p in processes])
+    capped so that one side never draws more than MAX_DRAWN steps (runs of many thousand steps); where even the
+    fewest resamples would, each process is resampled through its quantiles (_thinned), as many as fit."""
+    most = min(MAX_RESAMPLED, max(1, MAX_DRAWN // (_MIN_RESAMPLES * len(processes))))
+    kept = [_thinned(steps, most) for steps in processes]
+    lengths = np.asarray([len(p) for p in kept])
     width = int(lengths.max())
-    table = np.full((len(processes), width), np.nan)
-    for row, steps in enumerate(processes):
+    table = np.full((len(kept), width), np.nan)
+    for row, steps in enumerate(kept):
         table[row, :len(steps)] = steps
-    resamples = max(200, min(RESAMPLES, 20_000_000 // (len(processes) * width)))
+    resamples = max(_MIN_RESAMPLES, min(RESAMPLES, MAX_DRAWN // (len(processes) * width)))
     drawn = rng.integers(0, len(processes), (resamples, len(processes)))
     columns = []
     for slot in range(len(processes)):

@@ -4,6 +4,7 @@ estimate is the medians' arithmetic, the interval is reproducible, and a gap ins
 from __future__ import annotations
 
 import math
+import tracemalloc
 from statistics import median
 
 import numpy as np
@@ -11,9 +12,12 @@ import pytest
 from scipy import stats
 
 from hloscope.significance import (
+    MAX_RESAMPLED,
     MAX_RESOLVABLE_FRACTION,
+    RESAMPLES,
     SEED,
     ProcessVariation,
+    hierarchical_median_difference,
     holm_levels,
     median_difference,
     median_gap_difference,
@@ -137,3 +141,28 @@ def test_a_configuration_varying_unlike_the_others_is_set_apart_whatever_the_ord
     alike = [_spread_logs(w, c) for w, c in ((0.03, 1.0), (0.05, 2.0), (0.04, 3.0), (0.02, 4.0))]
     assert unlike_variations(alike) == set()
     assert unlike_variations([_spread_logs(0.1)]) == set() and unlike_variations([]) == set()
+
+
+def test_long_samples_are_resampled_through_their_quantiles_in_bounded_memory():
+    """A run of 30,000 steps (or a run.json claiming one) is resampled through MAX_RESAMPLED of its quantiles: the
+    intervals hold the true difference, are no narrower than the whole sample's would be, and the bootstrap stays
+    within a few hundred MB whatever the length. A sample up to MAX_RESAMPLED long is used as it is."""
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(10.0, 1.0, 30_000), rng.normal(10.5, 1.0, 30_000)
+    short = rng.normal(0.0, 1.0, MAX_RESAMPLED)
+    drawn = np.random.default_rng(SEED).integers(0, MAX_RESAMPLED, (RESAMPLES, MAX_RESAMPLED))
+    assert np.array_equal(resampled_medians(list(short), np.random.default_rng(SEED)),
+                          np.median(short[drawn], axis=1))
+    tracemalloc.start()
+    try:
+        single = median_difference(list(a), list(b))
+        two_level = hierarchical_median_difference([list(a[:15_000]), list(a[15_000:])],
+                                                   [list(b[:15_000]), list(b[15_000:])])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 700e6, peak
+    whole_sample_half_width = 1.96 * 1.2533 * math.sqrt(2 / len(a))  # the median's standard error, both sides
+    for interval in (single, two_level):
+        assert interval is not None and interval.low < -0.5 < interval.high, interval
+        assert (interval.high - interval.low) / 2 >= whole_sample_half_width, interval
