@@ -98,6 +98,13 @@ def test_to_dict_is_a_copy():
      "'environment.donation.state_in_place' is int 1", "true or false"),
     (lambda d: d["environment"]["threads"].update(cpu_affinity=-2), "'environment.threads.cpu_affinity' is int -2",
      "an integer >= 0"),
+    # figures out of their range: a negative size or count, no CPU, a step numbered below zero
+    (lambda d: d["memory"].update(peak_host_rss_bytes=-5), "'memory.peak_host_rss_bytes' is int -5",
+     "an integer >= 0"),
+    (lambda d: d["environment"].update(cpu_count=0), "'environment.cpu_count' is int 0", "an integer >= 1"),
+    (lambda d: d["config"]["model_config"].update(num_labels=-1), "'config.model_config.num_labels' is int -1",
+     "an integer >= 1"),
+    (lambda d: d.update(profile={"step_numbers": [3, -1]}), "'profile.step_numbers[1]' is int -1", "an integer >= 0"),
     # a data-parallel run's ranks
     (lambda d: d["timing"].update(ranks=[{"rank": 0, "step_times_s": [0.01], "steps": 1, "median_s": "fast"}]),
      "'timing.ranks[0].median_s' is str 'fast'", "a number"),
@@ -112,6 +119,15 @@ def test_a_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path, change
         load_run(tmp_path)
     message = str(caught.value)
     assert message == f"{tmp_path / 'run.json'}: not a valid run.json: {where}, expected {expected}", message
+
+
+def test_a_loss_beyond_the_largest_float_is_refused(tmp_path):
+    """JSON's 1e400 reads as infinity, which no run records (a diverged loss is written as null)."""
+    document = json.loads((REAL / "jax" / "run.json").read_text())
+    document["loss"]["first"] = 12345.5
+    (tmp_path / "run.json").write_text(json.dumps(document).replace("12345.5", "1e400"))
+    with pytest.raises(InputError, match=r"'loss.first' is float inf, expected a number <= 1.7e\+308"):
+        load_run(tmp_path)
 
 
 @pytest.mark.parametrize(("section", "value", "where", "expected"), [

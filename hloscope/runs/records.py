@@ -33,6 +33,12 @@ Number = int | float
 # a process id), a non-negative integer. A record holding anything else is refused on reading, naming the field.
 Seconds = Annotated[int, msgspec.Meta(ge=0, lt=10**9)] | Annotated[float, msgspec.Meta(ge=0, lt=1e9)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+# A size a run was made with (a batch, a model dimension, CPUs, steps asked): at least one. An amount that is not a
+# span or a count (FLOPs, bytes moved, images a second, a delay in ms): never negative, never infinite. A figure
+# that may take either sign (a loss): finite (JSON's 1e400 reads as infinity, which no record holds).
+Size = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+Amount = Annotated[int, msgspec.Meta(ge=0)] | Annotated[float, msgspec.Meta(ge=0, le=1.7e308)]
+Finite = int | Annotated[float, msgspec.Meta(ge=-1.7e308, le=1.7e308)]
 
 # The version both records are written with (rundir refuses newer files and reads every older one it knows).
 SCHEMA_VERSION = 1
@@ -41,14 +47,14 @@ SCHEMA_VERSION = 1
 # Every part of a record is a frozen Struct of the keys this hloscope reads, typed; other keys are ignored by the
 # Struct and kept in the record's document.
 class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
-    image_size: int | None = None
-    patch_size: int | None = None
-    hidden_size: int | None = None
-    num_hidden_layers: int | None = None
-    num_attention_heads: int | None = None
-    intermediate_size: int | None = None
-    num_labels: int | None = None
-    num_channels: int | None = None
+    image_size: Size | None = None
+    patch_size: Size | None = None
+    hidden_size: Size | None = None
+    num_hidden_layers: Size | None = None
+    num_attention_heads: Size | None = None
+    intermediate_size: Size | None = None
+    num_labels: Size | None = None
+    num_channels: Size | None = None
 
 
 class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,34 +63,34 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     mode: str | None = None
     model: str | None = None
-    batch_size: int | None = None
-    steps: int | None = None
-    warmup: int | None = None
+    batch_size: Size | None = None
+    steps: Count | None = None
+    warmup: Count | None = None
     precision: str | None = None
     device: str | None = None
     data: str | None = None
     seed: int | None = None
     dump_hlo: bool | None = None
     profile: bool | None = None
-    profile_steps: int | None = None
+    profile_steps: Size | None = None
     keep_all: bool | None = None
     target: str | None = None
     check_parity: bool | None = None
     attention: str | None = None
-    seq_len: int | None = None
-    inject_host_delay_ms: Number | None = None
-    devices: int | list[int] | None = None
+    seq_len: Size | None = None
+    inject_host_delay_ms: Amount | None = None
+    devices: Size | list[Size] | None = None
     xla_flags: str | None = None  # --xla-flags (null: not given, the inherited XLA_FLAGS was kept)
     compile_model: bool | None = None
     max_batch: bool | None = None
-    max_batch_compiles: int | None = None
+    max_batch_compiles: Size | None = None
     donate: bool | None = None  # --donate / --no-donate (absent: the mode's own behaviour)
     compile_mode: CompileMode | None = None  # --compile-mode (absent: torch.compile's default)
     fullgraph: bool | None = None  # --fullgraph (absent: not asked)
     threads: Annotated[int, msgspec.Meta(ge=1)] | None = None  # --threads N (absent: every CPU the process was given)
     model_config: ModelConfig | None = None
     modes: list[str] | None = None  # comparison.json only
-    repeats: int | None = None  # comparison.json only
+    repeats: Size | None = None  # comparison.json only
 
 
 class ThreadTimes(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,7 +155,7 @@ class HostPosition(msgspec.Struct, frozen=True, kw_only=True):
     """run.json `profile.host_positions`, one profiled step: where the host entered the step marker, started and
     stopped the timer and left the marker (perf_counter seconds from the profile's start)."""
 
-    step: int
+    step: Count
     marker_entered_s: Number
     timer_start_s: Number
     timer_stop_s: Number
@@ -170,7 +176,7 @@ class RankTiming(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     std_s: Seconds | None = None
     min_s: Seconds | None = None
     max_s: Seconds | None = None
-    throughput_img_s: Number | UnsetType | None = UNSET  # null: a step of no duration
+    throughput_img_s: Amount | UnsetType | None = UNSET  # null: a step of no duration
 
 
 class Timing(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,19 +189,19 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     # machine wakes it late); None: no delay was injected, or a run from before they were measured
     injected_host_delay_s: list[Number] | None = None
     profiled_injected_host_delay_s: list[Number] | None = None
-    first_step_s: Number | None = None
-    setup_s: Number | None = None
-    steps: int | None = None
-    median_s: Number | None = None
-    mean_s: Number | None = None
-    p10_s: Number | None = None
-    p90_s: Number | None = None
-    std_s: Number | None = None
-    min_s: Number | None = None
-    max_s: Number | None = None
-    throughput_img_s: Number | None = None
-    window_s: Number | None = None
-    window_mean_s: Number | None = None
+    first_step_s: Seconds | None = None
+    setup_s: Seconds | None = None
+    steps: Count | None = None
+    median_s: Seconds | None = None
+    mean_s: Seconds | None = None
+    p10_s: Seconds | None = None
+    p90_s: Seconds | None = None
+    std_s: Seconds | None = None
+    min_s: Seconds | None = None
+    max_s: Seconds | None = None
+    throughput_img_s: Amount | None = None
+    window_s: Seconds | None = None
+    window_mean_s: Seconds | None = None
     noisy: bool | None = None
     host_scheduling: HostScheduling | None = None  # the timed window's (null: not measured)
     host_scheduling_note: str | None = None  # why the window's host scheduling was not measured
@@ -207,42 +213,42 @@ class TargetPeak(msgspec.Struct, frozen=True, kw_only=True):
     """A compiled step's peak device memory (XLA's memory analysis, hloscope/targets/device_memory.py) against the
     target GPU's: the usable part (the device's minus the reserve), the headroom (usable - peak), whether it fits."""
 
-    peak_bytes: int
+    peak_bytes: Count
     how: str | None = None
-    generated_code_bytes: int | None = None
-    buffer_assignment_bytes: int | None = None
-    device_memory_bytes: int | None = None
-    reserve_bytes: int | None = None
+    generated_code_bytes: Count | None = None
+    buffer_assignment_bytes: Count | None = None
+    device_memory_bytes: Count | None = None
+    reserve_bytes: Count | None = None
     reserve: str | None = None
-    usable_bytes: int | None = None
+    usable_bytes: Count | None = None
     headroom_bytes: int | None = None
     fits: bool | None = None
 
 
 class Memory(msgspec.Struct, frozen=True, kw_only=True):
-    peak_host_rss_bytes: int | None = None
-    device_peak_bytes: int | None = None
+    peak_host_rss_bytes: Count | None = None
+    device_peak_bytes: Count | None = None
     source: str | None = None
     # XLA's estimate for a run compiled for a target GPU: arguments + outputs + temporaries - aliased
-    device_peak_estimate_bytes: int | None = None
-    argument_bytes: int | None = None
-    output_bytes: int | None = None
-    temp_bytes: int | None = None
-    alias_bytes: int | None = None
-    generated_code_bytes: int | None = None
+    device_peak_estimate_bytes: Count | None = None
+    argument_bytes: Count | None = None
+    output_bytes: Count | None = None
+    temp_bytes: Count | None = None
+    alias_bytes: Count | None = None
+    generated_code_bytes: Count | None = None
     target_peak: TargetPeak | None = None  # a run compiled for a target GPU: its peak against the GPU's memory
 
 
 class MaxBatchCompile(msgspec.Struct, frozen=True, kw_only=True):
     """One compile of the `--max-batch` search: the batch, the step's peak and whether it fits the target."""
 
-    batch_size: int
+    batch_size: Size
     status: str | None = None
-    peak_bytes: int | None = None
+    peak_bytes: Count | None = None
     fits: bool | None = None
-    capture_s: Number | None = None
-    compile_s: Number | None = None
-    seconds: Number | None = None
+    capture_s: Seconds | None = None
+    compile_s: Seconds | None = None
+    seconds: Seconds | None = None
     gemm_backend: str | None = None
     error: str | None = None
     run: bool = False  # the run's own compile (at --batch-size), where the search starts
@@ -252,19 +258,19 @@ class MaxBatch(msgspec.Struct, frozen=True, kw_only=True):
     """`--max-batch`: the largest batch whose compiled step fits the target's usable memory (None: not even batch 1,
     or the search stopped before one fitted), with every compile it made."""
 
-    batch_size: int | None = None
+    batch_size: Size | None = None
     exact: bool | None = None  # batch_size + 1 was compiled and does not fit
     at_least: bool | None = None  # the search stopped (bound or failure) before the answer was exact
-    smallest_not_fitting: int | None = None
-    usable_bytes: int | None = None
-    reserve_bytes: int | None = None
+    smallest_not_fitting: Size | None = None
+    usable_bytes: Count | None = None
+    reserve_bytes: Count | None = None
     reserve: str | None = None
-    device_memory_bytes: int | None = None
-    max_compiles: int | None = None
-    time_budget_s: Number | None = None
+    device_memory_bytes: Count | None = None
+    max_compiles: Size | None = None
+    time_budget_s: Seconds | None = None
     stopped_by: str | None = None  # "compiles", "time" or "failure"
     message: str | None = None
-    search_s: Number | None = None
+    search_s: Seconds | None = None
     compiles: list[MaxBatchCompile] = []
 
 
@@ -274,33 +280,33 @@ class Target(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     device: str | None = None
     compute_capability: str | None = None
-    sm_count: int | None = None
-    device_memory_bytes: int | None = None
+    sm_count: Size | None = None
+    device_memory_bytes: Count | None = None
 
 
 class Roofline(msgspec.Struct, frozen=True, kw_only=True):
     """A `--target` run's lower bound of one step: every kernel one after the other, and all of them overlapped."""
 
-    serial_s: Number | None = None
-    aggregate_s: Number | None = None
-    flops: Number | None = None
-    bytes: Number | None = None
+    serial_s: Seconds | None = None
+    aggregate_s: Seconds | None = None
+    flops: Amount | None = None
+    bytes: Amount | None = None
     label: str | None = None
 
 
 class Kernels(msgspec.Struct, frozen=True, kw_only=True):
     """What XLA's thunk sequence of a `--target` run launches per step."""
 
-    kernel_launches: int | None = None
-    library_calls: int | None = None
-    copies: int | None = None
+    kernel_launches: Count | None = None
+    library_calls: Count | None = None
+    copies: Count | None = None
     by_kind: dict[str, int] = {}
 
 
 # A framework's compile counters by its own names (Session.compile_counts: jit's cache entries and XLA compiles for
 # JAX, dynamo's graphs and recompiles for torch.compile, CompileTime and UncachedCompile for PyTorch/XLA): each mode
 # counts different events, so the names stay open and only the counts are typed.
-CompileCounts = dict[str, int]
+CompileCounts = dict[str, Count]
 
 
 class Compiles(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -317,8 +323,8 @@ class Compiles(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    first: Number | None = None
-    last: Number | None = None
+    first: Finite | None = None
+    last: Finite | None = None
     finite: bool | None = None
     falling: bool | None = None
 
@@ -326,11 +332,11 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """The profiled steps after the timed window: what the trace holds and which of its steps readers drop."""
 
-    steps: int | None = None
-    warmup_steps: int | None = None
-    step_numbers: list[int] = []  # the numbers of the step markers in the trace, in order
-    warmup_step_numbers: list[int] = []
-    usable_step_numbers: list[int] = []
+    steps: Count | None = None
+    warmup_steps: Count | None = None
+    step_numbers: list[Count] = []  # the numbers of the step markers in the trace, in order
+    warmup_step_numbers: list[Count] = []
+    usable_step_numbers: list[Count] = []
     step_marker: str | None = None  # how a step marker is named in the mode's trace
     annotations: dict[str, str] = {}  # phase -> host annotation name
     notes: list[str] = []
@@ -408,7 +414,7 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     platform: str | None = None
     hostname: str | None = None
     cpu_model: str | None = None
-    cpu_count: int | None = None
+    cpu_count: Size | None = None
     packages: dict[str, str | None] = {}
     env: dict[str, str] = {}
     framework: str | None = None
@@ -443,7 +449,7 @@ class Parity(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     weights_norm: Number | None = None
     parameters: int | None = None
     weights: str | None = None  # where the initial weights came from
-    seconds: Number | None = None
+    seconds: Seconds | None = None
 
 
 class ParityFigures(msgspec.Struct, frozen=True, kw_only=True):
@@ -484,7 +490,7 @@ class StartupPart(msgspec.Struct, frozen=True):
     """One share of a startup phase: seconds, and the instrument that measured them."""
 
     name: str
-    seconds: Number
+    seconds: Seconds
     source: str
 
 
@@ -493,7 +499,7 @@ class StartupPhase(msgspec.Struct, frozen=True, kw_only=True):
     they leave unaccounted."""
 
     name: str
-    seconds: Number
+    seconds: Seconds
     parts: list[StartupPart]
     unaccounted_s: Number = 0.0
 
@@ -538,7 +544,7 @@ class Startup(msgspec.Struct, frozen=True, kw_only=True):
     went, phase by phase; every key is written, null where unknown."""
 
     phases: list[StartupPhase]
-    total_s: Number | None = None
+    total_s: Seconds | None = None
     cache_counts: dict[str, int] | None = None  # persistent cache hits and misses up to the first step
     compile_cache: CompileCache | None = None
     framework_source: str | None = None  # the instrument of the framework's parts
@@ -625,7 +631,7 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     steps: int | None = None
     first_step_s: Number | None = None
     throughput_img_s: Number | None = None
-    peak_memory_bytes: int | None = None
+    peak_memory_bytes: Count | None = None
     peak_memory_source: str | None = None
     recompiled_in_window: bool | None = None
     loss_first: Number | None = None
@@ -640,8 +646,8 @@ class ComparisonEntry(msgspec.Struct, frozen=True, kw_only=True):
     ratio_to_fastest: Number | None = None
     kernels: int | None = None  # a run compiled for a target GPU: its generated kernels
     roofline_lower_bound_s: Number | None = None
-    target_peak_bytes: int | None = None  # ... its peak device memory (XLA's memory analysis)
-    target_usable_bytes: int | None = None  # ... what the target GPU leaves an XLA program
+    target_peak_bytes: Count | None = None  # ... its peak device memory (XLA's memory analysis)
+    target_usable_bytes: Count | None = None  # ... what the target GPU leaves an XLA program
     max_batch: int | None = None  # `--max-batch`: the largest batch that fits (max_batch_at_least: a lower bound)
     max_batch_at_least: bool | None = None
     max_batch_message: str | None = None
