@@ -344,10 +344,11 @@ def test_replay_of_a_comparison_directory_records_each_failure(comparison, tmp_p
     text = (copy / "torch_xla" / graph).read_text()
     (copy / "torch_xla" / graph).write_text(text[: len(text) // 2])  # truncated: jaxlib cannot parse it
     result = _hloscope("replay", str(copy), "--steps", "3", "--warmup", "1", "--json")
-    assert result.code == 0, result.stderr[-2000:]
+    # bad input: one line on stderr naming the file, exit 2; the other modes are still replayed and written
+    assert_refused(result, copy / "torch_xla" / graph, position=True)
     replays = {r["mode"]: r for r in json.loads(result.stdout)}
     assert set(replays) == {"jax", "torch_xla", "torch_xla+compile", "torchax"}
-    assert replays["torch_xla"]["status"] == "not_replayable"  # bad input: the file named at XLA's line:column
+    assert replays["torch_xla"]["status"] == "not_replayable" and replays["torch_xla"]["refused"] is True
     error = replays["torch_xla"]["error"]
     # hloscope's own parser refuses it before XLA sees it, at its line:column
     assert re.search(re.escape(Path(graph).name) + r":\d+:\d+: unexpected end of file", error), error
@@ -373,6 +374,76 @@ def test_replay_of_a_comparison_without_xla_runs_is_refused_in_one_line(tmp_path
     assert result.stderr.count("\n") == 1 and f"{tmp_path}: no run of an XLA mode" in result.stderr
     listed = comparison_record({"modes": [*modes, {"mode": "torchax", "dir": "torchax", "status": "ok"}]})
     assert [(e.mode, e.dir) for e in replayable_entries(listed)] == [("torchax", "torchax")]
+
+
+def _comparison_of_tiny_runs(tiny_run: Path, root: Path, modes=("jax", "torchax")) -> Path:
+    """A comparison directory whose XLA modes' runs are copies of the tiny JAX run (run.json names each mode)."""
+    comparison = root / "cmp"
+    comparison.mkdir()
+    for mode in modes:
+        shutil.copytree(tiny_run, comparison / mode)
+        record = json.loads((comparison / mode / "run.json").read_text())
+        (comparison / mode / "run.json").write_text(json.dumps({**record, "run_id": mode, "mode": mode}))
+    entries = [{"mode": mode, "dir": mode, "status": "ok"} for mode in modes]
+    (comparison / "comparison.json").write_text(json.dumps({"schema_version": 1, "modes": entries}))
+    return comparison
+
+
+def test_replay_of_a_comparison_writes_no_log_through_a_link_and_refuses_a_bad_mode_in_one_line(tiny_run, tmp_path):
+    """A log name taken by a link (dangling, or to a file outside) is never written through: the next name is used.
+    A mode refused as bad input (run.json not JSON) is one line on stderr naming the file, exit 2, and the other mode
+    is still replayed and written."""
+    comparison = _comparison_of_tiny_runs(tiny_run, tmp_path)
+    (comparison / "torchax" / "run.json").write_text("not json")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.log").write_text("the user's")
+    (comparison / "logs").mkdir()
+    (comparison / "logs" / "torchax.replay.stderr.log").symlink_to(outside / "victim.log")  # dangling
+    (comparison / "logs" / "jax.replay.stderr.log").symlink_to(outside / "kept.log")
+    result = _hloscope("replay", str(comparison), "--steps", "1", "--warmup", "1")
+    assert sorted(p.name for p in outside.iterdir()) == ["kept.log"]
+    assert (outside / "kept.log").read_text() == "the user's"
+    assert_refused(result, comparison / "torchax" / "run.json", position=True, words=("not valid JSON",))
+    assert "jax replayed: program" in result.stdout and "torchax" not in result.stdout, result.stdout
+    assert (comparison / "jax" / "replay.json").is_file() and not (comparison / "torchax" / "replay.json").exists()
+    assert "not valid JSON" in (comparison / "logs" / "torchax.replay-2.stderr.log").read_text()
+    assert (comparison / "logs" / "jax.replay-2.stderr.log").is_file()
+
+    # --json: the same refusal on stderr, the list on stdout with the refused mode marked
+    result = _hloscope("replay", str(comparison), "--steps", "1", "--warmup", "1", "--json")
+    assert_refused(result, comparison / "torchax" / "run.json", position=True)
+    replays = {r["mode"]: r for r in json.loads(result.stdout)}
+    assert replays["torchax"]["status"] == "not_replayable" and replays["torchax"]["refused"] is True
+    assert replays["jax"]["status"] == "ok" and replays["jax"]["file"] == "replay-2.json" and "refused" not in replays["jax"]
+    assert replays["torchax"]["log"] == "logs/torchax.replay-3.stderr.log"
+
+
+def test_a_logs_folder_that_is_a_link_is_refused_before_any_replay(tiny_run, tmp_path):
+    comparison = _comparison_of_tiny_runs(tiny_run, tmp_path, modes=("jax",))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (comparison / "logs").symlink_to(outside, target_is_directory=True)
+    result = _hloscope("replay", str(comparison), "--steps", "1", "--warmup", "1")
+    assert_refused(result, comparison / "logs", words=("is a symbolic link",))
+    assert list(outside.iterdir()) == [] and not (comparison / "jax" / "replay.json").exists()
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_mode_directory_that_is_a_link_is_never_replayed(tiny_run, tmp_path, where):
+    """A mode directory linked to a run elsewhere (or to another folder of the comparison) is refused in one line
+    naming it, as an artifact leading outside its run is: nothing is replayed or written there (exit 2), and the
+    other mode is replayed all the same."""
+    comparison = _comparison_of_tiny_runs(tiny_run, tmp_path)
+    elsewhere = tmp_path / "elsewhere" if where == "outside" else comparison / "kept"
+    (comparison / "jax").rename(elsewhere)
+    (comparison / "jax").symlink_to(elsewhere, target_is_directory=True)
+    result = _hloscope("replay", str(comparison), "--steps", "1", "--warmup", "1")
+    words = ("symbolic link", "outside the comparison directory" if where == "outside" else "not a folder of its own")
+    assert_refused(result, comparison / "jax", words=words)
+    assert not list(elsewhere.glob("replay*")) and not list((comparison / "logs").glob("jax*"))
+    assert "torchax replayed: program" in result.stdout and (comparison / "torchax" / "replay.json").is_file()
 
 
 def test_compare_replay_with_target_is_refused_in_one_line(tmp_path):

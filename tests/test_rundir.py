@@ -273,6 +273,110 @@ def test_newer_comparison_is_refused_saying_so(tmp_path, command):
     assert_refused(result, comparison / "comparison.json", words=("newer hloscope", "schema version 7"))
 
 
+# Every command that reads a comparison, as argv: the comparison and a scratch folder (trace export's OUT)
+COMPARISON_COMMANDS = {
+    "hlo stats": lambda cmp, out: ["hlo", "stats", "--no-xla-cost", cmp],
+    "trace stats": lambda cmp, out: ["trace", "stats", cmp],
+    "trace export": lambda cmp, out: ["trace", "export", "--jobs", "1", cmp, out],
+    "diff": lambda cmp, out: ["diff", "--no-xla-cost", cmp, cmp / "good"],
+    "explain": lambda cmp, out: ["explain", cmp],
+    "replay": lambda cmp, out: ["replay", cmp, "--steps", "1", "--warmup", "1"],
+}
+
+
+def _comparison_with(tmp_path: Path, jax_dir: str) -> Path:
+    """A comparison of two runs, `good` (a folder of its own) and `jax`, listed under the `dir` given."""
+    comparison = tmp_path / "compare-1"
+    good_run(comparison, "good")
+    modes = [{"mode": "jax", "dir": "good", "status": "ok"}, {"mode": "jax", "dir": jax_dir, "status": "ok"}]
+    rundir.write_comparison(comparison, {"schema_version": 1, "comparison_id": "compare-1", "config": {},
+                                         "modes": modes})
+    return comparison
+
+
+@pytest.mark.parametrize("command", list(COMPARISON_COMMANDS))
+@needs_fixtures
+def test_a_mode_directory_that_is_a_link_out_of_the_comparison_is_refused_by_every_command(tmp_path, command):
+    """A comparison's run directory that is a symbolic link to a run elsewhere is refused in one line naming it, by
+    every command that reads comparisons (one resolver, rundir.comparison_run_dir), as an artifact path leading out
+    of its run is: nothing there is read or written."""
+    elsewhere = good_run(tmp_path / "elsewhere", "jax")
+    comparison = _comparison_with(tmp_path, "jax")
+    (comparison / "jax").symlink_to(elsewhere, target_is_directory=True)
+    before = sorted(p.name for p in elsewhere.iterdir())
+    result = hloscope_forked(*COMPARISON_COMMANDS[command](comparison, tmp_path / "out"))
+    assert_refused(result, comparison / "jax", words=("symbolic link", "points outside the comparison directory"))
+    assert sorted(p.name for p in elsewhere.iterdir()) == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", list(COMPARISON_COMMANDS))
+@pytest.mark.parametrize("listed", ["../elsewhere/jax", "/tmp", "..", "a\u0000b"])
+@needs_fixtures
+def test_a_mode_directory_listed_as_a_path_is_refused_by_every_command(tmp_path, command, listed):
+    good_run(tmp_path / "elsewhere", "jax")
+    comparison = _comparison_with(tmp_path, listed)
+    result = hloscope_forked(*COMPARISON_COMMANDS[command](comparison, tmp_path / "out"))
+    assert_refused(result, comparison / "comparison.json", words=("is not a plain name",))
+
+
+def test_a_linked_run_found_in_a_comparison_cut_short_is_refused(tmp_path):
+    """A comparison cut short (status running, its writer gone) lists the run folders it did not: one found through a
+    link is listed failed with why, its run.json never read, and explain refuses it in one line naming the link."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "run.json").write_text("{}")
+    comparison = tmp_path / "compare-1"
+    comparison.mkdir()
+    (comparison / "jax").symlink_to(elsewhere, target_is_directory=True)
+    (comparison / "comparison.json").write_text(json.dumps({
+        "schema_version": 1, "status": "running", "modes": [],
+        "writer": {"pid": 2**22 + 12345, "host": "elsewhere.invalid"}}))
+    (entry,) = load_comparison(comparison).modes
+    assert entry.status == "failed" and entry.recovered and entry.mode == "jax"
+    assert entry.error.startswith(f"{comparison / 'jax'}: a run directory of the comparison is a symbolic link")
+    result = hloscope_forked("explain", comparison)
+    assert "Traceback" not in result.stderr and result.code == 2
+    assert [line for line in result.stderr.splitlines() if line.startswith("hloscope: error:")] == [
+        f"hloscope: error: {entry.error}"]
+
+
+@needs_fixtures
+def test_tensorboard_refuses_a_linked_mode_directory(tmp_path):
+    from hloscope.tensorboard.logdir import find_sessions
+
+    elsewhere = good_run(tmp_path / "elsewhere", "jax")
+    comparison = _comparison_with(tmp_path, "jax")
+    (comparison / "jax").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(InputError, match="points outside the comparison directory") as refused:
+        find_sessions(comparison)
+    assert refused.value.path == str(comparison / "jax")
+
+
+def test_new_files_are_never_written_over_or_through_a_link(tmp_path):
+    """rundir.create_numbered (every log a comparison gets): a name taken by a file, a folder or a link, dangling or
+    not, is skipped, never opened; rundir.own_folder refuses a link or a file in place of the folder."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("kept")
+    logs = rundir.own_folder(tmp_path / "logs", "a log")
+    (logs / "a.log").symlink_to(outside / "victim")
+    (logs / "a-2.log").symlink_to(outside / "kept")
+    (logs / "a-3.log").mkdir()
+    path, handle = rundir.create_numbered(logs, lambda n: "a.log" if n == 1 else f"a-{n}.log")
+    with handle:
+        handle.write(b"mine")
+    assert path == logs / "a-4.log" and path.read_bytes() == b"mine"
+    assert sorted(p.name for p in outside.iterdir()) == ["kept"] and (outside / "kept").read_text() == "kept"
+    with pytest.raises(FileExistsError):
+        rundir.create_new_file(logs / "a.log")
+    (tmp_path / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InputError, match="is a symbolic link"):
+        rundir.own_folder(tmp_path / "linked", "a log")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="is not a folder"):
+        rundir.own_folder(tmp_path / "file", "a log")
+
+
 def _write_run_json(run: Path, text: str) -> Path:
     (run / "run.json").write_text(text)
     return run / "run.json"

@@ -9,6 +9,7 @@ import click
 
 from hloscope.api import replay, replays
 from hloscope.cli.options import PROFILE_STEPS, SEED, STEPS, WARMUP
+from hloscope.errors import one_line
 from hloscope.render.replay_text import render_text
 from hloscope.render.run_tables import replay_summary_line
 from hloscope.runs.rundir import COMPARISON_FILE, RUN_FILE
@@ -44,10 +45,21 @@ def command(path: str, device: str, steps: int, warmup: int, profile: bool, prof
 
 
 def _comparison(folder, device: str, steps: int, warmup: int, profile: bool, as_json: bool) -> None:
-    """A comparison directory: each XLA mode's run replayed in its own subprocess, one line each as it ends."""
-    done = replays(folder, device, steps, warmup, profile,
-                   on_done=lambda mode, replay: None if as_json else click.echo(replay_summary_line(mode, replay)))
+    """A comparison directory: each XLA mode's run replayed in its own subprocess, one line each as it ends. A mode
+    whose run the replay refused as bad input (a damaged or hostile file, named) is one line on stderr instead, the
+    others are replayed and written all the same, and the exit code is then 2 (as for a run directory refused alone);
+    else 1 when no replay succeeded, 0 otherwise."""
+    done = replays(folder, device, steps, warmup, profile, on_done=lambda mode, replay: _told(mode, replay, as_json))
     if as_json:
         click.echo(json.dumps(done, indent=1))
+    if any(replay.get("refused") for replay in done):
+        raise SystemExit(2)
     if not any(replay["status"] in ("ok", "partial") for replay in done):
         raise SystemExit(1)
+
+
+def _told(mode: str, replay: dict, as_json: bool) -> None:
+    if replay.get("refused"):  # bad input: the one line naming the file, on stderr, as a refusal always is
+        click.echo(f"hloscope: error: {one_line(str(replay.get('error')))}", err=True)
+    elif not as_json:
+        click.echo(replay_summary_line(mode, replay))

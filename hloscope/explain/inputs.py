@@ -11,7 +11,7 @@ from hloscope.explain.replicates import group_processes
 from hloscope.explain.summary import ModeSummary
 from hloscope.modes import run_label
 from hloscope.runs.audit import recorded_mismatch_lines
-from hloscope.runs.rundir import COMPARISON_FILE, find_runs, load_comparison
+from hloscope.runs.rundir import COMPARISON_FILE, comparison_run_dir, find_runs, load_comparison
 
 
 def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
@@ -32,7 +32,14 @@ def load_summaries(path: str | Path) -> tuple[list[ModeSummary], dict]:
         for entry in comparison.modes:
             run_dir, mode = path / entry.dir, entry.mode or entry.dir
             devices, status = entry.devices, entry.status
-            if os.path.lexists(run_dir) or status not in _NEVER_WROTE:
+            try:
+                comparison_run_dir(path, entry.dir)  # a link (out of the comparison) is never read: unreadable
+                linked = None
+            except InputError as error:
+                linked = error
+            if linked is not None:
+                summary = ModeSummary(mode=mode, status="unreadable", notes=[str(linked)], run_dirs=[str(run_dir)])
+            elif os.path.lexists(run_dir) or status not in _NEVER_WROTE:
                 summary = _summarize(run_dir, mode)  # anything in its place, or missing though it ran: unreadable
             else:
                 reason = entry.error or "no run directory was written"

@@ -14,11 +14,12 @@ import math
 import os
 import re
 import socket
+import stat
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, BinaryIO
 
 from hloscope import files  # the reading layer: regular files only, bounded nesting and integers
 from hloscope.errors import InputError, UsageError, warn
@@ -116,6 +117,54 @@ def write_json_atomic(path: str | os.PathLike, data: Any, replace: bool = True) 
         raise OutputError(f"cannot write {path}: a file is there already (it is left as it is)") from None
     except OSError as error:
         raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def create_new_file(path: str | os.PathLike) -> BinaryIO:
+    """A new file at `path`, open for writing (and for reading back through its descriptor): created here
+    (`O_CREAT | O_EXCL`), never an existing file, and never through a symbolic link (`O_NOFOLLOW`; with `O_EXCL` a
+    link there, even a dangling one, fails the call too).
+    FileExistsError when anything holds the name; other OSErrors (a full disk, a read-only folder) reach the caller.
+    For every file hloscope writes under a name of its own into a folder that may hold someone else's files (a
+    comparison's `logs/`, a run directory)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
+
+
+def create_numbered(folder: Path, name: Callable[[int], str], limit: int = 1000) -> tuple[Path, BinaryIO]:
+    """(path, open handle) of a new file in `folder` (create_new_file): `name(1)`, else the first of `name(2)`, ...
+    that nothing holds (a file, a folder, a link, dangling or not, is never written over or through)."""
+    for n in range(1, limit + 1):
+        path = folder / name(n)
+        try:
+            return path, create_new_file(path)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"{name(2)} ... {name(limit)} all exist: no name left", str(folder / name(1)))
+
+
+def own_folder(path: Path, what: str) -> Path:
+    """`path` as a folder hloscope writes into inside a directory that may hold someone else's files (a comparison's
+    `logs/`): made here when missing; a symbolic link or anything but a folder there is refused in one InputError
+    naming it (never followed: what is written there stays inside the directory). Other OSErrors (a full disk, a
+    read-only directory) reach the caller."""
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        raise InputError(path, f"is a symbolic link (to {_link_target(path)}): {what} is written only into a folder "
+                               "of its own there, never through a link; nothing written")
+    if not stat.S_ISDIR(mode):
+        raise InputError(path, f"is not a folder: {what} cannot be written there; nothing written")
+    return path
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return repr(os.readlink(path))
+    except OSError:
+        return "an unreadable target"
 
 
 def _finite(value: Any) -> Any:
@@ -410,6 +459,42 @@ def artifact_inside(run_dir: Path, relative: str, run_json: Path) -> Path:
     return target
 
 
+def _check_plain_name(file: Path, name: str) -> None:
+    if not name or "/" in name or "\\" in name or "\0" in name or name in (".", "..") or os.path.isabs(name):
+        raise InputError(file, f"mode directory {name!r} is not a plain name")
+
+
+def comparison_run_dir(directory: str | os.PathLike, name: str, file: Path | None = None) -> Path:
+    """The run directory `name` of the comparison at `directory` (its comparison.json: `file`), as every reader of a
+    comparison resolves it (explain, replay, hlo / trace stats and export, diff, tables): a plain name inside the
+    comparison, and a folder of the comparison itself, not a symbolic link, which would have a reader read (and
+    replay write) a run outside the comparison. A path, '..', an absolute name or a NUL is refused naming
+    comparison.json; a link (even one leading inside the comparison) is refused naming it, never followed, as an
+    artifact path leading outside its run is (`artifact_inside`). One InputError each (exit 2); a reader that goes
+    on past a broken run (explain, replay) names it and goes on past this one too. A missing directory is returned as
+    it is: the caller says what a mode without its run directory means."""
+    directory = Path(directory)
+    _check_plain_name(file if file is not None else directory / COMPARISON_FILE, name)
+    path = directory / name
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as error:  # the comparison directory cannot be searched: one line naming the run
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    if stat.S_ISLNK(mode):
+        try:
+            target = Path(os.path.realpath(path))
+            outside = not target.is_relative_to(os.path.realpath(directory))
+        except (OSError, ValueError):
+            outside = True
+        where = ("which points outside the comparison directory" if outside else
+                 "not a folder of its own in the comparison")
+        raise InputError(path, f"a run directory of the comparison is a symbolic link (to {_link_target(path)}), "
+                               f"{where}: not followed")
+    return path
+
+
 def load_comparison(path: str | os.PathLike) -> ComparisonRecord:
     """Read and validate comparison.json (path: the comparison directory or the file); the typed record. A comparison
     cut short lists, after its own entries, the run directories it did not list (marked `recovered`)."""
@@ -423,8 +508,7 @@ def load_comparison(path: str | os.PathLike) -> ComparisonRecord:
     seen: set[str] = set()
     for entry in modes:
         check_dir = entry["dir"]
-        if "/" in check_dir or "\\" in check_dir or check_dir in ("", ".", ".."):
-            raise InputError(file, f"mode directory {check_dir!r} is not a plain name")
+        _check_plain_name(file, check_dir)  # a link there is refused where the run is read (comparison_run_dir)
         if check_dir in seen:  # compare gives every run its own directory; 3000 entries of one took minutes to read
             raise InputError(file, f"not a valid comparison.json: mode directory {check_dir!r} is listed twice")
         seen.add(check_dir)
@@ -445,6 +529,7 @@ def _unlisted_runs(directory: Path, listed: set[str]) -> list[dict]:
         if name in listed:
             continue
         try:
+            comparison_run_dir(directory, name)  # glob follows a linked folder: a run found through a link is not read
             run = _read_json(run_json, "run.json")
         except InputError as error:
             entries.append({"mode": name, "dir": name, "status": "failed", "error": str(error), "recovered": True})
@@ -478,7 +563,8 @@ def find_runs(path: str | os.PathLike) -> list[Path]:
         return [path]
     if os.path.lexists(path / COMPARISON_FILE):
         comparison = load_comparison(path)
-        return [path / m.dir for m in comparison.modes if (path / m.dir / RUN_FILE).is_file()]
+        runs = [comparison_run_dir(path, m.dir) for m in comparison.modes]
+        return [run for run in runs if (run / RUN_FILE).is_file()]
     runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}"))
     runs += sorted(p.parent for p in path.glob(f"*/*/{RUN_FILE}") if p.parent.parent not in runs)
     if not runs:
@@ -493,5 +579,6 @@ def measured_host_delay_s(comparison_dir: str | os.PathLike, variant: str) -> fl
     process of `variant` recorded it."""
     comparison = load_comparison(comparison_dir)
     sleeps = [slept for entry in comparison.modes if entry.variant == variant and entry.status == "ok"
-              for slept in (load_run(comparison.dir / entry.dir).timing.injected_host_delay_s or [])]
+              for slept in (load_run(comparison_run_dir(comparison.dir, entry.dir)).timing.injected_host_delay_s
+                            or [])]
     return median(sleeps) if sleeps else None

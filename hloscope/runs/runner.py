@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import msgspec
 
@@ -44,8 +44,10 @@ from hloscope.runs.rundir import (
     COMPARISON_FILE,
     RUN_FILE,
     OutputError,
+    create_numbered,
     leftover_dumps,
     load_run,
+    own_folder,
     write_comparison,
     write_run,
 )
@@ -180,12 +182,16 @@ def run_mode(options: RunOptions, comparison_dir: Path, timeout_s: float | None 
     # HLOSCOPE_STOPPED_BY_SIGINT: the child takes SIGINT as its stop request even if it inherited SIGINT ignored
     env = dict(os.environ, HLOSCOPE_NO_PROGRESS="1", PYTHONUNBUFFERED="1", HLOSCOPE_STOPPED_BY_SIGINT="1")
     start = time.perf_counter()
+    log_file: BinaryIO
     try:
-        logs.mkdir(exist_ok=True)
-        log_file = open(stderr_log, "wb")  # noqa: SIM115 - closed by the `with` below
-    except OSError as error:  # a full disk: the mode still runs, without its stderr log
-        _warn_once(f"cannot write {stderr_log}: {error.strerror or error}; the mode runs without its stderr log")
-        log_file = open(os.devnull, "wb")  # noqa: SIM115
+        # a new file of its own, never over one or through a link (-2, -3, ... when the name is taken)
+        own_folder(logs, "a mode's stderr log")
+        stderr_log, log_file = create_numbered(
+            logs, lambda n: f"{name}.stderr.log" if n == 1 else f"{name}-{n}.stderr.log")
+    except (OSError, InputError) as error:  # a full disk, a link planted as logs/: the mode runs without its log
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        _warn_once(f"cannot write {stderr_log}: {why}; the mode runs without its stderr log")
+        log_file = open(os.devnull, "wb")  # noqa: SIM115 - closed by the `with` below
     with log_file as err:
         child = subprocess.Popen(run_command(options, comparison_dir, name), stdout=subprocess.DEVNULL, stderr=err, env=env)
         _CHILDREN.append(child)

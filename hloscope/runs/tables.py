@@ -14,7 +14,7 @@ from typing import Any
 from hloscope.errors import MissingDependency
 from hloscope.runs.layout import COMPARISON_FILE, RUN_FILE
 from hloscope.runs.records import ComparisonEntry, RunRecord
-from hloscope.runs.rundir import load_comparison, load_run
+from hloscope.runs.rundir import comparison_run_dir, load_comparison, load_run
 
 # column -> pyarrow type name, in the table's order
 STEP_TIME_COLUMNS = (("mode", "string"), ("process", "int64"), ("variant", "string"), ("devices", "int64"),
@@ -30,7 +30,7 @@ def step_times_table(path: Path) -> Any:
         raise MissingDependency("pyarrow", "the step-times table is a pyarrow Table") from error
     if (path / COMPARISON_FILE).is_file() or path.name == COMPARISON_FILE:
         comparison = load_comparison(path)
-        runs = [(entry, comparison.dir / entry.dir) for entry in comparison.modes]
+        runs = [(entry, comparison_run_dir(comparison.dir, entry.dir)) for entry in comparison.modes]
     else:
         run = load_run(path, check_artifacts=False)
         runs = [(ComparisonEntry(dir=run.dir.name, mode=run.mode, status=run.status), run.dir)]

@@ -19,7 +19,7 @@ from hloscope.errors import InputError, MissingDependency
 from hloscope.files import is_regular
 from hloscope.modes import BY_NAME, MODES
 from hloscope.runs.records import RunRecord
-from hloscope.runs.rundir import load_run
+from hloscope.runs.rundir import comparison_run_dir, load_run
 from hloscope.tensorboard.convert import KINETO_SUFFIXES, ConversionProgress, convert_kineto_file, is_kineto_file
 from hloscope.tensorboard.modules import keep_step_modules_in, step_marker_ms
 from hloscope.tensorboard.xla_ops import add_framework_ops, program_ops, xprof_sees_training
@@ -69,6 +69,9 @@ def find_sessions(directory: Path, exclude: Path | None = None) -> list[Session]
     found: dict[Path, list[tuple[str, Path, str, tuple[Path, ...]]]] = {}  # run dir -> (label, source, format, files)
     for current, subdirs, files in os.walk(directory):
         here = Path(current)
+        if (here / RECORD_FILES[1]).is_file():  # a comparison: its run directories as every reader resolves them
+            for name in subdirs:
+                comparison_run_dir(here, name)  # a linked run folder is refused, as explain and replay refuse it
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and (here / d).resolve() != excluded)
         xplanes = tuple(sorted(here / f for f in files if f.endswith(XPLANE_SUFFIX) and contained(here / f)
                                and is_regular(here / f)))  # TensorBoard would block on a FIFO
