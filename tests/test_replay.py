@@ -539,6 +539,16 @@ def test_an_unlisted_custom_call_in_stablehlo_is_refused(tmp_path, call):
     _refused(path, position=True)
 
 
+@pytest.mark.parametrize("where", ["in an operation", "after the module"])
+def test_a_nul_byte_in_stablehlo_is_refused_at_its_position(tmp_path, where):
+    """The NUL lands where the checks above read nothing (inside an operation name, or after the module), where
+    MLIR's own parser would stop reading without a word."""
+    module = CUSTOM_CALL_MLIR.replace("CALL", "stablehlo.negate %arg0 : tensor<2xf32>")
+    text = module.replace("stablehlo.negate", "stablehlo.ne\0gate") if where == "in an operation" else module + "\0\n"
+    line = _refused(_module(tmp_path, text, "n.stablehlo.mlir"), position=True, words=("a NUL byte",))
+    assert f":{text[:text.index(chr(0))].count(chr(10)) + 1}:" in line, line
+
+
 def test_an_allowed_custom_call_passes_the_check(tmp_path):
     path = _module(tmp_path, CUSTOM_CALL_HLO.replace("TARGET", '"Sharding"').replace(
         'custom_call_target="Sharding"', 'custom_call_target="Sharding", sharding={replicated}'))

@@ -148,6 +148,9 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 
 
 def _check_mlir(file: str, text: str) -> list[Parameter]:
+    nul = text.find("\0")  # MLIR's parser stops at a NUL: the rest of the module would go unchecked, or unread
+    if nul >= 0:
+        raise InputError(file, "a NUL byte, which StableHLO text never holds: not replayed", *_position(text, nul))
     found = 0
     for match in _MLIR_TARGETS.finditer(text):
         raw = match.group(1) or match.group(2)
