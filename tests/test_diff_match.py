@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from helpers import python
+
+from hloscope.diff.adapt import graph_from_module
 from hloscope.diff.graph import Graph, Node, strip_layout
 from hloscope.diff.match import fingerprints, group_by_source, match_graphs
 from hloscope.hlo.attribution import layer_of
+from hloscope.hlo.parser import parse_hlo_text
 
 
 def _graph(nodes: list[tuple], roots: list[str]) -> Graph:
@@ -117,3 +121,70 @@ def test_same_work_in_another_arrangement_matches_loosely_and_the_extra_transpos
     assert matching.pairs["d"] == "d" and matching.how["d"] in {"root", "loose"}
     assert matching.pairs["x"] == "x"
     assert matching.only_in_b == ["t"]
+
+
+_CYCLES = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # a walk that loops grows without bound: fail, not swap
+from hloscope.diff.graph import Graph, Node
+from hloscope.diff.match import fingerprints, match_graphs
+
+def graph(nodes):
+    g = Graph()
+    for key, opcode, operands in nodes:
+        g.add(Node(key=key, opcode=opcode, shape="f32[4]", operands=tuple(operands)))
+    g.roots = [nodes[-1][0]]
+    return g
+
+looped = graph([("p", "parameter", []), ("a", "add", ["a", "p"])])
+fps = fingerprints(looped)
+assert set(fps) == {"p", "a"}
+assert fps["a"] == hash(("add", "f32[4]", "", "", (0, fps["p"])))  # the operand met again counts as 0
+pair = graph([("p", "parameter", []), ("b", "multiply", ["a", "p"]), ("a", "add", ["b", "p"])])
+assert set(fingerprints(pair)) == {"p", "a", "b"}
+ring = graph([(f"n{i}", "negate", [f"n{(i + 1) % 5000}"]) for i in range(5000)])
+assert len(fingerprints(ring)) == 5000
+assert len(match_graphs(looped, pair).pairs) >= 1
+print("ok")
+"""
+
+
+def test_fingerprints_end_on_graphs_with_cycles():
+    """The HLO reader refuses cycles (`a = add(a, a)`), but no graph may make the walk loop: each node is entered
+    once, and an operand met again while it is being walked counts as an operand outside the graph (0). In a child
+    process under a memory cap and a timeout: the loop this guards against grew without bound."""
+    result = python("-c", _CYCLES, timeout=120)
+    assert result.code == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def _nested_fusions(depth: int, self_call: bool) -> str:
+    """A module whose fusion body calls a fusion whose body calls ... `depth` deep (XLA accepts such chains); with
+    `self_call`, the innermost body also calls itself (a cycle the reader refuses, here read without validation)."""
+    parts = ["HloModule m\n\n",
+             "c0 {\n  x = f32[4]{0} parameter(0)\n" + ("  ROOT y = f32[4]{0} fusion(x), kind=kLoop, calls=c0\n"
+                                                      if self_call else "  ROOT y = f32[4]{0} negate(x)\n") + "}\n\n"]
+    for i in range(1, depth):
+        parts.append(f"c{i} {{\n  x = f32[4]{{0}} parameter(0)\n"
+                     f"  ROOT y = f32[4]{{0}} fusion(x), kind=kLoop, calls=c{i - 1}\n}}\n\n")
+    parts.append(f"ENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n"
+                 f"  ROOT r = f32[4]{{0}} fusion(p), kind=kLoop, calls=c{depth - 1}\n}}\n")
+    return "".join(parts)
+
+
+def test_folded_computations_are_fingerprinted_without_recursion():
+    """A fusion's body is folded into its fingerprint, callees first, by a walk with a stack of its own: a chain of
+    3,000 nested fusions (deeper than Python's recursion limit) is read, and a body calling itself ends."""
+    deep = graph_from_module(parse_hlo_text(_nested_fusions(3000, self_call=False))[0])
+    assert len(deep.nodes) == 2 and deep.nodes["main/r"].body
+    looped = graph_from_module(parse_hlo_text(_nested_fusions(3, self_call=True))[0])
+    assert looped.nodes["main/r"].body
+    # the same chain, 3 deep, fingerprints as the recursive definition: each body is its root's fingerprint
+    shallow = graph_from_module(parse_hlo_text(_nested_fusions(2, self_call=False))[0])
+    inner = Graph()
+    inner.add(Node(key="x", opcode="parameter", shape="f32[4]", detail="0"))  # parameters told apart by number
+    inner.add(Node(key="y", opcode="negate", shape="f32[4]", operands=("x",)))
+    inner_fp = str(fingerprints(inner)["y"])
+    outer = Graph()
+    outer.add(Node(key="x", opcode="parameter", shape="f32[4]", detail="0"))
+    outer.add(Node(key="y", opcode="fusion", shape="f32[4]", operands=("x",), detail="kLoop", body=inner_fp))
+    assert shallow.nodes["main/r"].body == str(fingerprints(outer)["y"])

@@ -196,6 +196,27 @@ def test_tricky_lines_read_the_same_both_ways(monkeypatch, line):
     assert compiled == python
 
 
+# Cycles XLA's parser refuses, each on a line the compiled scan takes: an instruction its own operand, a name defined
+# twice, a control edge to itself or to a later instruction, a call of the computation being read.
+CYCLE_LINES = {
+    "  %s = f32[2]{0} add(%s, b)": "its own operand",
+    "  %s = f32[2]{0} add(s, b)": "its own operand",
+    "  a = f32[2]{0} add(a, b)": "defined twice",
+    "  b = f32[2]{0} parameter(2)": "defined twice",
+    "  %s = f32[2]{0} add(a, b), control-predecessors={%s}": "not defined before it",
+    "  %s = f32[2]{0} add(a, b), control-predecessors={t}": "not defined before it",
+    "  %s = f32[2]{0} map(a, b), dimensions={0}, to_apply=main": "calls itself",
+}
+
+
+@needs_native
+@pytest.mark.parametrize("line", list(CYCLE_LINES))
+def test_cycles_are_refused_the_same_both_ways(monkeypatch, line):
+    compiled, python = _both_ways(monkeypatch, parse_hlo_text, _module_with(line))
+    assert compiled == python
+    assert compiled[0] == "error" and CYCLE_LINES[line] in compiled[1], compiled
+
+
 @needs_native
 def test_the_compiled_paths_take_the_common_lines():
     """Not a no-op: the compiled scan makes the plain instructions, and validation resolves their operands."""

@@ -40,23 +40,54 @@ class _Builder:
         names = inst.called_computation_names
         if not names or inst.opcode in CONTROL_FLOW:
             return ""
-        return ",".join(self.computation_fp(name) for name in names)
+        for name in names:
+            if name not in self.body_fps:
+                self.computation_fp(name)
+        return ",".join(self.body_fps[name] for name in names)
 
     def computation_fp(self, name: str) -> str:
-        """Fingerprint of a called computation's root; its parameters are told apart by number."""
-        if name not in self.body_fps:
-            self.body_fps[name] = ""  # guards against malformed self-reference
-            comp = self.module.computations_by_name.get(name)
+        """Fingerprint of a called computation's root; its parameters are told apart by number. The computations it
+        folds in (fusions in fusions, reducers) are fingerprinted first, callees before callers, without recursion
+        (XLA accepts hundreds of nested calls); one met again while it is being walked (a computation calling itself,
+        which the HLO reader refuses) counts as ''."""
+        if name in self.body_fps:
+            return self.body_fps[name]
+        computations = self.module.computations_by_name
+        entered: set[str] = set()
+        stack = [name]
+        while stack:
+            current = stack[-1]
+            if current in self.body_fps:
+                stack.pop()
+                continue
+            comp = computations.get(current)
             if comp is None:
-                return ""
-            graph = Graph()
-            for inst in comp.instructions:
-                detail = inst.operand_text.strip() if inst.opcode == "parameter" else _detail(inst)
-                graph.add(Node(key=inst.name, opcode=inst.opcode, shape=strip_layout(inst.shape_text),
-                               operands=tuple(inst.operand_names), detail=detail, body=self.body(inst)))
-            root = comp.root.name if comp.root is not None else (comp.instructions[-1].name if comp.instructions else "")
-            self.body_fps[name] = str(fingerprints(graph).get(root, 0))
+                self.body_fps[current] = ""
+                stack.pop()
+                continue
+            if current not in entered:
+                entered.add(current)
+                pending = [callee for inst in comp.instructions if inst.opcode not in CONTROL_FLOW
+                           for callee in inst.called_computation_names
+                           if callee not in self.body_fps and callee not in entered]
+                if pending:
+                    stack.extend(pending)
+                    continue
+            self.body_fps[current] = self._fingerprint(comp)
+            stack.pop()
         return self.body_fps[name]
+
+    def _fingerprint(self, comp) -> str:
+        """The fingerprint of one computation whose folded-in callees are fingerprinted (or being walked: '')."""
+        graph = Graph()
+        for inst in comp.instructions:
+            detail = inst.operand_text.strip() if inst.opcode == "parameter" else _detail(inst)
+            names = inst.called_computation_names
+            body = "" if not names or inst.opcode in CONTROL_FLOW else ",".join(self.body_fps.get(n, "") for n in names)
+            graph.add(Node(key=inst.name, opcode=inst.opcode, shape=strip_layout(inst.shape_text),
+                           operands=tuple(inst.operand_names), detail=detail, body=body))
+        root = comp.root.name if comp.root is not None else (comp.instructions[-1].name if comp.instructions else "")
+        return str(fingerprints(graph).get(root, 0))
 
     def graph(self) -> Graph:
         graph = Graph()

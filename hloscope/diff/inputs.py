@@ -10,7 +10,7 @@ from hloscope.diff.compare import total_record
 from hloscope.diff.report import StatsRecord, stats_document
 from hloscope.errors import HloscopeError, InputError, UsageError
 from hloscope.hlo.load import LoadedModule, load_modules
-from hloscope.hlo.stats import stats_records
+from hloscope.hlo.stats import stats_records, validate_all
 from hloscope.runs.records import RunRecord
 from hloscope.runs.rundir import load_run
 from hloscope.trace.load import load_traces
@@ -99,11 +99,21 @@ def _warmup_steps(run: RunRecord) -> int:
     return value if value is not None and value >= 0 else 1
 
 
-def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
-              xla_cost: bool = True) -> Side:
-    path = Path(path)
-    modules = load_modules(path)
+def read_side(path: str | os.PathLike, module: str | None = None,
+              stage: str | None = None) -> tuple[list[LoadedModule], list[LoadedModule]]:
+    """(every module read from `path`, the graphs of it to compare), the graphs checked as `hlo stats` checks a
+    module (HloModule.validate): a module hloscope refuses is refused here, before anything runs on either side."""
+    modules = load_modules(Path(path))
     graphs = pick_graphs(modules, str(path), module, stage)
+    validate_all(graphs)
+    return modules, graphs
+
+
+def load_side(path: str | os.PathLike, module: str | None = None, stage: str | None = None,
+              xla_cost: bool = True, read: tuple[list[LoadedModule], list[LoadedModule]] | None = None) -> Side:
+    """One side of a diff; `read`: what `read_side` read of `path` already."""
+    path = Path(path)
+    modules, graphs = read if read is not None else read_side(path, module, stage)
     chosen = max(graphs, key=lambda m: m.module.instruction_count)
     # each graph's record is exactly the one `hloscope hlo stats --json` prints for that module
     records: list[StatsRecord] = list(stats_records(graphs, xla_cost=xla_cost))

@@ -29,9 +29,14 @@ from hloscope.hlo.attribution import short_op_name
 
 
 def fingerprints(graph: Graph) -> dict[str, int]:
-    """Bottom-up subgraph fingerprints, computed without recursion (train steps are deep)."""
+    """Bottom-up subgraph fingerprints, computed without recursion (train steps are deep).
+
+    Each node is entered once and pushes its operands once, so the walk is linear in the edges whatever the graph:
+    an operand still being walked when it is met again (a cycle, which the HLO reader refuses: `a = add(a, a)`)
+    counts as 0, like an operand outside the graph, instead of being pushed again and again."""
     result: dict[str, int] = {}
     nodes = graph.nodes
+    entered: set[str] = set()
     for start in nodes:
         if start in result:
             continue
@@ -41,11 +46,13 @@ def fingerprints(graph: Graph) -> dict[str, int]:
             if key in result:
                 stack.pop()
                 continue
-            pending = [op for op in nodes[key].operands if op in nodes and op not in result]
-            if pending:
-                stack.extend(pending)
-                continue
             node = nodes[key]
+            if key not in entered:
+                entered.add(key)
+                pending = [op for op in node.operands if op in nodes and op not in entered]
+                if pending:
+                    stack.extend(pending)
+                    continue
             result[key] = hash((node.opcode, node.shape, node.detail, node.body,
                                 tuple(result.get(op, 0) for op in node.operands)))
             stack.pop()

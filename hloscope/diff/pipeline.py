@@ -8,11 +8,12 @@ from pathlib import Path
 from hloscope.diff.adapt import graph_from_modules
 from hloscope.diff.compare import diff_report, matching_counts
 from hloscope.diff.graph import Graph
-from hloscope.diff.inputs import load_side, pick_graphs
+from hloscope.diff.inputs import load_side, pick_graphs, read_side
 from hloscope.diff.match import Matching, match_graphs
 from hloscope.diff.report import DiffReport, MatchingCounts, MatchRate
 from hloscope.diff.timing import StepTimes, step_times
 from hloscope.errors import HloscopeError, UsageError
+from hloscope.hlo.stats import validate_all
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,18 @@ def diff_paths(a: Path, b: Path, module: str | None = None, stage: str | None = 
 def compare_paths(a: Path, b: Path, module: str | None = None, stage: str | None = None,
                   xla_cost: bool = True) -> tuple[DiffReport, Compared]:
     """The report of A against B, and the graphs, matching and times it was made from."""
-    # a wrong-typed timing field is one line naming run.json (load_run's typed record), not a crash later
-    side_a, side_b = load_side(a, module, stage, xla_cost), load_side(b, module, stage, xla_cost)
+    # a wrong-typed timing field is one line naming run.json (load_run's typed record), not a crash later. Both sides
+    # are read and checked before XLA's cost analysis runs on either: a module hloscope refuses is one line, with no
+    # warning of XLA's about the other side (or that module) before it.
+    read_a, read_b = read_side(a, module, stage), read_side(b, module, stage)
+    other_stage = other_stage_graphs(read_a[0], read_b[0], read_a[1][0].stage, a, b, module)
+    side_a, side_b = load_side(a, module, stage, xla_cost, read_a), load_side(b, module, stage, xla_cost, read_b)
     graph_a = graph_from_modules([m.module for m in side_a.graphs])
     graph_b = graph_from_modules([m.module for m in side_b.graphs])
     times_a, times_b = measured_times(side_a), measured_times(side_b)
     matching = match_graphs(graph_a, graph_b)
     counts = matching_counts(graph_a, graph_b, matching)
-    rates = stage_match_rates(side_a, side_b, len(matching.pairs), counts, module)
+    rates = stage_match_rates(side_a, side_b, len(matching.pairs), counts, other_stage)
     notes = [f"A: {n}" for n in side_a.notes] + [f"B: {n}" for n in side_b.notes]
     if (times_a is None) != (times_b is None):
         missing = "A" if times_a is None else "B"
@@ -77,17 +82,30 @@ def _rate(matched: int, a: int, b: int) -> MatchRate:
     return MatchRate(matched=matched, a_instructions=a, b_instructions=b, rate=matched / max(a, b) if max(a, b) else None)
 
 
-def stage_match_rates(side_a, side_b, matched: int, counts: MatchingCounts, module: str | None) -> dict[str, MatchRate]:
-    """Match rate (matched / the larger side's graph instructions) of the compared stage and, when both sides have
-    it, of the other stage's largest module."""
-    stage = side_a.loaded.stage
-    rates = {stage: _rate(matched, counts.a_instructions, counts.b_instructions)}
+def other_stage_graphs(modules_a: list, modules_b: list, stage: str, a: Path, b: Path,
+                       module: str | None) -> tuple[list, list] | None:
+    """The graphs of the stage not compared (before optimizations when after is compared, and the reverse) on both
+    sides, checked as the compared ones are; None when a side has no module at that stage."""
     other = "before" if stage == "after_optimizations" else "after"
     try:
-        ma = pick_graphs(side_a.modules, side_a.path, module, other)
-        mb = pick_graphs(side_b.modules, side_b.path, module, other)
+        ma = pick_graphs(modules_a, str(a), module, other)
+        mb = pick_graphs(modules_b, str(b), module, other)
     except UsageError:  # a side without the other stage: only the compared stage's rate
+        return None
+    validate_all(ma)
+    validate_all(mb)
+    return ma, mb
+
+
+def stage_match_rates(side_a, side_b, matched: int, counts: MatchingCounts,
+                      other_stage: tuple[list, list] | None) -> dict[str, MatchRate]:
+    """Match rate (matched / the larger side's graph instructions) of the compared stage and, when both sides have
+    it (`other_stage`: other_stage_graphs), of the other stage's largest module."""
+    stage = side_a.loaded.stage
+    rates = {stage: _rate(matched, counts.a_instructions, counts.b_instructions)}
+    if other_stage is None:
         return rates
+    ma, mb = other_stage
     ga, gb = graph_from_modules([x.module for x in ma]), graph_from_modules([x.module for x in mb])
     rates[ma[0].stage] = _rate(len(match_graphs(ga, gb).pairs), len(ga.nodes), len(gb.nodes))
     return rates

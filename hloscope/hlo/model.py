@@ -165,10 +165,17 @@ class HloInstruction:
             for name in scan.name_list(predecessors):
                 name = comp.renames.get(name, name) if comp.renames else name
                 try:
-                    comp.instruction(name)
+                    predecessor = comp.instruction(name)
                 except KeyError:
                     raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined in computation "
                                       f"'{comp.name}'", self.text.find("control-predecessors")) from None
+                # XLA's parser takes only instructions read before (no cycle of control edges, none to itself); two
+                # instructions share a line only where the parser split one (an instruction alone in the text)
+                if predecessor is self or predecessor.lineno > self.lineno or (
+                        predecessor.lineno == self.lineno
+                        and comp.instructions.index(predecessor) > comp.instructions.index(self)):
+                    raise self._error(f"control predecessor '{name}' of '{self.name}' is not defined before it",
+                                      self.text.find("control-predecessors"))
         if any(key in attrs for key in CALLED_COMPUTATION_ATTRS):  # (attributes the parser already split included)
             self._attrs = attrs
             _ = self.called_computations
@@ -340,6 +347,7 @@ class HloModule:
         self.by_opcode: dict[str, list[HloInstruction]] | None = None  # ops.instructions_by_opcode, once asked for
         # kernels.launches by platform, once asked for: (computation, instruction, kind) of each launch
         self.launches: dict[str, list[tuple[HloComputation, HloInstruction, str]]] = {}
+        self.validated = False  # validate() passed: the text does not change after parsing, so it is not run again
 
     def __repr__(self) -> str:
         return f"<HloModule {self.name}: {len(self.computations)} computations>"
@@ -390,6 +398,8 @@ class HloModule:
 
         The same checks, in the same order, as HloInstruction.validate on each instruction, with each distinct shape
         text parsed once (instructions share their shape strings, see the parser)."""
+        if self.validated:
+            return
         from hloscope.hlo.native import native  # it binds HloInstruction, defined above: imported once this module is
 
         _ = self.attrs
@@ -400,6 +410,7 @@ class HloModule:
             self._validate_computation(comp, parsed, resolve_plain, exact)
             comp._by_name = None  # every operand is resolved now: the name index is rebuilt only if asked for again
         verify_module(self, exact)  # what XLA refuses in text that parses: counts, shapes, parameters, called computations
+        self.validated = True
 
     def _validate_computation(self, comp: HloComputation, parsed: set[str], resolve_plain: Any,
                               exact: set[HloInstruction]) -> None:

@@ -6,10 +6,13 @@ parser renames the later one `name.1`, `name.2`, ... (a numeric suffix is split 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hloscope.hlo.model import HloModule
+    from hloscope.hlo.model import HloComputation, HloInstruction, HloModule
+
+_NAME_AT = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?")  # what comes before an instruction's name in its text
 
 
 class NameUniquer:
@@ -37,11 +40,27 @@ class NameUniquer:
         return f"{root}.{suffix}"
 
 
+def check_unique_in_computation(comp: HloComputation) -> None:
+    """XLA's parser refuses a name defined twice in one computation ("instruction already exists"): operands are
+    looked up by name in their computation, so the second definition would stand for the first, even for itself
+    (`p = f32[4] add(p, p)` after a parameter `p`: a cycle). ParseError at the second definition's name."""
+    first: dict[str, HloInstruction] = {}
+    for instr in comp.instructions:
+        earlier = first.setdefault(instr.name, instr)
+        if earlier is not instr:
+            at = _NAME_AT.match(instr.text)
+            raise instr._error(f"instruction '{instr.name}' is defined twice in computation '{comp.name}' (first at "
+                               f"line {earlier.lineno})", at.end() if at is not None else None)
+
+
 def uniquify_instruction_names(module: HloModule) -> None:
-    """Rename instructions whose name is already used in the module, as XLA's parser does (text order)."""
+    """Rename instructions whose name is already used in another computation of the module, as XLA's parser does
+    (text order); a name defined twice in one computation is refused, as XLA's parser refuses it."""
     names = [instr.name for comp in module.computations for instr in comp.instructions]
     if len(set(names)) == len(names):  # the common case: every name is unique already
         return
+    for comp in module.computations:
+        check_unique_in_computation(comp)
     uniquer = NameUniquer()
     for comp in module.computations:
         renames = {}

@@ -20,11 +20,12 @@ from hloscope.files import int64
 from hloscope.hlo import attrs as scan
 from hloscope.hlo.attrs import find_closing
 from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS, HloComputation, HloInstruction, HloModule
-from hloscope.hlo.names import uniquify_instruction_names
+from hloscope.hlo.names import check_unique_in_computation, uniquify_instruction_names
 from hloscope.hlo.native import native
 from hloscope.hlo.opcodes import DERIVED_SHAPE, OPCODES, async_sugar, derived_shape, infer_shape
 from hloscope.hlo.reading import check_readable, open_text_lines
 from hloscope.hlo.shapes import parse_shape
+from hloscope.hlo.verify import used_before_definition
 
 _NAME = r"[A-Za-z_\-.$][\w.\-$]*"
 # The common case in one match, as XLA prints it (single spaces): `  [ROOT] name = f32[2,3]{1,0} opcode(`.
@@ -503,15 +504,25 @@ class _Parser:
         """send, recv, their -done, infeed, add-dependency, after-all: the shape XLA's parser builds (opcodes.py)."""
         comp._by_name = None
         written = instr.shape if instr.shape_text else None
-        derived = derived_shape(instr.opcode, written, [operand.shape for operand in instr.operands])
+        derived = derived_shape(instr.opcode, written, [operand.shape for operand in self._operands_before(instr, comp)])
         if derived is not None:
             instr.shape_text = derived
         elif not instr.shape_text:
             self._infer_shape(instr, comp)
 
+    @staticmethod
+    def _operands_before(instr: HloInstruction, comp: HloComputation) -> tuple[HloInstruction, ...]:
+        """The operands of the instruction being read, whose shapes make its own: each read before it (XLA's parser
+        finds no other), never the instruction itself, which a name defined twice would also resolve to."""
+        operands = instr.operands
+        if any(operand is instr for operand in operands):
+            check_unique_in_computation(comp)  # `p = negate(p)` after a parameter `p`: the name defined twice
+            raise used_before_definition(instr, instr)
+        return operands
+
     def _infer_shape(self, instr: HloInstruction, comp: HloComputation) -> None:
         comp._by_name = None
-        shapes = [operand.shape for operand in instr.operands]
+        shapes = [operand.shape for operand in self._operands_before(instr, comp)]
         if instr.opcode == "conditional":  # the shape of the branches' roots (they are read before the conditional)
             branches = instr.attrs.get("true_computation") or instr.attrs.get("branch_computations") or ""
             first = scan.name_list(branches)[:1]

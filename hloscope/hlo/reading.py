@@ -47,14 +47,53 @@ def memory_budget() -> tuple[int | None, str]:
 def count_shapes(path: str) -> int:
     """How many shapes the text can hold: its `[` bytes (every array shape has exactly one; a few attributes and names
     add some, so this is an upper bound). C-speed counting, a few hundred ms per GB."""
+    return _scan(path, shapes=True)[1]
+
+
+def _scan(path: str, shapes: bool) -> tuple[bytes, int, int]:
+    """(the first bytes of the file, its `[` bytes where `shapes`, else 0, the offset of its first NUL byte or -1), in
+    one pass of C-speed searches over blocks of the file (bytes.count, bytes.find: a few hundred ms per GB)."""
+    head = b""
     count = 0
+    nul = -1
+    offset = 0
     with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:  # EACCES: one line
         try:
             while block := f.read(_COUNT_BLOCK):
-                count += block.count(b"[")
+                if not offset:
+                    head = block[:4]
+                if shapes:
+                    count += block.count(b"[")
+                if nul < 0:
+                    found = block.find(b"\0")
+                    if found >= 0:
+                        nul = offset + found
+                        if not shapes:
+                            break
+                offset += len(block)
         except OSError as error:
             raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    return count
+    return head, count, nul
+
+
+def _position(path: str, offset: int) -> tuple[int, int]:
+    """(line, column) of the byte at `offset`, as the parser counts them: lines end at '\\n', '\\r\\n' or '\\r' (text
+    mode), columns count characters (a byte that is not UTF-8 counts as one)."""
+    line = 1
+    start = 0
+    with files.open_binary(path, "an HLO text file") as f:
+        try:
+            for raw in f:
+                if start + len(raw) > offset:
+                    prefix = raw[: offset - start]
+                    line += prefix.count(b"\r")  # a '\r' before the byte (so not followed by '\n'): a line end
+                    prefix = prefix[prefix.rfind(b"\r") + 1 :]
+                    return line, len(prefix.decode("utf-8", "replace")) + 1
+                line += 1 + raw.count(b"\r") - raw.endswith(b"\r\n")
+                start += len(raw)
+        except OSError as error:
+            raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    return line, 1
 
 
 def analysis_bytes(size: int, shapes: int) -> int:
@@ -80,8 +119,15 @@ def check_readable(path: str) -> None:
             f"({PEAK_BYTES_PER_TEXT_BYTE}x the file), over the limit set by {why}; refusing rather than running out of "
             "memory (set HLOSCOPE_HLO_MAX_BYTES to the largest file size to accept)",
         )
+    # One pass over the whole file: a NUL byte anywhere (binary data, or a NUL inside a name, a metadata value or an
+    # operand list of otherwise good text) and the shapes the memory estimate counts.
+    head, shapes, nul = _scan(path, shapes=budget is not None)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ParseError(path, "UTF-16 text (byte-order mark); hloscope reads XLA's UTF-8 HLO text: convert it to UTF-8", 1, 1)
+    if nul >= 0:
+        line, col = _position(path, nul)
+        raise ParseError(path, "binary data (NUL byte), not HLO text", line, col)
     if budget is not None:
-        shapes = count_shapes(path)
         needed = analysis_bytes(size, shapes)
         if needed > budget:
             raise InputError(
@@ -90,17 +136,6 @@ def check_readable(path: str) -> None:
                 f"to analyse ({PEAK_BYTES_PER_SHAPE} bytes per shape: shapes this dense are huge tuples), over the limit "
                 f"set by {why}; refusing rather than running out of memory",
             )
-    with files.open_binary(path, "an HLO text file", "save the HLO text to a file first") as f:
-        try:
-            head = f.read(65536)
-        except OSError as error:
-            raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ParseError(path, "UTF-16 text (byte-order mark); hloscope reads XLA's UTF-8 HLO text: convert it to UTF-8", 1, 1)
-    if b"\0" in head:
-        index = head.index(b"\0")
-        line = head.count(b"\n", 0, index) + 1
-        raise ParseError(path, "binary data (NUL byte), not HLO text", line, index - head.rfind(b"\n", 0, index))
 
 
 def _decode_error_position(path: str) -> tuple[int, int, int]:

@@ -137,9 +137,21 @@ def stats_records(modules: Sequence[LoadedModule], top: int = TOP, source_depth:
     if xla_cost:
         from hloscope.hlo.xla import xla_cost_analyses
 
+        # hloscope's own reading first: a module it refuses is one error line, with no warning of what XLA (which may
+        # crash on the same text) made of it before
+        validate_all(modules)
+
         figures = list(xla_cost_analyses(modules))
     return [stats_record(loaded, top, source_depth, with_launches, xla_cost, xla_figures=figure)
             for loaded, figure in zip(modules, figures)]
+
+
+def validate_all(modules: Sequence[LoadedModule]) -> None:
+    """Every module checked as `hlo stats` checks it (HloModule.validate, once per module), before anything is run
+    on them: XLA's cost analysis, or a diff's walk of their graphs."""
+    with collector_paused():
+        for loaded in modules:
+            loaded.module.validate()
 
 
 def roofline_beside(loaded: LoadedModule) -> Roofline | RooflineUnavailable | None:

@@ -11,12 +11,12 @@ attribute. Dynamic shapes (`<=n`, `?`) are checked only where their dimensions c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, TypeAlias, cast
 
 from hloscope.errors import ParseError
-from hloscope.hlo.attrs import _split_top_level
+from hloscope.hlo.attrs import _split_top_level, name_list
 from hloscope.hlo.opcodes import BINARY_ELEMENTWISE, UNARY_ELEMENTWISE
 from hloscope.hlo.shapes import Shape, parse_shape
 
@@ -184,6 +184,10 @@ class _Verifier:
         # What a check found right, keyed by the check and all it reads (shape texts, attribute values):
         # instructions that repeat it are not checked again.
         self.passed: set[tuple[object, ...]] = set()
+        # Each computation's place in the text and, built where two instructions share a line (nested operands, an
+        # instruction alone in the text), each instruction's place in its computation.
+        self.computation_index = {comp: index for index, comp in enumerate(module.computations)}
+        self.positions: dict[HloComputation, dict[HloInstruction, int]] = {}
 
     def error(self, instr: HloInstruction, message: str, near: str | None = None) -> ParseError:
         """ParseError at `near` in the instruction's text (an attribute), else at its opcode."""
@@ -212,6 +216,8 @@ class _Verifier:
                                    f"'{comp.name}' has {_count(len(numbers), 'parameter')}, numbered 0 to {len(numbers) - 1}",
                                    instr.text.find(str(number), instr.pos))
         self.parameter_counts[comp.name] = len(numbers)
+        for instr in [i for i in comp.instructions if i._calls]:  # (validation resolved them)
+            self.callees(instr, instr._calls or ())
         self.signature(comp)
 
     def signature(self, comp: HloComputation) -> None:
@@ -258,9 +264,42 @@ class _Verifier:
 
     # -- instructions -----------------------------------------------------------------------------------------------
     def defined_later(self, instr: HloInstruction, operand: HloInstruction) -> None:
-        at = re.search(r"(?<![\w.\-$])%?" + re.escape(operand.name) + r"(?![\w.\-$])", instr.text[instr.pos :])
-        raise instr._error(f"operand '{operand.name}' of '{instr.name}' is used before its definition (line "
-                           f"{operand.lineno})", instr.pos + at.start() if at else None)
+        """An operand on the instruction's line or after it (the loop's cheap test): refused unless it is defined
+        before the instruction on the same line. XLA's parser reads a computation in order and looks each operand up
+        among the instructions already read, so an operand defined later, or the instruction itself, "does not
+        exist": refusing both keeps the def-use graph acyclic."""
+        if operand is not instr and operand.lineno == instr.lineno and not self.after(operand, instr):
+            return
+        raise used_before_definition(instr, operand)
+
+    def after(self, other: HloInstruction, instr: HloInstruction) -> bool:
+        """Whether `other` comes after `instr` in their computation (`instr` itself included)."""
+        comp = instr.computation
+        positions = self.positions.get(comp)
+        if positions is None:
+            positions = self.positions[comp] = {item: index for index, item in enumerate(comp.instructions)}
+        return positions.get(other, -1) >= positions.get(instr, -1)
+
+    def callees(self, instr: HloInstruction, calls: Sequence[HloComputation]) -> None:
+        """XLA's parser reads computations in order and looks a called one up among those already read: a computation
+        calls only computations defined before it, so the call graph has no cycle (a computation that calls itself,
+        directly or through others, is refused even where nothing runs it)."""
+        index = self.computation_index
+        here = index.get(instr.computation, -1)
+        for callee in calls:
+            if index.get(callee, -1) < here:
+                continue
+            from hloscope.hlo.model import CALLED_COMPUTATION_ATTRS  # (model imports this module: not at the top)
+
+            attrs = instr.attrs
+            key = next((key for key in CALLED_COMPUTATION_ATTRS if callee.name in name_list(attrs.get(key) or "")), None)
+            attribute = None if key is None else key + "="
+            if callee is instr.computation:
+                raise self.error(instr, f"computation '{callee.name}' calls itself ('{instr.name}' calls it)",
+                                 attribute)
+            raise self.error(instr, f"'{instr.name}' calls computation '{callee.name}', which is defined after "
+                                    f"'{instr.computation.name}' (line {callee.lineno}): a computation may call only "
+                                    "computations defined before it", attribute)
 
     def arity(self, instr: HloInstruction, operands: tuple[HloInstruction, ...]) -> None:
         arity = _ARITY.get(instr.opcode)
@@ -746,6 +785,17 @@ def _declared_operands(verifier: _Verifier, instr: HloInstruction, operands: tup
                                f"{operand.shape}", instr.text.find(words[0], instr.pos))
 
 
+def used_before_definition(instr: HloInstruction, operand: HloInstruction) -> ParseError:
+    """The error for an operand defined after the instruction that uses it, or that is the instruction itself, at the
+    operand's name in the operand list."""
+    at = re.search(r"(?<![\w.\-$])%?" + re.escape(operand.name) + r"(?![\w.\-$])", instr.text[instr.pos :])
+    where = instr.pos + at.start() if at else None
+    if operand is instr:
+        return instr._error(f"'{instr.name}' is its own operand: an operand must be defined before its use", where)
+    return instr._error(f"operand '{operand.name}' of '{instr.name}' is used before its definition (line "
+                        f"{operand.lineno})", where)
+
+
 def verify_module(module: HloModule, exact: Container[HloInstruction] | None = None) -> None:
     """Raise ParseError at the first thing in `module` that XLA refuses (see the module docstring); the operands of
     every instruction must be resolved (HloModule.validate does it, then calls this). `exact`: the instructions whose
@@ -787,11 +837,11 @@ def _instructions(verifier: _Verifier, instructions: Iterable[HloInstruction], p
         operands = instr._operands if instr._operands is not None else instr.operands
         text = instr.text
         if operands:
-            # No operand defined after its use (XLA's parser reads a computation in order), and operand shapes
-            # written in the operand list agree with the operands'.
+            # No operand defined after its use or at it (XLA's parser reads a computation in order: no cycle in the
+            # def-use graph), and operand shapes written in the operand list agree with the operands'.
             lineno = instr.lineno
             for operand in operands:
-                if operand.lineno > lineno:
+                if operand.lineno >= lineno:
                     verifier.defined_later(instr, operand)
             if instr in written and "[" in text[instr.pos : instr._operand_end()]:
                 _declared_operands(verifier, instr, operands)
