@@ -24,7 +24,7 @@ from msgspec import UNSET, UnsetType
 
 from hloscope.errors import InputError
 from hloscope.runs.records import SCHEMA_VERSION, HostScheduling, Number, convert_section
-from hloscope.runs.rundir import load_record, write_json_atomic
+from hloscope.runs.rundir import create_numbered, load_record, write_json_atomic
 from hloscope.typed import Record
 
 KIND = "replay"
@@ -266,26 +266,15 @@ def load_replay(path: Path) -> ReplayRecord:
     return decode_replay(path, load_record(path, _WHAT, KIND, STATUSES, SHAPE))
 
 
-def replay_path(run_dir: Path | None, source: Path) -> Path:
-    """Where a new replay record goes: replay.json in the run directory (<file>.replay.json beside a module file),
-    else the first of replay-2.json, ... that nothing holds; never an existing file."""
-    folder, module_file = (run_dir, None) if run_dir is not None else (source.parent, source.name)
-    n = 1
-    candidate = folder / replay_name(n, module_file)
-    while os.path.lexists(candidate):  # a symbolic link there, even one leading nowhere, is never written through
-        n += 1
-        candidate = folder / replay_name(n, module_file)
-    return candidate
-
-
 def write_replay(record: ReplayRecord, run_dir: Path | None, source: Path) -> ReplayRecord:
-    """Write `record` under a new name (replay_path), never over a file and never through a link; the record with
-    `written` set to the file, or to None with a warning saying why when the directory cannot take it."""
-    target = replay_path(run_dir, source)
+    """Write `record` under a new name: replay.json in the run directory (<file>.replay.json beside a module file),
+    else the first of replay-2.json, ... that nothing holds, never over a file and never through a link
+    (rundir.create_numbered reserves it; the record then replaces that empty file of ours). The record with `written`
+    set to the file, or to None with a warning saying why when the directory cannot take it."""
+    folder, module_file = (run_dir, None) if run_dir is not None else (source.parent, source.name)
     try:
-        # reserve the name: never overwrite, never follow a link (the record then replaces this empty file of ours)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        os.close(fd)
+        target, reserved = create_numbered(folder, lambda n: replay_name(n, module_file))
+        reserved.close()
         write_json_atomic(target, record.to_dict())
     except OSError as error:
         return msgspec.structs.replace(record, warnings=[*record.warnings, f"replay.json not written: {error}"],

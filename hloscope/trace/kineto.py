@@ -755,8 +755,13 @@ def trace_id(value: Any) -> Any:
     """A pid, tid or stream id as a hashable scalar: numbers and strings as written, an object or a list (which no
     profiler writes, but a damaged trace may hold) as its JSON text. Every reader of Kineto ids goes through here."""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
+        return _json_text(value)
     return value
+
+
+def _json_text(value: Any) -> str:
+    """A value no profiler writes where a name or id belongs, as its JSON text: hashable, and equal for equal values."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _event_time(value: object) -> float | None:
@@ -778,7 +783,7 @@ def _text(value: object) -> str | None:
     damaged trace may hold) as its JSON text, so that it stays hashable and matches no known name."""
     if value is None or type(value) is str:
         return value
-    return json.dumps(value, sort_keys=True, default=str)
+    return _json_text(value)
 
 
 def _as_id(value: int | str | float | None) -> int | None:
